@@ -1,0 +1,31 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+# Both create .venv when missing and (re)install only when pyproject.toml changed.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench lint clean-venv
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/dynadesk $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+clean-venv:
+	rm -rf $(VENV)

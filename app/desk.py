@@ -1,0 +1,75 @@
+"""The application core for one data folder: database, settings, task catalog and services."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from app import paths
+from app.domain import Role
+from app.errors import DynadeskError
+from app.services.examples import ExampleService
+from app.services.models import ModelService
+from app.services.people import PeopleService
+from app.services.review import ReviewQueries
+from app.services.stats import StatsService
+from app.services.tasks import TaskService
+from app.services.validation import ValidationService
+from app.settings import Settings, SettingsStore
+from app.storage.db import Database
+from app.tasks.definition import builtin_tasks_dir, load_catalog
+
+
+class Desk:
+    def __init__(self, data_dir: str | os.PathLike | None = None):
+        self.root: Path = paths.data_dir(data_dir)
+        self.db = Database(paths.database_path(self.root))
+        self.settings_store = SettingsStore(paths.settings_path(self.root))
+        self.settings: Settings = self.settings_store.load()
+        self.catalog = load_catalog(builtin_tasks_dir(), paths.user_tasks_dir(self.root))
+        self.tasks = TaskService(self.db, self.catalog)
+        self.people = PeopleService(self.db)
+        self.models = ModelService(self.db)
+        self.examples = ExampleService(self.db, self.tasks)
+        self.validation = ValidationService(self.db, self.tasks)
+        self.stats = StatsService(self.db)
+        self.review = ReviewQueries(self.db)
+        self.tasks.sync_catalog()
+        self.tasks.ensure_first_rounds()
+
+    def save_settings(self) -> None:
+        self.settings_store.save(self.settings)
+
+    def current_person(self):
+        """The profile working at this desk, created on first use from the login name."""
+        if self.settings.current_person_id:
+            try:
+                return self.people.get(uuid.UUID(self.settings.current_person_id))
+            except (DynadeskError, ValueError):
+                pass
+        people = self.people.all()
+        person = people[0] if people else self.people.create(_login_name(), Role.ANNOTATOR)
+        self.switch_person(person.id)
+        return person
+
+    def switch_person(self, person_id: uuid.UUID) -> None:
+        self.people.get(person_id)
+        self.settings.current_person_id = str(person_id)
+        self.save_settings()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Desk":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _login_name() -> str:
+    try:
+        return os.getlogin()
+    except OSError:
+        return os.environ.get("USER") or "Annotator"

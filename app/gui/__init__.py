@@ -1,0 +1,1 @@
+"""The Qt shell: the only part of app that imports Qt."""

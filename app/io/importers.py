@@ -1,0 +1,472 @@
+"""Importing data sets: HateCheck suites, ANLI, the Dynamically Generated Hate Speech Dataset,
+and our own JSONL.
+
+An import is one unit of work: every row goes in, or (when any row is bad) nothing does,
+unless the user asks to skip bad rows. Records get identifiers derived from the source's own
+ids, so importing the same file twice adds nothing the second time. Formats are registered
+classes; adding one means adding one class.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.domain import ExampleStatus, ModelFormat, ModelOutput, Role, SyncState, utcnow
+from app.errors import DynadeskError, ImportFailed, ImportProblem, InvalidExample
+from app.io.records import RecordWriter, read_record
+from app.services.examples import Content, check_content, facet_rows, written_text
+from app.services.models import imported_model_sha
+from app.storage.models import Context, Example, ModelOutputRow, ModelRecord, Person, Round, Suite, SuiteCase, Task
+from app.tasks.definition import TaskDefinition
+from app.tasks.fooling import is_fooled
+from app.text import word_edits
+
+NAMESPACE = uuid.UUID("6f1c7a52-4a8e-4bb5-9d57-0e8d3c1c5a10")
+MAX_FILE_BYTES = 2 * 1024**3
+
+
+def stable_id(*parts: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, "\x1f".join(parts))
+
+
+@dataclass
+class ImportReport:
+    format: str
+    source: str
+    added: dict[str, int] = field(default_factory=dict)
+    already_present: int = 0
+    problems: list[ImportProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def count(self, kind: str, n: int = 1) -> None:
+        self.added[kind] = self.added.get(kind, 0) + n
+
+    def summary(self) -> str:
+        added = ", ".join(f"{n} {kind}" for kind, n in sorted(self.added.items())) or "nothing new"
+        parts = [f"Imported {self.source} ({self.format}): {added}."]
+        if self.already_present:
+            parts.append(f"{self.already_present} record(s) were already present and left as they were.")
+        if self.problems:
+            parts.append(f"Skipped {len(self.problems)} bad row(s):")
+            parts.extend(f"  {p}" for p in self.problems[:50])
+            if len(self.problems) > 50:
+                parts.append(f"  ... and {len(self.problems) - 50} more")
+        parts.extend(f"Warning: {w}" for w in self.warnings)
+        return "\n".join(parts)
+
+
+class Importer:
+    """One file format. ``parse`` yields (line, row) or (line, problem); ``store`` writes the rows."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    default_task: ClassVar[str | None] = None
+
+    def __init__(self, desk, path: Path, report: ImportReport, task_code: str | None, round_number: int | None):
+        self.desk = desk
+        self.path = path
+        self.report = report
+        self.task_code = task_code or self.default_task
+        self.round_number = round_number
+
+    def parse(self) -> Iterator[tuple[int, Any]]:
+        raise NotImplementedError
+
+    def store(self, session: Session, rows: list[tuple[int, Any]]) -> None:
+        raise NotImplementedError
+
+    # --- shared helpers ------------------------------------------------------------------
+
+    def csv_rows(self, required: set[str]) -> Iterator[tuple[int, dict[str, str]]]:
+        text = read_text(self.path)
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = required - set(reader.fieldnames or [])
+        if missing:
+            raise DynadeskError(f"{self.path}: this is not a {self.name} file; it lacks the column(s) {sorted(missing)}.")
+        while True:
+            line = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise DynadeskError(f"{self.path}, line {line}: the CSV cannot be read: {exc}") from exc
+            if None in row:
+                yield reader.line_num, ImportProblem(reader.line_num, "the row has more fields than the header")
+                continue
+            yield reader.line_num, row
+
+    def task(self, session: Session) -> tuple[Task, TaskDefinition]:
+        if not self.task_code:
+            raise DynadeskError(f"Say which task to import {self.path} into (--task).")
+        task = session.scalar(select(Task).where(Task.code == self.task_code))
+        if task is None:
+            raise DynadeskError(f"There is no task '{self.task_code}' on this desk.")
+        return task, self.desk.tasks.definition(task.id)
+
+    def round(self, session: Session, task: Task, number: int) -> Round:
+        found = session.scalar(select(Round).where(Round.task_id == task.id, Round.number == number))
+        if found is None:
+            found = Round(task_id=task.id, number=number, description=f"{task.name}: round {number}")
+            session.add(found)
+            session.flush()
+            self.report.count("rounds")
+        return found
+
+    def person(self, session: Session, key: str, display_name: str) -> Person:
+        person_id = stable_id(self.name, "person", key)
+        person = session.get(Person, person_id)
+        if person is None:
+            person = Person(id=person_id, display_name=display_name[:200], role=Role.ANNOTATOR.value)
+            session.add(person)
+            session.flush()
+            self.report.count("people")
+        return person
+
+    def model(self, session: Session, name: str, task: Task, labels: list[str]) -> ModelRecord:
+        sha = imported_model_sha(name)
+        record = session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha))
+        if record is None:
+            record = ModelRecord(
+                name=name, format=ModelFormat.IMPORTED.value, sha256=sha, task_id=task.id,
+                label_map={label: label for label in labels}, provenance={"imported_from": self.name},
+            )
+            session.add(record)
+            session.flush()
+            self.report.count("models")
+        return record
+
+    def context(self, session: Session, round_: Round, text: str) -> Context:
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        found = session.scalar(select(Context).where(Context.round_id == round_.id, Context.content_hash == digest))
+        if found is None:
+            found = Context(round_id=round_.id, text=text, content_hash=digest, source=f"{self.name}:{self.path.name}")
+            session.add(found)
+            session.flush()
+            self.report.count("contexts")
+        return found
+
+    def add_example(
+        self,
+        session: Session,
+        *,
+        example_id: uuid.UUID,
+        external_id: str,
+        task: Task,
+        definition: TaskDefinition,
+        round_: Round,
+        author: Person,
+        content: Content,
+        outputs: list[ModelOutput],
+        origin: dict,
+        context_text: str | None = None,
+        line: int,
+    ) -> Example | None:
+        """Add one submitted example, or None when it is already present or its row is bad."""
+        if session.get(Example, example_id) is not None:
+            self.report.already_present += 1
+            return None
+        try:
+            checked = check_content(definition, content, require_metadata=False)
+        except InvalidExample as exc:
+            self.report.problems.append(ImportProblem(line, str(exc)))
+            return None
+        context = self.context(session, round_, context_text.strip()) if context_text else None
+        example = Example(
+            id=example_id, task_id=task.id, round_id=round_.id, context_id=context.id if context else None,
+            author_id=author.id, inputs=checked.inputs, text=written_text(definition, checked.inputs),
+            true_label=checked.true_label, answer=checked.answer.to_json() if checked.answer else None,
+            meta=checked.meta, origin=origin, status=ExampleStatus.SUBMITTED.value, submitted_at=utcnow(),
+            source=self.name, external_id=external_id, sync_state=SyncState.LOCAL.value, fooled_rule=round_.fooled_rule,
+            model_fooled=is_fooled(definition, outputs, checked.true_label, checked.answer),
+        )
+        example.outputs = [
+            ModelOutputRow(model_id=o.model_id, position=i, model_sha256=o.model_sha256, label=o.label,
+                           probabilities=o.probabilities, latency_ms=o.latency_ms,
+                           answer=o.answer.to_json() if o.answer else None,
+                           fooled=is_fooled(definition, [o], checked.true_label, checked.answer))
+            for i, o in enumerate(outputs)
+        ]
+        session.add(example)
+        session.flush()
+        session.add_all(facet_rows(definition, example.id, checked.meta))
+        if context is not None:
+            context.times_used += 1
+        self.report.count("examples")
+        return example
+
+
+def read_text(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DynadeskError(f"{path} cannot be read: {exc.strerror or exc}.") from exc
+    if size > MAX_FILE_BYTES:
+        raise DynadeskError(f"{path} is {size / 1024**3:.1f} GiB; Dynadesk imports files up to 2 GiB.")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DynadeskError(f"{path}, line {line}: the file is not UTF-8 text ({exc.reason}).") from exc
+
+
+# --- HateCheck ---------------------------------------------------------------------------
+
+
+class HateCheckImporter(Importer):
+    name = "hatecheck"
+    description = "HateCheck functional test suite (CSV: functionality, case_id, test_case, label_gold, ...)"
+    default_task = "hate_speech"
+    GOLD = {"hateful": "hate", "non-hateful": "not hate"}
+    EXTRA = ("direction", "focus_words", "focus_lemma", "ref_case_id", "ref_templ_id", "templ_id", "case_templ")
+
+    def parse(self):
+        seen: set[str] = set()
+        for line, row in self.csv_rows({"functionality", "case_id", "test_case", "label_gold"}):
+            if isinstance(row, ImportProblem):
+                yield line, row
+                continue
+            case_id, text = row["case_id"].strip(), row["test_case"].strip()
+            gold = self.GOLD.get(row["label_gold"].strip())
+            if not case_id:
+                yield line, ImportProblem(line, "case_id is empty")
+            elif case_id in seen:
+                yield line, ImportProblem(line, f"case_id {case_id} appears twice")
+            elif not text:
+                yield line, ImportProblem(line, "test_case is empty")
+            elif gold is None:
+                yield line, ImportProblem(line, f"label_gold '{row['label_gold']}' is neither 'hateful' nor 'non-hateful'")
+            elif not row["functionality"].strip():
+                yield line, ImportProblem(line, "functionality is empty")
+            else:
+                seen.add(case_id)
+                yield line, {
+                    "case_id": case_id, "text": text, "gold": gold, "functionality": row["functionality"].strip(),
+                    "target": row.get("target_ident", "").strip() or None,
+                    "extra": {k: row[k] for k in self.EXTRA if row.get(k)},
+                }
+
+    def store(self, session, rows):
+        task, _ = self.task(session)
+        digest = hashlib.sha256(self.path.read_bytes()).hexdigest()
+        if session.scalar(select(Suite.id).where(Suite.sha256 == digest)):
+            self.report.already_present += len(rows)
+            return
+        suite = Suite(name=self.path.stem, format=self.name, task_id=task.id, source=str(self.path), sha256=digest)
+        suite.cases = [
+            SuiteCase(position=i, case_id=r["case_id"], functionality=r["functionality"], text=r["text"],
+                      gold_label=r["gold"], target=r["target"], extra=r["extra"])
+            for i, (_, r) in enumerate(rows)
+        ]
+        session.add(suite)
+        self.report.count("suites")
+        self.report.count("suite cases", len(rows))
+
+
+# --- ANLI -------------------------------------------------------------------------------
+
+
+class AnliImporter(Importer):
+    name = "anli"
+    description = "Adversarial NLI (CSV: context, statement, reason, adversary_pred, gold_label, uid, ...)"
+    default_task = "nli"
+    LABELS = {"e": "entailment", "n": "neutral", "c": "contradiction"}
+
+    def parse(self):
+        for line, row in self.csv_rows({"context", "statement", "reason", "adversary_pred", "gold_label", "uid"}):
+            if isinstance(row, ImportProblem):
+                yield line, row
+                continue
+            gold = self.LABELS.get(row["gold_label"].strip())
+            pred = self.LABELS.get(row["adversary_pred"].strip())
+            if not row["uid"].strip():
+                yield line, ImportProblem(line, "uid is empty")
+            elif gold is None:
+                yield line, ImportProblem(line, f"gold_label '{row['gold_label']}' is not e, n or c")
+            elif pred is None:
+                yield line, ImportProblem(line, f"adversary_pred '{row['adversary_pred']}' is not e, n or c")
+            else:
+                yield line, {**row, "gold": gold, "pred": pred}
+
+    def store(self, session, rows):
+        task, definition = self.task(session)
+        round_ = self.round(session, task, self.round_number or 1)
+        author = self.person(session, "crowd", "ANLI crowd worker")
+        model = self.model(session, "ANLI round-1 adversary", task, definition.labels)
+        for line, row in rows:
+            self.add_example(
+                session, example_id=stable_id(self.name, row["uid"]), external_id=row["uid"], task=task,
+                definition=definition, round_=round_, author=author, context_text=row["context"], line=line,
+                content=Content({"context": row["context"], "hypothesis": row["statement"]}, row["gold"],
+                                meta={"label_explanation": row["reason"]}),
+                outputs=[ModelOutput(model.id, model.sha256, row["pred"])],
+                origin={"kind": "import", "format": self.name, "file": self.path.name, "uid": row["uid"],
+                        "eid": row.get("eid", ""), "a1code": row.get("A1Code", ""), "a1notes": row.get("A1Notes", ""),
+                        "tags": row.get("tags", "")},
+            )
+
+
+# --- Dynamically Generated Hate Speech Dataset -------------------------------------------------
+
+
+class DynaHateImporter(Importer):
+    name = "dynahate"
+    description = "Dynamically Generated Hate Speech Dataset (CSV: acl.id, text, label, type, target, level, ...)"
+    default_task = "hate_speech"
+    LABELS = {"hate": "hate", "nothate": "not hate"}
+    TYPES = {
+        "animosity": "animosity", "derogation": "derogation", "dehumanization": "dehumanization",
+        "threatening": "threatening language", "support": "support for hateful entities",
+    }
+    TARGETS = {
+        "wom": "women", "trans": "trans people", "gay": "gay people", "bla": "black people",
+        "dis": "disabled people", "mus": "Muslims", "jew": "Jewish people", "immig": "immigrants", "ref": "refugees",
+    }
+    EMPTY = {"", "none", "notgiven", "na", "nan"}
+    COLUMNS = {"acl.id", "text", "label", "type", "target", "level", "split", "round.base", "annotator", "round",
+               "acl.id.matched"}
+
+    def parse(self):
+        seen: set[str] = set()
+        for line, row in self.csv_rows(self.COLUMNS):
+            if isinstance(row, ImportProblem):
+                yield line, row
+                continue
+            acl_id = row["acl.id"].strip()
+            label = self.LABELS.get(row["label"].strip().lower())
+            level = row["level"].strip().lower()
+            try:
+                round_number = int(float(row["round.base"]))
+            except ValueError:
+                yield line, ImportProblem(line, f"round.base '{row['round.base']}' is not a round number")
+                continue
+            if not acl_id:
+                yield line, ImportProblem(line, "acl.id is empty")
+            elif acl_id in seen:
+                yield line, ImportProblem(line, f"acl.id {acl_id} appears twice")
+            elif label is None:
+                yield line, ImportProblem(line, f"label '{row['label']}' is neither 'hate' nor 'nothate'")
+            elif level not in ("original", "perturbation"):
+                yield line, ImportProblem(line, f"level '{row['level']}' is neither 'original' nor 'perturbation'")
+            elif round_number < 1:
+                yield line, ImportProblem(line, f"round.base {round_number} is not a round number")
+            else:
+                seen.add(acl_id)
+                yield line, {**row, "acl_id": acl_id, "label_": label, "level_": level, "round_": round_number}
+
+    def _meta(self, row) -> dict:
+        meta: dict[str, Any] = {}
+        kind = row["type"].strip().lower()
+        if kind not in self.EMPTY:
+            meta["hate_type"] = self.TYPES.get(kind, kind)
+        targets = [t.strip() for t in row["target"].replace(";", ",").split(",")]
+        groups = [self.TARGETS.get(t.lower(), t) for t in targets if t.lower() not in self.EMPTY]
+        if groups:
+            meta["target_groups"] = groups
+        return meta
+
+    def store(self, session, rows):
+        task, definition = self.task(session)
+        ids = {row["acl_id"]: stable_id(self.name, row["acl_id"]) for _, row in rows}
+        added: dict[str, Example] = {}
+        for line, row in rows:
+            round_ = self.round(session, task, row["round_"])
+            annotator = row["annotator"].strip() or "unknown"
+            author = self.person(session, annotator, f"DynaHate annotator {annotator}")
+            example = self.add_example(
+                session, example_id=ids[row["acl_id"]], external_id=row["acl_id"], task=task, definition=definition,
+                round_=round_, author=author, line=line,
+                content=Content({"text": row["text"]}, row["label_"], meta=self._meta(row)), outputs=[],
+                origin={"kind": "import", "format": self.name, "file": self.path.name, "acl_id": row["acl_id"],
+                        "split": row["split"], "round": row["round"], "level": row["level_"]},
+            )
+            if example is not None:
+                added[row["acl_id"]] = example
+        # Second pass: link each perturbation to its original, wherever it stands in the file.
+        for line, row in rows:
+            example = added.get(row["acl_id"])
+            if example is None or row["level_"] != "perturbation":
+                continue
+            matched = row["acl.id.matched"].strip()
+            parent = session.get(Example, ids.get(matched, stable_id(self.name, matched))) if matched else None
+            if parent is None:
+                self.report.warnings.append(f"line {line}: perturbation {row['acl_id']} names original '{matched}', which is not in the data; it is stored unlinked")
+                continue
+            ops, distance = word_edits(parent.text, example.text)
+            example.perturbation_of = parent.id
+            example.edit_ops = [op.to_json() for op in ops]
+            example.edit_distance = distance
+            self.report.count("perturbation links")
+
+
+# --- our own JSONL -------------------------------------------------------------------------
+
+
+class JsonlImporter(Importer):
+    name = "jsonl"
+    description = "Dynadesk JSONL (what `dynadesk export --format jsonl` writes)"
+
+    def parse(self):
+        text = read_text(self.path)
+        for line, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield line, read_record(json.loads(raw))
+            except json.JSONDecodeError as exc:
+                yield line, ImportProblem(line, f"not valid JSON ({exc.msg} at column {exc.colno})")
+            except (ValueError, KeyError, TypeError) as exc:
+                yield line, ImportProblem(line, str(exc))
+
+    def store(self, session, rows):
+        writer = RecordWriter(session, self.desk, self.report)
+        for line, record in rows:
+            try:
+                with session.begin_nested():  # a bad record leaves nothing half-written
+                    writer.write(record)
+            except DynadeskError as exc:
+                self.report.problems.append(ImportProblem(line, str(exc)))
+            except IntegrityError as exc:
+                self.report.problems.append(
+                    ImportProblem(line, f"{record['record']} {record['id']} refers to a record that is not in the data "
+                                        f"or clashes with one that is ({exc.orig})"))
+        writer.finish()
+
+
+IMPORTERS: dict[str, type[Importer]] = {cls.name: cls for cls in (HateCheckImporter, AnliImporter, DynaHateImporter, JsonlImporter)}
+
+
+def import_file(desk, path: str | Path, format: str, *, task_code: str | None = None, round_number: int | None = None,
+                skip_bad_rows: bool = False) -> ImportReport:
+    """Import one file as one unit of work. Raises :class:`ImportFailed` (and stores nothing)
+    when a row is bad, unless ``skip_bad_rows``."""
+    path = Path(path)
+    if format not in IMPORTERS:
+        raise DynadeskError(f"Unknown import format '{format}'; choose one of {', '.join(IMPORTERS)}.")
+    report = ImportReport(format, str(path))
+    importer = IMPORTERS[format](desk, path, report, task_code, round_number)
+    parsed = list(importer.parse())
+    rows = [(line, row) for line, row in parsed if not isinstance(row, ImportProblem)]
+    report.problems.extend(row for _, row in parsed if isinstance(row, ImportProblem))
+    if report.problems and not skip_bad_rows:
+        raise ImportFailed(report.problems, str(path))
+    found_while_parsing = len(report.problems)
+    with desk.db.write() as session:
+        importer.store(session, rows)
+        found_while_storing = report.problems[found_while_parsing:]
+        if found_while_storing and not skip_bad_rows:
+            raise ImportFailed(found_while_storing, str(path))  # leaving the block rolls everything back
+    report.problems.sort(key=lambda p: p.line)
+    return report

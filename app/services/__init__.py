@@ -1,0 +1,1 @@
+"""Qt-free services; every write goes through the database unit of work."""

@@ -1,0 +1,190 @@
+"""Queries for review: filter, sort, page and count examples, with full-text search (FTS5)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Sequence
+
+from sqlalchemy import Select, and_, func, select, text
+from sqlalchemy.orm import aliased
+
+from app.domain import ExampleStatus
+from app.errors import DynadeskError
+from app.storage.db import Database
+from app.storage.models import Example, ExampleFacet, Person, Round, Task
+
+NOT_DRAFT = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value, ExampleStatus.RETRACTED.value)
+# FTS5 trigram needs at least three characters; shorter terms fall back to a substring scan.
+MIN_FTS_TERM = 3
+_TERMS = re.compile(r'"([^"]*)"|(\S+)')
+
+
+@dataclass
+class ExampleFilter:
+    task_id: uuid.UUID | None = None
+    round_ids: Sequence[uuid.UUID] = ()
+    author_ids: Sequence[uuid.UUID] = ()
+    labels: Sequence[str] = ()
+    facets: dict[str, Sequence[str]] = field(default_factory=dict)  # field -> any of these values
+    fooled: bool | None = None
+    validation_states: Sequence[str] = ()
+    statuses: Sequence[str] = NOT_DRAFT
+    text: str = ""
+    min_disagreements: int | None = None
+    min_flags: int | None = None
+    perturbations_only: bool = False
+
+
+@dataclass(frozen=True)
+class ExampleRow:
+    id: uuid.UUID
+    task_code: str
+    round_number: int
+    author: str
+    text: str
+    true_label: str | None
+    model_fooled: bool | None
+    status: str
+    validation_state: str
+    validation_count: int
+    disagreement_count: int
+    flag_count: int
+    decided_verdict: str | None
+    submitted_at: datetime | None
+    perturbation_of: uuid.UUID | None
+    edit_distance: int | None
+    meta: dict[str, Any]
+
+
+SORT_KEYS = {
+    "submitted_at": Example.submitted_at,
+    "text": Example.text,
+    "label": Example.true_label,
+    "fooled": Example.model_fooled,
+    "status": Example.status,
+    "validation_state": Example.validation_state,
+    "validations": Example.validation_count,
+    "disagreements": Example.disagreement_count,
+    "flags": Example.flag_count,
+    "round": Round.number,
+    "author": Person.display_name,
+}
+
+
+def fts_terms(query: str) -> tuple[list[str], list[str]]:
+    """Split a search box's text into FTS phrases and short substrings; quotes keep phrases whole."""
+    long_terms, short_terms = [], []
+    for quoted, bare in _TERMS.findall(query):
+        term = (quoted or bare).strip()
+        if term:
+            (long_terms if len(term) >= MIN_FTS_TERM else short_terms).append(term)
+    return long_terms, short_terms
+
+
+def _escape_like(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class ReviewQueries:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def _filtered(self, columns, flt: ExampleFilter) -> Select:
+        query = select(*columns).select_from(Example)
+        conditions = [Example.status.in_(list(flt.statuses))]
+        if flt.task_id is not None:
+            conditions.append(Example.task_id == flt.task_id)
+        if flt.round_ids:
+            conditions.append(Example.round_id.in_(list(flt.round_ids)))
+        if flt.author_ids:
+            conditions.append(Example.author_id.in_(list(flt.author_ids)))
+        if flt.labels:
+            conditions.append(Example.true_label.in_(list(flt.labels)))
+        if flt.fooled is not None:
+            conditions.append(Example.model_fooled.is_(flt.fooled))
+        if flt.validation_states:
+            conditions.append(Example.validation_state.in_(list(flt.validation_states)))
+        if flt.min_disagreements is not None:
+            conditions.append(Example.disagreement_count >= flt.min_disagreements)
+        if flt.min_flags is not None:
+            conditions.append(Example.flag_count >= flt.min_flags)
+        if flt.perturbations_only:
+            conditions.append(Example.perturbation_of.is_not(None))
+        for name, values in flt.facets.items():
+            if values:
+                facet = aliased(ExampleFacet)
+                conditions.append(
+                    Example.id.in_(select(facet.example_id).where(facet.field == name, facet.value.in_(list(values))))
+                )
+        long_terms, short_terms = fts_terms(flt.text)
+        if long_terms:
+            phrase = " AND ".join('"' + term.replace('"', '""') + '"' for term in long_terms)
+            conditions.append(
+                Example.id.in_(select(text("example_id")).select_from(text("example_fts")).where(text("example_fts MATCH :fts")))
+            )
+            query = query.params(fts=phrase)
+        for term in short_terms:
+            conditions.append(Example.text.ilike(f"%{_escape_like(term)}%", escape="\\"))
+        return query.where(and_(*conditions))
+
+    def rows(
+        self,
+        flt: ExampleFilter,
+        *,
+        sort: str = "submitted_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list[ExampleRow]:
+        if sort not in SORT_KEYS:
+            raise DynadeskError(f"Cannot sort by '{sort}'; choose one of {', '.join(SORT_KEYS)}.")
+        key = SORT_KEYS[sort]
+        order = [key.desc() if descending else key.asc(), Example.id.desc() if descending else Example.id.asc()]
+        query = (
+            self._filtered(
+                [
+                    Example.id, Task.code, Round.number, Person.display_name, Example.text, Example.true_label,
+                    Example.model_fooled, Example.status, Example.validation_state, Example.validation_count,
+                    Example.disagreement_count, Example.flag_count, Example.decided_verdict, Example.submitted_at,
+                    Example.perturbation_of, Example.edit_distance, Example.meta,
+                ],
+                flt,
+            )
+            .join(Task, Task.id == Example.task_id)
+            .join(Round, Round.id == Example.round_id)
+            .join(Person, Person.id == Example.author_id)
+            .order_by(*order)
+            .offset(max(0, offset))
+            .limit(max(0, limit))
+        )
+        with self.db.read() as session:
+            return [ExampleRow(*row) for row in session.execute(query)]
+
+    def count(self, flt: ExampleFilter) -> int:
+        with self.db.read() as session:
+            return session.scalar(self._filtered([func.count()], flt))
+
+    def counts_by(self, flt: ExampleFilter, dimension: str) -> dict[str, int]:
+        """How many matching examples fall in each value of a column or a metadata facet."""
+        columns = {
+            "label": Example.true_label,
+            "status": Example.status,
+            "validation_state": Example.validation_state,
+            "fooled": Example.model_fooled,
+            "round": Example.round_id,
+            "author": Example.author_id,
+        }
+        with self.db.read() as session:
+            if dimension in columns:
+                column = columns[dimension]
+                query = self._filtered([column, func.count()], flt).group_by(column)
+            else:
+                query = (
+                    self._filtered([ExampleFacet.value, func.count()], flt)
+                    .join(ExampleFacet, and_(ExampleFacet.example_id == Example.id, ExampleFacet.field == dimension))
+                    .group_by(ExampleFacet.value)
+                )
+            return {str(value): int(count) for value, count in session.execute(query)}

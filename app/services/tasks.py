@@ -1,0 +1,112 @@
+"""Task definitions in the database, and the rounds of each task."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select
+
+from app.domain import RoundStatus
+from app.errors import NotFound
+from app.storage.db import Database
+from app.storage.models import Round, Task
+from app.tasks.definition import TaskCatalog, TaskDefinition
+
+
+class TaskService:
+    def __init__(self, db: Database, catalog: TaskCatalog):
+        self.db = db
+        self.catalog = catalog
+        self._definitions: dict[uuid.UUID, TaskDefinition] = {}
+
+    def sync_catalog(self) -> list[str]:
+        """Store every definition of the catalog; a changed YAML file bumps the task's revision.
+
+        Returns the codes of tasks that were added or changed.
+        """
+        changed = []
+        with self.db.write() as session:
+            existing = {task.code: task for task in session.scalars(select(Task))}
+            for definition in self.catalog:
+                data = definition.model_dump(mode="json")
+                task = existing.get(definition.code)
+                if task is None:
+                    session.add(Task(code=definition.code, name=definition.name, definition=data,
+                                     fingerprint=definition.fingerprint()))
+                    changed.append(definition.code)
+                elif task.fingerprint != definition.fingerprint():
+                    task.name, task.definition, task.fingerprint = definition.name, data, definition.fingerprint()
+                    task.bump()
+                    changed.append(definition.code)
+        self._definitions.clear()
+        return changed
+
+    def ensure_first_rounds(self) -> None:
+        """Every task gets an open round 1 the first time it is seen."""
+        with self.db.write() as session:
+            for task in session.scalars(select(Task)):
+                if not session.scalar(select(Round.id).where(Round.task_id == task.id).limit(1)):
+                    session.add(Round(task_id=task.id, number=1, description=f"{task.name}: round 1"))
+
+    # --- look-ups ------------------------------------------------------------------------
+
+    def task(self, code: str) -> Task:
+        with self.db.read() as session:
+            task = session.scalar(select(Task).where(Task.code == code))
+        if task is None:
+            known = ", ".join(sorted(self.catalog.tasks)) or "none"
+            raise NotFound(f"There is no task '{code}'. Known tasks: {known}.")
+        return task
+
+    def tasks(self) -> list[Task]:
+        with self.db.read() as session:
+            return list(session.scalars(select(Task).order_by(Task.name)))
+
+    def definition(self, task_id: uuid.UUID) -> TaskDefinition:
+        """The definition stored with the task (what its examples were written against)."""
+        cached = self._definitions.get(task_id)
+        if cached is None:
+            with self.db.read() as session:
+                task = session.get(Task, task_id)
+                if task is None:
+                    raise NotFound(f"There is no task with id {task_id}.")
+                cached = self._definitions[task_id] = TaskDefinition.model_validate(task.definition)
+        return cached
+
+    def definition_by_code(self, code: str) -> TaskDefinition:
+        return self.definition(self.task(code).id)
+
+    def rounds(self, task_code: str) -> list[Round]:
+        task = self.task(task_code)
+        with self.db.read() as session:
+            return list(session.scalars(select(Round).where(Round.task_id == task.id).order_by(Round.number)))
+
+    def round(self, task_code: str, number: int | None = None) -> Round:
+        """Round ``number`` of the task, or its newest open round when no number is given."""
+        rounds = self.rounds(task_code)
+        if number is None:
+            open_rounds = [r for r in rounds if r.status == RoundStatus.OPEN]
+            if not open_rounds:
+                raise NotFound(f"Task '{task_code}' has no open round.")
+            return open_rounds[-1]
+        for found in rounds:
+            if found.number == number:
+                return found
+        raise NotFound(f"Task '{task_code}' has no round {number}.")
+
+    def round_by_id(self, round_id: uuid.UUID) -> Round:
+        with self.db.read() as session:
+            found = session.get(Round, round_id)
+        if found is None:
+            raise NotFound(f"There is no round with id {round_id}.")
+        return found
+
+    def get_or_create_round(self, task_code: str, number: int) -> Round:
+        task = self.task(task_code)
+        with self.db.write() as session:
+            found = session.scalar(select(Round).where(Round.task_id == task.id, Round.number == number))
+            if found is None:
+                found = Round(task_id=task.id, number=number, description=f"{task.name}: round {number}")
+                session.add(found)
+                session.flush()
+            return found

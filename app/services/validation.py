@@ -1,0 +1,189 @@
+"""Validation: verdicts under the task's rules, decisions, and the queue of examples to validate."""
+
+from __future__ import annotations
+
+import collections
+import uuid
+from typing import Sequence
+
+from sqlalchemy import and_, case, exists, or_, select
+from sqlalchemy.orm import Session
+
+from app.domain import ExampleStatus, Role, SyncState, ValidationMode, ValidationState, Verdict
+from app.errors import NotFound, ValidationRuleError
+from app.services.tasks import TaskService
+from app.storage.db import Database
+from app.storage.models import Example, Person, Task, Validation
+from app.tasks.definition import TaskDefinition
+
+# Examples in these states can be validated; drafts and retracted examples cannot.
+VALIDATABLE = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)
+
+
+def verdict_key(validation: Validation) -> tuple[str, str | None]:
+    """Verdicts match when they agree on the verdict and, for 'incorrect', on the corrected label."""
+    return validation.verdict, validation.corrected_label if validation.verdict == Verdict.INCORRECT else None
+
+
+def summarise(example: Example, validations: Sequence[Validation], threshold: int) -> None:
+    """Bring the example's validation summary in step with its verdicts."""
+    peer = [v for v in validations if v.mode == ValidationMode.PEER]
+    lead = [v for v in validations if v.mode == ValidationMode.LEAD]
+    counts = collections.Counter(verdict_key(v) for v in peer)
+    example.validation_count = len(validations)
+    example.flag_count = sum(1 for v in validations if v.verdict == Verdict.FLAGGED)
+    example.disagreement_count = len(peer) - max(counts.values(), default=0)
+    decided: tuple[str, str | None] | None = None
+    if lead:
+        decided = verdict_key(max(lead, key=lambda v: v.created_at))
+    else:
+        reached = [key for key, count in counts.items() if count >= threshold]
+        if reached:
+            decided = reached[0]
+    if decided is not None:
+        example.validation_state = ValidationState.DECIDED.value
+        example.decided_verdict = decided[0]
+        example.decided_label = decided[1] if decided[0] == Verdict.INCORRECT else (
+            example.true_label if decided[0] == Verdict.CORRECT else None
+        )
+    else:
+        example.validation_state = (ValidationState.IN_PROGRESS if validations else ValidationState.UNVALIDATED).value
+        example.decided_verdict = None
+        example.decided_label = None
+
+
+class ValidationService:
+    def __init__(self, db: Database, tasks: TaskService):
+        self.db = db
+        self.tasks = tasks
+
+    def validate(
+        self,
+        example_id: uuid.UUID,
+        validator_id: uuid.UUID,
+        verdict: Verdict | str,
+        *,
+        corrected_label: str | None = None,
+        reason: str | None = None,
+        model_note: str | None = None,
+        mode: ValidationMode | str = ValidationMode.PEER,
+        time_spent_ms: int = 0,
+    ) -> Validation:
+        verdict, mode = Verdict(verdict), ValidationMode(mode)
+        reason = (reason or "").strip() or None
+        corrected_label = (corrected_label or "").strip() or None
+        with self.db.write() as session:
+            example = session.get(Example, example_id)
+            if example is None:
+                raise NotFound(f"There is no example with id {example_id}.")
+            validator = session.get(Person, validator_id)
+            if validator is None:
+                raise NotFound(f"There is no profile with id {validator_id}.")
+            definition = self.tasks.definition(example.task_id)
+            self._check(session, definition, example, validator, verdict, corrected_label, reason, mode)
+            validation = Validation(
+                example_id=example.id,
+                validator_id=validator.id,
+                verdict=verdict.value,
+                corrected_label=corrected_label if verdict == Verdict.INCORRECT else None,
+                reason=reason,
+                model_note=(model_note or "").strip() or None,
+                mode=mode.value,
+                time_spent_ms=max(0, int(time_spent_ms)),
+                sync_state=SyncState.PENDING.value,
+            )
+            session.add(validation)
+            session.flush()
+            summarise(example, example.validations, definition.agreement_threshold)
+            return validation
+
+    @staticmethod
+    def _check(session, definition: TaskDefinition, example, validator, verdict, corrected_label, reason, mode) -> None:
+        if example.status not in VALIDATABLE:
+            raise ValidationRuleError(f"A {example.status} example cannot be validated.")
+        if example.author_id == validator.id:
+            raise ValidationRuleError("Nobody validates their own example.")
+        if mode == ValidationMode.LEAD and validator.role not in (Role.LEAD, Role.OWNER):
+            raise ValidationRuleError("Only team leads and owners can adjudicate.")
+        already = session.scalar(
+            select(Validation.id).where(
+                Validation.example_id == example.id, Validation.validator_id == validator.id, Validation.mode == mode.value
+            )
+        )
+        if already:
+            raise ValidationRuleError("You have already validated this example.")
+        if mode == ValidationMode.PEER and example.validation_state == ValidationState.DECIDED:
+            raise ValidationRuleError("This example is already decided; it needs no more validations.")
+        if verdict == Verdict.INCORRECT:
+            if not corrected_label:
+                raise ValidationRuleError("An 'incorrect' verdict needs the corrected label.")
+            if definition.labels and corrected_label not in definition.labels:
+                raise ValidationRuleError(f"The corrected label must be one of: {', '.join(definition.labels)}.")
+            if corrected_label == (example.true_label if definition.labels else (example.answer or {}).get("text")):
+                raise ValidationRuleError("The corrected label is the same as the author's; choose 'correct' instead.")
+            if not reason:
+                raise ValidationRuleError("An 'incorrect' verdict needs an explanation.")
+        if verdict == Verdict.FLAGGED and not reason:
+            raise ValidationRuleError("A flag needs a reason.")
+
+    # --- the queue -----------------------------------------------------------------------
+
+    def queue_query(self, validator_id: uuid.UUID, *, task_id: uuid.UUID | None = None, round_id: uuid.UUID | None = None):
+        """Examples this person may validate, model-fooling first, then the least validated."""
+        mine = exists().where(
+            Validation.example_id == Example.id,
+            Validation.validator_id == validator_id,
+            Validation.mode == ValidationMode.PEER.value,
+        )
+        eligible_fooling = or_(
+            Task.definition["validate_non_fooling"].as_boolean().is_(True),
+            Example.model_fooled.is_(None),
+            Example.model_fooled.is_(True),
+        )
+        query = (
+            select(Example)
+            .join(Task, Task.id == Example.task_id)
+            .where(
+                Example.status.in_(VALIDATABLE),
+                Example.author_id != validator_id,
+                Example.validation_state != ValidationState.DECIDED.value,
+                ~mine,
+                eligible_fooling,
+            )
+        )
+        if task_id is not None:
+            query = query.where(Example.task_id == task_id)
+        if round_id is not None:
+            query = query.where(Example.round_id == round_id)
+        return query.order_by(
+            case((Example.model_fooled.is_(True), 0), (Example.model_fooled.is_(None), 1), else_=2),
+            Example.validation_count,
+            Example.submitted_at,
+            Example.id,
+        )
+
+    def queue(self, validator_id: uuid.UUID, *, task_code: str | None = None, round_id: uuid.UUID | None = None,
+              limit: int = 20) -> list[Example]:
+        task_id = self.tasks.task(task_code).id if task_code else None
+        with self.db.read() as session:
+            return list(session.scalars(self.queue_query(validator_id, task_id=task_id, round_id=round_id).limit(limit)))
+
+    def next_for(self, validator_id: uuid.UUID, *, task_code: str | None = None, round_id: uuid.UUID | None = None,
+                 skip: Sequence[uuid.UUID] = ()) -> Example | None:
+        """The next example to validate, passing over those skipped in this sitting."""
+        task_id = self.tasks.task(task_code).id if task_code else None
+        with self.db.read() as session:
+            query = self.queue_query(validator_id, task_id=task_id, round_id=round_id)
+            if skip:
+                query = query.where(Example.id.not_in(list(skip)))
+            return session.scalars(query.limit(1)).first()
+
+    def validations_of(self, example_id: uuid.UUID) -> list[Validation]:
+        with self.db.read() as session:
+            return list(session.scalars(select(Validation).where(Validation.example_id == example_id)
+                                        .order_by(Validation.created_at)))
+
+    def resummarise(self, session: Session, example: Example) -> None:
+        """Recompute the summary after verdicts arrived from elsewhere (imports, sync)."""
+        definition = self.tasks.definition(example.task_id)
+        summarise(example, list(example.validations), definition.agreement_threshold)

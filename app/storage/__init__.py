@@ -1,0 +1,1 @@
+"""Local storage: SQLAlchemy models, the unit of work and Alembic migrations."""

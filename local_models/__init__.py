@@ -1,0 +1,1 @@
+"""Model back-ends, inference engine and attributions (Qt-free)."""

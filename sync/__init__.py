@@ -1,0 +1,1 @@
+"""Sync protocol, client and server (Qt-free)."""

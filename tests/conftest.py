@@ -1,0 +1,87 @@
+"""Shared test set-up.
+
+- Qt runs offscreen; this is set before anything imports Qt.
+- Every test gets its own data folder (database and settings) under tmp_path.
+- Modal dialogs never block: message boxes answer with their default and are recorded;
+  dialogs' exec() returns Rejected unless a test says otherwise.
+- Nothing may reach a model hub.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "dynadesk-data"
+    folder.mkdir()
+    monkeypatch.setenv("DYNADESK_DATA_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def desk(data_dir):
+    from app.desk import Desk
+
+    with Desk(data_dir) as opened:
+        yield opened
+
+
+def shared_file(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data file {path} is not present")
+    return path
+
+
+@pytest.fixture
+def modal_log(monkeypatch) -> list:
+    """Replaces blocking Qt dialogs; each call is recorded as (kind, title, text)."""
+    calls: list = []
+    try:
+        from PySide6.QtWidgets import QDialog, QMessageBox
+    except ImportError:  # pragma: no cover - Qt is a dependency
+        return calls
+
+    def fake(kind):
+        def answer(parent, title, text, *args, **kwargs):
+            calls.append((kind, title, text))
+            buttons = args[0] if args else kwargs.get("buttons")
+            default = args[1] if len(args) > 1 else kwargs.get("defaultButton")
+            if default not in (None, QMessageBox.StandardButton.NoButton):
+                return default
+            if kind == "question":
+                return QMessageBox.StandardButton.Yes
+            return QMessageBox.StandardButton.Ok if buttons is None else buttons
+
+        return staticmethod(answer)
+
+    for kind in ("information", "warning", "critical", "question"):
+        monkeypatch.setattr(QMessageBox, kind, fake(kind))
+    monkeypatch.setattr(QMessageBox, "exec", lambda self: calls.append(("exec", self.windowTitle(), self.text()))
+                        or QMessageBox.StandardButton.Ok)
+    monkeypatch.setattr(QDialog, "exec", lambda self: calls.append(("dialog", self.windowTitle(), "")) or 0)
+    return calls
+
+
+@pytest.fixture(autouse=True)
+def _no_blocking_dialogs(request, monkeypatch):
+    """Every test that has Qt loaded gets non-blocking dialogs, whether it asked or not."""
+    import sys
+
+    if "PySide6.QtWidgets" in sys.modules or "qtbot" in request.fixturenames:
+        request.getfixturevalue("modal_log")

@@ -1,0 +1,1 @@
+"""Qt views. They receive data through signals and Qt models and never touch storage or model runtimes."""
