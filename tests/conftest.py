@@ -85,3 +85,42 @@ def _no_blocking_dialogs(request, monkeypatch):
 
     if "PySide6.QtWidgets" in sys.modules or "qtbot" in request.fixturenames:
         request.getfixturevalue("modal_log")
+
+
+@pytest.fixture
+def people(desk):
+    """An author, two peers and a lead."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        author=desk.people.create("Ana Author", "annotator"),
+        val1=desk.people.create("Vic Validator", "annotator"),
+        val2=desk.people.create("Wen Validator", "annotator"),
+        val3=desk.people.create("Xia Validator", "annotator"),
+        lead=desk.people.create("Lee Lead", "lead"),
+    )
+
+
+@pytest.fixture
+def target_model(desk):
+    """A registered target model record for the hate-speech task."""
+    task = desk.tasks.task("hate_speech")
+    return desk.models.register("test hate model", "hf-torch", "ab" * 32, task_id=task.id,
+                                label_map={"0": "not hate", "1": "hate"})
+
+
+def hate_output(model, label: str, p_hate: float | None = None):
+    from app.domain import ModelOutput
+
+    p = p_hate if p_hate is not None else (0.9 if label == "hate" else 0.1)
+    return ModelOutput(model.id, model.sha256, label, {"hate": p, "not hate": 1 - p}, 4.2)
+
+
+def hate_content(text: str, label: str, **meta):
+    from app.services.examples import Content
+
+    if label == "hate":
+        meta.setdefault("hate_type", "derogation")
+        meta.setdefault("target_groups", ["women"])
+    meta.setdefault("label_explanation", "because")
+    return Content({"text": text}, label, meta=meta)

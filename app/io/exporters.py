@@ -265,15 +265,19 @@ def export(desk, path: str | Path, format: str = "jsonl", *, task_code: str | No
     splits: dict[int, list[dict]] = defaultdict(list)
     for row in rows:
         splits[row["round"]].append(row)
+    sizes = {}
     for number, split_rows in sorted(splits.items()):
-        _write_atomically(path / "data" / f"round{number}.jsonl",
+        split_path = path / "data" / f"round{number}.jsonl"
+        _write_atomically(split_path,
                           lambda h, split_rows=split_rows: h.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in split_rows))
+        sizes[number] = split_path.stat().st_size
     features = _hf_features(definition)
     card = {
         "configs": [{"config_name": "default",
                      "data_files": [{"split": f"round{n}", "path": f"data/round{n}.jsonl"} for n in sorted(splits)]}],
         "dataset_info": {"features": features,
-                         "splits": [{"name": f"round{n}", "num_examples": len(splits[n])} for n in sorted(splits)]},
+                         "splits": [{"name": f"round{n}", "num_bytes": sizes[n], "num_examples": len(splits[n])}
+                                    for n in sorted(splits)]},
     }
     labels = ", ".join(definition.labels) if definition.labels else "extractive answer spans"
     body = (

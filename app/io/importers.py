@@ -469,4 +469,5 @@ def import_file(desk, path: str | Path, format: str, *, task_code: str | None = 
         if found_while_storing and not skip_bad_rows:
             raise ImportFailed(found_while_storing, str(path))  # leaving the block rolls everything back
     report.problems.sort(key=lambda p: p.line)
+    desk.db.refresh_statistics()
     return report

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
 
-from sqlalchemy import Select, and_, func, select, text
+from sqlalchemy import Select, and_, func, literal_column, select, text
 from sqlalchemy.orm import aliased
 
 from app.domain import ExampleStatus
@@ -59,6 +59,7 @@ class ExampleRow:
     meta: dict[str, Any]
 
 
+ROWID = literal_column("examples.rowid")
 SORT_KEYS = {
     "submitted_at": Example.submitted_at,
     "text": Example.text,
@@ -142,7 +143,9 @@ class ReviewQueries:
         if sort not in SORT_KEYS:
             raise DynadeskError(f"Cannot sort by '{sort}'; choose one of {', '.join(SORT_KEYS)}.")
         key = SORT_KEYS[sort]
-        order = [key.desc() if descending else key.asc(), Example.id.desc() if descending else Example.id.asc()]
+        # Ties break on rowid, which every single-column index already carries, so an index
+        # on the sort key serves the page without sorting the whole table.
+        order = [key.desc() if descending else key.asc(), ROWID.desc() if descending else ROWID.asc()]
         query = (
             self._filtered(
                 [

@@ -6,14 +6,15 @@ import collections
 import uuid
 from typing import Sequence
 
-from sqlalchemy import and_, case, exists, or_, select
+from sqlalchemy import exists, or_, select, text
 from sqlalchemy.orm import Session
 
 from app.domain import ExampleStatus, Role, SyncState, ValidationMode, ValidationState, Verdict
 from app.errors import NotFound, ValidationRuleError
 from app.services.tasks import TaskService
 from app.storage.db import Database
-from app.storage.models import Example, Person, Task, Validation
+from app.services.review import ROWID
+from app.storage.models import QUEUE_CONDITION, Example, Person, Validation
 from app.tasks.definition import TaskDefinition
 
 # Examples in these states can be validated; drafts and retracted examples cannot.
@@ -129,38 +130,23 @@ class ValidationService:
     # --- the queue -----------------------------------------------------------------------
 
     def queue_query(self, validator_id: uuid.UUID, *, task_id: uuid.UUID | None = None, round_id: uuid.UUID | None = None):
-        """Examples this person may validate, model-fooling first, then the least validated."""
+        """Examples this person may validate: model-fooling first, then the least validated,
+        then the oldest. Runs off the partial index ``ix_examples_queue``."""
         mine = exists().where(
             Validation.example_id == Example.id,
             Validation.validator_id == validator_id,
             Validation.mode == ValidationMode.PEER.value,
         )
-        eligible_fooling = or_(
-            Task.definition["validate_non_fooling"].as_boolean().is_(True),
-            Example.model_fooled.is_(None),
-            Example.model_fooled.is_(True),
-        )
-        query = (
-            select(Example)
-            .join(Task, Task.id == Example.task_id)
-            .where(
-                Example.status.in_(VALIDATABLE),
-                Example.author_id != validator_id,
-                Example.validation_state != ValidationState.DECIDED.value,
-                ~mine,
-                eligible_fooling,
-            )
-        )
+        query = select(Example).where(text(QUEUE_CONDITION), Example.author_id != validator_id, ~mine)
+        fooling_only = [task.id for task in self.tasks.tasks()
+                        if not self.tasks.definition(task.id).validate_non_fooling]
+        if fooling_only:
+            query = query.where(or_(Example.task_id.not_in(fooling_only), Example.model_fooled.is_not(False)))
         if task_id is not None:
             query = query.where(Example.task_id == task_id)
         if round_id is not None:
             query = query.where(Example.round_id == round_id)
-        return query.order_by(
-            case((Example.model_fooled.is_(True), 0), (Example.model_fooled.is_(None), 1), else_=2),
-            Example.validation_count,
-            Example.submitted_at,
-            Example.id,
-        )
+        return query.order_by(Example.model_fooled.desc(), Example.validation_count, Example.submitted_at, ROWID)
 
     def queue(self, validator_id: uuid.UUID, *, task_code: str | None = None, round_id: uuid.UUID | None = None,
               limit: int = 20) -> list[Example]:

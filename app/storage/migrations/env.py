@@ -2,16 +2,7 @@
 
 from alembic import context
 
-from app.storage.models import Base
-
-# Tables that live outside the ORM (full-text search) and SQLite's own bookkeeping.
-UNMANAGED_PREFIXES = ("example_fts", "sqlite_")
-
-
-def include_name(name, type_, parent_names):
-    if type_ == "table":
-        return not (name or "").startswith(UNMANAGED_PREFIXES)
-    return True
+from app.storage.models import Base, include_name
 
 
 def run_migrations_online() -> None:

@@ -1,0 +1,360 @@
+"""The main window: task and profile at the top, the data browser, import and export.
+
+All database work runs on one serial worker; the GUI thread only shows results.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtGui import QAction, QFont, QKeySequence
+from PySide6.QtWidgets import (
+    QComboBox,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QTabWidget,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import __version__
+from app.desk import Desk
+from app.domain import Role
+from app.errors import DynadeskError
+from app.gui.worker import SerialWorker
+from app.services.review import NOT_DRAFT, ExampleFilter, ExampleRow
+from widgets.example_detail import ExampleDetail
+from widgets.example_table import PAGE_SIZE, ExampleTableModel, ExampleTableView
+from widgets.filter_bar import FilterBar
+from widgets.import_dialog import ExportDialog, ImportDialog
+from widgets.profile_dialog import ProfileDialog
+
+log = logging.getLogger(__name__)
+DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
+
+
+def row_to_dict(row: ExampleRow) -> dict:
+    return {
+        "id": row.id, "submitted_at": row.submitted_at.strftime("%Y-%m-%d %H:%M") if row.submitted_at else "",
+        "round": row.round_number, "author": row.author, "text": row.text, "label": row.true_label,
+        "fooled": row.model_fooled, "status": row.status, "validation_state": row.validation_state.replace("_", " "),
+        "validations": row.validation_count, "disagreements": row.disagreement_count,
+        "perturbation_of": row.perturbation_of,
+    }
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, desk: Desk):
+        super().__init__()
+        self.desk = desk
+        self.db = SerialWorker("dynadesk-db", self)
+        self.db.failed.connect(self.show_error)
+        self._query_generation = 0
+        self._filter = ExampleFilter()
+        self._task_code: str | None = None
+        self._task_ids: dict[str, uuid.UUID] = {}
+        self.setWindowTitle("Dynadesk")
+        self.resize(1280, 800)
+
+        self.task_combo = QComboBox(objectName="task")
+        self.task_combo.currentIndexChanged.connect(self._task_chosen)
+        self.person_label = QLabel(objectName="person")
+        toolbar = QToolBar("Task", objectName="main-toolbar", movable=False)
+        toolbar.addWidget(QLabel(" Task: "))
+        toolbar.addWidget(self.task_combo)
+        spacer = QWidget()
+        spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy())
+        toolbar.addWidget(spacer)
+        toolbar.addWidget(self.person_label)
+        self.addToolBar(toolbar)
+
+        self.filter_bar = FilterBar()
+        self.filter_bar.changed.connect(self._filters_changed)
+        self.table_model = ExampleTableModel(self)
+        self.table_model.page_wanted.connect(self._fetch_page)
+        self.table_model.sort_requested.connect(lambda *_: self.refresh())
+        self.table = ExampleTableView(self.table_model)
+        self.table.selectionModel().currentRowChanged.connect(self._row_selected)
+        self.detail = ExampleDetail()
+        splitter = QSplitter(Qt.Orientation.Horizontal, objectName="data-splitter")
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.detail)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([900, 380])
+        data_page = QWidget(objectName="data-page")
+        layout = QVBoxLayout(data_page)
+        layout.addWidget(self.filter_bar)
+        layout.addWidget(splitter, 1)
+        self.tabs = QTabWidget(objectName="tabs")
+        self.tabs.addTab(data_page, "&Data")
+        self.setCentralWidget(self.tabs)
+        self.count_label = QLabel(objectName="count")
+        self.statusBar().addPermanentWidget(self.count_label)
+        self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
+
+        self._build_menus()
+        self._restore_settings()
+        self._show_person()
+        self._load_tasks()
+        if desk.settings_store.problem:
+            QMessageBox.warning(self, "Settings", desk.settings_store.problem)
+
+    # --- menus -----------------------------------------------------------------------------
+
+    def _action(self, menu, text: str, slot, shortcut=None, name: str | None = None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        if name:
+            action.setObjectName(name)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.import_action = self._action(file_menu, "&Import data set…", self.open_import, "Ctrl+I", "import")
+        self.export_action = self._action(file_menu, "&Export…", self.open_export, "Ctrl+E", "export")
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        view_menu = self.menuBar().addMenu("&View")
+        self._action(view_menu, "&Refresh", self.refresh, QKeySequence.StandardKey.Refresh, "refresh")
+        self._action(view_menu, "Find", lambda: self.filter_bar.search.setFocus(), QKeySequence.StandardKey.Find)
+        self._action(view_menu, "Larger text", lambda: self.change_font_size(+1), QKeySequence.StandardKey.ZoomIn,
+                     "larger-text")
+        self._action(view_menu, "Smaller text", lambda: self.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
+                     "smaller-text")
+        profile_menu = self.menuBar().addMenu("&Profile")
+        self._action(profile_menu, "&Switch or create profile…", self.open_profiles, "Ctrl+Shift+P", "profiles")
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&About Dynadesk", self.show_about)
+
+    # --- settings --------------------------------------------------------------------------
+
+    def _restore_settings(self) -> None:
+        settings = self.desk.settings
+        self._apply_font_size(settings.font_size)
+        if settings.window_geometry:
+            self.restoreGeometry(QByteArray(base64.b64decode(settings.window_geometry)))
+        if settings.window_state:
+            self.restoreState(QByteArray(base64.b64decode(settings.window_state)))
+
+    def _apply_font_size(self, size: int) -> None:
+        font = QFont(self.font())
+        font.setPointSize(size)
+        self.setFont(font)
+
+    def change_font_size(self, step: int) -> None:
+        size = min(48, max(6, self.desk.settings.font_size + step))
+        self.desk.settings.font_size = size
+        self._apply_font_size(size)
+        self.desk.save_settings()
+
+    def closeEvent(self, event) -> None:
+        settings = self.desk.settings
+        settings.window_geometry = base64.b64encode(bytes(self.saveGeometry())).decode()
+        settings.window_state = base64.b64encode(bytes(self.saveState())).decode()
+        settings.last_task = self._task_code
+        try:
+            self.desk.save_settings()
+        except OSError as exc:
+            log.warning("could not save settings: %s", exc)
+        self.db.shutdown(wait=True)
+        super().closeEvent(event)
+
+    # --- profile ---------------------------------------------------------------------------
+
+    def _show_person(self) -> None:
+        person = self.desk.current_person()
+        self.person_label.setText(f"{person.display_name} · {person.role} ")
+
+    def open_profiles(self) -> None:
+        people = [(str(p.id), p.display_name, p.role) for p in self.desk.people.all()]
+        dialog = ProfileDialog(people, self.desk.settings.current_person_id, [r.value for r in Role], self)
+        dialog.chosen.connect(self._profile_chosen)
+        dialog.created.connect(self._profile_created)
+        dialog.open()
+
+    def _profile_chosen(self, person_id: str) -> None:
+        self.desk.switch_person(uuid.UUID(person_id))
+        self._show_person()
+
+    def _profile_created(self, name: str, role: str) -> None:
+        def create():
+            return self.desk.people.create(name, role)
+
+        self.db.submit(create, on_done=lambda person: self._profile_chosen(str(person.id)), on_error=self.show_error)
+
+    # --- tasks and the data browser ---------------------------------------------------------
+
+    def _load_tasks(self) -> None:
+        self.task_combo.blockSignals(True)
+        self.task_combo.clear()
+        tasks = self.desk.tasks.tasks()
+        self._task_ids = {task.code: task.id for task in tasks}
+        for task in tasks:
+            self.task_combo.addItem(task.name, task.code)
+        self.task_combo.blockSignals(False)
+        index = self.task_combo.findData(self.desk.settings.last_task or DEFAULT_TASK)
+        self.task_combo.setCurrentIndex(max(0, index))
+        self._task_chosen()
+
+    def _task_chosen(self, *_):
+        code = self.task_combo.currentData()
+        if code is None:
+            return
+        self._task_code = code
+        definition = self.desk.tasks.definition_by_code(code)
+        rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in self.desk.tasks.rounds(code)]
+        self.filter_bar.set_choices(rounds, definition.labels)
+        self._filters_changed(self.filter_bar.value())
+
+    def _filters_changed(self, values: dict) -> None:
+        task_id = self._task_ids.get(self._task_code)
+        self._filter = ExampleFilter(
+            task_id=task_id,
+            round_ids=[uuid.UUID(values["round"])] if values.get("round") else (),
+            labels=[values["label"]] if values.get("label") else (),
+            fooled=values.get("fooled"),
+            validation_states=[values["validation_state"]] if values.get("validation_state") else (),
+            statuses=[values["status"]] if values.get("status") else NOT_DRAFT,
+            text=values.get("text", ""),
+        )
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-run the query; answers to older queries are dropped when they arrive."""
+        self._query_generation += 1
+        generation = self._query_generation
+        flt, sort, descending = self._filter, self.table_model.sort_key, self.table_model.descending
+        review = self.desk.review
+
+        def query():
+            return review.count(flt), [row_to_dict(r) for r in review.rows(flt, sort=sort, descending=descending,
+                                                                             limit=PAGE_SIZE)]
+
+        def show(result):
+            if generation == self._query_generation:
+                total, rows = result
+                self.table_model.reset(total, rows)
+                self.count_label.setText(f"{total:,} example{'s' if total != 1 else ''}")
+                self.detail.show_example(None)
+
+        self.db.submit(query, on_done=show, on_error=self.show_error)
+
+    def _fetch_page(self, offset: int, limit: int) -> None:
+        generation = self._query_generation
+        flt, sort, descending = self._filter, self.table_model.sort_key, self.table_model.descending
+        review = self.desk.review
+
+        def page():
+            return [row_to_dict(r) for r in review.rows(flt, sort=sort, descending=descending, offset=offset, limit=limit)]
+
+        def show(rows):
+            if generation == self._query_generation:
+                self.table_model.add_page(offset, rows)
+
+        self.db.submit(page, on_done=show, on_error=self.show_error)
+
+    def _row_selected(self, current, _previous) -> None:
+        row = self.table_model.row_data(current.row())
+        if row is None:
+            self.detail.show_example(None)
+            return
+        example_id = row["id"]
+        desk = self.desk
+
+        def load():
+            example = desk.examples.get(example_id)
+            definition = desk.tasks.definition(example.task_id)
+            names = {p.id: p.display_name for p in desk.people.all()}
+            models = {m.id: m.name for m in desk.models.all()}
+            labels = {f.name: f.label for f in definition.inputs}
+            meta_labels = {f.name: f.label for f in definition.metadata}
+            return {
+                "inputs": [(labels.get(k, k), v) for k, v in example.inputs.items()],
+                "label": example.true_label if not definition.is_extractive else (example.answer or {}).get("text"),
+                "fooled": example.model_fooled,
+                "meta": [(meta_labels.get(k, k), ", ".join(v) if isinstance(v, list) else v) for k, v in example.meta.items()],
+                "outputs": [{"model": models.get(o.model_id, str(o.model_id)), "label": o.label,
+                             "probabilities": ", ".join(f"{k} {v:.2f}" for k, v in o.probabilities.items())}
+                            for o in example.outputs],
+                "validations": [f"{v.verdict}{' → ' + v.corrected_label if v.corrected_label else ''}"
+                                f"{' (' + v.reason + ')' if v.reason else ''} — {names.get(v.validator_id, '?')}, {v.mode}"
+                                for v in example.validations],
+                "facts": [("id", example.id), ("author", names.get(example.author_id, "?")),
+                          ("status", example.status + (f" ({example.status_reason})" if example.status_reason else "")),
+                          ("validation", example.validation_state.replace("_", " ")),
+                          ("time spent", f"{example.time_spent_ms / 1000:.0f} s"),
+                          ("perturbation of", example.perturbation_of or "—"),
+                          ("edit distance (words)", example.edit_distance if example.edit_distance is not None else "—"),
+                          ("origin", example.origin.get("kind", "") + (f" {example.origin.get('format')}"
+                                                                       if example.origin.get("format") else ""))],
+            }
+
+        generation = self._query_generation
+        self.db.submit(load, on_done=lambda d: generation == self._query_generation and self.detail.show_example(d),
+                       on_error=self.show_error)
+
+    # --- import and export -------------------------------------------------------------------
+
+    def open_import(self) -> None:
+        from app.io.importers import IMPORTERS
+
+        formats = [(cls.name, cls.description) for cls in IMPORTERS.values()]
+        tasks = [(t.code, t.name) for t in self.desk.tasks.tasks()]
+        dialog = ImportDialog(formats, tasks, self)
+        dialog.accepted_with.connect(self.run_import)
+        dialog.open()
+
+    def run_import(self, path: str, format_: str, task_code: str | None, skip_bad_rows: bool) -> None:
+        from app.io.importers import import_file
+
+        self.statusBar().showMessage(f"Importing {Path(path).name}…")
+        desk = self.desk
+
+        def done(report):
+            self.statusBar().showMessage(f"Imported {Path(path).name}", 10_000)
+            QMessageBox.information(self, "Import finished", report.summary())
+            self._task_chosen()
+
+        self.db.submit(lambda: import_file(desk, path, format_, task_code=task_code, skip_bad_rows=skip_bad_rows),
+                       on_done=done, on_error=self.show_error)
+
+    def open_export(self) -> None:
+        tasks = [(t.code, t.name) for t in self.desk.tasks.tasks()]
+        dialog = ExportDialog(tasks, self._task_code, self)
+        dialog.accepted_with.connect(self.run_export)
+        dialog.open()
+
+    def run_export(self, path: str, format_: str, task_code: str | None, keep_identities: bool) -> None:
+        from app.io.exporters import export
+
+        desk = self.desk
+        self.db.submit(lambda: export(desk, path, format_, task_code=task_code, keep_identities=keep_identities),
+                       on_done=lambda report: QMessageBox.information(self, "Export finished", report.summary()),
+                       on_error=self.show_error)
+
+    # --- messages -----------------------------------------------------------------------------
+
+    def show_error(self, error: BaseException) -> None:
+        self.statusBar().clearMessage()
+        if isinstance(error, DynadeskError):
+            QMessageBox.warning(self, "Dynadesk", str(error))
+        else:
+            log.error("unexpected error", exc_info=(type(error), error, error.__traceback__))
+            QMessageBox.critical(self, "Unexpected error",
+                                 f"{error.__class__.__name__}: {error}\n\nYour work is saved; details are in the log.")
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, "About Dynadesk",
+                          f"<b>Dynadesk {__version__}</b><br>Offline workbench for dynamic adversarial data "
+                          f"collection.<br>Data folder: {self.desk.root}")

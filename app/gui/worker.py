@@ -1,0 +1,53 @@
+"""Background jobs for the GUI: one thread per kind of work, results delivered as signals.
+
+The database has exactly one such worker, so writes happen one after another (the one
+writer of DESIGN.md §4.5); the GUI thread never runs a query or a write itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Signal
+
+log = logging.getLogger(__name__)
+
+
+class SerialWorker(QObject):
+    """Runs submitted callables one at a time, in order, on a long-lived thread."""
+
+    _delivered = Signal(object, object, object)  # callback, result, error
+    failed = Signal(object)  # an error that no job handled
+
+    def __init__(self, name: str, parent: QObject | None = None):
+        super().__init__(parent)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._delivered.connect(self._deliver)  # queued: emitted from the worker thread
+
+    def submit(self, fn: Callable[..., Any], *args, on_done: Callable[[Any], None] | None = None,
+               on_error: Callable[[BaseException], None] | None = None) -> Future:
+        def job():
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # handed to the GUI thread, which decides what to tell the user
+                log.debug("job %s failed", getattr(fn, "__name__", fn), exc_info=True)
+                self._delivered.emit(on_error, None, exc)
+                return None
+            self._delivered.emit(on_done, result, None)
+            return result
+
+        return self._executor.submit(job)
+
+    def _deliver(self, callback, result, error) -> None:
+        if error is not None:
+            if callback is not None:
+                callback(error)
+            else:
+                self.failed.emit(error)
+        elif callback is not None:
+            callback(result)
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._executor.shutdown(wait=wait, cancel_futures=False)

@@ -1,0 +1,29 @@
+from app.text import clean_text, word_edits, words
+
+
+def test_words_keep_exact_character_offsets_for_any_script():
+    text = "I\u200dlove 👨‍👩‍👧 فلسطين and l33t sp34k, don't!"
+    found = words(text)
+    assert [text[w.start:w.end] for w in found] == [w.text for w in found]
+    texts = [w.text for w in found]
+    assert "👨‍👩‍👧" in texts  # a family emoji with its zero-width joiners is one word
+    assert "فلسطين" in texts and "l33t" in texts and "sp34k" in texts and "don't" in texts
+
+
+def test_clean_text_normalises_without_changing_meaning():
+    assert clean_text("cafe\u0301\r\nok") == "café\nok"
+
+
+def test_word_edits_are_minimal_and_grouped():
+    ops, distance = word_edits("People from that village are all lazy parasites",
+                               "People from that village are all hard workers")
+    assert distance == 2
+    assert [(o.op, o.old, o.new) for o in ops] == [("replace", "lazy parasites", "hard workers")]
+
+    ops, distance = word_edits("I love you", "I really love you so much")
+    assert distance == 3
+    assert [(o.op, o.new) for o in ops] == [("insert", "really"), ("insert", "so much")]
+
+    ops, distance = word_edits("not at all bad", "bad")
+    assert distance == 3 and [(o.op, o.old) for o in ops] == [("delete", "not at all")]
+    assert word_edits("same text", "same text") == ([], 0)

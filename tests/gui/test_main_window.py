@@ -1,0 +1,127 @@
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QDialogButtonBox, QPushButton
+
+from app.desk import Desk
+from app.gui.main_window import MainWindow
+from app.io.importers import import_file
+from tests.conftest import FIXTURES, shared_file
+from widgets.import_dialog import ImportDialog
+from widgets.profile_dialog import ProfileDialog
+
+
+@pytest.fixture
+def window(qtbot, data_dir, modal_log):
+    desk = Desk(data_dir)
+    win = MainWindow(desk)
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.close()
+    desk.close()
+
+
+def wait_for_count(qtbot, window, text):
+    qtbot.waitUntil(lambda: window.count_label.text() == text, timeout=5000)
+
+
+def choose_task(window, code):
+    window.task_combo.setCurrentIndex(window.task_combo.findData(code))
+
+
+def test_searching_filters_what_is_shown(qtbot, window):
+    import_file(window.desk, FIXTURES / "dynahate_sample.csv", "dynahate")
+    window.refresh()
+    wait_for_count(qtbot, window, "10 examples")
+    qtbot.keyClicks(window.filter_bar.search, "country")
+    wait_for_count(qtbot, window, "2 examples")
+    shown = {window.table_model.row_data(r)["text"] for r in range(window.table_model.rowCount())}
+    assert shown == {"Those people should be driven out of the country", "Those people should be welcomed into the country"}
+    window.filter_bar.search.clear()
+    # QTest can only synthesise Latin-1 key presses; other scripts arrive as an input method commits them
+    window.filter_bar.search.insert("مرحب")  # nothing: the Arabic row says something else
+    wait_for_count(qtbot, window, "0 examples")
+    window.filter_bar.search.clear()
+    window.filter_bar.search.insert("🌞")
+    wait_for_count(qtbot, window, "1 example")
+
+    window.filter_bar.search.clear()
+    window.filter_bar.label.setCurrentIndex(window.filter_bar.label.findData("hate"))
+    wait_for_count(qtbot, window, "5 examples")
+    window.table.selectRow(0)
+    row = window.table_model.row_data(0)
+    qtbot.waitUntil(lambda: row["text"] in window.detail.toPlainText(), timeout=5000)
+    assert "Type of hate" in window.detail.toPlainText() or "Target groups" in window.detail.toPlainText()
+
+
+def test_scrolling_fetches_pages_lazily(qtbot, window):
+    import_file(window.desk, shared_file("anli", "ANLI_analysis_r1_dev.csv"), "anli")
+    choose_task(window, "nli")
+    wait_for_count(qtbot, window, "1,000 examples")
+    assert window.table_model.rowCount() == 200  # one page, not all rows
+    window.table.scrollToBottom()
+    qtbot.waitUntil(lambda: window.table_model.rowCount() == 400, timeout=5000)
+    ids = [window.table_model.row_data(r)["id"] for r in range(400)]
+    assert len(set(ids)) == 400
+
+
+def test_importing_through_the_dialog(qtbot, window, modal_log):
+    window.import_action.trigger()
+    dialog = window.findChild(ImportDialog)
+    assert dialog is not None and dialog.isVisible()
+    dialog.path.setText(str(FIXTURES / "dynahate_sample.csv"))
+    dialog.format.setCurrentIndex(dialog.format.findData("dynahate"))
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    qtbot.waitUntil(lambda: any(kind == "information" for kind, *_ in modal_log), timeout=10000)
+    title, text = next((t, x) for kind, t, x in modal_log if kind == "information")
+    assert title == "Import finished" and "10 examples" in text
+    wait_for_count(qtbot, window, "10 examples")
+
+
+def test_a_failed_import_says_why_and_changes_nothing(qtbot, window, modal_log, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("acl.id,text\n1,hello\n", encoding="utf-8")
+    window.run_import(str(bad), "dynahate", None, False)
+    qtbot.waitUntil(lambda: any(kind == "warning" for kind, *_ in modal_log), timeout=5000)
+    assert "lacks the column" in next(x for kind, _, x in modal_log if kind == "warning")
+    assert window.desk.review.count(window._filter) == 0
+
+
+def test_an_empty_import_path_is_refused_in_the_dialog(qtbot, window):
+    window.import_action.trigger()
+    dialog = window.findChild(ImportDialog)
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    assert dialog.isVisible() and "Choose a file" in dialog.problem.text()
+
+
+def test_creating_and_switching_profiles(qtbot, window):
+    window.findChild(QAction, "profiles").trigger()
+    dialog = window.findChild(ProfileDialog)
+    qtbot.keyClicks(dialog.name, "Grace Hopper")
+    dialog.role.setCurrentText("lead")
+    qtbot.mouseClick(dialog.findChild(QPushButton, "add"), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.person_label.text().startswith("Grace Hopper · lead"), timeout=5000)
+    person = window.desk.people.by_name("Grace Hopper")
+    assert person.role == "lead" and window.desk.settings.current_person_id == str(person.id)
+
+
+def test_preferences_survive_a_restart(qtbot, data_dir, modal_log):
+    desk = Desk(data_dir)
+    first = MainWindow(desk)
+    qtbot.addWidget(first)
+    first.show()
+    size = first.desk.settings.font_size
+    first.findChild(QAction, "larger-text").trigger()
+    choose_task(first, "sentiment")
+    first.close()
+    desk.close()
+
+    desk = Desk(data_dir)
+    second = MainWindow(desk)
+    qtbot.addWidget(second)
+    assert second.task_combo.currentData() == "sentiment"
+    assert second.desk.settings.font_size > size
+    assert second.font().pointSize() == second.desk.settings.font_size
+    second.close()
+    desk.close()

@@ -1,0 +1,31 @@
+"""The import-linter contracts run in `make test`; this checks that they really bite."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def run_lint(tree: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT), "--no-cache"], cwd=tree, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+
+
+def test_the_contracts_hold_for_the_real_tree_and_catch_violations(tmp_path):
+    assert run_lint(ROOT).returncode == 0
+    tree = tmp_path / "tree"
+    for package in ("app", "widgets", "local_models", "sync", "resources"):
+        shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    with (tree / "app" / "services" / "stats.py").open("a") as handle:
+        handle.write("\nfrom PySide6 import QtCore  # noqa\n")
+    with (tree / "widgets" / "filter_bar.py").open("a") as handle:
+        handle.write("\nimport sqlalchemy  # noqa\n")
+    result = run_lint(tree)
+    assert result.returncode != 0
+    assert "app.services.stats -> PySide6" in result.stdout
+    assert "widgets.filter_bar -> sqlalchemy" in result.stdout

@@ -1,0 +1,50 @@
+"""Read-only view of one example: its words, label, metadata, model outputs and verdicts."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtWidgets import QTextBrowser
+
+
+def _esc(value) -> str:
+    return html.escape("" if value is None else str(value)).replace("\n", "<br>")
+
+
+class ExampleDetail(QTextBrowser):
+    """Shows the dict the controller builds; bidirectional text keeps its own direction."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.show_example(None)
+
+    def show_example(self, example: dict | None) -> None:
+        if example is None:
+            self.setHtml("<p style='color:#6b6b6b'>Select an example to see it here.</p>")
+            return
+        parts = []
+        for name, value in example["inputs"]:
+            parts.append(f"<h4 style='margin-bottom:2px'>{_esc(name)}</h4><p>{_esc(value)}</p>")
+        label = example.get("label")
+        if label is not None:
+            parts.append(f"<p><b>Label:</b> {_esc(label)}</p>")
+        fooled = example.get("fooled")
+        if fooled is not None:
+            colour = "#b3261e" if fooled else "#1e6b35"
+            parts.append(f"<p><b>Model:</b> <span style='color:{colour}'>{'fooled' if fooled else 'not fooled'}</span></p>")
+        for name, value in example.get("meta", []):
+            parts.append(f"<p><b>{_esc(name)}:</b> {_esc(value)}</p>")
+        if example.get("outputs"):
+            rows = "".join(
+                f"<tr><td>{_esc(o['model'])}</td><td>{_esc(o['label'])}</td><td>{_esc(o['probabilities'])}</td></tr>"
+                for o in example["outputs"]
+            )
+            parts.append("<h4>Model outputs</h4><table cellspacing=4><tr><th align=left>model</th>"
+                         f"<th align=left>label</th><th align=left>probabilities</th></tr>{rows}</table>")
+        if example.get("validations"):
+            items = "".join(f"<li>{_esc(v)}</li>" for v in example["validations"])
+            parts.append(f"<h4>Verdicts</h4><ul>{items}</ul>")
+        facts = "".join(f"<li>{_esc(k)}: {_esc(v)}</li>" for k, v in example.get("facts", []))
+        parts.append(f"<h4>Record</h4><ul style='color:#444'>{facts}</ul>")
+        self.setHtml("".join(parts))

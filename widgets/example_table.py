@@ -1,0 +1,156 @@
+"""A table of examples that fetches rows page by page as the user scrolls.
+
+The model owns no data source: it asks for pages with :attr:`ExampleTableModel.page_wanted`
+and receives them through :meth:`ExampleTableModel.add_page`. Rows are plain dicts.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+
+COLUMNS = [
+    ("text", "Text"),
+    ("label", "Label"),
+    ("fooled", "Fooled"),
+    ("validation_state", "Validation"),
+    ("validations", "Verdicts"),
+    ("status", "Status"),
+    ("round", "Round"),
+    ("author", "Author"),
+    ("submitted_at", "Submitted"),
+]
+SORTABLE = {key for key, _ in COLUMNS}
+PAGE_SIZE = 200
+
+_FOOLED_BRUSH = QBrush(QColor("#b3261e"))
+_QUIET_BRUSH = QBrush(QColor("#6b6b6b"))
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class ExampleTableModel(QAbstractTableModel):
+    """Rows arrive in pages; ``total`` says how many match, so the scroll bar is honest."""
+
+    page_wanted = Signal(int, int)  # offset, limit
+    sort_requested = Signal(str, bool)  # sort key, descending
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._rows: list[dict] = []
+        self._total = 0
+        self._pending = False
+        self.sort_key = "submitted_at"
+        self.descending = True
+
+    # --- feeding -------------------------------------------------------------------------
+
+    def reset(self, total: int, first_page: list[dict]) -> None:
+        self.beginResetModel()
+        self._rows = list(first_page)
+        self._total = total
+        self._pending = False
+        self.endResetModel()
+
+    def add_page(self, offset: int, rows: list[dict]) -> None:
+        self._pending = False
+        if offset != len(self._rows) or not rows:
+            return  # a page for an older query, or nothing more
+        first = len(self._rows)
+        self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
+        self._rows.extend(rows)
+        self.endInsertRows()
+
+    @property
+    def total(self) -> int:
+        return self._total
+
+    def row_data(self, row: int) -> dict | None:
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    # --- Qt model ------------------------------------------------------------------------
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def canFetchMore(self, parent=QModelIndex()) -> bool:
+        return not parent.isValid() and len(self._rows) < self._total
+
+    def fetchMore(self, parent=QModelIndex()) -> None:
+        if not self._pending and self.canFetchMore(parent):
+            self._pending = True
+            self.page_wanted.emit(len(self._rows), PAGE_SIZE)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section][1]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        row = self._rows[index.row()]
+        key = COLUMNS[index.column()][0]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._display(row, key)
+        if role == Qt.ItemDataRole.ToolTipRole and key == "text":
+            return row["text"][:2000]
+        if role == Qt.ItemDataRole.ForegroundRole:
+            if key == "fooled" and row["fooled"]:
+                return _FOOLED_BRUSH
+            if row["status"] == "retracted":
+                return _QUIET_BRUSH
+        if role == Qt.ItemDataRole.UserRole:
+            return row["id"]
+        return None
+
+    @staticmethod
+    def _display(row: dict, key: str) -> str:
+        value = row.get(key)
+        if key == "text":
+            prefix = "↳ " if row.get("perturbation_of") else ""
+            return prefix + _one_line(value or "")
+        if key == "fooled":
+            return {True: "fooled", False: "no", None: "–"}[value]
+        if key == "validations":
+            extra = f" ({row['disagreements']} disagree)" if row.get("disagreements") else ""
+            return f"{value}{extra}"
+        return "" if value is None else str(value)
+
+    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
+        self.sort_key = COLUMNS[column][0]
+        self.descending = order == Qt.SortOrder.DescendingOrder
+        self.sort_requested.emit(self.sort_key, self.descending)
+
+
+class ExampleTableView(QTableView):
+    def __init__(self, model: ExampleTableModel, parent=None):
+        super().__init__(parent)
+        self.setModel(model)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setSortingEnabled(True)
+        submitted = [key for key, _ in COLUMNS].index("submitted_at")
+        self.horizontalHeader().setSortIndicator(submitted, Qt.SortOrder.DescendingOrder)
+        self.setWordWrap(False)
+        self.setAlternatingRowColors(True)
+        self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(False)
+        text_column = [key for key, _ in COLUMNS].index("text")
+        header.setSectionResizeMode(text_column, QHeaderView.ResizeMode.Stretch)
+        widths = {"label": 100, "fooled": 60, "validation_state": 95, "validations": 65, "status": 80, "round": 50,
+                  "author": 130, "submitted_at": 120}
+        for column, (key, _) in enumerate(COLUMNS):
+            if key in widths:
+                self.setColumnWidth(column, widths[key])
+        self.setMinimumWidth(500)

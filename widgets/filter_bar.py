@@ -1,0 +1,67 @@
+"""Search box and filters over examples. Emits the whole filter as a plain dict."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QWidget
+
+ANY = None
+SEARCH_DEBOUNCE_MS = 250
+
+
+class FilterBar(QWidget):
+    changed = Signal(dict)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.search = QLineEdit(placeholderText="Search text (any script, emoji too)…", clearButtonEnabled=True)
+        self.search.setObjectName("search")
+        self.round = self._combo("round", [("All rounds", ANY)])
+        self.label = self._combo("label", [("Any label", ANY)])
+        self.fooled = self._combo("fooled", [("Fooled or not", ANY), ("Model fooled", True), ("Model not fooled", False)])
+        self.validation = self._combo("validation", [("Any validation", ANY), ("Unvalidated", "unvalidated"),
+                                                     ("In progress", "in_progress"), ("Decided", "decided")])
+        self.status = self._combo("status", [("Any status", ANY), ("Submitted", "submitted"), ("Flagged", "flagged"),
+                                             ("Retracted", "retracted")])
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QLabel("Find:"))
+        layout.addWidget(self.search, 3)
+        for combo in (self.round, self.label, self.fooled, self.validation, self.status):
+            layout.addWidget(combo, 1)
+        self._debounce = QTimer(self, singleShot=True, interval=SEARCH_DEBOUNCE_MS)
+        self._debounce.timeout.connect(self._emit)
+        self.search.textChanged.connect(self._debounce.start)
+        self.search.returnPressed.connect(self._emit)
+
+    def _combo(self, name: str, items: list[tuple[str, object]]) -> QComboBox:
+        combo = QComboBox()
+        combo.setObjectName(name)
+        for text, value in items:
+            combo.addItem(text, value)
+        combo.currentIndexChanged.connect(self._emit)
+        return combo
+
+    def set_choices(self, rounds: list[tuple[str, object]], labels: list[str]) -> None:
+        """New task: offer its rounds and labels, and clear what no longer applies."""
+        for combo, items in ((self.round, [("All rounds", ANY), *rounds]),
+                             (self.label, [("Any label", ANY), *[(label, label) for label in labels]])):
+            combo.blockSignals(True)
+            combo.clear()
+            for text, value in items:
+                combo.addItem(text, value)
+            combo.blockSignals(False)
+
+    def value(self) -> dict:
+        return {
+            "text": self.search.text().strip(),
+            "round": self.round.currentData(),
+            "label": self.label.currentData(),
+            "fooled": self.fooled.currentData(),
+            "validation_state": self.validation.currentData(),
+            "status": self.status.currentData(),
+        }
+
+    def _emit(self) -> None:
+        self._debounce.stop()
+        self.changed.emit(self.value())

@@ -1,0 +1,75 @@
+"""Choosing who works at this desk, or adding a profile."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+)
+
+
+class ProfileDialog(QDialog):
+    chosen = Signal(str)  # person id
+    created = Signal(str, str)  # display name, role
+
+    def __init__(self, people: list[tuple[str, str, str]], current_id: str | None, roles: list[str], parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Profiles")
+        self.people = QListWidget(objectName="people")
+        for person_id, name, role in people:
+            item = QListWidgetItem(f"{name} — {role}")
+            item.setData(Qt.ItemDataRole.UserRole, person_id)
+            self.people.addItem(item)
+            if person_id == current_id:
+                self.people.setCurrentItem(item)
+        self.people.itemDoubleClicked.connect(lambda *_: self._choose())
+        self.name = QLineEdit(objectName="name", placeholderText="Display name")
+        self.role = QComboBox(objectName="role")
+        self.role.addItems(roles)
+        self.problem = QLabel(objectName="problem", styleSheet="color:#b3261e")
+        add = QPushButton("Add and switch", objectName="add")
+        add.clicked.connect(self._create)
+        new_box = QGroupBox("New profile")
+        form = QFormLayout(new_box)
+        form.addRow("Name", self.name)
+        form.addRow("Role", self.role)
+        row = QHBoxLayout()
+        row.addWidget(self.problem, 1)
+        row.addWidget(add)
+        form.addRow(row)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Switch")
+        buttons.accepted.connect(self._choose)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Who is working at this desk?"))
+        layout.addWidget(self.people)
+        layout.addWidget(new_box)
+        layout.addWidget(buttons)
+
+    def _choose(self) -> None:
+        item = self.people.currentItem()
+        if item is None:
+            self.problem.setText("Choose a profile, or add one.")
+            return
+        self.chosen.emit(item.data(Qt.ItemDataRole.UserRole))
+        self.accept()
+
+    def _create(self) -> None:
+        name = " ".join(self.name.text().split())
+        if not name:
+            self.problem.setText("A profile needs a name.")
+            return
+        self.created.emit(name, self.role.currentText())
+        self.accept()
