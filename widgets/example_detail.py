@@ -34,7 +34,8 @@ class ExampleDetail(QTextBrowser):
             colour = "#b3261e" if fooled else "#1e6b35"
             parts.append(f"<p><b>Model:</b> <span style='color:{colour}'>{'fooled' if fooled else 'not fooled'}</span></p>")
         for name, value in example.get("meta", []):
-            parts.append(f"<p><b>{_esc(name)}:</b> {_esc(value)}</p>")
+            colon = "" if name.endswith(("?", ":")) else ":"
+            parts.append(f"<p><b>{_esc(name)}{colon}</b> {_esc(value)}</p>")
         if example.get("outputs"):
             rows = "".join(
                 f"<tr><td>{_esc(o['model'])}</td><td>{_esc(o['label'])}</td><td>{_esc(o['probabilities'])}</td></tr>"

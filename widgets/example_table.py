@@ -148,8 +148,8 @@ class ExampleTableView(QTableView):
         header.setStretchLastSection(False)
         text_column = [key for key, _ in COLUMNS].index("text")
         header.setSectionResizeMode(text_column, QHeaderView.ResizeMode.Stretch)
-        widths = {"label": 100, "fooled": 60, "validation_state": 95, "validations": 65, "status": 80, "round": 50,
-                  "author": 130, "submitted_at": 120}
+        widths = {"label": 95, "fooled": 60, "validation_state": 100, "validations": 65, "status": 85, "round": 55,
+                  "author": 125, "submitted_at": 130}
         for column, (key, _) in enumerate(COLUMNS):
             if key in widths:
                 self.setColumnWidth(column, widths[key])

@@ -91,3 +91,11 @@ def test_a_bad_row_in_an_import_names_its_line(data_dir, tmp_path):
     result = dynadesk("import", broken, "--format", "anli", data_dir=data_dir)
     assert_clean_failure(result, "gold_label 'x' is not e, n or c")
     assert "nothing was imported" in result.stderr
+
+
+def test_data_dir_option_overrides_the_environment(data_dir, tmp_path):
+    chosen = tmp_path / "elsewhere"
+    result = dynadesk("--data-dir", chosen, "init", data_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    assert (chosen / "dynadesk.sqlite").exists() and not (data_dir / "dynadesk.sqlite").exists()
+    assert f"Data folder: {chosen}" in result.stdout
