@@ -218,3 +218,8 @@ def main(argv: list[str] | None = None) -> None:
                    f"Nothing was left half-written. Details are in {where}.", err=True)
         code = 2
     sys.exit(code if isinstance(code, int) else 0)
+
+
+from app.cli_rounds import rounds  # noqa: E402
+
+cli.add_command(rounds)

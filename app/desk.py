@@ -13,6 +13,7 @@ from app.services.examples import ExampleService
 from app.services.models import ModelService
 from app.services.people import PeopleService
 from app.services.review import ReviewQueries
+from app.services.rounds import RoundService
 from app.services.stats import StatsService
 from app.services.tasks import TaskService
 from app.services.validation import ValidationService
@@ -34,6 +35,7 @@ class Desk:
         self.examples = ExampleService(self.db, self.tasks)
         self.validation = ValidationService(self.db, self.tasks)
         self.stats = StatsService(self.db)
+        self.rounds = RoundService(self.db, self.tasks, self.models)
         self.review = ReviewQueries(self.db)
         self.tasks.sync_catalog()
         self.tasks.ensure_first_rounds()

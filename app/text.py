@@ -7,6 +7,7 @@ so results map back onto the annotator's exact text.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -30,6 +31,11 @@ def words(text: str) -> list[Word]:
 def clean_text(text: str) -> str:
     """Normalise what an annotator typed without changing what it says: NFC, and Unix line ends."""
     return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def content_hash(text: str) -> str:
+    """Identity of a context: the same words with different spacing are the same context."""
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from app import __version__
 from app.desk import Desk
 from app.domain import Role
 from app.errors import DynadeskError
+from app.gui.rounds_controller import RoundsController
 from app.gui.worker import SerialWorker
 from app.services.review import NOT_DRAFT, ExampleFilter, ExampleRow
 from widgets.example_detail import ExampleDetail
@@ -66,9 +67,13 @@ class MainWindow(QMainWindow):
         self.task_combo = QComboBox(objectName="task")
         self.task_combo.currentIndexChanged.connect(self._task_chosen)
         self.person_label = QLabel(objectName="person")
+        self.round_label = QLabel(objectName="round")
+        self.round_label.setTextFormat(Qt.TextFormat.PlainText)
         toolbar = QToolBar("Task", objectName="main-toolbar", movable=False)
         toolbar.addWidget(QLabel(" Task: "))
         toolbar.addWidget(self.task_combo)
+        toolbar.addWidget(QLabel("   "))
+        toolbar.addWidget(self.round_label)
         spacer = QWidget()
         spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy())
         toolbar.addWidget(spacer)
@@ -100,6 +105,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.count_label)
         self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
 
+        self.rounds = RoundsController(desk, self.db, self.show_error, self)
+        self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
         self._build_menus()
         self._restore_settings()
         self._show_person()
@@ -132,6 +139,8 @@ class MainWindow(QMainWindow):
                      "larger-text")
         self._action(view_menu, "Smaller text", lambda: self.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
                      "smaller-text")
+        round_menu = self.menuBar().addMenu("&Round")
+        self._action(round_menu, "Round &settings, models and contexts…", self.open_rounds, "Ctrl+Shift+R", "rounds")
         profile_menu = self.menuBar().addMenu("&Profile")
         self._action(profile_menu, "&Switch or create profile…", self.open_profiles, "Ctrl+Shift+P", "profiles")
         help_menu = self.menuBar().addMenu("&Help")
@@ -193,6 +202,10 @@ class MainWindow(QMainWindow):
 
         self.db.submit(create, on_done=lambda person: self._profile_chosen(str(person.id)), on_error=self.show_error)
 
+    def open_rounds(self) -> None:
+        if self._task_code:
+            self.rounds.open_dialog(self._task_code, self)
+
     # --- tasks and the data browser ---------------------------------------------------------
 
     def _load_tasks(self) -> None:
@@ -213,7 +226,16 @@ class MainWindow(QMainWindow):
             return
         self._task_code = code
         definition = self.desk.tasks.definition_by_code(code)
-        rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in self.desk.tasks.rounds(code)]
+        task_rounds = self.desk.tasks.rounds(code)
+        open_rounds = [r for r in task_rounds if r.status == "open"]
+        if open_rounds:
+            current = open_rounds[-1]
+            goal = f" · {current.goal_message}" if current.goal_message else ""
+            self.round_label.setText(f"Round {current.number}{goal}")
+            self.round_label.setToolTip(current.description)
+        else:
+            self.round_label.setText("No open round")
+        rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in task_rounds]
         self.filter_bar.set_choices(rounds, definition.labels)
         self._filters_changed(self.filter_bar.value())
 

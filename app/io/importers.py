@@ -30,7 +30,7 @@ from app.services.models import imported_model_sha
 from app.storage.models import Context, Example, ModelOutputRow, ModelRecord, Person, Round, Suite, SuiteCase, Task
 from app.tasks.definition import TaskDefinition
 from app.tasks.fooling import is_fooled
-from app.text import word_edits
+from app.text import content_hash, word_edits
 
 NAMESPACE = uuid.UUID("6f1c7a52-4a8e-4bb5-9d57-0e8d3c1c5a10")
 MAX_FILE_BYTES = 2 * 1024**3
@@ -148,7 +148,7 @@ class Importer:
         return record
 
     def context(self, session: Session, round_: Round, text: str) -> Context:
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        digest = content_hash(text)
         found = session.scalar(select(Context).where(Context.round_id == round_.id, Context.content_hash == digest))
         if found is None:
             found = Context(round_id=round_.id, text=text, content_hash=digest, source=f"{self.name}:{self.path.name}")

@@ -7,7 +7,6 @@ checksum, a context by content), so that records from many desks merge cleanly.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from datetime import datetime
 from typing import Any
@@ -19,6 +18,7 @@ from app.domain import ExampleStatus, ModelFormat, Role, Span, SyncState, Valida
 from app.errors import DynadeskError, InvalidExample
 from app.services.examples import Content, check_content, facet_rows, written_text
 from app.services.validation import summarise
+from app.text import content_hash
 from app.storage.models import (
     Context,
     Example,
@@ -212,7 +212,7 @@ class RecordWriter:
     def _write_context(self, r: dict) -> None:
         context_id = _uuid(r["id"], "context id")
         round_id = self.ref(r["round"], "round id")
-        digest = hashlib.sha256(r["text"].encode()).hexdigest()
+        digest = content_hash(r["text"])
         same = self.session.scalar(select(Context).where(Context.round_id == round_id, Context.content_hash == digest))
         if same is not None:
             self.ids[context_id] = same.id

@@ -153,6 +153,7 @@ class ExampleService:
             inputs = dict(content.inputs)
             true_label = content.true_label
             answer = content.answer
+            chosen_context = context_id
             if perturbation_of is not None:
                 parent = self._submitted(session, perturbation_of)
                 inputs = inputs or dict(parent.inputs)
@@ -162,10 +163,16 @@ class ExampleService:
                 origin = origin or {"kind": "perturbation", "of": str(parent.id)}
             if context_id is not None:
                 context = session.get(Context, context_id)
-                if context is None:
-                    raise NotFound(f"There is no context with id {context_id}.")
-                for spec in definition.context_inputs:
-                    inputs.setdefault(spec.name, context.text)
+                # A chosen context must belong to this round; an original's context may be older.
+                if context is None or (chosen_context is not None and context.round_id != round_.id):
+                    raise NotFound(f"There is no context with id {context_id} in round {round_.number}.")
+                if definition.context_inputs:
+                    for spec in definition.context_inputs:
+                        inputs.setdefault(spec.name, context.text)
+                else:
+                    # The prompt condition: the annotator starts from the sentence and edits it.
+                    inputs.setdefault(definition.written_inputs[0].name, context.text)
+                    origin = origin or {"kind": "prompt", "context_id": str(context.id), "text": context.text}
             draft = Example(
                 task_id=task.id,
                 round_id=round_.id,
@@ -325,10 +332,6 @@ class ExampleService:
         session.flush()
         session.execute(delete(ExampleFacet).where(ExampleFacet.example_id == example.id))
         session.add_all(facet_rows(definition, example.id, checked.meta))
-        if example.context_id is not None:
-            context = session.get(Context, example.context_id)
-            if context is not None:
-                context.times_used += 1
 
     # --- after submission ----------------------------------------------------------------
 

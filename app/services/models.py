@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Any, Sequence
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from app.domain import ModelFormat
 from app.errors import NotFound
@@ -61,12 +61,6 @@ class ModelService:
     def all(self) -> list[ModelRecord]:
         with self.db.read() as session:
             return list(session.scalars(select(ModelRecord).order_by(ModelRecord.name)))
-
-    def set_round_models(self, round_id: uuid.UUID, model_ids: Sequence[uuid.UUID]) -> None:
-        """Make these models the round's targets, in this order (several make an ensemble)."""
-        with self.db.write() as session:
-            session.execute(delete(RoundModel).where(RoundModel.round_id == round_id))
-            session.add_all(RoundModel(round_id=round_id, model_id=m, position=i) for i, m in enumerate(model_ids))
 
     def round_models(self, round_id: uuid.UUID) -> list[ModelRecord]:
         with self.db.read() as session:

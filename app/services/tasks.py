@@ -73,6 +73,9 @@ class TaskService:
                 cached = self._definitions[task_id] = TaskDefinition.model_validate(task.definition)
         return cached
 
+    def task_code(self, task_id: uuid.UUID) -> str:
+        return self.definition(task_id).code
+
     def definition_by_code(self, code: str) -> TaskDefinition:
         return self.definition(self.task(code).id)
 

@@ -43,7 +43,7 @@ def test_hatecheck_imports_as_a_functional_suite(desk):
 def test_anli_imports_into_nli_keeping_reasons_and_the_adversarys_output(desk):
     path = shared_file("anli", "ANLI_analysis_r1_dev.csv")
     report = import_file(desk, path, "anli")
-    assert report.added["examples"] == 1000 and report.added["contexts"] == 845
+    assert report.added["examples"] == 1000 and report.added["contexts"] == 844  # two differ only in spacing
     with path.open(encoding="utf-8") as handle:
         first = next(csv.DictReader(handle))
     rows = desk.review.rows(ExampleFilter(task_id=desk.tasks.task("nli").id, text=first["statement"][:40]))

@@ -1,0 +1,140 @@
+"""Connects the round dialog to the round service; every call runs on the database worker."""
+
+from __future__ import annotations
+
+import uuid
+
+from PySide6.QtCore import QObject, Signal
+
+from app.desk import Desk
+from app.domain import Role
+from app.errors import DynadeskError
+from app.gui.worker import SerialWorker
+from app.services.rounds import parse_settings
+from widgets.round_dialog import RoundDialog
+
+CONTEXT_ROWS = 200  # the most-served contexts shown in the dialog
+
+
+class RoundsController(QObject):
+    rounds_changed = Signal(str)  # task code
+
+    def __init__(self, desk: Desk, worker: SerialWorker, show_error, parent=None):
+        super().__init__(parent)
+        self.desk = desk
+        self.worker = worker
+        self.show_error = show_error
+        self.dialog: RoundDialog | None = None
+        self._task_code = ""
+
+    def open_dialog(self, task_code: str, parent) -> RoundDialog:
+        desk = self.desk
+        definition = desk.tasks.definition_by_code(task_code)
+        person = desk.current_person()
+        self._task_code = task_code
+        self.dialog = dialog = RoundDialog(definition.name, definition.labels, person.role in (Role.LEAD, Role.OWNER),
+                                           parent)
+        dialog.round_selected.connect(self._load_round)
+        dialog.save_requested.connect(self._save)
+        dialog.models_requested.connect(self._set_models)
+        dialog.close_requested.connect(self._close_round)
+        dialog.open_next_requested.connect(self._open_next)
+        dialog.import_requested.connect(self._import)
+        self._load_rounds()
+        dialog.open()
+        return dialog
+
+    # --- loading -----------------------------------------------------------------------------
+
+    def _load_rounds(self, select_id=None) -> None:
+        code = self._task_code
+        rounds = self.desk.tasks
+
+        def load():
+            return [{"id": r.id, "number": r.number, "status": r.status} for r in rounds.rounds(code)]
+
+        self.worker.submit(load, on_done=lambda infos: self.dialog and self.dialog.set_rounds(infos, select_id),
+                           on_error=self._failed)
+
+    def _load_round(self, round_id, message: str = "") -> None:
+        desk, code = self.desk, self._task_code
+
+        def load():
+            summary = desk.rounds.summary_by_id(round_id)
+            contexts = desk.rounds.context_stats(round_id, limit=CONTEXT_ROWS)
+            return {
+                "id": summary.id, "number": summary.number, "status": summary.status,
+                "opened": f"{summary.opened_at:%Y-%m-%d}" if summary.opened_at else "–",
+                "closed": f"{summary.closed_at:%Y-%m-%d}" if summary.closed_at else "",
+                "description": summary.description, "goal_message": summary.goal_message,
+                "fooled_rule": summary.fooled_rule, "settings": summary.settings.model_dump(),
+                "examples": summary.examples, "fooled": summary.fooled, "models": summary.models,
+                "available_models": [(m.id, m.name, m.sha256) for m in desk.rounds.target_candidates(code)],
+                "context_total": summary.contexts,
+                "contexts": [{"text": c.text, "tag": c.tag, "served": c.times_used, "examples": c.examples,
+                              "fooling_rate": c.fooling_rate} for c in contexts],
+            }
+
+        def show(info) -> None:
+            if self.dialog is not None:
+                self.dialog.show_round(info)
+                if message:
+                    self.dialog.show_note(message)
+
+        self.worker.submit(load, on_done=show, on_error=self._failed)
+
+    # --- changes -----------------------------------------------------------------------------
+
+    def _after_change(self, round_id, message: str):
+        def done(_result) -> None:
+            self._load_rounds(select_id=round_id)
+            self.rounds_changed.emit(self._task_code)
+            if self.dialog is not None:
+                self.dialog.show_note(message)
+        return done
+
+    def _person(self) -> uuid.UUID:
+        return self.desk.current_person().id
+
+    def _save(self, round_id, changes: dict) -> None:
+        rounds, by = self.desk.rounds, self._person()
+
+        def save():
+            return rounds.update(round_id, by, description=changes["description"], goal_message=changes["goal_message"],
+                                 fooled_rule=changes["fooled_rule"], settings=parse_settings(changes["settings"]))
+
+        self.worker.submit(save, on_done=self._after_change(round_id, "Settings saved."), on_error=self._failed)
+
+    def _set_models(self, round_id, model_ids: list) -> None:
+        rounds, by = self.desk.rounds, self._person()
+        self.worker.submit(lambda: rounds.set_models(round_id, by, model_ids),
+                           on_done=self._after_change(round_id, "Target models saved."), on_error=self._failed)
+
+    def _close_round(self, round_id) -> None:
+        rounds, by = self.desk.rounds, self._person()
+        self.worker.submit(lambda: rounds.close(round_id, by), on_done=self._after_change(round_id, "Round closed."),
+                           on_error=self._failed)
+
+    def _open_next(self, model_ids: list, description: str, goal: str) -> None:
+        rounds, by, code = self.desk.rounds, self._person(), self._task_code
+
+        def open_next():
+            return rounds.open_next(code, by, model_ids, description=description or None, goal_message=goal)
+
+        self.worker.submit(open_next, on_done=lambda new: self._after_change(new.id, f"Round {new.number} opened.")(new),
+                           on_error=self._failed)
+
+    def _import(self, round_id, path: str, column: str, tag: str) -> None:
+        rounds, by = self.desk.rounds, self._person()
+
+        def run():
+            return rounds.import_contexts(round_id, by, path, column=column or None, tag=tag)
+
+        self.worker.submit(run, on_done=lambda report: self._load_round(round_id, report.summary()),
+                           on_error=self._failed)
+
+    def _failed(self, error: BaseException) -> None:
+        if isinstance(error, DynadeskError) and self.dialog is not None and self.dialog.isVisible():
+            self.dialog.show_problem(str(error))  # the problem is shown where it happened
+        else:
+            self.show_error(error)
