@@ -28,7 +28,7 @@ def wait(ms: int) -> None:
 
 
 def main() -> None:
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = QApplication.instance() or QApplication(sys.argv[:1])  # noqa: F841 (must stay alive)
     from app.desk import Desk
     from app.gui.main_window import MainWindow
     from app.io.importers import import_file

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from sqlalchemy import delete, func, select, update
 
 from app.domain import ExampleStatus, FooledRule, ModelFormat, Role, RoundStatus, utcnow
