@@ -1,0 +1,114 @@
+"""The workspace's views, fed plain data as the controllers will feed them."""
+
+from PySide6.QtGui import QColor, QTextCursor
+
+from app.text import words
+from widgets.heatmap import AttributionPanel, score_colour, utf16_offset
+from widgets.perturbation_view import PerturbationView
+from widgets.prediction_panel import PredictionPanel
+
+LABELS = ["hate", "not hate"]
+
+
+def test_utf16_offsets_account_for_characters_beyond_the_bmp():
+    text = "a😀b👨‍👩‍👧c"
+    assert utf16_offset(text, 1) == 1 and utf16_offset(text, 2) == 3
+    assert utf16_offset(text, len(text)) == len(text.encode("utf-16-le")) // 2
+
+
+def test_scores_map_onto_a_diverging_scale():
+    assert score_colour(0.0) == QColor(247, 247, 247)
+    assert score_colour(1.0) == QColor(178, 24, 43) and score_colour(-1.0) == QColor(33, 102, 172)
+    assert score_colour(7.0) == score_colour(1.0)
+
+
+def test_prediction_panel_shows_fooled_ensembles_and_staleness(qtbot):
+    panel = PredictionPanel()
+    qtbot.addWidget(panel)
+    assert "Type to see" in panel.verdict.text()
+    data = {
+        "labels": LABELS, "goal": "hate", "fooled": True, "latency_ms": 3.2, "device": "CPU",
+        "members": [{"name": "small", "label": "not hate", "probabilities": {"hate": 0.2, "not hate": 0.8}},
+                    {"name": "big", "label": "hate", "probabilities": {"hate": 0.6, "not hate": 0.4}}],
+        "combined": {"label": "not hate", "probabilities": {"hate": 0.4, "not hate": 0.6}},
+    }
+    panel.show_prediction(data)
+    assert panel.verdict.text() == "Model fooled"
+    assert panel.combined.rows == [("hate", 0.4), ("not hate", 0.6)] and panel.combined.goal == "hate"
+    assert [title.text() for title, _ in panel.member_bars] == ["small: not hate", "big: hate"]
+    assert "3.2 ms" in panel.note.text() and "CPU" in panel.note.text()
+    panel.set_stale(True)
+    assert not panel.stale.isHidden()
+    panel.show_prediction({**data, "fooled": False, "members": data["members"][:1], "truncated": True})
+    assert panel.verdict.text() == "Not fooled yet" and panel.stale.isHidden() and panel.member_bars == []
+    assert "only its start was used" in panel.note.text()
+    panel.show_prediction({**data, "fooled": None})
+    assert "Choose your label" in panel.verdict.text()
+    panel.show_prediction({"labels": [], "goal": None, "fooled": True, "answer_f1": 0.25,
+                           "members": [{"name": "qa", "answer": "Paris"}], "combined": {"answer": "Paris"}})
+    assert "Model's answer: Paris" in panel.answer.text() and "F1 0.25" in panel.answer.text()
+
+
+def attribution_for(text: str, strongest: str) -> dict:
+    found = words(text)
+    return {
+        "segments": [{"name": "Statement", "text": text, "words": [
+            {"text": w.text, "start": w.start, "end": w.end, "score": 1.0 if w.text == strongest else -0.2,
+             "raw": 0.1, "seen": True} for w in found]}],
+        "target": "hate", "predicted": "hate", "method": "integrated gradients (32 steps)", "latency_ms": 80.0,
+        "convergence_delta": 0.004, "truncated": False,
+    }
+
+
+def test_the_heatmap_draws_the_annotators_own_words_emoji_and_rtl_included(qtbot):
+    panel = AttributionPanel()
+    qtbot.addWidget(panel)
+    text = "They are 🐀🐀 vermin, يا\u200dأخي 👨‍👩‍👧!"
+    panel.show_attribution(attribution_for(text, "vermin"))
+    shown = [w["shown"] for w in panel.text.words]
+    assert shown == [w.text for w in words(text)]  # every span lands on its own word
+    assert panel.text.toPlainText() == text
+    vermin = next(w for w in panel.text.words if w["text"] == "vermin")
+    assert vermin["tooltip"] == "vermin: +1.00 (raw +0.1000)"
+    panel.resize(600, 300)
+    panel.show()
+    qtbot.waitExposed(panel)
+    cursor = QTextCursor(panel.text.document())
+    cursor.setPosition(vermin["qt_start"] + 2)
+    assert panel.text.tooltip_at(panel.text.cursorRect(cursor).center()) == vermin["tooltip"]
+    assert "integrated gradients" in panel.header.text() and "+0.004" in panel.header.text()
+    assert panel.legend.target == "hate"
+    with qtbot.waitSignal(panel.explain_requested) as request:
+        panel.target_choice.setCurrentIndex(1)
+        panel.explain_button.click()
+    assert request.args == ["goal"]
+
+
+def test_words_the_model_did_not_read_are_marked(qtbot):
+    panel = AttributionPanel()
+    qtbot.addWidget(panel)
+    data = attribution_for("short text here", "text")
+    data["segments"][0]["words"][-1]["seen"] = False
+    data["truncated"] = True
+    panel.show_attribution(data)
+    assert "not read by the model" in panel.text.words[-1]["tooltip"]
+    assert "Only the start" in panel.header.text()
+
+
+def test_the_perturbation_view_shows_the_diff_the_flip_and_whether_the_model_followed(qtbot):
+    view = PerturbationView()
+    qtbot.addWidget(view)
+    view.show_pair({
+        "labels": LABELS, "edit_distance": 1, "target": "hate",
+        "diff": [{"kind": "equal", "text": "Women "}, {"kind": "delete", "text": "can't"},
+                 {"kind": "insert", "text": "can"}, {"kind": "equal", "text": " lead"}],
+        "original": {"label": "hate", "prediction": {"label": "hate", "probabilities": {"hate": 0.9, "not hate": 0.1}}},
+        "edited": {"label": "not hate", "prediction": {"label": "hate", "probabilities": {"hate": 0.7, "not hate": 0.3}}},
+        "attribution_change": [{"word": "can't", "before": 0.9, "after": None}, {"word": "can", "before": None, "after": 0.1},
+                               {"word": "Women", "before": 0.3, "after": 0.5}],
+    })
+    assert view.diff.toPlainText() == "Women can't can lead"
+    assert "1 word changed" in view.summary.text() and "(flipped)" in view.summary.text()
+    assert "did not follow" in view.summary.text()
+    assert [view.changes.item(r, 3).text() for r in range(3)] == ["-0.90", "+0.10", "+0.20"]
+    assert view.edited_bars.rows == [("hate", 0.7), ("not hate", 0.3)]
