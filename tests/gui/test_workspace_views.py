@@ -71,8 +71,8 @@ def test_the_heatmap_draws_the_annotators_own_words_emoji_and_rtl_included(qtbot
     vermin = next(w for w in panel.text.words if w["text"] == "vermin")
     assert vermin["tooltip"] == "vermin: +1.00 (raw +0.1000)"
     panel.resize(600, 300)
-    panel.show()
-    qtbot.waitExposed(panel)
+    with qtbot.waitExposed(panel):
+        panel.show()
     cursor = QTextCursor(panel.text.document())
     cursor.setPosition(vermin["qt_start"] + 2)
     assert panel.text.tooltip_at(panel.text.cursorRect(cursor).center()) == vermin["tooltip"]
