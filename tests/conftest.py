@@ -23,6 +23,7 @@ import pytest  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+pytest_plugins = ["tests.model_fixtures"]  # session-wide model fixtures, for every test folder
 
 
 @pytest.fixture(autouse=True)

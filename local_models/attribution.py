@@ -1,0 +1,258 @@
+"""Which words drove a prediction: one signed, normalised score per word of the exact text.
+
+Two methods, registered like back-ends and chosen by capability:
+- ``gradients``: Captum ``LayerIntegratedGradients`` on the input embedding layer, from a
+  baseline that keeps the special tokens and puts padding in between; the interpolation steps
+  run as one batch, and the convergence delta is reported. Needs ``supports_gradients``.
+- ``ablation``: remove (or mask) each word in turn; every variant and the original go through
+  the model in one batched forward pass. Works with any model, ONNX included.
+
+Both return an ``Attribution``: a score per word with its character span, positive when the
+word pushes towards the target label and negative when it pushes away, divided by the largest
+magnitude so that the strongest word scores +1 or -1. The raw scores (probability units)
+stay alongside.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+
+import numpy as np
+
+from local_models.errors import UnsupportedOperation
+from local_models.heads import ClassificationHead
+from local_models.tokenization import EncodedBatch, ModelInput
+from local_models.words import WordUnit, group_tokens
+
+if TYPE_CHECKING:
+    from local_models.engine import InferenceEngine
+
+# Gauss-Legendre with this many points keeps a 32-token MiniLM attribution within the 150 ms
+# budget on two CPU cores; bench_models measures it next to 50 steps and reports the deltas.
+DEFAULT_IG_STEPS = 8
+DEFAULT_IG_OUTPUT = "probability"
+MAX_ABLATION_ROWS = 64  # variants per forward pass; longer texts take several passes
+
+
+@dataclass(frozen=True)
+class WordScore:
+    segment: int  # which text of a pair the word is in
+    text: str
+    start: int
+    end: int
+    score: float  # signed and normalised: the strongest word is +1 or -1
+    raw: float  # the method's own units (change in the target label's probability)
+    seen: bool  # False when the model never read the word (truncated, or invisible characters)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    words: tuple[WordScore, ...]
+    target: str
+    predicted: str
+    target_probability: float
+    method: str
+    latency_ms: float
+    model_sha: str
+    truncated: bool
+    convergence_delta: float | None = None  # integrated gradients: sum of attributions minus F(x) - F(baseline)
+    n_steps: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def top(self, n: int = 5) -> list[WordScore]:
+        return sorted(self.words, key=lambda w: -abs(w.score))[:n]
+
+
+@dataclass
+class _Problem:
+    """What every method gets: the encoded input, its word units and the target's column
+    (None: the predicted label, which the method finds with its own first forward pass)."""
+
+    engine: "InferenceEngine"
+    batch: EncodedBatch
+    units: list[WordUnit]
+    target_index: int | None
+
+
+class AttributionMethod(ABC):
+    name: ClassVar[str]
+    requires_gradients: ClassVar[bool]
+    preference: ClassVar[int]  # "auto" picks the most preferred method the model supports
+
+    @classmethod
+    def applicable(cls, engine: "InferenceEngine") -> bool:
+        return engine.supports_gradients or not cls.requires_gradients
+
+    @abstractmethod
+    def run(self, problem: _Problem, **options) -> tuple[np.ndarray, np.ndarray, int, dict]:
+        """(raw score per unit, label probabilities of the original input, target index, details)."""
+
+
+METHODS: dict[str, type[AttributionMethod]] = {}
+
+
+def register_method(cls: type[AttributionMethod]) -> type[AttributionMethod]:
+    METHODS[cls.name] = cls
+    return cls
+
+
+@register_method
+class IntegratedGradients(AttributionMethod):
+    name = "gradients"
+    requires_gradients = True
+    preference = 2
+
+    def run(self, problem: _Problem, *, n_steps: int = DEFAULT_IG_STEPS, output: str = DEFAULT_IG_OUTPUT,
+            **options):
+        import torch
+        from captum.attr import LayerIntegratedGradients
+
+        if options:
+            raise TypeError(f"unknown option(s) for gradients: {', '.join(options)}")
+        if n_steps < 1:
+            raise ValueError("n_steps must be at least 1")
+        if output not in ("probability", "log_probability"):
+            raise ValueError("output is 'probability' or 'log_probability'")
+        runtime = problem.engine.runtime
+        head: ClassificationHead = problem.engine.head  # type: ignore[assignment]
+        module = runtime.module
+        columns = torch.tensor(head._columns, dtype=torch.float32, device=module.device)
+        feeds = runtime.feeds(problem.batch)
+        input_ids = feeds.pop("input_ids")
+        baseline = input_ids.clone()
+        ordinary = torch.tensor([o is not None for o in problem.batch.offsets[0]], device=input_ids.device)
+        baseline[0, ordinary] = problem.engine.encoder.pad_token_id
+        names = list(feeds)
+
+        def label_probabilities(ids, *extra):
+            logits = module(input_ids=ids, **dict(zip(names, extra))).logits
+            return torch.softmax(logits.float(), dim=-1) @ columns
+
+        def explained(ids, *extra):
+            probabilities = label_probabilities(ids, *extra)
+            return probabilities if output == "probability" else torch.log(probabilities.clamp_min(1e-12))
+
+        with torch.inference_mode():
+            probabilities = label_probabilities(input_ids, *feeds.values())[0].cpu().numpy()
+        target = int(probabilities.argmax()) if problem.target_index is None else problem.target_index
+        lig = LayerIntegratedGradients(explained, runtime.embedding_layer())
+        with torch.enable_grad():
+            # the extra inputs must repeat along the batch of interpolation steps
+            attributions, delta = lig.attribute(
+                inputs=input_ids, baselines=baseline, additional_forward_args=tuple(feeds.values()),
+                target=target, n_steps=n_steps, internal_batch_size=n_steps,
+                method="gausslegendre", return_convergence_delta=True,
+            )
+        per_token = attributions.sum(dim=-1)[0].detach().float().cpu().numpy()
+        raw = np.array([per_token[list(u.token_positions)].sum() if u.seen else 0.0 for u in problem.units])
+        return raw, probabilities, target, {"convergence_delta": float(delta.abs().max()), "n_steps": n_steps,
+                                            "output": output}
+
+
+@register_method
+class WordAblation(AttributionMethod):
+    name = "ablation"
+    requires_gradients = False
+    preference = 1
+
+    def run(self, problem: _Problem, *, mode: str = "remove", **options):
+        if options:
+            raise TypeError(f"unknown option(s) for ablation: {', '.join(options)}")
+        if mode not in ("remove", "mask"):
+            raise ValueError("ablation mode is 'remove' or 'mask'")
+        engine, batch = problem.engine, problem.batch
+        mask_id = engine.encoder.mask_token_id
+        if mode == "mask" and mask_id is None:
+            raise UnsupportedOperation(f"The tokenizer of {engine.name} has no mask token; ablate with mode='remove'.")
+        seen = [k for k, u in enumerate(problem.units) if u.seen]
+        rows = [self._variant(batch, problem.units[k].token_positions, mode, mask_id) for k in seen]
+        raw = np.zeros(len(problem.units))
+        original, target = None, problem.target_index
+        for first in range(0, max(len(rows), 1), MAX_ABLATION_ROWS):
+            chunk = rows[first:first + MAX_ABLATION_ROWS]
+            variants = _stack(batch, chunk, engine.encoder.pad_token_id, with_original=original is None)
+            probabilities = engine.label_probabilities(variants)
+            if original is None:
+                original, probabilities = probabilities[0], probabilities[1:]
+                target = int(original.argmax()) if target is None else target
+            for k, p in zip(seen[first:first + MAX_ABLATION_ROWS], probabilities):
+                raw[k] = original[target] - p[target]
+        return raw, original, target, {"mode": mode}
+
+    @staticmethod
+    def _variant(batch: EncodedBatch, positions: Sequence[int], mode: str, mask_id: int | None):
+        n = batch.lengths[0]
+        ids, types = batch.input_ids[0, :n].copy(), batch.token_type_ids[0, :n].copy()
+        if mode == "mask":
+            ids[list(positions)] = mask_id
+            return ids, types
+        keep = np.ones(n, dtype=bool)
+        keep[list(positions)] = False
+        return ids[keep], types[keep]
+
+
+def _stack(batch: EncodedBatch, rows: list, pad_id: int, with_original: bool) -> EncodedBatch:
+    n = batch.lengths[0]
+    if with_original:
+        rows = [(batch.input_ids[0, :n], batch.token_type_ids[0, :n])] + rows
+    width = max(len(ids) for ids, _ in rows)
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    types = np.zeros((len(rows), width), dtype=np.int64)
+    for i, (row_ids, row_types) in enumerate(rows):
+        ids[i, :len(row_ids)] = row_ids
+        mask[i, :len(row_ids)] = 1
+        types[i, :len(row_types)] = row_types
+    item = batch.inputs[0]
+    return EncodedBatch([item] * len(rows), ids, mask, types, [[None] * width] * len(rows),
+                        [False] * len(rows), [()] * len(rows), [int(m.sum()) for m in mask])
+
+
+def choose_method(engine: "InferenceEngine", method: str) -> AttributionMethod:
+    if method == "auto":
+        usable = [m for m in METHODS.values() if m.applicable(engine)]
+        return max(usable, key=lambda m: m.preference)()
+    cls = METHODS.get(method)
+    if cls is None:
+        raise UnsupportedOperation(f"Unknown attribution method '{method}'; use {', '.join(METHODS)} or auto.")
+    if not cls.applicable(engine):
+        raise UnsupportedOperation(
+            f"{engine.name} ({engine.format}) cannot give gradients; use word ablation for this model."
+        )
+    return cls()
+
+
+def attribute(engine: "InferenceEngine", item: ModelInput, *, target: str | None = None, method: str = "auto",
+              segments: Sequence[int] | None = None, **options) -> Attribution:
+    """Score every word of ``item`` for ``target`` (default: the predicted label).
+
+    ``segments`` limits scoring to some texts of a pair (for example only the hypothesis the
+    annotator wrote); words of the other texts still reach the model but get no score.
+    """
+    if not isinstance(engine.head, ClassificationHead):
+        raise UnsupportedOperation(f"Attributions explain labels; {engine.name} answers with spans.")
+    if target is not None and target not in engine.labels:
+        raise UnsupportedOperation(f"'{target}' is not a label of {engine.name} ({', '.join(engine.labels)}).")
+    chosen = choose_method(engine, method)
+    start = time.perf_counter()
+    batch = engine.encode([item])
+    texts = batch.segments(0)
+    wanted = range(len(texts)) if segments is None else segments
+    units = [u for k in wanted for u in group_tokens(texts[k], k, batch.segment_offsets(0, k))]
+    problem = _Problem(engine, batch, units, None if target is None else engine.labels.index(target))
+    raw, probabilities, target_index, details = chosen.run(problem, **options)
+    scale = float(np.abs(raw).max()) if len(raw) else 0.0
+    words = tuple(
+        WordScore(u.segment, u.text, u.start, u.end, float(r / scale) if scale > 0 else 0.0, float(r), u.seen)
+        for u, r in zip(units, raw)
+    )
+    return Attribution(
+        words=words, target=engine.labels[target_index], predicted=engine.labels[int(np.argmax(probabilities))],
+        target_probability=float(probabilities[target_index]), method=chosen.name,
+        latency_ms=(time.perf_counter() - start) * 1000, model_sha=engine.sha256, truncated=batch.truncated[0],
+        convergence_delta=details.pop("convergence_delta", None), n_steps=details.pop("n_steps", None),
+        details=details,
+    )

@@ -1,0 +1,260 @@
+"""ONNX models, run with onnxruntime.
+
+The CPU always works. The CUDA provider is used only when it is present and chosen, and then
+the session is asked which provider it really got: onnxruntime quietly falls back to the CPU
+when CUDA fails to start, and Dynadesk reports that as an error instead of hiding it.
+
+A model is a ``.onnx`` file, or a folder with ``model.onnx``. Its tokenizer sits beside it or
+in a folder given alongside. Labels come from the model's metadata (``id2label``, written by
+Dynadesk's export) or from a ``config.json`` beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from local_models.backends.base import (
+    METADATA_FILE,
+    Backend,
+    Runtime,
+    labels_from_config,
+    read_json_file,
+    register_backend,
+)
+from local_models.errors import (
+    CorruptModel,
+    DeviceUnavailable,
+    ModelNotFound,
+    TokenizerMissing,
+    UnsupportedModel,
+)
+from local_models.heads import head_for_outputs
+from local_models.tokenization import EncodedBatch, TextEncoder, has_tokenizer, tokenizer_files
+
+log = logging.getLogger(__name__)
+
+MODEL_FILENAME = "model.onnx"
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+_NUMPY_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+
+
+def onnx_file(path: Path) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        candidate = path / MODEL_FILENAME
+        if candidate.is_file():
+            return candidate
+        found = sorted(path.glob("*.onnx"))
+        if len(found) == 1:
+            return found[0]
+        raise ModelNotFound(f"{path} holds no single ONNX model ({MODEL_FILENAME}).")
+    if not path.is_file():
+        raise ModelNotFound(f"There is no ONNX model at {path}.")
+    return path
+
+
+def external_data_files(file: Path) -> list[Path]:
+    import onnx
+
+    model = onnx.load(str(file), load_external_data=False)
+    locations = set()
+    for tensor in model.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                locations.add(entry.value)
+    return [file.parent / name for name in sorted(locations)]
+
+
+def check_onnx_file(file: Path) -> None:
+    """Refuse truncated, damaged or invalid ONNX files before onnxruntime sees them."""
+    import onnx
+
+    if file.stat().st_size == 0:
+        raise CorruptModel(f"The ONNX file {file} is empty.")
+    try:
+        onnx.checker.check_model(str(file))
+    except Exception as exc:  # DecodeError, ValidationError, OSError from the C++ side
+        raise CorruptModel(
+            f"The ONNX file {file} is truncated, damaged or invalid ({_first_line(exc)})."
+        ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or exc.__class__.__name__
+    return text.splitlines()[0][:300]
+
+
+@dataclass
+class OnnxRuntime(Runtime):
+    session: Any = None
+    input_types: dict | None = None
+
+    def run(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
+        available = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
+                     "token_type_ids": batch.token_type_ids}
+        feeds = {name: available[name].astype(dtype, copy=False) for name, dtype in self.input_types.items()}
+        names = list(self.head_type.output_names)
+        values = self.session.run(names, feeds)
+        return {name: np.asarray(value, dtype=np.float32) for name, value in zip(names, values)}
+
+    def close(self) -> None:
+        self.session = None
+
+
+@register_backend
+class OnnxBackend(Backend):
+    name = "onnx"
+    description = "an ONNX file (.onnx, or a folder with model.onnx) with its tokenizer"
+    supports_gradients = False
+    exportable = False
+    priority = 5
+
+    @classmethod
+    def recognises(cls, path: Path) -> bool:
+        path = Path(path)
+        if path.is_file():
+            return path.suffix.lower() == ".onnx"
+        return path.is_dir() and (path / MODEL_FILENAME).is_file()
+
+    @classmethod
+    def devices(cls) -> list[str]:
+        import onnxruntime
+
+        available = onnxruntime.get_available_providers()
+        return [d for d, provider in PROVIDERS.items() if provider in available]
+
+    @classmethod
+    def model_files(cls, path: Path, tokenizer_dir: Path | None = None) -> list[tuple[str, Path]]:
+        file = onnx_file(path)
+        named = [("model/model.onnx", file)] + [(f"model/{f.name}", f) for f in external_data_files(file)]
+        for folder in dict.fromkeys([file.parent, Path(tokenizer_dir or file.parent)]):
+            if (folder / "config.json").is_file():
+                named.append(("model/config.json", folder / "config.json"))
+                break
+        named += [(f"tokenizer/{f.name}", f) for f in tokenizer_files(Path(tokenizer_dir or file.parent))]
+        return named
+
+    @classmethod
+    def load(cls, path: Path, *, device: str = "cpu", tokenizer_dir: Path | None = None,
+             max_length: int | None = None, num_threads: int | None = None) -> OnnxRuntime:
+        from local_models.files import files_sha256
+
+        file = onnx_file(path)
+        check_onnx_file(file)
+        tokenizer_home = Path(tokenizer_dir or file.parent)
+        if not has_tokenizer(tokenizer_home):
+            raise TokenizerMissing(
+                f"The ONNX model {file} comes without a tokenizer: there is no tokenizer.json beside it. "
+                "Give the folder that holds its tokenizer alongside it."
+            )
+        session = _session(file, device, num_threads)
+        meta = session.get_modelmeta().custom_metadata_map
+        output_names = [o.name for o in session.get_outputs()]
+        head = head_for_outputs(output_names)
+        input_types = {}
+        for node in session.get_inputs():
+            if node.name not in ("input_ids", "attention_mask", "token_type_ids"):
+                raise UnsupportedModel(f"The ONNX model {file} wants an input '{node.name}' that Dynadesk cannot give.")
+            if node.type not in _NUMPY_TYPES:
+                raise UnsupportedModel(f"The ONNX model {file} wants {node.name} as {node.type}; Dynadesk gives integers.")
+            input_types[node.name] = _NUMPY_TYPES[node.type]
+        if "input_ids" not in input_types:
+            raise UnsupportedModel(f"The ONNX model {file} takes no input_ids, so it is not a text model.")
+        config = _config_beside(file, tokenizer_home)
+        metadata = read_json_file(file.parent / METADATA_FILE, "model description") if (file.parent / METADATA_FILE).is_file() else {}
+        labels: list[str] = []
+        if head.has_labels:
+            if "id2label" in meta:
+                try:
+                    labels = labels_from_config({"id2label": json.loads(meta["id2label"])})
+                except ValueError as exc:
+                    raise CorruptModel(f"The label names stored in {file} are not valid JSON ({exc}).") from exc
+            elif config.get("id2label") or _static_label_count(session):
+                labels = labels_from_config(config, _static_label_count(session))
+            # otherwise the engine counts the outputs on its first run and names them LABEL_i
+        chosen_length = (max_length or _int_or_none(meta.get("max_length")) or metadata.get("max_length")
+                         or _config_length(config))
+        encoder = TextEncoder.from_folder(
+            tokenizer_home, max_length=chosen_length,
+            pair_truncation=head.pair_truncation, pad_token_id=config.get("pad_token_id"),
+        )
+        return OnnxRuntime(
+            backend=cls, path=Path(path), head_type=head, model_labels=labels, encoder=encoder,
+            device=_device_in_use(session, device), sha256=files_sha256(cls.model_files(path, tokenizer_dir)),
+            architecture=meta.get("architecture", "onnx"), metadata={**metadata, "onnx_metadata": dict(meta)},
+            session=session, input_types=input_types,
+        )
+
+
+def _session(file: Path, device: str, num_threads: int | None):
+    import onnxruntime
+
+    kind = device.split(":")[0]
+    provider = PROVIDERS.get(kind)
+    if provider is None:
+        raise DeviceUnavailable(f"Unknown device '{device}'; use cpu or cuda.")
+    if provider not in onnxruntime.get_available_providers():
+        raise DeviceUnavailable(
+            f"onnxruntime here has no {provider} (it has {', '.join(onnxruntime.get_available_providers())}); "
+            "install onnxruntime-gpu for CUDA, or choose the CPU."
+        )
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.inter_op_num_threads = 1
+    if num_threads:
+        options.intra_op_num_threads = int(num_threads)
+    options.log_severity_level = 3
+    providers: list = ["CPUExecutionProvider"]
+    if kind == "cuda":
+        index = int(device.split(":")[1]) if ":" in device else 0
+        providers = [(provider, {"device_id": index}), "CPUExecutionProvider"]
+    try:
+        return onnxruntime.InferenceSession(str(file), sess_options=options, providers=providers)
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/... types
+        raise CorruptModel(f"onnxruntime cannot run {file} ({_first_line(exc)}).") from exc
+
+
+def _device_in_use(session, requested: str) -> str:
+    """Read back the provider the session really uses; a silent fallback is an error."""
+    in_use = session.get_providers()[0]
+    kind = requested.split(":")[0]
+    if in_use != PROVIDERS[kind]:
+        raise DeviceUnavailable(
+            f"{PROVIDERS[kind]} could not start (onnxruntime fell back to {in_use}); "
+            "Dynadesk does not switch devices behind your back. Choose the CPU, or fix the GPU set-up."
+        )
+    if kind == "cuda":
+        options = session.get_provider_options().get(in_use, {})
+        return f"cuda:{options.get('device_id', 0)}"
+    return "cpu"
+
+
+def _static_label_count(session) -> int | None:
+    shape = session.get_outputs()[0].shape
+    return shape[-1] if shape and isinstance(shape[-1], int) else None
+
+
+def _config_beside(file: Path, tokenizer_home: Path) -> dict:
+    for folder in (file.parent, tokenizer_home):
+        if (folder / "config.json").is_file():
+            return read_json_file(folder / "config.json", "model configuration")
+    return {}
+
+
+def _config_length(config: dict) -> int | None:
+    value = config.get("max_position_embeddings")
+    return min(int(value), 512) if isinstance(value, int) else None
+
+
+def _int_or_none(value) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

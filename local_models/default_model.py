@@ -1,0 +1,77 @@
+"""The default target model: assembled at first use from the base encoder package and the
+small trained part shipped with Dynadesk, then exported to ONNX int8 and cached.
+
+    model = prepare_default_model(part_dir, cache_dir)
+    model.torch_dir   # Hugging Face folder (PyTorch; gradients for attributions)
+    model.onnx_dir    # ONNX int8 folder, parity-checked against the PyTorch model
+
+Both live under ``cache_dir/<name>-<fingerprint of the trained part>``: a new trained part
+gets new folders, and an interrupted preparation leaves nothing that looks complete.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from local_models.backends.base import METADATA_FILE
+from local_models.errors import ParityCheckFailed
+from local_models.progress import Progress
+from local_models.train import assemble, part_fingerprint, read_part_description
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_SLUG = "hate-speech-r1"
+
+
+@dataclass(frozen=True)
+class PreparedModel:
+    torch_dir: Path
+    onnx_dir: Path | None
+    onnx_int8: bool  # False when int8 failed its parity check and fp32 was exported instead
+    description: dict  # the trained part's description: labels, training, held-out metrics
+    notes: tuple[str, ...] = ()
+
+
+def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | None = None,
+                          with_onnx: bool = True, progress: Progress | None = None) -> PreparedModel:
+    """Assemble (and export) the model once; later calls find the folders and return at once."""
+    progress = progress or Progress()
+    part_dir, cache_dir = Path(part_dir), Path(cache_dir)
+    description = read_part_description(part_dir)
+    root = cache_dir / f"{DEFAULT_MODEL_SLUG}-{part_fingerprint(part_dir)}"
+    torch_dir = root / "torch"
+    if not _complete(torch_dir, "model.safetensors"):
+        progress.say("Assembling the default model from the base encoder and its trained part ...")
+        assemble(part_dir, torch_dir, base_dir=base_dir, replace=False)
+    if not with_onnx:
+        return PreparedModel(torch_dir, None, False, description)
+
+    from local_models.export import export_onnx
+
+    notes: list[str] = []
+    int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
+    if _complete(int8_dir, "model.onnx"):
+        return PreparedModel(torch_dir, int8_dir, True, description)
+    if _complete(fp32_dir, "model.onnx"):
+        return PreparedModel(torch_dir, fp32_dir, False, description,
+                             ("An earlier int8 export was refused by the parity check; the ONNX model is fp32.",))
+    progress.check()  # the desk closed while the model was being assembled
+    progress.say("Building the ONNX int8 version of the default model ...")
+    try:
+        export_onnx(torch_dir, int8_dir, int8=True, replace=False, progress=progress)
+        return PreparedModel(torch_dir, int8_dir, True, description)
+    except ParityCheckFailed as exc:
+        log.warning("int8 default model refused by the parity check: %s", exc)
+        notes.append(f"int8 was refused by the parity check (largest difference {exc.max_difference:.4f}); "
+                     "the ONNX model is fp32.")
+    progress.check()
+    export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=progress)
+    return PreparedModel(torch_dir, fp32_dir, False, description, tuple(notes))
+
+
+def _complete(folder: Path, weights: str) -> bool:
+    return (folder / weights).is_file() and (folder / METADATA_FILE).is_file()
+
+

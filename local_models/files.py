@@ -1,0 +1,71 @@
+"""Model files: the checksum that names a model, and building folders that appear whole or not at all."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def files_sha256(files: Iterable[tuple[str, Path]]) -> str:
+    """sha256 over a manifest of (role/name, sha256 of content), sorted by name.
+
+    Names rather than absolute paths go in, so a model folder that is copied or moved keeps
+    its checksum, while renaming or editing any file that shapes its answers changes it.
+    """
+    lines = sorted(f"{name}\0{file_sha256(path)}\n" for name, path in files)
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def plain_permissions(path: Path) -> None:
+    """Give a file the permissions a plainly created one gets (safetensors writes 0600)."""
+    os.chmod(path, 0o666 & ~_umask())
+
+
+def make_staging_dir(final: Path) -> Path:
+    """A hidden sibling folder of ``final`` to build in, renamed into place when complete (so a
+    crash never leaves a half-written model that looks finished). It gets the permissions a
+    plainly created folder would get, not mkdtemp's private ones."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    os.chmod(staging, 0o777 & ~_umask())
+    return staging
+
+
+def install_dir(staging: Path, final: Path, *, replace: bool) -> Path:
+    """Rename a finished ``staging`` folder to ``final``.
+
+    With ``replace`` an existing ``final`` is removed first (a new export over an old one).
+    Without it, an existing ``final`` wins: another process built the same thing first.
+    """
+    if final.exists():
+        if not replace:
+            shutil.rmtree(staging, ignore_errors=True)
+            return final
+        shutil.rmtree(final)
+    try:
+        os.replace(staging, final)
+    except OSError:
+        if not final.exists():
+            raise
+        shutil.rmtree(staging, ignore_errors=True)  # lost a race to an identical build
+    return final

@@ -1,0 +1,51 @@
+"""The progress and cancel handle that long work takes (DESIGN.md §4.3).
+
+The work calls ``report`` as it goes and ``check`` between steps; whoever started it may call
+``cancel`` from any thread. The GUI turns ``report`` into a progress bar through a signal.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from local_models.errors import Cancelled
+
+
+class Progress:
+    def __init__(self, on_report: Callable[[int, int], None] | None = None,
+                 on_message: Callable[[str], None] | None = None):
+        self._on_report = on_report
+        self._on_message = on_message
+        self._cancelled = threading.Event()
+        self.done = 0
+        self.total = 0
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def check(self) -> None:
+        """Stop here (raise ``Cancelled``) when cancellation was asked for."""
+        if self._cancelled.is_set():
+            raise Cancelled(f"Cancelled after {self.done} of {self.total}.")
+
+    def report(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        if self._on_report is not None:
+            self._on_report(done, total)
+
+    def say(self, text: str) -> None:
+        """A line about what the work is doing now ("Encoding 24,783 texts")."""
+        if self._on_message is not None:
+            self._on_message(text)
+
+    def part(self, offset: int, grand_total: int) -> "Progress":
+        """A handle for one part of this work: its reports count from ``offset`` towards
+        ``grand_total`` here, and cancelling either handle stops both."""
+        child = Progress(lambda done, _total: self.report(offset + done, grand_total), self._on_message)
+        child._cancelled = self._cancelled
+        return child

@@ -1,0 +1,177 @@
+"""The inference service: one worker thread owns the models; requests coalesce; stale results
+never reach the GUI; the GUI thread never waits on a model. Waits are on signals, never sleeps."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from app.gui.inference import InferenceService
+from local_models.engine import ModelSpec
+from tests.model_fixtures import LABELS
+
+SIGNAL_TIMEOUT = 60_000  # loading torch the first time can be slow on a busy CI machine
+
+
+@pytest.fixture
+def service(qtbot):
+    service = InferenceService()
+    yield service
+    service.shutdown()
+    assert not service._thread.isRunning()
+
+
+def spec(path, **kw) -> ModelSpec:
+    return ModelSpec(path, task_labels=tuple(LABELS), num_threads=1, **kw)
+
+
+class GatedSpec:
+    """Loads the real model, but every prediction first records its inputs and then waits for
+    a permit from the test: the test decides when, and for how long, the worker is busy."""
+
+    def __init__(self, inner: ModelSpec):
+        self.inner = inner
+        self.permits = threading.Semaphore(0)
+        self.calls: list[list] = []
+
+    def allow(self, n: int = 1) -> None:
+        self.permits.release(n)
+
+    def load(self):
+        engine = self.inner.load()
+        predict = engine.predict
+
+        def gated(inputs):
+            self.calls.append(list(inputs))
+            if not self.permits.acquire(timeout=SIGNAL_TIMEOUT / 1000):
+                raise TimeoutError("the test never let this prediction run")
+            return predict(inputs)
+
+        engine.predict = gated
+        return engine
+
+
+def load(qtbot, service, *specs):
+    with qtbot.waitSignal(service.model_loaded, timeout=SIGNAL_TIMEOUT) as loaded:
+        service.load(list(specs))
+    return loaded.args[0]
+
+
+def test_load_predict_and_attribute(qtbot, service, tiny_classifier_dir):
+    info = load(qtbot, service, spec(tiny_classifier_dir, name="tiny"))
+    assert info.names == ("tiny",) and info.devices == ("cpu",) and info.labels == tuple(LABELS)
+    assert info.supports_gradients == (True,) and len(info.sha256s[0]) == 64
+
+    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT) as got:
+        request_id = service.predict("I ❤️ you, n\u200bice")
+    result = got.args[0]
+    assert result.request_id == request_id and result.inputs == "I ❤️ you, n\u200bice"
+    assert result.prediction.label in LABELS and result.prediction.members[0].model_sha == info.sha256s[0]
+
+    with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT) as got:
+        service.attribute("I ❤️ you, n\u200bice", method="gradients", target="hate")
+    attribution = got.args[0].attribution
+    assert attribution.target == "hate" and attribution.method == "gradients"
+    assert [w.text for w in attribution.words] == ["I", "❤️", "you", ",", "n\u200bice"]
+
+
+def test_typing_coalesces_and_stale_results_are_never_shown(qtbot, service, tiny_classifier_dir):
+    gated = GatedSpec(spec(tiny_classifier_dir))
+    load(qtbot, service, gated)
+    received = []
+    service.prediction_ready.connect(received.append)
+
+    service.predict("h")
+    qtbot.waitUntil(lambda: gated.calls == [["h"]], timeout=SIGNAL_TIMEOUT)  # the worker is busy on "h"
+    for text in ("he", "hel", "hell", "hello"):
+        service.predict(text)  # returns at once while the model is busy: the GUI never waits
+    assert gated.calls == [["h"]] and received == []
+
+    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT) as newest:
+        gated.allow(2)
+    assert newest.args[0].inputs == "hello"
+    assert gated.calls == [["h"], ["hello"]]  # the texts in between were never computed
+    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT):
+        gated.allow()
+        service.predict("hello!")
+    assert [r.inputs for r in received] == ["hello", "hello!"]  # "h" was computed but never shown
+
+
+def test_new_models_drop_old_answers_and_answer_the_newest_text(qtbot, service, tiny_classifier_dir, tmp_path):
+    from transformers import BertForSequenceClassification
+
+    from tests.model_fixtures import save_tiny
+
+    other = save_tiny(BertForSequenceClassification, tmp_path / "other", seed=11, num_labels=2,
+                      id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)})
+    gated = GatedSpec(spec(tiny_classifier_dir))
+    load(qtbot, service, gated)
+    received = []
+    service.prediction_ready.connect(received.append)
+    service.predict("round text")
+    qtbot.waitUntil(lambda: gated.calls == [["round text"]], timeout=SIGNAL_TIMEOUT)
+    service.load([spec(other)])
+    with qtbot.waitSignal(service.model_loaded, timeout=SIGNAL_TIMEOUT) as loaded:
+        gated.allow()
+    qtbot.waitUntil(lambda: len(received) == 1, timeout=SIGNAL_TIMEOUT)
+    assert received[0].inputs == "round text"
+    assert received[0].prediction.members[0].model_sha == loaded.args[0].sha256s[0]  # the new model's answer
+
+
+def test_failures_arrive_as_signals_with_messages(qtbot, service, tiny_classifier_dir, tmp_path):
+    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as failed:
+        service.predict("no model yet")
+    assert failed.args[0].operation == "predict" and "No model is loaded" in failed.args[0].message
+
+    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as failed:
+        service.load([spec(tmp_path / "missing-model")])
+    assert failed.args[0].operation == "load" and "There is no model at" in failed.args[0].message
+
+    load(qtbot, service, spec(tiny_classifier_dir))
+    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as failed:
+        service.predict("x" * 5_000_001)
+    assert "beyond what Dynadesk sends to a model" in failed.args[0].message
+    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as failed:
+        service.attribute("x", target="no such label")
+    assert failed.args[0].operation == "attribute" and "not a label" in failed.args[0].message
+
+
+def test_batches_report_progress_yield_to_typing_and_cancel(qtbot, service, tiny_classifier_dir):
+    load(qtbot, service, spec(tiny_classifier_dir))
+    texts = [f"text {i} " + "word " * (i % 5) for i in range(20)]
+    progress = []
+    service.batch_progress.connect(lambda rid, done, total: progress.append((done, total)))
+    with qtbot.waitSignal(service.batch_ready, timeout=SIGNAL_TIMEOUT) as done:
+        request_id = service.predict_batch(texts, batch_size=8)
+    result = done.args[0]
+    assert result.request_id == request_id and len(result.predictions) == 20
+    assert progress == [(8, 20), (16, 20), (20, 20)]
+    direct = service._worker._models.predict(texts)  # the worker is idle now; same answers in the same order
+    assert [p.probabilities for p in result.predictions] == [p.probabilities for p in direct]
+
+    gated = GatedSpec(spec(tiny_classifier_dir))
+    load(qtbot, service, gated)
+    events = []
+    service.prediction_ready.connect(lambda r: events.append(("prediction", r.inputs)))
+    service.batch_progress.connect(lambda rid, d, t: events.append(("batch", d)))
+    service.failed.connect(lambda f: events.append(("failed", f.operation, f.cancelled)))
+    first = service.predict_batch(texts, batch_size=8)
+    qtbot.waitUntil(lambda: len(gated.calls) == 1, timeout=SIGNAL_TIMEOUT)  # first chunk in progress
+    service.predict("typed while the batch runs")
+    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT):
+        gated.allow(2)  # the first chunk, then the typed text before the rest of the batch
+    qtbot.waitUntil(lambda: len(gated.calls) == 3, timeout=SIGNAL_TIMEOUT)  # second chunk in progress
+    service.cancel_batch(first)
+    gated.allow()
+    qtbot.waitUntil(lambda: ("failed", "batch", True) in events, timeout=SIGNAL_TIMEOUT)
+    assert events == [("batch", 8), ("prediction", "typed while the batch runs"), ("batch", 16),
+                      ("failed", "batch", True)]
+
+
+def test_shutdown_stops_the_worker_thread(qtbot, tiny_classifier_dir):
+    service = InferenceService()
+    load(qtbot, service, spec(tiny_classifier_dir))
+    service.shutdown()
+    assert not service._thread.isRunning()
+    service.shutdown()  # a second call is harmless

@@ -1,0 +1,121 @@
+"""Attributions: one signed, normalised score per word of the exact text, from gradients or
+from ablation; on a model where one word provably drives the output, that word comes first."""
+
+from __future__ import annotations
+
+import pytest
+
+from local_models.attribution import DEFAULT_IG_STEPS, METHODS
+from local_models.engine import load_engine
+from local_models.errors import UnsupportedOperation
+
+from tests.model_fixtures import TRIGGER, trigger_sentences
+
+SENTENCES = ["my old neighbour walked near the banana river today",
+             "banana",
+             "the doctor read a small banana slowly",
+             "teacher smiled: banana! 🍌 always"]
+
+
+@pytest.fixture(scope="module")
+def trigger(trigger_model_dir):
+    return load_engine(trigger_model_dir, num_threads=1)
+
+
+def test_the_trigger_word_provably_drives_the_model(trigger):
+    """The premise of the tests below, checked rather than assumed: on held-out sentences the
+    label is exactly 'contains banana', and removing the word flips the prediction."""
+    rows = trigger_sentences(200, seed=99)
+    predictions = trigger.predict([text for text, _ in rows])
+    assert [p.label for p in predictions] == [label for _, label in rows]
+    for text in SENTENCES[:3]:
+        assert trigger.predict_one(text).label == "fruit"
+        assert trigger.predict_one(text.replace(TRIGGER, "").replace("  ", " ")).label == "plain"
+
+
+@pytest.mark.parametrize("method", ["gradients", "ablation"])
+@pytest.mark.parametrize("text", SENTENCES)
+def test_the_driving_word_gets_the_largest_score(trigger, method, text):
+    attribution = trigger.attribute(text, method=method)
+    assert attribution.method == method and attribution.target == "fruit" == attribution.predicted
+    top = max(attribution.words, key=lambda w: abs(w.score))
+    assert top.text == TRIGGER and top.score == pytest.approx(1.0)
+    assert text[top.start:top.end] == TRIGGER
+    assert all(-1.0 <= w.score <= 1.0 for w in attribution.words)
+
+
+def test_scores_are_signed_for_or_against_the_target(trigger):
+    text = "the doctor read a small banana slowly"
+    for method in ("gradients", "ablation"):
+        towards = trigger.attribute(text, method=method, target="fruit")
+        against = trigger.attribute(text, method=method, target="plain")
+        banana_for = next(w for w in towards.words if w.text == TRIGGER)
+        banana_against = next(w for w in against.words if w.text == TRIGGER)
+        assert banana_for.score > 0 > banana_against.score
+        assert banana_for.raw == pytest.approx(-banana_against.raw, rel=0.05, abs=1e-4)
+
+
+def test_both_methods_cover_the_same_words_of_the_exact_text(trigger):
+    text = "I ❤️ my neighbour's banana 👨\u200d👩\u200d👧, n\u200bice!"
+    grads = trigger.attribute(text, method="gradients")
+    ablation = trigger.attribute(text, method="ablation")
+    assert [(w.text, w.start, w.end) for w in grads.words] == [(w.text, w.start, w.end) for w in ablation.words]
+    for w in grads.words:
+        assert text[w.start:w.end] == w.text
+    assert [w.text for w in grads.words] == ["I", "❤️", "my", "neighbour's", "banana", "👨\u200d👩\u200d👧", ",",
+                                             "n\u200bice", "!"]
+
+
+def test_gradients_report_steps_and_convergence(trigger):
+    default = trigger.attribute("the doctor read a banana", method="gradients")
+    assert default.n_steps == DEFAULT_IG_STEPS and default.convergence_delta is not None
+    finer = trigger.attribute("the doctor read a banana", method="gradients", n_steps=64)
+    assert finer.n_steps == 64 and finer.convergence_delta <= default.convergence_delta + 1e-6
+
+
+def test_ablation_runs_on_onnx_and_agrees_with_torch(trigger, trigger_onnx_dir):
+    onnx = load_engine(trigger_onnx_dir, num_threads=1)
+    text = "my old neighbour walked near the banana river today"
+    on_onnx = onnx.attribute(text)  # auto: ONNX has no gradients, so ablation
+    on_torch = trigger.attribute(text, method="ablation")
+    assert on_onnx.method == "ablation"
+    assert [w.raw for w in on_onnx.words] == pytest.approx([w.raw for w in on_torch.words], abs=1e-4)
+    with pytest.raises(UnsupportedOperation, match="cannot give gradients"):
+        onnx.attribute(text, method="gradients")
+
+
+def test_masking_instead_of_removing(trigger):
+    attribution = trigger.attribute("the doctor read a banana", method="ablation", mode="mask")
+    assert attribution.details == {"mode": "mask"}
+    assert max(attribution.words, key=lambda w: abs(w.score)).text == TRIGGER
+
+
+def test_words_beyond_the_model_s_reach_are_marked_unseen(trigger):
+    text = "banana " + "river " * 60
+    attribution = trigger.attribute(text, method="ablation")
+    assert attribution.truncated
+    assert attribution.words[0].seen and not attribution.words[-1].seen and attribution.words[-1].score == 0.0
+    assert len(attribution.words) == 61  # every word of the text is listed, read or not
+
+
+def test_pairs_can_limit_scores_to_one_segment(tiny_classifier_dir):
+    engine = load_engine(tiny_classifier_dir)
+    attribution = engine.attribute(("a given context", "the written hypothesis"), method="ablation", segments=[1])
+    assert [(w.segment, w.text) for w in attribution.words] == [(1, "the"), (1, "written"), (1, "hypothesis")]
+
+
+def test_empty_text_has_no_words_but_still_a_prediction(trigger):
+    for method in METHODS:
+        attribution = trigger.attribute("", method=method)
+        assert attribution.words == () and attribution.predicted in ("fruit", "plain")
+
+
+def test_refusals(trigger, tiny_qa_dir):
+    with pytest.raises(UnsupportedOperation, match="not a label"):
+        trigger.attribute("x", target="hate")
+    with pytest.raises(UnsupportedOperation, match="Unknown attribution method"):
+        trigger.attribute("x", method="shap")
+    with pytest.raises(UnsupportedOperation, match="spans"):
+        load_engine(tiny_qa_dir).attribute(("q", "c"))
+    with pytest.raises(TypeError, match="unknown option"):
+        trigger.attribute("x", method="ablation", n_steps=3)

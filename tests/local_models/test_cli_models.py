@@ -1,0 +1,65 @@
+"""`dynadesk models ...` and `dynadesk train` from the command line: readable output, clean failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def dynadesk(*args, data_dir):
+    environment = {**os.environ, "DYNADESK_DATA_DIR": str(data_dir)}
+    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, env=environment, timeout=300)
+
+
+def assert_clean_failure(result, message):
+    assert result.returncode != 0
+    assert "Traceback" not in result.stdout + result.stderr
+    assert message in result.stderr
+
+
+def test_register_list_and_export(data_dir, tiny_classifier_dir, tmp_path):
+    result = dynadesk("models", "register", tiny_classifier_dir, "--task", "sentiment", data_dir=data_dir)
+    assert_clean_failure(result, "--label-map")
+
+    result = dynadesk("models", "register", tiny_classifier_dir, "--task", "hate_speech", "--name", "tiny",
+                      data_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    assert "Registered tiny (hf-torch, sha256 " in result.stdout and "0 -> hate" in result.stdout
+
+    out = tmp_path / "tiny-int8"
+    result = dynadesk("models", "export-onnx", "tiny", "--int8", "--out", out, data_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    assert "Parity: largest probability difference" in result.stdout and "within the allowed 0.02" in result.stdout
+    assert "Registered tiny (ONNX int8)" in result.stdout and (out / "model.onnx").is_file()
+
+    result = dynadesk("models", "list", "--json", data_dir=data_dir)
+    listed = {m["name"]: m for m in json.loads(result.stdout)}
+    assert set(listed) == {"tiny", "tiny (ONNX int8)"}
+    assert listed["tiny (ONNX int8)"]["task"] == "hate_speech" and listed["tiny (ONNX int8)"]["format"] == "onnx"
+
+    result = dynadesk("models", "export-onnx", "no-such-model", data_dir=data_dir)
+    assert_clean_failure(result, "neither a model folder nor one registered model")
+
+
+def test_train_then_register(data_dir, trigger_csv, tiny_base_dir, tmp_path):
+    out = tmp_path / "part"
+    result = dynadesk("train", "--data", trigger_csv, "--text-column", "sentence", "--label-column", "kind",
+                      "--label-map", "fruit=has fruit,plain=no fruit", "--base", tiny_base_dir, "--out", out,
+                      "--epochs", "1", "--max-length", "32", "--threads", "1", data_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    assert "Held-out test (60 texts): macro-F1" in result.stdout and "has fruit: precision" in result.stdout
+    result = dynadesk("models", "register", out, data_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    assert "0 -> has fruit" in result.stdout
+
+    result = dynadesk("train", "--data", trigger_csv, "--text-column", "text", "--label-column", "kind",
+                      "--out", out, data_dir=data_dir)
+    assert_clean_failure(result, "has no column 'text'; it has sentence, kind")
+    result = dynadesk("train", "--data", trigger_csv, "--text-column", "sentence", "--label-column", "kind",
+                      "--label-map", "fruit", "--out", out, data_dir=data_dir)
+    assert result.returncode != 0 and "VALUE=LABEL" in result.stderr

