@@ -33,6 +33,9 @@ class Settings(BaseModel):
     window_state: str | None = None  # base64 of QMainWindow.saveState()
     acknowledged_warnings: list[str] = Field(default_factory=list)  # task codes
     draft_autosave_ms: int = Field(default=400, ge=50, le=10_000)
+    # Sync (issue #6). The token is never stored here: see sync.client.TokenStore.
+    server_url: str | None = None
+    sync_interval_s: int = Field(default=300, ge=30, le=86_400)
 
 
 # version N -> function turning a version-N dict into a version-(N+1) dict

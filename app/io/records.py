@@ -140,10 +140,13 @@ def _stamp_fields(record: dict) -> dict:
 class RecordWriter:
     """Stores records in one session; references are resolved through ``self.ids``."""
 
-    def __init__(self, session: Session, desk, report):
+    def __init__(self, session: Session, desk, report, *, flush_each: bool = True):
         self.session = session
         self.desk = desk
         self.report = report
+        # Flushing after each example or validation pins a failure on its record; a writer that
+        # stores many records at once (sync) flushes them together, in bulk.
+        self.flush_each = flush_each
         self.ids: dict[uuid.UUID, uuid.UUID] = {}  # id in the file -> id on this desk
         self.touched: set[uuid.UUID] = set()  # examples whose validation summary must be recomputed
 
@@ -258,7 +261,8 @@ class RecordWriter:
             for i, o in enumerate(r.get("outputs") or [])
         ]
         self.session.add(example)
-        self.session.flush()
+        if self.flush_each:
+            self.session.flush()
         self.session.add_all(facet_rows(definition, example.id, checked.meta))
         self.touched.add(example.id)
         self.report.count("examples")
@@ -277,7 +281,8 @@ class RecordWriter:
                                     mode=ValidationMode(r.get("mode", "peer")).value,
                                     time_spent_ms=int(r.get("time_spent_ms") or 0), sync_state=SyncState.LOCAL.value,
                                     **_stamp_fields(r)))
-        self.session.flush()
+        if self.flush_each:
+            self.session.flush()
         self.touched.add(example_id)
         self.report.count("validations")
 

@@ -13,9 +13,10 @@ from sqlalchemy.orm import Session, selectinload
 from app.domain import ExampleStatus, FooledRule, ModelOutput, RoundStatus, Span, SyncState, utcnow
 from app.errors import InvalidExample, NotFound
 from app.services.tasks import TaskService
+from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import Context, Example, ExampleFacet, ModelOutputRow, ModelRecord, Person, Round
-from app.tasks.definition import InputKind, MetadataKind, TaskDefinition
+from app.tasks.definition import MetadataKind, TaskDefinition
 from app.tasks.fooling import is_fooled
 from app.text import ZERO_WIDTH, clean_text, word_edits
 
@@ -332,6 +333,7 @@ class ExampleService:
         session.flush()
         session.execute(delete(ExampleFacet).where(ExampleFacet.example_id == example.id))
         session.add_all(facet_rows(definition, example.id, checked.meta))
+        outbox.enqueue(session, example)  # same unit of work: submitted means queued for sync
 
     # --- after submission ----------------------------------------------------------------
 
@@ -358,6 +360,7 @@ class ExampleService:
             example.status_reason = reason
             example.sync_state = SyncState.PENDING.value
             example.bump()
+            outbox.enqueue(session, example)
             return example
 
     def get(self, example_id: uuid.UUID) -> Example:

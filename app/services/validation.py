@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.domain import ExampleStatus, Role, SyncState, ValidationMode, ValidationState, Verdict
 from app.errors import NotFound, ValidationRuleError
 from app.services.tasks import TaskService
+from app.storage import outbox
 from app.storage.db import Database
 from app.services.review import ROWID
 from app.storage.models import QUEUE_CONDITION, Example, Person, Validation
@@ -96,6 +97,7 @@ class ValidationService:
             session.add(validation)
             session.flush()
             summarise(example, example.validations, definition.agreement_threshold)
+            outbox.enqueue(session, validation)  # same unit of work as the verdict
             return validation
 
     @staticmethod

@@ -306,3 +306,25 @@ class SuiteCase(Base):
     gold_label: Mapped[str] = mapped_column(String(200))
     target: Mapped[str | None] = mapped_column(String(200))
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class OutboxEntry(Base):
+    """A record waiting to be pushed to the sync server.
+
+    Written in the same unit of work as the record itself (``app.storage.outbox.enqueue``), so a
+    submitted example is never committed without its way out. One entry per record: a later
+    change (a retraction) raises the entry's revision instead of adding a second entry.
+    """
+
+    __tablename__ = "sync_outbox"
+    __table_args__ = (Index(None, "state", "person_id", "seq"), {"sqlite_autoincrement": True})
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)  # push order
+    kind: Mapped[str] = mapped_column(String(16))  # "example" or "validation"
+    record_id: Mapped[uuid.UUID] = mapped_column(unique=True)
+    person_id: Mapped[uuid.UUID]  # whose token sends it: the author or validator
+    revision: Mapped[int] = mapped_column(Integer)  # the record's revision when last enqueued
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending, rejected, conflict
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -1,0 +1,285 @@
+"""The GUI's side of sync: runs the (Qt-free) sync client on its own worker thread, on a timer
+from the settings and on "Sync now", and tells the status widget what to show.
+
+The sync worker is separate from the database worker that serves editing, so a slow sync
+never blocks the editor; the client itself writes in short units of work. Offline is shown as
+a state, not an error, and retried with backoff (never more often than every 15 s, never less
+often than the interval).
+
+``install(window)`` adds the status widget, the Sync menu and the settings dialog to the main
+window and returns the controller.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.errors import DynadeskError
+from app.gui.worker import SerialWorker
+
+log = logging.getLogger(__name__)
+
+FIRST_SYNC_MS = 3_000  # after start, once the window is up
+POLL_MS = 5_000  # how often the waiting count is refreshed between syncs
+RETRY_MIN_S = 15
+
+
+@dataclass(frozen=True)
+class SyncView:
+    """What the status widget shows."""
+
+    state: str  # off, synced, syncing, offline, error
+    pending: int
+    last_success: datetime | None
+    message: str = ""
+    problems: int = 0
+    held: int = 0
+    deferred: int = 0
+
+
+class SyncController(QObject):
+    status_changed = Signal(object)  # SyncView
+    progress = Signal(str, int, int)  # phase, done, total
+    finished = Signal(object)  # SyncReport of a successful sync
+    test_finished = Signal(bool, str)
+    identity_changed = Signal()  # the desk now works as the token's holder
+
+    def __init__(self, desk, parent: QObject | None = None, *, tokens=None, client_options: dict | None = None):
+        super().__init__(parent)
+        from sync.tokens import TokenStore
+
+        self.desk = desk
+        self.tokens = tokens or TokenStore(desk.root)
+        self.client_options = client_options or {}
+        self.worker = SerialWorker("dynadesk-sync", self)
+        self.worker.failed.connect(lambda exc: log.error("sync worker job failed: %s", exc))
+        self.timer = QTimer(self, singleShot=True, timeout=self.sync_now)
+        self.poll = QTimer(self, interval=POLL_MS, timeout=self.refresh)
+        self.running = False
+        self.failures = 0
+        self.state = "off"
+        self.message = ""
+        self._status = None  # the last LocalStatus read
+        self._handle = None
+        self._client = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    # --- life ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.poll.start()
+        self.refresh()
+        if self.configured:
+            self.timer.start(FIRST_SYNC_MS)
+
+    def stop(self) -> None:
+        """Cancel a running sync (it resumes next time) and wait briefly for the worker."""
+        self._stopped = True
+        self.timer.stop()
+        self.poll.stop()
+        with self._lock:
+            if self._handle is not None:
+                self._handle.cancel()
+            if self._client is not None:
+                try:
+                    self._client.close()  # aborts a request in flight; the server is idempotent
+                except Exception:  # closing from another thread may race; the cancel still holds
+                    pass
+        self.worker.shutdown(wait=True)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.desk.settings.server_url)
+
+    # --- syncing ------------------------------------------------------------------------------
+
+    def sync_now(self) -> None:
+        if self.running or self._stopped:
+            return
+        if not self.configured:
+            self._set("off", "")
+            return
+        self.timer.stop()
+        self.running = True
+        self._set("syncing", "")
+        self.progress.emit("sync", 0, 0)
+        self.worker.submit(self._run, on_done=self._succeeded, on_error=self._failed)
+
+    def _run(self):
+        from sync.client import SyncHandle, new_client
+
+        handle = SyncHandle(on_progress=self.progress.emit)  # a signal: queued to the GUI thread
+        client = new_client(self.desk, self.tokens, **self.client_options)
+        with self._lock:
+            self._handle, self._client = handle, client
+        try:
+            return client.run(handle)
+        finally:
+            with self._lock:
+                self._handle = self._client = None
+            client.close()
+
+    def _succeeded(self, report) -> None:
+        self.running = False
+        self.failures = 0
+        self._set("synced", "; ".join(report.warnings[:3]))
+        self.finished.emit(report)
+        self._schedule(self.desk.settings.sync_interval_s)
+
+    def _failed(self, error: BaseException) -> None:
+        from sync.client import Cancelled, Offline
+
+        self.running = False
+        if isinstance(error, Cancelled):
+            self._set("synced" if self.state == "synced" else "offline", "")
+            return
+        self.failures += 1
+        if isinstance(error, Offline):
+            self._set("offline", str(error))
+        else:
+            if isinstance(error, DynadeskError):  # explained in its message
+                log.info("sync failed: %s", error)
+            else:
+                log.error("sync failed", exc_info=(type(error), error, error.__traceback__))
+            self._set("error", str(error) or error.__class__.__name__)
+        # Back off while the server is away, but never wait longer than the usual interval.
+        interval = self.desk.settings.sync_interval_s
+        self._schedule(min(interval, RETRY_MIN_S * 2 ** (self.failures - 1)))
+
+    def _schedule(self, seconds: float) -> None:
+        if not self._stopped and self.configured:
+            self.timer.start(int(seconds * 1000))
+
+    # --- status ---------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Re-read the waiting count and last sync time (on the sync worker, never here)."""
+        if self.running or self._stopped:
+            return
+        self.worker.submit(self._read_status, on_done=self._show, on_error=lambda exc: log.warning("sync status: %s", exc))
+
+    def _read_status(self):
+        from sync.client import person_id
+        from sync.local import local_status
+
+        who = person_id(self.desk)
+        if who is None and self.desk.settings.current_person_id:
+            import uuid
+
+            who = uuid.UUID(self.desk.settings.current_person_id)
+        return local_status(self.desk.db, who)
+
+    def _show(self, status) -> None:
+        if self.running:
+            return
+        self._status = status
+        state = self.state if self.configured else "off"
+        if state == "syncing":
+            state = "synced"
+        self.status_changed.emit(SyncView(state, status.pending, status.last_success, self.message,
+                                          status.rejected + status.conflicts, status.held, status.deferred))
+
+    def _set(self, state: str, message: str) -> None:
+        self.state, self.message = state, message
+        if state == "syncing":
+            status = self._status
+            self.status_changed.emit(SyncView("syncing", status.pending if status else 0,
+                                              status.last_success if status else None))
+        else:
+            self.refresh()
+
+    # --- settings -------------------------------------------------------------------------------
+
+    def configure(self, url: str, token: str, interval_s: int) -> None:
+        """Save the server and interval (settings) and the token (keyring or private file); make the
+        token's holder this desk's profile; then sync."""
+        self.desk.settings.server_url = url.rstrip("/")
+        self.desk.settings.sync_interval_s = interval_s
+        self.desk.save_settings()
+
+        def store():
+            from sync.client import Offline, SyncClient
+
+            if token:
+                self.tokens.set(url, token)
+            try:
+                with SyncClient(self.desk, url, token or self.tokens.get(url) or "", **self.client_options) as client:
+                    me = client.me()
+                    client.adopt_identity(me)
+                    return me
+            except Offline:
+                return None  # it will say so when it syncs
+
+        def stored(me) -> None:
+            if me is not None and self.desk.settings.current_person_id != str(me.id):
+                self.desk.switch_person(me.id)  # new work is written as the person the server knows
+                self.identity_changed.emit()
+            self.sync_now()
+
+        self.failures = 0
+        self.worker.submit(store, on_done=stored, on_error=self._failed)
+
+    def test_connection(self, url: str, token: str) -> None:
+        def check():
+            from sync.client import SyncClient
+
+            with SyncClient(self.desk, url, token or self.tokens.get(url) or "", **self.client_options) as client:
+                return client.me()
+
+        def done(me):
+            self.test_finished.emit(True, f"Connected as {me.display_name} ({me.role.value}, team {me.team}).")
+
+        self.worker.submit(check, on_done=done, on_error=lambda exc: self.test_finished.emit(False, str(exc)))
+
+
+def install(window) -> SyncController:
+    """Add sync to the main window: status widget, Sync menu, settings dialog. Returns the controller."""
+    from PySide6.QtGui import QAction, QKeySequence
+
+    from widgets.sync_dialog import SyncDialog
+    from widgets.sync_status import SyncStatusWidget
+
+    controller = SyncController(window.desk, window)
+    widget = SyncStatusWidget()
+    window.sync_status = widget
+    window.statusBar().addPermanentWidget(widget)
+
+    def show(view: SyncView) -> None:
+        widget.set_status(view.state, pending=view.pending, last_success=view.last_success, message=view.message,
+                          problems=view.problems, held=view.held, deferred=view.deferred)
+
+    def open_settings() -> None:
+        url = window.desk.settings.server_url
+        dialog = SyncDialog(url, bool(url and controller.tokens.get(url)), window.desk.settings.sync_interval_s,
+                            controller.tokens.where, window)
+        dialog.test_requested.connect(controller.test_connection)
+        controller.test_finished.connect(dialog.show_test_result)
+        dialog.accepted_with.connect(controller.configure)
+        dialog.finished.connect(lambda _code: controller.test_finished.disconnect(dialog.show_test_result))
+        dialog.open()
+
+    controller.status_changed.connect(show)
+    controller.identity_changed.connect(window._show_person)
+    controller.progress.connect(widget.set_progress)
+    widget.sync_requested.connect(controller.sync_now)
+    widget.settings_requested.connect(open_settings)
+
+    menu = window.menuBar().addMenu("S&ync")
+    help_menu = next((a for a in window.menuBar().actions() if a.text().replace("&", "") == "Help"), None)
+    if help_menu is not None:  # keep Help last
+        window.menuBar().insertMenu(help_menu, menu)
+    now = QAction("Sync &now", window, objectName="sync-now", shortcut=QKeySequence("Ctrl+Shift+S"))
+    now.triggered.connect(controller.sync_now)
+    settings = QAction("Sync &settings…", window, objectName="sync-settings")
+    settings.triggered.connect(open_settings)
+    menu.addAction(now)
+    menu.addAction(settings)
+    window.open_sync_settings = open_settings
+    controller.start()
+    return controller

@@ -1,0 +1,284 @@
+"""Sync (DESIGN.md §5: 10,000 examples over loopback in ≤ 10 s, nothing lost or duplicated),
+server push throughput with 20 concurrent clients on SQLite and PostgreSQL, and the larger
+configuration of the fault and concurrency tests.
+
+PostgreSQL runs when DYNADESK_TEST_PG_URL is set (``.ci/run`` starts one); each scenario gets
+its own schema. Servers are real ``dynadesk serve run`` processes on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from bench.common import BenchContext, Result, percentile
+from sync.client import RetryPolicy, SyncClient
+from tests.sync.helpers import (
+    PG_ENV,
+    CuttingProxy,
+    ProcessServer,
+    add_account,
+    copy_desk,
+    desk_records,
+    fill_outbox,
+    postgres_schema,
+    prepare_desk,
+    publish_basics,
+    server_counts,
+    server_database,
+    server_records,
+    sync_until_done,
+)
+
+GROUP = "sync"
+BUDGET_S = 10.0
+
+
+@contextmanager
+def backend(kind: str, work: Path):
+    if kind == "sqlite":
+        yield f"sqlite:///{work / 'server' / 'server.sqlite'}"
+    else:
+        with postgres_schema(os.environ[PG_ENV]) as url:
+            yield url
+
+
+def backends() -> list[str]:
+    return ["sqlite", "postgresql"] if os.environ.get(PG_ENV) else ["sqlite"]
+
+
+def _exact(db, desk, author_id) -> str:
+    ours, theirs = desk_records(desk, author_id), server_records(db, author_id)
+    missing, extra = len(ours.keys() - theirs.keys()), len(theirs.keys() - ours.keys())
+    differing = sum(1 for key in ours.keys() & theirs.keys() if ours[key] != theirs[key])
+    assert not (missing or extra or differing), f"{missing} missing, {extra} extra, {differing} differing"
+    return f"{len(theirs):,} on the server, 0 missing, 0 twice, every field equal"
+
+
+AUTHOR = uuid.UUID("5f0c2a8e-8b1e-4a53-9a0e-6c1f3d2b9a77")
+
+
+def sync_10k(ctx: BenchContext, kind: str, runs: int) -> Result:
+    """One desk with 10,000 submitted examples waiting: the time of ``dynadesk sync --now``'s work
+    (push and pull) against a fresh server each run."""
+    from tests.sync.helpers import Account
+
+    template = ctx.work_dir / f"sync10k-{kind}-template"
+    desk = prepare_desk(template, Account(AUTHOR, "Fay Fast", "annotator", "A", ""))
+    fill_outbox(desk, AUTHOR, 10_000, seed=10)
+    desk.close()
+    times, exact = [], ""
+    for run in range(runs):
+        work = ctx.work_dir / f"sync10k-{kind}-{run}"
+        with backend(kind, work) as url:
+            db = server_database(url)
+            owner = add_account(db, "Olga Owner", "owner", "A")
+            author = add_account(db, "Fay Fast", "annotator", "A", person_id=AUTHOR)
+            server = ProcessServer(url, work / "server")
+            server.start()
+            try:
+                publish_basics(server.url, owner, work)
+                desk = copy_desk(template, work / "desk")
+                with SyncClient(desk, server.url, author.token) as client:
+                    started = time.perf_counter()
+                    report = client.run(fetch_models=False)
+                    times.append(time.perf_counter() - started)
+                assert report.pushed == 10_000, report.summary()
+                exact = _exact(db, desk, AUTHOR)
+                desk.close()
+            finally:
+                server.stop()
+                db.close()
+    return Result(GROUP, f"sync 10,000 examples over loopback ({kind} server)", "s", median=statistics.median(times),
+                  p95=percentile(times, 0.95), n=len(times), budget=f"<= {BUDGET_S:g} s",
+                  within_budget=max(times) <= BUDGET_S, notes=f"push + pull, 500 per request; {exact}")
+
+
+def push_throughput(ctx: BenchContext, kind: str, clients: int, per_client: int, batch: int) -> list[Result]:
+    """``clients`` threads pushing prepared batches as fast as the server answers."""
+    work = ctx.work_dir / f"throughput-{kind}"
+    with backend(kind, work) as url:
+        db = server_database(url)
+        owner = add_account(db, "Olga Owner", "owner", "A")
+        accounts = [add_account(db, f"Pusher {i:02d}", "annotator", f"T{i % 4}") for i in range(clients)]
+        workers = 2 if kind == "postgresql" else 1
+        server = ProcessServer(url, work / "server", workers=workers)
+        server.start()
+        try:
+            publish_basics(server.url, owner, work)
+            bodies: list[list[bytes]] = []
+            from sync.local import pending_batch
+
+            for i, account in enumerate(accounts):
+                desk = prepare_desk(work / f"desk-{i:02d}", account)
+                fill_outbox(desk, account.id, per_client, seed=i, tag=f"p{i}-")
+                requests, after = [], 0
+                while True:
+                    outgoing = pending_batch(desk.db, account.id, after=after, limit=batch)
+                    if not outgoing.entries:
+                        break
+                    requests.append(json.dumps({"records": outgoing.records}).encode())
+                    after = outgoing.last_seq
+                bodies.append(requests)
+                desk.close()
+            latencies: list[float] = []
+            lock = threading.Lock()
+            barrier = threading.Barrier(clients + 1)
+
+            def pusher(i: int) -> None:
+                headers = {"Authorization": f"Bearer {accounts[i].token}", "Content-Type": "application/json"}
+                with httpx.Client(base_url=server.url, headers=headers, timeout=300) as http:
+                    barrier.wait()
+                    for body in bodies[i]:
+                        started = time.perf_counter()
+                        response = http.post("/v1/push", content=body)
+                        elapsed = time.perf_counter() - started
+                        assert response.status_code == 200, response.text[:300]
+                        with lock:
+                            latencies.append(elapsed * 1000)
+
+            threads = [threading.Thread(target=pusher, args=(i,)) for i in range(clients)]
+            for thread in threads:
+                thread.start()
+            barrier.wait()
+            started = time.perf_counter()
+            for thread in threads:
+                thread.join()
+            seconds = time.perf_counter() - started
+            total = server_counts(db)["examples"]
+            assert total == clients * per_client, total
+        finally:
+            server.stop()
+            db.close()
+    rate = total / seconds
+    return [
+        Result(GROUP, f"server push throughput, {clients} concurrent clients ({kind}, {workers} worker(s))",
+               "records/s", median=rate, n=total,
+               notes=f"{total:,} records in {seconds:.1f} s, {batch} per request; all stored once"),
+        Result(GROUP, f"push request latency under that load ({kind}, {batch} records)", "ms",
+               median=statistics.median(latencies), p95=percentile(latencies, 0.95), n=len(latencies)),
+    ]
+
+
+def faults_large(ctx: BenchContext, kind: str, n: int) -> Result:
+    """The cutting-proxy fault test at a larger size."""
+    work = ctx.work_dir / f"faults-{kind}"
+    with backend(kind, work) as url:
+        db = server_database(url)
+        owner = add_account(db, "Olga Owner", "owner", "A")
+        author = add_account(db, "Fay Fault", "annotator", "A")
+        server = ProcessServer(url, work / "server")
+        server.start()
+        proxy = CuttingProxy(int(server.url.rsplit(":", 1)[1]), seed=21)
+        try:
+            publish_basics(server.url, owner, work)
+            desk = prepare_desk(work / "desk", author)
+            fill_outbox(desk, author.id, n, seed=21)
+            policy = RetryPolicy(attempts=12, first_delay=0.05, max_delay=2.0, timeout=120)
+            with SyncClient(desk, proxy.url, author.token, policy=policy) as client:
+                outcome = sync_until_done(client, desk, author.id, max_runs=50)
+            proxy.enabled = False
+            exact = _exact(db, desk, author.id)
+            desk.close()
+        finally:
+            proxy.stop()
+            server.stop()
+            db.close()
+    return Result(GROUP, f"{n:,} records through a connection-cutting proxy ({kind})", "s", median=outcome.seconds,
+                  n=1, notes=f"{proxy.cuts['request']} cuts mid-request, {proxy.cuts['response']} mid-response, "
+                             f"{outcome.retries} retries; {exact}")
+
+
+def concurrency_large(ctx: BenchContext, kind: str, desks: int, per_desk: int, team_size: int) -> Result:
+    """The concurrency test at a larger size: bigger teams, so every desk pulls more."""
+    work = ctx.work_dir / f"concurrency-{kind}"
+    teams = max(1, desks // team_size)
+    with backend(kind, work) as url:
+        db = server_database(url)
+        owner = add_account(db, "Olga Owner", "owner", "T0")
+        people = [add_account(db, f"Annotator {i:02d}", "annotator", f"T{i % teams}") for i in range(desks)]
+        server = ProcessServer(url, work / "server", workers=2 if kind == "postgresql" else 1)
+        server.start()
+        opened = []
+        try:
+            publish_basics(server.url, owner, work)
+            template = prepare_desk(work / "template", people[0])
+            template.close()
+            for i, person in enumerate(people):
+                desk = copy_desk(work / "template", work / f"desk-{i:02d}")
+                if i:
+                    desk.people.create(person.name, "annotator", person_id=person.id)
+                opened.append(desk)
+            errors: list[str] = []
+            steps = 5
+            barrier = threading.Barrier(desks)
+
+            def work_on(i: int) -> None:
+                try:
+                    with SyncClient(opened[i], server.url, people[i].token, batch_size=250,
+                                    policy=RetryPolicy(attempts=20, first_delay=0.05, max_delay=1.0)) as client:
+                        for step in range(steps):
+                            fill_outbox(opened[i], people[i].id, per_desk // steps, seed=100 * i + step,
+                                        tag=f"d{i}s{step}-")
+                            client.run(fetch_models=False)
+                        barrier.wait(timeout=600)
+                        client.run(fetch_models=False)
+                except Exception as exc:
+                    errors.append(f"desk {i}: {exc}")
+                    barrier.abort()
+
+            started = time.perf_counter()
+            threads = [threading.Thread(target=work_on, args=(i,)) for i in range(desks)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            seconds = time.perf_counter() - started
+            assert not errors, errors
+            total = server_counts(db)["examples"]
+            assert total == desks * per_desk, total
+            pulled = 0
+            from sqlalchemy import func, select
+
+            from app.storage.models import Example
+
+            for desk, person in zip(opened, people):
+                with desk.db.read() as session:
+                    held = session.scalar(select(func.count()).select_from(Example))
+                assert held == per_desk * sum(1 for p in people if p.team == person.team), person.name
+                pulled += held - per_desk
+        finally:
+            for desk in opened:
+                desk.close()
+            server.stop()
+            db.close()
+    return Result(GROUP, f"{desks} desks x {per_desk:,} records, teams of {team_size}, pushing and pulling ({kind})",
+                  "s", median=seconds, n=1,
+                  notes=f"{total:,} pushed and {pulled:,} pulled, {total / seconds:,.0f} records/s pushed while "
+                        "pulling; every desk holds exactly its team's work")
+
+
+def run(ctx: BenchContext) -> list[Result]:
+    results: list[Result] = []
+    random.seed(0)
+    kinds = backends()
+    for kind in kinds:
+        results.append(sync_10k(ctx, kind, runs=1 if ctx.quick else 3))
+    for kind in kinds:
+        results += push_throughput(ctx, kind, clients=20, per_client=250 if ctx.quick else 1500, batch=100)
+    if not ctx.quick:
+        for kind in kinds:
+            results.append(faults_large(ctx, kind, 30_000))
+            results.append(concurrency_large(ctx, kind, desks=20, per_desk=1_000, team_size=5))
+    if "postgresql" not in kinds:
+        results.append(Result(GROUP, "PostgreSQL scenarios", "-", notes=f"skipped: set {PG_ENV} (.ci/run does)"))
+    return results

@@ -1,0 +1,88 @@
+"""Screenshots of sync in the app: the status bar after a sync, and the settings dialog.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_sync_screenshots.py
+
+Runs a real sync server on loopback with a scratch database; nothing leaves the machine.
+"""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+OUT = ROOT / "docs" / "screenshots"
+
+
+def wait_for(condition, ms: int = 20_000) -> None:
+    loop = QEventLoop()
+    timer = QTimer(interval=50)
+    timer.timeout.connect(lambda: condition() and loop.quit())
+    timer.start()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+    timer.stop()
+
+
+def main() -> None:
+    app = QApplication.instance() or QApplication(sys.argv[:1])  # noqa: F841 (must stay alive)
+    from app.desk import Desk
+    from app.gui.main_window import MainWindow
+    from app.io.importers import import_file
+    from tests.conftest import hate_content, hate_output
+    from tests.sync.helpers import ThreadServer, add_account, publish_basics, server_database
+    from widgets.sync_dialog import SyncDialog
+
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        db = server_database(f"sqlite:///{scratch / 'server' / 'server.sqlite'}")
+        server = ThreadServer(db, scratch / "server")
+        owner = add_account(db, "Olga Owner", "owner", "Hate speech team")
+        ada = add_account(db, "Ada Lovelace", "lead", "Hate speech team")
+        publish_basics(server.url, owner, scratch)
+        desk = Desk(scratch / "desk")
+        import_file(desk, ROOT / "tests" / "fixtures" / "dynahate_sample.csv", "dynahate")
+        window = MainWindow(desk)
+        window.resize(1440, 820)
+        window.show()
+        window.sync.configure(server.url, ada.token, 300)
+        wait_for(lambda: window.sync_status.text.text().startswith("Synced"))
+        model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+        texts = ["They should all be sent back where they came from", "Honestly, the new neighbours are lovely people",
+                 "Women like her should keep quiet in meetings"]
+        for text in texts:
+            label = "not hate" if "lovely" in text else "hate"
+            desk.examples.create(ada.id, "hate_speech", hate_content(text, label), [hate_output(model, "not hate")],
+                                 round_number=1)
+        window.sync.sync_now()
+        wait_for(lambda: window.sync_status.text.text().startswith("Synced") and not window.sync.running)
+        desk.examples.create(ada.id, "hate_speech", hate_content("Written on the train, waiting for the next sync",
+                                                                 "not hate"), [hate_output(model, "hate")], round_number=1)
+        window.refresh()
+        window.sync.refresh()
+        wait_for(lambda: window.sync_status.text.text().endswith("1 waiting"))
+        window.table.selectRow(0)
+        wait_for(lambda: False, 600)
+        window.grab().save(str(OUT / "sync-status.png"))
+
+        window.open_sync_settings()
+        dialog = window.findChild(SyncDialog)
+        dialog.test.click()
+        wait_for(lambda: dialog.result.text().startswith("Connected"))
+        dialog.grab().save(str(OUT / "sync-dialog.png"))
+        dialog.reject()
+        window.close()
+        desk.close()
+        server.stop()
+        db.close()
+    print(f"Screenshots written to {OUT}")
+
+
+if __name__ == "__main__":
+    main()

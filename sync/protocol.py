@@ -1,0 +1,313 @@
+"""The sync protocol: request and response schemas shared by the server and the client.
+
+Records on the wire are Dynadesk's own record format (``app.io.records``: ``dump_example``,
+``dump_validation``, ...), tagged by ``record``, with three additions that let a server map
+what a desk refers to onto its own rows: a ``task`` record kind, and ``round_number`` and
+``context_hash`` on examples (``task``/``round_number`` on contexts). Incoming records forbid
+unknown fields, so a typo is a 422 with the field named, never a silently dropped value.
+
+Limits: a request body is at most ``MAX_BODY_BYTES``; one push carries at most
+``MAX_PUSH_RECORDS`` records; one input text at most ``MAX_TEXT_CHARS`` characters (a task's
+own ``max_chars`` is checked on top of that when the record is stored).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Iterable, Literal, Union
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+
+from app.domain import ExampleStatus, FooledRule, ModelFormat, Role, RoundStatus, ValidationMode, Verdict
+
+PROTOCOL_VERSION = 1
+API = "/v1"
+MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_PUSH_RECORDS = 2000
+MAX_PULL_RECORDS = 2000
+MAX_TEXT_CHARS = 200_000  # the largest max_chars a task definition may set
+MAX_BLOB_BYTES = 8 * 1024**3
+TOKEN_PREFIX = "ddk_"
+
+Hex64 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+Code = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Label = Annotated[str, StringConstraints(max_length=200)]
+Short = Annotated[str, StringConstraints(max_length=500)]
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+Team = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")]
+Count = Annotated[int, Field(ge=0, le=10**12)]
+Revision = Annotated[int, Field(ge=1, le=2**31 - 1)]
+FileName = Annotated[str, StringConstraints(pattern=r"^(model|tokenizer)/[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")]
+
+SUBMITTED_STATES = Literal["submitted", "flagged", "retracted"]  # drafts never leave the desk
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Stamped(Strict):
+    id: uuid.UUID
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    revision: Revision = 1
+
+
+# --- records --------------------------------------------------------------------------------
+
+
+class PersonRecord(Stamped):
+    record: Literal["person"]
+    display_name: Name
+    role: Role
+    team: Team | None = None  # set by the server
+
+
+class TaskRecord(Stamped):
+    record: Literal["task"]
+    code: Code
+    name: Name
+    definition: dict[str, Any]
+    fingerprint: Hex64
+
+
+class ModelFile(Strict):
+    """One file of a model, named as its checksum names it (``model/...`` or ``tokenizer/...``)."""
+
+    name: FileName
+    sha256: Hex64
+    size: Annotated[int, Field(ge=0, le=MAX_BLOB_BYTES)]
+
+
+class ModelRecordWire(Stamped):
+    record: Literal["model"]
+    name: Name
+    format: ModelFormat
+    sha256: Hex64
+    label_map: dict[str, Any] = Field(default_factory=dict)
+    task: Code | None = None
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    files: list[ModelFile] | None = Field(default=None, max_length=1000)  # None: no files on the server
+
+
+class RoundRecord(Stamped):
+    record: Literal["round"]
+    task: Code
+    number: Annotated[int, Field(ge=1, le=10**6)]
+    description: Text = ""
+    goal_message: Text = ""
+    status: RoundStatus = RoundStatus.OPEN
+    fooled_rule: FooledRule = FooledRule.MEAN
+    opened_at: AwareDatetime | None = None
+    closed_at: AwareDatetime | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    target_models: list[uuid.UUID] = Field(default_factory=list, max_length=16)
+
+
+class ContextRecord(Stamped):
+    record: Literal["context"]
+    round: uuid.UUID
+    task: Code
+    round_number: Annotated[int, Field(ge=1)]
+    text: Text
+    data: Any = None
+    tag: Label = ""
+    source: Short = ""
+    times_used: Count = 0
+
+
+class SpanWire(Strict):
+    start: Annotated[int, Field(ge=0)]
+    end: Annotated[int, Field(ge=0)]
+    text: Text
+
+
+class OutputWire(Strict):
+    model: uuid.UUID
+    model_sha256: Hex64
+    label: Label
+    probabilities: dict[Label, float] = Field(default_factory=dict, max_length=1000)
+    latency_ms: float | None = None
+    answer: SpanWire | None = None
+    fooled: bool | None = None
+
+
+class ExampleRecord(Stamped):
+    record: Literal["example"]
+    task: Code
+    round: uuid.UUID
+    round_number: Annotated[int, Field(ge=1)]
+    context: uuid.UUID | None = None
+    context_hash: Hex64 | None = None
+    author: uuid.UUID
+    inputs: dict[Code, Text] = Field(max_length=20)
+    true_label: Label | None = None
+    answer: SpanWire | None = None
+    model_fooled: bool | None = None
+    fooled_rule: FooledRule = FooledRule.MEAN
+    meta: dict[str, Any] = Field(default_factory=dict)
+    origin: dict[str, Any] = Field(default_factory=dict)
+    perturbation_of: uuid.UUID | None = None
+    edit_ops: list[Any] | None = None
+    edit_distance: Count | None = None
+    status: SUBMITTED_STATES
+    status_reason: Text | None = None
+    time_spent_ms: Count = 0
+    submitted_at: AwareDatetime | None = None
+    source: Label | None = None
+    external_id: Label | None = None
+    outputs: list[OutputWire] = Field(default_factory=list, max_length=16)
+    duplicate_of: uuid.UUID | None = None  # set by the server; ignored when pushed
+
+
+class ValidationRecord(Stamped):
+    record: Literal["validation"]
+    example: uuid.UUID
+    validator: uuid.UUID
+    verdict: Verdict
+    corrected_label: Label | None = None
+    reason: Text | None = None
+    model_note: Text | None = None
+    mode: ValidationMode = ValidationMode.PEER
+    time_spent_ms: Count = 0
+
+
+PushItem = Annotated[Union[ExampleRecord, ValidationRecord, PersonRecord], Field(discriminator="record")]
+PublishItem = Annotated[Union[TaskRecord, ModelRecordWire, RoundRecord, ContextRecord], Field(discriminator="record")]
+AnyRecord = Annotated[
+    Union[PersonRecord, TaskRecord, ModelRecordWire, RoundRecord, ContextRecord, ExampleRecord, ValidationRecord],
+    Field(discriminator="record"),
+]
+RECORD_ADAPTER: TypeAdapter = TypeAdapter(AnyRecord)
+
+
+# --- requests and responses -------------------------------------------------------------------
+
+
+class PushRequest(Strict):
+    """Examples and validations written at a desk (and, for owners pushing an imported data set,
+    the records' pseudonymous authors)."""
+
+    records: list[PushItem] = Field(min_length=1, max_length=MAX_PUSH_RECORDS)
+
+
+class PublishRequest(Strict):
+    """What owners publish: task definitions, rounds, contexts and target model records."""
+
+    records: list[PublishItem] = Field(min_length=1, max_length=MAX_PUSH_RECORDS)
+
+
+ResultStatus = Literal["stored", "already_stored", "conflict", "rejected", "deferred"]
+
+
+class RecordResult(Strict):
+    """What became of one record. ``stored``: written now. ``already_stored``: this revision was
+    already there (a resent batch). ``conflict``: the server holds a different version, which it
+    keeps; ``server`` shows it. ``rejected``: it breaks a rule, named in ``reason``. ``deferred``: it
+    refers to something the server does not have yet (send it again later)."""
+
+    index: int
+    id: uuid.UUID
+    record: str
+    status: ResultStatus
+    revision: int | None = None  # the server's revision of the record after this request
+    reason: str | None = None
+    server: dict[str, Any] | None = None  # the server's version, for conflicts
+
+
+class PushResponse(Strict):
+    results: list[RecordResult]
+    server_time: datetime
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+
+class ChangesResponse(Strict):
+    """One page of changes after ``since``, with every record they refer to (people, task, round,
+    models, context, the validated example), so that a page can be applied on its own."""
+
+    records: list[AnyRecord]
+    referenced: list[uuid.UUID] = Field(default_factory=list)  # records sent only because others refer to them
+    cursor: int  # pass as ``since`` for the next page
+    more: bool
+    remaining: int  # changes after ``cursor`` (for progress)
+
+
+class Me(Strict):
+    id: uuid.UUID
+    display_name: str
+    role: Role
+    team: str
+    protocol: int = PROTOCOL_VERSION
+    server_version: str
+
+
+class RecordError(Strict):
+    index: int | None = None
+    id: str | None = None
+    reason: str
+
+
+class ErrorBody(Strict):
+    """Every 4xx and 5xx answer: ``detail`` says what went wrong; ``errors`` names the records."""
+
+    detail: str
+    errors: list[RecordError] = Field(default_factory=list)
+
+
+class FigureRow(Strict):
+    key: str
+    name: str
+    submitted: int
+    fooled: int
+    validated_fooling: int
+    duplicates: int
+    mer: float | None
+    vmer: float | None
+
+
+class TeamStats(Strict):
+    team: str | None  # None: every team (owners)
+    by: Literal["round", "annotator"]
+    rows: list[FigureRow]
+
+
+class Duplicate(Strict):
+    example: uuid.UUID
+    duplicate_of: uuid.UUID
+    task: str
+    round_number: int
+    text: str
+    author: str
+    original_author: str
+
+
+class Duplicates(Strict):
+    duplicates: list[Duplicate]
+
+
+class BlobStored(Strict):
+    sha256: str
+    size: int
+    created: bool
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def manifest_sha256(files: Iterable[tuple[str, str]]) -> str:
+    """A model's checksum from its (name, file sha256) pairs: the same manifest hash as
+    ``local_models.files.files_sha256``, computed without reading the files."""
+    lines = sorted(f"{name}\0{sha}\n" for name, sha in files)
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+SUBMITTED = ExampleStatus.SUBMITTED.value

@@ -1,0 +1,1 @@
+"""The Dynadesk sync server: FastAPI app (``app``), storage (``db``, ``models``), rules (``store``)."""

@@ -1,0 +1,73 @@
+"""Model files on the server, stored by the sha256 of their content.
+
+A file is written to a temporary name while its hash is computed, and renamed into place only
+when the hash matches the name it was uploaded under: a stored blob is always complete and
+always what its name says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+class BlobMismatch(Exception):
+    pass
+
+
+class BlobStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, sha256: str) -> Path:
+        if not SHA.match(sha256):
+            raise ValueError("not a sha256")
+        return self.root / sha256[:2] / sha256
+
+    def exists(self, sha256: str, size: int | None = None) -> bool:
+        path = self.path(sha256)
+        return path.is_file() and (size is None or path.stat().st_size == size)
+
+    def writer(self, sha256: str) -> "BlobWriter":
+        return BlobWriter(self, sha256)
+
+
+class BlobWriter:
+    def __init__(self, store: BlobStore, sha256: str):
+        self.final = store.path(sha256)
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self.sha256 = sha256
+        fd, name = tempfile.mkstemp(dir=self.final.parent, prefix=f".{sha256[:12]}-", suffix=".part")
+        self.tmp = Path(name)
+        self.handle = os.fdopen(fd, "wb")
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, chunk: bytes) -> None:
+        self.digest.update(chunk)
+        self.handle.write(chunk)
+        self.size += len(chunk)
+
+    def commit(self) -> bool:
+        """Move the file into place; False when an identical blob was already there."""
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.handle.close()
+        actual = self.digest.hexdigest()
+        if actual != self.sha256:
+            self.tmp.unlink(missing_ok=True)
+            raise BlobMismatch(f"the content's sha256 is {actual}, not {self.sha256}")
+        existed = self.final.exists()
+        os.replace(self.tmp, self.final)
+        return not existed
+
+    def abort(self) -> None:
+        if not self.handle.closed:
+            self.handle.close()
+        self.tmp.unlink(missing_ok=True)

@@ -1,0 +1,185 @@
+"""The server's database: an embedded SQLite file by default, PostgreSQL (psycopg 3) for teams.
+
+Writes go through :meth:`ServerDatabase.write_retrying`: a transaction that lost a race
+(two desks storing the same record at once, a PostgreSQL deadlock or serialisation failure,
+SQLite busy past its timeout) is run again from the start, where the other writer's work is
+visible and the record reads as already stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, event, select
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.errors import DynadeskError
+
+log = logging.getLogger(__name__)
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+VERSION_TABLE = "dynadesk_server_version"
+BUSY_TIMEOUT_MS = 30_000
+WRITE_ATTEMPTS = 8
+_WRITE = "dynadesk_server_write"
+T = TypeVar("T")
+
+# PostgreSQL SQLSTATEs worth a retry: serialization_failure, deadlock_detected.
+_RETRY_SQLSTATES = {"40001", "40P01"}
+
+
+def database_url(value: str | Path) -> str:
+    """A SQLAlchemy URL from what a user typed: a URL, or a path to a SQLite file."""
+    text = str(value)
+    if "://" not in text:
+        return f"sqlite:///{Path(text).expanduser().resolve()}"
+    url = make_url(text)
+    if url.get_backend_name() == "postgresql":
+        if url.drivername in ("postgresql", "postgres"):
+            return url.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+        if url.drivername != "postgresql+psycopg":
+            raise DynadeskError(f"Use the psycopg 3 driver for PostgreSQL (postgresql+psycopg://...), not {url.drivername}.")
+        return text
+    if url.get_backend_name() != "sqlite":
+        raise DynadeskError(f"The server stores its data in SQLite or PostgreSQL, not {url.get_backend_name()}.")
+    return text
+
+
+def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record) -> None:
+    dbapi_connection.isolation_level = None  # BEGIN is issued by the "begin" event below
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = FULL")  # an acknowledged push survives a power cut
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+def _sqlite_begin(connection) -> None:
+    # Writers take the write lock up front: two writers never deadlock on a lock upgrade,
+    # and writers in several worker processes queue on the busy timeout.
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(_WRITE) else "BEGIN")
+
+
+def alembic_config(connection=None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, IntegrityError):
+        return True  # a concurrent insert of the same record: the retry sees it as stored
+    if isinstance(exc, OperationalError):
+        orig = getattr(exc, "orig", None)
+        if isinstance(orig, sqlite3.OperationalError):
+            return "locked" in str(orig) or "busy" in str(orig)
+    if isinstance(exc, DBAPIError):
+        return getattr(getattr(exc, "orig", None), "sqlstate", None) in _RETRY_SQLSTATES
+    return False
+
+
+class ServerDatabase:
+    def __init__(self, url: str | Path, *, pool_size: int = 10):
+        self.url = database_url(url)
+        self.dialect = make_url(self.url).get_backend_name()
+        if self.dialect == "sqlite":
+            path = make_url(self.url).database
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False})
+            event.listen(self.engine, "connect", _sqlite_connect)
+            event.listen(self.engine, "begin", _sqlite_begin)
+        else:
+            # Request threads each hold one connection for one transaction.
+            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size * 3, pool_pre_ping=True,
+                                        pool_timeout=60)
+        self._readers = sessionmaker(self.engine, expire_on_commit=False)
+        self._writers = sessionmaker(self.engine.execution_options(**{_WRITE: True}), expire_on_commit=False)
+        self._local_lock = threading.Lock() if self.dialect == "sqlite" else None
+        self.races = 0  # transactions run again after losing a race (for tests and benchmarks)
+
+    # --- sessions -------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._readers() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """One transaction: committed as a whole when the block ends, or rolled back."""
+        if self._local_lock is not None:
+            # SQLite has one writer anyway; queueing here is cheaper than on the busy timeout.
+            with self._local_lock, self._writers() as session, session.begin():
+                yield session
+        else:
+            with self._writers() as session, session.begin():
+                yield session
+
+    def write_retrying(self, work: Callable[[Session], T], *, attempts: int = WRITE_ATTEMPTS) -> T:
+        """Run ``work`` in a write transaction, again from the start if it lost a race."""
+        for attempt in range(1, attempts + 1):
+            try:
+                with self.write() as session:
+                    return work(session)
+            except (IntegrityError, OperationalError, DBAPIError) as exc:
+                if attempt == attempts or not _retryable(exc):
+                    raise
+                self.races += 1
+                log.info("write lost a race (%s); retrying (%d/%d)", exc.__class__.__name__, attempt, attempts)
+                time.sleep(random.uniform(0.005, 0.05) * attempt)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- schema ---------------------------------------------------------------------------
+
+    def current_revision(self) -> str | None:
+        with self.engine.connect() as connection:
+            return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE}).get_current_revision()
+
+    def upgrade(self) -> None:
+        """Bring the schema to the newest revision (once, before workers start)."""
+        current = self.current_revision()
+        script = ScriptDirectory.from_config(alembic_config())
+        if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
+            raise DynadeskError(f"The server database {self.describe()} was written by a newer Dynadesk "
+                                f"(schema {current}). Update Dynadesk to serve it.")
+        with self.engine.begin() as connection:
+            if self.dialect == "postgresql":
+                # Two servers started at once on one database: one migrates, the other waits.
+                connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7263201)")
+            command.upgrade(alembic_config(connection), "head")
+
+    def check_schema(self) -> None:
+        current = self.current_revision()
+        if current != head_revision():
+            raise DynadeskError(
+                f"The server database {self.describe()} is at schema {current or 'none'}, not {head_revision()}; "
+                "run `dynadesk serve run` (which upgrades it) or `dynadesk serve upgrade`.")
+
+    def describe(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def ping(self) -> None:
+        with self.read() as session:
+            session.execute(select(1))

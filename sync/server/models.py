@@ -1,0 +1,170 @@
+"""The server's tables: its own metadata, separate from a desk's (``app.storage.models``).
+
+The server keeps what desks pushed (examples, validations), what owners published (tasks,
+rounds, contexts, model records) and who may do what (people, with hashed tokens). ``changes``
+holds one row per record with the sequence number of its latest change: pulling "changes
+since N" is one indexed range scan. Works on SQLite and PostgreSQL; schema changes go through
+Alembic (``sync/server/migrations``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint, Uuid
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from app.domain import new_id, utcnow
+from app.storage.models import NAMING, UTCDateTime
+
+CHANGE_SEQ = "change_seq"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON, list[Any]: JSON, uuid.UUID: Uuid()}
+
+
+class Stamped:
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+
+
+class Counter(Base):
+    """Named counters. Taking the next change numbers updates the ``change_seq`` row, which
+    serialises the end of concurrent writes: changes commit in the order of their numbers, so a
+    reader that has seen number N has seen everything before it."""
+
+    __tablename__ = "counters"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class Person(Stamped, Base):
+    __tablename__ = "people"
+    display_name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(20))
+    team: Mapped[str] = mapped_column(String(64), index=True)
+    # sha256 of the API token; None for people who only appear as authors of imported data sets.
+    token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+
+
+class Task(Stamped, Base):
+    __tablename__ = "tasks"
+    code: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    definition: Mapped[dict[str, Any]]
+    fingerprint: Mapped[str] = mapped_column(String(64))
+
+
+class ModelRecord(Stamped, Base):
+    __tablename__ = "models"
+    name: Mapped[str] = mapped_column(String(200))
+    format: Mapped[str] = mapped_column(String(32))
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    label_map: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    task_code: Mapped[str | None] = mapped_column(String(64))
+    provenance: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    files: Mapped[list[Any] | None]  # [{"name", "sha256", "size"}]; None until an owner uploads them
+
+
+class Round(Stamped, Base):
+    __tablename__ = "rounds"
+    __table_args__ = (UniqueConstraint("task_id", "number"),)
+    task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
+    number: Mapped[int] = mapped_column(Integer)
+    description: Mapped[str] = mapped_column(Text, default="")
+    goal_message: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    fooled_rule: Mapped[str] = mapped_column(String(16), default="mean")
+    opened_at: Mapped[datetime | None]
+    closed_at: Mapped[datetime | None]
+    settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    target_models: Mapped[list[Any]] = mapped_column(default=list)  # server model ids, in order
+
+
+class Context(Stamped, Base):
+    __tablename__ = "contexts"
+    __table_args__ = (UniqueConstraint("round_id", "content_hash"),)
+    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
+    text: Mapped[str] = mapped_column(Text)
+    data: Mapped[Any | None] = mapped_column(JSON)
+    tag: Mapped[str] = mapped_column(String(200), default="")
+    source: Mapped[str] = mapped_column(String(500), default="")
+    content_hash: Mapped[str] = mapped_column(String(64))
+    times_used: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Example(Stamped, Base):
+    __tablename__ = "examples"
+    __table_args__ = (
+        Index(None, "round_id", "text_hash"),  # duplicates
+        Index(None, "team", "round_id", "status"),  # team figures
+        Index(None, "author_id", "status"),
+    )
+    task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
+    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
+    context_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("contexts.id"))
+    author_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
+    team: Mapped[str] = mapped_column(String(64))
+    inputs: Mapped[dict[str, Any]]
+    text: Mapped[str] = mapped_column(Text)
+    text_hash: Mapped[str] = mapped_column(String(64))
+    true_label: Mapped[str | None] = mapped_column(String(200))
+    answer: Mapped[dict[str, Any] | None]
+    model_fooled: Mapped[bool | None] = mapped_column(Boolean)
+    fooled_rule: Mapped[str] = mapped_column(String(16))
+    meta: Mapped[dict[str, Any]]
+    origin: Mapped[dict[str, Any]]
+    perturbation_of: Mapped[uuid.UUID | None]  # no foreign key: the original may stay on its desk
+    edit_ops: Mapped[list[Any] | None]
+    edit_distance: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    status_reason: Mapped[str | None] = mapped_column(Text)
+    time_spent_ms: Mapped[int] = mapped_column(BigInteger, default=0)
+    submitted_at: Mapped[datetime | None]
+    source: Mapped[str | None] = mapped_column(String(200))
+    external_id: Mapped[str | None] = mapped_column(String(200))
+    outputs: Mapped[list[Any]]  # as on the wire, model ids mapped to the server's
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    stored_seq: Mapped[int] = mapped_column(BigInteger)  # change number when first stored: arrival order
+    duplicate_of: Mapped[uuid.UUID | None]  # the first example with the same text in the same round
+    validation_state: Mapped[str] = mapped_column(String(16), default="unvalidated")
+    validation_count: Mapped[int] = mapped_column(Integer, default=0)
+    flag_count: Mapped[int] = mapped_column(Integer, default=0)
+    disagreement_count: Mapped[int] = mapped_column(Integer, default=0)
+    decided_verdict: Mapped[str | None] = mapped_column(String(16))
+    decided_label: Mapped[str | None] = mapped_column(String(200))
+
+
+class Validation(Stamped, Base):
+    __tablename__ = "validations"
+    __table_args__ = (UniqueConstraint("example_id", "validator_id", "mode"),)
+    example_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("examples.id"), index=True)
+    validator_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
+    team: Mapped[str] = mapped_column(String(64))  # the example's team
+    verdict: Mapped[str] = mapped_column(String(16))
+    corrected_label: Mapped[str | None] = mapped_column(String(200))
+    reason: Mapped[str | None] = mapped_column(Text)
+    model_note: Mapped[str | None] = mapped_column(Text)
+    mode: Mapped[str] = mapped_column(String(16))
+    time_spent_ms: Mapped[int] = mapped_column(BigInteger, default=0)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Change(Base):
+    """The latest change of each record. ``team`` None: everyone sees it (published records);
+    ``owner_id``: who sent it (its author, validator or publisher), who has it already and is not
+    sent it back."""
+
+    __tablename__ = "changes"
+    record_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    seq: Mapped[int] = mapped_column(BigInteger, unique=True)
+    team: Mapped[str | None] = mapped_column(String(64))
+    owner_id: Mapped[uuid.UUID | None]

@@ -1,0 +1,912 @@
+"""What the server does with records: push, publish, pull, team figures. No HTTP here.
+
+Rules (issue #6):
+- Push is idempotent by record id and revision. The same revision with the same content is
+  ``already_stored``; anything else that disagrees with what the server holds is a
+  ``conflict``, reported with the server's version and never overwritten.
+- Submitted examples are immutable except for their status (submitted → flagged → retracted,
+  by a higher revision). Validations are append-only.
+- Nobody writes as someone else: an example's author and a validation's validator must be the
+  token's holder. The one exception: owners publishing an imported data set write it under the
+  data set's own (pseudonymous, token-less) authors.
+- A request with a forbidden record stores nothing (403, every such record named); a record
+  that breaks a content rule is ``rejected`` on its own, with the rule in its words.
+- Every stored change gets the next number of one counter, taken at the very end of the
+  transaction. The counter row lock orders commits, so changes become visible in number order
+  and "changes since N" never skips one that commits late. Duplicate texts are looked for
+  under the same lock, so two desks sending the same text at once still get one marked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import and_, bindparam, case, func, insert, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.domain import ExampleStatus, Role, Span, ValidationMode, Verdict, utcnow
+from app.errors import DynadeskError, InvalidExample
+from app.services.examples import Content, check_content, written_text
+from app.services.validation import summarise
+from app.tasks.definition import TaskDefinition
+from app.text import content_hash
+from sync.protocol import (
+    TOKEN_PREFIX,
+    ChangesResponse,
+    ContextRecord,
+    Duplicate,
+    ExampleRecord,
+    FigureRow,
+    ModelRecordWire,
+    PersonRecord,
+    RecordError,
+    RecordResult,
+    RoundRecord,
+    TaskRecord,
+    ValidationRecord,
+    manifest_sha256,
+    text_sha256,
+)
+from sync.server.db import ServerDatabase
+from sync.server.models import CHANGE_SEQ, Change, Context, Counter, Example, ModelRecord, Person, Round, Task, Validation
+
+log = logging.getLogger(__name__)
+
+LEADS = (Role.LEAD.value, Role.OWNER.value)
+COUNTED = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)
+TRANSITIONS = {("submitted", "flagged"), ("submitted", "retracted"), ("flagged", "retracted")}
+# Ids that each desk maps to its own rows (compared through round_number, context_hash, model_sha256).
+MAPPED = {"round", "context", "duplicate_of"}
+
+
+class Forbidden(DynadeskError):
+    """The request asks for something this person may not do; nothing of it was stored."""
+
+    def __init__(self, detail: str, errors: Sequence[RecordError] = ()):
+        super().__init__(detail)
+        self.errors = list(errors)
+
+
+# --- tokens ----------------------------------------------------------------------------------
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)  # 256 random bits
+
+
+def hash_token(token: str) -> str:
+    # Tokens carry 256 random bits, so a fast hash is enough: nobody can search that space, and
+    # an exact-match index on the hash finds the person in one lookup. Slow password hashes
+    # (argon2, bcrypt) protect guessable passwords, and would cost ~50 ms on every request.
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def authenticate(db: ServerDatabase, token: str | None) -> Person | None:
+    if not token or len(token) > 200 or not token.startswith(TOKEN_PREFIX):
+        return None
+    digest = hash_token(token)
+    with db.read() as session:
+        person = session.scalar(select(Person).where(Person.token_hash == digest))
+    if person is None or not person.active or not hmac.compare_digest(person.token_hash or "", digest):
+        return None
+    return person
+
+
+def add_person(db: ServerDatabase, name: str, role: Role | str, team: str = "default",
+               person_id: uuid.UUID | None = None) -> tuple[Person, str]:
+    """A person with a new token. The token is returned once and only its hash is kept."""
+    name = " ".join(name.split())
+    if not name or len(name) > 200:
+        raise DynadeskError("A person needs a display name of 1 to 200 characters.")
+    role = Role(role)
+    token = new_token()
+
+    def work(session: Session) -> Person:
+        if person_id is not None and session.get(Person, person_id) is not None:
+            raise DynadeskError(f"There is already a person with id {person_id} on this server.")
+        person = Person(display_name=name, role=role.value, team=team, token_hash=hash_token(token))
+        if person_id is not None:
+            person.id = person_id
+        session.add(person)
+        session.flush()
+        _record_changes(session, [(person.id, "person", person.team, None)])
+        return person
+
+    return db.write_retrying(work), token
+
+
+def new_token_for(db: ServerDatabase, who: str) -> tuple[Person, str]:
+    """Replace a person's token (the old one stops working at once)."""
+    token = new_token()
+
+    def work(session: Session) -> Person:
+        person = _find_person(session, who)
+        person.token_hash = hash_token(token)
+        person.active = True
+        return person
+
+    return db.write_retrying(work), token
+
+
+def set_active(db: ServerDatabase, who: str, active: bool) -> Person:
+    def work(session: Session) -> Person:
+        person = _find_person(session, who)
+        person.active = active
+        return person
+
+    return db.write_retrying(work)
+
+
+def _find_person(session: Session, who: str) -> Person:
+    try:
+        person = session.get(Person, uuid.UUID(who))
+    except ValueError:
+        matches = list(session.scalars(select(Person).where(Person.display_name == who, Person.token_hash.is_not(None))))
+        if len(matches) > 1:
+            raise DynadeskError(f"{len(matches)} people are called '{who}'; give the id instead.") from None
+        person = matches[0] if matches else None
+    if person is None or person.token_hash is None:
+        raise DynadeskError(f"There is no person '{who}' with an account on this server.")
+    return person
+
+
+def people(db: ServerDatabase) -> list[Person]:
+    with db.read() as session:
+        return list(session.scalars(select(Person).where(Person.token_hash.is_not(None))
+                                    .order_by(Person.team, Person.display_name)))
+
+
+# --- the wire form of server rows ----------------------------------------------------------------
+
+
+def _stamps(row) -> dict:
+    return {"id": row.id, "created_at": row.created_at, "updated_at": row.updated_at, "revision": row.revision}
+
+
+def person_wire(p: Person) -> PersonRecord:
+    return PersonRecord(record="person", display_name=p.display_name, role=p.role, team=p.team, **_stamps(p))
+
+
+def task_wire(t: Task) -> TaskRecord:
+    return TaskRecord(record="task", code=t.code, name=t.name, definition=t.definition, fingerprint=t.fingerprint,
+                      **_stamps(t))
+
+
+def model_wire(m: ModelRecord) -> ModelRecordWire:
+    return ModelRecordWire(record="model", name=m.name, format=m.format, sha256=m.sha256, label_map=m.label_map,
+                           task=m.task_code, provenance=m.provenance, files=m.files, **_stamps(m))
+
+
+def round_wire(r: Round, task_code: str) -> RoundRecord:
+    return RoundRecord(record="round", task=task_code, number=r.number, description=r.description,
+                       goal_message=r.goal_message, status=r.status, fooled_rule=r.fooled_rule, opened_at=r.opened_at,
+                       closed_at=r.closed_at, settings=r.settings, target_models=r.target_models, **_stamps(r))
+
+
+def context_wire(c: Context, task_code: str, round_number: int) -> ContextRecord:
+    return ContextRecord(record="context", round=c.round_id, task=task_code, round_number=round_number, text=c.text,
+                         data=c.data, tag=c.tag, source=c.source, times_used=c.times_used, **_stamps(c))
+
+
+def example_wire(e: Example, task_code: str, round_number: int, context_hash: str | None) -> ExampleRecord:
+    return ExampleRecord(
+        record="example", task=task_code, round=e.round_id, round_number=round_number, context=e.context_id,
+        context_hash=context_hash, author=e.author_id, inputs=e.inputs, true_label=e.true_label, answer=e.answer,
+        model_fooled=e.model_fooled, fooled_rule=e.fooled_rule, meta=e.meta, origin=e.origin,
+        perturbation_of=e.perturbation_of, edit_ops=e.edit_ops, edit_distance=e.edit_distance, status=e.status,
+        status_reason=e.status_reason, time_spent_ms=e.time_spent_ms, submitted_at=e.submitted_at, source=e.source,
+        external_id=e.external_id, outputs=e.outputs, duplicate_of=e.duplicate_of, **_stamps(e))
+
+
+def validation_wire(v: Validation) -> ValidationRecord:
+    return ValidationRecord(record="validation", example=v.example_id, validator=v.validator_id, verdict=v.verdict,
+                            corrected_label=v.corrected_label, reason=v.reason, model_note=v.model_note, mode=v.mode,
+                            time_spent_ms=v.time_spent_ms, **_stamps(v))
+
+
+def comparable_example(record: dict) -> dict:
+    """An example's wire form without what each side maps to its own ids (compared by natural key)."""
+    out = {k: v for k, v in record.items() if k not in MAPPED}
+    out["outputs"] = [{k: v for k, v in o.items() if k != "model"} for o in record.get("outputs") or []]
+    return out
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+
+def _take_numbers(session: Session, n: int) -> list[int]:
+    """The next ``n`` change numbers. The counter row stays locked until commit, so whatever
+    follows in this transaction happens after every earlier writer committed."""
+    top = session.execute(update(Counter).where(Counter.name == CHANGE_SEQ).values(value=Counter.value + n)
+                          .returning(Counter.value)).scalar_one()
+    return list(range(top - n + 1, top + 1))
+
+
+def _write_changes(session: Session, changes: list[tuple[uuid.UUID, str, str | None, uuid.UUID | None]],
+                   seqs: list[int], updated: set[uuid.UUID]) -> None:
+    fresh = [{"record_id": rid, "kind": kind, "seq": seq, "team": team, "owner_id": owner}
+             for (rid, kind, team, owner), seq in zip(changes, seqs) if rid not in updated]
+    if fresh:
+        session.execute(insert(Change), fresh)
+    moved = [{"b_id": rid, "b_seq": seq} for (rid, *_), seq in zip(changes, seqs) if rid in updated]
+    if moved:
+        table = Change.__table__
+        session.execute(table.update().where(table.c.record_id == bindparam("b_id")).values(seq=bindparam("b_seq")),
+                        moved)
+
+
+def _record_changes(session: Session, changes: list[tuple[uuid.UUID, str, str | None, uuid.UUID | None]],
+                    updated: set[uuid.UUID] = frozenset()) -> list[int]:
+    """Give each change the next number (in order) and point its record's change row at it.
+    Must be the last thing a write does."""
+    seqs = _take_numbers(session, len(changes))
+    _write_changes(session, changes, seqs, updated)
+    return seqs
+
+
+@dataclass
+class _Batch:
+    """Shared look-ups and bookkeeping for one push or publish transaction."""
+
+    session: Session
+    me: Person
+    results: list[RecordResult | None]
+    changes: list[tuple[uuid.UUID, str, str | None, uuid.UUID | None]] = field(default_factory=list)
+    updated: set[uuid.UUID] = field(default_factory=set)
+    forbidden: list[RecordError] = field(default_factory=list)
+    _tasks: dict[str, Task | None] = field(default_factory=dict)
+    _definitions: dict[uuid.UUID, TaskDefinition] = field(default_factory=dict)
+    _rounds: dict[tuple[uuid.UUID, int], Round | None] = field(default_factory=dict)
+    _models: dict[str, ModelRecord | None] = field(default_factory=dict)
+
+    def result(self, index: int, record, status: str, *, revision: int | None = None, reason: str | None = None,
+               server: dict | None = None) -> None:
+        self.results[index] = RecordResult(index=index, id=record.id, record=record.record, status=status,
+                                           revision=revision, reason=reason, server=server)
+
+    def changed(self, row, kind: str, team: str | None, owner: uuid.UUID | None, *, is_new: bool) -> None:
+        self.changes.append((row.id, kind, team, owner))
+        if not is_new:
+            self.updated.add(row.id)
+
+    def task(self, code: str) -> Task | None:
+        if code not in self._tasks:
+            self._tasks[code] = self.session.scalar(select(Task).where(Task.code == code))
+        return self._tasks[code]
+
+    def definition(self, task: Task) -> TaskDefinition:
+        if task.id not in self._definitions:
+            self._definitions[task.id] = TaskDefinition.model_validate(task.definition)
+        return self._definitions[task.id]
+
+    def round(self, task: Task, number: int) -> Round | None:
+        key = (task.id, number)
+        if key not in self._rounds:
+            self._rounds[key] = self.session.scalar(select(Round).where(Round.task_id == task.id, Round.number == number))
+        return self._rounds[key]
+
+    def model(self, sha256: str) -> ModelRecord | None:
+        if sha256 not in self._models:
+            self._models[sha256] = self.session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
+        return self._models[sha256]
+
+    def finish(self) -> list[int]:
+        if self.forbidden:
+            raise Forbidden(f"{len(self.forbidden)} record(s) in this request are not yours to write; "
+                            "nothing was stored.", self.forbidden)
+        if not self.changes:
+            return []
+        self.session.flush()
+        return _record_changes(self.session, self.changes, self.updated)
+
+
+class _Row:
+    """A row about to be inserted, with attribute access (for ``summarise``) over its values."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: dict):
+        object.__setattr__(self, "values", values)
+
+    def __getattr__(self, name: str):
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value) -> None:
+        self.values[name] = value
+
+
+class _Push(_Batch):
+    """One push. New examples and validations are inserted (as plain rows, in bulk) only after
+    the change counter is taken, which also gives them their arrival order for duplicates."""
+
+    def run(self, records: Sequence) -> list[RecordResult]:
+        session = self.session
+        people = [(i, r) for i, r in enumerate(records) if r.record == "person"]
+        examples = [(i, r) for i, r in enumerate(records) if r.record == "example"]
+        validations = [(i, r) for i, r in enumerate(records) if r.record == "validation"]
+        # Lock, in one sorted pass, every stored example this request may change, before the
+        # counter: concurrent pushes touching the same examples queue instead of deadlocking.
+        # FOR NO KEY UPDATE leaves other writers' foreign-key checks on these rows unblocked.
+        wanted = sorted({r.id for _, r in examples} | {r.example for _, r in validations})
+        self.examples: dict[uuid.UUID, Example | _Row] = {}
+        for chunk in _chunks(wanted):
+            self.examples.update((e.id, e) for e in session.scalars(
+                select(Example).where(Example.id.in_(chunk)).order_by(Example.id).with_for_update(key_share=True)))
+        self.existing_validations = {v.id: v for v in _fetch(session, Validation, [r.id for _, r in validations]).values()}
+        self.validations_of: dict[uuid.UUID, list] = defaultdict(list)
+        for chunk in _chunks(wanted):
+            for v in session.scalars(select(Validation).where(Validation.example_id.in_(chunk))):
+                self.validations_of[v.example_id].append(v)
+        self.authors: dict[uuid.UUID, Person] = {self.me.id: self.me}
+        self.new_examples: list[_Row] = []
+        self.new_validations: list[_Row] = []
+
+        for i, r in people:
+            self._person(i, r)
+        for i, r in examples:
+            self._example(i, r)
+        touched: dict[uuid.UUID, Example | _Row] = {}
+        for i, r in validations:
+            example = self._validation(i, r)
+            if example is not None:
+                touched[example.id] = example
+        for example in touched.values():
+            definition = self._definition_of(example.task_id)
+            summarise(example, self.validations_of[example.id], definition.agreement_threshold)
+        self.finish()
+        return self.results
+
+    def finish(self) -> list[int]:
+        if self.forbidden:
+            raise Forbidden(f"{len(self.forbidden)} record(s) in this request are not yours to write; "
+                            "nothing was stored.", self.forbidden)
+        if not self.changes:
+            return []
+        self.session.flush()  # people and status changes; their rows are locked already
+        seqs = _take_numbers(self.session, len(self.changes))
+        seq_of = {rid: seq for (rid, *_), seq in zip(self.changes, seqs)}
+        if self.new_examples:
+            for row in self.new_examples:
+                row.stored_seq = seq_of[row.id]
+            self._mark_duplicates()
+            self.session.execute(insert(Example), [row.values for row in self.new_examples])
+        if self.new_validations:
+            self.session.execute(insert(Validation), [row.values for row in self.new_validations])
+        _write_changes(self.session, self.changes, seqs, self.updated)
+        return seqs
+
+    def _definition_of(self, task_id: uuid.UUID) -> TaskDefinition:
+        task = self.session.get(Task, task_id)
+        return self.definition(task)
+
+    # --- people (owners publishing an imported data set's pseudonymous authors) -----------
+
+    def _person(self, i: int, r: PersonRecord) -> None:
+        if self.me.role != Role.OWNER.value:
+            self.forbidden.append(RecordError(index=i, id=str(r.id), reason="only owners send person records "
+                                                                               "(the authors of an imported data set)"))
+            return
+        existing = self.session.get(Person, r.id)
+        if existing is not None:
+            if existing.token_hash is not None and existing.id != self.me.id:
+                self.forbidden.append(RecordError(index=i, id=str(r.id),
+                                                  reason=f"{existing.display_name} has an account; only they write as themselves"))
+                return
+            self.authors[existing.id] = existing
+            self.result(i, r, "already_stored", revision=existing.revision)
+            return
+        person = Person(id=r.id, display_name=r.display_name, role=Role.ANNOTATOR.value, team=self.me.team,
+                        token_hash=None, created_at=r.created_at, updated_at=r.updated_at, revision=r.revision)
+        self.session.add(person)
+        self.authors[person.id] = person
+        self.changed(person, "person", person.team, None, is_new=True)
+        self.result(i, r, "stored", revision=person.revision)
+
+    def _author(self, i: int, r, person_id: uuid.UUID, what: str, imported: bool) -> Person | None:
+        """The person a record is written as, if this token may write as them."""
+        if person_id == self.me.id:
+            return self.me
+        person = self.authors.get(person_id) or self.session.get(Person, person_id)
+        if imported and self.me.role == Role.OWNER.value and person is not None and person.token_hash is None:
+            self.authors[person_id] = person
+            return person
+        if imported and self.me.role == Role.OWNER.value and person is None:
+            self.result(i, r, "rejected", reason=f"its {what} {person_id} is not on the server; send their person "
+                                                 "record in the same request")
+            return None
+        self.forbidden.append(RecordError(index=i, id=str(r.id), reason=f"its {what} is {person_id}, not you; "
+                                                                          "nobody can write as someone else"))
+        return None
+
+    # --- examples -----------------------------------------------------------------------------
+
+    def _example(self, i: int, r: ExampleRecord) -> None:
+        author = self._author(i, r, r.author, "author", imported=r.source is not None)
+        if author is None:
+            return
+        existing = self.examples.get(r.id)
+        if isinstance(existing, _Row):  # the same record twice in one request
+            return self.result(i, r, "already_stored", revision=existing.revision)
+        if existing is not None:
+            self._update_example(i, r, existing)
+        else:
+            self._insert_example(i, r, author)
+
+    def _resolve(self, i: int, r: ExampleRecord) -> dict | None:
+        """What the server stores for ``r``: its rows' ids, and the content as the task's rules
+        keep it. None when the record is deferred or rejected (its result is set)."""
+        task = self.task(r.task)
+        if task is None:
+            return self.result(i, r, "deferred", reason=f"task '{r.task}' is not published on this server yet")
+        definition = self.definition(task)
+        round_ = self.round(task, r.round_number)
+        if round_ is None:
+            return self.result(i, r, "deferred", reason=f"round {r.round_number} of '{r.task}' is not published yet")
+        try:
+            answer = Span(r.answer.start, r.answer.end, r.answer.text) if r.answer else None
+            checked = check_content(definition, Content(dict(r.inputs), r.true_label, answer, dict(r.meta)),
+                                    require_metadata=r.source is None)
+        except InvalidExample as exc:
+            return self.result(i, r, "rejected", reason=str(exc))
+        context_id = None
+        if r.context is not None or r.context_hash is not None:
+            context = self._context(round_, r.context, r.context_hash)
+            if context is None:
+                return self.result(i, r, "deferred", reason=f"its context is not published in round {round_.number} yet")
+            context_id = context.id
+        outputs = []
+        for output in r.outputs:
+            model = self.model(output.model_sha256)
+            if model is None:
+                return self.result(i, r, "deferred", reason=f"model {output.model_sha256[:12]}… is not published yet")
+            outputs.append({**output.model_dump(mode="json"), "model": str(model.id)})
+        text = written_text(definition, checked.inputs)
+        return dict(
+            task_id=task.id, round_id=round_.id, context_id=context_id, inputs=checked.inputs, text=text,
+            true_label=checked.true_label, answer=checked.answer.to_json() if checked.answer else None,
+            model_fooled=r.model_fooled, fooled_rule=r.fooled_rule.value, meta=checked.meta, origin=r.origin,
+            perturbation_of=r.perturbation_of, edit_ops=r.edit_ops, edit_distance=r.edit_distance,
+            time_spent_ms=r.time_spent_ms, submitted_at=r.submitted_at, source=r.source, external_id=r.external_id,
+            outputs=outputs, created_at=r.created_at, _round=round_)
+
+    def _insert_example(self, i: int, r: ExampleRecord, author: Person) -> None:
+        values = self._resolve(i, r)
+        if values is None:
+            return
+        round_ = values.pop("_round")
+        if round_.status == "closed" and round_.closed_at is not None and (
+                r.submitted_at is None or r.submitted_at > round_.closed_at):
+            return self.result(i, r, "rejected", reason=f"round {round_.number} of '{r.task}' closed at "
+                                                        f"{round_.closed_at:%Y-%m-%d %H:%M} UTC, before this was submitted")
+        row = _Row(dict(
+            id=r.id, author_id=author.id, team=author.team, text_hash=text_sha256(values["text"]),
+            status=r.status, status_reason=r.status_reason, updated_at=r.updated_at, revision=r.revision,
+            received_at=utcnow(), stored_seq=0, duplicate_of=None, validation_state="unvalidated",
+            validation_count=0, flag_count=0, disagreement_count=0, decided_verdict=None, decided_label=None,
+            **values))
+        self.examples[r.id] = row
+        self.new_examples.append(row)
+        self.changed(row, "example", author.team, self.me.id, is_new=True)
+        self.result(i, r, "stored", revision=r.revision)
+
+    def _context(self, round_: Round, context_id: uuid.UUID | None, digest: str | None) -> Context | None:
+        if context_id is not None:
+            context = self.session.get(Context, context_id)
+            if context is not None and context.round_id == round_.id:
+                return context
+        if digest is not None:
+            return self.session.scalar(select(Context).where(Context.round_id == round_.id,
+                                                             Context.content_hash == digest))
+        return None
+
+    def _server_form(self, e: Example) -> dict:
+        task = self.session.get(Task, e.task_id)
+        round_ = self.session.get(Round, e.round_id)
+        context = self.session.get(Context, e.context_id) if e.context_id else None
+        return example_wire(e, task.code, round_.number, context.content_hash if context else None).model_dump(mode="json")
+
+    def _update_example(self, i: int, r: ExampleRecord, e: Example) -> None:
+        if e.author_id != r.author:
+            self.forbidden.append(RecordError(index=i, id=str(r.id), reason="this example belongs to someone else"))
+            return
+        values = self._resolve(i, r)
+        if values is None:
+            return  # deferred or rejected: its content no longer fits what the server has
+        values.pop("_round")
+        values.pop("text")
+        different = sorted(k for k, v in values.items() if getattr(e, k) != v)
+        if different:
+            return self.result(i, r, "conflict", revision=e.revision, server=self._server_form(e),
+                               reason=f"a submitted example cannot be edited (differs in {', '.join(different)}); "
+                                      f"the server keeps revision {e.revision}")
+        if r.revision == e.revision:
+            if (r.status, r.status_reason) == (e.status, e.status_reason):
+                return self.result(i, r, "already_stored", revision=e.revision)
+            return self.result(i, r, "conflict", revision=e.revision, server=self._server_form(e),
+                               reason=f"revision {e.revision} on the server is {e.status}, here it is {r.status}")
+        if r.revision < e.revision:
+            return self.result(i, r, "conflict", revision=e.revision, server=self._server_form(e),
+                               reason=f"the server has a newer revision ({e.revision}, {e.status})")
+        if r.status != e.status and (e.status, r.status) not in TRANSITIONS:
+            return self.result(i, r, "rejected", revision=e.revision,
+                               reason=f"a {e.status} example cannot become {r.status}")
+        e.status, e.status_reason, e.updated_at, e.revision = r.status, r.status_reason, r.updated_at, r.revision
+        self.changed(e, "example", e.team, self.me.id, is_new=False)
+        self.result(i, r, "stored", revision=e.revision)
+
+    # --- validations --------------------------------------------------------------------------
+
+    def _validation(self, i: int, r: ValidationRecord):
+        example = self.examples.get(r.example)
+        imported = example is not None and example.source is not None
+        validator = self._author(i, r, r.validator, "validator", imported=imported)
+        if validator is None:
+            return None
+        if r.mode == ValidationMode.LEAD and validator.role not in LEADS and validator.token_hash is not None:
+            self.forbidden.append(RecordError(index=i, id=str(r.id), reason="only leads and owners adjudicate"))
+            return None
+        existing = self.existing_validations.get(r.id)
+        if existing is not None:
+            server = validation_wire(existing).model_dump(mode="json")
+            if server == r.model_dump(mode="json"):
+                self.result(i, r, "already_stored", revision=existing.revision)
+            else:
+                self.result(i, r, "conflict", revision=existing.revision, server=server,
+                            reason="validations cannot be changed once stored")
+            return None
+        if example is None:
+            self.result(i, r, "deferred", reason=f"example {r.example} is not on the server yet")
+            return None
+        if example.team != self.me.team and self.me.role != Role.OWNER.value:
+            self.forbidden.append(RecordError(index=i, id=str(r.id), reason="the example belongs to another team"))
+            return None
+        if example.author_id == r.validator:
+            self.result(i, r, "rejected", reason="Nobody validates their own example.")
+            return None
+        for other in self.validations_of[example.id]:
+            if other.validator_id == r.validator and other.mode == r.mode.value:
+                if other.id == r.id:  # the same validation twice in one request
+                    self.result(i, r, "already_stored", revision=other.revision)
+                else:
+                    self.result(i, r, "conflict", revision=other.revision,
+                                server=validation_wire(other).model_dump(mode="json") if isinstance(other, Validation)
+                                else None,
+                                reason=f"this person already validated this example (validation {other.id})")
+                return None
+        problem = _verdict_problem(self._definition_of(example.task_id), example, r)
+        if problem:
+            self.result(i, r, "rejected", reason=problem)
+            return None
+        row = _Row(dict(
+            id=r.id, example_id=example.id, validator_id=r.validator, team=example.team, verdict=r.verdict.value,
+            corrected_label=r.corrected_label, reason=r.reason, model_note=r.model_note, mode=r.mode.value,
+            time_spent_ms=r.time_spent_ms, created_at=r.created_at, updated_at=r.updated_at, revision=r.revision,
+            received_at=utcnow()))
+        self.new_validations.append(row)
+        self.validations_of[example.id].append(row)
+        self.changed(row, "validation", example.team, self.me.id, is_new=True)
+        self.result(i, r, "stored", revision=r.revision)
+        return example
+
+    # --- duplicates ---------------------------------------------------------------------------
+
+    def _mark_duplicates(self) -> None:
+        """Each new example whose text an earlier example of its round already has points at the
+        earliest. Runs while the counter is taken, so every earlier example is visible."""
+        rounds = sorted({row.round_id for row in self.new_examples})
+        hashes = sorted({row.text_hash for row in self.new_examples})
+        first: dict[tuple[uuid.UUID, str], tuple[int, uuid.UUID]] = {}
+        for chunk in _chunks(hashes):
+            rows = self.session.execute(
+                select(Example.id, Example.round_id, Example.text_hash, Example.stored_seq)
+                .where(Example.round_id.in_(rounds), Example.text_hash.in_(chunk)))
+            for example_id, round_id, digest, seq in rows:
+                key = (round_id, digest)
+                if key not in first or seq < first[key][0]:
+                    first[key] = (seq, example_id)
+        for row in self.new_examples:  # in arrival order
+            key = (row.round_id, row.text_hash)
+            if key in first:
+                row.duplicate_of = first[key][1]
+            else:
+                first[key] = (row.stored_seq, row.id)
+
+
+def _chunks(items: list, size: int = 1000):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _verdict_problem(definition: TaskDefinition, example: Example, r: ValidationRecord) -> str | None:
+    """The verdict rules of ``ValidationService`` that do not depend on what else arrived first."""
+    if r.verdict == Verdict.INCORRECT:
+        if not r.corrected_label:
+            return "An 'incorrect' verdict needs the corrected label."
+        if definition.labels and r.corrected_label not in definition.labels:
+            return f"The corrected label must be one of: {', '.join(definition.labels)}."
+        if r.corrected_label == (example.true_label if definition.labels else (example.answer or {}).get("text")):
+            return "The corrected label is the same as the author's; choose 'correct' instead."
+        if not (r.reason or "").strip():
+            return "An 'incorrect' verdict needs an explanation."
+    elif r.corrected_label:
+        return f"A '{r.verdict.value}' verdict has no corrected label."
+    if r.verdict == Verdict.FLAGGED and not (r.reason or "").strip():
+        return "A flag needs a reason."
+    return None
+
+
+def push(db: ServerDatabase, me: Person, records: Sequence) -> list[RecordResult]:
+    return db.write_retrying(lambda session: _Push(session, me, [None] * len(records)).run(records))
+
+
+# --- publishing (owners) ------------------------------------------------------------------------------
+
+KIND_ORDER = {"task": 0, "model": 1, "round": 2, "context": 3}
+
+
+class _Publish(_Batch):
+    def run(self, records: Sequence, blob_exists) -> list[RecordResult]:
+        self.blob_exists = blob_exists
+        self.model_ids: dict[uuid.UUID, ModelRecord] = {}  # publisher's id -> server row
+        for i, r in sorted(enumerate(records), key=lambda pair: KIND_ORDER[pair[1].record]):
+            getattr(self, f"_{r.record}")(i, r)
+        self.finish()
+        return self.results
+
+    def _bump(self, row, kind: str, i: int, r) -> None:
+        row.revision += 1
+        row.updated_at = utcnow()
+        self.changed(row, kind, None, self.me.id, is_new=False)
+        self.result(i, r, "stored", revision=row.revision)
+
+    def _task(self, i: int, r: TaskRecord) -> None:
+        try:
+            definition = TaskDefinition.model_validate(r.definition)
+        except Exception as exc:  # pydantic's message names the field
+            return self.result(i, r, "rejected", reason=f"the task definition is invalid: {exc}")
+        if definition.code != r.code:
+            return self.result(i, r, "rejected", reason=f"the definition's code is '{definition.code}', not '{r.code}'")
+        data, fingerprint = definition.model_dump(mode="json"), definition.fingerprint()
+        task = self.task(r.code)
+        if task is None:
+            taken = self.session.get(Task, r.id) is not None
+            task = Task(id=uuid.uuid4() if taken else r.id, code=r.code, name=r.name, definition=data,
+                        fingerprint=fingerprint, created_at=r.created_at, updated_at=r.updated_at, revision=1)
+            self.session.add(task)
+            self._tasks[r.code] = task
+            self.changed(task, "task", None, self.me.id, is_new=True)
+            return self.result(i, r, "stored", revision=1)
+        if (task.name, task.fingerprint) == (r.name, fingerprint):
+            return self.result(i, r, "already_stored", revision=task.revision)
+        task.name, task.definition, task.fingerprint = r.name, data, fingerprint
+        self._definitions.pop(task.id, None)
+        self._bump(task, "task", i, r)
+
+    def _model(self, i: int, r: ModelRecordWire) -> None:
+        if r.files is not None:
+            if manifest_sha256((f.name, f.sha256) for f in r.files) != r.sha256:
+                return self.result(i, r, "rejected", reason="its files do not add up to its sha256; "
+                                                            "they are not the files of this model")
+            missing = [f.name for f in r.files if not self.blob_exists(f.sha256, f.size)]
+            if missing:
+                return self.result(i, r, "deferred", reason=f"upload its files first ({', '.join(missing[:5])})")
+        files = [f.model_dump() for f in r.files] if r.files is not None else None
+        model = self.model(r.sha256)
+        if model is None:
+            taken = self.session.get(ModelRecord, r.id) is not None
+            model = ModelRecord(id=uuid.uuid4() if taken else r.id, name=r.name, format=r.format.value, sha256=r.sha256,
+                                label_map=r.label_map, task_code=r.task, provenance=_portable(r.provenance), files=files,
+                                created_at=r.created_at, updated_at=r.updated_at, revision=1)
+            self.session.add(model)
+            self._models[r.sha256] = model
+            self.model_ids[r.id] = model
+            self.changed(model, "model", None, self.me.id, is_new=True)
+            return self.result(i, r, "stored", revision=1)
+        self.model_ids[r.id] = model
+        if files is None or files == model.files:
+            return self.result(i, r, "already_stored", revision=model.revision)
+        model.files = files
+        self._bump(model, "model", i, r)
+
+    def _round(self, i: int, r: RoundRecord) -> None:
+        task = self.task(r.task)
+        if task is None:
+            return self.result(i, r, "deferred", reason=f"publish task '{r.task}' first")
+        targets = []
+        for model_id in r.target_models:
+            model = self.model_ids.get(model_id) or self.session.get(ModelRecord, model_id)
+            if model is None:
+                return self.result(i, r, "deferred", reason=f"publish its target model {model_id} with it")
+            targets.append(str(model.id))
+        values = dict(description=r.description, goal_message=r.goal_message, status=r.status.value,
+                      fooled_rule=r.fooled_rule.value, opened_at=r.opened_at, closed_at=r.closed_at,
+                      settings=r.settings, target_models=targets)
+        round_ = self.round(task, r.number)
+        if round_ is None:
+            taken = self.session.get(Round, r.id) is not None
+            round_ = Round(id=uuid.uuid4() if taken else r.id, task_id=task.id, number=r.number, created_at=r.created_at,
+                           updated_at=r.updated_at, revision=1, **values)
+            self.session.add(round_)
+            self._rounds[(task.id, r.number)] = round_
+            self.changed(round_, "round", None, self.me.id, is_new=True)
+            return self.result(i, r, "stored", revision=1)
+        if all(getattr(round_, k) == v for k, v in values.items()):
+            return self.result(i, r, "already_stored", revision=round_.revision)
+        for k, v in values.items():
+            setattr(round_, k, v)
+        self._bump(round_, "round", i, r)
+
+    def _context(self, i: int, r: ContextRecord) -> None:
+        task = self.task(r.task)
+        round_ = self.round(task, r.round_number) if task is not None else None
+        if round_ is None:
+            return self.result(i, r, "deferred", reason=f"publish round {r.round_number} of '{r.task}' first")
+        digest = content_hash(r.text)
+        same = self.session.scalar(select(Context).where(Context.round_id == round_.id, Context.content_hash == digest))
+        if same is not None:
+            return self.result(i, r, "already_stored", revision=same.revision)
+        self.session.flush()
+        taken = self.session.get(Context, r.id) is not None
+        context = Context(id=uuid.uuid4() if taken else r.id, round_id=round_.id, text=r.text, data=r.data, tag=r.tag,
+                          source=r.source, content_hash=digest, times_used=0, created_at=r.created_at,
+                          updated_at=r.updated_at, revision=1)
+        self.session.add(context)
+        self.changed(context, "context", None, self.me.id, is_new=True)
+        self.result(i, r, "stored", revision=1)
+
+
+def _portable(provenance: dict[str, Any]) -> dict[str, Any]:
+    """Provenance without paths that only mean something on the publisher's machine."""
+    out = dict(provenance)
+    runtime = dict(out.get("runtime") or {})
+    if "tokenizer_dir" in runtime:
+        runtime["tokenizer_dir"] = None
+        out["runtime"] = runtime
+    return out
+
+
+def publish(db: ServerDatabase, me: Person, records: Sequence, blob_exists) -> list[RecordResult]:
+    if me.role != Role.OWNER.value:
+        raise Forbidden("Only owners publish tasks, rounds, contexts and target models.")
+    return db.write_retrying(lambda session: _Publish(session, me, [None] * len(records)).run(records, blob_exists))
+
+
+# --- pulling --------------------------------------------------------------------------------------
+
+
+def _visible(me: Person):
+    conditions = [or_(Change.owner_id.is_(None), Change.owner_id != me.id)]
+    if me.role != Role.OWNER.value:
+        conditions.append(or_(Change.team.is_(None), Change.team == me.team))
+    return and_(*conditions)
+
+
+def changes(db: ServerDatabase, me: Person, since: int, limit: int) -> ChangesResponse:
+    """Changes after ``since`` that ``me`` may see, with what they refer to."""
+    with db.read() as session:
+        rows = list(session.execute(select(Change.record_id, Change.kind, Change.seq)
+                                    .where(Change.seq > since, _visible(me)).order_by(Change.seq).limit(limit)))
+        cursor = rows[-1].seq if rows else since
+        remaining = session.scalar(select(func.count()).select_from(Change).where(Change.seq > cursor, _visible(me)))
+        ids: dict[str, list[uuid.UUID]] = defaultdict(list)
+        for record_id, kind, _seq in rows:
+            ids[kind].append(record_id)
+        records = _with_references(session, me, ids)
+    changed = {record_id for record_id, _kind, _seq in rows}
+    referenced = [r.id for r in records if r.id not in changed]
+    return ChangesResponse(records=records, referenced=referenced, cursor=cursor, more=remaining > 0,
+                           remaining=remaining)
+
+
+def _fetch(session: Session, model, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Any]:
+    ids = list(dict.fromkeys(ids))
+    out = {}
+    for start in range(0, len(ids), 1000):
+        out.update((row.id, row) for row in session.scalars(select(model).where(model.id.in_(ids[start:start + 1000]))))
+    return out
+
+
+def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID]]) -> list:
+    """The changed records plus every record they refer to, in an order a desk can store them."""
+    validations = _fetch(session, Validation, ids["validation"])
+    examples = _fetch(session, Example, ids["example"])
+    validated = [v.example_id for v in validations.values() if v.example_id not in examples]
+    for example in _fetch(session, Example, validated).values():
+        if example.author_id != me.id:  # a person's own examples are already on their desk
+            examples[example.id] = example
+    contexts = _fetch(session, Context, [*ids["context"], *(e.context_id for e in examples.values() if e.context_id)])
+    rounds = _fetch(session, Round, [*ids["round"], *(e.round_id for e in examples.values()),
+                                     *(c.round_id for c in contexts.values())])
+    model_ids = [*ids["model"], *(uuid.UUID(m) for r in rounds.values() for m in r.target_models),
+                 *(uuid.UUID(o["model"]) for e in examples.values() for o in e.outputs)]
+    models = _fetch(session, ModelRecord, model_ids)
+    tasks = _fetch(session, Task, [*ids["task"], *(r.task_id for r in rounds.values()),
+                                   *(e.task_id for e in examples.values())])
+    codes = {m.task_code for m in models.values() if m.task_code} - {t.code for t in tasks.values()}
+    if codes:
+        tasks.update((t.id, t) for t in session.scalars(select(Task).where(Task.code.in_(codes))))
+    people = _fetch(session, Person, [*ids["person"], *(e.author_id for e in examples.values()),
+                                      *(v.validator_id for v in validations.values())])
+    code_of = {t.id: t.code for t in tasks.values()}
+    number_of = {r.id: r.number for r in rounds.values()}
+    hash_of = {c.id: c.content_hash for c in contexts.values()}
+    out: list = [person_wire(p) for p in people.values()]
+    out += [task_wire(t) for t in tasks.values()]
+    out += [model_wire(m) for m in models.values()]
+    out += [round_wire(r, code_of[r.task_id]) for r in sorted(rounds.values(), key=lambda r: r.number)]
+    out += [context_wire(c, code_of[rounds[c.round_id].task_id], number_of[c.round_id]) for c in contexts.values()]
+    out += [example_wire(e, code_of[e.task_id], number_of[e.round_id], hash_of.get(e.context_id))
+            for e in sorted(examples.values(), key=lambda e: e.stored_seq)]
+    out += [validation_wire(v) for v in sorted(validations.values(), key=lambda v: v.created_at)]
+    return out
+
+
+def model_manifest(db: ServerDatabase, sha256: str) -> ModelRecordWire | None:
+    with db.read() as session:
+        model = session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
+        return model_wire(model) if model is not None else None
+
+
+# --- team figures (leads and owners) ----------------------------------------------------------------
+
+
+def _team_scope(me: Person, team: str | None) -> str | None:
+    if me.role not in LEADS:
+        raise Forbidden("Only leads and owners read team figures.")
+    if team is None:
+        return me.team
+    if team != me.team and me.role != Role.OWNER.value:
+        raise Forbidden(f"You lead team '{me.team}'; the figures of team '{team}' are not yours to read.")
+    return team
+
+
+def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = None) -> tuple[str, list[FigureRow]]:
+    team = _team_scope(me, team)
+    key = {"round": Example.round_id, "annotator": Example.author_id}[by]
+    fooled = Example.model_fooled.is_(True)
+
+    def total(condition):
+        return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+    with db.read() as session:
+        rows = session.execute(
+            select(key, func.count(), total(fooled), total(and_(fooled, Example.decided_verdict == Verdict.CORRECT.value)),
+                   total(Example.duplicate_of.is_not(None)))
+            .where(Example.team == team, Example.status.in_(COUNTED)).group_by(key)).all()
+        ids = [row[0] for row in rows]
+        if by == "round":
+            names = {rid: f"{name} · round {number}" for rid, name, number in session.execute(
+                select(Round.id, Task.name, Round.number).join(Task, Task.id == Round.task_id).where(Round.id.in_(ids)))}
+        else:
+            names = dict(session.execute(select(Person.id, Person.display_name).where(Person.id.in_(ids))).all())
+    figures = [FigureRow(key=str(k), name=names.get(k, str(k)), submitted=s, fooled=f, validated_fooling=v,
+                         duplicates=d, mer=f / s if s else None, vmer=v / s if s else None)
+               for k, s, f, v, d in rows]
+    return team, sorted(figures, key=lambda f: f.name)
+
+
+def duplicates(db: ServerDatabase, me: Person, team: str | None = None, limit: int = 1000) -> list[Duplicate]:
+    team = _team_scope(me, team)
+    with db.read() as session:
+        rows = list(session.scalars(select(Example).where(Example.team == team, Example.duplicate_of.is_not(None))
+                                    .order_by(Example.stored_seq).limit(limit)))
+        originals = _fetch(session, Example, [e.duplicate_of for e in rows])
+        names = dict(session.execute(select(Person.id, Person.display_name).where(
+            Person.id.in_({e.author_id for e in rows} | {o.author_id for o in originals.values()}))).all())
+        rounds = _fetch(session, Round, [e.round_id for e in rows])
+        tasks = _fetch(session, Task, [r.task_id for r in rounds.values()])
+    return [Duplicate(example=e.id, duplicate_of=e.duplicate_of, task=tasks[rounds[e.round_id].task_id].code,
+                      round_number=rounds[e.round_id].number, text=e.text, author=names.get(e.author_id, "?"),
+                      original_author=names.get(originals[e.duplicate_of].author_id, "?")
+                      if e.duplicate_of in originals else "?")
+            for e in rows]

@@ -1,0 +1,178 @@
+"""The sync status and settings in the main window, driven like a user, against a real server on
+loopback. Waits are on conditions and signals, never on sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QDialogButtonBox
+
+from app.desk import Desk
+from app.gui.main_window import MainWindow
+from tests.conftest import hate_content, hate_output
+from tests.sync.helpers import ThreadServer, add_account, publish_basics, server_counts, server_database
+from widgets.sync_dialog import SyncDialog
+from widgets.sync_status import SyncStatusWidget, when
+
+
+@pytest.fixture
+def server(tmp_path):
+    db = server_database(f"sqlite:///{tmp_path / 'server' / 'server.sqlite'}")
+    gate = Gate()
+    running = ThreadServer(db, tmp_path / "server", wrap=gate.wrap)
+    running.gate = gate
+    owner = add_account(db, "Olga Owner", "owner", "A")
+    publish_basics(running.url, owner, tmp_path)
+    running.ann = add_account(db, "Ann Annotator", "annotator", "A")
+    yield running
+    gate.release.set()
+    running.stop()
+    db.close()
+
+
+class Gate:
+    """Holds pushes at the door until the test lets them through (``hold``/``release``)."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.release.set()
+        self.waiting = threading.Event()
+
+    def wrap(self, app):
+        async def gated(scope, receive, send):
+            if scope["type"] == "http" and scope["path"] == "/v1/push" and not self.release.is_set():
+                self.waiting.set()
+                while not self.release.is_set():
+                    await asyncio.sleep(0.01)
+            await app(scope, receive, send)
+
+        return gated
+
+
+@pytest.fixture
+def window(qtbot, data_dir, modal_log):
+    desk = Desk(data_dir)
+    win = MainWindow(desk)
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.close()
+    desk.close()
+
+
+def action(window, name) -> QAction:
+    found = window.findChild(QAction, name)
+    assert found is not None, name
+    return found
+
+
+def status_text(window) -> str:
+    return window.sync_status.text.text()
+
+
+def submit_examples(desk, person_id, n: int) -> None:
+    model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+    for i in range(n):
+        desk.examples.create(person_id, "hate_speech", hate_content(f"written at the desk, number {i}", "hate"),
+                             [hate_output(model, "not hate")])
+
+
+def configure_through_the_dialog(qtbot, window, url: str, token: str) -> SyncDialog:
+    action(window, "sync-settings").trigger()
+    dialog = window.findChild(SyncDialog)
+    assert dialog is not None and dialog.isVisible()
+    dialog.url.clear()
+    qtbot.keyClicks(dialog.url, url)
+    qtbot.keyClicks(dialog.token, token)
+    return dialog
+
+
+def test_the_status_widget_says_where_sync_stands(qtbot):
+    widget = SyncStatusWidget()
+    qtbot.addWidget(widget)
+    widget.show()
+    assert widget.text.text() == "Sync off — set a server"
+    earlier = datetime.now(timezone.utc) - timedelta(minutes=5)
+    widget.set_status("synced", pending=0, last_success=earlier)
+    assert widget.text.text() == "Synced 5 min ago · 0 waiting"
+    widget.set_status("offline", pending=1234, last_success=earlier, message="cannot reach the server")
+    assert widget.text.text() == "Offline · 1,234 waiting · last sync 5 min ago"
+    assert "cannot reach the server" in widget.text.toolTip()
+    widget.set_progress("push", 1500, 10000)
+    assert widget.text.text() == "Sending 1,500 / 10,000" and widget.bar.isVisible() and widget.bar.value() == 1500
+    assert not widget.button.isEnabled()  # one sync at a time
+    widget.set_status("error", pending=3, last_success=None, message="The server refused the sync token", problems=2)
+    assert widget.text.text() == "Sync failed · 3 waiting · last sync never · 2 refused"
+    assert not widget.bar.isVisible() and widget.button.isEnabled()
+    with qtbot.waitSignal(widget.sync_requested, timeout=1000):
+        qtbot.mouseClick(widget.button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(widget.settings_requested, timeout=1000):
+        qtbot.mouseClick(widget.text, Qt.MouseButton.LeftButton)
+    now = datetime(2026, 5, 6, 12, 0, tzinfo=timezone.utc)
+    assert when(now - timedelta(seconds=20), now) == "just now"
+    assert when(now - timedelta(days=3), now).startswith("2026-05-03")
+
+
+def test_settings_dialog_checks_the_connection_and_keeps_the_token_out_of_settings(qtbot, window, server, data_dir):
+    assert status_text(window) == "Sync off — set a server"
+    dialog = configure_through_the_dialog(qtbot, window, "not a url", "")
+    dialog.test.click()
+    assert "http://" in dialog.result.text()  # said in the dialog, nothing sent
+
+    dialog.url.clear()
+    qtbot.keyClicks(dialog.url, server.url)
+    qtbot.keyClicks(dialog.token, "ddk_wrong-token")
+    dialog.test.click()
+    qtbot.waitUntil(lambda: dialog.test.isEnabled() and "refused" in dialog.result.text(), timeout=10_000)
+
+    dialog.token.clear()
+    qtbot.keyClicks(dialog.token, server.ann.token)
+    dialog.test.click()
+    qtbot.waitUntil(lambda: dialog.result.text().startswith("Connected as Ann Annotator"), timeout=10_000)
+    dialog.interval.setValue(10)
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+
+    qtbot.waitUntil(lambda: status_text(window).startswith("Synced just now"), timeout=20_000)
+    saved = json.loads((data_dir / "settings.json").read_text())
+    assert saved["server_url"] == server.url and saved["sync_interval_s"] == 600
+    assert server.ann.token not in (data_dir / "settings.json").read_text()
+    token_file = data_dir / "sync-token.json"  # no system keyring on the test machine
+    assert token_file.exists() and stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+    assert window.desk.current_person().id == server.ann.id  # the desk works as the server knows Ann
+
+
+def test_sync_now_sends_the_outbox_without_blocking_the_editor(qtbot, window, server):
+    desk = window.desk
+    window.sync.configure(server.url, server.ann.token, 300)
+    qtbot.waitUntil(lambda: status_text(window).startswith("Synced"), timeout=20_000)
+    submit_examples(desk, server.ann.id, 3)
+    window.sync.refresh()
+    qtbot.waitUntil(lambda: status_text(window).endswith("3 waiting"), timeout=10_000)
+
+    server.gate.release.clear()  # the server takes the push but holds it at the door
+    action(window, "sync-now").trigger()
+    server.gate.waiting.wait(timeout=20)
+    qtbot.waitUntil(lambda: window.sync.running, timeout=5000)
+    # While the sync waits on the server, the data browser still answers.
+    window.refresh()
+    qtbot.waitUntil(lambda: window.count_label.text() == "3 examples", timeout=5000)
+    assert window.sync.running
+    server.gate.release.set()
+    qtbot.waitUntil(lambda: status_text(window).startswith("Synced") and status_text(window).endswith("0 waiting"),
+                    timeout=20_000)
+    assert server_counts(server.db)["examples"] == 3
+
+    # Offline is a state, not an error: the work waits.
+    server.stop()
+    submit_examples(desk, server.ann.id, 1)
+    action(window, "sync-now").trigger()
+    qtbot.waitUntil(lambda: status_text(window).startswith("Offline · 1 waiting"), timeout=20_000)
+    assert window.sync.timer.isActive()  # and it will try again

@@ -1,0 +1,104 @@
+"""`dynadesk serve` and `dynadesk sync` as a person types them: tokens printed once and stored
+only as hashes, the token kept out of settings.json, syncing and its status, readable errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT, hate_content, hate_output
+from tests.sync.helpers import ProcessServer, server_counts, server_database
+
+
+def dynadesk(*args, data_dir, input=None) -> subprocess.CompletedProcess:
+    """The real command, as a person runs it (errors end as messages and exit codes)."""
+    return subprocess.run([sys.executable, "-m", "app", "--data-dir", str(data_dir), *args], input=input,
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_a_team_sets_up_and_syncs_from_the_command_line(tmp_path):
+    server_dir = tmp_path / "server-home"
+    added = dynadesk("serve", "add-person", "Olga Owner", "--role", "owner", "--team", "Research", data_dir=server_dir)
+    assert added.returncode == 0, added.stderr
+    owner_token = added.stdout.strip()
+    assert owner_token.startswith("ddk_") and "shown only now" in added.stderr
+    added = dynadesk("serve", "add-person", "Ann Annotator", "--role", "annotator", "--team", "Research",
+                     data_dir=server_dir)
+    ann_token = added.stdout.strip()
+    database = server_dir / "server" / "server.sqlite"
+    raw = database.read_bytes() + (database.with_name("server.sqlite-wal").read_bytes()
+                                   if database.with_name("server.sqlite-wal").exists() else b"")
+    assert owner_token.encode() not in raw and ann_token.encode() not in raw  # only hashes are kept
+    people = dynadesk("serve", "people", data_dir=server_dir)
+    assert "Ann Annotator" in people.stdout and "annotator" in people.stdout and "ddk_" not in people.stdout
+    bad = dynadesk("serve", "add-person", "Eve", "--role", "owner", "--team", "no/slashes", data_dir=server_dir)
+    assert bad.returncode == 1 and "team name" in bad.stderr and "Traceback" not in bad.stderr
+
+    server = ProcessServer(f"sqlite:///{database}", server_dir / "server")
+    try:
+        server.start()
+        owner_desk, ann_desk = tmp_path / "owner-desk", tmp_path / "ann-desk"
+        configured = dynadesk("sync", "configure", "--url", server.url, "--token-stdin", data_dir=owner_desk,
+                              input=owner_token + "\n")
+        assert configured.returncode == 0, configured.stderr
+        assert "Olga Owner (owner, team Research)" in configured.stdout
+        assert owner_token not in (owner_desk / "settings.json").read_text()
+        assert json.loads((owner_desk / "settings.json").read_text())["server_url"] == server.url
+
+        from app.desk import Desk
+
+        with Desk(owner_desk) as desk:  # the owner's round 1 gets its target model
+            task = desk.tasks.task("hate_speech")
+            model = desk.models.register("test hate model", "hf-torch", "ab" * 32, task_id=task.id)
+            _set_targets(desk, model)
+        published = dynadesk("sync", "publish", "hate_speech", "--round", "1", data_dir=owner_desk)
+        assert published.returncode == 0, published.stderr
+        assert "3 stored" in published.stdout
+
+        wrong = dynadesk("sync", "configure", "--url", server.url, "--token-stdin", data_dir=ann_desk,
+                         input="ddk_wrong\n")
+        assert wrong.returncode == 1 and "refused the sync token" in wrong.stderr
+        configured = dynadesk("sync", "configure", "--url", server.url, "--token-stdin", "--interval", "120",
+                              data_dir=ann_desk, input=ann_token + "\n")
+        assert configured.returncode == 0 and "now works as Ann Annotator" in configured.stdout
+        first = dynadesk("sync", "--now", data_dir=ann_desk)
+        assert first.returncode == 0, first.stderr
+        with Desk(ann_desk) as desk:
+            person = desk.current_person()
+            model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+            for i in range(3):
+                desk.examples.create(person.id, "hate_speech", hate_content(f"from the command line {i}", "hate"),
+                                     [hate_output(model, "not hate")], round_number=1)
+        status = dynadesk("sync", data_dir=ann_desk)
+        assert "Waiting:       3 record(s)" in status.stdout and "Every:         120 s" in status.stdout
+        synced = dynadesk("sync", "--now", data_dir=ann_desk)
+        assert synced.returncode == 0, synced.stderr
+        assert "Pushed 3 new record(s)" in synced.stdout and "Waiting:       0 record(s)" in synced.stdout
+        db = server_database(f"sqlite:///{database}")
+        assert server_counts(db)["examples"] == 3
+        db.close()
+
+        lead_view = dynadesk("sync", "team", data_dir=ann_desk)
+        assert lead_view.returncode == 1 and "Only leads and owners" in lead_view.stderr
+        owner_view = dynadesk("sync", "team", "--by", "annotator", data_dir=owner_desk)
+        assert "Ann Annotator" in owner_view.stdout and "100.0%" in owner_view.stdout
+    finally:
+        server.stop()
+
+    offline = dynadesk("sync", "--now", data_dir=ann_desk)
+    assert offline.returncode == 3 and "cannot be reached" in offline.stdout
+
+
+def _set_targets(desk, model) -> None:
+    from app.storage.models import RoundModel
+
+    with desk.db.write() as session:
+        session.add(RoundModel(round_id=desk.tasks.round("hate_speech", 1).id, model_id=model.id, position=0))
+
+
+def test_sync_without_a_server_says_how_to_set_one(tmp_path):
+    result = dynadesk("sync", "--now", data_dir=tmp_path / "desk")
+    assert result.returncode == 1 and "dynadesk sync configure --url" in result.stderr
+    result = dynadesk("sync", data_dir=tmp_path / "desk")
+    assert "not set" in result.stdout and "Waiting:       0 record(s)" in result.stdout
