@@ -63,9 +63,15 @@ def cli(ctx: click.Context, data_dir: str | None) -> None:
 @cli.command()
 @click.option("--name", help="Display name of this desk's first profile (default: your login name).")
 @click.option("--role", type=click.Choice(["annotator", "lead", "owner"]), default="annotator", show_default=True)
+@click.option("--without-default-model", is_flag=True,
+              help="Do not prepare the bundled model as hate-speech round 1's target (it takes about 20 s once).")
 @pass_context
-def init(obj: Context, name: str | None, role: str) -> None:
-    """Create (or upgrade) the database, load the task definitions and open round 1 of each task."""
+def init(obj: Context, name: str | None, role: str, without_default_model: bool) -> None:
+    """Create (or upgrade) the database, load the task definitions and open round 1 of each task.
+
+    On a fresh desk, the bundled default model becomes the target of the hate-speech task's
+    round 1, as the app does on its first start.
+    """
     desk = obj.desk
     if name:
         person = desk.people.by_name(name) or desk.people.create(name, role)
@@ -78,6 +84,13 @@ def init(obj: Context, name: str | None, role: str) -> None:
         click.echo(f"Upgraded; the previous database was kept at {desk.db.backup_path}")
     click.echo(f"Tasks:       {', '.join(t.code for t in desk.tasks.tasks())}")
     click.echo(f"Profile:     {person.display_name} ({person.role})")
+    if not without_default_model:
+        from app.services.target_models import DEFAULT_TASK, adopt_default_model
+        from local_models.progress import Progress
+
+        record = adopt_default_model(desk, progress=Progress(on_message=lambda text: click.echo(text, err=True)))
+        if record is not None:
+            click.echo(f"Target:      {record.name} ({record.sha256[:12]}) for {DEFAULT_TASK} round 1")
 
 
 @cli.command("import")
@@ -220,6 +233,16 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
+from app.cli_models import models, train  # noqa: E402
+
+cli.add_command(models)
+cli.add_command(train)
+
 from app.cli_rounds import rounds  # noqa: E402
 
 cli.add_command(rounds)
+
+from app.cli_sync import serve, sync  # noqa: E402
+
+cli.add_command(serve)
+cli.add_command(sync)

@@ -54,10 +54,12 @@ class EditOp:
         return self.__dict__.copy()
 
 
-def word_edits(original: str, edited: str) -> tuple[list[EditOp], int]:
-    """Minimal word-level edit operations (Levenshtein, grouped into runs) and the edit distance."""
-    a = [w.text for w in words(original)]
-    b = [w.text for w in words(edited)]
+def _alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], int]:
+    """Levenshtein alignment of two word lists: steps (kind, i, j) in order, and the distance.
+
+    ``equal``/``replace`` pair a[i] with b[j]; ``delete`` removes a[i] before b[j]; ``insert``
+    adds b[j] before a[i].
+    """
     n, m = len(a), len(b)
     dist = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n + 1):
@@ -68,20 +70,32 @@ def word_edits(original: str, edited: str) -> tuple[list[EditOp], int]:
         row, prev = dist[i], dist[i - 1]
         for j in range(1, m + 1):
             row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
-    # Walk back, then merge neighbouring single-word steps into runs.
-    steps: list[tuple[str, int, int]] = []  # (kind, i, j) for the word pair ending at i, j
+    steps: list[tuple[str, int, int]] = []
     i, j = n, m
+    # On ties, keep equal words paired and prefer deleting and inserting to substituting: the
+    # distance is the same, and "do not like it" → "like it" reads as a deletion, not three swaps.
     while i > 0 or j > 0:
-        if i > 0 and j > 0 and dist[i][j] == dist[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
-            steps.append(("equal" if a[i - 1] == b[j - 1] else "replace", i - 1, j - 1))
+        if i > 0 and j > 0 and a[i - 1] == b[j - 1] and dist[i][j] == dist[i - 1][j - 1]:
+            steps.append(("equal", i - 1, j - 1))
             i, j = i - 1, j - 1
         elif i > 0 and dist[i][j] == dist[i - 1][j] + 1:
             steps.append(("delete", i - 1, j))
             i -= 1
-        else:
+        elif j > 0 and dist[i][j] == dist[i][j - 1] + 1:
             steps.append(("insert", i, j - 1))
             j -= 1
+        else:
+            steps.append(("replace", i - 1, j - 1))
+            i, j = i - 1, j - 1
     steps.reverse()
+    return steps, dist[n][m]
+
+
+def word_edits(original: str, edited: str) -> tuple[list[EditOp], int]:
+    """Minimal word-level edit operations (Levenshtein, grouped into runs) and the edit distance."""
+    a = [w.text for w in words(original)]
+    b = [w.text for w in words(edited)]
+    steps, distance = _alignment(a, b)
     ops: list[EditOp] = []
     run: list[tuple[str, int, int]] = []
 
@@ -104,4 +118,48 @@ def word_edits(original: str, edited: str) -> tuple[list[EditOp], int]:
         else:
             run.append(step)
     flush()
-    return ops, dist[n][m]
+    return ops, distance
+
+
+def diff_pieces(original: str, edited: str) -> list[dict]:
+    """The edit for display: the edited text in order, with removed words put back where they
+    were, as pieces {kind: equal|delete|insert, text}."""
+    a, b = words(original), words(edited)
+    ops, _ = word_edits(original, edited)
+    pieces: list[dict] = []
+    position = 0  # in ``edited``
+    for op in ops:
+        anchor = b[op.b_start].start if op.b_start < len(b) else len(edited)
+        if anchor > position:
+            pieces.append({"kind": "equal", "text": edited[position:anchor]})
+        if op.a_end > op.a_start:
+            pieces.append({"kind": "delete", "text": original[a[op.a_start].start:a[op.a_end - 1].end]})
+        if op.b_end > op.b_start:
+            end = b[op.b_end - 1].end
+            pieces.append({"kind": "insert", "text": edited[anchor:end]})
+            position = end
+        else:
+            position = anchor
+            if position < len(edited) and not edited[position].isspace():
+                pieces.append({"kind": "equal", "text": " "})  # keep the removed words apart from the next
+    if position < len(edited):
+        pieces.append({"kind": "equal", "text": edited[position:]})
+    return pieces
+
+
+def word_alignment(before: list[tuple[str, float]], after: list[tuple[str, float]]) -> list[tuple[str, float | None, float | None]]:
+    """Per-word values of two texts lined up by the word edit: (word, before, after); a word that
+    exists in only one text has None on the other side."""
+    steps, _ = _alignment([w for w, _ in before], [w for w, _ in after])
+    out = []
+    for kind, i, j in steps:
+        if kind == "equal":
+            out.append((before[i][0], before[i][1], after[j][1]))
+        elif kind == "replace":
+            out.append((before[i][0], before[i][1], None))
+            out.append((after[j][0], None, after[j][1]))
+        elif kind == "delete":
+            out.append((before[i][0], before[i][1], None))
+        else:
+            out.append((after[j][0], None, after[j][1]))
+    return out

@@ -42,6 +42,7 @@ def main() -> None:
         window = MainWindow(desk)
         window.resize(1440, 820)
         window.show()
+        window.tabs.setCurrentWidget(window.data_page)
         window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
         wait(800)
         window.filter_bar.search.setText("Poland")
@@ -57,7 +58,75 @@ def main() -> None:
         window.grab().save(str(OUT / "data-browser-hate-speech.png"))
         window.close()
         desk.close()
+    with tempfile.TemporaryDirectory() as scratch:
+        workspace_screenshots(Path(scratch))
     print(f"Screenshots written to {OUT}")
+
+
+def wait_until(condition, seconds: float = 120) -> None:
+    import time
+
+    deadline = time.time() + seconds
+    while not condition():
+        if time.time() > deadline:
+            raise TimeoutError("the screenshot scene did not get ready")
+        wait(50)
+
+
+def workspace_screenshots(scratch: Path) -> None:
+    """First start, live prediction, heatmap, metadata form and a perturbation, on the real default model."""
+    from app.desk import Desk
+    from app.gui.main_window import MainWindow
+
+    desk = Desk(scratch)
+    window = MainWindow(desk)
+    window.resize(1440, 860)
+    window.show()
+    window.prepare_first_start()
+    ws, view = window.workspace, window.workspace.view
+    wait(1500)
+    window.grab().save(str(OUT / "first-start.png"))  # content warning, model being prepared
+    wait_until(lambda: ws.loaded is not None, 300)
+    view.warning.primary.click()
+    box = view.editor.fields["text"]
+
+    def write(text: str, label: str) -> None:
+        box.setPlainText(text)
+        view.editor.choose_label(label)
+        wait_until(lambda: ws.last_prediction is not None and ws._current_prediction_matches())
+        wait(300)
+
+    write("Immigrants like you are a plague on this country and everyone knows it", "hate")
+    ws.explain("predicted")
+    wait_until(lambda: bool(view.attribution.text.words))
+    wait(300)
+    window.grab().save(str(OUT / "workspace-create.png"))
+    ws.submit()
+    wait(300)
+    form = view.form
+    form.set_values({"hate_type": "dehumanization", "target_groups": ["immigrants"],
+                     "label_explanation": "Calls a protected group a plague.",
+                     "model_explanation": "No slurs, and 'plague' is not an insult on its own."})
+    wait(300)
+    window.grab().save(str(OUT / "workspace-metadata.png"))
+    form.confirm()
+    wait_until(lambda: not view.form_shown())
+    wait(500)
+    window.tabs.setCurrentWidget(window.data_page)
+    wait_until(lambda: window.table_model.rowCount() == 1)
+    window.table.selectRow(0)
+    window.start_perturbation()
+    wait_until(lambda: ws.original is not None)
+    box.setPlainText("Immigrants like you are a blessing to this country and everyone knows it")
+    view.editor.choose_label("not hate")
+    wait_until(lambda: ws.last_prediction is not None and ws._current_prediction_matches())
+    ws.explain("predicted")
+    wait_until(lambda: view.perturbation.changes.rowCount() > 0)
+    view.side.setCurrentWidget(view.perturbation)
+    wait(300)
+    window.grab().save(str(OUT / "workspace-perturbation.png"))
+    window.close()
+    desk.close()
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QKeySequence, QShortcut, QTextCharFormat, QTextCursor, QUndoCommand, QUndoStack
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QShortcut, QTextCharFormat, QTextCursor, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFormLayout,
@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+# the chosen label in the colour the prediction bars use for "your label"
+CHOSEN_LABEL_STYLE = "QPushButton:checked { background:#c77c02; color:white; font-weight:bold; border-radius:3px; padding:3px 10px }"
 MERGE_WINDOW_S = 1.0  # keystrokes closer together than this undo as one step
 
 
@@ -128,6 +130,7 @@ class ExampleEditor(QWidget):
             edit = QPlainTextEdit(objectName=f"input_{field['name']}")
             edit.setPlaceholderText(field.get("placeholder", ""))
             edit.setUndoRedoEnabled(False)  # the window's undo stack covers text and label alike
+            edit.installEventFilter(self)
             edit.setTabChangesFocus(True)
             if field["kind"] == "context":
                 edit.setReadOnly(True)
@@ -161,6 +164,7 @@ class ExampleEditor(QWidget):
             for index, label in enumerate(spec["labels"]):
                 button = QPushButton(label, objectName=f"label_{index}")
                 button.setCheckable(True)
+                button.setStyleSheet(CHOSEN_LABEL_STYLE)
                 button.setToolTip(f"Alt+{index + 1}")
                 button.clicked.connect(lambda _checked, value=label: self.choose_label(value))
                 self.label_group.addButton(button)
@@ -181,6 +185,19 @@ class ExampleEditor(QWidget):
         self.answer_label.setVisible(bool(spec.get("extractive")))
         self._label, self._answer = None, None
         self._show_answer()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """A text box claims Ctrl+Z and Ctrl+Shift+Z for its own (disabled) undo; they go to the
+        window's stack instead, so one key walks back through text and label edits alike."""
+        if event.type() in (QEvent.Type.ShortcutOverride, QEvent.Type.KeyPress) and isinstance(event, QKeyEvent):
+            for key, step in ((QKeySequence.StandardKey.Undo, self.undo_stack.undo),
+                              (QKeySequence.StandardKey.Redo, self.undo_stack.redo)):
+                if event.matches(key):
+                    event.accept()
+                    if event.type() == QEvent.Type.KeyPress:
+                        step()
+                    return True
+        return super().eventFilter(watched, event)
 
     # --- the content ------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ class FilterBar(QWidget):
         super().__init__(parent)
         self.search = QLineEdit(placeholderText="Search text (any script, emoji too)…", clearButtonEnabled=True)
         self.search.setObjectName("search")
+        self.author = self._combo("author", [("Everyone's", ANY), ("Mine only", "mine")])
         self.round = self._combo("round", [("All rounds", ANY)])
         self.label = self._combo("label", [("Any label", ANY)])
         self.fooled = self._combo("fooled", [("Fooled or not", ANY), ("Model fooled", True), ("Model not fooled", False)])
@@ -27,7 +28,7 @@ class FilterBar(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(QLabel("Find:"))
         layout.addWidget(self.search, 3)
-        for combo in (self.round, self.label, self.fooled, self.validation, self.status):
+        for combo in (self.author, self.round, self.label, self.fooled, self.validation, self.status):
             layout.addWidget(combo, 1)
         self._debounce = QTimer(self, singleShot=True, interval=SEARCH_DEBOUNCE_MS)
         self._debounce.timeout.connect(self._emit)
@@ -55,6 +56,7 @@ class FilterBar(QWidget):
     def value(self) -> dict:
         return {
             "text": self.search.text().strip(),
+            "mine": self.author.currentData() == "mine",
             "round": self.round.currentData(),
             "label": self.label.currentData(),
             "fooled": self.fooled.currentData(),

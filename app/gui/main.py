@@ -26,6 +26,7 @@ def run_gui(data_dir: str | None = None) -> int:
         return 1
     window = MainWindow(desk)
     window.show()
+    window.prepare_first_start()
     try:
         return app.exec()
     finally:

@@ -11,11 +11,13 @@ import uuid
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt
-from PySide6.QtGui import QAction, QFont, QKeySequence
+from PySide6.QtGui import QAction, QFont, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
+    QInputDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QSplitter,
     QTabWidget,
@@ -28,16 +30,29 @@ from app import __version__
 from app.desk import Desk
 from app.domain import Role
 from app.errors import DynadeskError
+from app.gui.inference import InferenceService
 from app.gui.rounds_controller import RoundsController
+from app.gui.workspace import WorkspaceController
 from app.gui.worker import SerialWorker
+from local_models.progress import Progress
 from app.services.review import NOT_DRAFT, ExampleFilter, ExampleRow
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import PAGE_SIZE, ExampleTableModel, ExampleTableView
 from widgets.filter_bar import FilterBar
 from widgets.import_dialog import ExportDialog, ImportDialog
 from widgets.profile_dialog import ProfileDialog
+from widgets.workspace_view import WorkspaceView
 
 log = logging.getLogger(__name__)
+SHORTCUTS = [
+    ("Ctrl+Enter", "submit the example; in the form, store it"), ("Esc", "back from the form to editing"),
+    ("Alt+1, Alt+2, …", "choose your label"), ("Ctrl+Z / Ctrl+Shift+Z", "undo / redo text and label edits"),
+    ("Ctrl+Shift+A", "explain: the attribution heatmap"), ("Ctrl+Shift+N", "next context"),
+    ("Ctrl+Shift+O", "start from a prompt"), ("Ctrl+Shift+E", "perturb the example selected in Data"),
+    ("Ctrl+G", "guidelines"), ("Ctrl+1 / Ctrl+2", "Create / Data"), ("Ctrl+F", "find in Data"),
+    ("Ctrl+I / Ctrl+E", "import / export"), ("Ctrl+Shift+R", "round settings"),
+    ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
+]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
 
 
@@ -94,15 +109,19 @@ class MainWindow(QMainWindow):
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([900, 380])
-        data_page = QWidget(objectName="data-page")
+        self.data_page = data_page = QWidget(objectName="data-page")
         layout = QVBoxLayout(data_page)
         layout.addWidget(self.filter_bar)
         layout.addWidget(splitter, 1)
         self.tabs = QTabWidget(objectName="tabs")
+        self._install_workspace()
         self.tabs.addTab(data_page, "&Data")
         self.setCentralWidget(self.tabs)
         self.count_label = QLabel(objectName="count")
+        self.model_label = QLabel(objectName="models")
+        self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().addPermanentWidget(self.count_label)
+        self.workspace.status_changed.connect(self.model_label.setText)
         self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
 
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
@@ -113,6 +132,95 @@ class MainWindow(QMainWindow):
         self._load_tasks()
         if desk.settings_store.problem:
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
+        self._install_sync()
+        self._first_start: SerialWorker | None = None
+
+    # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
+
+    def _install_sync(self) -> None:
+        from app.gui.sync_controller import install
+
+        self.sync = install(self)
+    # --- end of sync ---
+
+    # --- the annotation workspace (issue #4) --------------------------------------------------
+
+    def _install_workspace(self) -> None:
+        self.undo_stack = QUndoStack(self)
+        self.inference = InferenceService(self)
+        self.workspace_view = WorkspaceView(self.undo_stack)
+        self.workspace = WorkspaceController(self.desk, self.db, self.inference, self.workspace_view, self.undo_stack)
+        self.workspace.example_stored.connect(lambda _id: self.refresh())
+        self.tabs.addTab(self.workspace_view, "&Create")
+
+    def prepare_first_start(self) -> None:
+        """A fresh desk: build the bundled model once (about 20 s, off the GUI thread), then make it
+        the target of hate-speech round 1, so the window is ready to annotate with nothing to set up."""
+        from app.services import target_models
+
+        desk, workspace = self.desk, self.workspace
+        self._first_start_progress = progress = Progress()
+
+        def start(needed: bool) -> None:
+            if not needed:
+                return
+            workspace.no_model_message = ("Preparing the bundled target model (first start only, about half a "
+                                          "minute). You can start writing now.")
+            workspace.reload_models()
+            self.statusBar().showMessage("First start: preparing the bundled target model…")
+            self._first_start = SerialWorker("first-start", self)
+            self._first_start.submit(lambda: target_models.prepare_default_files(desk, progress=progress),
+                                     on_done=adopt, on_error=failed)
+
+        def adopt(_prepared) -> None:
+            self.db.submit(lambda: target_models.adopt_default_model(desk), on_done=adopted, on_error=failed)
+
+        def adopted(record) -> None:
+            workspace.no_model_message = "This round has no target model yet: a lead can attach one (Round menu)."
+            self.statusBar().showMessage("The target model is ready." if record else "", 8000)
+            if workspace.task_code == target_models.DEFAULT_TASK:
+                workspace.reload_models()
+
+        def failed(error: BaseException) -> None:
+            workspace.no_model_message = f"The bundled target model could not be prepared: {error}"
+            workspace.reload_models()
+            if not isinstance(error, DynadeskError):
+                log.error("first start failed", exc_info=(type(error), error, error.__traceback__))
+
+        self.db.submit(lambda: target_models.needs_default_model(desk), on_done=start, on_error=failed)
+
+    def start_perturbation(self) -> None:
+        row = self.table_model.row_data(self.table.currentIndex().row())
+        if row is None:
+            self.statusBar().showMessage("Select a submitted example to perturb.", 5000)
+            return
+        self.tabs.setCurrentWidget(self.workspace_view)
+        self.workspace.start_perturbation(row["id"])
+
+    def _author_action(self, kind: str) -> None:
+        row = self.table_model.row_data(self.table.currentIndex().row())
+        if row is None:
+            return
+        reason, ok = QInputDialog.getText(self, "Retract example" if kind == "retract" else "Flag example",
+                                          "Why? (validators and leads will see this)")
+        if not ok:
+            return
+        examples, person = self.desk.examples, self.desk.current_person().id
+        call = examples.retract if kind == "retract" else examples.flag
+        self.db.submit(lambda: call(row["id"], person, reason), on_done=lambda _e: self.refresh(),
+                       on_error=self.show_error)
+
+    def _table_menu(self, position) -> None:
+        menu = QMenu(self)
+        menu.addAction(self.perturb_action)
+        menu.addSeparator()
+        menu.addAction(self.retract_action)
+        menu.addAction(self.flag_action)
+        menu.exec(self.table.viewport().mapToGlobal(position))
+
+    def show_shortcuts(self) -> None:
+        rows = "".join(f"<tr><td><b>{keys}</b></td><td>{what}</td></tr>" for keys, what in SHORTCUTS)
+        QMessageBox.information(self, "Keyboard shortcuts", f"<table cellspacing=6>{rows}</table>")
 
     # --- menus -----------------------------------------------------------------------------
 
@@ -139,12 +247,45 @@ class MainWindow(QMainWindow):
                      "larger-text")
         self._action(view_menu, "Smaller text", lambda: self.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
                      "smaller-text")
+        edit_menu = self.menuBar().addMenu("&Edit")
+        undo = self.undo_stack.createUndoAction(self, "&Undo")
+        undo.setShortcut(QKeySequence.StandardKey.Undo)
+        redo = self.undo_stack.createRedoAction(self, "&Redo")
+        redo.setShortcut(QKeySequence.StandardKey.Redo)
+        edit_menu.addActions([undo, redo])
+        example_menu = self.menuBar().addMenu("E&xample")
+        workspace = self.workspace
+        self.submit_action = self._action(example_menu, "&Submit", workspace.submit, "Ctrl+Return", "submit")
+        self.submit_action.setShortcuts([QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")])
+        self._action(example_menu, "Back to editing", lambda: self.workspace_view.show_form(False), "Esc", "back")
+        self._action(example_menu, "&Explain (attribution heatmap)",
+                     lambda: workspace.explain(self.workspace_view.attribution.target_choice.currentData()),
+                     "Ctrl+Shift+A", "explain")
+        self._action(example_menu, "&Next context", workspace.next_context, "Ctrl+Shift+N", "next-context")
+        self._action(example_menu, "Start from a &prompt", workspace.prompt, "Ctrl+Shift+O", "prompt")
+        self.perturb_action = self._action(example_menu, "&Perturb the selected example", self.start_perturbation,
+                                           "Ctrl+Shift+E", "perturb")
+        self.retract_action = self._action(example_menu, "&Retract the selected example…",
+                                           lambda: self._author_action("retract"), None, "retract")
+        self.flag_action = self._action(example_menu, "&Flag the selected example…",
+                                        lambda: self._author_action("flag"), None, "flag")
+        self._action(example_menu, "&Discard this draft", workspace.discard, None, "discard")
+        self._action(example_menu, "Show &guidelines",
+                     lambda: self.workspace_view.side.setCurrentWidget(self.workspace_view.guidelines), "Ctrl+G",
+                     "guidelines")
+        view_menu.addSeparator()
+        self._action(view_menu, "&Create", lambda: self.tabs.setCurrentWidget(self.workspace_view), "Ctrl+1", "tab-create")
+        self._action(view_menu, "&Data", lambda: self.tabs.setCurrentIndex(self.tabs.indexOf(self.data_page)),
+                     "Ctrl+2", "tab-data")
         round_menu = self.menuBar().addMenu("&Round")
         self._action(round_menu, "Round &settings, models and contexts…", self.open_rounds, "Ctrl+Shift+R", "rounds")
         profile_menu = self.menuBar().addMenu("&Profile")
         self._action(profile_menu, "&Switch or create profile…", self.open_profiles, "Ctrl+Shift+P", "profiles")
         help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, "F1", "shortcuts")
         self._action(help_menu, "&About Dynadesk", self.show_about)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._table_menu)
 
     # --- settings --------------------------------------------------------------------------
 
@@ -176,6 +317,12 @@ class MainWindow(QMainWindow):
             self.desk.save_settings()
         except OSError as exc:
             log.warning("could not save settings: %s", exc)
+        self.sync.stop()  # cancels a running sync; it resumes at the next start
+        if self._first_start is not None:
+            self._first_start_progress.cancel()  # the next start finishes it
+            self._first_start.shutdown(wait=False)
+        self.workspace.save_draft()
+        self.inference.shutdown()
         self.db.shutdown(wait=True)
         super().closeEvent(event)
 
@@ -237,6 +384,9 @@ class MainWindow(QMainWindow):
             self.round_label.setText("No open round")
         rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in task_rounds]
         self.filter_bar.set_choices(rounds, definition.labels)
+        if self.workspace.task_code != code or self.workspace.round is None or (
+                open_rounds and open_rounds[-1].id != self.workspace.round.id):
+            self.workspace.set_task(code)
         self._filters_changed(self.filter_bar.value())
 
     def _filters_changed(self, values: dict) -> None:
@@ -244,6 +394,7 @@ class MainWindow(QMainWindow):
         self._filter = ExampleFilter(
             task_id=task_id,
             round_ids=[uuid.UUID(values["round"])] if values.get("round") else (),
+            author_ids=[self.desk.current_person().id] if values.get("mine") else (),
             labels=[values["label"]] if values.get("label") else (),
             fooled=values.get("fooled"),
             validation_states=[values["validation_state"]] if values.get("validation_state") else (),

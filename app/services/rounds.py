@@ -24,7 +24,7 @@ from app.services.models import ModelService
 from app.services.tasks import TaskService
 from app.storage.db import Database
 from app.text import content_hash
-from app.storage.models import Context, Example, ModelRecord, Person, Round, RoundModel
+from app.storage.models import Context, Example, ModelRecord, Person, Round, RoundModel, Task
 
 LabelStart = Literal["blank", "fixed", "random"]
 ContextPolicy = Literal["least_used", "random", "least_fooled"]
@@ -202,6 +202,33 @@ class RoundService:
             session.execute(delete(RoundModel).where(RoundModel.round_id == round_id))
             session.add_all(RoundModel(round_id=round_id, model_id=m, position=i) for i, m in enumerate(model_ids))
             round_.bump()
+
+    def untouched_first_round(self, task_code: str) -> Round | None:
+        """Round 1 of the task as the desk created it (open, never changed, no models), if it is so."""
+        with self.db.read() as session:
+            return self._untouched_first_round(session, task_code)
+
+    def adopt_first_models(self, task_code: str, model_ids: Sequence[uuid.UUID]) -> bool:
+        """First start: untouched round 1 takes these target models. A round a lead has changed
+        (even by removing its models) is left alone, so this never overrides a decision."""
+        with self.db.write() as session:
+            round_ = self._untouched_first_round(session, task_code)
+            if round_ is None:
+                return False
+            self._require_models(session, model_ids)
+            session.add_all(RoundModel(round_id=round_.id, model_id=m, position=i) for i, m in enumerate(model_ids))
+            round_.bump()
+            return True
+
+    @staticmethod
+    def _untouched_first_round(session, task_code: str) -> Round | None:
+        round_ = session.scalar(select(Round).join(Task, Task.id == Round.task_id)
+                                .where(Task.code == task_code, Round.number == 1))
+        if round_ is None or round_.status != RoundStatus.OPEN or round_.revision != 1:
+            return None
+        if session.scalar(select(RoundModel.model_id).where(RoundModel.round_id == round_.id).limit(1)):
+            return None
+        return round_
 
     def close(self, round_id: uuid.UUID, by: uuid.UUID) -> Round:
         with self.db.write() as session:

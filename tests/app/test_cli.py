@@ -29,7 +29,7 @@ def test_every_command_has_help(data_dir, command):
 
 
 def test_init_import_stats_export_from_the_command_line(data_dir, tmp_path):
-    result = dynadesk("init", "--name", "Ada Lovelace", "--role", "lead", data_dir=data_dir)
+    result = dynadesk("init", "--name", "Ada Lovelace", "--role", "lead", "--without-default-model", data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     assert "Profile:     Ada Lovelace (lead)" in result.stdout
     assert "hate_speech" in result.stdout
@@ -95,7 +95,7 @@ def test_a_bad_row_in_an_import_names_its_line(data_dir, tmp_path):
 
 def test_data_dir_option_overrides_the_environment(data_dir, tmp_path):
     chosen = tmp_path / "elsewhere"
-    result = dynadesk("--data-dir", chosen, "init", data_dir=data_dir)
+    result = dynadesk("--data-dir", chosen, "init", "--without-default-model", data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     assert (chosen / "dynadesk.sqlite").exists() and not (data_dir / "dynadesk.sqlite").exists()
     assert f"Data folder: {chosen}" in result.stdout

@@ -3,7 +3,7 @@ from tests.app.test_cli import assert_clean_failure, dynadesk
 
 
 def test_a_lead_runs_rounds_from_the_command_line(data_dir, tmp_path):
-    assert dynadesk("init", "--name", "Lee Lead", "--role", "lead", data_dir=data_dir).returncode == 0
+    assert dynadesk("init", "--name", "Lee Lead", "--role", "lead", "--without-default-model", data_dir=data_dir).returncode == 0
     with Desk(data_dir) as desk:
         task = desk.tasks.task("hate_speech")
         for name, sha in (("base", "aa" * 32), ("strong", "bb" * 32), ("stronger", "cc" * 32)):
@@ -37,7 +37,7 @@ def test_a_lead_runs_rounds_from_the_command_line(data_dir, tmp_path):
 
 
 def test_round_commands_fail_clearly(data_dir):
-    dynadesk("init", "--name", "Ana", "--role", "annotator", data_dir=data_dir)
+    dynadesk("init", "--name", "Ana", "--role", "annotator", "--without-default-model", data_dir=data_dir)
     assert_clean_failure(dynadesk("rounds", "close", "--task", "hate_speech", data_dir=data_dir),
                          "Only leads and owners can change rounds")
     assert_clean_failure(dynadesk("rounds", "open", "--task", "hate_speech", "--model", "ghost", data_dir=data_dir),

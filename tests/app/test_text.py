@@ -1,4 +1,4 @@
-from app.text import clean_text, word_edits, words
+from app.text import clean_text, diff_pieces, word_alignment, word_edits, words
 
 
 def test_words_keep_exact_character_offsets_for_any_script():
@@ -27,3 +27,18 @@ def test_word_edits_are_minimal_and_grouped():
     ops, distance = word_edits("not at all bad", "bad")
     assert distance == 3 and [(o.op, o.old) for o in ops] == [("delete", "not at all")]
     assert word_edits("same text", "same text") == ([], 0)
+
+
+def test_diff_pieces_rebuild_the_edit_in_reading_order():
+    pieces = diff_pieces("I do not like it 😀", "I like it a lot 😀")
+    assert "".join(p["text"] for p in pieces if p["kind"] != "delete").replace("  ", " ") == "I like it a lot 😀"
+    assert [p["text"] for p in pieces if p["kind"] == "delete"] == ["do not"]
+    assert [p["text"] for p in pieces if p["kind"] == "insert"] == ["a lot"]
+    assert diff_pieces("same", "same") == [{"kind": "equal", "text": "same"}]
+
+
+def test_word_alignment_pairs_words_through_the_edit():
+    before = [("Women", 0.3), ("can't", 0.9), ("lead", 0.1)]
+    after = [("Women", 0.5), ("can", 0.1), ("lead", 0.0)]
+    assert word_alignment(before, after) == [("Women", 0.3, 0.5), ("can't", 0.9, None), ("can", None, 0.1),
+                                             ("lead", 0.1, 0.0)]

@@ -1,0 +1,137 @@
+"""The workspace as an analyst feels it, with the real default model:
+
+- cold start: a new process until the window is shown and usable, and until the first
+  prediction can be made (the target model loaded), on a desk that was set up before;
+- keystroke to prediction shown: a key press in the editor until the prediction panel shows
+  the model's answer for exactly that text (the service keeps no debounce, so this is all of it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.common import BenchContext, Result, summarise
+
+GROUP = "workspace"
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ("they the people from over there never really said that my neighbours and friends always "
+         "come to help when it rains in the city but some folks online keep telling lies about refugees "
+         "women immigrants and everyone else who lives here today").split()
+
+COLD_START = r"""
+import json, sys, time
+started = float(sys.argv[1])
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from app.desk import Desk
+from app.gui.main_window import MainWindow
+desk = Desk(sys.argv[2])
+window = MainWindow(desk)
+window.show()
+app.processEvents()
+shown = time.time()
+ws = window.workspace
+while ws.loaded is None:
+    app.processEvents()
+    time.sleep(0.002)
+loaded = time.time()
+window.close()
+desk.close()
+print(json.dumps({"window_s": shown - started, "model_s": loaded - started, "device": ws.loaded.devices[0]}))
+"""
+
+
+def _prepare_desk(ctx: BenchContext) -> Path:
+    from app.desk import Desk
+    from app.services.target_models import adopt_default_model
+
+    data = ctx.work_dir / "desk"
+    with Desk(data) as desk:
+        settings = desk.settings
+        settings.acknowledged_warnings = ["hate_speech"]
+        desk.save_settings()
+        if adopt_default_model(desk) is None:
+            raise RuntimeError("the bench desk did not take the default model")
+    return data
+
+
+def _cold_starts(data: Path, runs: int) -> tuple[list[float], list[float], str]:
+    window, model, device = [], [], ""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    for _ in range(runs):
+        started = time.time()
+        out = subprocess.run([sys.executable, "-c", COLD_START, repr(started), str(data)], capture_output=True,
+                             text=True, cwd=ROOT, env=env, timeout=300, check=True)
+        figures = json.loads(out.stdout.strip().splitlines()[-1])
+        window.append(figures["window_s"])
+        model.append(figures["model_s"])
+        device = figures["device"]
+    return window, model, device
+
+
+def _keystrokes(data: Path, n: int) -> tuple[list[float], str]:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    from app.desk import Desk
+    from app.gui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication([])
+    desk = Desk(data)
+    window = MainWindow(desk)
+    window.show()
+    ws = window.workspace
+    box = ws.view.editor.fields["text"]
+    shown: list[float] = []
+    ws.inference.prediction_ready.connect(lambda _r: shown.append(time.perf_counter()), Qt.ConnectionType.DirectConnection)
+    deadline = time.time() + 120
+    while ws.loaded is None and time.time() < deadline:
+        app.processEvents()
+    rng = random.Random(3)
+    text = " ".join(rng.choice(WORDS) for _ in range(400))
+    samples = []
+    box.setFocus()
+    for i in range(n + 10):
+        if len(box.toPlainText()) > 200:  # keep texts of realistic length (≤ 64 tokens)
+            box.clear()
+            app.processEvents()
+        before = len(shown)
+        start = time.perf_counter()
+        QTest.keyClick(box, text[i % len(text)])
+        while not (len(shown) > before and ws._current_prediction_matches()
+                   and not ws.view.prediction.stale.isVisible()):
+            app.processEvents()
+        if i >= 10:  # warm-up: first calls allocate
+            samples.append((time.perf_counter() - start) * 1000)
+    device = ws.loaded.devices[0]
+    window.close()
+    window.deleteLater()
+    app.processEvents()
+    desk.close()
+    return samples, device
+
+
+def run(ctx: BenchContext) -> list[Result]:
+    data = _prepare_desk(ctx)
+    runs = 3 if ctx.quick else 7
+    window_s, model_s, device = _cold_starts(data, runs)
+    samples, key_device = _keystrokes(data, 40 if ctx.quick else 300)
+    load = os.getloadavg()[0]
+    return [
+        Result(GROUP, "cold start to a usable window (new process)", "s", statistics.median(window_s),
+               max(window_s), runs, budget="<= 3 s", within_budget=statistics.median(window_s) <= 3,
+               notes=f"p95 column: slowest of {runs}; includes Python, Qt and the database"),
+        Result(GROUP, "cold start until the target model answers", "s", statistics.median(model_s), max(model_s),
+               runs, notes=f"default model on {device}; the window is usable meanwhile"),
+        summarise(GROUP, "keystroke to prediction shown", samples, budget_p95_ms=30,
+                  notes=f"real key presses, default model on {key_device}, texts <= 200 chars; "
+                        f"load average {load:.1f}"),
+    ]
