@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -19,7 +19,7 @@ from app.gui.inference import AttributionResult, InferenceFailure, InferenceServ
 from app.gui.worker import SerialWorker
 from app.services.examples import Content, check_content
 from app.services.target_models import TargetModelError, model_input, model_spec, to_model_output
-from app.tasks.definition import InputKind, MetadataKind, TaskDefinition
+from app.tasks.definition import TaskDefinition
 from app.tasks.fooling import ensemble_label, is_fooled, mean_probabilities, span_f1
 from app.text import diff_pieces, word_alignment, word_edits, words
 from widgets.workspace_view import WorkspaceView

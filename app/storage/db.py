@@ -33,24 +33,35 @@ log = logging.getLogger(__name__)
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 CACHE_KIB = 64 * 1024  # per connection; review scans over 100k examples stay in memory
-_WRITE = "dynadesk_write"
+WRITE_OPTION = "dynadesk_write"  # execution option of write sessions: BEGIN IMMEDIATE
 
 
-def _configure_connection(dbapi_connection: sqlite3.Connection, _record) -> None:
-    # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's implicit BEGIN is unreliable).
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode = WAL")
-    cursor.execute("PRAGMA synchronous = FULL")  # annotators' work must survive a power cut too
-    cursor.execute("PRAGMA foreign_keys = ON")
-    cursor.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-    cursor.close()
+def sqlite_engine(url: str, *, cache_kib: int | None = None) -> Engine:
+    """An engine on a SQLite file set up for durable writes by several threads and processes:
+    WAL, synchronous=FULL, foreign keys, a busy timeout, and BEGIN IMMEDIATE for writers (the desk
+    and the sync server both use it)."""
 
+    def configure(dbapi_connection: sqlite3.Connection, _record) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's implicit BEGIN is unreliable).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = FULL")  # acknowledged work must survive a power cut
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if cache_kib:
+            cursor.execute(f"PRAGMA cache_size = -{cache_kib}")
+        cursor.close()
 
-def _begin(connection) -> None:
-    # Writers reserve the database up front, so two writers never deadlock on a lock upgrade.
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(_WRITE) else "BEGIN")
+    def begin(connection) -> None:
+        # Writers reserve the database up front, so two writers never deadlock on a lock upgrade.
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(WRITE_OPTION)
+                                   else "BEGIN")
+
+    engine = create_engine(url, connect_args={"check_same_thread": False})
+    event.listen(engine, "connect", configure)
+    event.listen(engine, "begin", begin)
+    return engine
 
 
 def alembic_config(connection=None) -> Config:
@@ -70,11 +81,9 @@ class Database:
     def __init__(self, path: Path, *, upgrade: bool = True):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.engine: Engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
-        event.listen(self.engine, "connect", _configure_connection)
-        event.listen(self.engine, "begin", _begin)
+        self.engine: Engine = sqlite_engine(f"sqlite:///{self.path}", cache_kib=CACHE_KIB)
         self._readers = sessionmaker(self.engine, expire_on_commit=False)
-        self._writers = sessionmaker(self.engine.execution_options(**{_WRITE: True}), expire_on_commit=False)
+        self._writers = sessionmaker(self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False)
         self._write_lock = threading.RLock()
         self.backup_path: Path | None = None  # set when an upgrade kept a copy of the old file
         try:

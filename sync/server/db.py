@@ -21,19 +21,18 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, event, select
+from sqlalchemy import create_engine, select
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.errors import DynadeskError
+from app.storage.db import WRITE_OPTION, sqlite_engine
 
 log = logging.getLogger(__name__)
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "dynadesk_server_version"
-BUSY_TIMEOUT_MS = 30_000
 WRITE_ATTEMPTS = 8
-_WRITE = "dynadesk_server_write"
 T = TypeVar("T")
 
 # PostgreSQL SQLSTATEs worth a retry: serialization_failure, deadlock_detected.
@@ -55,22 +54,6 @@ def database_url(value: str | Path) -> str:
     if url.get_backend_name() != "sqlite":
         raise DynadeskError(f"The server stores its data in SQLite or PostgreSQL, not {url.get_backend_name()}.")
     return text
-
-
-def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record) -> None:
-    dbapi_connection.isolation_level = None  # BEGIN is issued by the "begin" event below
-    cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode = WAL")
-    cursor.execute("PRAGMA synchronous = FULL")  # an acknowledged push survives a power cut
-    cursor.execute("PRAGMA foreign_keys = ON")
-    cursor.close()
-
-
-def _sqlite_begin(connection) -> None:
-    # Writers take the write lock up front: two writers never deadlock on a lock upgrade,
-    # and writers in several worker processes queue on the busy timeout.
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(_WRITE) else "BEGIN")
 
 
 def alembic_config(connection=None) -> Config:
@@ -104,15 +87,13 @@ class ServerDatabase:
             path = make_url(self.url).database
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False})
-            event.listen(self.engine, "connect", _sqlite_connect)
-            event.listen(self.engine, "begin", _sqlite_begin)
+            self.engine: Engine = sqlite_engine(self.url)
         else:
             # Request threads each hold one connection for one transaction.
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size * 3, pool_pre_ping=True,
                                         pool_timeout=60)
         self._readers = sessionmaker(self.engine, expire_on_commit=False)
-        self._writers = sessionmaker(self.engine.execution_options(**{_WRITE: True}), expire_on_commit=False)
+        self._writers = sessionmaker(self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False)
         self._local_lock = threading.Lock() if self.dialect == "sqlite" else None
         self.races = 0  # transactions run again after losing a race (for tests and benchmarks)
 
