@@ -43,6 +43,7 @@ from app.errors import DynadeskError
 from app.io.records import dump_context, dump_model, dump_round
 from app.storage import outbox
 from app.storage.models import Context, ModelRecord, Person, Round, RoundModel, Task
+from local_models.files import file_sha256
 from sync import local
 from sync.protocol import (
     API,
@@ -389,7 +390,7 @@ class SyncClient:
             for f in files:
                 target = staging / _local_name(f.name)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                if not (target.is_file() and target.stat().st_size == f.size and _sha256(target) == f.sha256):
+                if not (target.is_file() and target.stat().st_size == f.size and file_sha256(target) == f.sha256):
                     self._download_blob(f.sha256, target, handle, report)  # resumes file by file
                 done += f.size
                 handle.progress("models", done, total)
@@ -498,7 +499,7 @@ class SyncClient:
         runtime = (model.provenance or {}).get("runtime") or {}
         tokenizer = runtime.get("tokenizer_dir")
         named = backend_named(model.format).model_files(Path(model.path), Path(tokenizer) if tokenizer else None)
-        files = [{"name": name, "sha256": _sha256(path), "size": path.stat().st_size} for name, path in named]
+        files = [{"name": name, "sha256": file_sha256(path), "size": path.stat().st_size} for name, path in named]
         if manifest_sha256((f["name"], f["sha256"]) for f in files) != model.sha256:
             raise SyncError(f"The files of {model.name} changed since it was registered; register it again.")
         for (name, path), f in zip(named, files):
@@ -547,14 +548,6 @@ def _local_name(name: str) -> str:
     tokenizer files in ``tokenizer/`` (passed as the tokenizer folder)."""
     role, _, base = name.partition("/")
     return base if role == "model" else f"tokenizer/{base}"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _detail(response: httpx.Response) -> str:

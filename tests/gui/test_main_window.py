@@ -1,4 +1,3 @@
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDialogButtonBox, QPushButton
@@ -9,17 +8,6 @@ from app.io.importers import import_file
 from tests.conftest import FIXTURES, shared_file
 from widgets.import_dialog import ImportDialog
 from widgets.profile_dialog import ProfileDialog
-
-
-@pytest.fixture
-def window(qtbot, data_dir, modal_log):
-    desk = Desk(data_dir)
-    win = MainWindow(desk)
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.close()
-    desk.close()
 
 
 def wait_for_count(qtbot, window, text):

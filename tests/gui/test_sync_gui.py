@@ -15,8 +15,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDialogButtonBox
 
-from app.desk import Desk
-from app.gui.main_window import MainWindow
 from tests.conftest import hate_content, hate_output
 from tests.sync.helpers import ThreadServer, add_account, publish_basics, server_counts, server_database
 from widgets.sync_dialog import SyncDialog
@@ -55,17 +53,6 @@ class Gate:
             await app(scope, receive, send)
 
         return gated
-
-
-@pytest.fixture
-def window(qtbot, data_dir, modal_log):
-    desk = Desk(data_dir)
-    win = MainWindow(desk)
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.close()
-    desk.close()
 
 
 def action(window, name) -> QAction:

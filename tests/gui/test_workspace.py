@@ -13,10 +13,10 @@ from PySide6.QtWidgets import QApplication
 
 from app import paths
 from app.desk import Desk
-from app.gui.main_window import MainWindow
 from app.io.importers import import_file
 from app.services.target_models import register_model
 from tests.conftest import FIXTURES
+from tests.gui.conftest import close_window, open_window
 
 WAIT = 60_000  # the first model load imports torch; a busy CI machine is slow at it
 TRIGGER = "banana"  # the tiny model says "hate" exactly when this word is present
@@ -29,23 +29,6 @@ def hate_model(data_dir, hate_trigger_model_dir):
         record = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
         assert desk.rounds.adopt_first_models("hate_speech", [record.id])
     return record
-
-
-def open_window(qtbot, data_dir, *, closed_by_test: bool = True) -> MainWindow:
-    desk = Desk(data_dir)
-    window = MainWindow(desk)
-    if closed_by_test:
-        qtbot.addWidget(window)
-    window.resize(1280, 800)
-    with qtbot.waitActive(window):
-        window.show()
-        window.activateWindow()
-    return window
-
-
-def close_window(window: MainWindow) -> None:
-    window.close()
-    window.desk.close()
 
 
 @pytest.fixture

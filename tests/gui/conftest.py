@@ -1,0 +1,33 @@
+"""Opening the real main window on a test's data folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.desk import Desk
+from app.gui.main_window import MainWindow
+
+
+def open_window(qtbot, data_dir, *, closed_by_test: bool = True) -> MainWindow:
+    """The main window on its own Desk, shown and active. ``closed_by_test=False`` leaves the
+    closing to the test (to destroy it without a close event, as a killed process would)."""
+    window = MainWindow(Desk(data_dir))
+    if closed_by_test:
+        qtbot.addWidget(window)
+    window.resize(1280, 800)
+    with qtbot.waitActive(window):
+        window.show()
+        window.activateWindow()
+    return window
+
+
+def close_window(window: MainWindow) -> None:
+    window.close()
+    window.desk.close()
+
+
+@pytest.fixture
+def window(qtbot, data_dir, modal_log):
+    win = open_window(qtbot, data_dir)
+    yield win
+    close_window(win)
