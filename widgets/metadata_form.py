@@ -48,6 +48,7 @@ class MetadataForm(QFrame):
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addLayout(self.form)
+        layout.addStretch(1)  # spare height below the fields, not between them
         layout.addLayout(buttons)
         self.fields: list[dict] = []
         self.editors: dict[str, object] = {}
@@ -62,7 +63,8 @@ class MetadataForm(QFrame):
         self.fields, self.editors, self.rows = fields, {}, {}
         for field in fields:
             widget, editor = self._editor_for(field)
-            caption = QLabel(field["label"] + (" *" if field.get("required") else ""))
+            caption = QLabel(field["label"] + (" *" if field.get("required") else ""), wordWrap=True)
+            caption.setFixedWidth(240)  # a long question wraps instead of widening the window
             caption.setToolTip(field.get("help", ""))
             widget.setToolTip(field.get("help", ""))
             self.form.addRow(caption, widget)
