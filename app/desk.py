@@ -39,6 +39,7 @@ class Desk:
         self.review = ReviewQueries(self.db)
         self.tasks.sync_catalog()
         self.tasks.ensure_first_rounds()
+        self._person_id: uuid.UUID | None = None
 
     def save_settings(self) -> None:
         self.settings_store.save(self.settings)
@@ -55,8 +56,16 @@ class Desk:
         self.switch_person(person.id)
         return person
 
+    @property
+    def current_person_id(self) -> uuid.UUID:
+        """The working profile's id, queried once: the GUI thread asks for it on every action."""
+        if self._person_id is None:
+            self._person_id = self.current_person().id
+        return self._person_id
+
     def switch_person(self, person_id: uuid.UUID) -> None:
         self.people.get(person_id)
+        self._person_id = person_id
         self.settings.current_person_id = str(person_id)
         self.save_settings()
 

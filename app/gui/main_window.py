@@ -205,7 +205,7 @@ class MainWindow(QMainWindow):
                                           "Why? (validators and leads will see this)")
         if not ok:
             return
-        examples, person = self.desk.examples, self.desk.current_person().id
+        examples, person = self.desk.examples, self.desk.current_person_id
         call = examples.retract if kind == "retract" else examples.flag
         self.db.submit(lambda: call(row["id"], person, reason), on_done=lambda _e: self.refresh(),
                        on_error=self.show_error)
@@ -394,7 +394,7 @@ class MainWindow(QMainWindow):
         self._filter = ExampleFilter(
             task_id=task_id,
             round_ids=[uuid.UUID(values["round"])] if values.get("round") else (),
-            author_ids=[self.desk.current_person().id] if values.get("mine") else (),
+            author_ids=[self.desk.current_person_id] if values.get("mine") else (),
             labels=[values["label"]] if values.get("label") else (),
             fooled=values.get("fooled"),
             validation_states=[values["validation_state"]] if values.get("validation_state") else (),

@@ -94,7 +94,7 @@ class RoundsController(QObject):
         return done
 
     def _person(self) -> uuid.UUID:
-        return self.desk.current_person().id
+        return self.desk.current_person_id
 
     def _save(self, round_id, changes: dict) -> None:
         rounds, by = self.desk.rounds, self._person()

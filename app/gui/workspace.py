@@ -201,10 +201,10 @@ class WorkspaceController(QObject):
     # --- a new example ----------------------------------------------------------------------
 
     def _new_example(self, *, after_submit: bool, previous_label: str | None = None) -> None:
-        person = self.desk.current_person()
+        person = self.desk.current_person_id
         context_id = self.draft.context_id if (after_submit and self.draft) else None
-        self.draft = DraftRef(self.task_code, self.round.number, person.id, context_id=context_id)
-        label = self.desk.rounds.starting_label(self.round.id, person.id, previous=previous_label,
+        self.draft = DraftRef(self.task_code, self.round.number, person, context_id=context_id)
+        label = self.desk.rounds.starting_label(self.round.id, person, previous=previous_label,
                                                 after_submit=after_submit) if self.definition.labels else None
         current = self.view.editor.content()
         written = {f.name: "" for f in self.definition.written_inputs}
@@ -222,7 +222,7 @@ class WorkspaceController(QObject):
     def next_context(self) -> None:
         if self.round is None:
             return
-        rounds, round_id, person = self.desk.rounds, self.round.id, self.desk.current_person().id
+        rounds, round_id, person = self.desk.rounds, self.round.id, self.desk.current_person_id
 
         def show(context) -> None:
             if context is None:
@@ -236,7 +236,7 @@ class WorkspaceController(QObject):
 
     def prompt(self) -> None:
         """The prompt condition: start from a sentence of the round's prompts, and edit it."""
-        rounds, round_id, person = self.desk.rounds, self.round.id, self.desk.current_person().id
+        rounds, round_id, person = self.desk.rounds, self.round.id, self.desk.current_person_id
 
         def show(context) -> None:
             if context is None:
@@ -284,7 +284,7 @@ class WorkspaceController(QObject):
         self.db.submit(save, on_error=self._show_error)
 
     def _offer_drafts(self) -> None:
-        examples, person, task_id = self.desk.examples, self.desk.current_person().id, self.round.task_id
+        examples, person, task_id = self.desk.examples, self.desk.current_person_id, self.round.task_id
 
         def find():
             return [d for d in examples.drafts(person) if d.task_id == task_id and (d.text.strip() or d.true_label)]
@@ -588,7 +588,7 @@ class WorkspaceController(QObject):
                 if self.round is None:
                     self._problem("This task has no open round to add a perturbation to.")
                     return
-                person = self.desk.current_person().id
+                person = self.desk.current_person_id
                 self.draft = DraftRef(self.task_code, self.round.number, person, context_id=example.context_id,
                                       perturbation_of=example.id, origin={"kind": "perturbation", "of": str(example.id)})
                 self.view.editor.set_content({"inputs": dict(example.inputs), "label": example.true_label,

@@ -64,15 +64,16 @@ def sqlite_engine(url: str, *, cache_kib: int | None = None) -> Engine:
     return engine
 
 
-def alembic_config(connection=None) -> Config:
+def alembic_config(connection=None, migrations: Path = MIGRATIONS_DIR) -> Config:
+    """Alembic's configuration for a migrations folder (the desk's, or the sync server's)."""
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("script_location", str(migrations))
     config.attributes["connection"] = connection
     return config
 
 
-def head_revision() -> str:
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+def head_revision(migrations: Path = MIGRATIONS_DIR) -> str:
+    return ScriptDirectory.from_config(alembic_config(migrations=migrations)).get_current_head()
 
 
 class Database:

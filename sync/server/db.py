@@ -28,6 +28,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.errors import DynadeskError
 from app.storage.db import WRITE_OPTION, sqlite_engine
+from app.storage.db import alembic_config as storage_alembic_config
+from app.storage.db import head_revision as storage_head_revision
 
 log = logging.getLogger(__name__)
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -57,14 +59,11 @@ def database_url(value: str | Path) -> str:
 
 
 def alembic_config(connection=None) -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["connection"] = connection
-    return config
+    return storage_alembic_config(connection, MIGRATIONS_DIR)
 
 
 def head_revision() -> str:
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    return storage_head_revision(MIGRATIONS_DIR)
 
 
 def _retryable(exc: Exception) -> bool:

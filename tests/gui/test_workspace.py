@@ -146,8 +146,6 @@ def test_submitting_stores_every_output_and_asks_only_for_metadata_that_applies(
 
 def test_a_prediction_for_older_text_never_shows_and_submit_waits_for_the_current_one(qtbot, window):
     ws = window.workspace
-    seen: list[str] = []
-    ws.inference.prediction_ready.connect(lambda result: seen.append(result.prediction.label))
     type_text(qtbot, window, f"the old {TRIGGER} stayed")
     qtbot.keyClick(text_box(window), Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
     for _ in range(len(f"{TRIGGER} stayed")):  # delete the trigger word fast, then submit at once
@@ -156,8 +154,7 @@ def test_a_prediction_for_older_text_never_shows_and_submit_waits_for_the_curren
     qtbot.waitUntil(ws.view.form_shown, timeout=WAIT)
     assert ws._current_prediction_matches() and ws.last_prediction.prediction.label == "not hate"
     assert ws.frozen_outputs[0].label == "not hate"  # the outputs stored are for "the old " itself
-    assert ws.view.prediction.combined_title.text().endswith("not hate") or "not hate" in \
-        ws.view.prediction.combined_title.text()
+    assert "Trigger model</b>: not hate" in ws.view.prediction.combined_title.text()  # the screen agrees
 
 
 def test_undo_and_redo_cover_text_and_label_edits(qtbot, window):
