@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench lint clean-venv
+.PHONY: run test bench lint clean-venv package package-check
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,19 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# The desktop bundle (PyInstaller, one folder) and its tarball with install.sh; never part of `make test`.
+PKG_STAMP := $(VENV)/.installed-package
+
+$(PKG_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[test,package]"
+	@touch $(PKG_STAMP)
+
+package: $(PKG_STAMP)
+	$(BIN)/python packaging/build.py
+
+package-check:
+	sh packaging/check.sh
 
 clean-venv:
 	rm -rf $(VENV)

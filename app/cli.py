@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from app import __version__, paths
+from app import paths
 from app.errors import DynadeskError
 from app.logs import log_file, setup_logging
 
@@ -41,10 +41,20 @@ class Context:
 pass_context = click.make_pass_decorator(Context)
 
 
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from app.about import version_text
+
+    click.echo(version_text())
+    ctx.exit()
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--data-dir", type=click.Path(file_okay=False), envvar=paths.DATA_DIR_ENV,
               help=f"Folder for the database and settings (default: your user data folder; or ${paths.DATA_DIR_ENV}).")
-@click.version_option(__version__, prog_name="dynadesk")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version, the git revision, the runtimes' versions and the default model's checksum.")
 @click.pass_context
 def cli(ctx: click.Context, data_dir: str | None) -> None:
     """Dynadesk: write examples that fool a model, validate them, review and sync them.
@@ -246,3 +256,7 @@ from app.cli_sync import serve, sync  # noqa: E402
 
 cli.add_command(serve)
 cli.add_command(sync)
+
+from app.cli_smoke import smoke_test  # noqa: E402
+
+cli.add_command(smoke_test)

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import __version__
+from app.about import version_info
 from app.desk import Desk
 from app.domain import Role
 from app.errors import DynadeskError
@@ -528,6 +528,17 @@ class MainWindow(QMainWindow):
                                  f"{error.__class__.__name__}: {error}\n\nYour work is saved; details are in the log.")
 
     def show_about(self) -> None:
-        QMessageBox.about(self, "About Dynadesk",
-                          f"<b>Dynadesk {__version__}</b><br>Offline workbench for dynamic adversarial data "
-                          f"collection.<br>Data folder: {self.desk.root}")
+        QMessageBox.about(self, "About Dynadesk", about_html(version_info(), self.desk.root))
+
+
+def about_html(info: dict[str, str], data_dir) -> str:
+    """The About box: version, build revision, runtimes and the default model's checksum."""
+    from html import escape
+
+    revision = escape(info["revision"]) + (f" (built {escape(info['built'])})" if info.get("built") else "")
+    return (f"<b>Dynadesk {escape(info['version'])}</b><br>Offline workbench for dynamic adversarial data "
+            f"collection.<br><br>Revision: {revision}<br>"
+            f"torch {escape(info['torch'])} · onnxruntime {escape(info['onnxruntime'])} · "
+            f"Qt (PySide6) {escape(info['qt'])} · Python {escape(info['python'])}<br>"
+            f"Default model sha256: <tt>{escape(info['default_model_sha256'])}</tt><br><br>"
+            f"Data folder: {escape(str(data_dir))}")
