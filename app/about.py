@@ -12,7 +12,6 @@ revision comes from the build (``app/build_info.json``, written into the bundle 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import subprocess
 import sys
@@ -73,21 +72,15 @@ def default_model_file() -> Path:
     return resources.ROOT / "models" / "hate_speech_r1" / "trained_part.safetensors"
 
 
-@functools.lru_cache(maxsize=4)
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError:
-        return UNKNOWN
-    return digest.hexdigest()
-
-
+@functools.lru_cache(maxsize=1)
 def default_model_sha256() -> str:
     """sha256 of the default model's trained part, as shipped."""
-    return _sha256(default_model_file())
+    from local_models.files import file_sha256
+
+    try:
+        return file_sha256(default_model_file())
+    except OSError:
+        return UNKNOWN
 
 
 def version_info() -> dict[str, str]:

@@ -1,0 +1,85 @@
+"""The installer, menu entry and icon that ship in the tarball (the bundle itself is built by
+`make package` and checked by `make package-check`, never in `make test`)."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import subprocess
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+from PySide6.QtGui import QImage, QPainter
+from PySide6.QtSvg import QSvgRenderer
+
+PACKAGING = Path(__file__).resolve().parent.parent / "packaging"
+
+
+def _stage_release(tmp_path: Path) -> Path:
+    """A release folder as the tarball unpacks, with a stand-in executable for the bundle."""
+    release = tmp_path / "dynadesk-0.0.0-linux-x86_64"
+    (release / "dynadesk").mkdir(parents=True)
+    executable = release / "dynadesk" / "dynadesk"
+    executable.write_text("#!/bin/sh\necho bundled dynadesk \"$@\"\n")
+    executable.chmod(0o755)
+    for name in ("install.sh", "dynadesk.desktop", "dynadesk.svg"):
+        (release / name).write_bytes((PACKAGING / name).read_bytes())
+    (release / "install.sh").chmod(0o755)
+    return release
+
+
+def _run_installer(release: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "PREFIX": str(home / ".local")}
+    return subprocess.run([str(release / "install.sh"), *args], env=env, capture_output=True, text=True,
+                          timeout=60, check=True)
+
+
+def test_install_sh_puts_the_launcher_menu_entry_and_icon_in_place_and_removes_them(tmp_path):
+    release, home = _stage_release(tmp_path), tmp_path / "home"
+    home.mkdir()
+    _run_installer(release, home)
+    local = home / ".local"
+    launcher = local / "bin" / "dynadesk"
+    assert subprocess.run([str(launcher), "--version"], capture_output=True, text=True,
+                          check=True).stdout.strip() == "bundled dynadesk --version"
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.read(local / "share" / "applications" / "dynadesk.desktop")
+    desktop = entry["Desktop Entry"]
+    assert desktop["Exec"] == str(launcher) and desktop["TryExec"] == str(launcher)
+    assert desktop["Icon"] == "dynadesk" and desktop["Type"] == "Application"
+    assert (local / "share" / "icons" / "hicolor" / "scalable" / "apps" / "dynadesk.svg").is_file()
+
+    (home / "data").mkdir()  # the user's work is never the installer's to remove
+    _run_installer(release, home)  # installing again upgrades in place
+    _run_installer(release, home, "--uninstall")
+    assert not launcher.exists() and not (local / "share" / "dynadesk").exists()
+    assert not (local / "share" / "applications" / "dynadesk.desktop").exists()
+    assert (home / "data").is_dir()
+
+
+def test_install_sh_refuses_a_release_without_its_bundle(tmp_path):
+    release = _stage_release(tmp_path)
+    (release / "dynadesk" / "dynadesk").unlink()
+    result = subprocess.run([str(release / "install.sh")], env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "no bundle" in result.stderr
+
+
+def test_the_icon_is_valid_svg_and_draws(qapp):
+    ElementTree.parse(PACKAGING / "dynadesk.svg")
+    renderer = QSvgRenderer(str(PACKAGING / "dynadesk.svg"))
+    assert renderer.isValid()
+    image = QImage(64, 64, QImage.Format.Format_ARGB32)
+    image.fill(0)
+    painter = QPainter(image)
+    renderer.render(painter)
+    painter.end()
+    opaque = sum(image.pixelColor(x, y).alpha() > 0 for x in range(64) for y in range(64))
+    assert opaque > 64 * 64 // 2
+
+
+def test_the_menu_entry_runs_the_app_without_file_arguments():
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.read(PACKAGING / "dynadesk.desktop")
+    assert entry["Desktop Entry"]["Exec"] == "dynadesk"  # the CLI takes no files; %F would break it
+    assert os.access(PACKAGING / "install.sh", os.X_OK)
