@@ -7,6 +7,8 @@ import logging.handlers
 from pathlib import Path
 
 _handler: logging.handlers.RotatingFileHandler | None = None
+# The ONNX exporter's graph passes log ~140 INFO lines per export: noise in the user's log.
+CHATTY_LIBRARIES = ("onnx_ir", "onnxscript")
 
 
 def setup_logging(root: Path, level: int = logging.INFO) -> Path:
@@ -23,6 +25,8 @@ def setup_logging(root: Path, level: int = logging.INFO) -> Path:
     _handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"))
     logger.addHandler(_handler)
     logger.setLevel(level)
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
     return path
 
 
