@@ -12,6 +12,7 @@ gets new folders, and an interrupted preparation leaves nothing that looks compl
 from __future__ import annotations
 
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from local_models.train import assemble, part_fingerprint, read_part_description
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_SLUG = "hate-speech-r1"
+INT8_REFUSAL_FILE = "int8-refused.txt"
 
 
 @dataclass(frozen=True)
@@ -50,25 +52,28 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
 
     from local_models.export import export_onnx
 
-    notes: list[str] = []
     int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
+    refusal = root / INT8_REFUSAL_FILE
     if _complete(int8_dir, "model.onnx"):
         return PreparedModel(torch_dir, int8_dir, True, description)
-    if _complete(fp32_dir, "model.onnx"):
-        return PreparedModel(torch_dir, fp32_dir, False, description,
-                             ("An earlier int8 export was refused by the parity check; the ONNX model is fp32.",))
+    if _complete(fp32_dir, "model.onnx") and refusal.is_file():
+        return PreparedModel(torch_dir, fp32_dir, False, description, (refusal.read_text(encoding="utf-8"),))
     progress.check()  # the desk closed while the model was being assembled
-    progress.say("Building the ONNX int8 version of the default model ...")
-    try:
-        export_onnx(torch_dir, int8_dir, int8=True, replace=False, progress=progress)
+    if not _complete(fp32_dir, "model.onnx"):
+        progress.say("Building the ONNX version of the default model ...")
+        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=progress)
+    progress.check()
+    progress.say("Trying an int8 version of the default model ...")
+    try:  # quantizes the fp32 graph just built: a refusal costs seconds, not a second export
+        export_onnx(torch_dir, int8_dir, int8=True, replace=False, graph=fp32_dir / "model.onnx", progress=progress)
+        shutil.rmtree(fp32_dir, ignore_errors=True)  # only its int8 form is ever used
         return PreparedModel(torch_dir, int8_dir, True, description)
     except ParityCheckFailed as exc:
         log.warning("int8 default model refused by the parity check: %s", exc)
-        notes.append(f"int8 was refused by the parity check (largest difference {exc.max_difference:.4f}); "
-                     "the ONNX model is fp32.")
-    progress.check()
-    export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=progress)
-    return PreparedModel(torch_dir, fp32_dir, False, description, tuple(notes))
+        note = (f"int8 was refused by the parity check (largest difference {exc.max_difference:.4f}); "
+                "the ONNX model is fp32.")
+        refusal.write_text(note, encoding="utf-8")  # remembered: later starts do not try again
+        return PreparedModel(torch_dir, fp32_dir, False, description, (note,))
 
 
 def _complete(folder: Path, weights: str) -> bool:

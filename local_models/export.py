@@ -91,10 +91,12 @@ def export_onnx(
     max_difference: float = MAX_PARITY_DIFFERENCE,
     force: bool = False,
     replace: bool = True,
+    graph: Path | None = None,
     progress: Progress | None = None,
 ) -> ExportReport:
     """Export the Hugging Face model in ``model_dir`` to ``out_dir``, which is created, or replaced
-    when present (kept instead, without ``replace``)."""
+    when present (kept instead, without ``replace``). ``graph``: an fp32 ONNX file already exported
+    from this model, to quantize instead of exporting again."""
     progress = progress or Progress()
     started = time.perf_counter()
     source = load_engine(model_dir, num_threads=None)
@@ -104,9 +106,12 @@ def export_onnx(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = make_staging_dir(out_dir)
     try:
-        progress.say("Exporting to ONNX ...")
         fp32 = staging / ("fp32.onnx" if int8 else MODEL_FILENAME)
-        _export_graph(source, fp32)
+        if graph is None:
+            progress.say("Exporting to ONNX ...")
+            _export_graph(source, fp32)
+        else:
+            shutil.copy2(graph, fp32)
         if int8:
             progress.say("Quantizing weights to int8 ...")
             quantize_int8(fp32, staging / MODEL_FILENAME)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -45,37 +44,34 @@ def test_int8_export_within_the_allowed_difference(tiny_classifier_dir, tiny_onn
 
 
 @pytest.fixture
-def reuse_exported_graph(monkeypatch, trigger_onnx_dir):
-    """Skip the slow torch export: these tests are about what happens after it."""
-
-    def copy_graph(source, path):
-        shutil.copy2(trigger_onnx_dir / "model.onnx", path)
-
-    monkeypatch.setattr(export_module, "_export_graph", copy_graph)
+def graph(trigger_onnx_dir):
+    """The fp32 graph already exported: these tests are about what happens after the slow torch export."""
+    return trigger_onnx_dir / "model.onnx"
 
 
 def test_export_over_the_allowed_difference_is_refused_and_leaves_nothing(
-        trigger_model_dir, tmp_path, reuse_exported_graph):
+        trigger_model_dir, tmp_path, graph):
     exports = tmp_path / "exports"
     with pytest.raises(ParityCheckFailed, match="differs from the original by up to") as caught:
-        export_onnx(trigger_model_dir, exports / "refused", int8=True, max_difference=0.0)
+        export_onnx(trigger_model_dir, exports / "refused", int8=True, max_difference=0.0, graph=graph)
     assert caught.value.max_difference > 0
     assert list(exports.iterdir()) == []  # neither the export nor its staging folder is left
 
 
-def test_forced_export_is_kept_and_says_so(trigger_model_dir, tmp_path, reuse_exported_graph):
-    report = export_onnx(trigger_model_dir, tmp_path / "forced", int8=True, max_difference=0.0, force=True)
+def test_forced_export_is_kept_and_says_so(trigger_model_dir, tmp_path, graph):
+    report = export_onnx(trigger_model_dir, tmp_path / "forced", int8=True, max_difference=0.0, force=True,
+                         graph=graph)
     assert report.forced and report.max_difference > 0 and report.int8
     parity = json.loads((report.path / "dynadesk_model.json").read_text())["export"]["parity"]
     assert parity["forced"] is True and parity["max_probability_difference"] == report.max_difference
     assert load_engine(report.path).sha256 == report.sha256
 
 
-def test_export_replaces_an_older_export(trigger_model_dir, tmp_path, reuse_exported_graph):
+def test_export_replaces_an_older_export(trigger_model_dir, tmp_path, graph):
     out = tmp_path / "again"
-    first = export_onnx(trigger_model_dir, out)
+    first = export_onnx(trigger_model_dir, out, graph=graph)
     (out / "stale-file.txt").write_text("from an older export")
-    second = export_onnx(trigger_model_dir, out, sample_texts=["a banana", "plain words"])
+    second = export_onnx(trigger_model_dir, out, sample_texts=["a banana", "plain words"], graph=graph)
     assert second.texts_compared == 2 and first.sha256 == second.sha256
     assert not (out / "stale-file.txt").exists()
 
