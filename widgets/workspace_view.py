@@ -113,7 +113,7 @@ class WorkspaceView(QWidget):
 
     def show_form(self, shown: bool) -> None:
         self.editing.setCurrentWidget(self.form if shown else self.editor)
-        self.submit_button.setText("Store (Ctrl+Enter)" if shown else "Submit (Ctrl+Enter)")
+        self.submit_button.setVisible(not shown)  # the form has its own Store and Back buttons
         if shown:
             self.form.focus_first()
         else:
