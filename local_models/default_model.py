@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from local_models.backends.base import METADATA_FILE
-from local_models.errors import ParityCheckFailed
+from local_models.errors import ExportFailed, ParityCheckFailed
 from local_models.progress import Progress
 from local_models.train import assemble, part_fingerprint, read_part_description
 
@@ -74,6 +74,9 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
                 "the ONNX model is fp32.")
         refusal.write_text(note, encoding="utf-8")  # remembered: later starts do not try again
         return PreparedModel(torch_dir, fp32_dir, False, description, (note,))
+    except ExportFailed as exc:  # the quantizer itself broke (e.g. a module missing): fp32 still serves
+        log.warning("int8 default model could not be built: %s", exc)
+        return PreparedModel(torch_dir, fp32_dir, False, description, (f"{exc}; the ONNX model is fp32.",))
 
 
 def _complete(folder: Path, weights: str) -> bool:

@@ -189,9 +189,10 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> None:
     at run time. Embedding tables (Gather) stay float: quantizing them costs accuracy and buys
     no speed."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
         model = onnx.load(str(fp32_path))
         # the exporter's intermediate shape annotations trip the quantizer's own shape inference;
         # they are optional, and onnxruntime infers shapes again at load

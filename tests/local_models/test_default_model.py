@@ -61,6 +61,27 @@ def test_preparing_again_builds_nothing(default_cache, prepared):
     assert {p: p.stat().st_mtime_ns for p in default_cache.rglob("*") if p.is_file()} == before
 
 
+def test_a_broken_quantizer_leaves_the_desk_on_fp32(prepared, tmp_path, monkeypatch):
+    """A bundle once shipped without onnxruntime's fusion modules: the int8 attempt must not cost the model."""
+    from local_models import export
+
+    cache = tmp_path / "cache"
+    shutil.copytree(prepared.torch_dir.parent, cache / prepared.torch_dir.parent.name)
+    root = cache / prepared.torch_dir.parent.name
+    shutil.rmtree(root / "onnx-int8", ignore_errors=True)
+    (root / "int8-refused.txt").unlink(missing_ok=True)
+
+    def missing_module(fp32, int8):
+        raise export.ExportFailed("int8 quantization failed: No module named 'fusion_utils'")
+
+    monkeypatch.setattr(export, "quantize_int8", missing_module)
+    fallback = prepare_default_model(PART, cache)
+    assert not fallback.onnx_int8 and fallback.onnx_dir.name == "onnx-fp32"
+    assert "fusion_utils" in fallback.notes[0] and "fp32" in fallback.notes[0]
+    assert load_engine(fallback.onnx_dir).labels == ["hate", "not hate"]
+    assert not (root / "int8-refused.txt").exists()  # not a verdict on the model: the next start tries again
+
+
 def test_the_reported_test_figures_are_reproduced_by_the_model_the_desk_runs(prepared):
     """Rebuild the held-out split from the recorded seed and score the model the desk runs."""
     from tests.conftest import shared_file
