@@ -51,6 +51,7 @@ SHORTCUTS = [
     ("Ctrl+Shift+O", "start from a prompt"), ("Ctrl+Shift+E", "perturb the example selected in Data"),
     ("Ctrl+G", "guidelines"), ("Ctrl+1 / Ctrl+2", "Create / Data"), ("Ctrl+F", "find in Data"),
     ("Ctrl+I / Ctrl+E", "import / export"), ("Ctrl+Shift+R", "round settings"),
+    ("Ctrl+3", "Validate: 1 correct, 2 incorrect, 3 flag, S skip, Enter confirm / next, R reveal the model"),
     ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
 ]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
@@ -116,6 +117,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget(objectName="tabs")
         self._install_workspace()
         self.tabs.addTab(data_page, "&Data")
+        self._install_validate()
         self.setCentralWidget(self.tabs)
         self.count_label = QLabel(objectName="count")
         self.model_label = QLabel(objectName="models")
@@ -142,6 +144,32 @@ class MainWindow(QMainWindow):
 
         self.sync = install(self)
     # --- end of sync ---
+
+    # --- validation (issue #5): the Validate tab; see app/gui/validate.py ---
+
+    def _install_validate(self) -> None:
+        from app.gui.validate import ValidateController
+        from widgets.validate_view import ValidateView
+
+        self.validate_view = ValidateView()
+        self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self)
+        self.validate.verdict_stored.connect(lambda _id: self.refresh())
+        self.tabs.addTab(self.validate_view, "&Validate")
+        self.task_combo.currentIndexChanged.connect(lambda _i: self._validate_shown())
+        self.tabs.currentChanged.connect(lambda _i: self._validate_shown())
+        action = QAction("&Validate", self, objectName="tab-validate", shortcut=QKeySequence("Ctrl+3"))
+        action.triggered.connect(lambda: self.tabs.setCurrentWidget(self.validate_view))
+        self.addAction(action)
+
+    def _validate_shown(self) -> None:
+        if self.tabs.currentWidget() is self.validate_view:  # loads only when looked at
+            code = self.task_combo.currentData()
+            if code != self.validate.task_code:
+                self.validate.set_task(code)
+            else:
+                self.validate.refresh()
+            self.validate_view.setFocus()
+    # --- end of validation ---
 
     # --- the annotation workspace (issue #4) --------------------------------------------------
 
