@@ -203,3 +203,26 @@ class ReviewQueries:
                     .group_by(ExampleFacet.value)
                 )
             return {str(value): int(count) for value, count in session.execute(query)}
+
+    def summary(self, flt: ExampleFilter) -> dict[str, int]:
+        """The review tab's figures for the matching examples, in one pass: how many there are,
+        how many have disagreeing or flagging verdicts, how many are decided, fooled, returned."""
+        from sqlalchemy import case
+
+        def how_many(condition):
+            return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+        columns = [
+            func.count(),
+            how_many(Example.disagreement_count > 0),
+            how_many(Example.flag_count > 0),
+            how_many(Example.validation_state == "decided"),
+            how_many(Example.validation_state == "unvalidated"),
+            how_many(Example.model_fooled.is_(True)),
+            how_many(Example.review_state == "returned"),
+            how_many(Example.review_state == "accepted"),
+        ]
+        names = ["examples", "disagreements", "flagged", "decided", "unvalidated", "fooled", "returned", "accepted"]
+        with self.db.read() as session:
+            values = session.execute(self._filtered(columns, flt)).one()
+        return dict(zip(names, (int(v) for v in values)))
