@@ -45,6 +45,13 @@ class ValidationState(StrEnum):
     DECIDED = "decided"
 
 
+class ReviewAction(StrEnum):
+    """A lead's review of an example; also the example's ``review_state`` after it."""
+
+    ACCEPTED = "accepted"
+    RETURNED = "returned"
+
+
 class RoundStatus(StrEnum):
     OPEN = "open"
     CLOSED = "closed"

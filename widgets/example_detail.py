@@ -24,6 +24,13 @@ class ExampleDetail(QTextBrowser):
             self.setHtml("<p style='color:#6b6b6b'>Select an example to see it here.</p>")
             return
         parts = []
+        state, comment = example.get("review") or (None, None)
+        if state == "returned":
+            parts.append("<p style='background:#fdecea; color:#7a1a12; padding:6px'><b>⟲ Returned by a lead:</b> "
+                         f"{_esc(comment)}</p>")
+        elif state == "accepted":
+            parts.append("<p style='color:#1e6b35'><b>✓ Accepted by a lead</b>"
+                         + (f": {_esc(comment)}" if comment else "") + "</p>")
         for name, value in example["inputs"]:
             parts.append(f"<h4 style='margin-bottom:2px'>{_esc(name)}</h4><p>{_esc(value)}</p>")
         label = example.get("label")

@@ -17,6 +17,7 @@ COLUMNS = [
     ("validation_state", "Validation"),
     ("validations", "Verdicts"),
     ("status", "Status"),
+    ("review_state", "Review"),
     ("round", "Round"),
     ("author", "Author"),
     ("submitted_at", "Submitted"),
@@ -39,8 +40,9 @@ class ExampleTableModel(QAbstractTableModel):
     page_wanted = Signal(int, int)  # offset, limit
     sort_requested = Signal(str, bool)  # sort key, descending
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, columns: list[tuple[str, str]] | None = None):
         super().__init__(parent)
+        self.columns = list(columns or COLUMNS)
         self._rows: list[dict] = []
         self._total = 0
         self._pending = False
@@ -65,6 +67,10 @@ class ExampleTableModel(QAbstractTableModel):
         self._rows.extend(rows)
         self.endInsertRows()
 
+    def set_total(self, total: int) -> None:
+        """The count arrived after the first page (pages first, so the table fills at once)."""
+        self._total = max(total, len(self._rows))
+
     @property
     def total(self) -> int:
         return self._total
@@ -78,7 +84,7 @@ class ExampleTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self._rows)
 
     def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
+        return 0 if parent.isValid() else len(self.columns)
 
     def canFetchMore(self, parent=QModelIndex()) -> bool:
         return not parent.isValid() and len(self._rows) < self._total
@@ -90,14 +96,14 @@ class ExampleTableModel(QAbstractTableModel):
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section][1]
+            return self.columns[section][1]
         return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         row = self._rows[index.row()]
-        key = COLUMNS[index.column()][0]
+        key = self.columns[index.column()][0]
         if role == Qt.ItemDataRole.DisplayRole:
             return self._display(row, key)
         if role == Qt.ItemDataRole.ToolTipRole and key == "text":
@@ -105,8 +111,12 @@ class ExampleTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole:
             if key == "fooled" and row["fooled"]:
                 return _FOOLED_BRUSH
+            if key == "review_state" and row.get("review_state") == "returned":
+                return _FOOLED_BRUSH
             if row["status"] == "retracted":
                 return _QUIET_BRUSH
+        if role == Qt.ItemDataRole.ToolTipRole and key == "review_state" and row.get("review_comment"):
+            return f"Returned by a lead: {row['review_comment']}"
         if role == Qt.ItemDataRole.UserRole:
             return row["id"]
         return None
@@ -119,13 +129,18 @@ class ExampleTableModel(QAbstractTableModel):
             return prefix + _one_line(value or "")
         if key == "fooled":
             return {True: "fooled", False: "no", None: "–"}[value]
+        if key == "review_state":
+            return {"returned": "⟲ returned", "accepted": "✓ accepted"}.get(value, "")
+        if key == "decided":
+            return (value or "") + (f" → {row['decided_label']}" if value == "incorrect" and row.get("decided_label")
+                                    else "")
         if key == "validations":
             extra = f" ({row['disagreements']} disagree)" if row.get("disagreements") else ""
             return f"{value}{extra}"
         return "" if value is None else str(value)
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
-        self.sort_key = COLUMNS[column][0]
+        self.sort_key = self.columns[column][0]
         self.descending = order == Qt.SortOrder.DescendingOrder
         self.sort_requested.emit(self.sort_key, self.descending)
 
@@ -137,8 +152,9 @@ class ExampleTableView(QTableView):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setSortingEnabled(True)
-        submitted = [key for key, _ in COLUMNS].index("submitted_at")
-        self.horizontalHeader().setSortIndicator(submitted, Qt.SortOrder.DescendingOrder)
+        keys = [key for key, _ in model.columns]
+        if "submitted_at" in keys:
+            self.horizontalHeader().setSortIndicator(keys.index("submitted_at"), Qt.SortOrder.DescendingOrder)
         self.setWordWrap(False)
         self.setAlternatingRowColors(True)
         self.verticalHeader().setVisible(False)
@@ -146,11 +162,10 @@ class ExampleTableView(QTableView):
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
-        text_column = [key for key, _ in COLUMNS].index("text")
-        header.setSectionResizeMode(text_column, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(keys.index("text"), QHeaderView.ResizeMode.Stretch)
         widths = {"label": 95, "fooled": 60, "validation_state": 100, "validations": 65, "status": 85, "round": 55,
-                  "author": 125, "submitted_at": 130}
-        for column, (key, _) in enumerate(COLUMNS):
+                  "author": 125, "submitted_at": 130, "flags": 50, "decided": 110, "review_state": 90}
+        for column, (key, _) in enumerate(model.columns):
             if key in widths:
                 self.setColumnWidth(column, widths[key])
         self.setMinimumWidth(500)

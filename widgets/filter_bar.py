@@ -16,7 +16,7 @@ class FilterBar(QWidget):
         super().__init__(parent)
         self.search = QLineEdit(placeholderText="Search text (any script, emoji too)…", clearButtonEnabled=True)
         self.search.setObjectName("search")
-        self.author = self._combo("author", [("Everyone's", ANY), ("Mine only", "mine")])
+        self.author = self._combo("author", [("Everyone's", ANY), ("Mine only", "mine"), ("Returned to me", "returned")])
         self.round = self._combo("round", [("All rounds", ANY)])
         self.label = self._combo("label", [("Any label", ANY)])
         self.fooled = self._combo("fooled", [("Fooled or not", ANY), ("Model fooled", True), ("Model not fooled", False)])
@@ -57,6 +57,7 @@ class FilterBar(QWidget):
         return {
             "text": self.search.text().strip(),
             "mine": self.author.currentData() == "mine",
+            "returned": self.author.currentData() == "returned",
             "round": self.round.currentData(),
             "label": self.label.currentData(),
             "fooled": self.fooled.currentData(),

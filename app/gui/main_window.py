@@ -51,6 +51,8 @@ SHORTCUTS = [
     ("Ctrl+Shift+O", "start from a prompt"), ("Ctrl+Shift+E", "perturb the example selected in Data"),
     ("Ctrl+G", "guidelines"), ("Ctrl+1 / Ctrl+2", "Create / Data"), ("Ctrl+F", "find in Data"),
     ("Ctrl+I / Ctrl+E", "import / export"), ("Ctrl+Shift+R", "round settings"),
+    ("Ctrl+3", "Validate: 1 correct, 2 incorrect, 3 flag, S skip, Enter confirm / next, R reveal the model"),
+    ("Ctrl+4", "Review (leads): filter, 1/2/3 + Enter for a final verdict, return or accept work"),
     ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
 ]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
@@ -62,7 +64,8 @@ def row_to_dict(row: ExampleRow) -> dict:
         "round": row.round_number, "author": row.author, "text": row.text, "label": row.true_label,
         "fooled": row.model_fooled, "status": row.status, "validation_state": row.validation_state.replace("_", " "),
         "validations": row.validation_count, "disagreements": row.disagreement_count,
-        "perturbation_of": row.perturbation_of,
+        "perturbation_of": row.perturbation_of, "flags": row.flag_count, "decided": row.decided_verdict,
+        "review_state": row.review_state, "review_comment": row.review_comment,
     }
 
 
@@ -116,6 +119,8 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget(objectName="tabs")
         self._install_workspace()
         self.tabs.addTab(data_page, "&Data")
+        self._install_validate()
+        self._install_review()
         self.setCentralWidget(self.tabs)
         self.count_label = QLabel(objectName="count")
         self.model_label = QLabel(objectName="models")
@@ -142,6 +147,54 @@ class MainWindow(QMainWindow):
 
         self.sync = install(self)
     # --- end of sync ---
+
+    # --- validation (issue #5): the Validate tab; see app/gui/validate.py ---
+
+    def _install_validate(self) -> None:
+        from app.gui.validate import ValidateController
+        from widgets.validate_view import ValidateView
+
+        self.validate_view = ValidateView()
+        self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self)
+        self.validate.verdict_stored.connect(lambda _id: self.refresh())
+        self.tabs.addTab(self.validate_view, "&Validate")
+        self.task_combo.currentIndexChanged.connect(lambda _i: self._validate_shown())
+        self.tabs.currentChanged.connect(lambda _i: self._validate_shown())
+        action = QAction("&Validate", self, objectName="tab-validate", shortcut=QKeySequence("Ctrl+3"))
+        action.triggered.connect(lambda: self.tabs.setCurrentWidget(self.validate_view))
+        self.addAction(action)
+
+    def _validate_shown(self) -> None:
+        if self.tabs.currentWidget() is self.validate_view:  # loads only when looked at
+            code = self.task_combo.currentData()
+            if code != self.validate.task_code:
+                self.validate.set_task(code)
+            else:
+                self.validate.refresh()
+            self.validate_view.setFocus()
+
+    def _install_review(self) -> None:
+        from app.gui.review_page import ReviewController
+        from widgets.review_view import ReviewView
+
+        self.review_view = ReviewView()
+        self.review = ReviewController(self.desk, self.db, self.review_view, self.show_error, self)
+        self.review.verdict_stored.connect(lambda _id: self.refresh())
+        self.tabs.addTab(self.review_view, "&Review")
+        self.task_combo.currentIndexChanged.connect(lambda _i: self._review_shown())
+        self.tabs.currentChanged.connect(lambda _i: self._review_shown())
+        action = QAction("&Review", self, objectName="tab-review", shortcut=QKeySequence("Ctrl+4"))
+        action.triggered.connect(lambda: self.tabs.setCurrentWidget(self.review_view))
+        self.addAction(action)
+
+    def _review_shown(self) -> None:
+        if self.tabs.currentWidget() is self.review_view:  # queries run only when looked at
+            code = self.task_combo.currentData()
+            if code != self.review.task_code:
+                self.review.set_task(code)
+            else:
+                self.review.refresh()
+    # --- end of validation ---
 
     # --- the annotation workspace (issue #4) --------------------------------------------------
 
@@ -394,7 +447,8 @@ class MainWindow(QMainWindow):
         self._filter = ExampleFilter(
             task_id=task_id,
             round_ids=[uuid.UUID(values["round"])] if values.get("round") else (),
-            author_ids=[self.desk.current_person_id] if values.get("mine") else (),
+            author_ids=[self.desk.current_person_id] if values.get("mine") or values.get("returned") else (),
+            review_states=["returned"] if values.get("returned") else (),
             labels=[values["label"]] if values.get("label") else (),
             fooled=values.get("fooled"),
             validation_states=[values["validation_state"]] if values.get("validation_state") else (),
@@ -453,6 +507,7 @@ class MainWindow(QMainWindow):
             labels = {f.name: f.label for f in definition.inputs}
             meta_labels = {f.name: f.label for f in definition.metadata}
             return {
+                "review": (example.review_state, example.review_comment),
                 "inputs": [(labels.get(k, k), v) for k, v in example.inputs.items()],
                 "label": example.true_label if not definition.is_extractive else (example.answer or {}).get("text"),
                 "fooled": example.model_fooled,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
 
-from sqlalchemy import Select, and_, func, literal_column, select, text
+from sqlalchemy import Select, and_, func, literal_column, or_, select, text
 from sqlalchemy.orm import aliased
 
 from app.domain import ExampleStatus
@@ -36,6 +36,7 @@ class ExampleFilter:
     min_disagreements: int | None = None
     min_flags: int | None = None
     perturbations_only: bool = False
+    review_states: Sequence[str | None] = ()  # "accepted", "returned"; None = not reviewed yet
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class ExampleRow:
     perturbation_of: uuid.UUID | None
     edit_distance: int | None
     meta: dict[str, Any]
+    review_state: str | None = None
+    review_comment: str | None = None
 
 
 ROWID = literal_column("examples.rowid")
@@ -72,6 +75,7 @@ SORT_KEYS = {
     "flags": Example.flag_count,
     "round": Round.number,
     "author": Person.display_name,
+    "review_state": Example.review_state,
 }
 
 
@@ -114,6 +118,12 @@ class ReviewQueries:
             conditions.append(Example.flag_count >= flt.min_flags)
         if flt.perturbations_only:
             conditions.append(Example.perturbation_of.is_not(None))
+        if flt.review_states:
+            named = [state for state in flt.review_states if state is not None]
+            either = [Example.review_state.in_(named)] if named else []
+            if None in flt.review_states:
+                either.append(Example.review_state.is_(None))
+            conditions.append(or_(*either))
         for name, values in flt.facets.items():
             if values:
                 facet = aliased(ExampleFacet)
@@ -152,7 +162,8 @@ class ReviewQueries:
                     Example.id, Task.code, Round.number, Person.display_name, Example.text, Example.true_label,
                     Example.model_fooled, Example.status, Example.validation_state, Example.validation_count,
                     Example.disagreement_count, Example.flag_count, Example.decided_verdict, Example.submitted_at,
-                    Example.perturbation_of, Example.edit_distance, Example.meta,
+                    Example.perturbation_of, Example.edit_distance, Example.meta, Example.review_state,
+                    Example.review_comment,
                 ],
                 flt,
             )
@@ -179,6 +190,7 @@ class ReviewQueries:
             "fooled": Example.model_fooled,
             "round": Example.round_id,
             "author": Example.author_id,
+            "review_state": Example.review_state,
         }
         with self.db.read() as session:
             if dimension in columns:
@@ -191,3 +203,26 @@ class ReviewQueries:
                     .group_by(ExampleFacet.value)
                 )
             return {str(value): int(count) for value, count in session.execute(query)}
+
+    def summary(self, flt: ExampleFilter) -> dict[str, int]:
+        """The review tab's figures for the matching examples, in one pass: how many there are,
+        how many have disagreeing or flagging verdicts, how many are decided, fooled, returned."""
+        from sqlalchemy import case
+
+        def how_many(condition):
+            return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+        columns = [
+            func.count(),
+            how_many(Example.disagreement_count > 0),
+            how_many(Example.flag_count > 0),
+            how_many(Example.validation_state == "decided"),
+            how_many(Example.validation_state == "unvalidated"),
+            how_many(Example.model_fooled.is_(True)),
+            how_many(Example.review_state == "returned"),
+            how_many(Example.review_state == "accepted"),
+        ]
+        names = ["examples", "disagreements", "flagged", "decided", "unvalidated", "fooled", "returned", "accepted"]
+        with self.db.read() as session:
+            values = session.execute(self._filtered(columns, flt)).one()
+        return dict(zip(names, (int(v) for v in values)))

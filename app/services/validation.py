@@ -6,7 +6,7 @@ import collections
 import uuid
 from typing import Sequence
 
-from sqlalchemy import exists, or_, select, text
+from sqlalchemy import exists, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from app.domain import ExampleStatus, Role, SyncState, ValidationMode, ValidationState, Verdict
@@ -158,13 +158,24 @@ class ValidationService:
 
     def next_for(self, validator_id: uuid.UUID, *, task_code: str | None = None, round_id: uuid.UUID | None = None,
                  skip: Sequence[uuid.UUID] = ()) -> Example | None:
-        """The next example to validate, passing over those skipped in this sitting."""
+        """The next example to validate, passing over those skipped in this sitting. Once only
+        skipped examples are left, they come round again: skipping never empties the queue."""
         task_id = self.tasks.task(task_code).id if task_code else None
         with self.db.read() as session:
             query = self.queue_query(validator_id, task_id=task_id, round_id=round_id)
             if skip:
-                query = query.where(Example.id.not_in(list(skip)))
+                fresh = session.scalars(query.where(Example.id.not_in(list(skip))).limit(1)).first()
+                if fresh is not None:
+                    return fresh
             return session.scalars(query.limit(1)).first()
+
+    def remaining(self, validator_id: uuid.UUID, *, task_code: str | None = None,
+                  round_id: uuid.UUID | None = None) -> int:
+        """How many examples this person may still validate."""
+        task_id = self.tasks.task(task_code).id if task_code else None
+        with self.db.read() as session:
+            query = self.queue_query(validator_id, task_id=task_id, round_id=round_id).order_by(None)
+            return session.scalar(select(func.count()).select_from(query.subquery()))
 
     def validations_of(self, example_id: uuid.UUID) -> list[Validation]:
         with self.db.read() as session:

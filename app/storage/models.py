@@ -196,6 +196,7 @@ class Example(Synced, Base):
         # The validation queue, in its own order, over undecided examples only.
         Index("ix_examples_queue", text("model_fooled DESC"), "validation_count", "submitted_at",
               sqlite_where=text(QUEUE_CONDITION)),
+        Index(None, "author_id", "review_state"),  # an annotator's returned examples
     )
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
     round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
@@ -227,6 +228,10 @@ class Example(Synced, Base):
     disagreement_count: Mapped[int] = mapped_column(Integer, default=0)
     decided_verdict: Mapped[str | None] = mapped_column(String(16))
     decided_label: Mapped[str | None] = mapped_column(String(200))
+    # A lead's latest review (accepted or returned); the records are in example_reviews.
+    review_state: Mapped[str | None] = mapped_column(String(16), index=True)
+    review_comment: Mapped[str | None] = mapped_column(Text)
+    reviewed_at: Mapped[datetime | None]
 
     outputs: Mapped[list["ModelOutputRow"]] = relationship(
         back_populates="example", order_by="ModelOutputRow.position", cascade="all, delete-orphan"
@@ -279,6 +284,16 @@ class Validation(Synced, Base):
     sync_state: Mapped[str] = mapped_column(String(16), default=SyncState.PENDING.value)
 
     example: Mapped[Example] = relationship(back_populates="validations")
+
+
+class ExampleReview(Stamped, Base):
+    """A lead accepted an example (as part of an annotator's work) or returned it with a comment."""
+
+    __tablename__ = "example_reviews"
+    example_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("examples.id"), index=True)
+    lead_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"), index=True)
+    action: Mapped[str] = mapped_column(String(16))  # ReviewAction
+    comment: Mapped[str | None] = mapped_column(Text)
 
 
 class Suite(Stamped, Base):

@@ -1,0 +1,133 @@
+"""Lead review: adjudicate, accept an annotator's work, return examples with a comment.
+
+A lead's verdict is final (``ValidationService`` records it in lead mode and ``summarise``
+lets it override the peers). Accepting and returning are recorded in ``example_reviews``;
+the example keeps the latest review (state, comment, time) for fast filters and for the
+author's own history, where a returned example shows up marked with the lead's comment.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Sequence
+
+from sqlalchemy import select
+
+from app.domain import ReviewAction, Role, ValidationMode, ValidationState, Verdict, utcnow
+from app.errors import NotFound, ValidationRuleError
+from app.services.validation import VALIDATABLE, ValidationService
+from app.storage.db import Database
+from app.storage.models import Example, ExampleReview, Person, Validation
+
+LEAD_ROLES = (Role.LEAD.value, Role.OWNER.value)
+
+
+class NotALead(ValidationRuleError):
+    """Lead actions by a profile that is not a lead or owner."""
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    example_id: uuid.UUID
+    lead: str
+    action: str
+    comment: str | None
+    at: datetime
+
+
+class LeadReviewService:
+    def __init__(self, db: Database, validation: ValidationService):
+        self.db = db
+        self.validation = validation
+
+    @staticmethod
+    def _lead(session, lead_id: uuid.UUID) -> Person:
+        lead = session.get(Person, lead_id)
+        if lead is None:
+            raise NotFound(f"There is no profile with id {lead_id}.")
+        if lead.role not in LEAD_ROLES:
+            raise NotALead(f"{lead.display_name} is an {lead.role}: only team leads and owners can adjudicate, "
+                           "accept or return work. Switch to a lead profile (Profile menu).")
+        return lead
+
+    def is_lead(self, person_id: uuid.UUID) -> bool:
+        with self.db.read() as session:
+            person = session.get(Person, person_id)
+            return person is not None and person.role in LEAD_ROLES
+
+    def adjudicate(self, example_id: uuid.UUID, lead_id: uuid.UUID, verdict: Verdict | str, *,
+                   corrected_label: str | None = None, reason: str | None = None, model_note: str | None = None,
+                   time_spent_ms: int = 0) -> Validation:
+        """The lead's final verdict; it decides the example whatever the peers said."""
+        with self.db.read() as session:
+            self._lead(session, lead_id)
+        return self.validation.validate(example_id, lead_id, verdict, corrected_label=corrected_label, reason=reason,
+                                        model_note=model_note, mode=ValidationMode.LEAD, time_spent_ms=time_spent_ms)
+
+    def accept_work(self, lead_id: uuid.UUID, author_id: uuid.UUID, *, example_ids: Sequence[uuid.UUID] = (),
+                    task_id: uuid.UUID | None = None, round_id: uuid.UUID | None = None,
+                    comment: str | None = None) -> int:
+        """Accept an annotator's work: the given examples of theirs, or else all their decided
+        examples (in the task and round, if given) that are not accepted yet. Returns how many."""
+        with self.db.write() as session:
+            lead = self._lead(session, lead_id)
+            if author_id == lead.id:
+                raise ValidationRuleError("Nobody accepts their own work; another lead has to.")
+            query = select(Example).where(Example.author_id == author_id, Example.status.in_(VALIDATABLE))
+            if example_ids:
+                query = query.where(Example.id.in_(list(example_ids)))
+            else:
+                query = query.where(Example.validation_state == ValidationState.DECIDED.value,
+                                    Example.review_state.is_distinct_from(ReviewAction.ACCEPTED.value))
+            if task_id is not None:
+                query = query.where(Example.task_id == task_id)
+            if round_id is not None:
+                query = query.where(Example.round_id == round_id)
+            examples = list(session.scalars(query))
+            self._record(session, examples, lead, ReviewAction.ACCEPTED, (comment or "").strip() or None)
+            return len(examples)
+
+    def return_examples(self, lead_id: uuid.UUID, example_ids: Sequence[uuid.UUID], comment: str) -> int:
+        """Send examples back to their authors with a comment that they will see in their history."""
+        comment = (comment or "").strip()
+        if not comment:
+            raise ValidationRuleError("Returning work needs a comment: tell the annotator what to fix.")
+        if not example_ids:
+            raise ValidationRuleError("Select the examples to return.")
+        with self.db.write() as session:
+            lead = self._lead(session, lead_id)
+            examples = list(session.scalars(select(Example).where(Example.id.in_(list(example_ids)))))
+            missing = set(example_ids) - {e.id for e in examples}
+            if missing:
+                raise NotFound(f"{len(missing)} of the selected examples no longer exist.")
+            if any(e.author_id == lead.id for e in examples):
+                raise ValidationRuleError("Nobody returns their own example; retract it instead.")
+            self._record(session, examples, lead, ReviewAction.RETURNED, comment)
+            return len(examples)
+
+    @staticmethod
+    def _record(session, examples: list[Example], lead: Person, action: ReviewAction, comment: str | None) -> None:
+        now = utcnow()
+        for example in examples:
+            session.add(ExampleReview(example_id=example.id, lead_id=lead.id, action=action.value, comment=comment,
+                                      created_at=now))
+            example.review_state = action.value
+            example.review_comment = comment
+            example.reviewed_at = now
+
+    def history(self, example_id: uuid.UUID) -> list[ReviewRecord]:
+        with self.db.read() as session:
+            rows = session.execute(
+                select(ExampleReview, Person.display_name).join(Person, Person.id == ExampleReview.lead_id)
+                .where(ExampleReview.example_id == example_id).order_by(ExampleReview.created_at)).all()
+            return [ReviewRecord(r.example_id, name, r.action, r.comment, r.created_at) for r, name in rows]
+
+    def returned_to(self, author_id: uuid.UUID) -> list[Example]:
+        """The author's examples that a lead returned (newest review first)."""
+        with self.db.read() as session:
+            return list(session.scalars(
+                select(Example).where(Example.author_id == author_id,
+                                      Example.review_state == ReviewAction.RETURNED.value)
+                .order_by(Example.reviewed_at.desc())))

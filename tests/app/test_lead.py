@@ -1,0 +1,115 @@
+"""Lead review: final verdicts, adjudication of disagreements, accepting and returning work."""
+
+import pytest
+
+from app.errors import ValidationRuleError
+from app.services.lead import NotALead
+from app.services.review import ExampleFilter
+from tests.conftest import hate_content, hate_output
+from tests.validation_sim import simulate, import_anli
+
+
+@pytest.fixture
+def submit(desk, people, target_model):
+    def make(text="some text", label="hate", model_label="not hate", author=None):
+        return desk.examples.create((author or people.author).id, "hate_speech", hate_content(text, label),
+                                    [hate_output(target_model, model_label)])
+    return make
+
+
+def test_adjudication_overrides_a_split_vote(desk, people, submit):
+    """Hand-computed: two 'correct', one 'incorrect → not hate' (threshold 3, so undecided with one
+    disagreement); the lead says 'incorrect → not hate', which decides it."""
+    example = submit()
+    desk.validation.validate(example.id, people.val1.id, "correct")
+    desk.validation.validate(example.id, people.val2.id, "correct")
+    desk.validation.validate(example.id, people.val3.id, "incorrect", corrected_label="not hate", reason="irony")
+    state = desk.examples.get(example.id)
+    assert (state.validation_state, state.validation_count, state.disagreement_count) == ("in_progress", 3, 1)
+    desk.lead.adjudicate(example.id, people.lead.id, "incorrect", corrected_label="not hate", reason="it is irony")
+    state = desk.examples.get(example.id)
+    assert (state.validation_state, state.decided_verdict, state.decided_label) == ("decided", "incorrect", "not hate")
+    assert (state.validation_count, state.disagreement_count) == (4, 1)  # the lead is not a peer
+    assert desk.validation.queue(desk.people.create("Late Peer").id) == []  # decided: out of every queue
+
+
+def test_a_lead_verdict_decides_an_example_that_peers_already_decided(desk, people, submit):
+    example = submit()
+    for peer in (people.val1, people.val2, people.val3):
+        desk.validation.validate(example.id, peer.id, "correct")
+    assert desk.examples.get(example.id).decided_verdict == "correct"
+    desk.lead.adjudicate(example.id, people.lead.id, "flagged", reason="doxxing a real person")
+    state = desk.examples.get(example.id)
+    assert (state.decided_verdict, state.decided_label, state.flag_count) == ("flagged", None, 1)
+    with pytest.raises(ValidationRuleError, match="already validated"):
+        desk.lead.adjudicate(example.id, people.lead.id, "correct")
+
+
+def test_only_leads_and_owners_adjudicate_accept_or_return(desk, people, submit):
+    example = submit()
+    with pytest.raises(NotALead, match="only team leads and owners"):
+        desk.lead.adjudicate(example.id, people.val1.id, "correct")
+    with pytest.raises(NotALead):
+        desk.lead.accept_work(people.val1.id, people.author.id)
+    with pytest.raises(NotALead):
+        desk.lead.return_examples(people.val1.id, [example.id], "fix it")
+    owner = desk.people.create("Olu Owner", "owner")
+    assert desk.lead.is_lead(owner.id) and not desk.lead.is_lead(people.val1.id)
+    assert desk.lead.return_examples(owner.id, [example.id], "fix it") == 1
+
+
+def test_accepting_work_takes_the_authors_decided_examples_only(desk, people, submit):
+    decided = submit("decided")
+    open_ = submit("still open")
+    someone_elses = submit("by another", author=people.val3)
+    for peer in (people.val1, people.val2, people.val3):
+        desk.validation.validate(decided.id, peer.id, "correct")
+    desk.validation.validate(open_.id, people.val1.id, "correct")
+    for peer in (people.val1, people.val2, people.author):
+        desk.validation.validate(someone_elses.id, peer.id, "correct")
+    assert desk.lead.accept_work(people.lead.id, people.author.id, comment="good round") == 1
+    states = {e: desk.examples.get(e).review_state for e in (decided.id, open_.id, someone_elses.id)}
+    assert states == {decided.id: "accepted", open_.id: None, someone_elses.id: None}
+    assert desk.lead.accept_work(people.lead.id, people.author.id) == 0  # nothing new to accept
+    # accepting chosen examples works whether or not they are decided
+    assert desk.lead.accept_work(people.lead.id, people.author.id, example_ids=[open_.id]) == 1
+    history = desk.lead.history(decided.id)
+    assert [(r.lead, r.action, r.comment) for r in history] == [("Lee Lead", "accepted", "good round")]
+    with pytest.raises(ValidationRuleError, match="own work"):
+        desk.lead.accept_work(people.lead.id, people.lead.id)
+
+
+def test_a_returned_example_reaches_its_authors_history_with_the_comment(desk, people, submit):
+    first, second = submit("first"), submit("second")
+    with pytest.raises(ValidationRuleError, match="needs a comment"):
+        desk.lead.return_examples(people.lead.id, [first.id], "   ")
+    assert desk.examples.get(first.id).review_state is None  # nothing stored by the refusal
+    assert desk.lead.return_examples(people.lead.id, [first.id], "Name the target group.") == 1
+    returned = desk.lead.returned_to(people.author.id)
+    assert [(e.id, e.review_comment) for e in returned] == [(first.id, "Name the target group.")]
+    mine = ExampleFilter(author_ids=[people.author.id], review_states=["returned"])
+    rows = desk.review.rows(mine)
+    assert [(r.id, r.review_state, r.review_comment) for r in rows] == [(first.id, "returned", "Name the target group.")]
+    not_reviewed = desk.review.rows(ExampleFilter(author_ids=[people.author.id], review_states=[None]))
+    assert [r.id for r in not_reviewed] == [second.id]
+    # accepted later: the latest review wins, the history keeps both
+    desk.lead.accept_work(people.lead.id, people.author.id, example_ids=[first.id])
+    assert desk.lead.returned_to(people.author.id) == []
+    assert [r.action for r in desk.lead.history(first.id)] == ["returned", "accepted"]
+
+
+def test_simulated_anli_validators_leave_disagreements_for_the_lead(desk):
+    assert import_anli(desk) == 1000
+    sim = simulate(desk, examples=40)
+    assert sim.verdicts > 40
+    split = desk.review.rows(ExampleFilter(min_disagreements=1), limit=1000)
+    assert split, "the simulation should leave disagreements"
+    undecided = [r for r in split if r.validation_state != "decided"]
+    for row in undecided:
+        desk.lead.adjudicate(row.id, sim.lead.id, "correct")
+    assert all(desk.examples.get(r.id).validation_state == "decided" for r in undecided)
+    # counts the filter sees match the examples' own verdicts, computed by hand
+    for row in split:
+        verdicts = [(v.verdict, v.corrected_label) for v in desk.validation.validations_of(row.id) if v.mode == "peer"]
+        majority = max(verdicts.count(v) for v in set(verdicts))
+        assert row.disagreement_count == len(verdicts) - majority >= 1

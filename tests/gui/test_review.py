@@ -1,0 +1,149 @@
+"""The Review tab: a lead filters to disagreements, adjudicates, returns and accepts work."""
+
+from PySide6.QtCore import Qt
+
+from tests.conftest import hate_content, hate_output
+
+
+def open_review(qtbot, window):
+    qtbot.keyClick(window, Qt.Key.Key_4, Qt.KeyboardModifier.ControlModifier)
+    assert window.tabs.currentWidget() is window.review_view
+
+
+def shown_ids(view):
+    return [view.model.row_data(r)["id"] for r in range(view.model.rowCount())]
+
+
+def wait_rows(qtbot, view, expected):
+    qtbot.waitUntil(lambda: sorted(shown_ids(view)) == sorted(expected), timeout=5000)
+
+
+def make_examples(desk, people, target_model):
+    make = lambda text, author=people.author: desk.examples.create(  # noqa: E731
+        author.id, "hate_speech", hate_content(text, "hate"), [hate_output(target_model, "not hate")])
+    split = make("those people ruin every neighbourhood")
+    agreed = make("send them all back")
+    flagged = make("my neighbour is from there", author=people.val3)
+    desk.validation.validate(split.id, people.val1.id, "correct")
+    desk.validation.validate(split.id, people.val2.id, "incorrect", corrected_label="not hate", reason="no group")
+    desk.validation.validate(agreed.id, people.val1.id, "correct")
+    desk.validation.validate(agreed.id, people.val2.id, "correct")
+    desk.validation.validate(flagged.id, people.val1.id, "flagged", reason="personal information")
+    desk.validation.validate(flagged.id, people.val2.id, "flagged", reason="unclear")
+    return split, agreed, flagged
+
+
+def test_a_lead_filters_to_disagreements_and_adjudicates(qtbot, window, people, target_model):
+    desk = window.desk
+    split, agreed, flagged = make_examples(desk, people, target_model)
+    desk.switch_person(people.lead.id)
+    open_review(qtbot, window)
+    view = window.review_view
+    wait_rows(qtbot, view, [split.id, agreed.id, flagged.id])
+    qtbot.waitUntil(lambda: "<b>3</b> examples" in view.figures.text(), timeout=5000)
+    assert not view.actions_panel.not_lead.isVisible()
+
+    view.filters.min_disagreements.setFocus()
+    qtbot.keyClick(view.filters.min_disagreements, Qt.Key.Key_Up)  # disagreeing verdicts ≥ 1
+    wait_rows(qtbot, view, [split.id])
+    qtbot.waitUntil(lambda: "<b>1</b> examples" in view.figures.text(), timeout=5000)
+    view.filters.min_disagreements.setValue(0)
+    qtbot.keyClick(view.filters.min_flags, Qt.Key.Key_Up)
+    qtbot.keyClick(view.filters.min_flags, Qt.Key.Key_Up)  # flags ≥ 2
+    wait_rows(qtbot, view, [flagged.id])
+    view.filters.min_flags.setValue(0)
+    view.filters.annotator.setCurrentIndex(view.filters.annotator.findData(str(people.val3.id)))
+    wait_rows(qtbot, view, [flagged.id])
+    view.filters.annotator.setCurrentIndex(0)
+    view.filters.search.setText("neighbourhood")
+    wait_rows(qtbot, view, [split.id])
+    view.filters.search.clear()
+    hate_type = view.filters.facets["hate_type"]
+    hate_type.setCurrentIndex(hate_type.findData("animosity"))
+    wait_rows(qtbot, view, [])  # every example here is derogation
+    hate_type.setCurrentIndex(hate_type.findData("derogation"))
+    wait_rows(qtbot, view, [split.id, agreed.id, flagged.id])
+    hate_type.setCurrentIndex(0)
+    view.filters.min_disagreements.setValue(1)
+    wait_rows(qtbot, view, [split.id])
+
+    # adjudicate by keyboard: select, 2, choose the label, explain, Enter
+    view.table.setFocus()
+    view.table.selectRow(0)
+    qtbot.waitUntil(lambda: "no group" in view.detail.toPlainText(), timeout=5000)
+    assert "Vic Validator" in view.detail.toPlainText() and "Wen Validator" in view.detail.toPlainText()
+    qtbot.keyClick(view.table, Qt.Key.Key_2)
+    form = view.actions_panel.form
+    assert form.buttons["incorrect"].isChecked()
+    form.label_choice.setCurrentIndex(form.label_choice.findData("not hate"))
+    qtbot.keyClicks(form.reason, "Complaint about a place, not a protected group")
+    with qtbot.waitSignal(window.review.verdict_stored, timeout=5000):
+        qtbot.keyClick(form.reason, Qt.Key.Key_Return)
+    state = desk.examples.get(split.id)
+    assert (state.validation_state, state.decided_verdict, state.decided_label) == ("decided", "incorrect", "not hate")
+    lead_verdicts = [v for v in desk.validation.validations_of(split.id) if v.mode == "lead"]
+    assert [(v.validator_id, v.reason) for v in lead_verdicts] == [
+        (people.lead.id, "Complaint about a place, not a protected group")]
+    assert "Decided: incorrect → not hate" in view.actions_panel.message.text()
+    # still shown (the filter is on disagreements, which stay) and now decided
+    view.filters.validation.setCurrentIndex(view.filters.validation.findData("in_progress"))
+    wait_rows(qtbot, view, [])
+
+
+def test_a_lead_returns_an_example_and_the_author_sees_it_marked(qtbot, window, people, target_model):
+    desk = window.desk
+    split, agreed, flagged = make_examples(desk, people, target_model)
+    desk.validation.validate(agreed.id, people.val3.id, "correct")  # decided by three peers
+    desk.switch_person(people.lead.id)
+    open_review(qtbot, window)
+    view = window.review_view
+    wait_rows(qtbot, view, [split.id, agreed.id, flagged.id])
+    row = shown_ids(view).index(split.id)
+    view.table.selectRow(row)
+    qtbot.waitUntil(lambda: view.actions_panel.accept_button.text().startswith("Accept Ana Author"), timeout=5000)
+    view.actions_panel.return_button.click()
+    assert "needs a comment" in view.actions_panel.message.text()
+    assert desk.examples.get(split.id).review_state is None
+    qtbot.keyClicks(view.actions_panel.comment, "Say which group is attacked")
+    with qtbot.waitSignal(window.review.verdict_stored, timeout=5000):
+        qtbot.keyClick(view.actions_panel.comment, Qt.Key.Key_Return)
+    assert (desk.examples.get(split.id).review_state, desk.examples.get(split.id).review_comment) == (
+        "returned", "Say which group is attacked")
+
+    qtbot.waitUntil(lambda: any(view.model.row_data(r)["review_state"] == "returned"
+                                for r in range(view.model.rowCount())), timeout=5000)  # the table refreshed
+    qtbot.waitUntil(lambda: window.review.detail is not None, timeout=5000)  # and selected its first row
+    # accept the author's decided work (the question is answered Yes by the test's dialog stub)
+    view.table.selectRow(shown_ids(view).index(agreed.id))
+    qtbot.waitUntil(lambda: view.actions_panel.accept_button.text().startswith("Accept Ana Author"), timeout=5000)
+    qtbot.waitUntil(lambda: window.review.detail is not None and window.review.detail["id"] == agreed.id,
+                    timeout=5000)
+    with qtbot.waitSignal(window.review.verdict_stored, timeout=5000):
+        view.actions_panel.accept_button.click()
+    assert desk.examples.get(agreed.id).review_state == "accepted"
+    assert "Accepted 1 decided example by Ana Author" in view.actions_panel.message.text()
+    view.filters.review.setCurrentIndex(view.filters.review.findData("returned"))
+    wait_rows(qtbot, view, [split.id])
+
+    # the author's history (Data tab, "Returned to me") shows it marked, with the comment
+    desk.switch_person(people.author.id)
+    window.tabs.setCurrentWidget(window.data_page)
+    author = window.filter_bar.author
+    author.setCurrentIndex(author.findData("returned"))
+    qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=5000)
+    assert window.table_model.row_data(0)["id"] == split.id
+    column = [key for key, _ in window.table_model.columns].index("review_state")
+    assert window.table_model.data(window.table_model.index(0, column)) == "⟲ returned"
+    window.table.selectRow(0)
+    qtbot.waitUntil(lambda: "Returned by a lead: Say which group is attacked" in window.detail.toPlainText(),
+                    timeout=5000)
+
+
+def test_annotators_get_a_clear_message_instead_of_lead_actions(qtbot, window, people, target_model):
+    make_examples(window.desk, people, target_model)
+    window.desk.switch_person(people.val1.id)
+    open_review(qtbot, window)
+    panel = window.review_view.actions_panel
+    qtbot.waitUntil(lambda: panel.not_lead.isVisible(), timeout=5000)
+    assert "Vic Validator is not a team lead" in panel.not_lead.text()
+    assert not panel.return_button.isEnabled() and not panel.form.isEnabled()

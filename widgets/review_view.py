@@ -1,0 +1,251 @@
+"""The Review tab for team leads: filters, a lazy table, the example with every verdict, and
+the lead's actions (a final verdict, accepting an annotator's work, returning examples).
+
+Views only: the controller (``app.gui.review_page``) fills the choices and the table and
+receives the filter as a plain dict and the actions as signals.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from widgets.example_detail import ExampleDetail
+from widgets.example_table import ExampleTableModel, ExampleTableView
+from widgets.verdict_form import VerdictForm
+
+ANY = None
+SEARCH_DEBOUNCE_MS = 250
+REVIEW_COLUMNS = [
+    ("text", "Text"),
+    ("label", "Label"),
+    ("fooled", "Fooled"),
+    ("validations", "Verdicts"),
+    ("flags", "Flags"),
+    ("validation_state", "Validation"),
+    ("decided", "Decided"),
+    ("review_state", "Review"),
+    ("round", "Round"),
+    ("author", "Author"),
+]
+
+
+class ReviewFilters(QWidget):
+    """Every filter of the review: emits the whole set as a dict whenever one changes."""
+
+    changed = Signal(dict)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.search = QLineEdit(objectName="review-search", clearButtonEnabled=True,
+                                placeholderText="Full text (any script)…")
+        self.min_disagreements = self._spin("min-disagreements", "disagreeing verdicts ≥ ")
+        self.min_flags = self._spin("min-flags", "flags ≥ ")
+        self.annotator = self._combo("annotator", [("Every annotator", ANY)])
+        self.round = self._combo("review-round", [("All rounds", ANY)])
+        self.label = self._combo("review-label", [("Any label", ANY)])
+        self.fooled = self._combo("review-fooled", [("Fooled or not", ANY), ("Model fooled", True),
+                                                    ("Model not fooled", False)])
+        self.validation = self._combo("review-validation", [("Any validation state", ANY),
+                                                            ("Unvalidated", "unvalidated"),
+                                                            ("In progress", "in_progress"), ("Decided", "decided")])
+        self.review = self._combo("review-state", [("Reviewed or not", ANY), ("Not reviewed", "none"),
+                                                   ("Accepted", "accepted"), ("Returned", "returned")])
+        self.facets: dict[str, QComboBox] = {}
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.addWidget(QLabel("Find:"), 0, 0)
+        self.grid.addWidget(self.search, 0, 1, 1, 3)
+        self.grid.addWidget(self.min_disagreements, 0, 4)
+        self.grid.addWidget(self.min_flags, 0, 5)
+        for column, combo in enumerate((self.annotator, self.round, self.label, self.fooled, self.validation,
+                                        self.review), start=0):
+            self.grid.addWidget(combo, 1, column)
+        self._facet_row = QHBoxLayout()
+        self.grid.addLayout(self._facet_row, 2, 0, 1, 6)
+        self._debounce = QTimer(self, singleShot=True, interval=SEARCH_DEBOUNCE_MS)
+        self._debounce.timeout.connect(self._emit)
+        self.search.textChanged.connect(self._debounce.start)
+        self.search.returnPressed.connect(self._emit)
+
+    def _spin(self, name: str, prefix: str) -> QSpinBox:
+        spin = QSpinBox(objectName=name, minimum=0, maximum=50, prefix=prefix)
+        spin.setSpecialValueText(prefix.replace(" ≥ ", ": any"))
+        spin.valueChanged.connect(self._emit)
+        return spin
+
+    def _combo(self, name: str, items) -> QComboBox:
+        combo = QComboBox(objectName=name)
+        for text, value in items:
+            combo.addItem(text, value)
+        combo.currentIndexChanged.connect(self._emit)
+        return combo
+
+    def set_choices(self, *, annotators, rounds, labels, facets) -> None:
+        """``facets``: [(field name, its question, choices)], e.g. hate type and target groups."""
+        self.blockSignals(True)
+        for combo, first, items in ((self.annotator, "Every annotator", annotators), (self.round, "All rounds", rounds),
+                                    (self.label, "Any label", [(label, label) for label in labels])):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItem(first, ANY)
+            for text, value in items:
+                combo.addItem(text, value)
+            combo.blockSignals(False)
+        for combo in self.facets.values():
+            self._facet_row.removeWidget(combo)
+            combo.deleteLater()
+        self.facets = {}
+        while self._facet_row.count():
+            item = self._facet_row.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        for name, question, choices in facets:
+            combo = self._combo(f"facet-{name}", [(f"{question.rstrip('?:')}: any", ANY),
+                                                  *[(choice, choice) for choice in choices]])
+            self.facets[name] = combo
+            self._facet_row.addWidget(combo, 1)
+        self._facet_row.addStretch(2)
+        self.blockSignals(False)
+
+    def value(self) -> dict:
+        return {
+            "text": self.search.text().strip(),
+            "min_disagreements": self.min_disagreements.value() or None,
+            "min_flags": self.min_flags.value() or None,
+            "annotator": self.annotator.currentData(),
+            "round": self.round.currentData(),
+            "label": self.label.currentData(),
+            "fooled": self.fooled.currentData(),
+            "validation_state": self.validation.currentData(),
+            "review_state": self.review.currentData(),
+            "facets": {name: combo.currentData() for name, combo in self.facets.items() if combo.currentData()},
+        }
+
+    def _emit(self) -> None:
+        self._debounce.stop()
+        self.changed.emit(self.value())
+
+
+class LeadActions(QFrame):
+    """What a lead does with the selected example(s)."""
+
+    accept_requested = Signal()
+    return_requested = Signal(str)  # the comment
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("lead-actions")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.not_lead = QLabel(objectName="not-lead", wordWrap=True,
+                               styleSheet="background:#fff4e5; color:#6b3d00; padding:6px")
+        self.not_lead.hide()  # until the profile's role is known
+        self.form = VerdictForm(allow_skip=False, title="Lead verdict (final: it decides the example)")
+        self.comment = QLineEdit(objectName="return-comment",
+                                 placeholderText="Comment for the annotator (required to return)…")
+        self.return_button = QPushButton("Return selected to the author", objectName="return")
+        self.accept_button = QPushButton("Accept this annotator's decided work…", objectName="accept")
+        self.return_button.clicked.connect(lambda: self.return_requested.emit(self.comment.text().strip()))
+        self.comment.returnPressed.connect(lambda: self.return_requested.emit(self.comment.text().strip()))
+        self.accept_button.clicked.connect(self.accept_requested)
+        self.message = QLabel(objectName="lead-message", wordWrap=True)
+        work = QGridLayout()
+        work.addWidget(self.comment, 0, 0, 1, 2)
+        work.addWidget(self.return_button, 1, 0)
+        work.addWidget(self.accept_button, 1, 1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.not_lead)
+        layout.addWidget(self.form)
+        layout.addWidget(QLabel("<b>Annotator's work</b>"))
+        layout.addLayout(work)
+        layout.addWidget(self.message)
+
+    def set_lead(self, is_lead: bool, who: str) -> None:
+        self.not_lead.setVisible(not is_lead)
+        self.not_lead.setText(f"{who} is not a team lead: you can browse and filter, but adjudicating, accepting "
+                              "and returning work need a lead or owner profile (Profile menu, Ctrl+Shift+P).")
+        for widget in (self.form, self.comment, self.return_button, self.accept_button):
+            widget.setEnabled(is_lead)
+
+    def show_message(self, text: str, problem: bool = False) -> None:
+        self.message.setStyleSheet("color:#b3261e" if problem else "color:#1e6b35")
+        self.message.setText(text)
+
+
+class ReviewView(QWidget):
+    selection_changed = Signal(list)  # ids of the selected rows, current one first
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("review-view")
+        self.filters = ReviewFilters()
+        self.figures = QLabel(objectName="review-figures", textFormat=Qt.TextFormat.RichText)
+        self.model = ExampleTableModel(self, REVIEW_COLUMNS)
+        self.table = ExampleTableView(self.model)
+        self.table.setObjectName("review-table")
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.selectionModel().selectionChanged.connect(self._selection)
+        self.table.selectionModel().currentRowChanged.connect(self._selection)
+        self.detail = ExampleDetail()
+        self.actions_panel = LeadActions()
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.detail)
+        right.addWidget(self.actions_panel)
+        right.setSizes([360, 420])
+        splitter = QSplitter(Qt.Orientation.Horizontal, objectName="review-splitter")
+        splitter.addWidget(self.table)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        splitter.setSizes([760, 500])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.filters)
+        layout.addWidget(self.figures)
+        layout.addWidget(splitter, 1)
+        # verdict keys work from the table too; text fields keep their digits (they override shortcuts)
+        for key, verdict in (("1", "correct"), ("2", "incorrect"), ("3", "flagged")):
+            shortcut = QShortcut(QKeySequence(key), self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(lambda v=verdict: self._choose(v))
+
+    def _choose(self, verdict: str) -> None:
+        form = self.actions_panel.form
+        if form.isEnabled() and self.current_row() is not None:
+            form.choose(verdict=verdict)
+
+    def selected_ids(self) -> list:
+        current = self.model.row_data(self.table.currentIndex().row())
+        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
+        ids = [self.model.row_data(r)["id"] for r in rows if self.model.row_data(r) is not None]
+        if current is not None and current["id"] in ids:
+            ids.remove(current["id"])
+            ids.insert(0, current["id"])
+        return ids
+
+    def current_row(self) -> dict | None:
+        return self.model.row_data(self.table.currentIndex().row())
+
+    def _selection(self, *_args) -> None:
+        self.selection_changed.emit(self.selected_ids())
+
+    def set_figures(self, figures: dict) -> None:
+        parts = [f"<b>{figures['examples']:,}</b> examples",
+                 f"<b style='color:#b3261e'>{figures['disagreements']:,}</b> with disagreeing verdicts",
+                 f"<b style='color:#8a5a00'>{figures['flagged']:,}</b> flagged",
+                 f"<b>{figures['decided']:,}</b> decided", f"{figures['unvalidated']:,} unvalidated",
+                 f"{figures['fooled']:,} fooled the model",
+                 f"{figures['accepted']:,} accepted · {figures['returned']:,} returned"]
+        self.figures.setText(" · ".join(parts))

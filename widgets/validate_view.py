@@ -1,0 +1,287 @@
+"""The Validate tab: one example at a time from the person's queue, and the verdict form.
+
+Shows the example, its context and the author's explanations; for a perturbation, both
+halves side by side with the word diff. The target model's output stays hidden until the
+verdict is stored when the task says so, and can then be revealed. Views only: the
+controller (``app.gui.validate``) feeds plain dicts and receives the form's signals.
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from widgets.perturbation_view import DiffText
+from widgets.prediction_panel import ProbabilityBars
+from widgets.verdict_form import VerdictForm
+
+BANNER_STYLE = "background:#fff4e5; color:#6b3d00; border:1px solid #e0a84a; border-radius:4px; padding:6px;"
+RETURNED_STYLE = "background:#fdecea; color:#7a1a12; border:1px solid #e6a39c; border-radius:4px; padding:6px;"
+
+
+def _esc(value) -> str:
+    return html.escape("" if value is None else str(value)).replace("\n", "<br>")
+
+
+def _exact(value) -> str:
+    """A paragraph that keeps the author's spacing: validators judge the text exactly as written."""
+    return f"<p dir='auto' style='white-space:pre-wrap'>{html.escape(value or '')}</p>"
+
+
+def _text_block(font_scale: float = 1.0) -> QTextBrowser:
+    block = QTextBrowser()
+    block.setOpenLinks(False)
+    if font_scale != 1.0:
+        font = block.font()
+        font.setPointSizeF(font.pointSizeF() * font_scale)
+        block.setFont(font)
+    return block
+
+
+class ModelOutputBox(QFrame):
+    """The target model's output; hidden behind a Reveal button until the verdict is in."""
+
+    reveal_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("model-output")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.heading = QLabel("<b>Target model</b>")
+        self.hidden_note = QLabel(objectName="output-hidden", wordWrap=True, styleSheet="color:#6b6b6b")
+        self.reveal_button = QPushButton("Reveal the model's output  (R)", objectName="reveal")
+        self.reveal_button.clicked.connect(self.reveal_requested)
+        self.summary = QLabel(objectName="output-summary", wordWrap=True)
+        self.bars = ProbabilityBars()
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.heading)
+        layout.addWidget(self.hidden_note)
+        layout.addWidget(self.reveal_button)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.bars)
+        self._output: dict | None = None
+
+    def show_hidden(self, can_reveal: bool) -> None:
+        self.hidden_note.setText("Hidden until you give your verdict, so that it does not sway you."
+                                 if not can_reveal else "Your verdict is stored; you may look now.")
+        self.hidden_note.show()
+        self.reveal_button.setVisible(can_reveal)
+        self.summary.hide()
+        self.bars.hide()
+
+    def show_output(self, output: dict | None, author_label: str | None) -> None:
+        self.hidden_note.hide()
+        self.reveal_button.hide()
+        self.summary.show()
+        if not output or not output.get("models"):
+            self.summary.setText("No model output was stored with this example.")
+            self.bars.hide()
+            return
+        fooled = output.get("fooled")
+        verdict = {True: "<b style='color:#b3261e'>fooled</b>", False: "<b style='color:#1e6b35'>not fooled</b>",
+                   None: "–"}[fooled]
+        lines = [f"{_esc(m['model'])}: <b>{_esc(m['label'])}</b>" for m in output["models"]]
+        self.summary.setText("<br>".join(lines) + f"<br>Author's label: {_esc(author_label)} · model {verdict}")
+        first = output["models"][0]
+        if first.get("probabilities") and output.get("labels"):
+            self.bars.set_values(first["probabilities"], output["labels"], author_label, first["label"])
+            self.bars.show()
+        else:
+            self.bars.hide()
+
+
+class ValidateView(QWidget):
+    reveal_requested = Signal()
+    next_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("validate-view")
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.status = QLabel(objectName="queue-status", textFormat=Qt.TextFormat.RichText)
+        self.warning = QLabel(objectName="content-warning", wordWrap=True, styleSheet=BANNER_STYLE)
+        self.warning.hide()
+
+        # the example
+        self.context_title = QLabel("<b>Context</b>")
+        self.context = _text_block()
+        self.context.setObjectName("context")
+        self.written_title = QLabel(objectName="written-title")
+        self.written = _text_block(1.25)
+        self.written.setObjectName("written")
+        self.pair = QWidget(objectName="pair")
+        self.original = _text_block(1.1)
+        self.original.setObjectName("pair-original")
+        self.edited = _text_block(1.1)
+        self.edited.setObjectName("pair-edited")
+        self.original_title, self.edited_title = QLabel(), QLabel()
+        self.diff = DiffText()
+        self.diff.setObjectName("pair-diff")
+        self.diff.setMaximumHeight(self.diff.fontMetrics().height() * 4)
+        pair_layout = QGridLayout(self.pair)
+        pair_layout.setContentsMargins(0, 0, 0, 0)
+        pair_layout.addWidget(self.original_title, 0, 0)
+        pair_layout.addWidget(self.edited_title, 0, 1)
+        pair_layout.addWidget(self.original, 1, 0)
+        pair_layout.addWidget(self.edited, 1, 1)
+        pair_layout.addWidget(QLabel("<b>Edit</b> (struck through: removed; underlined: added)"), 2, 0, 1, 2)
+        pair_layout.addWidget(self.diff, 3, 0, 1, 2)
+        self.label = QLabel(objectName="author-label", textFormat=Qt.TextFormat.RichText)
+        self.explanations = QLabel(objectName="explanations", wordWrap=True, textFormat=Qt.TextFormat.RichText)
+        self.explanations.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.addWidget(self.context_title)
+        left_layout.addWidget(self.context, 3)
+        left_layout.addWidget(self.written_title)
+        left_layout.addWidget(self.written, 2)
+        left_layout.addWidget(self.pair, 4)
+        left_layout.addWidget(self.label)
+        left_layout.addWidget(self.explanations)
+
+        # the verdict
+        self.form = VerdictForm()
+        self.output = ModelOutputBox()
+        self.output.reveal_requested.connect(self.reveal_requested)
+        self.stored = QLabel(objectName="stored", wordWrap=True)
+        self.next_button = QPushButton("Next example  (Enter)", objectName="next")
+        self.next_button.clicked.connect(self.next_requested)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.addWidget(self.form)
+        right_layout.addWidget(self.stored)
+        right_layout.addWidget(self.next_button)
+        right_layout.addWidget(self.output)
+        right_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(right)
+        splitter = QSplitter(Qt.Orientation.Horizontal, objectName="validate-splitter")
+        splitter.addWidget(left)
+        splitter.addWidget(scroll)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        splitter.setSizes([760, 480])
+
+        self.empty = QLabel(objectName="queue-empty", alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(splitter)
+        self.pages.addWidget(self.empty)
+        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
+        layout.addLayout(top)
+        layout.addWidget(self.warning)
+        layout.addWidget(self.pages, 1)
+        self._example: dict | None = None
+        self._revealed = False
+        self.show_empty("Loading the queue…")
+
+    # --- what the controller calls -------------------------------------------------------
+
+    def set_status(self, text: str) -> None:
+        self.status.setText(text)
+
+    def show_empty(self, message: str) -> None:
+        self._example = None
+        self.empty.setText(f"<p style='font-size:14pt'>{_esc(message)}</p>")
+        self.pages.setCurrentWidget(self.empty)
+
+    def show_example(self, example: dict) -> None:
+        """``example``: id, context [(name, text)], written [(name, text)], label, label_name,
+        explanations [(question, answer)], pair None or {original, edited: {text, label}, diff},
+        output {models, fooled, labels}, hide_output, content_warning, labels."""
+        self._example = example
+        self._revealed = False
+        warning = example.get("content_warning")
+        self.warning.setText(f"⚠ Content warning: {_esc(warning)}" if warning else "")
+        self.warning.setVisible(bool(warning))
+        contexts = example.get("context") or []
+        self.context_title.setVisible(bool(contexts))
+        self.context.setVisible(bool(contexts))
+        self.context.setHtml("".join(_exact(text) for _name, text in contexts))
+        if contexts:
+            self.context_title.setText(f"<b>{_esc(contexts[0][0])}</b>")
+        pair = example.get("pair")
+        self.pair.setVisible(pair is not None)
+        self.written.setVisible(pair is None)
+        self.written_title.setVisible(pair is None)
+        if pair is None:
+            written = example.get("written") or []
+            self.written_title.setText(" · ".join(f"<b>{_esc(name)}</b>" for name, _ in written) or "<b>Text</b>")
+            self.written.setHtml("".join(_exact(text) for _name, text in written))
+        else:
+            self.original_title.setText(f"<b>Original</b> · label: {_esc(pair['original']['label'])}")
+            self.edited_title.setText(f"<b>Perturbation (to validate)</b> · label: {_esc(pair['edited']['label'])}")
+            self.original.setHtml(_exact(pair["original"]["text"]))
+            self.edited.setHtml(_exact(pair["edited"]["text"]))
+            self.diff.show_diff(pair["diff"])
+        self.label.setText(f"Author's {_esc(example.get('label_name', 'label'))}: "
+                           f"<b style='font-size:13pt'>{_esc(example.get('label'))}</b>")
+        explanations = example.get("explanations") or []
+        self.explanations.setText("".join(f"<p><b>{_esc(q)}</b><br>{_esc(a)}</p>" for q, a in explanations)
+                                  or "<p style='color:#6b6b6b'>The author gave no explanations.</p>")
+        self.form.set_labels(example.get("labels") or [], example.get("label"))
+        self.form.show()
+        self.stored.hide()
+        self.next_button.hide()
+        if example.get("hide_output", True):
+            self.output.show_hidden(can_reveal=False)
+        else:
+            self.output.show_output(example.get("output"), example.get("label"))
+        self.pages.setCurrentIndex(0)
+        self.setFocus()
+
+    def show_stored(self, text: str) -> None:
+        """The verdict is stored: offer the reveal (if hidden) and the next example."""
+        self.form.hide()
+        self.stored.setText(text)
+        self.stored.show()
+        self.next_button.show()
+        if self._example is not None and self._example.get("hide_output", True) and not self._revealed:
+            self.output.show_hidden(can_reveal=True)
+        self.setFocus()
+
+    def reveal(self) -> None:
+        if self._example is not None:
+            self._revealed = True
+            self.output.show_output(self._example.get("output"), self._example.get("label"))
+
+    @property
+    def example_id(self):
+        return None if self._example is None else self._example["id"]
+
+    @property
+    def output_visible(self) -> bool:
+        return self.output.summary.isVisible()
+
+    # --- keys ------------------------------------------------------------------------------
+
+    def keyPressEvent(self, event) -> None:
+        key = event.key()
+        if self._example is not None and self.form.isVisible():
+            if self.form.handle_key(key):
+                return
+        elif self._example is not None and self.next_button.isVisible():
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_N):
+                self.next_requested.emit()
+                return
+            if key == Qt.Key.Key_R and self.output.reveal_button.isVisible():
+                self.reveal_requested.emit()
+                return
+        super().keyPressEvent(event)

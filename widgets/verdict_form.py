@@ -1,0 +1,185 @@
+"""The verdict form: correct (1), incorrect (2), flagged (3), skip (S), Enter to confirm.
+
+'Incorrect' asks for the corrected label (or answer) and an explanation, 'flagged' for a
+reason; the form says so inline before anything is sent. It emits a plain dict and decides
+nothing else: the controller stores it and reports problems back with :meth:`show_problem`.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+)
+
+VERDICTS = [("correct", "1", "Correct"), ("incorrect", "2", "Incorrect"), ("flagged", "3", "Flag")]
+KEYS = {Qt.Key.Key_1: "correct", Qt.Key.Key_2: "incorrect", Qt.Key.Key_3: "flagged"}
+_COLOURS = {"correct": "#1e6b35", "incorrect": "#b3261e", "flagged": "#8a5a00"}
+
+
+class VerdictForm(QFrame):
+    submitted = Signal(dict)  # verdict, corrected_label, reason, model_note
+    skipped = Signal()
+
+    def __init__(self, parent=None, *, allow_skip: bool = True, title: str = "Your verdict"):
+        super().__init__(parent)
+        self.setObjectName("verdict-form")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.title = QLabel(f"<b>{title}</b>", objectName="verdict-title")
+        self.group = QButtonGroup(self)
+        self.group.setExclusive(True)
+        self.buttons: dict[str, QPushButton] = {}
+        row = QHBoxLayout()
+        for verdict, key, text in VERDICTS:
+            button = QPushButton(f"{key}  {text}", objectName=f"verdict-{verdict}", checkable=True)
+            button.setToolTip(f"Key {key}")
+            button.setStyleSheet(f"QPushButton:checked {{ background:{_COLOURS[verdict]}; color:white; "
+                                 "font-weight:bold; }")
+            button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+            self.group.addButton(button)
+            button.clicked.connect(lambda _=False, v=verdict: self.choose(verdict=v))
+            self.buttons[verdict] = button
+            row.addWidget(button)
+        self.skip_button = QPushButton("S  Skip", objectName="verdict-skip", toolTip="Key S: later, not now")
+        self.skip_button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+        self.skip_button.clicked.connect(self.skipped)
+        self.skip_button.setVisible(allow_skip)
+        row.addWidget(self.skip_button)
+
+        self.label_choice = QComboBox(objectName="corrected-label")
+        self.answer_edit = QLineEdit(objectName="corrected-answer", placeholderText="The right answer span…")
+        self.reason = QLineEdit(objectName="reason")
+        self.model_note = QLineEdit(objectName="model-note",
+                                    placeholderText="Optional: why was the model fooled?")
+        self.fields = QFormLayout()
+        self.fields.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.fields.addRow("Corrected label:", self.label_choice)
+        self.fields.addRow("Corrected answer:", self.answer_edit)
+        self.fields.addRow("Why?", self.reason)
+        self.fields.addRow("Model note:", self.model_note)
+        self.problem = QLabel(objectName="verdict-problem", wordWrap=True, styleSheet="color:#b3261e")
+        self.confirm = QPushButton("Confirm  (Enter)", objectName="verdict-confirm", default=True)
+        self.confirm.clicked.connect(self.submit)
+        for edit in (self.answer_edit, self.reason, self.model_note):
+            edit.returnPressed.connect(self.submit)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addLayout(row)
+        layout.addLayout(self.fields)
+        layout.addWidget(self.problem)
+        layout.addWidget(self.confirm)
+        self._labels: list[str] = []
+        self._author_label: str | None = None
+        self.verdict: str | None = None
+        self.set_labels([], None)
+
+    # --- set-up ------------------------------------------------------------------------
+
+    def set_labels(self, labels: list[str], author_label: str | None) -> None:
+        """The task's labels (empty for extractive QA: a corrected answer is typed instead)."""
+        self._labels, self._author_label = list(labels), author_label
+        self.label_choice.clear()
+        self.label_choice.addItem("choose the right label…", None)
+        for label in labels:
+            if label != author_label:
+                self.label_choice.addItem(label, label)
+        self.reset()
+
+    def reset(self) -> None:
+        self.group.setExclusive(False)
+        for button in self.buttons.values():
+            button.setChecked(False)
+        self.group.setExclusive(True)
+        self.verdict = None
+        self.label_choice.setCurrentIndex(0)
+        for edit in (self.answer_edit, self.reason, self.model_note):
+            edit.clear()
+        self.problem.clear()
+        self._show_fields()
+        self.setEnabled(True)
+
+    # --- choosing ------------------------------------------------------------------------
+
+    def choose(self, *, verdict: str) -> None:
+        self.verdict = verdict
+        self.buttons[verdict].setChecked(True)
+        self.problem.clear()
+        self._show_fields()
+        if verdict == "incorrect":
+            (self.label_choice if self._labels else self.answer_edit).setFocus()
+        elif verdict == "flagged":
+            self.reason.setFocus()
+        else:
+            self.confirm.setFocus()
+
+    def _show_fields(self) -> None:
+        incorrect, flagged = self.verdict == "incorrect", self.verdict == "flagged"
+        self.fields.setRowVisible(self.label_choice, incorrect and bool(self._labels))
+        self.fields.setRowVisible(self.answer_edit, incorrect and not self._labels)
+        self.fields.setRowVisible(self.reason, incorrect or flagged)
+        self.fields.setRowVisible(self.model_note, self.verdict is not None)
+        self.reason.setPlaceholderText("Why is the author's label wrong? (required)" if incorrect
+                                       else "What is wrong with this example? (required)")
+        self.confirm.setEnabled(self.verdict is not None)
+
+    def handle_key(self, key: int) -> bool:
+        """The form's keys, for a parent that receives them while no text field has focus."""
+        if key in KEYS:
+            self.choose(verdict=KEYS[key])
+            return True
+        if key == Qt.Key.Key_S and self.skip_button.isVisible():
+            self.skipped.emit()
+            return True
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.verdict is not None:
+            self.submit()
+            return True
+        return False
+
+    def keyPressEvent(self, event) -> None:
+        if not self.handle_key(event.key()):
+            super().keyPressEvent(event)
+
+    # --- sending -------------------------------------------------------------------------
+
+    def value(self) -> dict:
+        corrected = None
+        if self.verdict == "incorrect":
+            corrected = self.label_choice.currentData() if self._labels else self.answer_edit.text().strip() or None
+        return {"verdict": self.verdict, "corrected_label": corrected, "reason": self.reason.text().strip() or None,
+                "model_note": self.model_note.text().strip() or None}
+
+    def problem_with(self, value: dict) -> str | None:
+        if value["verdict"] is None:
+            return "Choose a verdict: 1 correct, 2 incorrect, 3 flag."
+        if value["verdict"] == "incorrect" and not value["corrected_label"]:
+            return "Choose the corrected label." if self._labels else "Type the corrected answer."
+        if value["verdict"] in ("incorrect", "flagged") and not value["reason"]:
+            return ("Explain why the label is wrong." if value["verdict"] == "incorrect"
+                    else "Give a reason for the flag.")
+        return None
+
+    def submit(self) -> None:
+        value = self.value()
+        problem = self.problem_with(value)
+        if problem:
+            self.show_problem(problem)
+            return
+        self.problem.clear()
+        self.setEnabled(False)  # until the controller says it is stored (or not)
+        self.submitted.emit(value)
+
+    def show_problem(self, text: str) -> None:
+        self.setEnabled(True)
+        self.problem.setText(text)
+        if self.verdict == "incorrect" and "label" in text.lower() and self._labels:
+            self.label_choice.setFocus()
+        elif self.verdict in ("incorrect", "flagged"):
+            self.reason.setFocus()
