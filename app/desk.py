@@ -9,6 +9,7 @@ from pathlib import Path
 from app import paths
 from app.domain import Role
 from app.errors import DynadeskError
+from app.services.dashboard import DashboardService
 from app.services.examples import ExampleService
 from app.services.models import ModelService
 from app.services.people import PeopleService
@@ -37,6 +38,7 @@ class Desk:
         self.stats = StatsService(self.db)
         self.rounds = RoundService(self.db, self.tasks, self.models)
         self.review = ReviewQueries(self.db)
+        self.dashboard = DashboardService(self.db, self.tasks)
         self.tasks.sync_catalog()
         self.tasks.ensure_first_rounds()
         self._person_id: uuid.UUID | None = None
