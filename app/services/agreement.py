@@ -46,20 +46,26 @@ class Agreement:
     ratings: int
 
 
-def _dedupe(items: np.ndarray, raters: np.ndarray, categories: np.ndarray):
-    """One rating per (item, rater): the last one given wins (a rater cannot rate twice anyway)."""
+def _prepare(items, raters, categories, unique: bool = False):
+    """Integer arrays, one rating per (item, rater) (the last one given wins, should a rater
+    appear twice), and items renumbered 0..k−1."""
+    items, raters, categories = (np.asarray(a, dtype=np.int64) for a in (items, raters, categories))
     if len(items) == 0:
-        return items, raters, categories
-    key = items.astype(np.int64) * (int(raters.max()) + 1) + raters
-    _, last = np.unique(key[::-1], return_index=True)
-    keep = np.sort(len(key) - 1 - last)
-    return items[keep], raters[keep], categories[keep]
+        return items, raters, categories, 0
+    _, item_index = np.unique(items, return_inverse=True)
+    item_index = item_index.reshape(-1)
+    if not unique:
+        key = item_index * (int(raters.max()) + 1) + raters
+        _, last = np.unique(key[::-1], return_index=True)
+        keep = np.sort(len(key) - 1 - last)
+        item_index, raters, categories = item_index[keep], raters[keep], categories[keep]
+    return item_index, raters, categories, int(item_index.max()) + 1
 
 
 def _pairs_within_items(items: np.ndarray, raters: np.ndarray, categories: np.ndarray):
     """Every unordered pair of ratings of the same item, as (rater, rater, category, category)
-    with the lower rater first; plus each pair's item."""
-    order = np.lexsort((raters, items))
+    with the lower rater first."""
+    order = np.argsort(items, kind="stable")
     it, ra, ca = items[order], raters[order], categories[order]
     firsts, seconds = [], []
     offset = 1
@@ -73,24 +79,24 @@ def _pairs_within_items(items: np.ndarray, raters: np.ndarray, categories: np.nd
         offset += 1
     if not firsts:
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty, empty
+        return empty, empty, empty, empty
     i, j = np.concatenate(firsts), np.concatenate(seconds)
-    return ra[i], ra[j], ca[i], ca[j], it[i]
+    swap = ra[i] > ra[j]
+    first, second = np.where(swap, j, i), np.where(swap, i, j)
+    return ra[first], ra[second], ca[first], ca[second]
 
 
-def cohen_kappas(items, raters, categories, *, min_overlap: int = MIN_OVERLAP) -> list[PairKappa]:
-    """Cohen's κ for each pair of raters with at least ``min_overlap`` items in common."""
-    items, raters, categories = (np.asarray(a, dtype=np.int64) for a in (items, raters, categories))
-    items, raters, categories = _dedupe(items, raters, categories)
-    ra, rb, ca, cb, _ = _pairs_within_items(items, raters, categories)
+def _cohen(items, raters, categories, min_overlap: int) -> list[PairKappa]:
+    ra, rb, ca, cb = _pairs_within_items(items, raters, categories)
     if len(ra) == 0:
         return []
     n_raters = int(raters.max()) + 1
     n_cats = int(categories.max()) + 1
     pair = ra * n_raters + rb
     pair_ids, pair_index, pair_counts = np.unique(pair, return_inverse=True, return_counts=True)
-    wanted = pair_counts >= min_overlap
-    if not wanted.any():
+    pair_index = pair_index.reshape(-1)
+    wanted = np.nonzero(pair_counts >= min_overlap)[0]
+    if not len(wanted):
         return []
     n_pairs = len(pair_ids)
     # Marginals of each rater within each pair, and the diagonal of each pair's contingency table.
@@ -100,23 +106,19 @@ def cohen_kappas(items, raters, categories, *, min_overlap: int = MIN_OVERLAP) -
     n = pair_counts.astype(float)
     observed = agree / n
     expected = (margin_a * margin_b).sum(axis=1) / (n * n)
-    result = []
-    for k in np.nonzero(wanted)[0]:
-        kappa = None if np.isclose(expected[k], 1.0) else float((observed[k] - expected[k]) / (1 - expected[k]))
-        result.append(PairKappa(int(pair_ids[k] // n_raters), int(pair_ids[k] % n_raters), int(pair_counts[k]),
-                                float(observed[k]), kappa))
-    return result
+    undefined = np.abs(1 - expected) < 1e-12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (observed - expected) / (1 - expected)
+    return [PairKappa(int(pair_ids[k] // n_raters), int(pair_ids[k] % n_raters), int(pair_counts[k]),
+                      float(observed[k]), None if undefined[k] else float(kappa[k])) for k in wanted.tolist()]
 
 
-def fleiss_kappa(items, raters, categories) -> tuple[float | None, int]:
-    """Fleiss' κ over items with two or more ratings (rater counts may vary); and that item count."""
-    items, raters, categories = (np.asarray(a, dtype=np.int64) for a in (items, raters, categories))
-    items, raters, categories = _dedupe(items, raters, categories)
-    if len(items) == 0:
-        return None, 0
-    _, item_index = np.unique(items, return_inverse=True)
-    n_items, n_cats = int(item_index.max()) + 1, int(categories.max()) + 1
-    counts = np.bincount(item_index * n_cats + categories, minlength=n_items * n_cats).reshape(n_items, n_cats)
+def _item_category_counts(items, categories, n_items):
+    n_cats = int(categories.max()) + 1
+    return np.bincount(items * n_cats + categories, minlength=n_items * n_cats).reshape(n_items, n_cats)
+
+
+def _fleiss(counts) -> tuple[float | None, int]:
     per_item = counts.sum(axis=1)
     keep = per_item >= 2
     counts, per_item = counts[keep], per_item[keep].astype(float)
@@ -125,41 +127,57 @@ def fleiss_kappa(items, raters, categories) -> tuple[float | None, int]:
     observed = ((counts * (counts - 1)).sum(axis=1) / (per_item * (per_item - 1))).mean()
     shares = counts.sum(axis=0) / per_item.sum()
     expected = float((shares ** 2).sum())
-    if np.isclose(expected, 1.0):
+    if abs(1 - expected) < 1e-12:
         return None, len(counts)
     return float((observed - expected) / (1 - expected)), len(counts)
 
 
-def krippendorff_alpha(items, raters, categories) -> tuple[float | None, int]:
-    """Krippendorff's α for nominal data with missing values; and the number of pairable items."""
-    items, raters, categories = (np.asarray(a, dtype=np.int64) for a in (items, raters, categories))
-    items, raters, categories = _dedupe(items, raters, categories)
-    if len(items) == 0:
-        return None, 0
-    _, item_index, per_item = np.unique(items, return_inverse=True, return_counts=True)
-    pairable = per_item[item_index] >= 2
-    item_index, categories = item_index[pairable], categories[pairable]
-    if len(categories) == 0:
-        return None, 0
-    m = per_item[item_index].astype(float)  # the number of values in each rating's item
-    n_cats = int(categories.max()) + 1
+def _krippendorff(counts) -> tuple[float | None, int]:
     # Coincidences: within an item with m values, each ordered pair of distinct values counts
-    # 1/(m − 1). A value of category c coincides with (count of c in the item − 1) others of c.
-    n_items = int(item_index.max()) + 1
-    item_cat = np.bincount(item_index * n_cats + categories, minlength=n_items * n_cats).reshape(n_items, n_cats)
-    same = (item_cat[item_index, categories] - 1) / (m - 1)
-    n_c = np.bincount(categories, minlength=n_cats).astype(float)
+    # 1/(m − 1); so o_cc = Σ_u n_uc(n_uc − 1)/(m_u − 1), and Σ_{c≠k} o_ck = n − Σ_c o_cc.
+    per_item = counts.sum(axis=1)
+    keep = per_item >= 2
+    counts, per_item = counts[keep].astype(float), per_item[keep].astype(float)
+    if len(counts) == 0:
+        return None, 0
+    n_c = counts.sum(axis=0)
     n_total = n_c.sum()
-    observed_disagreement = n_total - same.sum()  # Σ_{c≠k} o_ck
+    observed_disagreement = n_total - ((counts * (counts - 1)).sum(axis=1) / (per_item - 1)).sum()
     expected_pairs = n_total ** 2 - (n_c ** 2).sum()  # Σ_{c≠k} n_c n_k
     if expected_pairs == 0:
-        return None, int((per_item >= 2).sum())
-    alpha = 1 - (n_total - 1) * observed_disagreement / expected_pairs
-    return float(alpha), int((per_item >= 2).sum())
+        return None, len(counts)
+    return float(1 - (n_total - 1) * observed_disagreement / expected_pairs), len(counts)
 
 
-def agreement(items, raters, categories, *, min_overlap: int = MIN_OVERLAP) -> Agreement:
-    fleiss, fleiss_items = fleiss_kappa(items, raters, categories)
-    alpha, alpha_items = krippendorff_alpha(items, raters, categories)
-    return Agreement(cohen_kappas(items, raters, categories, min_overlap=min_overlap), fleiss, fleiss_items,
-                     alpha, alpha_items, len(np.asarray(items)))
+def cohen_kappas(items, raters, categories, *, min_overlap: int = MIN_OVERLAP) -> list[PairKappa]:
+    """Cohen's κ for each pair of raters with at least ``min_overlap`` items in common."""
+    items, raters, categories, _ = _prepare(items, raters, categories)
+    return _cohen(items, raters, categories, min_overlap)
+
+
+def fleiss_kappa(items, raters, categories) -> tuple[float | None, int]:
+    """Fleiss' κ over items with two or more ratings (rater counts may vary); and that item count."""
+    items, raters, categories, n_items = _prepare(items, raters, categories)
+    if n_items == 0:
+        return None, 0
+    return _fleiss(_item_category_counts(items, categories, n_items))
+
+
+def krippendorff_alpha(items, raters, categories) -> tuple[float | None, int]:
+    """Krippendorff's α for nominal data with missing values; and the number of pairable items."""
+    items, raters, categories, n_items = _prepare(items, raters, categories)
+    if n_items == 0:
+        return None, 0
+    return _krippendorff(_item_category_counts(items, categories, n_items))
+
+
+def agreement(items, raters, categories, *, min_overlap: int = MIN_OVERLAP, unique: bool = False) -> Agreement:
+    """All three statistics at once. ``unique``: the caller guarantees one rating per (item, rater)."""
+    items, raters, categories, n_items = _prepare(items, raters, categories, unique)
+    if n_items == 0:
+        return Agreement([], None, 0, None, 0, 0)
+    counts = _item_category_counts(items, categories, n_items)
+    fleiss, fleiss_items = _fleiss(counts)
+    alpha, alpha_items = _krippendorff(counts)
+    return Agreement(_cohen(items, raters, categories, min_overlap), fleiss, fleiss_items, alpha, alpha_items,
+                     len(items))

@@ -194,6 +194,7 @@ class _Table:
         self.dtypes = columns
         self.columns = {name: np.zeros(0, dtype=dtype) for name, dtype in columns.items()}
         self.row_of: dict[str, int] = {}
+        self.ids: list[str] = []
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -210,6 +211,7 @@ class _Table:
             row = self.row_of.get(identifier)
             if row is None:
                 row = self.row_of[identifier] = start + new
+                self.ids.append(identifier)
                 new += 1
             rows[i] = row
         if new:
@@ -269,18 +271,24 @@ class DashboardService:
             self._reset()
             return self.refresh()
 
-    def refresh(self, *, _retry: bool = True) -> int:
-        """Bring the snapshot up to date; returns how many example and validation rows changed."""
+    def refresh(self, *, thorough: bool = False, _retry: bool = True) -> int:
+        """Bring the snapshot up to date; returns how many example and validation rows changed.
+
+        The quick pass finds new examples and verdicts by rowid, the examples those verdicts
+        touched (by id), and retractions and flags (through the status index): everything the
+        desk itself changes, in milliseconds. ``thorough`` also scans every row's ``updated_at``
+        (about 0.1 s per 100k examples) for changes made elsewhere, such as synced edits. Rows
+        deleted behind the snapshot's back make the counts disagree, and the snapshot is rebuilt.
+        """
         with self._lock, self.db.engine.connect() as connection:
             sql = connection.exec_driver_sql
             self._load_names(sql)
-            changed = self._load_examples(sql)
-            changed += self._load_validations(sql)
-            counts = sql("SELECT (SELECT count(*) FROM examples WHERE status != 'draft'), "
-                         "(SELECT count(*) FROM validations)").one()
-        if _retry and tuple(counts) != (len(self.examples), len(self.validations)):
-            # Rows were deleted (or changed behind updated_at): start again rather than show stale figures.
-            with self._lock:
+            verdicts = self._fetch_validations(sql, thorough)
+            changed = self._load_examples(sql, thorough, touched={row[2] for row in verdicts})
+            changed += self._place_validations(verdicts)
+            counts = sql("SELECT (SELECT count(*) FROM examples WHERE status IN ('submitted', 'flagged', 'retracted')),"
+                         " (SELECT count(*) FROM validations)").one()
+            if _retry and tuple(counts) != (len(self.examples), len(self.validations)):
                 self._reset()
                 return self.refresh(_retry=False)
         if changed:
@@ -296,27 +304,46 @@ class DashboardService:
         names.update({rid: f"Round {number}" for rid, (_tid, number) in self.round_numbers.items()})
         self.names = names
 
-    def _load_examples(self, sql) -> int:
-        columns = ("rowid, id, task_id, round_id, author_id, true_label, model_fooled, status, decided_verdict, "
-                   f"decided_label, time_spent_ms, {_epoch('submitted_at')}, "
-                   "perturbation_of IS NOT NULL, edit_distance, updated_at")
+    EXAMPLE_COLUMNS = ("rowid, id, task_id, round_id, author_id, true_label, model_fooled, status, decided_verdict, "
+                       "decided_label, time_spent_ms, {submitted}, perturbation_of IS NOT NULL, edit_distance, updated_at")
+
+    def _load_examples(self, sql, thorough: bool, touched: set[str]) -> int:
+        columns = self.EXAMPLE_COLUMNS.format(submitted=_epoch("submitted_at"))
+        first = not self._example_mark
         rows = sql(f"SELECT {columns} FROM examples WHERE rowid > ? AND status != 'draft'", (self._example_rowid,)).all()
-        if self._example_mark:
-            # Rows changed since the last look (verdicts summarised, retractions, synced edits).
-            seen = {row[0] for row in rows}
-            rows += [row for row in sql(f"SELECT {columns} FROM examples WHERE updated_at >= ? AND rowid <= ? "
-                                        "AND status != 'draft'", (self._example_mark, self._example_rowid)).all()
-                     if row[0] not in seen and not (row[-1] == self._example_mark and row[1] in self._examples_at_mark)]
+        seen = {row[1] for row in rows}
+        if not first:
+            wanted = touched - seen
+            # Retractions and flags: the status index counts them cheaply; when the counts moved,
+            # it lists them, to compare with the snapshot.
+            status = self.examples["status"]
+            known = {STATUSES[code]: int(n) for code, n in enumerate(np.bincount(status, minlength=len(STATUSES)))}
+            counted = dict(sql("SELECT status, count(*) FROM examples WHERE status IN ('retracted', 'flagged') "
+                               "GROUP BY status").all())
+            if any(counted.get(name, 0) != known[name] for name in ("retracted", "flagged")):
+                marked = set(sql("SELECT id FROM examples WHERE status IN ('retracted', 'flagged')").scalars().all())
+                ids = self.examples.ids
+                known_marked = {ids[r] for r in np.nonzero(status != STATUSES.index(ExampleStatus.SUBMITTED.value))[0]}
+                wanted |= (marked ^ known_marked) - seen
+            for start in range(0, len(wanted), 500):
+                chunk = tuple(sorted(wanted))[start:start + 500]
+                rows += sql(f"SELECT {columns} FROM examples WHERE id IN ({', '.join('?' * len(chunk))}) "
+                            "AND status != 'draft'", chunk).all()
+            seen |= wanted
+            if thorough:
+                rows += [row for row in sql(f"SELECT {columns} FROM examples WHERE updated_at >= ? AND rowid <= ? "
+                                            "AND status != 'draft'", (self._example_mark, self._example_rowid)).all()
+                         if row[1] not in seen
+                         and not (row[-1] == self._example_mark and row[1] in self._examples_at_mark)]
         if not rows:
             return 0
         (rowids, ids, tasks, rounds, authors, labels, fooled, statuses, verdicts, decided_labels, times, submitted,
          perturbation, edit_distance, updated) = zip(*rows)
-        status_codes = np.array([STATUSES.index(s) for s in statuses], dtype=np.int8)
         index = self.examples.upsert(list(ids), {
             "task": self.tasks_codes.many(tasks), "round": self.rounds.many(rounds), "author": self.people.many(authors),
             "label": self.labels_codes.many(labels),
             "fooled": np.array([-1 if f is None else int(f) for f in fooled], dtype=np.int8),
-            "status": status_codes,
+            "status": np.array([STATUSES.index(s) for s in statuses], dtype=np.int8),
             "decided": np.array([VERDICT_CODES.get(v, -1) for v in verdicts], dtype=np.int8),
             "decided_key": self.keys.many([verdict_key(v, lab) for v, lab in zip(verdicts, decided_labels)]),
             "time_ms": np.array(times, dtype=np.int64),
@@ -361,19 +388,23 @@ class DashboardService:
         self.output_fooled = np.concatenate([self.output_fooled[keep], np.array(
             [-1 if o[2] is None else int(o[2]) for o in outputs], dtype=np.int8)])
 
-    def _load_validations(self, sql) -> int:
+    def _fetch_validations(self, sql, thorough: bool) -> list:
         columns = ("rowid, id, example_id, validator_id, verdict, corrected_label, mode, "
                    f"{_epoch('created_at')}, updated_at")
         rows = sql(f"SELECT {columns} FROM validations WHERE rowid > ?", (self._validation_rowid,)).all()
-        if self._validation_mark:
-            seen = {row[0] for row in rows}
+        if thorough and self._validation_mark:
+            seen = {row[1] for row in rows}
             rows += [row for row in sql(f"SELECT {columns} FROM validations WHERE updated_at >= ? AND rowid <= ?",
                                         (self._validation_mark, self._validation_rowid)).all()
-                     if row[0] not in seen and not (row[-1] == self._validation_mark and row[1] in self._validations_at_mark)]
-        row_of = self.examples.row_of
-        known = [row for row in rows if row[2] in row_of]  # verdicts on drafts cannot exist; on deleted rows, skip
+                     if row[1] not in seen
+                     and not (row[-1] == self._validation_mark and row[1] in self._validations_at_mark)]
+        return rows
+
+    def _place_validations(self, rows: list) -> int:
         if not rows:
             return 0
+        row_of = self.examples.row_of
+        known = [row for row in rows if row[2] in row_of]  # a verdict on a row deleted meanwhile: left out
         if known:
             _, ids, examples, validators, verdicts, labels, modes, at, _ = zip(*known)
             self.validations.upsert(list(ids), {
@@ -421,7 +452,7 @@ class DashboardService:
         return mask
 
     def _groups(self, mask: np.ndarray, rows: np.ndarray, codes: np.ndarray, n_groups: int,
-                fooled: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                fooled: np.ndarray | None = None, medians: bool = True) -> dict[str, np.ndarray]:
         """Counts per group over (example row, group code) pairs that pass the mask."""
         ex = self.examples
         keep = mask[rows] & (codes >= 0)
@@ -441,7 +472,7 @@ class DashboardService:
         }
         times = ex["time_ms"][rows]
         timed = counted & (times > 0)
-        out["median_ms"] = _group_median(codes[timed], times[timed].astype(np.float64), n_groups)
+        out["median_ms"] = _group_median(codes[timed], times[timed], n_groups) if medians else np.full(n_groups, np.nan)
         out["writing_ms"] = np.bincount(codes, weights=times.astype(np.float64), minlength=n_groups)[:n_groups]
         edits = ex["edit_distance"][rows]
         perturbed = counted & ex["perturbation"][rows] & ~np.isnan(edits)
@@ -502,7 +533,8 @@ class DashboardService:
             row.agreement_with_decision = _ratio(agreeing[p], judged[p])
         return sorted(rows, key=lambda r: (-r.submitted, r.name.casefold()))
 
-    def breakdown(self, by: str, flt: DashboardFilter, mask: np.ndarray | None = None) -> list[Group]:
+    def breakdown(self, by: str, flt: DashboardFilter, mask: np.ndarray | None = None, *,
+                  medians: bool = True) -> list[Group]:
         """Rows per round, target model, label or choice metadata field (an example with several
         target groups counts in each of them)."""
         ex = self.examples
@@ -518,7 +550,7 @@ class DashboardService:
             rows, codes, codebook = self.facet_rows[by], self.facet_values[by], self.facet_fields[by]
         else:
             return []
-        stats = self._groups(mask, rows, codes, len(codebook), fooled)
+        stats = self._groups(mask, rows, codes, len(codebook), fooled, medians)
         present = np.nonzero(stats["submitted"] + stats["retracted"])[0]
         picked = {name: column[present] for name, column in stats.items()}
         keys = [codebook.values[i] for i in present]
@@ -534,7 +566,9 @@ class DashboardService:
         val = self.validations
         mask = self.example_mask(flt) if mask is None else mask
         peer = val["peer"] & mask[val["example"]] if len(val) else np.zeros(0, np.bool_)
-        result = agreement(val["example"][peer], val["validator"][peer], val["key"][peer], min_overlap=min_overlap)
+        # One peer verdict per (example, validator): the schema's unique constraint guarantees it.
+        result = agreement(val["example"][peer], val["validator"][peer], val["key"][peer], min_overlap=min_overlap,
+                           unique=True)
         names = {code: self.names.get(self.people.values[code], self.people.values[code])
                  for code in {p.rater_a for p in result.pairs} | {p.rater_b for p in result.pairs}}
         return result, names
@@ -554,13 +588,27 @@ class DashboardService:
             self._decided_at = when
         return self._decided_at
 
-    def view(self, flt: DashboardFilter, *, chart_people: Sequence[uuid.UUID | str] = (),
+    def view(self, flt: DashboardFilter, *, breakdown: str = "round", chart_people: Sequence[uuid.UUID | str] = (),
              now: datetime | None = None) -> DashboardView:
-        """Every figure the dashboard shows for this filter."""
+        """Every figure the dashboard shows for this filter, with one breakdown in full (the
+        others are a selector's click away: :meth:`breakdown`)."""
         with self._lock:
-            return self._view(flt, chart_people, now)
+            return self._view(flt, breakdown, chart_people, now)
 
-    def _view(self, flt: DashboardFilter, chart_people, now) -> DashboardView:
+    def breakdown_titles(self, task_id: uuid.UUID | None) -> tuple[dict[str, str], dict[str, str]]:
+        """Breakdown name -> title, and choice metadata field -> its label, for a task."""
+        titles = {"round": "Per round", "model": "Per target model", "label": "Per label"}
+        facets = {}
+        if task_id is not None:
+            for spec in self.tasks.definition(task_id).metadata:
+                if spec.kind != MetadataKind.TEXT:
+                    facets[spec.name] = spec.label
+        else:
+            facets = {name: name.replace("_", " ").capitalize() for name in self.facet_rows}
+        titles.update({name: f"Per {label.casefold()}" for name, label in facets.items()})
+        return titles, facets
+
+    def _view(self, flt: DashboardFilter, breakdown: str, chart_people, now) -> DashboardView:
         ex = self.examples
         task_only = DashboardFilter(task_id=flt.task_id)
         in_task = self.example_mask(task_only)
@@ -569,23 +617,19 @@ class DashboardService:
         if flt.author_ids:
             mask &= np.isin(ex["author"], [self._code(self.people, a) for a in flt.author_ids])
         annotators = self.annotators(flt, mask, wide)
-        breakdown_titles = {"round": "Per round", "model": "Per target model", "label": "Per label"}
-        facet_titles = {}
-        if flt.task_id is not None:
-            definition = self.tasks.definition(flt.task_id)
-            for spec in definition.metadata:
-                if spec.kind != MetadataKind.TEXT:
-                    facet_titles[spec.name] = spec.label
-                    breakdown_titles[spec.name] = f"Per {spec.label.casefold()}"
-        else:
-            facet_titles = {name: name.replace("_", " ").capitalize() for name in self.facet_rows}
-            breakdown_titles.update({name: f"Per {title.casefold()}" for name, title in facet_titles.items()})
-        breakdowns = {name: self.breakdown(name, flt, mask) for name in breakdown_titles}
+        breakdown_titles, facet_titles = self.breakdown_titles(flt.task_id)
+        if breakdown not in breakdown_titles:
+            breakdown = "round"
+        breakdowns = {breakdown: self.breakdown(breakdown, flt, mask)}
         agreement_result, rater_names = self.agreement(flt, mask)
         counted = mask & (ex["status"] != RETRACTED)
-        labels = [Bar(g.key, g.name, g.submitted) for g in breakdowns["label"]]
-        facets = {name: [Bar(g.key, g.name, g.submitted) for g in breakdowns.get(name, [])] for name in facet_titles}
-        by_round = [Bar(g.key, g.name, g.mer or 0.0, g.vmer or 0.0) for g in breakdowns["round"]]
+
+        def chart(name: str) -> list[Group]:  # bars need counts and rates, not medians
+            return breakdowns.get(name) or self.breakdown(name, flt, mask, medians=False)
+
+        labels = [Bar(g.key, g.name, g.submitted) for g in chart("label")]
+        facets = {name: [Bar(g.key, g.name, g.submitted) for g in chart(name)] for name in facet_titles}
+        by_round = [Bar(g.key, g.name, g.mer or 0.0, g.vmer or 0.0) for g in chart("round")]
         edges, series, bin_seconds = self._time_series(counted, annotators, chart_people)
         backlog_times, backlog = self._backlog(counted, now)
         return DashboardView(
@@ -680,41 +724,43 @@ def _bin_width(span_seconds: float) -> float:
 
 
 def _group_median(codes: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
-    """The median of values in each group (NaN where a group has none), by one sort."""
+    """The median of non-negative integer values (milliseconds) in each group, NaN where a group
+    has none; one sort of (group, value) packed into int64."""
     result = np.full(n_groups, np.nan)
     if not len(codes):
         return result
-    order = np.lexsort((values, codes))
-    codes, values = codes[order], values[order]
-    groups = np.arange(n_groups)
-    lo = np.searchsorted(codes, groups, side="left")
-    hi = np.searchsorted(codes, groups, side="right")
+    values = np.clip(values.astype(np.int64), 0, (1 << 32) - 1)
+    keys = np.sort((codes.astype(np.int64) << 32) | values)
+    groups = np.arange(n_groups, dtype=np.int64) << 32
+    lo = np.searchsorted(keys, groups, side="left")
+    hi = np.searchsorted(keys, groups + (1 << 32), side="left")
     count = hi - lo
     has = count > 0
-    lower = values[np.minimum(lo + (count - 1) // 2, len(values) - 1)]
-    upper = values[np.minimum(lo + count // 2, len(values) - 1)]
+    sorted_values = (keys & ((1 << 32) - 1)).astype(np.float64)
+    last = len(keys) - 1
+    lower = sorted_values[np.minimum(lo + (count - 1) // 2, last)]
+    upper = sorted_values[np.minimum(lo + count // 2, last)]
     result[has] = ((lower + upper) / 2)[has]
     return result
 
 
-def export_csv(view: DashboardView, what: str, path) -> "Path":
-    """Write the per-annotator table ('annotators') or one breakdown (its name) as CSV; rates
-    as fractions, times in seconds, empty cells where a figure is undefined."""
+
+EXPORT_EXTRA_COLUMNS = [
+    ("writing_hours", "Writing hours", "float1", ""), ("retracted", "Retracted examples", "int", ""),
+    ("fooled", "Fooling", "int", ""), ("validated_fooling", "Validated fooling", "int", ""),
+    ("decided", "Decided", "int", ""), ("perturbations", "Perturbations", "int", ""),
+    ("validations_on_decided", "Validations on decided", "int", ""),
+]
+
+
+def export_csv(rows: Sequence[Group], path, *, per_person: bool) -> "Path":
+    """Write the per-annotator table (``per_person``) or a breakdown as CSV: rates as fractions,
+    times in seconds, empty cells where a figure is undefined."""
     from pathlib import Path
 
     from app.errors import DynadeskError
 
-    if what == "annotators":
-        columns, rows = ANNOTATOR_COLUMNS + [("writing_hours", "Writing hours", "float1", ""),
-                                             ("retracted", "Retracted examples", "int", ""),
-                                             ("fooled", "Fooling", "int", ""),
-                                             ("validated_fooling", "Validated fooling", "int", ""),
-                                             ("decided", "Decided", "int", ""), ("perturbations", "Perturbations", "int", ""),
-                                             ("validations_on_decided", "Validations on decided", "int", "")], view.annotators
-    elif what in view.breakdowns:
-        columns, rows = BREAKDOWN_COLUMNS, view.breakdowns[what]
-    else:
-        raise DynadeskError(f"Nothing called '{what}' to export; choose annotators or one of {', '.join(view.breakdowns)}.")
+    columns = ANNOTATOR_COLUMNS + EXPORT_EXTRA_COLUMNS if per_person else BREAKDOWN_COLUMNS
     path = Path(path)
     try:
         with path.open("w", newline="", encoding="utf-8") as handle:

@@ -216,19 +216,22 @@ def test_deleted_rows_trigger_a_rebuild(desk, people, team):
 
 
 def test_csv_export_of_the_table_and_breakdowns(desk, team, tmp_path):
+    from app.errors import DynadeskError
     from app.services.dashboard import export_csv
 
     desk.dashboard.refresh()
-    view = desk.dashboard.view(team.flt)
-    path = export_csv(view, "annotators", tmp_path / "annotators.csv")
+    view = desk.dashboard.view(team.flt, breakdown="target_groups")
+    path = export_csv(view.annotators, tmp_path / "annotators.csv", per_person=True)
     rows = list(csv.DictReader(path.open(encoding="utf-8")))
     ana = next(r for r in rows if r["Annotator"] == "Ana Author")
-    assert ana["Submitted"] == "5" and float(ana["MER"]) == pytest.approx(0.6) and float(ana["Per hour"]) > 51
-    path = export_csv(view, "target_groups", tmp_path / "groups.csv")
+    assert ana["Submitted"] == "5" and float(ana["MER"]) == pytest.approx(0.6)
+    assert float(ana["Per hour"]) == pytest.approx(5 / (350 / 3600)) and ana["Retracted examples"] == "1"
+    assert next(r for r in rows if r["Annotator"] == "Xia Validator")["MER"] == ""  # undefined, not zero
+    path = export_csv(view.breakdowns["target_groups"], tmp_path / "groups.csv", per_person=False)
     groups = {r["Group"]: r for r in csv.DictReader(path.open(encoding="utf-8"))}
     assert groups["women"]["Submitted"] == "2" and groups["immigrants"]["MER"] == "1.0"
-    with pytest.raises(Exception, match="Nothing called"):
-        export_csv(view, "nonsense", tmp_path / "x.csv")
+    with pytest.raises(DynadeskError, match="Could not write"):
+        export_csv(view.annotators, tmp_path / "no such folder" / "x.csv", per_person=True)
 
 
 def test_group_median_matches_numpy():
@@ -236,6 +239,7 @@ def test_group_median_matches_numpy():
 
     rng = np.random.default_rng(4)
     codes, values = rng.integers(0, 6, 500), rng.random(500)
+    values = (values * 100_000).astype(np.int64)
     medians = _group_median(codes, values, 8)
     for group in range(6):
         assert medians[group] == pytest.approx(np.median(values[codes == group]))
