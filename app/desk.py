@@ -9,6 +9,7 @@ from pathlib import Path
 from app import paths
 from app.domain import Role
 from app.errors import DynadeskError
+from app.services.dashboard import DashboardService
 from app.services.examples import ExampleService
 from app.services.lead import LeadReviewService
 from app.services.models import ModelService
@@ -39,6 +40,7 @@ class Desk:
         self.rounds = RoundService(self.db, self.tasks, self.models)
         self.review = ReviewQueries(self.db)
         self.lead = LeadReviewService(self.db, self.validation)
+        self.dashboard = DashboardService(self.db, self.tasks)
         self.tasks.sync_catalog()
         self.tasks.ensure_first_rounds()
         self._person_id: uuid.UUID | None = None

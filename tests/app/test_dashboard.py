@@ -1,0 +1,246 @@
+"""The review dashboard's figures on a small team, computed by hand; filters; incremental refresh."""
+
+from __future__ import annotations
+
+import csv
+import uuid
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from app.services.dashboard import DashboardFilter, DashboardService
+from tests.conftest import hate_content, hate_output
+
+
+@pytest.fixture
+def team(desk, people, target_model):
+    """Ana writes six examples in round 1 (one retracted, two perturbations); Vic writes one in round 2.
+
+    | ex | label    | model    | fooled | time | validations                          | decision     |
+    |----|----------|----------|--------|------|--------------------------------------|--------------|
+    | a1 | hate     | not hate | yes    | 60 s | val1 c, val2 c, val3 i; lead c       | correct      |
+    | a2 | hate     | not hate | yes    |120 s | val1, val2, val3: i → not hate       | incorrect    |
+    | a3 | not hate | not hate | no     |  0 s | val1 c, val3 flagged                 | —            |
+    | a4 | not hate | hate     | yes    | 30 s | (perturbation of a1, 1 word)         | —            |
+    | a5 | not hate | not hate | no     | 50 s | (perturbation of a2, 3 words)        | —            |
+    | a6 | hate     | not hate | yes    | 90 s | retracted                            |              |
+    | v1 | not hate | hate     | yes    | 40 s | lead c (round 2)                     | correct      |
+    """
+    round2 = desk.tasks.get_or_create_round("hate_speech", 2)
+
+    def submit(author, text, label, predicted, seconds, round_number=1, parent=None, **meta):
+        return desk.examples.create(author.id, "hate_speech", hate_content(text, label, **meta),
+                                    [hate_output(target_model, predicted)], round_number=round_number,
+                                    perturbation_of=parent, time_spent_ms=seconds * 1000)
+
+    ana, vic = people.author, people.val1
+    a1 = submit(ana, "they are all vermin", "hate", "not hate", 60, target_groups=["women", "immigrants"])
+    a2 = submit(ana, "those people are filth and disease", "hate", "not hate", 120, hate_type="dehumanization")
+    a3 = submit(ana, "the weather is lovely today", "not hate", "not hate", 0)
+    a4 = submit(ana, "they are all lovely", "not hate", "hate", 30, parent=a1.id)
+    a5 = submit(ana, "those people are kind and generous neighbours", "not hate", "not hate", 50, parent=a2.id)
+    a6 = submit(ana, "go back where you came from", "hate", "not hate", 90)
+    desk.examples.retract(a6.id, ana.id, "duplicate")
+    v1 = submit(vic, "I love my neighbours", "not hate", "hate", 40, round_number=2)
+
+    validate = desk.validation.validate
+    validate(a1.id, people.val1.id, "correct")
+    validate(a1.id, people.val2.id, "correct")
+    validate(a1.id, people.val3.id, "incorrect", corrected_label="not hate", reason="not hateful")
+    validate(a1.id, people.lead.id, "correct", mode="lead")
+    for validator in (people.val1, people.val2, people.val3):
+        validate(a2.id, validator.id, "incorrect", corrected_label="not hate", reason="not hateful")
+    validate(a3.id, people.val1.id, "correct")
+    validate(a3.id, people.val3.id, "flagged", reason="unclear")
+    validate(v1.id, people.lead.id, "correct", mode="lead")
+    task_id = desk.tasks.task("hate_speech").id
+    return SimpleNamespace(a1=a1, a2=a2, a3=a3, a4=a4, a5=a5, a6=a6, v1=v1, round2=round2, task_id=task_id,
+                           flt=DashboardFilter(task_id=task_id))
+
+
+def by_name(rows):
+    return {row.name: row for row in rows}
+
+
+def test_per_annotator_metrics_by_hand(desk, people, team):
+    desk.dashboard.refresh()
+    rows = by_name(desk.dashboard.annotators(team.flt))
+    assert set(rows) == {"Ana Author", "Vic Validator", "Wen Validator", "Xia Validator"}  # the lead gave no peer verdicts
+    ana = rows["Ana Author"]
+    assert (ana.submitted, ana.retracted, ana.fooled, ana.validated_fooling, ana.decided, ana.rejected) == (5, 1, 3, 1, 2, 1)
+    assert ana.mer == pytest.approx(3 / 5) and ana.vmer == pytest.approx(1 / 5)
+    assert ana.rejection_rate == pytest.approx(1 / 2)
+    assert ana.retraction_rate == pytest.approx(1 / 6)
+    # writing time recorded: 60 + 120 + 0 + 30 + 50 + 90 (retracted) s; five submitted
+    assert ana.writing_hours == pytest.approx(350 / 3600)
+    assert ana.examples_per_hour == pytest.approx(5 / (350 / 3600))
+    assert ana.median_seconds == pytest.approx(55)  # of 30, 50, 60, 120 (a3 has no recorded time)
+    assert ana.perturbations == 2 and ana.mean_edit_distance == pytest.approx((1 + 3) / 2)
+    assert ana.validations == 0 and ana.agreement_with_decision is None
+
+    vic = rows["Vic Validator"]
+    assert (vic.submitted, vic.fooled, vic.validated_fooling, vic.decided, vic.rejected) == (1, 1, 1, 1, 0)
+    assert vic.mer == 1 and vic.vmer == 1 and vic.rejection_rate == 0 and vic.retraction_rate == 0
+    assert vic.examples_per_hour == pytest.approx(1 / (40 / 3600)) and vic.median_seconds == 40
+    assert vic.perturbations == 0 and vic.mean_edit_distance is None
+    # Vic's verdicts: a1 correct (decided correct), a2 incorrect → not hate (decided so), a3 undecided
+    assert (vic.validations, vic.validations_on_decided, vic.agreement_with_decision) == (3, 2, 1.0)
+    xia = rows["Xia Validator"]  # a1 incorrect (overruled by the lead), a2 agreed, a3 undecided
+    assert (xia.validations, xia.validations_on_decided, xia.agreement_with_decision) == (3, 2, 0.5)
+    assert xia.submitted == 0 and xia.mer is None and xia.examples_per_hour is None
+    assert rows["Wen Validator"].agreement_with_decision == 1.0
+
+
+def test_figures_agree_with_the_sql_statistics_service(desk, team):
+    desk.dashboard.refresh()
+    dashboard = by_name(desk.dashboard.annotators(team.flt))
+    for figures in desk.stats.figures("annotator"):
+        row = dashboard[figures.name]
+        assert (row.submitted, row.fooled, row.validated_fooling) == (
+            figures.submitted, figures.fooled, figures.validated_fooling)
+    rounds = by_name(desk.dashboard.breakdown("round", team.flt))
+    for figures in desk.stats.figures("round"):
+        assert rounds[f"Round {figures.name.rsplit(' ', 1)[1]}"].mer == pytest.approx(figures.mer)
+    models = by_name(desk.dashboard.breakdown("model", team.flt))
+    for figures in desk.stats.figures("model"):
+        assert (models[figures.name].submitted, models[figures.name].fooled,
+                models[figures.name].validated_fooling) == (figures.submitted, figures.fooled, figures.validated_fooling)
+
+
+def test_breakdowns_per_round_label_model_hate_type_and_target_group(desk, team):
+    desk.dashboard.refresh()
+    rounds = desk.dashboard.breakdown("round", team.flt)
+    assert [(r.name, r.submitted, r.retracted, r.fooled, r.decided, r.undecided) for r in rounds] == [
+        ("Round 1", 5, 1, 3, 2, 3), ("Round 2", 1, 0, 1, 1, 0)]
+    labels = by_name(desk.dashboard.breakdown("label", team.flt))
+    assert (labels["hate"].submitted, labels["hate"].retracted, labels["hate"].fooled) == (2, 1, 2)
+    assert (labels["not hate"].submitted, labels["not hate"].fooled, labels["not hate"].mer) == (4, 2, 0.5)
+    [model] = desk.dashboard.breakdown("model", team.flt)
+    assert (model.name, model.submitted, model.fooled, model.validated_fooling) == ("test hate model", 6, 4, 2)
+    types = by_name(desk.dashboard.breakdown("hate_type", team.flt))
+    assert (types["derogation"].submitted, types["derogation"].retracted) == (1, 1)  # a1; a6 retracted
+    assert (types["dehumanization"].submitted, types["dehumanization"].rejection_rate) == (1, 1.0)
+    groups = by_name(desk.dashboard.breakdown("target_groups", team.flt))
+    assert (groups["women"].submitted, groups["women"].retracted, groups["women"].vmer) == (2, 1, 0.5)  # a1, a2; a6
+    assert (groups["immigrants"].submitted, groups["immigrants"].mer) == (1, 1.0)
+    assert desk.dashboard.breakdown("no such field", team.flt) == []
+
+
+def test_filters_narrow_every_figure(desk, people, team):
+    service = desk.dashboard
+    service.refresh()
+    round2 = DashboardFilter(task_id=team.task_id, round_ids=[team.round2.id])
+    assert [r.name for r in service.annotators(round2)] == ["Vic Validator"]
+    immigrants = DashboardFilter(task_id=team.task_id, facets={"target_groups": ["immigrants"]})
+    [ana] = [r for r in service.annotators(immigrants) if r.submitted]
+    assert (ana.name, ana.submitted, ana.vmer) == ("Ana Author", 1, 1.0)
+    not_hate = DashboardFilter(task_id=team.task_id, labels=["not hate"])
+    assert {r.name: r.submitted for r in service.annotators(not_hate) if r.submitted} == {"Ana Author": 3, "Vic Validator": 1}
+    # Choosing a person shows their row only, with their verdicts on anyone's examples.
+    xia = DashboardFilter(task_id=team.task_id, author_ids=[people.val3.id])
+    [row] = service.annotators(xia)
+    assert (row.name, row.validations, row.agreement_with_decision) == ("Xia Validator", 3, 0.5)
+    nli = DashboardFilter(task_id=desk.tasks.task("nli").id)
+    assert service.annotators(nli) == [] and service.view(nli).matching == 0
+    later = DashboardFilter(task_id=team.task_id, since=team.v1.submitted_at)
+    assert [r.name for r in service.annotators(later) if r.submitted] == ["Vic Validator"]
+    earlier = DashboardFilter(task_id=team.task_id, until=team.v1.submitted_at)
+    assert [r.name for r in service.annotators(earlier) if r.submitted] == ["Ana Author"]
+
+
+def test_agreement_of_peer_validators(desk, people, team):
+    desk.dashboard.refresh()
+    result, names = desk.dashboard.agreement(team.flt, min_overlap=2)
+    pairs = {(names[p.rater_a], names[p.rater_b]): p for p in result.pairs}
+    pairs.update({(b, a): p for (a, b), p in list(pairs.items())})
+    # Vic and Xia share a1 (correct / incorrect), a2 (incorrect / incorrect), a3 (correct / flagged):
+    # observed 1/3, expected 1/3·2/3 = 2/9, κ = (1/3 − 2/9) / (7/9) = 1/7
+    vic_xia = pairs[("Vic Validator", "Xia Validator")]
+    assert (vic_xia.items, vic_xia.observed, vic_xia.kappa) == (3, pytest.approx(1 / 3), pytest.approx(1 / 7))
+    assert vic_xia.kappa == pytest.approx(cohen_kappa_score(["c", "i", "c"], ["i", "i", "f"]))
+    assert pairs[("Vic Validator", "Wen Validator")].kappa == pytest.approx(1.0)
+    assert result.fleiss_items == 3 and result.alpha_items == 3 and result.ratings == 8
+    assert desk.dashboard.agreement(team.flt)[0].pairs == []  # fewer than ten shared examples
+
+
+def test_chart_series(desk, people, team):
+    service = desk.dashboard
+    service.refresh()
+    view = service.view(team.flt)
+    assert {s.name: (s.mer[-1], s.vmer[-1]) for s in view.time_series} == {
+        "Ana Author": (pytest.approx(3 / 5), pytest.approx(1 / 5)), "Vic Validator": (1.0, 1.0)}
+    assert all(len(s.mer) == len(view.time_edges) for s in view.time_series)
+    assert {b.name: b.value for b in view.labels} == {"not hate": 4, "hate": 2}
+    assert {b.name: b.value for b in view.facets["target_groups"]} == {"women": 2, "immigrants": 1}
+    assert {b.name: b.value for b in view.facets["hate_type"]} == {"derogation": 1, "dehumanization": 1}
+    assert view.facet_titles == {"hate_type": "Type of hate", "target_groups": "Target groups"}
+    assert [(b.name, b.value, b.second) for b in view.fooling_by_round] == [
+        ("Round 1", pytest.approx(3 / 5), pytest.approx(1 / 5)), ("Round 2", 1.0, 1.0)]
+    assert view.backlog[-1] == 3  # a3, a4 and a5 wait for a decision
+    assert max(view.backlog) <= 6 and min(view.backlog) >= 0
+    chosen = service.view(team.flt, chart_people=[people.val1.id])
+    assert [s.name for s in chosen.time_series] == ["Vic Validator"]
+
+
+def test_refresh_is_incremental_and_matches_a_rebuild(desk, people, team, target_model):
+    service = desk.dashboard
+    assert service.refresh() > 0
+    version = service.version
+    assert service.refresh() == 0 and service.version == version  # nothing changed
+    desk.validation.validate(team.a4.id, people.val2.id, "correct")
+    desk.examples.retract(team.a5.id, people.author.id, "second thoughts")  # an update, not an insert
+    extra = desk.examples.create(people.val2.id, "hate_speech", hate_content("a new one", "hate"),
+                                 [hate_output(target_model, "not hate")], time_spent_ms=10_000)
+    assert service.refresh() == 4  # a4 (its summary), a5 (retracted), the new example, the verdict
+    assert service.version == version + 1
+    rows = by_name(service.annotators(team.flt))
+    assert (rows["Ana Author"].submitted, rows["Ana Author"].retracted) == (4, 2)
+    assert (rows["Wen Validator"].validations, rows["Wen Validator"].submitted) == (3, 1)
+    fresh = DashboardService(desk.db, desk.tasks)
+    fresh.refresh()
+    assert fresh.annotators(team.flt) == service.annotators(team.flt)
+    assert fresh.breakdown("target_groups", team.flt) == service.breakdown("target_groups", team.flt)
+    assert str(extra.id) and uuid.UUID(str(extra.id))
+
+
+def test_deleted_rows_trigger_a_rebuild(desk, people, team):
+    service = desk.dashboard
+    service.refresh()
+    with desk.db.write() as session:
+        session.execute(__import__("sqlalchemy").text("DELETE FROM validations WHERE validator_id = :v"),
+                        {"v": people.val3.id.hex})
+    service.refresh()
+    assert "Xia Validator" not in by_name(service.annotators(team.flt))
+
+
+def test_csv_export_of_the_table_and_breakdowns(desk, team, tmp_path):
+    from app.errors import DynadeskError
+    from app.services.dashboard import export_csv
+
+    desk.dashboard.refresh()
+    view = desk.dashboard.view(team.flt, breakdown="target_groups")
+    path = export_csv(view.annotators, tmp_path / "annotators.csv", per_person=True)
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    ana = next(r for r in rows if r["Annotator"] == "Ana Author")
+    assert ana["Submitted"] == "5" and float(ana["MER"]) == pytest.approx(0.6)
+    assert float(ana["Per hour"]) == pytest.approx(5 / (350 / 3600)) and ana["Retracted examples"] == "1"
+    assert next(r for r in rows if r["Annotator"] == "Xia Validator")["MER"] == ""  # undefined, not zero
+    path = export_csv(view.breakdowns["target_groups"], tmp_path / "groups.csv", per_person=False)
+    groups = {r["Group"]: r for r in csv.DictReader(path.open(encoding="utf-8"))}
+    assert groups["women"]["Submitted"] == "2" and groups["immigrants"]["MER"] == "1.0"
+    with pytest.raises(DynadeskError, match="Could not write"):
+        export_csv(view.annotators, tmp_path / "no such folder" / "x.csv", per_person=True)
+
+
+def test_group_median_matches_numpy():
+    from app.services.dashboard import _group_median
+
+    rng = np.random.default_rng(4)
+    codes, values = rng.integers(0, 6, 500), rng.random(500)
+    values = (values * 100_000).astype(np.int64)
+    medians = _group_median(codes, values, 8)
+    for group in range(6):
+        assert medians[group] == pytest.approx(np.median(values[codes == group]))
+    assert np.isnan(medians[6:]).all()
