@@ -98,13 +98,16 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
         sets.append(read_labelled_file(Path(data_file), text_column=text_column, label_column=label_column))
     choices = resolve_models(desk, [s for s in (p.strip() for p in model_specs.split(",")) if s], task_code)
     for s in sets:
-        click.echo(f"{s.name}: {len(s.cases)} cases" + (f", {len(s.pairs)} pairs" if s.pairs else ""), err=True)
+        if not s.cases:
+            click.echo(f"{s.name}: no validated examples yet; left out", err=True)
+        else:
+            click.echo(f"{s.name}: {len(s.cases)} cases" + (f", {len(s.pairs)} pairs" if s.pairs else ""), err=True)
 
     last = [-1]
 
     def report(done: int, total: int) -> None:
         percent = 100 * done // max(total, 1)
-        if percent >= last[0] + 10:
+        if percent >= last[0] + 10 or (done == total and percent != last[0]):
             last[0] = percent
             click.echo(f"  {percent}%", err=True)
 
