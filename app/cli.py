@@ -260,3 +260,7 @@ cli.add_command(sync)
 from app.cli_smoke import smoke_test  # noqa: E402
 
 cli.add_command(smoke_test)
+
+from app.cli_eval import eval_  # noqa: E402
+
+cli.add_command(eval_)

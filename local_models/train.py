@@ -130,7 +130,8 @@ def read_labelled_csv(path: Path, text_column: str, label_column: str, *,
         raise TrainingFailed(f"{path.name} has fewer than two labels to learn ({', '.join(set(mapped)) or 'none'}).")
     index = {name: i for i, name in enumerate(names)}
     source = {
-        "file": path.name, "sha256": file_sha256(path), "rows_used": len(texts), "rows_skipped_empty": skipped,
+        # the path lets evaluation check that test cases stay out of the training data
+        "file": path.name, "path": str(path.resolve()), "sha256": file_sha256(path), "rows_used": len(texts), "rows_skipped_empty": skipped,
         "duplicates_dropped": duplicates, "text_column": text_column, "label_column": label_column,
         "label_map": dict(label_map) if label_map else None, "html_unescaped": unescape_html,
         "label_counts": {name: mapped.count(name) for name in names},
