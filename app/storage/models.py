@@ -223,9 +223,9 @@ class Example(Synced, Base):
     sync_state: Mapped[str] = mapped_column(String(16), default=SyncState.LOCAL.value)
     # Validation summary, kept in step by the validation service for fast review queries.
     validation_state: Mapped[str] = mapped_column(String(16), default=ValidationState.UNVALIDATED.value, index=True)
-    validation_count: Mapped[int] = mapped_column(Integer, default=0)
-    flag_count: Mapped[int] = mapped_column(Integer, default=0)
-    disagreement_count: Mapped[int] = mapped_column(Integer, default=0)
+    validation_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    flag_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    disagreement_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
     decided_verdict: Mapped[str | None] = mapped_column(String(16))
     decided_label: Mapped[str | None] = mapped_column(String(200))
     # A lead's latest review (accepted or returned); the records are in example_reviews.
