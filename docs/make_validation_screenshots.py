@@ -87,7 +87,7 @@ def main() -> None:
         window.grab().save(str(OUT / "validate-perturbation-pair.png"))
 
         # the lead's review tab, filtered to disagreements that are not decided yet
-        desk.switch_person(sim.lead.id)
+        window._profile_chosen(str(sim.lead.id))  # as the profile dialog does
         window.tabs.setCurrentWidget(window.review_view)
         wait(1200)
         review = window.review_view

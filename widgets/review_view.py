@@ -35,11 +35,11 @@ REVIEW_COLUMNS = [
     ("label", "Label"),
     ("fooled", "Fooled"),
     ("validations", "Verdicts"),
+    ("disagreements", "Disagree"),
     ("flags", "Flags"),
     ("validation_state", "Validation"),
     ("decided", "Decided"),
     ("review_state", "Review"),
-    ("round", "Round"),
     ("author", "Author"),
 ]
 
@@ -205,13 +205,16 @@ class ReviewView(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.detail)
         right.addWidget(self.actions_panel)
-        right.setSizes([360, 420])
+        right.setSizes([440, 360])
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="review-splitter")
         splitter.addWidget(self.table)
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
-        splitter.setSizes([760, 500])
+        splitter.setSizes([840, 440])
+        for key, width in (("label", 90), ("fooled", 55), ("validations", 60), ("disagreements", 65), ("flags", 45),
+                           ("validation_state", 90), ("decided", 85), ("review_state", 80), ("author", 110)):
+            self.table.setColumnWidth([k for k, _ in REVIEW_COLUMNS].index(key), width)
         layout = QVBoxLayout(self)
         layout.addWidget(self.filters)
         layout.addWidget(self.figures)

@@ -76,6 +76,7 @@ SORT_KEYS = {
     "round": Round.number,
     "author": Person.display_name,
     "review_state": Example.review_state,
+    "decided": Example.decided_verdict,
 }
 
 

@@ -226,7 +226,7 @@ class Example(Synced, Base):
     validation_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
     flag_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
     disagreement_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
-    decided_verdict: Mapped[str | None] = mapped_column(String(16))
+    decided_verdict: Mapped[str | None] = mapped_column(String(16), index=True)
     decided_label: Mapped[str | None] = mapped_column(String(200))
     # A lead's latest review (accepted or returned); the records are in example_reviews.
     review_state: Mapped[str | None] = mapped_column(String(16), index=True)

@@ -47,11 +47,12 @@ def upgrade() -> None:
         batch_op.create_index("ix_examples_disagreement_count", ["disagreement_count"])
         batch_op.create_index("ix_examples_flag_count", ["flag_count"])
         batch_op.create_index("ix_examples_validation_count", ["validation_count"])
+        batch_op.create_index("ix_examples_decided_verdict", ["decided_verdict"])
 
 
 def downgrade() -> None:
     with op.batch_alter_table("examples") as batch_op:
-        for name in ("ix_examples_validation_count", "ix_examples_flag_count", "ix_examples_disagreement_count",
+        for name in ("ix_examples_decided_verdict", "ix_examples_validation_count", "ix_examples_flag_count", "ix_examples_disagreement_count",
                      "ix_examples_author_id_review_state"):
             batch_op.drop_index(name)
         batch_op.drop_index("ix_examples_review_state")
