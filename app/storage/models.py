@@ -197,6 +197,9 @@ class Example(Synced, Base):
         Index("ix_examples_queue", text("model_fooled DESC"), "validation_count", "submitted_at",
               sqlite_where=text(QUEUE_CONDITION)),
         Index(None, "author_id", "review_state"),  # an annotator's returned examples
+        # Covers the review tab's figures and the validation queue's count for a whole task.
+        Index("ix_examples_review_summary", "task_id", "status", "validation_state", "model_fooled", "review_state",
+              "disagreement_count", "flag_count"),
     )
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
     round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))

@@ -48,11 +48,14 @@ def upgrade() -> None:
         batch_op.create_index("ix_examples_flag_count", ["flag_count"])
         batch_op.create_index("ix_examples_validation_count", ["validation_count"])
         batch_op.create_index("ix_examples_decided_verdict", ["decided_verdict"])
+        # covers the review tab's figures and the queue's remaining count for a whole task
+        batch_op.create_index("ix_examples_review_summary", ["task_id", "status", "validation_state", "model_fooled",
+                                                             "review_state", "disagreement_count", "flag_count"])
 
 
 def downgrade() -> None:
     with op.batch_alter_table("examples") as batch_op:
-        for name in ("ix_examples_decided_verdict", "ix_examples_validation_count", "ix_examples_flag_count", "ix_examples_disagreement_count",
+        for name in ("ix_examples_review_summary", "ix_examples_decided_verdict", "ix_examples_validation_count", "ix_examples_flag_count", "ix_examples_disagreement_count",
                      "ix_examples_author_id_review_state"):
             batch_op.drop_index(name)
         batch_op.drop_index("ix_examples_review_state")
