@@ -135,9 +135,10 @@ class ExampleTableModel(QAbstractTableModel):
             return {True: "fooled", False: "no", None: "–"}[value]
         if key == "review_state":
             return {"returned": "⟲ returned", "accepted": "✓ accepted"}.get(value, "")
-        if key == "decided":
-            return (value or "") + (f" → {row['decided_label']}" if value == "incorrect" and row.get("decided_label")
-                                    else "")
+        if key == "decided":  # the decision, or where validation stands until there is one
+            if not value:
+                return row.get("validation_state") or ""
+            return value + (f" → {row['decided_label']}" if value == "incorrect" and row.get("decided_label") else "")
         if key == "validations":
             extra = f" ({row['disagreements']} disagree)" if row.get("disagreements") and with_disagreements else ""
             return f"{value}{extra}"

@@ -27,10 +27,8 @@ from PySide6.QtWidgets import (
 
 from widgets.perturbation_view import DiffText
 from widgets.prediction_panel import ProbabilityBars
-from widgets.verdict_form import VerdictForm
+from widgets.verdict_form import VerdictForm, tint
 
-BANNER_STYLE = "background:#fff4e5; color:#6b3d00; border:1px solid #e0a84a; border-radius:4px; padding:6px;"
-RETURNED_STYLE = "background:#fdecea; color:#7a1a12; border:1px solid #e6a39c; border-radius:4px; padding:6px;"
 
 
 def _esc(value) -> str:
@@ -59,7 +57,8 @@ class ModelOutputBox(QFrame):
         self.setObjectName("model-output")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.heading = QLabel("<b>Target model</b>")
-        self.hidden_note = QLabel(objectName="output-hidden", wordWrap=True, styleSheet="color:#6b6b6b")
+        self.hidden_note = QLabel(objectName="output-hidden", wordWrap=True)
+        tint(self.hidden_note, "#00000000", "#6b6b6b").setAutoFillBackground(False)
         self.reveal_button = QPushButton("Reveal the model's output  (R)", objectName="reveal")
         self.reveal_button.clicked.connect(self.reveal_requested)
         self.summary = QLabel(objectName="output-summary", wordWrap=True)
@@ -110,7 +109,8 @@ class ValidateView(QWidget):
         self.setObjectName("validate-view")
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.status = QLabel(objectName="queue-status", textFormat=Qt.TextFormat.RichText)
-        self.warning = QLabel(objectName="content-warning", wordWrap=True, styleSheet=BANNER_STYLE)
+        self.warning = tint(QLabel(objectName="content-warning", wordWrap=True, margin=6), "#fff4e5", "#6b3d00")
+        self.warning.setFrameShape(QFrame.Shape.Box)
         self.warning.hide()
 
         # the example
@@ -149,8 +149,8 @@ class ValidateView(QWidget):
         left_layout.addWidget(self.pair, 4)
         left_layout.addWidget(self.label)
         self.explanations_box = QFrame(objectName="explanations-box")
-        self.explanations_box.setStyleSheet("#explanations-box { background:#f4f6fa; border:1px solid #d8dde6; "
-                                            "border-radius:4px; }")
+        self.explanations_box.setFrameShape(QFrame.Shape.StyledPanel)
+        tint(self.explanations_box, "#f4f6fa")
         box = QVBoxLayout(self.explanations_box)
         box.setContentsMargins(8, 4, 8, 4)
         box.addWidget(QLabel("<b>The author's explanations</b>"))
