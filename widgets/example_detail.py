@@ -31,6 +31,9 @@ class ExampleDetail(QTextBrowser):
         elif state == "accepted":
             parts.append("<p style='color:#1e6b35'><b>✓ Accepted by a lead</b>"
                          + (f": {_esc(comment)}" if comment else "") + "</p>")
+        if example.get("verdicts_first") and example.get("validations"):  # a lead adjudicating reads these first
+            items = "".join(f"<li>{_esc(v)}</li>" for v in example["validations"])
+            parts.append(f"<h4 style='margin-bottom:2px'>Verdicts</h4><ul style='margin-top:0'>{items}</ul>")
         for name, value in example["inputs"]:
             parts.append(f"<h4 style='margin-bottom:2px'>{_esc(name)}</h4><p>{_esc(value)}</p>")
         label = example.get("label")
@@ -50,7 +53,7 @@ class ExampleDetail(QTextBrowser):
             )
             parts.append("<h4>Model outputs</h4><table cellspacing=4><tr><th align=left>model</th>"
                          f"<th align=left>label</th><th align=left>probabilities</th></tr>{rows}</table>")
-        if example.get("validations"):
+        if example.get("validations") and not example.get("verdicts_first"):
             items = "".join(f"<li>{_esc(v)}</li>" for v in example["validations"])
             parts.append(f"<h4>Verdicts</h4><ul>{items}</ul>")
         facts = "".join(f"<li>{_esc(k)}: {_esc(v)}</li>" for k, v in example.get("facts", []))

@@ -105,7 +105,7 @@ class ExampleTableModel(QAbstractTableModel):
         row = self._rows[index.row()]
         key = self.columns[index.column()][0]
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._display(row, key)
+            return self._display(row, key, with_disagreements="disagreements" not in self._keys)
         if role == Qt.ItemDataRole.ToolTipRole and key == "text":
             return row["text"][:2000]
         if role == Qt.ItemDataRole.ForegroundRole:
@@ -121,8 +121,12 @@ class ExampleTableModel(QAbstractTableModel):
             return row["id"]
         return None
 
+    @property
+    def _keys(self) -> list[str]:
+        return [key for key, _ in self.columns]
+
     @staticmethod
-    def _display(row: dict, key: str) -> str:
+    def _display(row: dict, key: str, with_disagreements: bool = True) -> str:
         value = row.get(key)
         if key == "text":
             prefix = "↳ " if row.get("perturbation_of") else ""
@@ -131,11 +135,12 @@ class ExampleTableModel(QAbstractTableModel):
             return {True: "fooled", False: "no", None: "–"}[value]
         if key == "review_state":
             return {"returned": "⟲ returned", "accepted": "✓ accepted"}.get(value, "")
-        if key == "decided":
-            return (value or "") + (f" → {row['decided_label']}" if value == "incorrect" and row.get("decided_label")
-                                    else "")
+        if key == "decided":  # the decision, or where validation stands until there is one
+            if not value:
+                return row.get("validation_state") or ""
+            return value + (f" → {row['decided_label']}" if value == "incorrect" and row.get("decided_label") else "")
         if key == "validations":
-            extra = f" ({row['disagreements']} disagree)" if row.get("disagreements") else ""
+            extra = f" ({row['disagreements']} disagree)" if row.get("disagreements") and with_disagreements else ""
             return f"{value}{extra}"
         return "" if value is None else str(value)
 
@@ -153,8 +158,9 @@ class ExampleTableView(QTableView):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setSortingEnabled(True)
         keys = [key for key, _ in model.columns]
-        if "submitted_at" in keys:
-            self.horizontalHeader().setSortIndicator(keys.index("submitted_at"), Qt.SortOrder.DescendingOrder)
+        # the default order (newest first) has no column here: show no indicator rather than a wrong one
+        self.horizontalHeader().setSortIndicator(keys.index("submitted_at") if "submitted_at" in keys else -1,
+                                                 Qt.SortOrder.DescendingOrder)
         self.setWordWrap(False)
         self.setAlternatingRowColors(True)
         self.verticalHeader().setVisible(False)

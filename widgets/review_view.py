@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
-from widgets.verdict_form import VerdictForm
+from widgets.verdict_form import VerdictForm, tint
 
 ANY = None
 SEARCH_DEBOUNCE_MS = 250
@@ -35,11 +35,10 @@ REVIEW_COLUMNS = [
     ("label", "Label"),
     ("fooled", "Fooled"),
     ("validations", "Verdicts"),
+    ("disagreements", "Disagree"),
     ("flags", "Flags"),
-    ("validation_state", "Validation"),
-    ("decided", "Decided"),
+    ("decided", "Decision"),
     ("review_state", "Review"),
-    ("round", "Round"),
     ("author", "Author"),
 ]
 
@@ -151,8 +150,7 @@ class LeadActions(QFrame):
         super().__init__(parent)
         self.setObjectName("lead-actions")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.not_lead = QLabel(objectName="not-lead", wordWrap=True,
-                               styleSheet="background:#fff4e5; color:#6b3d00; padding:6px")
+        self.not_lead = tint(QLabel(objectName="not-lead", wordWrap=True, margin=6), "#fff4e5", "#6b3d00")
         self.not_lead.hide()  # until the profile's role is known
         self.form = VerdictForm(allow_skip=False, title="Lead verdict (final: it decides the example)")
         self.comment = QLineEdit(objectName="return-comment",
@@ -182,7 +180,7 @@ class LeadActions(QFrame):
             widget.setEnabled(is_lead)
 
     def show_message(self, text: str, problem: bool = False) -> None:
-        self.message.setStyleSheet("color:#b3261e" if problem else "color:#1e6b35")
+        tint(self.message, "#00000000", "#b3261e" if problem else "#1e6b35").setAutoFillBackground(False)
         self.message.setText(text)
 
 
@@ -205,13 +203,16 @@ class ReviewView(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.detail)
         right.addWidget(self.actions_panel)
-        right.setSizes([360, 420])
+        right.setSizes([440, 360])
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="review-splitter")
         splitter.addWidget(self.table)
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
-        splitter.setSizes([760, 500])
+        splitter.setSizes([840, 440])
+        for key, width in (("label", 95), ("fooled", 62), ("validations", 58), ("disagreements", 66), ("flags", 44),
+                           ("decided", 100), ("review_state", 80), ("author", 95)):
+            self.table.setColumnWidth([k for k, _ in REVIEW_COLUMNS].index(key), width)
         layout = QVBoxLayout(self)
         layout.addWidget(self.filters)
         layout.addWidget(self.figures)

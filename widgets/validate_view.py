@@ -27,28 +27,23 @@ from PySide6.QtWidgets import (
 
 from widgets.perturbation_view import DiffText
 from widgets.prediction_panel import ProbabilityBars
-from widgets.verdict_form import VerdictForm
+from widgets.verdict_form import VerdictForm, tint
 
-BANNER_STYLE = "background:#fff4e5; color:#6b3d00; border:1px solid #e0a84a; border-radius:4px; padding:6px;"
-RETURNED_STYLE = "background:#fdecea; color:#7a1a12; border:1px solid #e6a39c; border-radius:4px; padding:6px;"
 
 
 def _esc(value) -> str:
     return html.escape("" if value is None else str(value)).replace("\n", "<br>")
 
 
-def _exact(value) -> str:
-    """A paragraph that keeps the author's spacing: validators judge the text exactly as written."""
-    return f"<p dir='auto' style='white-space:pre-wrap'>{html.escape(value or '')}</p>"
+def _exact(value, size: str = "medium") -> str:
+    """A paragraph that keeps the author's spacing: validators judge the text exactly as written.
+    Sizes are relative (CSS keywords), so the user's text size (Ctrl++/Ctrl+-) still applies."""
+    return f"<p dir='auto' style='white-space:pre-wrap; font-size:{size}'>{html.escape(value or '')}</p>"
 
 
-def _text_block(font_scale: float = 1.0) -> QTextBrowser:
+def _text_block() -> QTextBrowser:
     block = QTextBrowser()
     block.setOpenLinks(False)
-    if font_scale != 1.0:
-        font = block.font()
-        font.setPointSizeF(font.pointSizeF() * font_scale)
-        block.setFont(font)
     return block
 
 
@@ -62,7 +57,8 @@ class ModelOutputBox(QFrame):
         self.setObjectName("model-output")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.heading = QLabel("<b>Target model</b>")
-        self.hidden_note = QLabel(objectName="output-hidden", wordWrap=True, styleSheet="color:#6b6b6b")
+        self.hidden_note = QLabel(objectName="output-hidden", wordWrap=True)
+        tint(self.hidden_note, "#00000000", "#6b6b6b").setAutoFillBackground(False)
         self.reveal_button = QPushButton("Reveal the model's output  (R)", objectName="reveal")
         self.reveal_button.clicked.connect(self.reveal_requested)
         self.summary = QLabel(objectName="output-summary", wordWrap=True)
@@ -113,7 +109,8 @@ class ValidateView(QWidget):
         self.setObjectName("validate-view")
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.status = QLabel(objectName="queue-status", textFormat=Qt.TextFormat.RichText)
-        self.warning = QLabel(objectName="content-warning", wordWrap=True, styleSheet=BANNER_STYLE)
+        self.warning = tint(QLabel(objectName="content-warning", wordWrap=True, margin=6), "#fff4e5", "#6b3d00")
+        self.warning.setFrameShape(QFrame.Shape.Box)
         self.warning.hide()
 
         # the example
@@ -121,12 +118,12 @@ class ValidateView(QWidget):
         self.context = _text_block()
         self.context.setObjectName("context")
         self.written_title = QLabel(objectName="written-title")
-        self.written = _text_block(1.25)
+        self.written = _text_block()
         self.written.setObjectName("written")
         self.pair = QWidget(objectName="pair")
-        self.original = _text_block(1.1)
+        self.original = _text_block()
         self.original.setObjectName("pair-original")
-        self.edited = _text_block(1.1)
+        self.edited = _text_block()
         self.edited.setObjectName("pair-edited")
         self.original_title, self.edited_title = QLabel(), QLabel()
         self.diff = DiffText()
@@ -151,7 +148,14 @@ class ValidateView(QWidget):
         left_layout.addWidget(self.written, 2)
         left_layout.addWidget(self.pair, 4)
         left_layout.addWidget(self.label)
-        left_layout.addWidget(self.explanations)
+        self.explanations_box = QFrame(objectName="explanations-box")
+        self.explanations_box.setFrameShape(QFrame.Shape.StyledPanel)
+        tint(self.explanations_box, "#f4f6fa")
+        box = QVBoxLayout(self.explanations_box)
+        box.setContentsMargins(8, 4, 8, 4)
+        box.addWidget(QLabel("<b>The author's explanations</b>"))
+        box.addWidget(self.explanations)
+        left_layout.addWidget(self.explanations_box)
 
         # the verdict
         self.form = VerdictForm()
@@ -217,6 +221,12 @@ class ValidateView(QWidget):
         self.context.setHtml("".join(_exact(text) for _name, text in contexts))
         if contexts:
             self.context_title.setText(f"<b>{_esc(contexts[0][0])}</b>")
+        # with a context, the written text is short and the context gets the room; without, the text does
+        lines = self.written.fontMetrics().lineSpacing()
+        self.written.setMaximumHeight(lines * 5 + 16 if contexts else 16_777_215)
+        self.diff.setMaximumHeight(lines * 3 + 16)
+        self.original.setMaximumHeight(lines * 5 + 16 if contexts else 16_777_215)
+        self.edited.setMaximumHeight(lines * 5 + 16 if contexts else 16_777_215)
         pair = example.get("pair")
         self.pair.setVisible(pair is not None)
         self.written.setVisible(pair is None)
@@ -224,17 +234,17 @@ class ValidateView(QWidget):
         if pair is None:
             written = example.get("written") or []
             self.written_title.setText(" · ".join(f"<b>{_esc(name)}</b>" for name, _ in written) or "<b>Text</b>")
-            self.written.setHtml("".join(_exact(text) for _name, text in written))
+            self.written.setHtml("".join(_exact(text, "large") for _name, text in written))
         else:
             self.original_title.setText(f"<b>Original</b> · label: {_esc(pair['original']['label'])}")
             self.edited_title.setText(f"<b>Perturbation (to validate)</b> · label: {_esc(pair['edited']['label'])}")
-            self.original.setHtml(_exact(pair["original"]["text"]))
-            self.edited.setHtml(_exact(pair["edited"]["text"]))
+            self.original.setHtml(_exact(pair["original"]["text"], "large"))
+            self.edited.setHtml(_exact(pair["edited"]["text"], "large"))
             self.diff.show_diff(pair["diff"])
         self.label.setText(f"Author's {_esc(example.get('label_name', 'label'))}: "
                            f"<b style='font-size:13pt'>{_esc(example.get('label'))}</b>")
         explanations = example.get("explanations") or []
-        self.explanations.setText("".join(f"<p><b>{_esc(q)}</b><br>{_esc(a)}</p>" for q, a in explanations)
+        self.explanations.setText("".join(f"<p><i>{_esc(q)}</i><br>{_esc(a)}</p>" for q, a in explanations)
                                   or "<p style='color:#6b6b6b'>The author gave no explanations.</p>")
         self.form.set_labels(example.get("labels") or [], example.get("label"))
         self.form.show()

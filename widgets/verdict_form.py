@@ -25,6 +25,20 @@ KEYS = {Qt.Key.Key_1: "correct", Qt.Key.Key_2: "incorrect", Qt.Key.Key_3: "flagg
 _COLOURS = {"correct": "#1e6b35", "incorrect": "#b3261e", "flagged": "#8a5a00"}
 
 
+def tint(widget, background: str, foreground: str | None = None):
+    """Colour a widget through its palette: a style sheet would drop the font it inherits
+    (the user's text size) back to the application default."""
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = widget.palette()
+    palette.setColor(QPalette.ColorRole.Window, QColor(background))
+    if foreground:
+        palette.setColor(QPalette.ColorRole.WindowText, QColor(foreground))
+    widget.setPalette(palette)
+    widget.setAutoFillBackground(True)
+    return widget
+
+
 class VerdictForm(QFrame):
     submitted = Signal(dict)  # verdict, corrected_label, reason, model_note
     skipped = Signal()
@@ -65,7 +79,8 @@ class VerdictForm(QFrame):
         self.fields.addRow("Corrected answer:", self.answer_edit)
         self.fields.addRow("Why?", self.reason)
         self.fields.addRow("Model note:", self.model_note)
-        self.problem = QLabel(objectName="verdict-problem", wordWrap=True, styleSheet="color:#b3261e")
+        self.problem = QLabel(objectName="verdict-problem", wordWrap=True)
+        tint(self.problem, "#00000000", "#b3261e").setAutoFillBackground(False)
         self.confirm = QPushButton("Confirm  (Enter)", objectName="verdict-confirm", default=True)
         self.confirm.clicked.connect(self.submit)
         for edit in (self.answer_edit, self.reason, self.model_note):

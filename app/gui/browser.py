@@ -24,7 +24,8 @@ def row_dict(row: ExampleRow) -> dict:
         "round": row.round_number, "author": row.author, "text": row.text, "label": row.true_label,
         "fooled": row.model_fooled, "status": row.status, "validation_state": row.validation_state.replace("_", " "),
         "validations": row.validation_count, "disagreements": row.disagreement_count, "flags": row.flag_count,
-        "decided": row.decided_verdict, "perturbation_of": row.perturbation_of, "review_state": row.review_state,
+        "decided": row.decided_verdict, "decided_label": row.decided_label, "perturbation_of": row.perturbation_of,
+        "review_state": row.review_state,
         "review_comment": row.review_comment,
     }
 

@@ -66,7 +66,7 @@ def for_review(desk: Desk, example_id: uuid.UUID) -> dict:
         "outputs": [{"model": o["model"], "label": o["label"],
                      "probabilities": ", ".join(f"{k} {v:.2f}" for k, v in o["probabilities"].items())}
                     for o in shown["output"]["models"]],
-        "validations": verdicts,
+        "validations": verdicts, "verdicts_first": True,
         "facts": [("author", names.get(example.author_id, "?")),
                   ("validation", f"{example.validation_state.replace('_', ' ')} · decided: {decided}"),
                   ("disagreeing verdicts", example.disagreement_count), ("flags", example.flag_count),

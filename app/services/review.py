@@ -60,6 +60,7 @@ class ExampleRow:
     meta: dict[str, Any]
     review_state: str | None = None
     review_comment: str | None = None
+    decided_label: str | None = None
 
 
 ROWID = literal_column("examples.rowid")
@@ -76,6 +77,7 @@ SORT_KEYS = {
     "round": Round.number,
     "author": Person.display_name,
     "review_state": Example.review_state,
+    "decided": Example.decided_verdict,
 }
 
 
@@ -163,7 +165,7 @@ class ReviewQueries:
                     Example.model_fooled, Example.status, Example.validation_state, Example.validation_count,
                     Example.disagreement_count, Example.flag_count, Example.decided_verdict, Example.submitted_at,
                     Example.perturbation_of, Example.edit_distance, Example.meta, Example.review_state,
-                    Example.review_comment,
+                    Example.review_comment, Example.decided_label,
                 ],
                 flt,
             )

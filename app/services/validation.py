@@ -139,15 +139,8 @@ class ValidationService:
             Validation.validator_id == validator_id,
             Validation.mode == ValidationMode.PEER.value,
         )
-        query = select(Example).where(text(QUEUE_CONDITION), Example.author_id != validator_id, ~mine)
-        fooling_only = [task.id for task in self.tasks.tasks()
-                        if not self.tasks.definition(task.id).validate_non_fooling]
-        if fooling_only:
-            query = query.where(or_(Example.task_id.not_in(fooling_only), Example.model_fooled.is_not(False)))
-        if task_id is not None:
-            query = query.where(Example.task_id == task_id)
-        if round_id is not None:
-            query = query.where(Example.round_id == round_id)
+        query = select(Example).where(text(QUEUE_CONDITION), Example.author_id != validator_id, ~mine,
+                                      *self._rule_conditions(task_id, round_id))
         return query.order_by(Example.model_fooled.desc(), Example.validation_count, Example.submitted_at, ROWID)
 
     def queue(self, validator_id: uuid.UUID, *, task_code: str | None = None, round_id: uuid.UUID | None = None,
@@ -172,10 +165,32 @@ class ValidationService:
     def remaining(self, validator_id: uuid.UUID, *, task_code: str | None = None,
                   round_id: uuid.UUID | None = None) -> int:
         """How many examples this person may still validate."""
+        # Counted as (undecided) − (mine to write) − (already validated by me): each part runs off an
+        # index, where counting the queue itself tests "not validated by me" row by row (~300 ms at 100k).
         task_id = self.tasks.task(task_code).id if task_code else None
+        conditions = [text(QUEUE_CONDITION), *self._rule_conditions(task_id, round_id)]
         with self.db.read() as session:
-            query = self.queue_query(validator_id, task_id=task_id, round_id=round_id).order_by(None)
-            return session.scalar(select(func.count()).select_from(query.subquery()))
+            undecided = session.scalar(select(func.count()).select_from(Example).where(*conditions))
+            own = session.scalar(select(func.count()).select_from(Example)
+                                 .where(*conditions, Example.author_id == validator_id))
+            done = session.scalar(
+                select(func.count()).select_from(Validation).join(Example, Example.id == Validation.example_id)
+                .where(Validation.validator_id == validator_id, Validation.mode == ValidationMode.PEER.value,
+                       Example.author_id != validator_id, *conditions))
+            return undecided - own - done
+
+    def _rule_conditions(self, task_id: uuid.UUID | None, round_id: uuid.UUID | None) -> list:
+        """The task rules and choices that narrow the queue (besides person and decision)."""
+        conditions = []
+        fooling_only = [task.id for task in self.tasks.tasks()
+                        if not self.tasks.definition(task.id).validate_non_fooling]
+        if fooling_only:
+            conditions.append(or_(Example.task_id.not_in(fooling_only), Example.model_fooled.is_not(False)))
+        if task_id is not None:
+            conditions.append(Example.task_id == task_id)
+        if round_id is not None:
+            conditions.append(Example.round_id == round_id)
+        return conditions
 
     def validations_of(self, example_id: uuid.UUID) -> list[Validation]:
         with self.db.read() as session:

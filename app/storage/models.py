@@ -197,6 +197,9 @@ class Example(Synced, Base):
         Index("ix_examples_queue", text("model_fooled DESC"), "validation_count", "submitted_at",
               sqlite_where=text(QUEUE_CONDITION)),
         Index(None, "author_id", "review_state"),  # an annotator's returned examples
+        # Covers the review tab's figures and the validation queue's count for a whole task.
+        Index("ix_examples_review_summary", "task_id", "status", "validation_state", "model_fooled", "review_state",
+              "disagreement_count", "flag_count"),
     )
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
     round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
@@ -223,10 +226,10 @@ class Example(Synced, Base):
     sync_state: Mapped[str] = mapped_column(String(16), default=SyncState.LOCAL.value)
     # Validation summary, kept in step by the validation service for fast review queries.
     validation_state: Mapped[str] = mapped_column(String(16), default=ValidationState.UNVALIDATED.value, index=True)
-    validation_count: Mapped[int] = mapped_column(Integer, default=0)
-    flag_count: Mapped[int] = mapped_column(Integer, default=0)
-    disagreement_count: Mapped[int] = mapped_column(Integer, default=0)
-    decided_verdict: Mapped[str | None] = mapped_column(String(16))
+    validation_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    flag_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    disagreement_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    decided_verdict: Mapped[str | None] = mapped_column(String(16), index=True)
     decided_label: Mapped[str | None] = mapped_column(String(200))
     # A lead's latest review (accepted or returned); the records are in example_reviews.
     review_state: Mapped[str | None] = mapped_column(String(16), index=True)

@@ -2,7 +2,8 @@
 
 ``example_reviews`` keeps every accept/return as a record (who, when, why); the example
 carries the latest state (``review_state``: accepted or returned, ``review_comment``,
-``reviewed_at``) so the review table filters on it without a join. Old databases get
+``reviewed_at``) so the review table filters on it without a join. Indexes on the verdict
+counts let the review table sort by disagreements, flags and verdicts within DESIGN.md §5. Old databases get
 NULL review states: nothing has been reviewed yet.
 
 Revision ID: 0005
@@ -42,11 +43,21 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("reviewed_at", sa.DateTime(), nullable=True))
         batch_op.create_index("ix_examples_review_state", ["review_state"])
         batch_op.create_index("ix_examples_author_id_review_state", ["author_id", "review_state"])
+        # sorting the review table by these counts serves its first page from an index
+        batch_op.create_index("ix_examples_disagreement_count", ["disagreement_count"])
+        batch_op.create_index("ix_examples_flag_count", ["flag_count"])
+        batch_op.create_index("ix_examples_validation_count", ["validation_count"])
+        batch_op.create_index("ix_examples_decided_verdict", ["decided_verdict"])
+        # covers the review tab's figures and the queue's remaining count for a whole task
+        batch_op.create_index("ix_examples_review_summary", ["task_id", "status", "validation_state", "model_fooled",
+                                                             "review_state", "disagreement_count", "flag_count"])
 
 
 def downgrade() -> None:
     with op.batch_alter_table("examples") as batch_op:
-        batch_op.drop_index("ix_examples_author_id_review_state")
+        for name in ("ix_examples_review_summary", "ix_examples_decided_verdict", "ix_examples_validation_count", "ix_examples_flag_count", "ix_examples_disagreement_count",
+                     "ix_examples_author_id_review_state"):
+            batch_op.drop_index(name)
         batch_op.drop_index("ix_examples_review_state")
         batch_op.drop_column("reviewed_at")
         batch_op.drop_column("review_comment")
