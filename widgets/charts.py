@@ -33,6 +33,7 @@ class ChartFrame(QWidget):
     def __init__(self, title: str, *, date_axis: bool = False, parent: QWidget | None = None):
         super().__init__(parent)
         self.title = QLabel(f"<b>{escape(title)}</b>")
+        self.title.setWordWrap(True)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
@@ -42,7 +43,7 @@ class ChartFrame(QWidget):
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.hideButtons()
         self.plot.showGrid(x=False, y=True, alpha=0.25)
-        self.plot.setMinimumHeight(170)
+        self.plot.setMinimumHeight(110)
         self.empty = pg.TextItem("", color="#888", anchor=(0.5, 0.5))
         self.plot.addItem(self.empty, ignoreBounds=True)
         layout = QVBoxLayout(self)
@@ -104,12 +105,18 @@ class BarChart(ChartFrame):
         width = 0.38 if paired else 0.7
         xs = list(range(len(bars)))
         pens = [pg.mkPen("#222", width=2.5) if b[0] in self.selected else pg.mkPen(None) for b in bars]
+
+        def shade(base: QColor) -> list[QColor]:  # with a bar chosen, the others fade
+            faded = QColor(base)
+            faded.setAlpha(90)
+            return [base if not self.selected or b[0] in self.selected else faded for b in bars]
+
         first = pg.BarGraphItem(x=[x - (width / 2 if paired else 0) for x in xs], height=[b[2] for b in bars],
-                                width=width, brushes=[color(0)] * len(bars), pens=pens)
+                                width=width, brushes=shade(color(0)), pens=pens)
         self._add(first)
         if paired:
             second = pg.BarGraphItem(x=[x + width / 2 for x in xs], height=[b[3] or 0 for b in bars], width=width,
-                                     brushes=[QColor(SECOND)] * len(bars), pens=pens)
+                                     brushes=shade(QColor(SECOND)), pens=pens)
             self._add(second)
             self.set_legend([(self.names[0], color(0)), (self.names[1], QColor(SECOND))] if self.names else [])
         else:
@@ -129,6 +136,7 @@ class BarChart(ChartFrame):
         self.plot.getAxis("bottom").setTicks([ticks])
         self.plot.setXRange(-0.6, len(bars) - 0.4, padding=0)
         self.plot.setYRange(0, (1.0 if self.rate else top) * 1.18, padding=0)
+        self.plot.getAxis("left").setTicks([[(v, f"{v:.0%}") for v in (0, 0.25, 0.5, 0.75, 1.0)]] if self.rate else None)
 
     def _add(self, item) -> None:
         self.plot.addItem(item)

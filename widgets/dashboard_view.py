@@ -15,14 +15,12 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QFileDialog,
-    QFrame,
     QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QMenu,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QTableView,
     QToolButton,
@@ -167,12 +165,15 @@ class DashboardView(QWidget):
         self._facet_titles: dict[str, str] = {}
         self._bin_seconds = 86400.0
         self._building = False
+        self._sized = False
 
         # --- filters -------------------------------------------------------------------------
         self.round_combo = QComboBox(objectName="dashboard-round")
         self.author_combo = QComboBox(objectName="dashboard-author")
         self.label_combo = QComboBox(objectName="dashboard-label")
         self.period_combo = QComboBox(objectName="dashboard-period")
+        for combo in (self.round_combo, self.author_combo, self.label_combo, self.period_combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         for combo in (self.round_combo, self.author_combo, self.label_combo):
             combo.addItem("All", None)
             combo.currentIndexChanged.connect(self._combo_changed)
@@ -200,6 +201,7 @@ class DashboardView(QWidget):
         self.annotator_table.selectionModel().selectionChanged.connect(self._people_selected)
         self.annotator_table.setToolTip("Select people to draw their MER and vMER over time")
         self.breakdown_combo = QComboBox(objectName="dashboard-breakdown")
+        self.breakdown_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.breakdown_combo.currentIndexChanged.connect(self._breakdown_chosen)
         self.breakdown_model = FigureTableModel(self)
         self.breakdown_table = _table(self.breakdown_model, "dashboard-breakdown-table")
@@ -213,7 +215,7 @@ class DashboardView(QWidget):
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addWidget(_heading("Per annotator"))
-        left_layout.addWidget(self.annotator_table, 3)
+        left_layout.addWidget(self.annotator_table, 6)
         breakdown_row = QHBoxLayout()
         breakdown_row.addWidget(_heading("Breakdown"))
         breakdown_row.addWidget(self.breakdown_combo)
@@ -226,17 +228,34 @@ class DashboardView(QWidget):
         right_layout.addWidget(_heading("Agreement among validators"))
         right_layout.addWidget(self.agreement_label)
         right_layout.addWidget(self.pair_table, 1)
+        right.setMinimumWidth(470)
         tables = QSplitter(Qt.Orientation.Horizontal, objectName="dashboard-tables")
         tables.addWidget(left)
         tables.addWidget(right)
-        tables.setStretchFactor(0, 3)
-        tables.setStretchFactor(1, 1)
+        tables.setStretchFactor(0, 5)
+        tables.setStretchFactor(1, 2)
 
         # --- charts --------------------------------------------------------------------------
-        self.mer_chart = LineChart("MER over time (cumulative)", rate=True)
-        self.vmer_chart = LineChart("vMER over time (cumulative)", rate=True)
+        # MER and vMER side by side under one legend: in one plot the same person's two lines overlap.
+        self.mer_chart = LineChart("MER (model-fooling ÷ submitted)", rate=True)
+        self.vmer_chart = LineChart("vMER (validated fooling ÷ submitted)", rate=True)
+        self.people_legend = QLabel(objectName="dashboard-people-legend")
+        self.people_legend.setWordWrap(True)
+        self.people_legend.setTextFormat(Qt.TextFormat.RichText)
+        over_time = QWidget(objectName="dashboard-over-time")
+        over_time_layout = QGridLayout(over_time)
+        over_time_layout.setContentsMargins(4, 4, 0, 0)
+        over_time_layout.setSpacing(0)
+        over_time_layout.addWidget(QLabel("<b>MER and vMER over time</b> (cumulative, per annotator)"), 0, 0, 1, 2)
+        over_time_layout.addWidget(self.people_legend, 1, 0, 1, 2)
+        over_time_layout.addWidget(self.mer_chart, 2, 0)
+        over_time_layout.addWidget(self.vmer_chart, 2, 1)
+        over_time_layout.setRowStretch(2, 1)
+        self.over_time = over_time
         self.round_chart = BarChart("Fooling rate by round", rate=True, names=("MER", "vMER"))
-        self.backlog_chart = LineChart("Validation backlog (submitted, not yet decided)")
+        self.backlog_chart = LineChart("Validation backlog")
+        self.backlog_chart.setToolTip("Submitted examples not yet decided. Click a point: the examples submitted "
+                                      "in that period.")
         self.label_chart = BarChart("Labels (submitted examples)")
         self.facet_charts: dict[str, BarChart] = {}
         self.mer_chart.point_clicked.connect(lambda key, _x: self._toggle("author", key))
@@ -246,22 +265,22 @@ class DashboardView(QWidget):
         self.backlog_chart.point_clicked.connect(self._backlog_clicked)
         self.chart_grid = QGridLayout()
         self.chart_grid.setSpacing(6)
-        for column, chart in enumerate((self.mer_chart, self.vmer_chart, self.round_chart, self.backlog_chart)):
+        self.chart_grid.addWidget(over_time, 0, 0, 1, 2)
+        for column, chart in enumerate((self.round_chart, self.backlog_chart), start=2):
             self.chart_grid.addWidget(chart, 0, column)
+        for column in range(4):
+            self.chart_grid.setColumnStretch(column, 1)
         self.chart_grid.addWidget(self.label_chart, 1, 0)
+        self.chart_grid.setRowStretch(0, 1)
+        self.chart_grid.setRowStretch(1, 1)
         charts = QWidget(objectName="dashboard-charts")
         charts.setLayout(self.chart_grid)
-        charts.setMinimumHeight(480)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(charts)
 
         self.splitter = QSplitter(Qt.Orientation.Vertical, objectName="dashboard-splitter")
         self.splitter.addWidget(tables)
-        self.splitter.addWidget(scroll)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 1)
+        self.splitter.addWidget(charts)
+        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(1, 5)
         layout = QVBoxLayout(self)
         layout.addLayout(self.filter_row)
         layout.addWidget(self.splitter, 1)
@@ -309,6 +328,7 @@ class DashboardView(QWidget):
                 self.facet_combos = {}
                 for name in facets:
                     combo = QComboBox(objectName=f"dashboard-facet-{name}")
+                    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
                     combo.currentIndexChanged.connect(self._combo_changed)
                     self.facet_combos[name] = combo
             self._facet_titles = {name: title for name, (title, _values) in facets.items()}
@@ -424,6 +444,10 @@ class DashboardView(QWidget):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        if not self._sized:  # tables above, charts below: charts get the larger share
+            self._sized = True
+            height = max(600, self.splitter.height())
+            self.splitter.setSizes([int(height * 0.42), int(height * 0.58)])
         self.shown.emit()
 
     # --- figures ---------------------------------------------------------------------------
@@ -434,6 +458,7 @@ class DashboardView(QWidget):
         self.summary.setText(data["summary"])
         selected = [self.annotator_model.key_at(i.row()) for i in self.annotator_table.selectionModel().selectedRows()]
         self.annotator_model.set_rows(data["annotator_columns"], data["annotators"])
+        self.annotator_table.resizeColumnsToContents()
         self._reselect(selected)
         self._building = True
         try:
@@ -445,15 +470,19 @@ class DashboardView(QWidget):
         finally:
             self._building = False
         self.breakdown_model.set_rows(data["breakdown_columns"], data["breakdown_rows"])
+        self.breakdown_table.resizeColumnsToContents()
         self._show_agreement(data["agreement"])
         people = data["series"]
         note = "" if data.get("chart_people_chosen") else (
-            f"the {len(people)} most productive; select rows to choose" if people else "")
+            f"top {len(people)} by examples; select rows to choose" if people else "")
         self.mer_chart.set_lines(data["time_edges"], [(k, n, mer) for k, n, mer, _ in people], note=note)
         self.vmer_chart.set_lines(data["time_edges"], [(k, n, vmer) for k, n, _, vmer in people], note=note)
+        self.people_legend.setText(self.mer_chart.legend.text())
+        self.mer_chart.legend.hide()
+        self.vmer_chart.legend.hide()
         self.round_chart.set_bars(data["rounds"], {self._values["round"]} - {None})
         self.backlog_chart.set_lines(data["backlog_times"], [("backlog", "Backlog", data["backlog"])], fill=True,
-                                     note="click a point: the examples submitted in that period")
+                                     note="submitted, not yet decided")
         self.label_chart.set_bars(data["labels"], {self._values["label"]} - {None})
         for name, chart in self.facet_charts.items():
             chart.set_bars(data["facets"].get(name, []), {self._values["facets"].get(name)} - {None})
@@ -485,6 +514,7 @@ class DashboardView(QWidget):
                      f"{agreement['min_overlap']} examples ({len(agreement['pairs'])} pairs), lowest first:</span>")
         self.agreement_label.setText("<br>".join(parts))
         self.pair_model.set_rows(agreement["columns"], agreement["pairs"])
+        self.pair_table.resizeColumnsToContents()
 
     # --- export ----------------------------------------------------------------------------
 

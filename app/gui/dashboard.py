@@ -33,10 +33,10 @@ from widgets.dashboard_view import DashboardView
 
 log = logging.getLogger(__name__)
 PAIR_COLUMNS = [
-    ("a", "Validator", "text", ""), ("b", "and", "text", ""),
+    ("a", "Validator", "text", ""), ("b", "Validator", "text", ""),
     ("items", "Shared", "int", "Examples both validated"),
-    ("observed", "Agree", "rate", "Share of shared examples with the same verdict"),
-    ("kappa", "Cohen's κ", "kappa", "Agreement beyond chance: 1 perfect, 0 chance level, below 0 worse than chance"),
+    ("observed", "Same", "rate", "Share of shared examples given the same verdict"),
+    ("kappa", "κ", "kappa", "Agreement beyond chance: 1 perfect, 0 chance level, below 0 worse than chance"),
 ]
 
 

@@ -131,8 +131,8 @@ ANNOTATOR_COLUMNS = [
     ("retraction_rate", "Retracted", "rate", "Retracted ÷ (submitted + retracted)"),
     ("median_seconds", "Median time", "seconds", "Median writing time per submitted example"),
     ("mean_edit_distance", "Edit dist.", "float1", "Mean word edit distance of their perturbations"),
-    ("validations", "Validations", "int", "Peer verdicts they gave"),
-    ("agreement_with_decision", "Agrees w/ decision", "rate",
+    ("validations", "Verdicts", "int", "Peer verdicts they gave"),
+    ("agreement_with_decision", "Agreement", "rate",
      "Share of their verdicts on decided examples that match the decision"),
 ]
 BREAKDOWN_COLUMNS = [

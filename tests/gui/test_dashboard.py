@@ -42,7 +42,7 @@ def test_ctrl_5_opens_the_dashboard_with_the_per_annotator_figures(dashboard):
     assert cell(view, "Ana Author", "Rejected") == "50.0%" and cell(view, "Ana Author", "Retracted") == "16.7%"
     assert cell(view, "Ana Author", "Median time") == "55 s" and cell(view, "Ana Author", "Edit dist.") == "2.0"
     assert cell(view, "Ana Author", "Per hour") == "51.4"
-    assert cell(view, "Xia Validator", "Agrees w/ decision") == "50.0%"
+    assert cell(view, "Xia Validator", "Agreement") == "50.0%"
     assert cell(view, "Xia Validator", "MER") == "—"
     assert [r["name"] for r in view.breakdown_model.rows] == ["Round 1", "Round 2"]
     assert "Fleiss' κ" in view.agreement_label.text() and "Krippendorff's α" in view.agreement_label.text()
@@ -53,13 +53,13 @@ def test_ctrl_5_opens_the_dashboard_with_the_per_annotator_figures(dashboard):
 def test_the_dashboard_updates_after_new_verdicts(qtbot, dashboard, desk, people):
     window, team = dashboard
     view = window.dashboard_view
-    assert cell(view, "Wen Validator", "Validations") == "2"
+    assert cell(view, "Wen Validator", "Verdicts") == "2"
     # Two more verdicts on a4: Wen agrees, Xia disagrees; then Vic's third decides it.
     desk.validation.validate(team.a4.id, people.val2.id, "correct")
     desk.validation.validate(team.a4.id, people.val3.id, "incorrect", corrected_label="hate", reason="it is hateful")
     with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
         window.dashboard.refresh()
-    assert cell(view, "Wen Validator", "Validations") == "3"
+    assert cell(view, "Wen Validator", "Verdicts") == "3"
     assert cell(view, "Ana Author", "Rejected") == "50.0%"  # a4 is not decided yet
     desk.validation.validate(team.a4.id, people.val1.id, "correct")
     desk.validation.validate(team.a4.id, people.lead.id, "correct", mode="lead")
@@ -67,8 +67,8 @@ def test_the_dashboard_updates_after_new_verdicts(qtbot, dashboard, desk, people
         qtbot.keyClick(window, Qt.Key.Key_F5)  # View ▸ Refresh refreshes the dashboard too
     # a4 decided correct: Ana now has three decided (one rejected) and two validated fooling examples
     assert cell(view, "Ana Author", "Rejected") == "33.3%" and cell(view, "Ana Author", "vMER") == "40.0%"
-    assert cell(view, "Xia Validator", "Agrees w/ decision") == "33.3%"  # 1 of 3 decided
-    assert cell(view, "Vic Validator", "Validations") == "4"
+    assert cell(view, "Xia Validator", "Agreement") == "33.3%"  # 1 of 3 decided
+    assert cell(view, "Vic Validator", "Verdicts") == "4"
     round1 = next(r for r in view.breakdown_model.rows if r["name"] == "Round 1")
     assert round1["undecided"] == 2
 
@@ -113,7 +113,7 @@ def test_sorting_and_choosing_people_for_the_time_charts(qtbot, dashboard, peopl
     window, _team = dashboard
     view = window.dashboard_view
     header = view.annotator_table.horizontalHeader()
-    column = next(i for i, c in enumerate(view.annotator_model.columns) if c[1] == "Agrees w/ decision")
+    column = next(i for i, c in enumerate(view.annotator_model.columns) if c[1] == "Agreement")
     qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
                      pos=QPoint(header.sectionViewportPosition(column) + 5, 5))
     values = [r["agreement_with_decision"] for r in view.annotator_model.rows]
