@@ -53,6 +53,7 @@ SHORTCUTS = [
     ("Ctrl+I / Ctrl+E", "import / export"), ("Ctrl+Shift+R", "round settings"),
     ("Ctrl+3", "Validate: 1 correct, 2 incorrect, 3 flag, S skip, Enter confirm / next, R reveal the model"),
     ("Ctrl+4", "Review (leads): filter, 1/2/3 + Enter for a final verdict, return or accept work"),
+    ("Ctrl+5", "Dashboard: per-annotator figures, agreement, charts"),
     ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
 ]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
@@ -138,6 +139,7 @@ class MainWindow(QMainWindow):
         if desk.settings_store.problem:
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
         self._install_sync()
+        self._install_dashboard()
         self._first_start: SerialWorker | None = None
 
     # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
@@ -195,6 +197,13 @@ class MainWindow(QMainWindow):
             else:
                 self.review.refresh()
     # --- end of validation ---
+    # --- review dashboard (issue #5): the Dashboard tab; see app/gui/dashboard.py ---
+
+    def _install_dashboard(self) -> None:
+        from app.gui.dashboard import install
+
+        self.dashboard = install(self)
+    # --- end of review dashboard ---
 
     # --- the annotation workspace (issue #4) --------------------------------------------------
 
@@ -371,6 +380,7 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             log.warning("could not save settings: %s", exc)
         self.sync.stop()  # cancels a running sync; it resumes at the next start
+        self.dashboard.shutdown()
         if self._first_start is not None:
             self._first_start_progress.cancel()  # the next start finishes it
             self._first_start.shutdown(wait=False)
@@ -459,6 +469,8 @@ class MainWindow(QMainWindow):
 
     def refresh(self) -> None:
         """Re-run the query; answers to older queries are dropped when they arrive."""
+        if getattr(self, "dashboard", None) is not None:
+            self.dashboard.refresh()
         self._query_generation += 1
         generation = self._query_generation
         flt, sort, descending = self._filter, self.table_model.sort_key, self.table_model.descending

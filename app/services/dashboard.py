@@ -27,7 +27,7 @@ import csv
 import math
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
@@ -131,8 +131,8 @@ ANNOTATOR_COLUMNS = [
     ("retraction_rate", "Retracted", "rate", "Retracted ÷ (submitted + retracted)"),
     ("median_seconds", "Median time", "seconds", "Median writing time per submitted example"),
     ("mean_edit_distance", "Edit dist.", "float1", "Mean word edit distance of their perturbations"),
-    ("validations", "Validations", "int", "Peer verdicts they gave"),
-    ("agreement_with_decision", "Agrees w/ decision", "rate",
+    ("validations", "Verdicts", "int", "Peer verdicts they gave"),
+    ("agreement_with_decision", "Agreement", "rate",
      "Share of their verdicts on decided examples that match the decision"),
 ]
 BREAKDOWN_COLUMNS = [
@@ -624,12 +624,24 @@ class DashboardService:
         agreement_result, rater_names = self.agreement(flt, mask)
         counted = mask & (ex["status"] != RETRACTED)
 
-        def chart(name: str) -> list[Group]:  # bars need counts and rates, not medians
-            return breakdowns.get(name) or self.breakdown(name, flt, mask, medians=False)
+        def chart(name: str, **without) -> list[Group]:
+            """A chart's bars ignore the chart's own filter, so that the other bars stay to click
+            (the chosen one is highlighted); they need counts and rates, not medians."""
+            if not any(getattr(flt, field) for field in without):
+                return breakdowns.get(name) or self.breakdown(name, flt, mask, medians=False)
+            others = replace(flt, **without)
+            return self.breakdown(name, others, self.example_mask(others), medians=False)
 
-        labels = [Bar(g.key, g.name, g.submitted) for g in chart("label")]
-        facets = {name: [Bar(g.key, g.name, g.submitted) for g in chart(name)] for name in facet_titles}
-        by_round = [Bar(g.key, g.name, g.mer or 0.0, g.vmer or 0.0) for g in chart("round")]
+        labels = [Bar(g.key, g.name, g.submitted) for g in chart("label", labels=())]
+        facets = {}
+        for name in facet_titles:
+            if flt.facets.get(name):
+                others = replace(flt, facets={k: v for k, v in flt.facets.items() if k != name})
+                groups = self.breakdown(name, others, self.example_mask(others), medians=False)
+            else:
+                groups = chart(name)
+            facets[name] = [Bar(g.key, g.name, g.submitted) for g in groups]
+        by_round = [Bar(g.key, g.name, g.mer or 0.0, g.vmer or 0.0) for g in chart("round", round_ids=())]
         edges, series, bin_seconds = self._time_series(counted, annotators, chart_people)
         backlog_times, backlog = self._backlog(counted, now)
         return DashboardView(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import uuid
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,52 +11,12 @@ from sklearn.metrics import cohen_kappa_score
 
 from app.services.dashboard import DashboardFilter, DashboardService
 from tests.conftest import hate_content, hate_output
+from tests.simulation import small_team
 
 
 @pytest.fixture
 def team(desk, people, target_model):
-    """Ana writes six examples in round 1 (one retracted, two perturbations); Vic writes one in round 2.
-
-    | ex | label    | model    | fooled | time | validations                          | decision     |
-    |----|----------|----------|--------|------|--------------------------------------|--------------|
-    | a1 | hate     | not hate | yes    | 60 s | val1 c, val2 c, val3 i; lead c       | correct      |
-    | a2 | hate     | not hate | yes    |120 s | val1, val2, val3: i → not hate       | incorrect    |
-    | a3 | not hate | not hate | no     |  0 s | val1 c, val3 flagged                 | —            |
-    | a4 | not hate | hate     | yes    | 30 s | (perturbation of a1, 1 word)         | —            |
-    | a5 | not hate | not hate | no     | 50 s | (perturbation of a2, 3 words)        | —            |
-    | a6 | hate     | not hate | yes    | 90 s | retracted                            |              |
-    | v1 | not hate | hate     | yes    | 40 s | lead c (round 2)                     | correct      |
-    """
-    round2 = desk.tasks.get_or_create_round("hate_speech", 2)
-
-    def submit(author, text, label, predicted, seconds, round_number=1, parent=None, **meta):
-        return desk.examples.create(author.id, "hate_speech", hate_content(text, label, **meta),
-                                    [hate_output(target_model, predicted)], round_number=round_number,
-                                    perturbation_of=parent, time_spent_ms=seconds * 1000)
-
-    ana, vic = people.author, people.val1
-    a1 = submit(ana, "they are all vermin", "hate", "not hate", 60, target_groups=["women", "immigrants"])
-    a2 = submit(ana, "those people are filth and disease", "hate", "not hate", 120, hate_type="dehumanization")
-    a3 = submit(ana, "the weather is lovely today", "not hate", "not hate", 0)
-    a4 = submit(ana, "they are all lovely", "not hate", "hate", 30, parent=a1.id)
-    a5 = submit(ana, "those people are kind and generous neighbours", "not hate", "not hate", 50, parent=a2.id)
-    a6 = submit(ana, "go back where you came from", "hate", "not hate", 90)
-    desk.examples.retract(a6.id, ana.id, "duplicate")
-    v1 = submit(vic, "I love my neighbours", "not hate", "hate", 40, round_number=2)
-
-    validate = desk.validation.validate
-    validate(a1.id, people.val1.id, "correct")
-    validate(a1.id, people.val2.id, "correct")
-    validate(a1.id, people.val3.id, "incorrect", corrected_label="not hate", reason="not hateful")
-    validate(a1.id, people.lead.id, "correct", mode="lead")
-    for validator in (people.val1, people.val2, people.val3):
-        validate(a2.id, validator.id, "incorrect", corrected_label="not hate", reason="not hateful")
-    validate(a3.id, people.val1.id, "correct")
-    validate(a3.id, people.val3.id, "flagged", reason="unclear")
-    validate(v1.id, people.lead.id, "correct", mode="lead")
-    task_id = desk.tasks.task("hate_speech").id
-    return SimpleNamespace(a1=a1, a2=a2, a3=a3, a4=a4, a5=a5, a6=a6, v1=v1, round2=round2, task_id=task_id,
-                           flt=DashboardFilter(task_id=task_id))
+    return small_team(desk, people, target_model)
 
 
 def by_name(rows):
@@ -244,3 +203,64 @@ def test_group_median_matches_numpy():
     for group in range(6):
         assert medians[group] == pytest.approx(np.median(values[codes == group]))
     assert np.isnan(medians[6:]).all()
+
+
+@pytest.mark.slow
+def test_anli_with_simulated_validators(desk):
+    """Real ANLI text shared among six writers; five validators of differing care, seeded."""
+    import krippendorff
+    from sqlalchemy import text
+
+    from tests.conftest import shared_file
+    from tests.simulation import import_anli_team, simulate_validators
+
+    team = simulate_validators(desk, import_anli_team(desk, shared_file("anli", "ANLI_analysis_r1_dev.csv")),
+                               share=0.5)
+    service = desk.dashboard
+    service.refresh()
+    task_id = desk.tasks.task("nli").id
+    view = service.view(DashboardFilter(task_id=task_id), breakdown="label")
+    rows = by_name(view.annotators)
+    assert set(rows) == set(team.writers) | set(team.validators)
+    assert view.total_examples == 1000 and sum(rows[w].submitted + rows[w].retracted for w in team.writers) == 1000
+    # The same counts as the SQL statistics service, per writer.
+    for figures in desk.stats.figures("annotator", task_id=task_id):
+        row = rows[figures.name]
+        assert (row.submitted, row.fooled, row.validated_fooling) == (figures.submitted, figures.fooled,
+                                                                      figures.validated_fooling)
+    with desk.db.read() as session:
+        decided = dict(session.execute(text(
+            "SELECT p.display_name, avg(e.decided_verdict = 'incorrect') FROM examples e JOIN people p "
+            "ON p.id = e.author_id WHERE e.status = 'submitted' AND e.decided_verdict IS NOT NULL "
+            "GROUP BY p.display_name")).all())
+        verdicts = session.execute(text(
+            "SELECT v.example_id, v.validator_id, v.verdict || coalesce('→' || v.corrected_label, '') "
+            "FROM validations v WHERE v.mode = 'peer'")).all()
+    for name, rate in decided.items():
+        assert rows[name].rejection_rate == pytest.approx(rate)
+    # Careful validators agree with the final decision more often than careless ones.
+    assert rows["Gita Rao"].agreement_with_decision > rows["Jonas Berg"].agreement_with_decision
+    assert rows["Hugo Martin"].agreement_with_decision > rows["Kofi Mensah"].agreement_with_decision
+    assert all(rows[v].validations > 100 for v in team.validators)
+    # Agreement: the same verdicts, as an items × validators matrix, through the reference package.
+    items = sorted({v[0] for v in verdicts})
+    people = sorted({v[1] for v in verdicts})
+    categories = sorted({v[2] for v in verdicts})
+    matrix = np.full((len(people), len(items)), np.nan)
+    for example, validator, key in verdicts:
+        matrix[people.index(validator), items.index(example)] = categories.index(key)
+    assert view.agreement.ratings == len(verdicts)
+    assert view.agreement.krippendorff_alpha == pytest.approx(
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"))
+    names = view.rater_names
+    for pair in view.agreement.pairs:
+        a = people.index(team.validators[names[pair.rater_a]].hex)
+        b = people.index(team.validators[names[pair.rater_b]].hex)
+        both = ~np.isnan(matrix[a]) & ~np.isnan(matrix[b])
+        assert pair.items == both.sum() >= 10
+        assert pair.kappa == pytest.approx(cohen_kappa_score(matrix[a, both], matrix[b, both]))
+    assert len(view.agreement.pairs) >= 6
+    assert 0 < view.agreement.fleiss_kappa < 1 and 0 < view.agreement.krippendorff_alpha < 1
+    labels = by_name(view.breakdowns["label"])
+    assert set(labels) == {"entailment", "neutral", "contradiction"}
+    assert view.backlog[-1] == sum(r.undecided for r in labels.values())  # undecided now, all labels

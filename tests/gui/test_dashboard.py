@@ -1,0 +1,155 @@
+"""The Dashboard tab driven as a team lead would: open it with Ctrl+5, watch it update after
+new verdicts, click chart bars and lines to filter, sort, and export CSV and PNG."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QFileDialog
+
+from tests.simulation import small_team
+
+
+def rows_by_name(view) -> dict[str, dict]:
+    return {row["name"]: row for row in view.annotator_model.rows}
+
+
+def cell(view, name: str, header: str) -> str:
+    model = view.annotator_model
+    row = next(i for i, r in enumerate(model.rows) if r["name"] == name)
+    column = next(i for i, c in enumerate(model.columns) if c[1] == header)
+    return model.index(row, column).data()
+
+
+@pytest.fixture
+def dashboard(qtbot, window, desk, people, target_model):
+    team = small_team(desk, people, target_model)
+    window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+    assert window.tabs.currentWidget() is window.dashboard_view
+    return window, team
+
+
+def test_ctrl_5_opens_the_dashboard_with_the_per_annotator_figures(dashboard):
+    window, _team = dashboard
+    view = window.dashboard_view
+    assert view.summary.text() == "7 examples"  # six submitted, one retracted
+    assert cell(view, "Ana Author", "Submitted") == "5"
+    assert cell(view, "Ana Author", "MER") == "60.0%" and cell(view, "Ana Author", "vMER") == "20.0%"
+    assert cell(view, "Ana Author", "Rejected") == "50.0%" and cell(view, "Ana Author", "Retracted") == "16.7%"
+    assert cell(view, "Ana Author", "Median time") == "55 s" and cell(view, "Ana Author", "Edit dist.") == "2.0"
+    assert cell(view, "Ana Author", "Per hour") == "51.4"
+    assert cell(view, "Xia Validator", "Agreement") == "50.0%"
+    assert cell(view, "Xia Validator", "MER") == "—"
+    assert [r["name"] for r in view.breakdown_model.rows] == ["Round 1", "Round 2"]
+    assert "Fleiss' κ" in view.agreement_label.text() and "Krippendorff's α" in view.agreement_label.text()
+    assert set(view.facet_charts) == {"hate_type", "target_groups"}  # both distributions, not only the first field
+    assert view.label_chart.keys == ["not hate", "hate"]
+
+
+def test_the_dashboard_updates_after_new_verdicts(qtbot, dashboard, desk, people):
+    window, team = dashboard
+    view = window.dashboard_view
+    assert cell(view, "Wen Validator", "Verdicts") == "2"
+    # Two more verdicts on a4: Wen agrees, Xia disagrees; then Vic's third decides it.
+    desk.validation.validate(team.a4.id, people.val2.id, "correct")
+    desk.validation.validate(team.a4.id, people.val3.id, "incorrect", corrected_label="hate", reason="it is hateful")
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        window.dashboard.refresh()
+    assert cell(view, "Wen Validator", "Verdicts") == "3"
+    assert cell(view, "Ana Author", "Rejected") == "50.0%"  # a4 is not decided yet
+    desk.validation.validate(team.a4.id, people.val1.id, "correct")
+    desk.validation.validate(team.a4.id, people.lead.id, "correct", mode="lead")
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        qtbot.keyClick(window, Qt.Key.Key_F5)  # View ▸ Refresh refreshes the dashboard too
+    # a4 decided correct: Ana now has three decided (one rejected) and two validated fooling examples
+    assert cell(view, "Ana Author", "Rejected") == "33.3%" and cell(view, "Ana Author", "vMER") == "40.0%"
+    assert cell(view, "Xia Validator", "Agreement") == "33.3%"  # 1 of 3 decided
+    assert cell(view, "Vic Validator", "Verdicts") == "4"
+    round1 = next(r for r in view.breakdown_model.rows if r["name"] == "Round 1")
+    assert round1["undecided"] == 2
+
+
+def test_clicking_chart_elements_filters_the_table(qtbot, dashboard, people):
+    window, _team = dashboard
+    view = window.dashboard_view
+
+    def click(chart, point):
+        with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+            qtbot.mouseClick(chart.plot.viewport(), Qt.MouseButton.LeftButton, pos=point)
+
+    # Round 2's bar in the fooling-rate chart: only Vic wrote there.
+    click(view.round_chart, view.round_chart.bar_center(1))
+    assert view.round_combo.currentText() == "Round 2"
+    assert [r["name"] for r in view.annotator_model.rows if r["submitted"]] == ["Vic Validator"]
+    assert view.summary.text() == "1 of 7 examples"
+    click(view.round_chart, view.round_chart.bar_center(1))  # clicking it again takes the filter off
+    assert view.round_combo.currentText() == "All" and view.summary.text() == "7 examples"
+
+    # A target-group bar: 'immigrants' is a1 only.
+    groups = view.facet_charts["target_groups"]
+    click(groups, groups.bar_center(groups.keys.index("immigrants")))
+    assert view.facet_combos["target_groups"].currentText() == "immigrants"
+    assert {r["name"]: r["submitted"] for r in view.annotator_model.rows if r["submitted"]} == {"Ana Author": 1}
+    assert groups.selected == {"immigrants"}
+    qtbot.mouseClick(view.clear_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.summary.text() == "7 examples", timeout=20_000)
+
+    # A label bar, then a point on an annotator's MER line.
+    click(view.label_chart, view.label_chart.bar_center(view.label_chart.keys.index("hate")))
+    assert view.label_combo.currentText() == "hate"
+    assert {r["name"]: r["submitted"] for r in view.annotator_model.rows if r["submitted"]} == {"Ana Author": 2}
+    click(view.label_chart, view.label_chart.bar_center(view.label_chart.keys.index("hate")))
+    vic = people.val1.id.hex
+    click(view.mer_chart, view.mer_chart.point_position(vic, -1))
+    assert view.author_combo.currentText() == "Vic Validator"
+    assert [r["name"] for r in view.annotator_model.rows] == ["Vic Validator"]
+
+
+def test_sorting_and_choosing_people_for_the_time_charts(qtbot, dashboard, people):
+    window, _team = dashboard
+    view = window.dashboard_view
+    header = view.annotator_table.horizontalHeader()
+    column = next(i for i, c in enumerate(view.annotator_model.columns) if c[1] == "Agreement")
+    qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
+                     pos=QPoint(header.sectionViewportPosition(column) + 5, 5))
+    values = [r["agreement_with_decision"] for r in view.annotator_model.rows]
+    present = [v for v in values if v is not None]
+    assert present == sorted(present) or present == sorted(present, reverse=True)
+    assert values[len(present):] == [None] * (len(values) - len(present))  # empty figures last
+    assert {s for s in view.mer_chart.lines} == {people.author.id.hex, people.val1.id.hex}
+    # Selecting Ana's row draws only her lines.
+    row = next(i for i, r in enumerate(view.annotator_model.rows) if r["name"] == "Ana Author")
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        view.annotator_table.selectRow(row)
+    assert set(view.mer_chart.lines) == {people.author.id.hex}
+    assert view.vmer_chart.lines[people.author.id.hex][1][-1] == pytest.approx(0.2)
+
+
+def test_breakdown_selector_and_export(qtbot, dashboard, tmp_path, monkeypatch):
+    window, _team = dashboard
+    view = window.dashboard_view
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        view.breakdown_combo.setCurrentIndex(view.breakdown_combo.findData("target_groups"))
+    assert {r["name"]: r["submitted"] for r in view.breakdown_model.rows} == {"women": 2, "immigrants": 1}
+    # The export menu, as a user picks a file name in the dialog.
+    target = tmp_path / "groups.csv"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), "CSV files (*.csv)"))
+    view.export_menu.findChild(type(view.export_menu.actions()[0]), "export-breakdown").trigger()
+    groups = {r["Group"]: r for r in csv.DictReader(target.open(encoding="utf-8"))}
+    assert groups["women"]["Submitted"] == "2"
+    chart = tmp_path / "backlog.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(chart), "PNG images (*.png)"))
+    view.export_menu.findChild(type(view.export_menu.actions()[0]), "export-backlog").trigger()
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    written = window.dashboard.export_to("all", tmp_path / "all")
+    names = sorted(p.name for p in written)
+    assert "annotators.csv" in names and "breakdown-target_groups.csv" in names
+    assert {"chart-mer_over_time.png", "chart-hate_type.png", "chart-target_groups.png", "chart-labels.png",
+            "chart-fooling_by_round.png", "chart-backlog.png", "chart-vmer_over_time.png"} <= set(names)
+    assert all(p.stat().st_size > 1000 for p in written if p.suffix == ".png")
+    with (tmp_path / "all" / "annotators.csv").open(encoding="utf-8") as handle:
+        assert any(r["Annotator"] == "Ana Author" and r["Submitted"] == "5" for r in csv.DictReader(handle))

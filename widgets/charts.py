@@ -1,0 +1,220 @@
+"""pyqtgraph charts for the review dashboard. Views only: data comes in as plain lists; clicks
+go out as typed signals (the key of the bar, line or time range clicked).
+
+Readability choices: MER and vMER get separate charts (the same person's lines would sit on top
+of each other in one); legends sit outside the plot area, as a row of coloured names above it;
+bars carry their value as text.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPoint, QPointF, Qt, Signal
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+pg.setConfigOptions(antialias=True, background="w", foreground="#333")
+
+# Okabe–Ito: distinguishable for the common colour-vision deficiencies.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999999", "#000000"]
+SECOND = "#E69F00"  # the second bar of a pair (vMER next to MER)
+
+
+def color(index: int) -> QColor:
+    return QColor(PALETTE[index % len(PALETTE)])
+
+
+class ChartFrame(QWidget):
+    """A title, a legend row (outside the plot) and a pyqtgraph plot."""
+
+    def __init__(self, title: str, *, date_axis: bool = False, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.title = QLabel(f"<b>{escape(title)}</b>")
+        self.title.setWordWrap(True)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        axes = {"bottom": pg.DateAxisItem(orientation="bottom")} if date_axis else {}
+        self.plot = pg.PlotWidget(axisItems=axes)
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.hideButtons()
+        self.plot.showGrid(x=False, y=True, alpha=0.25)
+        self.plot.setMinimumHeight(110)
+        self.empty = pg.TextItem("", color="#888", anchor=(0.5, 0.5))
+        self.plot.addItem(self.empty, ignoreBounds=True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        layout.addWidget(self.legend)
+        layout.addWidget(self.plot, 1)
+
+    def set_legend(self, entries: list[tuple[str, QColor]], note: str = "") -> None:
+        swatches = "&nbsp;&nbsp; ".join(f"<span style='color:{c.name()}'>&#9632;</span>&nbsp;{escape(name)}"
+                                        for name, c in entries)
+        self.legend.setText(swatches + (f"&nbsp;&nbsp; <span style='color:#666'>{escape(note)}</span>" if note else ""))
+        self.legend.setVisible(bool(entries or note))
+
+    def show_empty(self, message: str) -> None:
+        self.empty.setText(message)
+        self.empty.setPos(0.5, 0.5)
+        self.plot.setXRange(0, 1)
+        self.plot.setYRange(0, 1)
+
+    def click_point(self, x: float, y: float) -> QPoint:
+        """Where, in the plot widget's viewport, the data point (x, y) is drawn (for tests)."""
+        scene = self.plot.getPlotItem().vb.mapViewToScene(QPointF(x, y))
+        return self.plot.mapFromScene(scene)
+
+
+class BarChart(ChartFrame):
+    """Bars, or pairs of bars, with category names on the x axis; a click emits the bar's key."""
+
+    bar_clicked = Signal(str)
+
+    def __init__(self, title: str, *, rate: bool = False, names: tuple[str, str] | None = None,
+                 parent: QWidget | None = None):
+        super().__init__(title, parent=parent)
+        self.rate = rate
+        self.names = names  # legend names of a pair of bars
+        self.keys: list[str] = []
+        self.values: list[tuple[float, float | None]] = []
+        self.selected: set[str] = set()
+        self._items: list = []
+        self.plot.scene().sigMouseClicked.connect(self._clicked)
+
+    def set_bars(self, bars: list[tuple[str, str, float, float | None]], selected: set[str] = frozenset()) -> None:
+        """(key, name, value, second value or None) per bar; selected bars are outlined."""
+        for item in self._items:
+            self.plot.removeItem(item)
+        self._items = []
+        self.keys = [b[0] for b in bars]
+        self.values = [(b[2], b[3]) for b in bars]
+        self.selected = set(selected)
+        if not bars:
+            self.set_legend([])
+            self.plot.getAxis("bottom").setTicks([[]])
+            self.show_empty("No examples match")
+            return
+        self.empty.setText("")
+        paired = any(b[3] is not None for b in bars)
+        width = 0.38 if paired else 0.7
+        xs = list(range(len(bars)))
+        pens = [pg.mkPen("#222", width=2.5) if b[0] in self.selected else pg.mkPen(None) for b in bars]
+
+        def shade(base: QColor) -> list[QColor]:  # with a bar chosen, the others fade
+            faded = QColor(base)
+            faded.setAlpha(90)
+            return [base if not self.selected or b[0] in self.selected else faded for b in bars]
+
+        first = pg.BarGraphItem(x=[x - (width / 2 if paired else 0) for x in xs], height=[b[2] for b in bars],
+                                width=width, brushes=shade(color(0)), pens=pens)
+        self._add(first)
+        if paired:
+            second = pg.BarGraphItem(x=[x + width / 2 for x in xs], height=[b[3] or 0 for b in bars], width=width,
+                                     brushes=shade(QColor(SECOND)), pens=pens)
+            self._add(second)
+            self.set_legend([(self.names[0], color(0)), (self.names[1], QColor(SECOND))] if self.names else [])
+        else:
+            self.set_legend([])
+        top = max([b[2] for b in bars] + [b[3] or 0 for b in bars] + [1e-9])
+        font = QFont()
+        font.setPointSize(8)
+        for x, bar in enumerate(bars):
+            for offset, value in ((-width / 2 if paired else 0, bar[2]), (width / 2, bar[3])):
+                if value is None:
+                    continue
+                label = pg.TextItem(self._format(value), color="#333", anchor=(0.5, 1))
+                label.setFont(font)
+                label.setPos(x + offset, value)
+                self._add(label)
+        ticks = [(x, self._short(b[1])) for x, b in enumerate(bars)]
+        self.plot.getAxis("bottom").setTicks([ticks])
+        self.plot.setXRange(-0.6, len(bars) - 0.4, padding=0)
+        self.plot.setYRange(0, (1.0 if self.rate else top) * 1.18, padding=0)
+        self.plot.getAxis("left").setTicks([[(v, f"{v:.0%}") for v in (0, 0.25, 0.5, 0.75, 1.0)]] if self.rate else None)
+
+    def _add(self, item) -> None:
+        self.plot.addItem(item)
+        self._items.append(item)
+
+    def _format(self, value: float) -> str:
+        return f"{value:.0%}" if self.rate else f"{value:,.0f}"
+
+    @staticmethod
+    def _short(name: str) -> str:
+        return name if len(name) <= 16 else name[:15] + "…"
+
+    def bar_center(self, index: int) -> QPoint:
+        """Where bar ``index`` is drawn, in viewport coordinates (for tests and keyboard users)."""
+        value = self.values[index][0]
+        return self.click_point(index - (0.19 if self.values[index][1] is not None else 0), value / 2)
+
+    def _clicked(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton or not self.keys:
+            return
+        point = self.plot.getPlotItem().vb.mapSceneToView(event.scenePos())
+        index = round(point.x())
+        if 0 <= index < len(self.keys) and abs(point.x() - index) <= 0.45 and point.y() >= 0:
+            event.accept()
+            self.bar_clicked.emit(self.keys[index])
+
+
+class LineChart(ChartFrame):
+    """Lines over time, one per key, with points; clicking a point emits the line's key and the
+    x of the point."""
+
+    point_clicked = Signal(str, float)
+
+    def __init__(self, title: str, *, rate: bool = False, parent: QWidget | None = None):
+        super().__init__(title, date_axis=True, parent=parent)
+        self.rate = rate
+        self.lines: dict[str, tuple[list[float], list[float]]] = {}
+        self._items: list = []
+
+    def set_lines(self, xs: list[float], lines: list[tuple[str, str, list[float]]], *, note: str = "",
+                  fill: bool = False) -> None:
+        """Shared x values (unix seconds) and (key, name, y values with NaN gaps) per line."""
+        for item in self._items:
+            self.plot.removeItem(item)
+        self._items = []
+        self.lines = {}
+        if not xs or not lines:
+            self.set_legend([], note)
+            self.show_empty("No examples match")
+            return
+        self.empty.setText("")
+        entries = []
+        top = 0.0
+        for i, (key, name, ys) in enumerate(lines):
+            c = color(i)
+            points = [(x, y) for x, y in zip(xs, ys) if not (y is None or math.isnan(y))]
+            if not points:
+                continue
+            px, py = [p[0] for p in points], [p[1] for p in points]
+            self.lines[key] = (px, py)
+            item = pg.PlotDataItem(px, py, pen=pg.mkPen(c, width=2), symbol="o", symbolSize=6, symbolBrush=c,
+                                   symbolPen=pg.mkPen("w"), fillLevel=0 if fill else None,
+                                   brush=QColor(c.red(), c.green(), c.blue(), 40) if fill else None)
+            item.sigPointsClicked.connect(lambda _item, points, _ev, key=key: self._points(key, points))
+            self.plot.addItem(item)
+            self._items.append(item)
+            entries.append((name, c))
+            top = max(top, max(py))
+        self.set_legend(entries if len(entries) > 1 or not fill else [], note)
+        self.plot.enableAutoRange(x=True)
+        self.plot.setYRange(0, 1.05 if self.rate else max(1.0, top * 1.1), padding=0)
+        axis = self.plot.getAxis("left")
+        axis.setTicks([[(v, f"{v:.0%}") for v in (0, 0.25, 0.5, 0.75, 1.0)]] if self.rate else None)
+
+    def _points(self, key: str, points) -> None:
+        if len(points):
+            self.point_clicked.emit(key, float(points[0].pos().x()))
+
+    def point_position(self, key: str, index: int) -> QPoint:
+        xs, ys = self.lines[key]
+        return self.click_point(xs[index], ys[index])

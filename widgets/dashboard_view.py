@@ -1,0 +1,556 @@
+"""The review dashboard: filters, the per-annotator table, a breakdown, agreement among
+validators and charts. A view only: figures come in through :meth:`DashboardView.show_figures`
+as plain data; what the user asks for goes out as signals."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from html import escape
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from widgets.charts import BarChart, ChartFrame, LineChart
+
+KEY_ROLE = Qt.ItemDataRole.UserRole
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+PERIODS = [("All time", None), ("Last 7 days", 7), ("Last 30 days", 30), ("Last 90 days", 90)]
+
+
+def format_value(kind: str, value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if kind == "int":
+        return f"{int(value):,}"
+    if kind == "rate":
+        return f"{value:.1%}"
+    if kind == "float1":
+        return f"{value:,.1f}"
+    if kind == "kappa":
+        return f"{value:.2f}"
+    if kind == "seconds":
+        seconds = int(round(value))
+        return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+    return str(value)
+
+
+class FigureTableModel(QAbstractTableModel):
+    """Rows of figures (dicts with a 'key'), formatted per column kind; sorts itself, empty
+    figures last whatever the order."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.columns: list[tuple[str, str, str, str]] = []
+        self.rows: list[dict] = []
+        self._sort: tuple[int, Qt.SortOrder] | None = None
+
+    def set_rows(self, columns: list[tuple[str, str, str, str]], rows: list[dict]) -> None:
+        self.beginResetModel()
+        self.columns, self.rows = list(columns), list(rows)
+        if self._sort is not None and self._sort[0] < len(self.columns):
+            self._sort_rows(*self._sort)
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.columns)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        name, _header, kind, _tip = self.columns[index.column()]
+        row = self.rows[index.row()]
+        value = row.get(name)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return format_value(kind, value)
+        if role == Qt.ItemDataRole.TextAlignmentRole and kind != "text":
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and kind == "text":
+            return str(value)
+        if role == KEY_ROLE:
+            return row.get("key")
+        if role == SORT_ROLE:
+            return value
+        return None
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.columns[section][1]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self.columns[section][3] or None
+        return None
+
+    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
+        if column < 0 or column >= len(self.columns):
+            return
+        self.layoutAboutToBeChanged.emit()
+        self._sort = (column, order)
+        self._sort_rows(column, order)
+        self.layoutChanged.emit()
+
+    def _sort_rows(self, column: int, order) -> None:
+        name, _header, kind, _tip = self.columns[column]
+        present = [r for r in self.rows if r.get(name) is not None]
+        missing = [r for r in self.rows if r.get(name) is None]
+
+        def key(row):
+            value = row[name]
+            return value.casefold() if isinstance(value, str) else value
+
+        present.sort(key=key, reverse=order == Qt.SortOrder.DescendingOrder)
+        self.rows = present + missing
+
+    def key_at(self, row: int) -> str | None:
+        return self.rows[row].get("key") if 0 <= row < len(self.rows) else None
+
+
+def _table(model: FigureTableModel, name: str) -> QTableView:
+    view = QTableView(objectName=name)
+    view.setModel(model)
+    view.setSortingEnabled(True)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setAlternatingRowColors(True)
+    view.verticalHeader().setVisible(False)
+    view.verticalHeader().setDefaultSectionSize(22)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    view.horizontalHeader().setStretchLastSection(True)
+    view.horizontalHeader().setSortIndicatorShown(True)
+    return view
+
+
+def _heading(text: str) -> QLabel:
+    label = QLabel(f"<b>{escape(text)}</b>")
+    return label
+
+
+class DashboardView(QWidget):
+    filters_changed = Signal(dict)
+    breakdown_changed = Signal(str)
+    chart_people_changed = Signal(list)  # person keys whose MER lines to draw; empty: the most productive
+    export_requested = Signal(str, str)  # what, path
+    shown = Signal()
+
+    CHARTS = {
+        "mer_over_time": "MER over time", "vmer_over_time": "vMER over time", "fooling_by_round": "Fooling rate by round",
+        "backlog": "Validation backlog", "labels": "Labels",
+    }
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._values: dict = {"round": None, "author": None, "label": None, "facets": {}, "since": None,
+                              "until": None, "period": None}
+        self._facet_titles: dict[str, str] = {}
+        self._bin_seconds = 86400.0
+        self._building = False
+        self._sized = False
+
+        # --- filters -------------------------------------------------------------------------
+        self.round_combo = QComboBox(objectName="dashboard-round")
+        self.author_combo = QComboBox(objectName="dashboard-author")
+        self.label_combo = QComboBox(objectName="dashboard-label")
+        self.period_combo = QComboBox(objectName="dashboard-period")
+        for combo in (self.round_combo, self.author_combo, self.label_combo, self.period_combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        for combo in (self.round_combo, self.author_combo, self.label_combo):
+            combo.addItem("All", None)
+            combo.currentIndexChanged.connect(self._combo_changed)
+        self.author_combo.setMinimumContentsLength(14)
+        for text, days in PERIODS:
+            self.period_combo.addItem(text, days)
+        self.period_combo.currentIndexChanged.connect(self._combo_changed)
+        self.facet_combos: dict[str, QComboBox] = {}
+        self.clear_button = QPushButton("Clear filters", objectName="dashboard-clear")
+        self.clear_button.clicked.connect(self.clear_filters)
+        self.summary = QLabel(objectName="dashboard-summary")
+        self.export_button = QToolButton(objectName="dashboard-export", text="Export")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.export_menu = QMenu(self.export_button)
+        self.export_button.setMenu(self.export_menu)
+        self.filter_row = QHBoxLayout()
+        self._filter_widgets = [("Round", self.round_combo), ("Annotator", self.author_combo),
+                                ("Label", self.label_combo)]
+        self._lay_out_filters()
+
+        # --- tables --------------------------------------------------------------------------
+        self.annotator_model = FigureTableModel(self)
+        self.annotator_table = _table(self.annotator_model, "dashboard-annotators")
+        self.annotator_table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.annotator_table.selectionModel().selectionChanged.connect(self._people_selected)
+        self.annotator_table.setToolTip("Select people to draw their MER and vMER over time")
+        self.breakdown_combo = QComboBox(objectName="dashboard-breakdown")
+        self.breakdown_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.breakdown_combo.currentIndexChanged.connect(self._breakdown_chosen)
+        self.breakdown_model = FigureTableModel(self)
+        self.breakdown_table = _table(self.breakdown_model, "dashboard-breakdown-table")
+        self.agreement_label = QLabel(objectName="dashboard-agreement")
+        self.agreement_label.setWordWrap(True)
+        self.agreement_label.setTextFormat(Qt.TextFormat.RichText)
+        self.pair_model = FigureTableModel(self)
+        self.pair_table = _table(self.pair_model, "dashboard-pairs")
+
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(_heading("Per annotator"))
+        left_layout.addWidget(self.annotator_table, 6)
+        breakdown_row = QHBoxLayout()
+        breakdown_row.addWidget(_heading("Breakdown"))
+        breakdown_row.addWidget(self.breakdown_combo)
+        breakdown_row.addStretch(1)
+        left_layout.addLayout(breakdown_row)
+        left_layout.addWidget(self.breakdown_table, 2)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addWidget(_heading("Agreement among validators"))
+        right_layout.addWidget(self.agreement_label)
+        right_layout.addWidget(self.pair_table, 1)
+        right.setMinimumWidth(470)
+        tables = QSplitter(Qt.Orientation.Horizontal, objectName="dashboard-tables")
+        tables.addWidget(left)
+        tables.addWidget(right)
+        tables.setStretchFactor(0, 5)
+        tables.setStretchFactor(1, 2)
+
+        # --- charts --------------------------------------------------------------------------
+        # MER and vMER side by side under one legend: in one plot the same person's two lines overlap.
+        self.mer_chart = LineChart("MER (model-fooling ÷ submitted)", rate=True)
+        self.vmer_chart = LineChart("vMER (validated fooling ÷ submitted)", rate=True)
+        self.people_legend = QLabel(objectName="dashboard-people-legend")
+        self.people_legend.setWordWrap(True)
+        self.people_legend.setTextFormat(Qt.TextFormat.RichText)
+        over_time = QWidget(objectName="dashboard-over-time")
+        over_time_layout = QGridLayout(over_time)
+        over_time_layout.setContentsMargins(4, 4, 0, 0)
+        over_time_layout.setSpacing(0)
+        over_time_layout.addWidget(QLabel("<b>MER and vMER over time</b> (cumulative, per annotator)"), 0, 0, 1, 2)
+        over_time_layout.addWidget(self.people_legend, 1, 0, 1, 2)
+        over_time_layout.addWidget(self.mer_chart, 2, 0)
+        over_time_layout.addWidget(self.vmer_chart, 2, 1)
+        over_time_layout.setRowStretch(2, 1)
+        self.over_time = over_time
+        self.round_chart = BarChart("Fooling rate by round", rate=True, names=("MER", "vMER"))
+        self.backlog_chart = LineChart("Validation backlog")
+        self.backlog_chart.setToolTip("Submitted examples not yet decided. Click a point: the examples submitted "
+                                      "in that period.")
+        self.label_chart = BarChart("Labels (submitted examples)")
+        self.facet_charts: dict[str, BarChart] = {}
+        self.mer_chart.point_clicked.connect(lambda key, _x: self._toggle("author", key))
+        self.vmer_chart.point_clicked.connect(lambda key, _x: self._toggle("author", key))
+        self.round_chart.bar_clicked.connect(lambda key: self._toggle("round", key))
+        self.label_chart.bar_clicked.connect(lambda key: self._toggle("label", key))
+        self.backlog_chart.point_clicked.connect(self._backlog_clicked)
+        self.chart_grid = QGridLayout()
+        self.chart_grid.setSpacing(6)
+        self.chart_grid.addWidget(over_time, 0, 0, 1, 2)
+        for column, chart in enumerate((self.round_chart, self.backlog_chart), start=2):
+            self.chart_grid.addWidget(chart, 0, column)
+        for column in range(4):
+            self.chart_grid.setColumnStretch(column, 1)
+        self.chart_grid.addWidget(self.label_chart, 1, 0)
+        self.chart_grid.setRowStretch(0, 1)
+        self.chart_grid.setRowStretch(1, 1)
+        charts = QWidget(objectName="dashboard-charts")
+        charts.setLayout(self.chart_grid)
+
+        self.splitter = QSplitter(Qt.Orientation.Vertical, objectName="dashboard-splitter")
+        self.splitter.addWidget(tables)
+        self.splitter.addWidget(charts)
+        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(1, 5)
+        layout = QVBoxLayout(self)
+        layout.addLayout(self.filter_row)
+        layout.addWidget(self.splitter, 1)
+        self._build_export_menu()
+
+    # --- filters ---------------------------------------------------------------------------
+
+    def _lay_out_filters(self) -> None:
+        parts = self._filter_parts()
+        while self.filter_row.count():
+            widget = self.filter_row.takeAt(0).widget()
+            if widget is not None and widget not in parts:
+                widget.deleteLater()  # a caption; made anew below
+        for text, combo in self._filter_widgets + [(self._facet_titles.get(n, n), c) for n, c in self.facet_combos.items()]:
+            self.filter_row.addWidget(QLabel(text))
+            self.filter_row.addWidget(combo)
+        self.filter_row.addWidget(QLabel("Period"))
+        self.filter_row.addWidget(self.period_combo)
+        self.filter_row.addWidget(self.clear_button)
+        self.filter_row.addStretch(1)
+        self.filter_row.addWidget(self.summary)
+        self.filter_row.addWidget(self.export_button)
+
+    def _filter_parts(self) -> list[QWidget]:
+        return [c for _, c in self._filter_widgets] + list(self.facet_combos.values()) + [
+            self.period_combo, self.clear_button, self.summary, self.export_button]
+
+    def set_choices(self, rounds: list[tuple[str, str]], people: list[tuple[str, str]], labels: list[str],
+                    facets: dict[str, tuple[str, list[str]]]) -> None:
+        """Filter choices: (key, name) of rounds and people, labels, and per choice metadata field
+        its title and values. Current choices stay when still offered."""
+        self._building = True
+        try:
+            for combo, items in ((self.round_combo, rounds), (self.author_combo, people),
+                                 (self.label_combo, [(label, label) for label in labels])):
+                current = combo.currentData()
+                combo.clear()
+                combo.addItem("All", None)
+                for key, name in items:
+                    combo.addItem(name, key)
+                combo.setCurrentIndex(max(0, combo.findData(current)))
+            if set(facets) != set(self.facet_combos):
+                for combo in self.facet_combos.values():
+                    combo.deleteLater()
+                self.facet_combos = {}
+                for name in facets:
+                    combo = QComboBox(objectName=f"dashboard-facet-{name}")
+                    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+                    combo.currentIndexChanged.connect(self._combo_changed)
+                    self.facet_combos[name] = combo
+            self._facet_titles = {name: title for name, (title, _values) in facets.items()}
+            for name, (_title, values) in facets.items():
+                combo = self.facet_combos[name]
+                current = combo.currentData()
+                combo.clear()
+                combo.addItem("All", None)
+                for value in values:
+                    combo.addItem(value, value)
+                combo.setCurrentIndex(max(0, combo.findData(current)))
+            self._lay_out_filters()
+            self._sync_facet_charts(facets)
+        finally:
+            self._building = False
+
+    def _sync_facet_charts(self, facets: dict[str, tuple[str, list[str]]]) -> None:
+        if list(facets) == list(self.facet_charts):
+            return
+        for chart in self.facet_charts.values():
+            self.chart_grid.removeWidget(chart)
+            chart.deleteLater()
+        self.facet_charts = {}
+        for column, (name, (title, _values)) in enumerate(facets.items(), start=1):
+            chart = BarChart(f"{title} (submitted examples)")
+            chart.bar_clicked.connect(lambda key, name=name: self._toggle_facet(name, key))
+            self.facet_charts[name] = chart
+            self.chart_grid.addWidget(chart, 1, column)
+        self._build_export_menu()
+
+    def _combo_changed(self, *_args) -> None:
+        if self._building:
+            return
+        self._values["round"] = self.round_combo.currentData()
+        self._values["author"] = self.author_combo.currentData()
+        self._values["label"] = self.label_combo.currentData()
+        self._values["facets"] = {name: c.currentData() for name, c in self.facet_combos.items() if c.currentData()}
+        days = self.period_combo.currentData()
+        if days is not None or self.period_combo.currentIndex() < len(PERIODS):
+            self._values["since"] = (datetime.now(timezone.utc).timestamp() - days * 86400) if days else None
+            self._values["until"] = None
+            self._values["period"] = None
+        self._emit()
+
+    def _emit(self) -> None:
+        self.filters_changed.emit(self.values())
+
+    def values(self) -> dict:
+        return {**self._values, "facets": dict(self._values["facets"])}
+
+    def _select(self, combo: QComboBox, key) -> None:
+        combo.setCurrentIndex(max(0, combo.findData(key)))
+
+    def set_filter(self, **changes) -> None:
+        """Change filters as chart clicks do (round, author, label, facets, since/until) and emit once."""
+        self._building = True
+        try:
+            self._values.update(changes)
+            self._select(self.round_combo, self._values["round"])
+            self._select(self.author_combo, self._values["author"])
+            self._select(self.label_combo, self._values["label"])
+            for name, combo in self.facet_combos.items():
+                self._select(combo, self._values["facets"].get(name))
+            if "since" in changes or "until" in changes:
+                self._show_period()
+        finally:
+            self._building = False
+        self._emit()
+
+    def _show_period(self) -> None:
+        while self.period_combo.count() > len(PERIODS):
+            self.period_combo.removeItem(len(PERIODS))
+        since, until = self._values["since"], self._values["until"]
+        if since is None and until is None:
+            self.period_combo.setCurrentIndex(0)
+            return
+        fmt = "%d %b %Y %H:%M" if self._bin_seconds < 86400 else "%d %b %Y"
+        start = datetime.fromtimestamp(since, timezone.utc).strftime(fmt) if since else "…"
+        end = datetime.fromtimestamp(until, timezone.utc).strftime(fmt) if until else "now"
+        self._values["period"] = f"{start} – {end}"
+        self.period_combo.addItem(f"Submitted {start} – {end}", "range")
+        self.period_combo.setCurrentIndex(len(PERIODS))
+
+    def _toggle(self, what: str, key: str) -> None:
+        self.set_filter(**{what: None if self._values.get(what) == key else key})
+
+    def _toggle_facet(self, name: str, key: str) -> None:
+        facets = dict(self._values["facets"])
+        if facets.get(name) == key:
+            facets.pop(name)
+        else:
+            facets[name] = key
+        self.set_filter(facets=facets)
+
+    def _backlog_clicked(self, _key: str, x: float) -> None:
+        """A backlog point stands for the examples submitted in its time bin (which ends at x)."""
+        since = x - self._bin_seconds
+        if self._values["since"] == since and self._values["until"] == x:
+            self.set_filter(since=None, until=None)
+        else:
+            self.set_filter(since=since, until=x)
+
+    def clear_filters(self) -> None:
+        self.set_filter(round=None, author=None, label=None, facets={}, since=None, until=None)
+
+    def _breakdown_chosen(self, *_args) -> None:
+        if not self._building and self.breakdown_combo.currentData():
+            self.breakdown_changed.emit(self.breakdown_combo.currentData())
+
+    def _people_selected(self, *_args) -> None:
+        rows = sorted({index.row() for index in self.annotator_table.selectionModel().selectedRows()})
+        self.chart_people_changed.emit([k for k in (self.annotator_model.key_at(r) for r in rows) if k])
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._sized:  # tables above, charts below: charts get the larger share
+            self._sized = True
+            height = max(600, self.splitter.height())
+            self.splitter.setSizes([int(height * 0.42), int(height * 0.58)])
+        self.shown.emit()
+
+    # --- figures ---------------------------------------------------------------------------
+
+    def show_figures(self, data: dict) -> None:
+        """Show everything computed for the current filter (see app/gui/dashboard.py for the keys)."""
+        self._bin_seconds = data.get("bin_seconds", 86400.0)
+        self.summary.setText(data["summary"])
+        selected = [self.annotator_model.key_at(i.row()) for i in self.annotator_table.selectionModel().selectedRows()]
+        self.annotator_model.set_rows(data["annotator_columns"], data["annotators"])
+        self.annotator_table.resizeColumnsToContents()
+        self._reselect(selected)
+        self._building = True
+        try:
+            current = data["breakdown"]
+            self.breakdown_combo.clear()
+            for name, title in data["breakdown_titles"].items():
+                self.breakdown_combo.addItem(title, name)
+            self.breakdown_combo.setCurrentIndex(max(0, self.breakdown_combo.findData(current)))
+        finally:
+            self._building = False
+        self.breakdown_model.set_rows(data["breakdown_columns"], data["breakdown_rows"])
+        self.breakdown_table.resizeColumnsToContents()
+        self._show_agreement(data["agreement"])
+        people = data["series"]
+        note = "" if data.get("chart_people_chosen") else (
+            f"top {len(people)} by examples; select rows to choose" if people else "")
+        self.mer_chart.set_lines(data["time_edges"], [(k, n, mer) for k, n, mer, _ in people], note=note)
+        self.vmer_chart.set_lines(data["time_edges"], [(k, n, vmer) for k, n, _, vmer in people], note=note)
+        self.people_legend.setText(self.mer_chart.legend.text())
+        self.mer_chart.legend.hide()
+        self.vmer_chart.legend.hide()
+        self.round_chart.set_bars(data["rounds"], {self._values["round"]} - {None})
+        self.backlog_chart.set_lines(data["backlog_times"], [("backlog", "Backlog", data["backlog"])], fill=True,
+                                     note="submitted, not yet decided")
+        self.label_chart.set_bars(data["labels"], {self._values["label"]} - {None})
+        for name, chart in self.facet_charts.items():
+            chart.set_bars(data["facets"].get(name, []), {self._values["facets"].get(name)} - {None})
+
+    def _reselect(self, keys: list) -> None:
+        if not keys:
+            return
+        selection = self.annotator_table.selectionModel()
+        selection.blockSignals(True)
+        for row, data in enumerate(self.annotator_model.rows):
+            if data.get("key") in keys:
+                selection.select(self.annotator_model.index(row, 0),
+                                 selection.SelectionFlag.Select | selection.SelectionFlag.Rows)
+        selection.blockSignals(False)
+
+    def _show_agreement(self, agreement: dict) -> None:
+        def fmt(value):
+            return "—" if value is None else f"{value:.2f}"
+
+        parts = [
+            f"Fleiss' κ <b>{fmt(agreement['fleiss'])}</b> over {agreement['fleiss_items']:,} examples with two or "
+            f"more verdicts",
+            f"Krippendorff's α <b>{fmt(agreement['alpha'])}</b> (nominal; {agreement['ratings']:,} peer verdicts)",
+        ]
+        hint = agreement.get("interpretation")
+        if hint:
+            parts.append(f"<span style='color:#555'>{escape(hint)}</span>")
+        parts.append(f"<span style='color:#555'>Cohen's κ for each pair sharing at least "
+                     f"{agreement['min_overlap']} examples ({len(agreement['pairs'])} pairs), lowest first:</span>")
+        self.agreement_label.setText("<br>".join(parts))
+        self.pair_model.set_rows(agreement["columns"], agreement["pairs"])
+        self.pair_table.resizeColumnsToContents()
+
+    # --- export ----------------------------------------------------------------------------
+
+    def charts(self) -> dict[str, ChartFrame]:
+        charts = {"mer_over_time": self.mer_chart, "vmer_over_time": self.vmer_chart,
+                  "fooling_by_round": self.round_chart, "backlog": self.backlog_chart, "labels": self.label_chart}
+        charts.update({name: chart for name, chart in self.facet_charts.items()})
+        return charts
+
+    def save_chart(self, name: str, path: str) -> bool:
+        return self.charts()[name].grab().save(path, "PNG")
+
+    def _build_export_menu(self) -> None:
+        self.export_menu.clear()
+        entries = [("annotators", "Per-annotator table (CSV)…", "csv"), ("breakdown", "Breakdown table (CSV)…", "csv")]
+        titles = dict(self.CHARTS)
+        titles.update({name: self._facet_titles.get(name, name) for name in self.facet_charts})
+        entries += [(name, f"Chart: {titles.get(name, name)} (PNG)…", "png") for name in self.charts()]
+        for what, text, suffix in entries:
+            action = QAction(text, self.export_menu)
+            action.setObjectName(f"export-{what}")
+            action.triggered.connect(lambda _=False, what=what, suffix=suffix: self._ask_path(what, suffix))
+            self.export_menu.addAction(action)
+        self.export_menu.addSeparator()
+        everything = QAction("Everything to a folder (CSV and PNG)…", self.export_menu)
+        everything.setObjectName("export-all")
+        everything.triggered.connect(self._ask_folder)
+        self.export_menu.addAction(everything)
+
+    def _ask_path(self, what: str, suffix: str) -> None:
+        kind = "CSV files (*.csv)" if suffix == "csv" else "PNG images (*.png)"
+        path, _ = QFileDialog.getSaveFileName(self, "Export", f"dynadesk-{what}.{suffix}", kind)
+        if path:
+            self.export_requested.emit(what, path)
+
+    def _ask_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Export the dashboard to a folder")
+        if path:
+            self.export_requested.emit("all", path)
