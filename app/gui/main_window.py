@@ -51,7 +51,7 @@ SHORTCUTS = [
     ("Ctrl+Shift+O", "start from a prompt"), ("Ctrl+Shift+E", "perturb the example selected in Data"),
     ("Ctrl+G", "guidelines"), ("Ctrl+1 / Ctrl+2", "Create / Data"), ("Ctrl+F", "find in Data"),
     ("Ctrl+I / Ctrl+E", "import / export"), ("Ctrl+Shift+R", "round settings"),
-    ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
+    ("Ctrl+6", "Evaluate"), ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
 ]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
 
@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
         self._build_menus()
+        self._install_evaluation()
         self._restore_settings()
         self._show_person()
         self._load_tasks()
@@ -142,6 +143,35 @@ class MainWindow(QMainWindow):
 
         self.sync = install(self)
     # --- end of sync ---
+
+    # --- evaluation (issue #7): the Evaluate tab; see app/gui/evaluation.py ---
+
+    def _install_evaluation(self) -> None:
+        from app.gui.evaluation import EvaluationController
+        from widgets.evaluation_view import EvaluationView
+
+        self.evaluation_view = EvaluationView()
+        self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
+        self.evaluation.case_opened.connect(self.open_evaluation_case)
+        self.tabs.addTab(self.evaluation_view, "Evaluate")
+        self.tabs.currentChanged.connect(
+            lambda _: self.tabs.currentWidget() is self.evaluation_view and self.evaluation.refresh(self._task_code))
+        view_menu = next(a.menu() for a in self.menuBar().actions() if a.text() == "&View")
+        self._action(view_menu, "E&valuate", lambda: self.tabs.setCurrentWidget(self.evaluation_view), "Ctrl+6",
+                     "tab-evaluate")
+
+    def open_evaluation_case(self, task_code: str, case: dict) -> None:
+        """A case the model failed in an evaluation: open it in Create, with its attributions."""
+        if self.task_combo.currentData() != task_code:
+            self.task_combo.setCurrentIndex(max(0, self.task_combo.findData(task_code)))
+        self.tabs.setCurrentWidget(self.workspace_view)
+        where = " · ".join(x for x in (case.get("functionality"), case.get("target")) if x)
+        self.workspace.start_from_text(
+            case["text"], case.get("gold"), origin={"kind": "evaluation", "case": str(case.get("id")),
+                                                   "functionality": case.get("functionality")},
+            note=f"From the evaluation{' (' + where + ')' if where else ''}: the model said “{case.get('predicted')}”, "
+                 f"the gold label is “{case.get('gold')}”. Edit it into a new example that fools the model.")
+    # --- end of evaluation ---
 
     # --- the annotation workspace (issue #4) --------------------------------------------------
 
