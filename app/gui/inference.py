@@ -16,8 +16,10 @@ Requests coalesce: each kind of request (load, predict, attribute) keeps only it
 request, and the worker takes that one when it is free, so while the annotator types only the
 latest text is computed. A result is delivered only if no newer request of its kind (and no
 newer model load) was made in the meantime, checked on the GUI thread at delivery time: a
-stale result is never shown. Batch predictions (evaluation) queue instead of coalescing, run a
-chunk at a time, let interactive requests go first between chunks, and can be cancelled.
+stale result is never shown. Batch predictions queue instead of coalescing, run a chunk at a
+time, let interactive requests go first between chunks, and can be cancelled. Jobs (an
+evaluation: a plain function taking a ``Progress``, which loads its own models) run on the same
+worker; whenever they report progress, pending interactive requests are served first.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ import logging
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
 from local_models.attribution import Attribution
 from local_models.engine import Ensemble, EnsemblePrediction, ModelSpec
 from local_models.errors import Cancelled
+from local_models.progress import Progress
 from local_models.tokenization import ModelInput
 
 log = logging.getLogger(__name__)
@@ -104,6 +107,16 @@ class _BatchJob:
     results: dict = field(default_factory=dict)
 
 
+@dataclass
+class _Job:
+    request_id: int
+    fn: Callable[[Progress], Any]
+    progress: Progress
+
+    def cancel(self) -> None:
+        self.progress.cancel()
+
+
 class _Mailbox:
     """Newest request per interactive kind, and a queue of batch jobs; shared by both threads."""
 
@@ -123,19 +136,29 @@ class _Mailbox:
         with self._lock:
             self._batches.append(job)
 
-    def take(self) -> _Request | _BatchJob | None:
+    def take(self) -> _Request | _BatchJob | _Job | None:
         with self._lock:
-            for kind in self.INTERACTIVE:
-                if kind in self._latest:
-                    return self._latest.pop(kind)
+            request = self._take_interactive()
+            if request is not None:
+                return request
             return self._batches[0] if self._batches else None
 
-    def finish_batch(self, job: _BatchJob) -> None:
+    def take_interactive(self) -> _Request | None:
+        with self._lock:
+            return self._take_interactive()
+
+    def _take_interactive(self) -> _Request | None:
+        for kind in self.INTERACTIVE:
+            if kind in self._latest:
+                return self._latest.pop(kind)
+        return None
+
+    def finish_batch(self, job: _BatchJob | _Job) -> None:
         with self._lock:
             if self._batches and self._batches[0] is job:
                 self._batches.popleft()
 
-    def batches(self) -> list[_BatchJob]:
+    def batches(self) -> list[_BatchJob | _Job]:
         with self._lock:
             return list(self._batches)
 
@@ -148,7 +171,10 @@ class _Worker(QObject):
     attributed = Signal(object, object)  # _Request, AttributionResult
     batch_progress = Signal(int, int, int)
     batch_done = Signal(object)  # BatchResult
-    failed = Signal(object, object)  # _Request | _BatchJob, InferenceFailure
+    job_done = Signal(int, object)  # request id, what the job returned
+    job_progress_raw = Signal(int, int, int)
+    job_message_raw = Signal(int, str)
+    failed = Signal(object, object)  # _Request | _BatchJob | _Job, InferenceFailure
     closed = Signal()
 
     def __init__(self, mailbox: _Mailbox):
@@ -165,6 +191,8 @@ class _Worker(QObject):
                 return
             if isinstance(job, _BatchJob):
                 self._batch_step(job)
+            elif isinstance(job, _Job):
+                self._run_job(job)
             else:
                 getattr(self, f"_{job.kind}")(job)
 
@@ -239,6 +267,26 @@ class _Worker(QObject):
             self._mailbox.finish_batch(job)
             self.batch_done.emit(BatchResult(job.request_id, tuple(job.results[i] for i in range(len(job.inputs)))))
 
+    def _run_job(self, job: _Job) -> None:
+        """Run a whole job here; its progress reports let waiting interactive requests in first."""
+        try:
+            job.progress.check()
+            result = job.fn(job.progress)
+        except BaseException as exc:  # reported to the GUI thread, which tells the user
+            self._mailbox.finish_batch(job)
+            self._fail(job, "job", exc)
+            return
+        self._mailbox.finish_batch(job)
+        self.job_done.emit(job.request_id, result)
+
+    def serve_interactive(self) -> None:
+        """Answer pending loads, predictions and attributions (called between a job's steps)."""
+        while not self._mailbox.closing:
+            request = self._mailbox.take_interactive()
+            if request is None:
+                return
+            getattr(self, f"_{request.kind}")(request)
+
     def _ready(self, request: _Request, operation: str) -> bool:
         if self._models is None:
             self._fail(request, operation, RuntimeError("No model is loaded yet."))
@@ -246,11 +294,12 @@ class _Worker(QObject):
         return True
 
     def _fail(self, request, operation: str, exc: BaseException) -> None:
+        from app.errors import DynadeskError
         from local_models.errors import ModelError
 
-        if not isinstance(exc, ModelError):
+        if not isinstance(exc, (ModelError, Cancelled, DynadeskError)):
             log.warning("inference %s failed", operation, exc_info=exc)
-        message = str(exc) if isinstance(exc, ModelError) else f"{exc.__class__.__name__}: {exc}"
+        message = str(exc) if isinstance(exc, (ModelError, DynadeskError, Cancelled)) else f"{exc.__class__.__name__}: {exc}"
         self.failed.emit(request, InferenceFailure(request.request_id, operation, message, exc))
 
 
@@ -263,6 +312,9 @@ class InferenceService(QObject):
     failed = Signal(object)  # InferenceFailure
     batch_progress = Signal(int, int, int)  # request id, done, total
     batch_ready = Signal(object)  # BatchResult
+    job_progress = Signal(int, int, int)  # request id, done, total
+    job_message = Signal(int, str)  # request id, what the job is doing now
+    job_done = Signal(int, object)  # request id, what the job returned
 
     _wake = Signal()
     _close = Signal()
@@ -286,6 +338,9 @@ class InferenceService(QObject):
         self._worker.attributed.connect(self._on_attributed)
         self._worker.batch_progress.connect(self.batch_progress)
         self._worker.batch_done.connect(self.batch_ready)
+        self._worker.job_done.connect(self.job_done)
+        self._worker.job_progress_raw.connect(self.job_progress)
+        self._worker.job_message_raw.connect(self.job_message)
         self._worker.failed.connect(self._on_failed)
         self._last_predict: _Request | None = None
         app = QCoreApplication.instance()
@@ -321,7 +376,26 @@ class InferenceService(QObject):
     def cancel_batch(self, request_id: int) -> None:
         for job in self._mailbox.batches():
             if job.request_id == request_id:
-                job.cancelled.set()
+                job.cancel() if isinstance(job, _Job) else job.cancelled.set()
+
+    def run_job(self, fn: Callable[[Progress], Any]) -> int:
+        """Run ``fn(progress)`` on the inference thread (an evaluation with its own models), after
+        the batches already queued. Reports come through job_progress, job_message and job_done;
+        a failure or a cancel (``cancel_job``) through ``failed`` with operation "job"."""
+        request_id = next(self._ids)
+        worker = self._worker
+
+        def report(done: int, total: int) -> None:  # on the worker thread
+            worker.job_progress_raw.emit(request_id, done, total)
+            worker.serve_interactive()
+
+        progress = Progress(report, lambda text: worker.job_message_raw.emit(request_id, text))
+        self._mailbox.put_batch(_Job(request_id, fn, progress))
+        self._wake.emit()
+        return request_id
+
+    def cancel_job(self, request_id: int) -> None:
+        self.cancel_batch(request_id)
 
     def is_current(self, request_id: int, kind: str = "predict") -> bool:
         return self._latest.get(kind) == request_id
@@ -332,7 +406,7 @@ class InferenceService(QObject):
             return
         self._mailbox.closing = True
         for job in self._mailbox.batches():
-            job.cancelled.set()
+            job.cancel() if isinstance(job, _Job) else job.cancelled.set()
         self._close.emit()
         if not self._thread.wait(timeout_ms):
             log.warning("the inference thread did not stop within %d ms", timeout_ms)

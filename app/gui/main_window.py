@@ -54,6 +54,7 @@ SHORTCUTS = [
     ("Ctrl+3", "Validate: 1 correct, 2 incorrect, 3 flag, S skip, Enter confirm / next, R reveal the model"),
     ("Ctrl+4", "Review (leads): filter, 1/2/3 + Enter for a final verdict, return or accept work"),
     ("Ctrl+5", "Dashboard: per-annotator figures, agreement, charts"),
+    ("Ctrl+6", "Evaluate: score models on rounds, suites and data sets"),
     ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
 ]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
@@ -133,13 +134,14 @@ class MainWindow(QMainWindow):
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
         self._build_menus()
+        self._install_dashboard()
+        self._install_evaluation()
         self._restore_settings()
         self._show_person()
         self._load_tasks()
         if desk.settings_store.problem:
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
         self._install_sync()
-        self._install_dashboard()
         self._first_start: SerialWorker | None = None
 
     # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
@@ -204,6 +206,34 @@ class MainWindow(QMainWindow):
 
         self.dashboard = install(self)
     # --- end of review dashboard ---
+    # --- evaluation (issue #7): the Evaluate tab; see app/gui/evaluation.py ---
+
+    def _install_evaluation(self) -> None:
+        from app.gui.evaluation import EvaluationController
+        from widgets.evaluation_view import EvaluationView
+
+        self.evaluation_view = EvaluationView()
+        self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
+        self.evaluation.case_opened.connect(self.open_evaluation_case)
+        self.tabs.addTab(self.evaluation_view, "Evaluate")
+        self.tabs.currentChanged.connect(
+            lambda _: self.tabs.currentWidget() is self.evaluation_view and self.evaluation.refresh(self._task_code))
+        view_menu = next(a.menu() for a in self.menuBar().actions() if a.text() == "&View")
+        self._action(view_menu, "E&valuate", lambda: self.tabs.setCurrentWidget(self.evaluation_view), "Ctrl+6",
+                     "tab-evaluate")
+
+    def open_evaluation_case(self, task_code: str, case: dict) -> None:
+        """A case the model failed in an evaluation: open it in Create, with its attributions."""
+        if self.task_combo.currentData() != task_code:
+            self.task_combo.setCurrentIndex(max(0, self.task_combo.findData(task_code)))
+        self.tabs.setCurrentWidget(self.workspace_view)
+        where = " · ".join(x for x in (case.get("functionality"), case.get("target")) if x)
+        self.workspace.start_from_text(
+            case["text"], case.get("gold"), origin={"kind": "evaluation", "case": str(case.get("id")),
+                                                   "functionality": case.get("functionality")},
+            note=f"From the evaluation{' (' + where + ')' if where else ''}: the model said “{case.get('predicted')}”, "
+                 f"the gold label is “{case.get('gold')}”. Edit it into a new example that fools the model.")
+    # --- end of evaluation ---
 
     # --- the annotation workspace (issue #4) --------------------------------------------------
 

@@ -411,7 +411,7 @@ class WorkspaceController(QObject):
         return self.prediction_text == self.view.editor.content()["inputs"]
 
     def _inference_failed(self, failure: InferenceFailure) -> None:
-        if failure.cancelled:
+        if failure.cancelled or failure.operation in ("job", "batch"):  # evaluation work reports its own
             return
         if failure.operation == "load":
             self.loaded = None
@@ -571,6 +571,27 @@ class WorkspaceController(QObject):
         return 1 if self.definition.context_inputs and not self.definition.is_extractive else 0
 
     # --- perturbations ----------------------------------------------------------------------
+
+    def start_from_text(self, text: str, label: str | None = None, *, origin: dict | None = None,
+                        note: str | None = None) -> None:
+        """Open the editor on a text from elsewhere (a case the model failed in an evaluation), with
+        the model's prediction and attributions: a starting point for a new adversarial example."""
+        if self.round is None or self.definition is None or not self.definition.written_inputs:
+            self._problem("This task has no open round to write an example in.")
+            return
+        self.save_draft()
+        self.original = None
+        person = self.desk.current_person_id
+        self.draft = DraftRef(self.task_code, self.round.number, person, origin=origin or {"kind": "evaluation"})
+        name = self.definition.written_inputs[0].name
+        label = label if label in (self.definition.labels or []) else None
+        self.view.editor.set_content({"inputs": {name: text}, "label": label, "answer": None}, record_undo=True)
+        self.view.form.set_values({})
+        self.view.form.set_label(label)
+        if note:
+            self.view.message.show_message(note, "OK")
+        self._text_edited()
+        self.explain()
 
     def start_perturbation(self, example_id: uuid.UUID) -> None:
         """Open the editor on a copy of a submitted example, to make a minimal edit that flips its label."""

@@ -431,12 +431,13 @@ def predict_all(predictor, sets: list[EvalSet], variants: list[Variant], options
 
 
 def evaluate(choices: Sequence[ModelChoice], sets: Sequence[EvalSet], options: EvaluationOptions | None = None, *,
-             task_code: str = "hate_speech", desk=None, progress: Progress | None = None,
-             loader=None) -> dict:
+             task_code: str = "hate_speech", desk=None, records: Sequence[ModelRecord] | None = None,
+             progress: Progress | None = None, loader=None) -> dict:
     """Run every model on every set (and the derived variants) and return the full document.
 
     ``loader(choice)`` returns a predictor (an engine or an ``Ensemble``) and is closed after use;
-    by default the registered models are loaded from their files.
+    by default the registered models are loaded from their files. ``records`` (or ``desk``) lets
+    the overlap check find a parent model's training data; pass ``records`` off the database thread.
     """
     options = options or EvaluationOptions()
     progress = progress or Progress()
@@ -448,7 +449,9 @@ def evaluate(choices: Sequence[ModelChoice], sets: Sequence[EvalSet], options: E
         raise EvaluationError("Two evaluation sets have the same key.")
     variants = derive_variants(sets, options)
     loader = loader or (lambda choice: load_predictor(choice, options.num_threads))
-    records_by_id = {str(r.id): r for r in desk.models.all()} if desk is not None else {}
+    if records is None and desk is not None:
+        records = desk.models.all()
+    records_by_id = {str(r.id): r for r in records or []}
     doc: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "task": task_code, "options": asdict(options), "machine": {"platform": platform.platform(),

@@ -1,0 +1,274 @@
+"""The Evaluate tab's controller: picks come from the view, database work runs on the desk's
+serial worker, model work runs as a job of the one inference service (its own worker thread),
+and the results go back to the view as plain dicts. The GUI thread never waits on either.
+
+    controller = EvaluationController(desk, db, inference, view)
+    controller.refresh(task_code)          # the model choices of the task
+    view.run_requested -> controller.run   # prepare (db) -> evaluate (inference) -> write files (db)
+    controller.case_opened(task_code, case)   # a failing case, for the workspace
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+
+from app.desk import Desk
+from app.errors import DynadeskError
+from app.gui.inference import InferenceFailure, InferenceService
+from app.gui.worker import SerialWorker
+from app.services import evaluation as ev
+from app.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
+from widgets.evaluation_view import EvaluationView, num, pct
+
+log = logging.getLogger(__name__)
+
+
+class EvaluationController(QObject):
+    case_opened = Signal(str, dict)  # task code, the failing case (text, gold, predicted, ...)
+    finished = Signal(object)  # the evaluation document
+    failed = Signal(str)  # a message for the user
+
+    def __init__(self, desk: Desk, db: SerialWorker, inference: InferenceService, view: EvaluationView):
+        super().__init__(view)
+        self.desk, self.db, self.inference, self.view = desk, db, inference, view
+        self.task_code = "hate_speech"
+        self.job_id: int | None = None
+        self.doc: dict | None = None
+        self.out_dir: Path | None = None
+        self._model_key = ""
+        self._set_key = ""
+        view.run_requested.connect(self.run)
+        view.cancel_requested.connect(self.cancel)
+        view.model_changed.connect(self._model_chosen)
+        view.set_changed.connect(self._set_chosen)
+        view.case_opened.connect(lambda case: self.case_opened.emit(self.task_code, case))
+        view.report_requested.connect(self.open_report)
+        inference.job_progress.connect(self._progress)
+        inference.job_message.connect(self._message)
+        inference.job_done.connect(self._done)
+        inference.failed.connect(self._inference_failed)
+
+    # --- choices ----------------------------------------------------------------------------
+
+    def refresh(self, task_code: str | None = None) -> None:
+        """The models this task can be evaluated with: the default model, each round's targets, every runnable model."""
+        self.task_code = task_code or self.task_code
+        desk, code = self.desk, self.task_code
+
+        def collect():
+            from app.domain import ModelFormat
+            from app.services.target_models import DEFAULT_TASK
+
+            task_id = desk.tasks.task(code).id
+            choices = []
+            if code == DEFAULT_TASK:
+                choices.append({"key": "default", "name": "Bundled default model (hate speech R1)",
+                                "detail": "Prepared on first use if it is not yet.", "checked": True})
+            for round_ in desk.tasks.rounds(code):
+                members = desk.models.round_models(round_.id)
+                if members:
+                    choices.append({"key": f"round:{round_.number}",
+                                    "name": f"Round {round_.number} targets: " + " + ".join(m.name for m in members),
+                                    "detail": "The round's target models, answering together."})
+            for record in desk.models.all():
+                if record.format != ModelFormat.IMPORTED.value and record.task_id in (task_id, None):
+                    choices.append({"key": str(record.id), "name": record.name,
+                                    "detail": f"{record.format}, sha256 {record.sha256[:12]}…"})
+            return choices
+
+        self.db.submit(collect, on_done=self.view.set_models, on_error=self._error)
+
+    # --- running ------------------------------------------------------------------------------
+
+    def run(self, settings: dict) -> None:
+        if self.job_id is not None:
+            self.view.set_status("An evaluation is running; cancel it first.", error=True)
+            return
+        desk, code = self.desk, self.task_code
+        self.view.set_running(True)
+        self.view.set_status("Reading the data and preparing the models…")
+        options = ev.EvaluationOptions(weights=settings["weights"], identity_swap=settings["identity_swap"],
+                                       robustness=settings["robustness"])
+
+        def prepare():
+            sets = round_sets(desk, code, "all") if settings["rounds"] else []
+            if settings["suite"]:
+                sets.append(read_hatecheck_suite(Path(settings["suite"])))
+            if settings["data"]:
+                sets.append(read_labelled_file(Path(settings["data"])))
+            if not any(s.cases for s in sets):
+                raise ev.EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
+                                         "and no suite or data file was chosen.")
+            choices = ev.resolve_models(desk, settings["models"], code)
+            return choices, sets, desk.models.all()
+
+        def start(prepared) -> None:
+            choices, sets, records = prepared
+            cases = sum(len(s.cases) for s in sets)
+            self.view.set_status(f"Evaluating {len(choices)} model(s) on {cases:,} cases…")
+            self.job_id = self.inference.run_job(
+                lambda progress: ev.evaluate(choices, sets, options, task_code=code, records=records, progress=progress))
+
+        def failed(error: BaseException) -> None:
+            self.view.set_running(False)
+            self._error(error)
+
+        self.db.submit(prepare, on_done=start, on_error=failed)
+
+    def cancel(self) -> None:
+        if self.job_id is not None:
+            self.inference.cancel_job(self.job_id)
+            self.view.set_status("Cancelling after the current batch…")
+
+    def _progress(self, request_id: int, done: int, total: int) -> None:
+        if request_id == self.job_id:
+            self.view.set_progress(done, total)
+
+    def _message(self, request_id: int, text: str) -> None:
+        if request_id == self.job_id:
+            self.view.set_status(text)
+
+    def _inference_failed(self, failure: InferenceFailure) -> None:
+        if failure.operation != "job" or failure.request_id != self.job_id:
+            return
+        self.job_id = None
+        self.view.set_running(False)
+        if failure.cancelled:
+            self.view.set_status("Cancelled; nothing was written.")
+        else:
+            self.view.set_status(f"The evaluation failed: {failure.message}", error=True)
+            self.failed.emit(failure.message)
+
+    def _done(self, request_id: int, doc: dict) -> None:
+        if request_id != self.job_id:
+            return
+        self.job_id = None
+        out = self.desk.root / "evaluations" / datetime.now().strftime("%Y-%m-%d_%H%M%S")
+
+        def write():
+            from app.services.evaluation_report import write_html
+
+            ev.write_json(doc, out / "evaluation.json")
+            write_html(doc, out / "report.html")
+            return out
+
+        def written(folder: Path) -> None:
+            self.out_dir = folder
+            self.view.set_running(False)
+            self.view.set_progress(1, 1)
+            self.view.set_status(f"Done. Wrote {folder / 'evaluation.json'} and report.html.")
+            self.view.report_button.setEnabled(True)
+            self.finished.emit(doc)
+
+        def failed(error: BaseException) -> None:
+            self.view.set_running(False)
+            self._error(error)
+
+        self.show(doc)
+        self.db.submit(write, on_done=written, on_error=failed)
+
+    def open_report(self) -> None:
+        if self.out_dir is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.out_dir / "report.html")))
+
+    # --- showing ------------------------------------------------------------------------------
+
+    def show(self, doc: dict) -> None:
+        self.doc = doc
+        self.view.show_overview(overview(doc))
+        self._model_key = doc["models"][0]["key"]
+        self._set_key = self.view.set_choice.currentData() or doc["sets"][0]["key"]
+        self._show_details()
+
+    def _model_chosen(self, key: str) -> None:
+        self._model_key = key
+        self._show_details()
+
+    def _set_chosen(self, key: str) -> None:
+        self._set_key = key
+        self._show_details()
+
+    def _show_details(self) -> None:
+        if self.doc is not None and self._model_key and self._set_key:
+            self.view.show_details(details(self.doc, self._model_key, self._set_key))
+
+    def _error(self, error: BaseException) -> None:
+        if isinstance(error, DynadeskError):
+            self.view.set_status(str(error), error=True)
+        else:
+            log.error("evaluation error", exc_info=(type(error), error, error.__traceback__))
+            self.view.set_status(f"Unexpected error: {error}. Details are in the log.", error=True)
+        self.failed.emit(str(error))
+
+
+def overview(doc: dict) -> dict:
+    """The view's summary, matrix and choices, from an evaluation document."""
+    models = doc["models"]
+    headers = ["Model", "Score"] + [d.capitalize() for d in ev.DIMENSIONS] + ["Inputs/s", "p95 ms", "Memory MB"]
+    rows, colours = [], []
+    for m in models:
+        r = doc["results"][m["key"]]
+        u = r["score"]["utilities"]
+        run = r.get("run") or {}
+        rows.append([m["name"], num(r["score"]["score"], 1)] + [num(u[d], 2) for d in ev.DIMENSIONS]
+                    + [f"{run.get('items_per_second', 0):.0f}", num(run.get("latency_p95_ms"), 1),
+                       num(run.get("memory_mb"), 0)])
+        colours.append([None, None] + [u[d] for d in ev.DIMENSIONS] + [None, None, None])
+    weights = doc["options"]["weights"]
+    first = doc["results"][models[0]["key"]]
+    lines = [f"<b>Score</b> = 100 × Σ weight × utility ÷ Σ weight (weights: "
+             + ", ".join(f"{d} {weights[d]:g}" for d in ev.DIMENSIONS) + ")."]
+    if first.get("identity_swap"):
+        s = first["identity_swap"]
+        lines.append(f"Identity swap ({models[0]['name']}): prediction unchanged in {pct(s['consistency'])} "
+                     f"of {s['variants']} swaps.")
+    if first.get("robustness"):
+        rb = first["robustness"]
+        kinds = ", ".join(f"{k.replace('_', ' ')} {pct(v['accuracy'])}" for k, v in rb["kinds"].items())
+        lines.append(f"Spelling perturbations: accuracy {pct(rb['accuracy'])} vs {pct(rb['clean_accuracy'])} clean ({kinds}).")
+    notes = doc.get("notes") or []
+    lines += [f"<span style='color:#555'>{n}</span>" for n in notes]
+    m_headers = ["Round", "n"] + [m["name"] for m in models]
+    m_rows, m_colours = [], []
+    for row in doc["matrix"]["rows"]:
+        cells = [row["cells"][m["key"]] for m in models]
+        m_rows.append([row["name"], str(row["n"])] + [f"{pct(c['accuracy'])} / F1 {num(c['macro_f1'], 2)}" for c in cells])
+        m_colours.append([None, None] + [c["accuracy"] for c in cells])
+    if doc["matrix"]["rows"]:
+        totals = [doc["results"][m["key"]].get("all_rounds") or {} for m in models]
+        m_rows.append(["All rounds", str(sum(r["n"] for r in doc["matrix"]["rows"]))]
+                      + [f"{pct(t.get('accuracy'))} / F1 {num(t.get('macro_f1'), 2)}" for t in totals])
+        m_colours.append([None, None] + [t.get("accuracy") for t in totals])
+    else:
+        m_rows.append(["(no round has validated examples yet)", ""] + ["" for _ in models])
+        m_colours.append([None] * (2 + len(models)))
+    return {
+        "warnings": doc.get("warnings") or [], "summary": {"headers": headers, "rows": rows, "colours": colours},
+        "explanation": "<br>".join(lines), "matrix": {"headers": m_headers, "rows": m_rows, "colours": m_colours},
+        "models": [(m["key"], m["name"]) for m in models],
+        "sets": [(s["key"], s["name"]) for s in doc["sets"]], "report": True,
+    }
+
+
+def details(doc: dict, model_key: str, set_key: str) -> dict:
+    f = doc["results"][model_key]["sets"][set_key]
+    parts = [f"Accuracy <b>{pct(f['accuracy'])}</b>, macro-F1 <b>{num(f['macro_f1'])}</b> over {f['n']} cases."]
+    if f.get("target_gap"):
+        g = f["target_gap"]
+        parts.append(f"Largest gap between target groups: <b>{pct(g['gap'])}</b> ({g['best']} vs {g['worst']}).")
+    if f.get("pairs"):
+        p = f["pairs"]
+        parts.append(f"Pairs: both right in {pct(p['consistency'])} of {p['n']}; prediction flipped with the label "
+                     f"in {pct(p['flip_sensitivity'])} of {p['label_flipping']}.")
+    functionalities = sorted((f.get("functionalities") or {}).items(), key=lambda kv: (kv[1]["accuracy"], kv[0]))
+    return {
+        "figures": " ".join(parts),
+        "functionalities": [(k, v["accuracy"], f"of {v['n']}") for k, v in functionalities],
+        "targets": [(k, v["accuracy"], f"of {v['n']}") for k, v in (f.get("targets") or {}).items()],
+        "failing": ev.failing_cases(doc, model_key, set_key),
+    }

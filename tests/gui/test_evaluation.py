@@ -1,0 +1,179 @@
+"""The Evaluate tab, driven as a lead drives it: Ctrl+6, tick a model, choose the HateCheck file,
+run with a progress bar, read the summary, matrix, charts and failing cases, open a failing
+case in Create with its attributions, cancel a run, and get a clear message for a bad file."""
+
+from __future__ import annotations
+
+import csv
+import threading
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.desk import Desk
+from app.services.target_models import register_model
+from tests.conftest import shared_file
+from tests.gui.conftest import close_window, open_window
+
+WAIT = 120_000
+
+
+@pytest.fixture
+def hate_model(data_dir, hate_trigger_model_dir):
+    with Desk(data_dir) as desk:
+        record = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
+        assert desk.rounds.adopt_first_models("hate_speech", [record.id])
+    return record
+
+
+@pytest.fixture
+def window(qtbot, data_dir, hate_model):
+    win = open_window(qtbot, data_dir)
+    ws = win.workspace
+    qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
+    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)  # the content warning
+    yield win
+    close_window(win)
+
+
+@pytest.fixture
+def small_suite(tmp_path):
+    """The first 150 cases of the shared HateCheck file (under tmp_path; never committed)."""
+    with open(shared_file("hatecheck", "test_suite_cases_dev.csv"), encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    target = tmp_path / "suite.csv"
+    with open(target, "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows(rows[:151])
+    return target
+
+
+def open_tab(qtbot, window):
+    qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
+    view = window.evaluation_view
+    assert window.tabs.currentWidget() is view
+    qtbot.waitUntil(lambda: view.models.count() >= 3, timeout=WAIT)
+    return view
+
+
+def tick_only(view, key: str) -> None:
+    for i in range(view.models.count()):
+        item = view.models.item(i)
+        on = item.data(Qt.ItemDataRole.UserRole) == key
+        item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+
+
+def choose_suite(qtbot, view, path) -> None:
+    view.suite.clear()
+    qtbot.keyClicks(view.suite, str(path))
+
+
+def test_evaluate_a_round_target_on_a_suite_and_open_a_failing_case(qtbot, window, small_suite, data_dir):
+    view = open_tab(qtbot, window)
+    names = [view.models.item(i).text() for i in range(view.models.count())]
+    assert names[0].startswith("Bundled default model") and "Round 1 targets: Trigger model" in names
+    tick_only(view, "round:1")
+    choose_suite(qtbot, view, small_suite)
+    view.identity_swap.setChecked(False)
+    qtbot.mouseClick(view.weights["performance"], Qt.MouseButton.LeftButton)
+    view.weights["performance"].setValue(3)
+    progress = []
+    window.inference.job_progress.connect(lambda _id, done, total: progress.append((done, total)))
+    with qtbot.waitSignal(window.evaluation.finished, timeout=WAIT) as finished:
+        qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+        assert not view.run_button.isEnabled() and view.cancel_button.isEnabled()
+    doc = finished.args[0]
+    assert progress and progress[-1][0] == progress[-1][1]
+    qtbot.waitUntil(lambda: view.run_button.isEnabled(), timeout=WAIT)  # the files are written
+    assert view.progress.value() == view.progress.maximum()
+    folder = window.evaluation.out_dir
+    assert (folder / "evaluation.json").is_file() and (folder / "report.html").is_file()
+    assert folder.parent == data_dir / "evaluations"
+    assert doc["options"]["weights"]["performance"] == 3 and doc["options"]["identity_swap"] is False
+
+    # summary: one row, with the score the document holds
+    result = doc["results"]["m1"]
+    assert view.summary.rowCount() == 1 and view.summary.item(0, 0).text() == "Trigger model"
+    assert view.summary.item(0, 1).text() == f"{result['score']['score']:.1f}"
+    assert "Spelling perturbations" in view.dimensions.text()
+    # matrix: round 1 has no validated examples yet, and says so
+    assert "no round has validated examples" in view.matrix.item(0, 0).text()
+    # per functionality: the suite is chosen, its bars drawn worst first
+    suite = result["sets"]["suite"]
+    assert view.set_choice.currentData() == "suite"
+    chart = view.functionality_chart
+    assert [name for name, _ in chart.items] == sorted(suite["functionalities"],
+                                                       key=lambda k: (suite["functionalities"][k]["accuracy"], k))
+    assert f"{100 * suite['accuracy']:.1f}%" in view.set_figures.text()
+    assert len(view.target_chart.items) == len(suite["targets"])
+    # failing cases, listed and countable
+    failing = view.failing
+    assert failing.rowCount() == len(suite["failing"]) > 0
+    assert view.result_tabs.tabText(3) == f"Failing cases ({failing.rowCount()})"
+
+    # a failing case opens in Create, with the model's prediction and attributions
+    view.result_tabs.setCurrentIndex(3)
+    text, gold = failing.item(0, 3).text(), failing.item(0, 4).text()
+    ws = window.workspace
+    with qtbot.waitSignal(ws.inference.attribution_ready, timeout=WAIT):
+        rect = failing.visualItemRect(failing.item(0, 3))
+        qtbot.mouseClick(failing.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        qtbot.mouseDClick(failing.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert window.tabs.currentWidget() is window.workspace_view
+    assert ws.view.editor.content()["inputs"]["text"] == text
+    assert ws.view.editor.content()["label"] == gold
+    assert ws.draft.origin["kind"] == "evaluation" and ws.draft.origin["case"] == failing.item(0, 0).text()
+    assert ws.view.attribution.text.toPlainText() == text
+    assert "From the evaluation" in ws.view.message.text.text()
+
+
+def test_cancel_a_running_evaluation(qtbot, window, data_dir, small_suite, monkeypatch):
+    from app.services import evaluation as ev
+
+    # Hold the worker after its first batch until the test has pressed Cancel: no race with a fast model.
+    real, gate = ev.evaluate, threading.Event()
+
+    def held(*args, progress, **kwargs):
+        report = progress._on_report
+
+        def report_then_wait(done, total):
+            report(done, total)
+            if done:
+                gate.wait(30)
+
+        progress._on_report = report_then_wait
+        return real(*args, progress=progress, **kwargs)
+
+    monkeypatch.setattr(ev, "evaluate", held)
+    view = open_tab(qtbot, window)
+    tick_only(view, "round:1")
+    choose_suite(qtbot, view, small_suite)
+    started = []
+    window.inference.job_progress.connect(lambda _id, done, total: done and started.append(done))
+    qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(started), timeout=WAIT)
+    assert 0 < view.progress.value() < view.progress.maximum()
+    with qtbot.waitSignal(window.inference.failed, timeout=WAIT) as failed:
+        qtbot.mouseClick(view.cancel_button, Qt.MouseButton.LeftButton)
+        assert view.status.text() == "Cancelling after the current batch…"
+        gate.set()
+    assert failed.args[0].cancelled and failed.args[0].operation == "job"
+    assert view.status.text() == "Cancelled; nothing was written."
+    assert view.run_button.isEnabled() and not view.cancel_button.isEnabled()
+    assert not (data_dir / "evaluations").exists()
+    assert view.summary.rowCount() == 0
+
+
+def test_bad_choices_get_clear_messages(qtbot, window, tmp_path):
+    view = open_tab(qtbot, window)
+    tick_only(view, "")
+    qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+    assert view.status.text() == "Tick at least one model to evaluate."
+    tick_only(view, "round:1")
+    bad = tmp_path / "not-hatecheck.csv"
+    bad.write_text("text,label\nhello,hate\n", encoding="utf-8")
+    choose_suite(qtbot, view, bad)
+    with qtbot.waitSignal(window.evaluation.failed, timeout=WAIT) as failed:
+        qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+    assert "not a HateCheck suite" in failed.args[0]
+    assert "not a HateCheck suite" in view.status.text() and "b3261e" in view.status.styleSheet()
+    assert view.run_button.isEnabled()

@@ -1,0 +1,364 @@
+"""The Evaluate tab: pick models and data, run, and read the results (a view only).
+
+Data comes in as plain dicts from the controller (app/gui/evaluation.py); the view asks for
+work through signals. Charts are pyqtgraph bar charts.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+DIMENSIONS = ("performance", "throughput", "memory", "fairness", "robustness")
+DEFAULT_WEIGHTS = {"performance": 4.0, "throughput": 1.0, "memory": 1.0, "fairness": 1.0, "robustness": 1.0}
+
+
+def pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def num(value, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def shade(value) -> QColor:
+    """Red (0) through yellow to green (1), light enough for black text."""
+    if value is None:
+        return QColor("#eeeeee")
+    v = max(0.0, min(1.0, float(value)))
+    if v < 0.5:
+        return QColor(240, int(140 + v * 180), 160)
+    return QColor(int(240 - (v - 0.5) * 220), 230, 160)
+
+
+class BarChart(pg.PlotWidget):
+    """Horizontal bars of accuracies (0..100 %), one row per named item, worst at the top."""
+
+    def __init__(self, title: str, parent=None):
+        super().__init__(parent, background="w")
+        self.setObjectName(title.lower().replace(" ", "-"))
+        self.setMenuEnabled(False)
+        self.setMouseEnabled(x=False, y=False)
+        self.hideButtons()
+        self.plotItem.setTitle(title, color="#222", size="10pt")
+        self.plotItem.showGrid(x=True, y=False, alpha=0.3)
+        self.plotItem.getAxis("bottom").setLabel("accuracy (%)")
+        for axis in ("left", "bottom"):
+            self.plotItem.getAxis(axis).setTextPen("#222")
+            self.plotItem.getAxis(axis).setPen("#888")
+        self.items: list[tuple[str, float]] = []
+
+    def show_bars(self, items: list[tuple[str, float | None, str]]) -> None:
+        """(name, accuracy 0..1, note) per row, in the order given (top first)."""
+        self.plotItem.clear()
+        self.items = [(name, value) for name, value, _ in items]
+        n = len(items)
+        if not n:
+            return
+        ys = [n - 1 - i for i in range(n)]
+        values = [100 * (v or 0.0) for _, v, _ in items]
+        brushes = [QBrush(shade(v)) for _, v, _ in items]
+        self.plotItem.addItem(pg.BarGraphItem(x0=[0] * n, y=ys, height=0.72, width=values, brushes=brushes,
+                                              pen=pg.mkPen("#777", width=0.5)))
+        for y, (name, value, note) in zip(ys, items):
+            label = pg.TextItem(f"{pct(value)} {note}", color="#222", anchor=(0, 0.5))
+            label.setPos(min(100 * (value or 0.0), 78) + 1, y)
+            self.plotItem.addItem(label)
+        self.plotItem.getAxis("left").setTicks([[(y, name) for y, (name, _, _) in zip(ys, items)]])
+        self.plotItem.setXRange(0, 100, padding=0.02)
+        self.plotItem.setYRange(-0.6, n - 0.4, padding=0)
+        self.setMinimumHeight(70 + 20 * n)
+
+
+class EvaluationView(QWidget):
+    run_requested = Signal(dict)  # the settings: models, rounds, suite, data, options, weights
+    cancel_requested = Signal()
+    model_changed = Signal(str)  # the model whose details to show
+    set_changed = Signal(str)  # the evaluation set whose details to show
+    case_opened = Signal(dict)  # a failing case, to open in the workspace
+    report_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("evaluation")
+        # --- what to evaluate ---
+        self.models = QListWidget(objectName="models")
+        self.models.setMinimumHeight(120)
+        self.rounds = QCheckBox("Every round's validated examples", objectName="rounds", checked=True)
+        self.suite = QLineEdit(objectName="suite", placeholderText="HateCheck-format CSV (optional)")
+        self.data = QLineEdit(objectName="data", placeholderText="Labelled CSV or JSONL (optional)")
+        self.identity_swap = QCheckBox("Identity swap (fairness)", objectName="identity-swap", checked=True)
+        self.robustness = QCheckBox("Spelling perturbations (robustness)", objectName="robustness", checked=True)
+        self.weights = {}
+        weights_form = QFormLayout()
+        for name in DIMENSIONS:
+            box = QDoubleSpinBox(objectName=f"weight-{name}", minimum=0.0, maximum=100.0, singleStep=0.5,
+                                 value=DEFAULT_WEIGHTS[name], decimals=1)
+            self.weights[name] = box
+            weights_form.addRow(name.capitalize(), box)
+        self.run_button = QPushButton("&Evaluate", objectName="run")
+        self.run_button.setDefault(True)
+        self.cancel_button = QPushButton("Cancel", objectName="cancel", enabled=False)
+        self.progress = QProgressBar(objectName="progress", minimum=0, maximum=100, value=0, textVisible=True)
+        self.status = QLabel(objectName="status", wordWrap=True)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)
+
+        setup = QWidget(objectName="evaluation-setup")
+        form = QVBoxLayout(setup)
+        form.addWidget(QLabel("<b>Models</b> (tick one or more; a round's targets answer as an ensemble)"))
+        form.addWidget(self.models, 1)
+        form.addWidget(QLabel("<b>Data</b>"))
+        form.addWidget(self.rounds)
+        form.addLayout(self._file_row(self.suite, "Suite…", "Choose a HateCheck-format suite", "CSV files (*.csv)"))
+        form.addLayout(self._file_row(self.data, "Data…", "Choose a labelled data set",
+                                      "Data (*.csv *.jsonl *.ndjson)"))
+        form.addWidget(self.identity_swap)
+        form.addWidget(self.robustness)
+        weights = QGroupBox("Score weights", objectName="weights")
+        weights.setLayout(weights_form)
+        form.addWidget(weights)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.run_button)
+        buttons.addWidget(self.cancel_button)
+        form.addLayout(buttons)
+        form.addWidget(self.progress)
+        form.addWidget(self.status)
+        setup.setMinimumWidth(300)
+        setup.setMaximumWidth(420)
+
+        # --- results ---
+        self.warnings = QLabel(objectName="warnings", wordWrap=True)
+        self.warnings.setTextFormat(Qt.TextFormat.PlainText)
+        self.warnings.setStyleSheet("background:#fde2e1;border:2px solid #c62828;color:#7f1010;"
+                                    "font-weight:bold;padding:6px;")
+        self.warnings.hide()
+        self.model_choice = QComboBox(objectName="result-model")
+        self.model_choice.currentIndexChanged.connect(lambda _: self.model_changed.emit(self.model_choice.currentData() or ""))
+        self.set_choice = QComboBox(objectName="result-set")
+        self.set_choice.currentIndexChanged.connect(lambda _: self.set_changed.emit(self.set_choice.currentData() or ""))
+        self.report_button = QPushButton("Open HTML report", objectName="open-report", enabled=False)
+        self.report_button.clicked.connect(self.report_requested)
+        choosers = QHBoxLayout()
+        choosers.addWidget(QLabel("Model:"))
+        choosers.addWidget(self.model_choice, 2)
+        choosers.addWidget(QLabel("Set:"))
+        choosers.addWidget(self.set_choice, 2)
+        choosers.addWidget(self.report_button)
+
+        self.summary = self._table("summary")
+        self.dimensions = QLabel(objectName="dimensions", wordWrap=True)
+        self.dimensions.setTextFormat(Qt.TextFormat.RichText)
+        summary_page = QWidget()
+        summary_layout = QVBoxLayout(summary_page)
+        summary_layout.addWidget(self.summary, 1)
+        summary_layout.addWidget(self.dimensions)
+        self.matrix = self._table("matrix")
+        self.functionality_chart = BarChart("Accuracy per functionality")
+        self.target_chart = BarChart("Accuracy per target group")
+        self.set_figures = QLabel(objectName="set-figures", wordWrap=True)
+        self.set_figures.setTextFormat(Qt.TextFormat.RichText)
+        charts = QWidget()
+        charts_layout = QVBoxLayout(charts)
+        charts_layout.addWidget(self.set_figures)
+        charts_layout.addWidget(self.functionality_chart)
+        charts_layout.addWidget(self.target_chart)
+        charts_scroll = QScrollArea(objectName="charts", widgetResizable=True)
+        charts_scroll.setWidget(charts)
+        self.failing = self._table("failing")
+        self.failing.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.failing.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.failing.itemActivated.connect(self._open_case)  # double-click or Enter
+        failing_page = QWidget()
+        failing_layout = QVBoxLayout(failing_page)
+        failing_layout.addWidget(QLabel("Double-click a case (or press Enter) to open it in Create with its "
+                                        "attributions, as the start of a new example."))
+        failing_layout.addWidget(self.failing, 1)
+        self.result_tabs = QTabWidget(objectName="result-tabs")
+        self.result_tabs.addTab(summary_page, "Summary")
+        self.result_tabs.addTab(self.matrix, "Rounds × models")
+        self.result_tabs.addTab(charts_scroll, "Per functionality")
+        self.result_tabs.addTab(failing_page, "Failing cases")
+        results = QWidget(objectName="evaluation-results")
+        results_layout = QVBoxLayout(results)
+        results_layout.addWidget(self.warnings)
+        results_layout.addLayout(choosers)
+        results_layout.addWidget(self.result_tabs, 1)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal, objectName="evaluation-splitter")
+        splitter.addWidget(setup)
+        splitter.addWidget(results)
+        splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+        self.run_button.clicked.connect(self._run_clicked)
+        self.cancel_button.clicked.connect(self.cancel_requested)
+        self.failing_rows: list[dict] = []
+        self.set_running(False)
+
+    # --- building blocks -------------------------------------------------------------------
+
+    def _file_row(self, edit: QLineEdit, text: str, title: str, filters: str) -> QHBoxLayout:
+        row = QHBoxLayout()
+        row.addWidget(edit, 1)
+        button = QPushButton(text, objectName=f"browse-{edit.objectName()}")
+
+        def browse() -> None:
+            path, _ = QFileDialog.getOpenFileName(self, title, edit.text(), filters)
+            if path:
+                edit.setText(path)
+
+        button.clicked.connect(browse)
+        row.addWidget(button)
+        return row
+
+    @staticmethod
+    def _table(name: str) -> QTableWidget:
+        table = QTableWidget(objectName=name)
+        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        table.verticalHeader().hide()
+        table.setWordWrap(False)
+        table.setAlternatingRowColors(True)
+        return table
+
+    @staticmethod
+    def _fill(table: QTableWidget, headers: list[str], rows: list[list], colours: list[list] | None = None,
+              stretch: int | None = None) -> None:
+        table.clear()
+        table.setColumnCount(len(headers))
+        table.setRowCount(len(rows))
+        table.setHorizontalHeaderLabels(headers)
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                item = QTableWidgetItem(str(value))
+                if isinstance(value, str) and value[:1].isdigit() or value == "–":
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if colours and colours[r][c] is not None:
+                    item.setBackground(QBrush(shade(colours[r][c])))
+                    item.setForeground(QBrush(QColor("#111")))
+                table.setItem(r, c, item)
+        table.resizeColumnsToContents()
+        header = table.horizontalHeader()
+        if stretch is not None and headers:
+            header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+
+    # --- input ---------------------------------------------------------------------------------
+
+    def set_models(self, models: list[dict]) -> None:
+        """{"key", "name", "detail", "checked"} per choice."""
+        checked = {self.models.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.models.count())
+                   if self.models.item(i).checkState() == Qt.CheckState.Checked}
+        self.models.clear()
+        for model in models:
+            item = QListWidgetItem(model["name"])
+            item.setToolTip(model.get("detail", ""))
+            item.setData(Qt.ItemDataRole.UserRole, model["key"])
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            on = model["key"] in checked if checked else model.get("checked", False)
+            item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            self.models.addItem(item)
+
+    def check_model(self, key: str, on: bool = True) -> None:
+        for i in range(self.models.count()):
+            item = self.models.item(i)
+            if item.data(Qt.ItemDataRole.UserRole) == key:
+                item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+
+    def settings(self) -> dict:
+        return {
+            "models": [self.models.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.models.count())
+                       if self.models.item(i).checkState() == Qt.CheckState.Checked],
+            "rounds": self.rounds.isChecked(), "suite": self.suite.text().strip(), "data": self.data.text().strip(),
+            "identity_swap": self.identity_swap.isChecked(), "robustness": self.robustness.isChecked(),
+            "weights": {name: box.value() for name, box in self.weights.items()},
+        }
+
+    def _run_clicked(self) -> None:
+        settings = self.settings()
+        if not settings["models"]:
+            self.set_status("Tick at least one model to evaluate.", error=True)
+            return
+        if not (settings["rounds"] or settings["suite"] or settings["data"]):
+            self.set_status("Choose what to evaluate on: the rounds, a suite or a data file.", error=True)
+            return
+        self.run_requested.emit(settings)
+
+    # --- progress -------------------------------------------------------------------------------
+
+    def set_running(self, running: bool) -> None:
+        self.run_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+        if running:
+            self.progress.setValue(0)
+
+    def set_progress(self, done: int, total: int) -> None:
+        self.progress.setMaximum(max(total, 1))
+        self.progress.setValue(min(done, max(total, 1)))
+
+    def set_status(self, text: str, *, error: bool = False) -> None:
+        self.status.setStyleSheet("color:#b3261e;" if error else "")
+        self.status.setText(text)
+
+    # --- results ---------------------------------------------------------------------------------
+
+    def show_overview(self, overview: dict) -> None:
+        """Warnings, the summary table, the round matrix and the model and set choices."""
+        warnings = overview.get("warnings") or []
+        self.warnings.setText("\n".join(warnings))
+        self.warnings.setVisible(bool(warnings))
+        s = overview["summary"]
+        self._fill(self.summary, s["headers"], s["rows"], s.get("colours"))
+        self.dimensions.setText(overview.get("explanation", ""))
+        m = overview["matrix"]
+        self._fill(self.matrix, m["headers"], m["rows"], m.get("colours"))
+        self.report_button.setEnabled(bool(overview.get("report")))
+        for combo, choices in ((self.model_choice, overview["models"]), (self.set_choice, overview["sets"])):
+            combo.blockSignals(True)
+            combo.clear()
+            for key, name in choices:
+                combo.addItem(name, key)
+            combo.blockSignals(False)
+        preferred = next((i for i, (key, _) in enumerate(overview["sets"]) if key == "suite"), 0)
+        self.set_choice.setCurrentIndex(preferred)
+
+    def show_details(self, details: dict) -> None:
+        """One model on one set: figures, charts and failing cases."""
+        self.set_figures.setText(details.get("figures", ""))
+        self.functionality_chart.setVisible(bool(details.get("functionalities")))
+        self.functionality_chart.show_bars(details.get("functionalities") or [])
+        self.target_chart.setVisible(bool(details.get("targets")))
+        self.target_chart.show_bars(details.get("targets") or [])
+        self.failing_rows = details.get("failing") or []
+        rows = [[r["id"], r.get("functionality") or "", r.get("target") or "", r["text"], r["gold"], r["predicted"],
+                 num(r.get("confidence"), 2)] for r in self.failing_rows]
+        self._fill(self.failing, ["Case", "Functionality", "Target", "Text", "Gold", "Predicted", "p"], rows, stretch=3)
+        self.result_tabs.setTabText(3, f"Failing cases ({len(rows)})")
+
+    def _open_case(self, item: QTableWidgetItem) -> None:
+        row = item.row()
+        if 0 <= row < len(self.failing_rows):
+            self.case_opened.emit(self.failing_rows[row])
