@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -154,7 +155,36 @@ class ReviewQueries:
     ) -> list[ExampleRow]:
         if sort not in SORT_KEYS:
             raise DynadeskError(f"Cannot sort by '{sort}'; choose one of {', '.join(SORT_KEYS)}.")
-        key = SORT_KEYS[sort]
+        if sort == "round" and flt.task_id is not None:
+            return self._rows_by_round(flt, descending, offset, limit)
+        return self._page(flt, SORT_KEYS[sort], descending, offset, limit)
+
+    def _rows_by_round(self, flt: ExampleFilter, descending: bool, offset: int, limit: int) -> list[ExampleRow]:
+        """Sorted by round number: no index serves (round number, rowid) across the join, and
+        sorting 100k rows for it took ~500 ms. A task has a handful of rounds, so walk them in
+        order and page within each by rowid; the order is the same."""
+        with self.db.read() as session:
+            query = select(Round.id).where(Round.task_id == flt.task_id)
+            if flt.round_ids:
+                query = query.where(Round.id.in_(list(flt.round_ids)))
+            order = Round.number.desc() if descending else Round.number.asc()
+            round_ids = list(session.scalars(query.order_by(order)))
+        rows: list[ExampleRow] = []
+        offset = max(0, offset)
+        for round_id in round_ids:
+            if len(rows) >= limit:
+                break
+            one_round = dataclasses.replace(flt, round_ids=[round_id])
+            if offset:
+                in_round = self.count(one_round)
+                if offset >= in_round:
+                    offset -= in_round
+                    continue
+            rows.extend(self._page(one_round, ROWID, descending, offset, limit - len(rows)))
+            offset = 0
+        return rows
+
+    def _page(self, flt: ExampleFilter, key, descending: bool, offset: int, limit: int) -> list[ExampleRow]:
         # Ties break on rowid, which every single-column index already carries, so an index
         # on the sort key serves the page without sorting the whole table.
         order = [key.desc() if descending else key.asc(), ROWID.desc() if descending else ROWID.asc()]
