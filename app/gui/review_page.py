@@ -225,5 +225,6 @@ class ReviewController(QObject):
         if isinstance(error, DynadeskError):
             inline(str(error))
         else:
-            self.view.actions_panel.form.setEnabled(True)
+            form = self.view.actions_panel.form
+            form.setEnabled(not form.locked)
             self.show_error(error)

@@ -147,6 +147,11 @@ def test_annotators_get_a_clear_message_instead_of_lead_actions(qtbot, window, p
     qtbot.waitUntil(lambda: panel.not_lead.isVisible(), timeout=5000)
     assert "Vic Validator is not a team lead" in panel.not_lead.text()
     assert not panel.return_button.isEnabled() and not panel.form.isEnabled()
+    view = window.review_view
+    qtbot.waitUntil(lambda: view.model.rowCount() == 3, timeout=5000)
+    view.table.selectRow(0)  # loading an example into the form must not unlock it
+    qtbot.waitUntil(lambda: window.review_page.detail is not None, timeout=5000)
+    assert not panel.form.isEnabled() and not panel.accept_button.isEnabled()
 
 
 def test_the_review_table_loads_pages_as_it_scrolls(qtbot, window, people):
