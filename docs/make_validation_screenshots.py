@@ -4,7 +4,8 @@
 
 A scratch data folder with the ANLI round-1 development set (read from ../shared/data),
 validated by four simulated people whose verdicts partly disagree (tests/validation_sim.py),
-one perturbation of an ANLI example, and one hate-speech example for the content warning.
+one perturbation of an ANLI example, and the project's DynaHate-layout fixture for the
+hate-speech content warning.
 """
 
 import os
@@ -86,8 +87,17 @@ def main() -> None:
         wait(300)
         window.grab().save(str(OUT / "validate-perturbation-pair.png"))
 
+        # hate speech (the project's DynaHate-layout fixture): the task's content warning on top
+        from app.io.importers import import_file
+
+        import_file(desk, ROOT / "tests" / "fixtures" / "dynahate_sample.csv", "dynahate")
+        window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
+        wait(1200)
+        window.grab().save(str(OUT / "validate-content-warning.png"))
+
         # the lead's review tab, filtered to disagreements that are not decided yet
         window._profile_chosen(str(sim.lead.id))  # as the profile dialog does
+        window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
         window.tabs.setCurrentWidget(window.review_view)
         wait(1200)
         review = window.review_view

@@ -37,9 +37,8 @@ def import_anli(desk) -> int:
 
 def simulate(desk, *, seed: int = 5, validators: int = 4, examples: int = 60, disagreement: float = 0.3,
              flag_rate: float = 0.08) -> Simulation:
-    """Each validator works through their own queue of the first ``examples`` examples it gives them.
-
-    With probability ``disagreement`` a verdict is 'incorrect' (with another label), with
+    """The first ``examples`` examples of the NLI queue each get verdicts from a random subset of
+    the validators, in random order. With probability ``disagreement`` a verdict is 'incorrect' (with another label), with
     ``flag_rate`` 'flagged'; otherwise 'correct'. Verdicts stop once an example is decided.
     """
     rng = random.Random(seed)

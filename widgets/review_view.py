@@ -176,7 +176,8 @@ class LeadActions(QFrame):
         self.not_lead.setVisible(not is_lead)
         self.not_lead.setText(f"{who} is not a team lead: you can browse and filter, but adjudicating, accepting "
                               "and returning work need a lead or owner profile (Profile menu, Ctrl+Shift+P).")
-        for widget in (self.form, self.comment, self.return_button, self.accept_button):
+        self.form.set_locked(not is_lead)
+        for widget in (self.comment, self.return_button, self.accept_button):
             widget.setEnabled(is_lead)
 
     def show_message(self, text: str, problem: bool = False) -> None:

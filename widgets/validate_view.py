@@ -143,7 +143,7 @@ class ValidateView(QWidget):
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.addWidget(self.context_title)
-        left_layout.addWidget(self.context, 3)
+        left_layout.addWidget(self.context, 12)  # the context takes the room when there is one
         left_layout.addWidget(self.written_title)
         left_layout.addWidget(self.written, 2)
         left_layout.addWidget(self.pair, 4)
@@ -153,9 +153,10 @@ class ValidateView(QWidget):
         tint(self.explanations_box, "#f4f6fa")
         box = QVBoxLayout(self.explanations_box)
         box.setContentsMargins(8, 4, 8, 4)
-        box.addWidget(QLabel("<b>The author's explanations</b>"))
+        box.addWidget(QLabel("<b>The author's explanations and metadata</b>"))
         box.addWidget(self.explanations)
         left_layout.addWidget(self.explanations_box)
+        left_layout.addStretch(1)  # a short text without context stays compact, at the top
 
         # the verdict
         self.form = VerdictForm()
@@ -223,10 +224,10 @@ class ValidateView(QWidget):
             self.context_title.setText(f"<b>{_esc(contexts[0][0])}</b>")
         # with a context, the written text is short and the context gets the room; without, the text does
         lines = self.written.fontMetrics().lineSpacing()
-        self.written.setMaximumHeight(lines * 5 + 16 if contexts else 16_777_215)
+        self.written.setMaximumHeight(lines * (5 if contexts else 9) + 16)
         self.diff.setMaximumHeight(lines * 3 + 16)
-        self.original.setMaximumHeight(lines * 5 + 16 if contexts else 16_777_215)
-        self.edited.setMaximumHeight(lines * 5 + 16 if contexts else 16_777_215)
+        self.original.setMaximumHeight(lines * (5 if contexts else 9) + 16)
+        self.edited.setMaximumHeight(lines * (5 if contexts else 9) + 16)
         pair = example.get("pair")
         self.pair.setVisible(pair is not None)
         self.written.setVisible(pair is None)

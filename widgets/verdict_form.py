@@ -94,6 +94,7 @@ class VerdictForm(QFrame):
         self._labels: list[str] = []
         self._author_label: str | None = None
         self.verdict: str | None = None
+        self.locked = False  # e.g. lead actions for a profile that is not a lead
         self.set_labels([], None)
 
     # --- set-up ------------------------------------------------------------------------
@@ -119,7 +120,12 @@ class VerdictForm(QFrame):
             edit.clear()
         self.problem.clear()
         self._show_fields()
-        self.setEnabled(True)
+        self.setEnabled(not self.locked)
+
+    def set_locked(self, locked: bool) -> None:
+        """Locked forms stay disabled whatever is loaded into them."""
+        self.locked = locked
+        self.setEnabled(not locked)
 
     # --- choosing ------------------------------------------------------------------------
 
@@ -192,7 +198,7 @@ class VerdictForm(QFrame):
         self.submitted.emit(value)
 
     def show_problem(self, text: str) -> None:
-        self.setEnabled(True)
+        self.setEnabled(not self.locked)
         self.problem.setText(text)
         if self.verdict == "incorrect" and "label" in text.lower() and self._labels:
             self.label_choice.setFocus()

@@ -182,8 +182,8 @@ class MainWindow(QMainWindow):
         from widgets.review_view import ReviewView
 
         self.review_view = ReviewView()
-        self.review = ReviewController(self.desk, self.db, self.review_view, self.show_error, self)
-        self.review.verdict_stored.connect(lambda _id: self.refresh())
+        self.review_page = ReviewController(self.desk, self.db, self.review_view, self.show_error, self)
+        self.review_page.verdict_stored.connect(lambda _id: self.refresh())
         self.tabs.addTab(self.review_view, "&Review")
         self.task_combo.currentIndexChanged.connect(lambda _i: self._review_shown())
         self.tabs.currentChanged.connect(lambda _i: self._review_shown())
@@ -194,10 +194,10 @@ class MainWindow(QMainWindow):
     def _review_shown(self) -> None:
         if self.tabs.currentWidget() is self.review_view:  # queries run only when looked at
             code = self.task_combo.currentData()
-            if code != self.review.task_code:
-                self.review.set_task(code)
+            if code != self.review_page.task_code:
+                self.review_page.set_task(code)
             else:
-                self.review.refresh()
+                self.review_page.refresh()
     # --- end of validation ---
     # --- review dashboard (issue #5): the Dashboard tab; see app/gui/dashboard.py ---
 

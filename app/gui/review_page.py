@@ -126,12 +126,13 @@ class ReviewController(QObject):
     def _filters_changed(self, values: dict) -> None:
         flt = filter_from(values, self.task_id)
         self.browser.set_filter(flt)
-        review = self.desk.review
-        self.db.submit(lambda: review.summary(flt), on_done=self._show_figures, on_error=self.show_error)
+        review, generation = self.desk.review, self.browser.generation
 
-    def _show_figures(self, figures: dict) -> None:
-        if self.browser.filter is not None:
-            self.view.set_figures(figures)
+        def show(figures: dict) -> None:
+            if generation == self.browser.generation:  # figures of an older filter are dropped
+                self.view.set_figures(figures)
+
+        self.db.submit(lambda: review.summary(flt), on_done=show, on_error=self.show_error)
 
     def _update_lead(self) -> None:
         desk = self.desk
@@ -224,5 +225,6 @@ class ReviewController(QObject):
         if isinstance(error, DynadeskError):
             inline(str(error))
         else:
-            self.view.actions_panel.form.setEnabled(True)
+            form = self.view.actions_panel.form
+            form.setEnabled(not form.locked)
             self.show_error(error)

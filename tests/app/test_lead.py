@@ -113,3 +113,46 @@ def test_simulated_anli_validators_leave_disagreements_for_the_lead(desk):
         verdicts = [(v.verdict, v.corrected_label) for v in desk.validation.validations_of(row.id) if v.mode == "peer"]
         majority = max(verdicts.count(v) for v in set(verdicts))
         assert row.disagreement_count == len(verdicts) - majority >= 1
+
+
+def test_review_figures_match_a_hand_count(desk, people, submit):
+    """Four examples: one split (1 disagreement), one flagged twice and returned, one decided and
+    accepted, one untouched and not fooled."""
+    split, flagged, decided, quiet = submit("a"), submit("b"), submit("c"), submit("d", model_label="hate")
+    desk.validation.validate(split.id, people.val1.id, "correct")
+    desk.validation.validate(split.id, people.val2.id, "incorrect", corrected_label="not hate", reason="r")
+    desk.validation.validate(flagged.id, people.val1.id, "flagged", reason="r")
+    desk.validation.validate(flagged.id, people.val2.id, "flagged", reason="r")
+    for peer in (people.val1, people.val2, people.val3):
+        desk.validation.validate(decided.id, peer.id, "correct")
+    desk.lead.return_examples(people.lead.id, [flagged.id], "fix")
+    desk.lead.accept_work(people.lead.id, people.author.id)
+    assert desk.review.summary(ExampleFilter()) == {
+        "examples": 4, "disagreements": 1, "flagged": 1, "decided": 1, "unvalidated": 1, "fooled": 3,
+        "returned": 1, "accepted": 1}
+    assert desk.review.summary(ExampleFilter(min_flags=1))["examples"] == 1
+
+
+def test_sorting_by_round_pages_like_a_plain_sort(desk, people, target_model):
+    """Rows sorted by round are served round by round; every page must match the order that a
+    plain ORDER BY round number, rowid gives."""
+    import random
+
+    from app.services.review import SORT_KEYS
+
+    task = desk.tasks.task("hate_speech")
+    rng = random.Random(3)
+    numbers = [1, 2, 3]
+    for number in numbers[1:]:
+        desk.tasks.get_or_create_round("hate_speech", number)
+    for i in range(45):
+        desk.examples.create(people.author.id, "hate_speech", hate_content(f"t{i}", "hate"),
+                             [hate_output(target_model, "not hate")], round_number=rng.choice(numbers))
+    flt = ExampleFilter(task_id=task.id)
+    for descending in (True, False):
+        expected = [r.id for r in desk.review._page(flt, SORT_KEYS["round"], descending, 0, 1000)]
+        assert [r.id for r in desk.review.rows(flt, sort="round", descending=descending, limit=1000)] == expected
+        paged = []
+        for offset in range(0, 45, 7):
+            paged += [r.id for r in desk.review.rows(flt, sort="round", descending=descending, offset=offset, limit=7)]
+        assert paged == expected

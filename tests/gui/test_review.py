@@ -77,7 +77,7 @@ def test_a_lead_filters_to_disagreements_and_adjudicates(qtbot, window, people, 
     assert form.buttons["incorrect"].isChecked()
     form.label_choice.setCurrentIndex(form.label_choice.findData("not hate"))
     qtbot.keyClicks(form.reason, "Complaint about a place, not a protected group")
-    with qtbot.waitSignal(window.review.verdict_stored, timeout=5000):
+    with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
         qtbot.keyClick(form.reason, Qt.Key.Key_Return)
     state = desk.examples.get(split.id)
     assert (state.validation_state, state.decided_verdict, state.decided_label) == ("decided", "incorrect", "not hate")
@@ -105,20 +105,20 @@ def test_a_lead_returns_an_example_and_the_author_sees_it_marked(qtbot, window, 
     assert "needs a comment" in view.actions_panel.message.text()
     assert desk.examples.get(split.id).review_state is None
     qtbot.keyClicks(view.actions_panel.comment, "Say which group is attacked")
-    with qtbot.waitSignal(window.review.verdict_stored, timeout=5000):
+    with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
         qtbot.keyClick(view.actions_panel.comment, Qt.Key.Key_Return)
     assert (desk.examples.get(split.id).review_state, desk.examples.get(split.id).review_comment) == (
         "returned", "Say which group is attacked")
 
     qtbot.waitUntil(lambda: any(view.model.row_data(r)["review_state"] == "returned"
                                 for r in range(view.model.rowCount())), timeout=5000)  # the table refreshed
-    qtbot.waitUntil(lambda: window.review.detail is not None, timeout=5000)  # and selected its first row
+    qtbot.waitUntil(lambda: window.review_page.detail is not None, timeout=5000)  # and selected its first row
     # accept the author's decided work (the question is answered Yes by the test's dialog stub)
     view.table.selectRow(shown_ids(view).index(agreed.id))
     qtbot.waitUntil(lambda: view.actions_panel.accept_button.text().startswith("Accept Ana Author"), timeout=5000)
-    qtbot.waitUntil(lambda: window.review.detail is not None and window.review.detail["id"] == agreed.id,
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == agreed.id,
                     timeout=5000)
-    with qtbot.waitSignal(window.review.verdict_stored, timeout=5000):
+    with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
         view.actions_panel.accept_button.click()
     assert desk.examples.get(agreed.id).review_state == "accepted"
     assert "Accepted 1 decided example by Ana Author" in view.actions_panel.message.text()
@@ -147,3 +147,24 @@ def test_annotators_get_a_clear_message_instead_of_lead_actions(qtbot, window, p
     qtbot.waitUntil(lambda: panel.not_lead.isVisible(), timeout=5000)
     assert "Vic Validator is not a team lead" in panel.not_lead.text()
     assert not panel.return_button.isEnabled() and not panel.form.isEnabled()
+    view = window.review_view
+    qtbot.waitUntil(lambda: view.model.rowCount() == 3, timeout=5000)
+    view.table.selectRow(0)  # loading an example into the form must not unlock it
+    qtbot.waitUntil(lambda: window.review_page.detail is not None, timeout=5000)
+    assert not panel.form.isEnabled() and not panel.accept_button.isEnabled()
+
+
+def test_the_review_table_loads_pages_as_it_scrolls(qtbot, window, people):
+    from tests.validation_sim import import_anli
+
+    import_anli(window.desk)
+    window.desk.switch_person(people.lead.id)
+    window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
+    open_review(qtbot, window)
+    view = window.review_view
+    qtbot.waitUntil(lambda: "<b>1,000</b> examples" in view.figures.text(), timeout=5000)
+    qtbot.waitUntil(lambda: view.model.total == 1000, timeout=5000)
+    assert view.model.rowCount() == 200  # the first page only
+    view.table.scrollToBottom()
+    qtbot.waitUntil(lambda: view.model.rowCount() == 400, timeout=5000)
+    assert len(set(shown_ids(view))) == 400

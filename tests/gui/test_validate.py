@@ -142,3 +142,23 @@ def test_anli_with_simulated_validators(qtbot, data_dir, modal_log):
         assert sim.verdicts > 0
     finally:
         close_window(window)
+
+
+def test_the_verdict_form_for_extractive_tasks_asks_for_the_corrected_answer(qtbot):
+    from widgets.verdict_form import VerdictForm
+
+    form = VerdictForm()
+    qtbot.addWidget(form)
+    form.show()
+    form.set_labels([], "in 1989")  # no label set: the answer is a span of the context
+    sent = []
+    form.submitted.connect(sent.append)
+    qtbot.keyClick(form, Qt.Key.Key_2)
+    assert form.answer_edit.isVisible() and not form.label_choice.isVisible()
+    qtbot.keyClick(form.answer_edit, Qt.Key.Key_Return)
+    assert "corrected answer" in form.problem.text() and sent == []
+    qtbot.keyClicks(form.answer_edit, "26 September 1989")
+    qtbot.keyClicks(form.reason, "The span misses the day")
+    qtbot.keyClick(form.reason, Qt.Key.Key_Return)
+    assert sent == [{"verdict": "incorrect", "corrected_label": "26 September 1989",
+                     "reason": "The span misses the day", "model_note": None}]
