@@ -148,6 +148,8 @@ class DashboardController(QObject):
             self._pending = (previous[0] or load, previous[1] or thorough)
             return
         self._busy = True
+        if self.figures is None:
+            self.view.summary.setText("Loading the figures…")  # the first build reads every example
         desk, task_code = self.desk, self._task_code()
         values, breakdown, people = dict(self.values), self.breakdown, list(self.chart_people)
         wants_choices = task_code != self._choices_task or load

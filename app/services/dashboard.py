@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import math
 import threading
+from itertools import repeat
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -44,9 +45,27 @@ RETRACTED = STATUSES.index(ExampleStatus.RETRACTED.value)
 DECIDED_CORRECT, DECIDED_INCORRECT, DECIDED_FLAGGED = 0, 1, 2
 VERDICT_CODES = {Verdict.CORRECT.value: DECIDED_CORRECT, Verdict.INCORRECT.value: DECIDED_INCORRECT,
                  Verdict.FLAGGED.value: DECIDED_FLAGGED}
+STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
+DECIDED_CODES = {None: -1, **VERDICT_CODES}
 JULIAN_UNIX_EPOCH = 2440587.5
 BREAKDOWNS = ("round", "model", "label")  # and every choice metadata field of the task
 CHART_ANNOTATORS = 6  # lines in the MER/vMER-over-time charts unless people are chosen
+
+
+class _Rows:
+    """Rows of a plain sqlite3 cursor, with the two ways of reading them used here."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+
+    def all(self) -> list[tuple]:
+        return self.cursor.fetchall()
+
+    def one(self) -> tuple:
+        return self.cursor.fetchone()
+
+    def __iter__(self):
+        return iter(self.cursor)
 
 
 def verdict_key(verdict: str | None, label: str | None) -> str | None:
@@ -60,20 +79,16 @@ class Codes:
     """Strings to small integers and back, stable for the snapshot's lifetime."""
 
     def __init__(self):
-        self.index: dict[str, int] = {}
+        self.index: dict = {None: -1}
         self.values: list[str] = []
 
-    def code(self, value) -> int:
-        if value is None:
-            return -1
-        found = self.index.get(value)
-        if found is None:
-            found = self.index[value] = len(self.values)
-            self.values.append(value)
-        return found
-
     def many(self, values) -> np.ndarray:
-        return np.fromiter((self.code(v) for v in values), dtype=np.int32, count=len(values))
+        index = self.index
+        for value in dict.fromkeys(values):  # the distinct values, in C
+            if value not in index:
+                index[value] = len(self.values)
+                self.values.append(value)
+        return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
 
     def __len__(self) -> int:
         return len(self.values)
@@ -204,8 +219,14 @@ class _Table:
 
     def upsert(self, ids: list[str], values: dict[str, np.ndarray]) -> np.ndarray:
         """Write rows by id (new ids are appended); returns their row indexes."""
-        rows = np.empty(len(ids), dtype=np.int64)
         start = len(self.row_of)
+        if start == 0 and len(set(ids)) == len(ids):  # a first build: no lookups needed
+            self.row_of = dict(zip(ids, range(len(ids))))
+            self.ids = list(ids)
+            self.columns = {name: np.asarray(values[name], dtype=dtype) if name in values else
+                            np.zeros(len(ids), dtype=dtype) for name, dtype in self.dtypes.items()}
+            return np.arange(len(ids), dtype=np.int64)
+        rows = np.empty(len(ids), dtype=np.int64)
         new = 0
         for i, identifier in enumerate(ids):
             row = self.row_of.get(identifier)
@@ -281,7 +302,11 @@ class DashboardService:
         deleted behind the snapshot's back make the counts disagree, and the snapshot is rebuilt.
         """
         with self._lock, self.db.engine.connect() as connection:
-            sql = connection.exec_driver_sql
+            raw = connection.connection.driver_connection  # plain tuples: 100k rows without Row objects
+
+            def sql(query: str, params: tuple = ()) -> _Rows:
+                return _Rows(raw.execute(query, params))
+
             self._load_names(sql)
             verdicts = self._fetch_validations(sql, thorough)
             changed = self._load_examples(sql, thorough, touched={row[2] for row in verdicts})
@@ -321,7 +346,7 @@ class DashboardService:
             counted = dict(sql("SELECT status, count(*) FROM examples WHERE status IN ('retracted', 'flagged') "
                                "GROUP BY status").all())
             if any(counted.get(name, 0) != known[name] for name in ("retracted", "flagged")):
-                marked = set(sql("SELECT id FROM examples WHERE status IN ('retracted', 'flagged')").scalars().all())
+                marked = {i for (i,) in sql("SELECT id FROM examples WHERE status IN ('retracted', 'flagged')")}
                 ids = self.examples.ids
                 known_marked = {ids[r] for r in np.nonzero(status != STATUSES.index(ExampleStatus.SUBMITTED.value))[0]}
                 wanted |= (marked ^ known_marked) - seen
@@ -343,9 +368,9 @@ class DashboardService:
             "task": self.tasks_codes.many(tasks), "round": self.rounds.many(rounds), "author": self.people.many(authors),
             "label": self.labels_codes.many(labels),
             "fooled": np.array([-1 if f is None else int(f) for f in fooled], dtype=np.int8),
-            "status": np.array([STATUSES.index(s) for s in statuses], dtype=np.int8),
-            "decided": np.array([VERDICT_CODES.get(v, -1) for v in verdicts], dtype=np.int8),
-            "decided_key": self.keys.many([verdict_key(v, lab) for v, lab in zip(verdicts, decided_labels)]),
+            "status": np.fromiter(map(STATUS_CODES.__getitem__, statuses), dtype=np.int8, count=len(statuses)),
+            "decided": np.fromiter(map(DECIDED_CODES.__getitem__, verdicts), dtype=np.int8, count=len(verdicts)),
+            "decided_key": self.keys.many(list(map(verdict_key, verdicts, decided_labels))),
             "time_ms": np.array(times, dtype=np.int64),
             "submitted_at": np.array([math.nan if t is None else t for t in submitted], dtype=np.float64),
             "perturbation": np.array(perturbation, dtype=np.bool_),
@@ -359,34 +384,42 @@ class DashboardService:
     def _load_parts(self, sql, ids: list[str], index: np.ndarray) -> None:
         """Facets and model outputs of (re)loaded examples replace what the snapshot had for them."""
         row_of = dict(zip(ids, index.tolist()))
-        if len(ids) > 500:  # a first build or a big import: one pass over the tables
-            facets = sql("SELECT example_id, field, value FROM example_facets").all()
+        if len(ids) > 500:  # a first build or a big import: one pass over covering indexes
+            fields = [name for (name,) in sql("SELECT DISTINCT field FROM example_facets")]
+            facets = {name: sql("SELECT example_id, value FROM example_facets WHERE field = ?", (name,)).all()
+                      for name in fields}
             outputs = sql("SELECT example_id, model_id, fooled FROM model_outputs").all()
         else:
             marks = ", ".join("?" * len(ids))
-            facets = sql(f"SELECT example_id, field, value FROM example_facets WHERE example_id IN ({marks})",
-                         tuple(ids)).all()
+            facets = {}
+            for example_id, name, value in sql(
+                    f"SELECT example_id, field, value FROM example_facets WHERE example_id IN ({marks})", tuple(ids)):
+                facets.setdefault(name, []).append((example_id, value))
             outputs = sql(f"SELECT example_id, model_id, fooled FROM model_outputs WHERE example_id IN ({marks})",
                           tuple(ids)).all()
-        facets = [f for f in facets if f[0] in row_of]
-        outputs = [o for o in outputs if o[0] in row_of]
+
+        def rows_of(pairs) -> tuple[np.ndarray, np.ndarray]:
+            """Row indexes of the examples named first in each pair; and which pairs are ours."""
+            rows = np.fromiter(map(row_of.get, (p[0] for p in pairs), repeat(-1)), dtype=np.int64, count=len(pairs))
+            return rows, rows >= 0
+
         for name in list(self.facet_rows):
             keep = ~np.isin(self.facet_rows[name], index)
             self.facet_rows[name], self.facet_values[name] = self.facet_rows[name][keep], self.facet_values[name][keep]
-        by_field: dict[str, list] = {}
-        for example_id, name, value in facets:
-            by_field.setdefault(name, []).append((row_of[example_id], value))
-        for name, pairs in by_field.items():
-            codes = self.facet_fields.setdefault(name, Codes())
-            rows = np.array([r for r, _ in pairs], dtype=np.int64)
-            values = codes.many([v for _, v in pairs])
-            self.facet_rows[name] = np.concatenate([self.facet_rows.get(name, np.zeros(0, np.int64)), rows])
-            self.facet_values[name] = np.concatenate([self.facet_values.get(name, np.zeros(0, np.int32)), values])
+        for name, pairs in facets.items():
+            if not pairs:
+                continue
+            rows, ours = rows_of(pairs)
+            values = self.facet_fields.setdefault(name, Codes()).many([p[1] for p in pairs])
+            self.facet_rows[name] = np.concatenate([self.facet_rows.get(name, np.zeros(0, np.int64)), rows[ours]])
+            self.facet_values[name] = np.concatenate([self.facet_values.get(name, np.zeros(0, np.int32)), values[ours]])
         keep = ~np.isin(self.output_rows, index)
-        self.output_rows = np.concatenate([self.output_rows[keep], np.array([row_of[o[0]] for o in outputs], np.int64)])
-        self.output_models = np.concatenate([self.output_models[keep], self.models.many([o[1] for o in outputs])])
-        self.output_fooled = np.concatenate([self.output_fooled[keep], np.array(
-            [-1 if o[2] is None else int(o[2]) for o in outputs], dtype=np.int8)])
+        rows, ours = rows_of(outputs) if outputs else (np.zeros(0, np.int64), np.zeros(0, np.bool_))
+        models = self.models.many([o[1] for o in outputs])
+        fooled = np.fromiter((-1 if o[2] is None else o[2] for o in outputs), dtype=np.int8, count=len(outputs))
+        self.output_rows = np.concatenate([self.output_rows[keep], rows[ours]])
+        self.output_models = np.concatenate([self.output_models[keep], models[ours]])
+        self.output_fooled = np.concatenate([self.output_fooled[keep], fooled[ours]])
 
     def _fetch_validations(self, sql, thorough: bool) -> list:
         columns = ("rowid, id, example_id, validator_id, verdict, corrected_label, mode, "
@@ -410,8 +443,8 @@ class DashboardService:
             self.validations.upsert(list(ids), {
                 "example": np.array([row_of[e] for e in examples], dtype=np.int64),
                 "validator": self.people.many(validators),
-                "key": self.keys.many([verdict_key(v, lab) for v, lab in zip(verdicts, labels)]),
-                "peer": np.array([m == ValidationMode.PEER.value for m in modes], dtype=np.bool_),
+                "key": self.keys.many(list(map(verdict_key, verdicts, labels))),
+                "peer": np.array(modes, dtype=object) == ValidationMode.PEER.value,
                 "at": np.array(at, dtype=np.float64),
             })
         self._validation_rowid = max(self._validation_rowid, max(r[0] for r in rows))
