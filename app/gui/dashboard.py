@@ -151,6 +151,10 @@ class DashboardController(QObject):
         if self.figures is None:
             self.view.summary.setText("Loading the figures…")  # the first build reads every example
         desk, task_code = self.desk, self._task_code()
+        if self._choices_task is not None and task_code != self._choices_task:
+            # Another task: its rounds, labels and fields differ; start without filters.
+            self.view.reset_filters()
+            self.values, self.chart_people = self.view.values(), []
         values, breakdown, people = dict(self.values), self.breakdown, list(self.chart_people)
         wants_choices = task_code != self._choices_task or load
 

@@ -24,6 +24,7 @@ Definitions (DESIGN.md §1 and app/services/stats.py):
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import threading
 from itertools import repeat
@@ -281,6 +282,7 @@ class DashboardService:
         self._examples_at_mark: set[str] = set()
         self._validations_at_mark: set[str] = set()
         self._decided_at: np.ndarray | None = None
+        self._changed_rows: set[int] | None = None  # rows whose decision time needs a look; None: all
         self.version = 0  # grows whenever the snapshot changes
         self.names: dict[str, str] = {}  # person / model / round id (hex) -> display name
         self.round_numbers: dict[str, tuple[str, int]] = {}  # round id hex -> (task id hex, number)
@@ -318,7 +320,8 @@ class DashboardService:
                 return self.refresh(_retry=False)
         if changed:
             self.version += 1
-            self._decided_at = None
+            if self._changed_rows is not None and len(self._changed_rows) > 1000:
+                self._changed_rows = None  # cheaper to rebuild
         return changed
 
     def _load_names(self, sql) -> None:
@@ -379,6 +382,7 @@ class DashboardService:
         self._example_rowid = max(self._example_rowid, max(rowids))
         self._example_mark, self._examples_at_mark = _advance(self._example_mark, self._examples_at_mark, ids, updated)
         self._load_parts(sql, list(ids), index)
+        self._note_changed(index)
         return len(rows)
 
     def _load_parts(self, sql, ids: list[str], index: np.ndarray) -> None:
@@ -441,16 +445,24 @@ class DashboardService:
         if known:
             _, ids, examples, validators, verdicts, labels, modes, at, _ = zip(*known)
             self.validations.upsert(list(ids), {
-                "example": np.array([row_of[e] for e in examples], dtype=np.int64),
+                "example": (placed := np.array([row_of[e] for e in examples], dtype=np.int64)),
                 "validator": self.people.many(validators),
                 "key": self.keys.many(list(map(verdict_key, verdicts, labels))),
                 "peer": np.array(modes, dtype=object) == ValidationMode.PEER.value,
                 "at": np.array(at, dtype=np.float64),
             })
+            self._note_changed(placed)
         self._validation_rowid = max(self._validation_rowid, max(r[0] for r in rows))
         self._validation_mark, self._validations_at_mark = _advance(
             self._validation_mark, self._validations_at_mark, [r[1] for r in rows], [r[-1] for r in rows])
         return len(rows)
+
+    def _note_changed(self, rows: np.ndarray) -> None:
+        if self._changed_rows is not None:
+            if len(rows) > 1000:
+                self._changed_rows = None
+            else:
+                self._changed_rows.update(rows.tolist())
 
     # --- figures ----------------------------------------------------------------------------
 
@@ -490,27 +502,37 @@ class DashboardService:
         ex = self.examples
         keep = mask[rows] & (codes >= 0)
         rows, codes = rows[keep], codes[keep]
-        status = ex["status"][rows]
-        counted = status != RETRACTED
+        counted = ex["status"][rows] != RETRACTED
         fooled_here = (ex["fooled"][rows] if fooled is None else fooled[keep]) == 1
         decided = ex["decided"][rows]
+        perturbed = counted & ex["perturbation"][rows]
+        # One pass: every (group, flags) pair counted at once; the figures are sums over flags.
+        flags = (counted.astype(np.int64) | (fooled_here << 1) | ((decided == DECIDED_CORRECT) << 2)
+                 | ((decided == DECIDED_INCORRECT) << 3) | ((decided >= 0) << 4))
+        table = np.bincount(codes * 32 + flags, minlength=n_groups * 32)[:n_groups * 32].reshape(n_groups, 32)
 
-        def count(condition) -> np.ndarray:
-            return np.bincount(codes[condition], minlength=n_groups)[:n_groups]
+        def count(*bits: int, without: int = 0) -> np.ndarray:
+            return table[:, _flag_set(bits, without)].sum(axis=1)
 
         out = {
-            "submitted": count(counted), "retracted": count(~counted), "fooled": count(counted & fooled_here),
-            "validated_fooling": count(counted & fooled_here & (decided == DECIDED_CORRECT)),
-            "decided": count(counted & (decided >= 0)), "rejected": count(counted & (decided == DECIDED_INCORRECT)),
+            "submitted": count(1), "retracted": count(without=1), "fooled": count(1, 2),
+            "validated_fooling": count(1, 2, 4), "decided": count(1, 16), "rejected": count(1, 8),
         }
         times = ex["time_ms"][rows]
-        timed = counted & (times > 0)
-        out["median_ms"] = _group_median(codes[timed], times[timed], n_groups) if medians else np.full(n_groups, np.nan)
-        out["writing_ms"] = np.bincount(codes, weights=times.astype(np.float64), minlength=n_groups)[:n_groups]
-        edits = ex["edit_distance"][rows]
-        perturbed = counted & ex["perturbation"][rows] & ~np.isnan(edits)
-        out["perturbations"] = count(perturbed)
-        out["edit_sum"] = np.bincount(codes[perturbed], weights=edits[perturbed], minlength=n_groups)[:n_groups]
+        if medians:
+            timed = counted & (times > 0)
+            out["median_ms"] = _group_median(codes[timed], times[timed], n_groups)
+        else:
+            out["median_ms"] = np.full(n_groups, np.nan)
+        out["writing_ms"] = np.bincount(codes, weights=times, minlength=n_groups)[:n_groups]
+        if perturbed.any():
+            edits = ex["edit_distance"][rows[perturbed]]
+            measured = ~np.isnan(edits)
+            edit_codes = codes[perturbed][measured]
+            out["perturbations"] = np.bincount(edit_codes, minlength=n_groups)[:n_groups]
+            out["edit_sum"] = np.bincount(edit_codes, weights=edits[measured], minlength=n_groups)[:n_groups]
+        else:
+            out["perturbations"] = out["edit_sum"] = np.zeros(n_groups)
         return out
 
     @staticmethod
@@ -601,15 +623,25 @@ class DashboardService:
         peer = val["peer"] & mask[val["example"]] if len(val) else np.zeros(0, np.bool_)
         # One peer verdict per (example, validator): the schema's unique constraint guarantees it.
         result = agreement(val["example"][peer], val["validator"][peer], val["key"][peer], min_overlap=min_overlap,
-                           unique=True)
+                           unique=True, dense=True)
         names = {code: self.names.get(self.people.values[code], self.people.values[code])
                  for code in {p.rater_a for p in result.pairs} | {p.rater_b for p in result.pairs}}
         return result, names
 
     def decided_at(self) -> np.ndarray:
         """When each decided example was decided: its latest verdict (no peer verdict follows a
-        decision; a lead's adjudication is the latest by definition). NaN for undecided ones."""
-        if self._decided_at is None:
+        decision; a lead's adjudication is the latest by definition). NaN for undecided ones.
+        Kept up to date row by row as verdicts arrive; rebuilt after big loads."""
+        if self._decided_at is not None and self._changed_rows is not None:
+            ex, val = self.examples, self.validations
+            when = self._decided_at
+            if len(when) < len(ex):
+                when = np.concatenate([when, np.full(len(ex) - len(when), np.nan)])
+            for row in self._changed_rows:
+                times = val["at"][val["example"] == row]
+                when[row] = times.max() if len(times) and ex["decided"][row] >= 0 else np.nan
+            self._decided_at, self._changed_rows = when, set()
+        if self._decided_at is None or self._changed_rows is None:
             ex, val = self.examples, self.validations
             when = np.full(len(ex), np.nan)
             if len(val):
@@ -618,7 +650,7 @@ class DashboardService:
                 last = np.r_[examples[1:] != examples[:-1], True]
                 when[examples[last]] = val["at"][order][last]
             when[ex["decided"] < 0] = np.nan
-            self._decided_at = when
+            self._decided_at, self._changed_rows = when, set()
         return self._decided_at
 
     def view(self, flt: DashboardFilter, *, breakdown: str = "round", chart_people: Sequence[uuid.UUID | str] = (),
@@ -699,22 +731,30 @@ class DashboardService:
         if not wanted:
             wanted = [a.key for a in annotators if a.submitted][:CHART_ANNOTATORS]
         series = []
-        bins = np.where(usable, (np.nan_to_num(times, nan=start) - start) // width, 0).astype(np.int64)
-        fooled = ex["fooled"] == 1
-        correct = ex["decided"] == DECIDED_CORRECT
-        for key in wanted:
-            code = self.people.index.get(key, -2)
-            mine = usable & (ex["author"] == code)
-            if not mine.any():
-                continue
-            b = bins[mine]
-            submitted = np.cumsum(np.bincount(b, minlength=n_bins))
-            fooling = np.cumsum(np.bincount(b[fooled[mine]], minlength=n_bins))
-            valid = np.cumsum(np.bincount(b[(fooled & correct)[mine]], minlength=n_bins))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                mer = np.where(submitted > 0, fooling / submitted, np.nan)
-                vmer = np.where(submitted > 0, valid / submitted, np.nan)
-            series.append(Series(key, self.names.get(key, key), mer.tolist(), vmer.tolist()))
+        # Each wanted person gets a slot; one bincount over (slot, bin) counts them all.
+        slot_of = np.full(len(self.people) + 1, -1, dtype=np.int64)
+        wanted = [key for key in wanted if self.people.index.get(key, -1) >= 0]
+        for slot, key in enumerate(wanted):
+            slot_of[self.people.index[key]] = slot
+        slots = slot_of[ex["author"]]
+        mine = usable & (slots >= 0)
+        bins = ((times[mine] - start) // width).astype(np.int64)
+        cells = slots[mine] * n_bins + bins
+        fooled = ex["fooled"][mine] == 1
+        correct = ex["decided"][mine] == DECIDED_CORRECT
+        size = len(wanted) * n_bins
+
+        def cumulative(selection) -> np.ndarray:
+            return np.cumsum(np.bincount(cells[selection], minlength=size)[:size].reshape(len(wanted), n_bins), axis=1)
+
+        submitted = cumulative(slice(None))
+        fooling, valid = cumulative(fooled), cumulative(fooled & correct)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mer = np.where(submitted > 0, fooling / np.maximum(submitted, 1), np.nan)
+            vmer = np.where(submitted > 0, valid / np.maximum(submitted, 1), np.nan)
+        for slot, key in enumerate(wanted):
+            if submitted[slot, -1]:
+                series.append(Series(key, self.names.get(key, key), mer[slot].tolist(), vmer[slot].tolist()))
         edges = (start + width * (np.arange(n_bins) + 1)).tolist()
         return edges, series, width
 
@@ -754,6 +794,12 @@ def _advance(mark: str, at_mark: set[str], ids, stamps) -> tuple[str, set[str]]:
         return mark, at_mark
     now_at = {i for i, stamp in zip(ids, stamps) if stamp == latest}
     return latest, (at_mark | now_at) if latest == mark else now_at
+
+
+@functools.lru_cache(maxsize=None)
+def _flag_set(bits: tuple[int, ...], without: int) -> list[int]:
+    """The 5-bit flag values with all of ``bits`` set and ``without`` clear."""
+    return [f for f in range(32) if all(f & b for b in bits) and not f & without]
 
 
 def _ratio(numerator, denominator) -> float | None:

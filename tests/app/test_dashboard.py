@@ -164,6 +164,23 @@ def test_refresh_is_incremental_and_matches_a_rebuild(desk, people, team, target
     assert str(extra.id) and uuid.UUID(str(extra.id))
 
 
+def test_a_thorough_refresh_finds_rows_changed_elsewhere(desk, people, team):
+    """A synced edit changes a row without a new verdict or a status change: only the scan of
+    updated_at finds it."""
+    from sqlalchemy import text
+
+    service = desk.dashboard
+    service.refresh()
+    with desk.db.write() as session:
+        session.execute(text("UPDATE examples SET true_label = 'hate', updated_at = :now WHERE id = :id"),
+                        {"now": "2999-01-01 00:00:00.000000", "id": team.a3.id.hex})
+    assert service.refresh() == 0
+    assert by_name(service.breakdown("label", team.flt))["hate"].submitted == 2
+    assert service.refresh(thorough=True) == 1
+    assert by_name(service.breakdown("label", team.flt))["hate"].submitted == 3
+    assert service.refresh(thorough=True) == 0  # seen once, not again
+
+
 def test_deleted_rows_trigger_a_rebuild(desk, people, team):
     service = desk.dashboard
     service.refresh()
