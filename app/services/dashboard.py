@@ -762,18 +762,24 @@ class DashboardService:
         """Examples submitted but not yet decided, at the end of each time bin."""
         ex = self.examples
         submitted_at = ex["submitted_at"][counted]
-        submitted_at = np.sort(submitted_at[~np.isnan(submitted_at)])
+        submitted_at = submitted_at[~np.isnan(submitted_at)]
         if not len(submitted_at):
             return [], []
         decided = self.decided_at()[counted]
-        decided = np.sort(decided[~np.isnan(decided)])
-        start = float(submitted_at[0])
-        end = max(float(submitted_at[-1]), float(decided[-1]) if len(decided) else start,
+        decided = decided[~np.isnan(decided)]
+        start = float(submitted_at.min())
+        end = max(float(submitted_at.max()), float(decided.max()) if len(decided) else start,
                   (now or datetime.now(timezone.utc)).timestamp())
         width = _bin_width(end - start)
-        edges = start + width * (np.arange(int((end - start) // width) + 1) + 1)
+        n_bins = int((end - start) // width) + 1
+        edges = start + width * (np.arange(n_bins) + 1)
         edges[-1] = min(edges[-1], end + 1)
-        backlog = np.searchsorted(submitted_at, edges, side="left") - np.searchsorted(decided, edges, side="left")
+
+        def arrived_by_each_edge(times: np.ndarray) -> np.ndarray:  # counts per bin, summed up: no sort
+            bins = np.clip((times - start) // width, 0, n_bins - 1).astype(np.int64)
+            return np.cumsum(np.bincount(bins, minlength=n_bins))
+
+        backlog = arrived_by_each_edge(submitted_at) - arrived_by_each_edge(decided)
         return edges.tolist(), backlog.astype(int).tolist()
 
     # --- helpers for views ------------------------------------------------------------------
