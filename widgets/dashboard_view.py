@@ -353,7 +353,7 @@ class DashboardView(QWidget):
             chart.deleteLater()
         self.facet_charts = {}
         for column, (name, (title, _values)) in enumerate(facets.items(), start=1):
-            chart = BarChart(f"{title} (submitted examples)")
+            chart = BarChart(f"{title} (submitted examples)", horizontal=True)
             chart.bar_clicked.connect(lambda key, name=name: self._toggle_facet(name, key))
             self.facet_charts[name] = chart
             self.chart_grid.addWidget(chart, 1, column)
