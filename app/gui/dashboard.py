@@ -264,7 +264,8 @@ class DashboardController(QObject):
                                            f"{Path(path) if what == 'all' else Path(path).parent}", 8000)
 
     def shutdown(self) -> None:
-        self.worker.shutdown(wait=True)
+        # Not waiting: a first build still reading would hold the window open for seconds; it only reads.
+        self.worker.shutdown(wait=False)
 
 
 def figures_breakdown(figures: Figures, wanted: str) -> str:
