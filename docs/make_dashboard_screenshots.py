@@ -94,7 +94,6 @@ def main() -> None:
 def hate_speech_team(desk, seed: int = 3):
     """Seven writers over three rounds against ever stronger models; some perturbations."""
     import random
-    import uuid
     from datetime import datetime, timedelta, timezone
 
     from sqlalchemy import text

@@ -35,7 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
-from app.domain import ExampleStatus, ValidationMode, ValidationState, Verdict
+from app.domain import ExampleStatus, ValidationMode, Verdict
 from app.services.agreement import MIN_OVERLAP, Agreement, agreement
 from app.services.tasks import TaskService
 from app.storage.db import Database
