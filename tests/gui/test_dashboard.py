@@ -145,8 +145,14 @@ def test_breakdown_selector_and_export(qtbot, dashboard, tmp_path, monkeypatch):
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(chart), "PNG images (*.png)"))
     view.export_menu.findChild(type(view.export_menu.actions()[0]), "export-backlog").trigger()
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    written = window.dashboard.export_to("all", tmp_path / "all")
+    with qtbot.waitSignal(window.dashboard.exported, timeout=20_000) as later:
+        written = window.dashboard.export_to("all", tmp_path / "all")
     names = sorted(p.name for p in written)
+    # The other breakdowns follow from the worker, for the same filter.
+    assert sorted(p.name for p in later.args[0]) == [
+        "breakdown-hate_type.csv", "breakdown-label.csv", "breakdown-model.csv", "breakdown-round.csv"]
+    with (tmp_path / "all" / "breakdown-round.csv").open(encoding="utf-8") as handle:
+        assert {r["Group"]: r["Submitted"] for r in csv.DictReader(handle)} == {"Round 1": "5", "Round 2": "1"}
     assert "annotators.csv" in names and "breakdown-target_groups.csv" in names
     assert {"chart-mer_over_time.png", "chart-hate_type.png", "chart-target_groups.png", "chart-labels.png",
             "chart-fooling_by_round.png", "chart-backlog.png", "chart-vmer_over_time.png"} <= set(names)
