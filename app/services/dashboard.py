@@ -315,7 +315,9 @@ class DashboardService:
             changed += self._place_validations(verdicts)
             counts = sql("SELECT (SELECT count(*) FROM examples WHERE status IN ('submitted', 'flagged', 'retracted')),"
                          " (SELECT count(*) FROM validations)").one()
-            if _retry and tuple(counts) != (len(self.examples), len(self.validations)):
+            # Fewer rows than the snapshot holds: some were deleted. (More: rows committed since our
+            # queries began; the next refresh finds them by rowid, so no rebuild for those.)
+            if _retry and (counts[0] < len(self.examples) or counts[1] < len(self.validations)):
                 self._reset()
                 return self.refresh(_retry=False)
         if changed:
