@@ -72,14 +72,16 @@ class ChartFrame(QWidget):
 
 
 class BarChart(ChartFrame):
-    """Bars, or pairs of bars, with category names on the x axis; a click emits the bar's key."""
+    """Bars, or pairs of bars, with category names on the x axis (or, ``horizontal``, down the
+    left side, where long names have room); a click emits the bar's key."""
 
     bar_clicked = Signal(str)
 
     def __init__(self, title: str, *, rate: bool = False, names: tuple[str, str] | None = None,
-                 parent: QWidget | None = None):
+                 horizontal: bool = False, parent: QWidget | None = None):
         super().__init__(title, parent=parent)
         self.rate = rate
+        self.horizontal = horizontal
         self.names = names  # legend names of a pair of bars
         self.keys: list[str] = []
         self.values: list[tuple[float, float | None]] = []
@@ -101,6 +103,10 @@ class BarChart(ChartFrame):
             self.show_empty("No examples match")
             return
         self.empty.setText("")
+        if self.horizontal:
+            self._horizontal(bars, pens=[pg.mkPen("#222", width=2.5) if b[0] in self.selected else pg.mkPen(None)
+                                         for b in bars])
+            return
         paired = any(b[3] is not None for b in bars)
         width = 0.38 if paired else 0.7
         xs = list(range(len(bars)))
@@ -138,6 +144,29 @@ class BarChart(ChartFrame):
         self.plot.setYRange(0, (1.0 if self.rate else top) * 1.18, padding=0)
         self.plot.getAxis("left").setTicks([[(v, f"{v:.0%}") for v in (0, 0.25, 0.5, 0.75, 1.0)]] if self.rate else None)
 
+    def _horizontal(self, bars, pens) -> None:
+        """First bar on top; value labels at the bars' ends."""
+        n = len(bars)
+        faded = QColor(color(0))
+        faded.setAlpha(90)
+        brushes = [color(0) if not self.selected or b[0] in self.selected else faded for b in bars]
+        self._add(pg.BarGraphItem(x0=0, y=[n - 1 - i for i in range(n)], height=0.7, width=[b[2] for b in bars],
+                                  brushes=brushes, pens=pens))
+        font = QFont()
+        font.setPointSize(8)
+        for i, bar in enumerate(bars):
+            label = pg.TextItem(self._format(bar[2]), color="#333", anchor=(0, 0.5))
+            label.setFont(font)
+            label.setPos(bar[2], n - 1 - i)
+            self._add(label)
+        self.set_legend([])
+        self.plot.getAxis("left").setTicks([[(n - 1 - i, self._short(b[1])) for i, b in enumerate(bars)]])
+        self.plot.getAxis("bottom").setTicks(None)
+        self.plot.showGrid(x=True, y=False, alpha=0.25)
+        top = max([b[2] for b in bars] + [1e-9])
+        self.plot.setYRange(-0.6, n - 0.4, padding=0)
+        self.plot.setXRange(0, top * 1.2, padding=0)
+
     def _add(self, item) -> None:
         self.plot.addItem(item)
         self._items.append(item)
@@ -145,21 +174,25 @@ class BarChart(ChartFrame):
     def _format(self, value: float) -> str:
         return f"{value:.0%}" if self.rate else f"{value:,.0f}"
 
-    @staticmethod
-    def _short(name: str) -> str:
-        return name if len(name) <= 16 else name[:15] + "…"
+    def _short(self, name: str) -> str:
+        room = 26 if self.horizontal else 16
+        return name if len(name) <= room else name[:room - 1] + "…"
 
     def bar_center(self, index: int) -> QPoint:
         """Where bar ``index`` is drawn, in viewport coordinates (for tests and keyboard users)."""
         value = self.values[index][0]
+        if self.horizontal:
+            return self.click_point(value / 2, len(self.values) - 1 - index)
         return self.click_point(index - (0.19 if self.values[index][1] is not None else 0), value / 2)
 
     def _clicked(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton or not self.keys:
             return
         point = self.plot.getPlotItem().vb.mapSceneToView(event.scenePos())
-        index = round(point.x())
-        if 0 <= index < len(self.keys) and abs(point.x() - index) <= 0.45 and point.y() >= 0:
+        along, value = (point.y(), point.x()) if self.horizontal else (point.x(), point.y())
+        position = round(along)
+        index = len(self.keys) - 1 - position if self.horizontal else position
+        if 0 <= index < len(self.keys) and abs(along - position) <= 0.45 and value >= 0:
             event.accept()
             self.bar_clicked.emit(self.keys[index])
 

@@ -353,7 +353,7 @@ class DashboardView(QWidget):
             chart.deleteLater()
         self.facet_charts = {}
         for column, (name, (title, _values)) in enumerate(facets.items(), start=1):
-            chart = BarChart(f"{title} (submitted examples)")
+            chart = BarChart(f"{title} (submitted examples)", horizontal=True)
             chart.bar_clicked.connect(lambda key, name=name: self._toggle_facet(name, key))
             self.facet_charts[name] = chart
             self.chart_grid.addWidget(chart, 1, column)
@@ -366,11 +366,13 @@ class DashboardView(QWidget):
         self._values["author"] = self.author_combo.currentData()
         self._values["label"] = self.label_combo.currentData()
         self._values["facets"] = {name: c.currentData() for name, c in self.facet_combos.items() if c.currentData()}
-        days = self.period_combo.currentData()
-        if days is not None or self.period_combo.currentIndex() < len(PERIODS):
+        if self.period_combo.currentIndex() < len(PERIODS):  # beyond them: a range picked on the backlog chart
+            days = self.period_combo.currentData()
             self._values["since"] = (datetime.now(timezone.utc).timestamp() - days * 86400) if days else None
             self._values["until"] = None
             self._values["period"] = None
+            while self.period_combo.count() > len(PERIODS):
+                self.period_combo.removeItem(len(PERIODS))
         self._emit()
 
     def _emit(self) -> None:
@@ -430,6 +432,19 @@ class DashboardView(QWidget):
             self.set_filter(since=None, until=None)
         else:
             self.set_filter(since=since, until=x)
+
+    def reset_filters(self) -> None:
+        """Back to no filters without asking for figures (another task's choices are coming)."""
+        self._building = True
+        try:
+            self._values.update(round=None, author=None, label=None, facets={}, since=None, until=None, period=None)
+            for combo in (self.round_combo, self.author_combo, self.label_combo, self.period_combo,
+                          *self.facet_combos.values()):
+                combo.setCurrentIndex(0)
+            while self.period_combo.count() > len(PERIODS):
+                self.period_combo.removeItem(len(PERIODS))
+        finally:
+            self._building = False
 
     def clear_filters(self) -> None:
         self.set_filter(round=None, author=None, label=None, facets={}, since=None, until=None)

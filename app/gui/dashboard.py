@@ -87,6 +87,7 @@ def figures_for_view(figures: Figures, breakdown: str, chart_people_chosen: bool
 
 class DashboardController(QObject):
     updated = Signal()  # figures for the newest request are on screen
+    exported = Signal(list)  # files written in the background by an export of everything
 
     def __init__(self, desk: Desk, view: DashboardView, task_code: Callable[[], str | None],
                  show_error: Callable[[BaseException], None], parent: QObject | None = None):
@@ -97,6 +98,7 @@ class DashboardController(QObject):
         self.chart_people: list[str] = []
         self.values: dict = view.values()
         self.figures: Figures | None = None  # the figures on screen
+        self._shown_filter: DashboardFilter | None = None  # and the filter they are for
         self._busy = False
         self._pending: tuple[bool, bool] | None = None  # (load, thorough) of a request waiting its turn
         self._stale = (True, True)  # a refresh is owed for when the view is next shown
@@ -106,6 +108,8 @@ class DashboardController(QObject):
         view.chart_people_changed.connect(self._people_changed)
         view.export_requested.connect(self._export_requested)
         view.shown.connect(self._shown)
+        self.exported.connect(lambda files: self._tell(f"Exported {len(files)} more breakdown tables to "
+                                                       f"{files[0].parent}" if files else ""))
 
     # --- requests --------------------------------------------------------------------------
 
@@ -148,7 +152,13 @@ class DashboardController(QObject):
             self._pending = (previous[0] or load, previous[1] or thorough)
             return
         self._busy = True
+        if self.figures is None:
+            self.view.summary.setText("Loading the figures…")  # the first build reads every example
         desk, task_code = self.desk, self._task_code()
+        if self._choices_task is not None and task_code != self._choices_task:
+            # Another task: its rounds, labels and fields differ; start without filters.
+            self.view.reset_filters()
+            self.values, self.chart_people = self.view.values(), []
         values, breakdown, people = dict(self.values), self.breakdown, list(self.chart_people)
         wants_choices = task_code != self._choices_task or load
 
@@ -160,7 +170,8 @@ class DashboardController(QObject):
             flt = self._filter(task_id, values)
             figures = service.view(flt, breakdown=breakdown, chart_people=people)
             choices = self._choices(task_code, task_id) if wants_choices else None
-            return task_code, figures, figures_for_view(figures, figures_breakdown(figures, breakdown), bool(people)), choices
+            data = figures_for_view(figures, figures_breakdown(figures, breakdown), bool(people))
+            return task_code, figures, data, choices, flt
 
         self.worker.submit(compute, on_done=self._computed, on_error=self._failed)
 
@@ -198,7 +209,7 @@ class DashboardController(QObject):
 
     def _computed(self, result) -> None:
         self._busy = False
-        task_code, figures, data, choices = result
+        task_code, figures, data, choices, self._shown_filter = result
         if choices is not None:
             self._choices_task = task_code
             self.view.set_choices(choices["rounds"], choices["people"], choices["labels"], choices["facets"])
@@ -235,6 +246,7 @@ class DashboardController(QObject):
             written += self.export_to("breakdown", path / f"breakdown-{self.breakdown}.csv")
             for name in charts:
                 written += self.export_to(name, path / f"chart-{name}.png")
+            self._export_other_breakdowns(path)
             return written
         if what == "annotators":
             return [export_csv(self.figures.annotators, path, per_person=True)]
@@ -246,19 +258,34 @@ class DashboardController(QObject):
             return [path]
         raise DynadeskError(f"Nothing called '{what}' to export.")
 
+    def _export_other_breakdowns(self, folder: Path) -> None:
+        """The breakdowns not on screen are computed on the worker; ``exported`` tells when written."""
+        service, flt, shown = self.desk.dashboard, self._shown_filter, self.breakdown
+        names = [name for name in self.figures.breakdown_titles if name != shown]
+
+        def write() -> list[Path]:
+            return [export_csv(service.breakdown(name, flt), folder / f"breakdown-{name}.csv", per_person=False)
+                    for name in names]
+
+        self.worker.submit(write, on_done=self.exported.emit, on_error=self.show_error)
+
     def _export_requested(self, what: str, path: str) -> None:
         try:
             written = self.export_to(what, path)
         except DynadeskError as exc:
             self.show_error(exc)
             return
+        self._tell(f"Exported {len(written)} file{'s' if len(written) != 1 else ''} to "
+                   f"{Path(path) if what == 'all' else Path(path).parent}")
+
+    def _tell(self, message: str) -> None:
         window = self.view.window()
-        if hasattr(window, "statusBar"):
-            window.statusBar().showMessage(f"Exported {len(written)} file{'s' if len(written) != 1 else ''} to "
-                                           f"{Path(path) if what == 'all' else Path(path).parent}", 8000)
+        if message and hasattr(window, "statusBar"):
+            window.statusBar().showMessage(message, 8000)
 
     def shutdown(self) -> None:
-        self.worker.shutdown(wait=True)
+        # Not waiting: a first build still reading would hold the window open for seconds; it only reads.
+        self.worker.shutdown(wait=False)
 
 
 def figures_breakdown(figures: Figures, wanted: str) -> str:

@@ -21,14 +21,14 @@ and returned as None.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 MIN_OVERLAP = 10
 
 
-@dataclass(frozen=True)
-class PairKappa:
+class PairKappa(NamedTuple):
     rater_a: int
     rater_b: int
     items: int  # items both rated
@@ -46,14 +46,17 @@ class Agreement:
     ratings: int
 
 
-def _prepare(items, raters, categories, unique: bool = False):
+def _prepare(items, raters, categories, unique: bool = False, dense: bool = False):
     """Integer arrays, one rating per (item, rater) (the last one given wins, should a rater
     appear twice), and items renumbered 0..k−1."""
     items, raters, categories = (np.asarray(a, dtype=np.int64) for a in (items, raters, categories))
     if len(items) == 0:
         return items, raters, categories, 0
-    _, item_index = np.unique(items, return_inverse=True)
-    item_index = item_index.reshape(-1)
+    if dense:  # small non-negative item numbers already (rows of a table): no renumbering needed
+        item_index = items
+    else:
+        _, item_index = np.unique(items, return_inverse=True)
+        item_index = item_index.reshape(-1)
     if not unique:
         key = item_index * (int(raters.max()) + 1) + raters
         _, last = np.unique(key[::-1], return_index=True)
@@ -109,8 +112,10 @@ def _cohen(items, raters, categories, min_overlap: int) -> list[PairKappa]:
     undefined = np.abs(1 - expected) < 1e-12
     with np.errstate(divide="ignore", invalid="ignore"):
         kappa = (observed - expected) / (1 - expected)
-    return [PairKappa(int(pair_ids[k] // n_raters), int(pair_ids[k] % n_raters), int(pair_counts[k]),
-                      float(observed[k]), None if undefined[k] else float(kappa[k])) for k in wanted.tolist()]
+    kappa = np.where(undefined, np.nan, kappa)[wanted]
+    return list(map(PairKappa._make, zip(
+        (pair_ids[wanted] // n_raters).tolist(), (pair_ids[wanted] % n_raters).tolist(), pair_counts[wanted].tolist(),
+        observed[wanted].tolist(), [None if k != k else k for k in kappa.tolist()])))
 
 
 def _item_category_counts(items, categories, n_items):
@@ -171,9 +176,11 @@ def krippendorff_alpha(items, raters, categories) -> tuple[float | None, int]:
     return _krippendorff(_item_category_counts(items, categories, n_items))
 
 
-def agreement(items, raters, categories, *, min_overlap: int = MIN_OVERLAP, unique: bool = False) -> Agreement:
-    """All three statistics at once. ``unique``: the caller guarantees one rating per (item, rater)."""
-    items, raters, categories, n_items = _prepare(items, raters, categories, unique)
+def agreement(items, raters, categories, *, min_overlap: int = MIN_OVERLAP, unique: bool = False,
+              dense: bool = False) -> Agreement:
+    """All three statistics at once. ``unique``: the caller guarantees one rating per (item, rater);
+    ``dense``: items are small non-negative integers (such as table rows)."""
+    items, raters, categories, n_items = _prepare(items, raters, categories, unique, dense)
     if n_items == 0:
         return Agreement([], None, 0, None, 0, 0)
     counts = _item_category_counts(items, categories, n_items)

@@ -24,8 +24,10 @@ Definitions (DESIGN.md §1 and app/services/stats.py):
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import threading
+from itertools import repeat
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -33,7 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
-from app.domain import ExampleStatus, ValidationMode, ValidationState, Verdict
+from app.domain import ExampleStatus, ValidationMode, Verdict
 from app.services.agreement import MIN_OVERLAP, Agreement, agreement
 from app.services.tasks import TaskService
 from app.storage.db import Database
@@ -44,9 +46,27 @@ RETRACTED = STATUSES.index(ExampleStatus.RETRACTED.value)
 DECIDED_CORRECT, DECIDED_INCORRECT, DECIDED_FLAGGED = 0, 1, 2
 VERDICT_CODES = {Verdict.CORRECT.value: DECIDED_CORRECT, Verdict.INCORRECT.value: DECIDED_INCORRECT,
                  Verdict.FLAGGED.value: DECIDED_FLAGGED}
+STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
+DECIDED_CODES = {None: -1, **VERDICT_CODES}
 JULIAN_UNIX_EPOCH = 2440587.5
 BREAKDOWNS = ("round", "model", "label")  # and every choice metadata field of the task
 CHART_ANNOTATORS = 6  # lines in the MER/vMER-over-time charts unless people are chosen
+
+
+class _Rows:
+    """Rows of a plain sqlite3 cursor, with the two ways of reading them used here."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+
+    def all(self) -> list[tuple]:
+        return self.cursor.fetchall()
+
+    def one(self) -> tuple:
+        return self.cursor.fetchone()
+
+    def __iter__(self):
+        return iter(self.cursor)
 
 
 def verdict_key(verdict: str | None, label: str | None) -> str | None:
@@ -60,20 +80,16 @@ class Codes:
     """Strings to small integers and back, stable for the snapshot's lifetime."""
 
     def __init__(self):
-        self.index: dict[str, int] = {}
+        self.index: dict = {None: -1}
         self.values: list[str] = []
 
-    def code(self, value) -> int:
-        if value is None:
-            return -1
-        found = self.index.get(value)
-        if found is None:
-            found = self.index[value] = len(self.values)
-            self.values.append(value)
-        return found
-
     def many(self, values) -> np.ndarray:
-        return np.fromiter((self.code(v) for v in values), dtype=np.int32, count=len(values))
+        index = self.index
+        for value in dict.fromkeys(values):  # the distinct values, in C
+            if value not in index:
+                index[value] = len(self.values)
+                self.values.append(value)
+        return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
 
     def __len__(self) -> int:
         return len(self.values)
@@ -204,8 +220,14 @@ class _Table:
 
     def upsert(self, ids: list[str], values: dict[str, np.ndarray]) -> np.ndarray:
         """Write rows by id (new ids are appended); returns their row indexes."""
-        rows = np.empty(len(ids), dtype=np.int64)
         start = len(self.row_of)
+        if start == 0 and len(set(ids)) == len(ids):  # a first build: no lookups needed
+            self.row_of = dict(zip(ids, range(len(ids))))
+            self.ids = list(ids)
+            self.columns = {name: np.asarray(values[name], dtype=dtype) if name in values else
+                            np.zeros(len(ids), dtype=dtype) for name, dtype in self.dtypes.items()}
+            return np.arange(len(ids), dtype=np.int64)
+        rows = np.empty(len(ids), dtype=np.int64)
         new = 0
         for i, identifier in enumerate(ids):
             row = self.row_of.get(identifier)
@@ -260,6 +282,7 @@ class DashboardService:
         self._examples_at_mark: set[str] = set()
         self._validations_at_mark: set[str] = set()
         self._decided_at: np.ndarray | None = None
+        self._changed_rows: set[int] | None = None  # rows whose decision time needs a look; None: all
         self.version = 0  # grows whenever the snapshot changes
         self.names: dict[str, str] = {}  # person / model / round id (hex) -> display name
         self.round_numbers: dict[str, tuple[str, int]] = {}  # round id hex -> (task id hex, number)
@@ -281,19 +304,26 @@ class DashboardService:
         deleted behind the snapshot's back make the counts disagree, and the snapshot is rebuilt.
         """
         with self._lock, self.db.engine.connect() as connection:
-            sql = connection.exec_driver_sql
+            raw = connection.connection.driver_connection  # plain tuples: 100k rows without Row objects
+
+            def sql(query: str, params: tuple = ()) -> _Rows:
+                return _Rows(raw.execute(query, params))
+
             self._load_names(sql)
             verdicts = self._fetch_validations(sql, thorough)
             changed = self._load_examples(sql, thorough, touched={row[2] for row in verdicts})
             changed += self._place_validations(verdicts)
             counts = sql("SELECT (SELECT count(*) FROM examples WHERE status IN ('submitted', 'flagged', 'retracted')),"
                          " (SELECT count(*) FROM validations)").one()
-            if _retry and tuple(counts) != (len(self.examples), len(self.validations)):
+            # Fewer rows than the snapshot holds: some were deleted. (More: rows committed since our
+            # queries began; the next refresh finds them by rowid, so no rebuild for those.)
+            if _retry and (counts[0] < len(self.examples) or counts[1] < len(self.validations)):
                 self._reset()
                 return self.refresh(_retry=False)
         if changed:
             self.version += 1
-            self._decided_at = None
+            if self._changed_rows is not None and len(self._changed_rows) > 1000:
+                self._changed_rows = None  # cheaper to rebuild
         return changed
 
     def _load_names(self, sql) -> None:
@@ -321,7 +351,7 @@ class DashboardService:
             counted = dict(sql("SELECT status, count(*) FROM examples WHERE status IN ('retracted', 'flagged') "
                                "GROUP BY status").all())
             if any(counted.get(name, 0) != known[name] for name in ("retracted", "flagged")):
-                marked = set(sql("SELECT id FROM examples WHERE status IN ('retracted', 'flagged')").scalars().all())
+                marked = {i for (i,) in sql("SELECT id FROM examples WHERE status IN ('retracted', 'flagged')")}
                 ids = self.examples.ids
                 known_marked = {ids[r] for r in np.nonzero(status != STATUSES.index(ExampleStatus.SUBMITTED.value))[0]}
                 wanted |= (marked ^ known_marked) - seen
@@ -343,9 +373,9 @@ class DashboardService:
             "task": self.tasks_codes.many(tasks), "round": self.rounds.many(rounds), "author": self.people.many(authors),
             "label": self.labels_codes.many(labels),
             "fooled": np.array([-1 if f is None else int(f) for f in fooled], dtype=np.int8),
-            "status": np.array([STATUSES.index(s) for s in statuses], dtype=np.int8),
-            "decided": np.array([VERDICT_CODES.get(v, -1) for v in verdicts], dtype=np.int8),
-            "decided_key": self.keys.many([verdict_key(v, lab) for v, lab in zip(verdicts, decided_labels)]),
+            "status": np.fromiter(map(STATUS_CODES.__getitem__, statuses), dtype=np.int8, count=len(statuses)),
+            "decided": np.fromiter(map(DECIDED_CODES.__getitem__, verdicts), dtype=np.int8, count=len(verdicts)),
+            "decided_key": self.keys.many(list(map(verdict_key, verdicts, decided_labels))),
             "time_ms": np.array(times, dtype=np.int64),
             "submitted_at": np.array([math.nan if t is None else t for t in submitted], dtype=np.float64),
             "perturbation": np.array(perturbation, dtype=np.bool_),
@@ -354,39 +384,48 @@ class DashboardService:
         self._example_rowid = max(self._example_rowid, max(rowids))
         self._example_mark, self._examples_at_mark = _advance(self._example_mark, self._examples_at_mark, ids, updated)
         self._load_parts(sql, list(ids), index)
+        self._note_changed(index)
         return len(rows)
 
     def _load_parts(self, sql, ids: list[str], index: np.ndarray) -> None:
         """Facets and model outputs of (re)loaded examples replace what the snapshot had for them."""
         row_of = dict(zip(ids, index.tolist()))
-        if len(ids) > 500:  # a first build or a big import: one pass over the tables
-            facets = sql("SELECT example_id, field, value FROM example_facets").all()
+        if len(ids) > 500:  # a first build or a big import: one pass over covering indexes
+            fields = [name for (name,) in sql("SELECT DISTINCT field FROM example_facets")]
+            facets = {name: sql("SELECT example_id, value FROM example_facets WHERE field = ?", (name,)).all()
+                      for name in fields}
             outputs = sql("SELECT example_id, model_id, fooled FROM model_outputs").all()
         else:
             marks = ", ".join("?" * len(ids))
-            facets = sql(f"SELECT example_id, field, value FROM example_facets WHERE example_id IN ({marks})",
-                         tuple(ids)).all()
+            facets = {}
+            for example_id, name, value in sql(
+                    f"SELECT example_id, field, value FROM example_facets WHERE example_id IN ({marks})", tuple(ids)):
+                facets.setdefault(name, []).append((example_id, value))
             outputs = sql(f"SELECT example_id, model_id, fooled FROM model_outputs WHERE example_id IN ({marks})",
                           tuple(ids)).all()
-        facets = [f for f in facets if f[0] in row_of]
-        outputs = [o for o in outputs if o[0] in row_of]
+
+        def rows_of(pairs) -> tuple[np.ndarray, np.ndarray]:
+            """Row indexes of the examples named first in each pair; and which pairs are ours."""
+            rows = np.fromiter(map(row_of.get, (p[0] for p in pairs), repeat(-1)), dtype=np.int64, count=len(pairs))
+            return rows, rows >= 0
+
         for name in list(self.facet_rows):
             keep = ~np.isin(self.facet_rows[name], index)
             self.facet_rows[name], self.facet_values[name] = self.facet_rows[name][keep], self.facet_values[name][keep]
-        by_field: dict[str, list] = {}
-        for example_id, name, value in facets:
-            by_field.setdefault(name, []).append((row_of[example_id], value))
-        for name, pairs in by_field.items():
-            codes = self.facet_fields.setdefault(name, Codes())
-            rows = np.array([r for r, _ in pairs], dtype=np.int64)
-            values = codes.many([v for _, v in pairs])
-            self.facet_rows[name] = np.concatenate([self.facet_rows.get(name, np.zeros(0, np.int64)), rows])
-            self.facet_values[name] = np.concatenate([self.facet_values.get(name, np.zeros(0, np.int32)), values])
+        for name, pairs in facets.items():
+            if not pairs:
+                continue
+            rows, ours = rows_of(pairs)
+            values = self.facet_fields.setdefault(name, Codes()).many([p[1] for p in pairs])
+            self.facet_rows[name] = np.concatenate([self.facet_rows.get(name, np.zeros(0, np.int64)), rows[ours]])
+            self.facet_values[name] = np.concatenate([self.facet_values.get(name, np.zeros(0, np.int32)), values[ours]])
         keep = ~np.isin(self.output_rows, index)
-        self.output_rows = np.concatenate([self.output_rows[keep], np.array([row_of[o[0]] for o in outputs], np.int64)])
-        self.output_models = np.concatenate([self.output_models[keep], self.models.many([o[1] for o in outputs])])
-        self.output_fooled = np.concatenate([self.output_fooled[keep], np.array(
-            [-1 if o[2] is None else int(o[2]) for o in outputs], dtype=np.int8)])
+        rows, ours = rows_of(outputs) if outputs else (np.zeros(0, np.int64), np.zeros(0, np.bool_))
+        models = self.models.many([o[1] for o in outputs])
+        fooled = np.fromiter((-1 if o[2] is None else o[2] for o in outputs), dtype=np.int8, count=len(outputs))
+        self.output_rows = np.concatenate([self.output_rows[keep], rows[ours]])
+        self.output_models = np.concatenate([self.output_models[keep], models[ours]])
+        self.output_fooled = np.concatenate([self.output_fooled[keep], fooled[ours]])
 
     def _fetch_validations(self, sql, thorough: bool) -> list:
         columns = ("rowid, id, example_id, validator_id, verdict, corrected_label, mode, "
@@ -408,16 +447,24 @@ class DashboardService:
         if known:
             _, ids, examples, validators, verdicts, labels, modes, at, _ = zip(*known)
             self.validations.upsert(list(ids), {
-                "example": np.array([row_of[e] for e in examples], dtype=np.int64),
+                "example": (placed := np.array([row_of[e] for e in examples], dtype=np.int64)),
                 "validator": self.people.many(validators),
-                "key": self.keys.many([verdict_key(v, lab) for v, lab in zip(verdicts, labels)]),
-                "peer": np.array([m == ValidationMode.PEER.value for m in modes], dtype=np.bool_),
+                "key": self.keys.many(list(map(verdict_key, verdicts, labels))),
+                "peer": np.array(modes, dtype=object) == ValidationMode.PEER.value,
                 "at": np.array(at, dtype=np.float64),
             })
+            self._note_changed(placed)
         self._validation_rowid = max(self._validation_rowid, max(r[0] for r in rows))
         self._validation_mark, self._validations_at_mark = _advance(
             self._validation_mark, self._validations_at_mark, [r[1] for r in rows], [r[-1] for r in rows])
         return len(rows)
+
+    def _note_changed(self, rows: np.ndarray) -> None:
+        if self._changed_rows is not None:
+            if len(rows) > 1000:
+                self._changed_rows = None
+            else:
+                self._changed_rows.update(rows.tolist())
 
     # --- figures ----------------------------------------------------------------------------
 
@@ -457,27 +504,37 @@ class DashboardService:
         ex = self.examples
         keep = mask[rows] & (codes >= 0)
         rows, codes = rows[keep], codes[keep]
-        status = ex["status"][rows]
-        counted = status != RETRACTED
+        counted = ex["status"][rows] != RETRACTED
         fooled_here = (ex["fooled"][rows] if fooled is None else fooled[keep]) == 1
         decided = ex["decided"][rows]
+        perturbed = counted & ex["perturbation"][rows]
+        # One pass: every (group, flags) pair counted at once; the figures are sums over flags.
+        flags = (counted.astype(np.int64) | (fooled_here << 1) | ((decided == DECIDED_CORRECT) << 2)
+                 | ((decided == DECIDED_INCORRECT) << 3) | ((decided >= 0) << 4))
+        table = np.bincount(codes * 32 + flags, minlength=n_groups * 32)[:n_groups * 32].reshape(n_groups, 32)
 
-        def count(condition) -> np.ndarray:
-            return np.bincount(codes[condition], minlength=n_groups)[:n_groups]
+        def count(*bits: int, without: int = 0) -> np.ndarray:
+            return table[:, _flag_set(bits, without)].sum(axis=1)
 
         out = {
-            "submitted": count(counted), "retracted": count(~counted), "fooled": count(counted & fooled_here),
-            "validated_fooling": count(counted & fooled_here & (decided == DECIDED_CORRECT)),
-            "decided": count(counted & (decided >= 0)), "rejected": count(counted & (decided == DECIDED_INCORRECT)),
+            "submitted": count(1), "retracted": count(without=1), "fooled": count(1, 2),
+            "validated_fooling": count(1, 2, 4), "decided": count(1, 16), "rejected": count(1, 8),
         }
         times = ex["time_ms"][rows]
-        timed = counted & (times > 0)
-        out["median_ms"] = _group_median(codes[timed], times[timed], n_groups) if medians else np.full(n_groups, np.nan)
-        out["writing_ms"] = np.bincount(codes, weights=times.astype(np.float64), minlength=n_groups)[:n_groups]
-        edits = ex["edit_distance"][rows]
-        perturbed = counted & ex["perturbation"][rows] & ~np.isnan(edits)
-        out["perturbations"] = count(perturbed)
-        out["edit_sum"] = np.bincount(codes[perturbed], weights=edits[perturbed], minlength=n_groups)[:n_groups]
+        if medians:
+            timed = counted & (times > 0)
+            out["median_ms"] = _group_median(codes[timed], times[timed], n_groups)
+        else:
+            out["median_ms"] = np.full(n_groups, np.nan)
+        out["writing_ms"] = np.bincount(codes, weights=times, minlength=n_groups)[:n_groups]
+        if perturbed.any():
+            edits = ex["edit_distance"][rows[perturbed]]
+            measured = ~np.isnan(edits)
+            edit_codes = codes[perturbed][measured]
+            out["perturbations"] = np.bincount(edit_codes, minlength=n_groups)[:n_groups]
+            out["edit_sum"] = np.bincount(edit_codes, weights=edits[measured], minlength=n_groups)[:n_groups]
+        else:
+            out["perturbations"] = out["edit_sum"] = np.zeros(n_groups)
         return out
 
     @staticmethod
@@ -568,15 +625,25 @@ class DashboardService:
         peer = val["peer"] & mask[val["example"]] if len(val) else np.zeros(0, np.bool_)
         # One peer verdict per (example, validator): the schema's unique constraint guarantees it.
         result = agreement(val["example"][peer], val["validator"][peer], val["key"][peer], min_overlap=min_overlap,
-                           unique=True)
+                           unique=True, dense=True)
         names = {code: self.names.get(self.people.values[code], self.people.values[code])
                  for code in {p.rater_a for p in result.pairs} | {p.rater_b for p in result.pairs}}
         return result, names
 
     def decided_at(self) -> np.ndarray:
         """When each decided example was decided: its latest verdict (no peer verdict follows a
-        decision; a lead's adjudication is the latest by definition). NaN for undecided ones."""
-        if self._decided_at is None:
+        decision; a lead's adjudication is the latest by definition). NaN for undecided ones.
+        Kept up to date row by row as verdicts arrive; rebuilt after big loads."""
+        if self._decided_at is not None and self._changed_rows is not None:
+            ex, val = self.examples, self.validations
+            when = self._decided_at
+            if len(when) < len(ex):
+                when = np.concatenate([when, np.full(len(ex) - len(when), np.nan)])
+            for row in self._changed_rows:
+                times = val["at"][val["example"] == row]
+                when[row] = times.max() if len(times) and ex["decided"][row] >= 0 else np.nan
+            self._decided_at, self._changed_rows = when, set()
+        if self._decided_at is None or self._changed_rows is None:
             ex, val = self.examples, self.validations
             when = np.full(len(ex), np.nan)
             if len(val):
@@ -585,7 +652,7 @@ class DashboardService:
                 last = np.r_[examples[1:] != examples[:-1], True]
                 when[examples[last]] = val["at"][order][last]
             when[ex["decided"] < 0] = np.nan
-            self._decided_at = when
+            self._decided_at, self._changed_rows = when, set()
         return self._decided_at
 
     def view(self, flt: DashboardFilter, *, breakdown: str = "round", chart_people: Sequence[uuid.UUID | str] = (),
@@ -666,22 +733,30 @@ class DashboardService:
         if not wanted:
             wanted = [a.key for a in annotators if a.submitted][:CHART_ANNOTATORS]
         series = []
-        bins = np.where(usable, (np.nan_to_num(times, nan=start) - start) // width, 0).astype(np.int64)
-        fooled = ex["fooled"] == 1
-        correct = ex["decided"] == DECIDED_CORRECT
-        for key in wanted:
-            code = self.people.index.get(key, -2)
-            mine = usable & (ex["author"] == code)
-            if not mine.any():
-                continue
-            b = bins[mine]
-            submitted = np.cumsum(np.bincount(b, minlength=n_bins))
-            fooling = np.cumsum(np.bincount(b[fooled[mine]], minlength=n_bins))
-            valid = np.cumsum(np.bincount(b[(fooled & correct)[mine]], minlength=n_bins))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                mer = np.where(submitted > 0, fooling / submitted, np.nan)
-                vmer = np.where(submitted > 0, valid / submitted, np.nan)
-            series.append(Series(key, self.names.get(key, key), mer.tolist(), vmer.tolist()))
+        # Each wanted person gets a slot; one bincount over (slot, bin) counts them all.
+        slot_of = np.full(len(self.people) + 1, -1, dtype=np.int64)
+        wanted = [key for key in wanted if self.people.index.get(key, -1) >= 0]
+        for slot, key in enumerate(wanted):
+            slot_of[self.people.index[key]] = slot
+        slots = slot_of[ex["author"]]
+        mine = usable & (slots >= 0)
+        bins = ((times[mine] - start) // width).astype(np.int64)
+        cells = slots[mine] * n_bins + bins
+        fooled = ex["fooled"][mine] == 1
+        correct = ex["decided"][mine] == DECIDED_CORRECT
+        size = len(wanted) * n_bins
+
+        def cumulative(selection) -> np.ndarray:
+            return np.cumsum(np.bincount(cells[selection], minlength=size)[:size].reshape(len(wanted), n_bins), axis=1)
+
+        submitted = cumulative(slice(None))
+        fooling, valid = cumulative(fooled), cumulative(fooled & correct)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mer = np.where(submitted > 0, fooling / np.maximum(submitted, 1), np.nan)
+            vmer = np.where(submitted > 0, valid / np.maximum(submitted, 1), np.nan)
+        for slot, key in enumerate(wanted):
+            if submitted[slot, -1]:
+                series.append(Series(key, self.names.get(key, key), mer[slot].tolist(), vmer[slot].tolist()))
         edges = (start + width * (np.arange(n_bins) + 1)).tolist()
         return edges, series, width
 
@@ -689,18 +764,24 @@ class DashboardService:
         """Examples submitted but not yet decided, at the end of each time bin."""
         ex = self.examples
         submitted_at = ex["submitted_at"][counted]
-        submitted_at = np.sort(submitted_at[~np.isnan(submitted_at)])
+        submitted_at = submitted_at[~np.isnan(submitted_at)]
         if not len(submitted_at):
             return [], []
         decided = self.decided_at()[counted]
-        decided = np.sort(decided[~np.isnan(decided)])
-        start = float(submitted_at[0])
-        end = max(float(submitted_at[-1]), float(decided[-1]) if len(decided) else start,
+        decided = decided[~np.isnan(decided)]
+        start = float(submitted_at.min())
+        end = max(float(submitted_at.max()), float(decided.max()) if len(decided) else start,
                   (now or datetime.now(timezone.utc)).timestamp())
         width = _bin_width(end - start)
-        edges = start + width * (np.arange(int((end - start) // width) + 1) + 1)
+        n_bins = int((end - start) // width) + 1
+        edges = start + width * (np.arange(n_bins) + 1)
         edges[-1] = min(edges[-1], end + 1)
-        backlog = np.searchsorted(submitted_at, edges, side="left") - np.searchsorted(decided, edges, side="left")
+
+        def arrived_by_each_edge(times: np.ndarray) -> np.ndarray:  # counts per bin, summed up: no sort
+            bins = np.clip((times - start) // width, 0, n_bins - 1).astype(np.int64)
+            return np.cumsum(np.bincount(bins, minlength=n_bins))
+
+        backlog = arrived_by_each_edge(submitted_at) - arrived_by_each_edge(decided)
         return edges.tolist(), backlog.astype(int).tolist()
 
     # --- helpers for views ------------------------------------------------------------------
@@ -721,6 +802,12 @@ def _advance(mark: str, at_mark: set[str], ids, stamps) -> tuple[str, set[str]]:
         return mark, at_mark
     now_at = {i for i, stamp in zip(ids, stamps) if stamp == latest}
     return latest, (at_mark | now_at) if latest == mark else now_at
+
+
+@functools.lru_cache(maxsize=None)
+def _flag_set(bits: tuple[int, ...], without: int) -> list[int]:
+    """The 5-bit flag values with all of ``bits`` set and ``without`` clear."""
+    return [f for f in range(32) if all(f & b for b in bits) and not f & without]
 
 
 def _ratio(numerator, denominator) -> float | None:

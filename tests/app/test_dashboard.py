@@ -164,6 +164,23 @@ def test_refresh_is_incremental_and_matches_a_rebuild(desk, people, team, target
     assert str(extra.id) and uuid.UUID(str(extra.id))
 
 
+def test_a_thorough_refresh_finds_rows_changed_elsewhere(desk, people, team):
+    """A synced edit changes a row without a new verdict or a status change: only the scan of
+    updated_at finds it."""
+    from sqlalchemy import text
+
+    service = desk.dashboard
+    service.refresh()
+    with desk.db.write() as session:
+        session.execute(text("UPDATE examples SET true_label = 'hate', updated_at = :now WHERE id = :id"),
+                        {"now": "2999-01-01 00:00:00.000000", "id": team.a3.id.hex})
+    assert service.refresh() == 0
+    assert by_name(service.breakdown("label", team.flt))["hate"].submitted == 2
+    assert service.refresh(thorough=True) == 1
+    assert by_name(service.breakdown("label", team.flt))["hate"].submitted == 3
+    assert service.refresh(thorough=True) == 0  # seen once, not again
+
+
 def test_deleted_rows_trigger_a_rebuild(desk, people, team):
     service = desk.dashboard
     service.refresh()
@@ -264,3 +281,44 @@ def test_anli_with_simulated_validators(desk):
     labels = by_name(view.breakdowns["label"])
     assert set(labels) == {"entailment", "neutral", "contradiction"}
     assert view.backlog[-1] == sum(r.undecided for r in labels.values())  # undecided now, all labels
+
+
+@pytest.mark.slow
+def test_time_series_against_a_brute_force_count(desk):
+    """Backlog and cumulative MER/vMER at each bin end, recounted from SQL rows one by one."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy import text
+
+    from tests.conftest import shared_file
+    from tests.simulation import import_anli_team, simulate_validators
+
+    team = simulate_validators(desk, import_anli_team(desk, shared_file("anli", "ANLI_analysis_r1_dev.csv"), days=10),
+                               share=0.3)
+    service = desk.dashboard
+    service.refresh()
+    now = datetime.now(timezone.utc)
+    view = service.view(DashboardFilter(task_id=desk.tasks.task("nli").id), now=now)
+
+    def stamp(value) -> float:
+        return datetime.fromisoformat(str(value)).replace(tzinfo=timezone.utc).timestamp()
+
+    with desk.db.read() as session:
+        examples = session.execute(text(
+            "SELECT e.id, e.author_id, e.submitted_at, e.model_fooled, e.decided_verdict, "
+            "(SELECT max(v.created_at) FROM validations v WHERE v.example_id = e.id) "
+            "FROM examples e WHERE e.status = 'submitted'")).all()
+    submitted = [stamp(e[2]) for e in examples]
+    decided = [stamp(e[5]) for e in examples if e[4] is not None]
+    for edge, backlog in zip(view.backlog_times, view.backlog):
+        assert backlog == sum(t < edge for t in submitted) - sum(t < edge for t in decided)
+    assert view.backlog[-1] == len(submitted) - len(decided)
+    [amara] = [s for s in view.time_series if s.name == "Amara Okafor"]
+    mine = [e for e in examples if e[1] == team.writers["Amara Okafor"].hex]
+    for edge, mer, vmer in zip(view.time_edges, amara.mer, amara.vmer):
+        so_far = [e for e in mine if stamp(e[2]) < edge + 1e-6]
+        if not so_far:
+            assert np.isnan(mer)
+            continue
+        assert mer == pytest.approx(sum(bool(e[3]) for e in so_far) / len(so_far))
+        assert vmer == pytest.approx(sum(bool(e[3]) and e[4] == "correct" for e in so_far) / len(so_far))

@@ -145,11 +145,42 @@ def test_breakdown_selector_and_export(qtbot, dashboard, tmp_path, monkeypatch):
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(chart), "PNG images (*.png)"))
     view.export_menu.findChild(type(view.export_menu.actions()[0]), "export-backlog").trigger()
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    written = window.dashboard.export_to("all", tmp_path / "all")
+    with qtbot.waitSignal(window.dashboard.exported, timeout=20_000) as later:
+        written = window.dashboard.export_to("all", tmp_path / "all")
     names = sorted(p.name for p in written)
+    # The other breakdowns follow from the worker, for the same filter.
+    assert sorted(p.name for p in later.args[0]) == [
+        "breakdown-hate_type.csv", "breakdown-label.csv", "breakdown-model.csv", "breakdown-round.csv"]
+    with (tmp_path / "all" / "breakdown-round.csv").open(encoding="utf-8") as handle:
+        assert {r["Group"]: r["Submitted"] for r in csv.DictReader(handle)} == {"Round 1": "5", "Round 2": "1"}
     assert "annotators.csv" in names and "breakdown-target_groups.csv" in names
     assert {"chart-mer_over_time.png", "chart-hate_type.png", "chart-target_groups.png", "chart-labels.png",
             "chart-fooling_by_round.png", "chart-backlog.png", "chart-vmer_over_time.png"} <= set(names)
     assert all(p.stat().st_size > 1000 for p in written if p.suffix == ".png")
     with (tmp_path / "all" / "annotators.csv").open(encoding="utf-8") as handle:
         assert any(r["Annotator"] == "Ana Author" and r["Submitted"] == "5" for r in csv.DictReader(handle))
+
+
+def test_period_choices_and_another_task(qtbot, dashboard):
+    window, _team = dashboard
+    view = window.dashboard_view
+    # A backlog point picks the examples submitted in its period; changing the label keeps that period.
+    xs, _ys = view.backlog_chart.lines["backlog"]
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        qtbot.mouseClick(view.backlog_chart.plot.viewport(), Qt.MouseButton.LeftButton,
+                         pos=view.backlog_chart.point_position("backlog", len(xs) - 1))
+    assert view.period_combo.currentText().startswith("Submitted ")
+    assert view.summary.text() == "7 examples"  # all were submitted in the last period
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        view.label_combo.setCurrentIndex(view.label_combo.findData("hate"))
+    assert view.period_combo.currentText().startswith("Submitted ") and view.summary.text() == "3 of 7 examples"
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        view.period_combo.setCurrentIndex(2)  # last 30 days
+    assert view.period_combo.count() == 4 and view.summary.text() == "3 of 7 examples"
+    # Another task: filters reset; NLI has no examples here and no metadata charts.
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
+    qtbot.waitUntil(lambda: view.summary.text() == "0 examples" and view.label_combo.currentText() == "All",
+                    timeout=20_000)
+    assert view.facet_charts == {} and view.annotator_model.rows == []
+    assert view.label_combo.count() == 4  # All + entailment, neutral, contradiction
