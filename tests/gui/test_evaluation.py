@@ -177,3 +177,38 @@ def test_bad_choices_get_clear_messages(qtbot, window, tmp_path):
     assert "not a HateCheck suite" in failed.args[0]
     assert "not a HateCheck suite" in view.status.text() and "b3261e" in view.status.styleSheet()
     assert view.run_button.isEnabled()
+
+
+def test_jobs_let_typing_in_between_batches(qtbot, tiny_classifier_dir):
+    """While an evaluation job runs on the inference thread, a prediction asked for in between is
+    answered at the job's next progress report, before the job ends."""
+    from app.gui.inference import InferenceService
+    from local_models.engine import ModelSpec
+    from tests.model_fixtures import LABELS
+
+    service = InferenceService()
+    try:
+        with qtbot.waitSignal(service.model_loaded, timeout=WAIT):
+            service.load([ModelSpec(tiny_classifier_dir, task_labels=tuple(LABELS))])
+        posted, order = threading.Event(), []
+
+        def job(progress):
+            for step in range(3):
+                progress.report(step, 3)
+                if step == 0:
+                    assert posted.wait(30)
+            return "evaluated"
+
+        service.prediction_ready.connect(lambda result: order.append(("prediction", result.inputs)))
+        service.job_done.connect(lambda _id, result: order.append(("job", result)))
+        first = []
+        service.job_progress.connect(lambda _id, done, total: first.append(done))
+        job_id = service.run_job(job)
+        qtbot.waitUntil(lambda: bool(first), timeout=WAIT)
+        service.predict("typed while evaluating")
+        posted.set()
+        qtbot.waitUntil(lambda: len(order) == 2, timeout=WAIT)
+        assert order == [("prediction", "typed while evaluating"), ("job", "evaluated")]
+        assert job_id > 0
+    finally:
+        service.shutdown()
