@@ -92,8 +92,14 @@ class EvaluationController(QObject):
         desk, code = self.desk, self.task_code
         self.view.set_running(True)
         self.view.set_status("Reading the data and preparing the models…")
-        options = ev.EvaluationOptions(weights=settings["weights"], identity_swap=settings["identity_swap"],
-                                       robustness=settings["robustness"])
+        try:
+            options = ev.EvaluationOptions(weights=settings["weights"], identity_swap=settings["identity_swap"],
+                                           robustness=settings["robustness"],
+                                           training_data=settings.get("training_data") or None)
+        except DynadeskError as exc:
+            self.view.set_running(False)
+            self._error(exc)
+            return
 
         def prepare():
             sets = round_sets(desk, code, "all") if settings["rounds"] else []
@@ -101,6 +107,8 @@ class EvaluationController(QObject):
                 sets.append(read_hatecheck_suite(Path(settings["suite"])))
             if settings["data"]:
                 sets.append(read_labelled_file(Path(settings["data"])))
+            if options.training_data and not Path(options.training_data).is_file():
+                raise ev.EvaluationError(f"There is no training data file at {options.training_data}.")
             if not any(s.cases for s in sets):
                 raise ev.EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
                                          "and no suite or data file was chosen.")

@@ -369,7 +369,7 @@ def overlap_check(choice: ModelChoice, sets: list[EvalSet], options: EvaluationO
             entry["status"] = "unknown"
             entry["message"] = (f"{record.name}: its record does not say where its training data is "
                                 f"({source.get('file') or 'no file named'}); overlap not checked. "
-                                "Give the file with --training-data.")
+                                "Name the training file (--training-data; Training… in the Evaluate tab).")
             checks.append(entry)
             continue
         try:
