@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from docs.make_screenshots import OUT, wait, wait_until  # noqa: E402
 
 SUITE = ROOT.parent / "shared" / "data" / "hatecheck" / "test_suite_cases_dev.csv"
+TRAINING = ROOT.parent / "shared" / "data" / "davidson2017" / "labeled_data.csv"
 # Examples for two rounds: (text, label, target group); rounds get harder as the desk goes on.
 ROUND_1 = [
     ("Immigrants are a plague on this country", "hate", "immigrants"),
@@ -93,6 +94,7 @@ def main() -> None:
             chosen = key in ("default", str(torch_record.id))
             item.setCheckState(Qt.CheckState.Checked if chosen else Qt.CheckState.Unchecked)
         view.suite.setText(str(SUITE))
+        view.training.setText(str(TRAINING))  # the default model's record names the file, not where it is
         done = []
         window.evaluation.finished.connect(done.append)
         view.run_button.click()

@@ -241,7 +241,7 @@ def overview(doc: dict) -> dict:
         lines.append(f"Spelling perturbations: accuracy {pct(rb['accuracy'])} vs {pct(rb['clean_accuracy'])} clean ({kinds}).")
     notes = doc.get("notes") or []
     lines += [f"<span style='color:#555'>{n}</span>" for n in notes]
-    m_headers = ["Round", "n"] + [m["name"] for m in models]
+    m_headers = ["Round", "n"] + [elide(m["name"]) for m in models]
     m_rows, m_colours = [], []
     for row in doc["matrix"]["rows"]:
         cells = [row["cells"][m["key"]] for m in models]
@@ -261,6 +261,11 @@ def overview(doc: dict) -> dict:
         "models": [(m["key"], m["name"]) for m in models],
         "sets": [(s["key"], s["name"]) for s in doc["sets"]], "report": True,
     }
+
+
+def elide(name: str, width: int = 36) -> str:
+    """Headers do not elide by themselves: keep the start and the end (where ONNX / PyTorch is)."""
+    return name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2):]
 
 
 def details(doc: dict, model_key: str, set_key: str) -> dict:
