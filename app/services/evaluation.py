@@ -426,6 +426,7 @@ def predict_all(predictor, sets: list[EvalSet], variants: list[Variant], options
     variant_predictions = {v.id: answer[v.text]["label"] for v in variants}
     run = stats.to_json()
     run["distinct_inputs"] = len(inputs)
+    run["threads"] = options.num_threads
     run["memory_mb"] = (stats.peak_rss_mb - before) if stats.peak_rss_mb is not None and before is not None else None
     return predictions, variant_predictions, run
 
