@@ -3,7 +3,6 @@ write evaluation.json (every case, prediction and figure) and report.html."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -59,7 +58,8 @@ def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
               help="Cases sampled for identity swaps and for spelling perturbations (0: all).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--batch-size", type=int, default=64, show_default=True)
-@click.option("--threads", type=int, help="Threads per model (default: all cores; the desk itself uses half).")
+@click.option("--threads", type=int,
+              help="Threads per model (default: every core when the machine is idle, else as the desk: one per two cores).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for evaluation.json and report.html.")
 @pass_context
 def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_unvalidated: bool, suite: str | None,
@@ -75,6 +75,7 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     from app.services.evaluation import EvaluationOptions, evaluate, resolve_models, summary_lines, write_json
     from app.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
     from app.services.evaluation_report import write_html
+    from local_models.batch_run import batch_threads
     from local_models.progress import Progress
 
     if batch_size < 1:
@@ -84,7 +85,7 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     options = EvaluationOptions(
         weights=parse_weights(weights), identity_swap=not no_identity_swap, robustness=not no_robustness,
         swap_cases=sample or None, robustness_cases=sample or None, seed=seed, batch_size=batch_size,
-        num_threads=threads or os.cpu_count() or 1, training_data=training_data,
+        num_threads=threads or batch_threads(), training_data=training_data,
         training_text_column=training_text_column,
     )
     desk = obj.desk

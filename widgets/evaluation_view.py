@@ -87,10 +87,11 @@ class BarChart(pg.PlotWidget):
                                               pen=pg.mkPen("#777", width=0.5)))
         for y, (name, value, note) in zip(ys, items):
             label = pg.TextItem(f"{pct(value)} {note}", color="#222", anchor=(0, 0.5))
-            label.setPos(min(100 * (value or 0.0), 78) + 1, y)
+            label.setPos(100 * (value or 0.0) + 1, y)  # right of the bar; the axis leaves room up to 125
             self.plotItem.addItem(label)
         self.plotItem.getAxis("left").setTicks([[(y, name) for y, (name, _, _) in zip(ys, items)]])
-        self.plotItem.setXRange(0, 100, padding=0.02)
+        self.plotItem.getAxis("bottom").setTicks([[(x, str(x)) for x in range(0, 101, 20)]])
+        self.plotItem.setXRange(0, 125, padding=0)
         self.plotItem.setYRange(-0.6, n - 0.4, padding=0)
         self.setMinimumHeight(70 + 20 * n)
 
@@ -109,9 +110,15 @@ class EvaluationView(QWidget):
         # --- what to evaluate ---
         self.models = QListWidget(objectName="models")
         self.models.setMinimumHeight(120)
+        self.models.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # "Hate speech R1 (Mini…, ONNX fp32"
+        self.models.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.rounds = QCheckBox("Every round's validated examples", objectName="rounds", checked=True)
         self.suite = QLineEdit(objectName="suite", placeholderText="HateCheck-format CSV (optional)")
         self.data = QLineEdit(objectName="data", placeholderText="Labelled CSV or JSONL (optional)")
+        self.training = QLineEdit(objectName="training-data",
+                                  placeholderText="Training data, for the overlap check (optional)")
+        self.training.setToolTip("The models' training file (CSV or JSONL), when their records do not say "
+                                 "where it is. Test cases found in it are reported in red.")
         self.identity_swap = QCheckBox("Identity swap (fairness)", objectName="identity-swap", checked=True)
         self.robustness = QCheckBox("Spelling perturbations (robustness)", objectName="robustness", checked=True)
         self.weights = {}
@@ -130,12 +137,15 @@ class EvaluationView(QWidget):
 
         setup = QWidget(objectName="evaluation-setup")
         form = QVBoxLayout(setup)
-        form.addWidget(QLabel("<b>Models</b> (tick one or more; a round's targets answer as an ensemble)"))
+        intro = QLabel("<b>Models</b> (tick one or more; a round's targets answer as an ensemble)", wordWrap=True)
+        form.addWidget(intro)
         form.addWidget(self.models, 1)
         form.addWidget(QLabel("<b>Data</b>"))
         form.addWidget(self.rounds)
         form.addLayout(self._file_row(self.suite, "Suite…", "Choose a HateCheck-format suite", "CSV files (*.csv)"))
         form.addLayout(self._file_row(self.data, "Data…", "Choose a labelled data set",
+                                      "Data (*.csv *.jsonl *.ndjson)"))
+        form.addLayout(self._file_row(self.training, "Training…", "Choose the models' training data",
                                       "Data (*.csv *.jsonl *.ndjson)"))
         form.addWidget(self.identity_swap)
         form.addWidget(self.robustness)
@@ -243,11 +253,12 @@ class EvaluationView(QWidget):
         table.verticalHeader().hide()
         table.setWordWrap(False)
         table.setAlternatingRowColors(True)
+        table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         return table
 
     @staticmethod
     def _fill(table: QTableWidget, headers: list[str], rows: list[list], colours: list[list] | None = None,
-              stretch: int | None = None) -> None:
+              stretch: int | None = None, max_width: int = 320) -> None:
         table.clear()
         table.setColumnCount(len(headers))
         table.setRowCount(len(rows))
@@ -263,6 +274,14 @@ class EvaluationView(QWidget):
                 table.setItem(r, c, item)
         table.resizeColumnsToContents()
         header = table.horizontalHeader()
+        for column in range(len(headers)):  # long model names are elided in the middle, whole in the tooltip
+            if table.columnWidth(column) > max_width:
+                table.setColumnWidth(column, max_width)
+            table.horizontalHeaderItem(column).setToolTip(headers[column])
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                if len(str(value)) > 40:
+                    table.item(r, c).setToolTip(str(value))
         if stretch is not None and headers:
             header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
 
@@ -293,6 +312,7 @@ class EvaluationView(QWidget):
             "models": [self.models.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.models.count())
                        if self.models.item(i).checkState() == Qt.CheckState.Checked],
             "rounds": self.rounds.isChecked(), "suite": self.suite.text().strip(), "data": self.data.text().strip(),
+            "training_data": self.training.text().strip(),
             "identity_swap": self.identity_swap.isChecked(), "robustness": self.robustness.isChecked(),
             "weights": {name: box.value() for name, box in self.weights.items()},
         }
@@ -355,7 +375,8 @@ class EvaluationView(QWidget):
         self.failing_rows = details.get("failing") or []
         rows = [[r["id"], r.get("functionality") or "", r.get("target") or "", r["text"], r["gold"], r["predicted"],
                  num(r.get("confidence"), 2)] for r in self.failing_rows]
-        self._fill(self.failing, ["Case", "Functionality", "Target", "Text", "Gold", "Predicted", "p"], rows, stretch=3)
+        self._fill(self.failing, ["Case", "Functionality", "Target", "Text", "Gold", "Predicted", "p"], rows, stretch=3,
+                   max_width=2000)
         self.result_tabs.setTabText(3, f"Failing cases ({len(rows)})")
 
     def _open_case(self, item: QTableWidgetItem) -> None:

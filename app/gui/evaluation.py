@@ -92,8 +92,14 @@ class EvaluationController(QObject):
         desk, code = self.desk, self.task_code
         self.view.set_running(True)
         self.view.set_status("Reading the data and preparing the models…")
-        options = ev.EvaluationOptions(weights=settings["weights"], identity_swap=settings["identity_swap"],
-                                       robustness=settings["robustness"])
+        try:
+            options = ev.EvaluationOptions(weights=settings["weights"], identity_swap=settings["identity_swap"],
+                                           robustness=settings["robustness"],
+                                           training_data=settings.get("training_data") or None)
+        except DynadeskError as exc:
+            self.view.set_running(False)
+            self._error(exc)
+            return
 
         def prepare():
             sets = round_sets(desk, code, "all") if settings["rounds"] else []
@@ -101,6 +107,8 @@ class EvaluationController(QObject):
                 sets.append(read_hatecheck_suite(Path(settings["suite"])))
             if settings["data"]:
                 sets.append(read_labelled_file(Path(settings["data"])))
+            if options.training_data and not Path(options.training_data).is_file():
+                raise ev.EvaluationError(f"There is no training data file at {options.training_data}.")
             if not any(s.cases for s in sets):
                 raise ev.EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
                                          "and no suite or data file was chosen.")
@@ -233,7 +241,7 @@ def overview(doc: dict) -> dict:
         lines.append(f"Spelling perturbations: accuracy {pct(rb['accuracy'])} vs {pct(rb['clean_accuracy'])} clean ({kinds}).")
     notes = doc.get("notes") or []
     lines += [f"<span style='color:#555'>{n}</span>" for n in notes]
-    m_headers = ["Round", "n"] + [m["name"] for m in models]
+    m_headers = ["Round", "n"] + [elide(m["name"]) for m in models]
     m_rows, m_colours = [], []
     for row in doc["matrix"]["rows"]:
         cells = [row["cells"][m["key"]] for m in models]
@@ -253,6 +261,11 @@ def overview(doc: dict) -> dict:
         "models": [(m["key"], m["name"]) for m in models],
         "sets": [(s["key"], s["name"]) for s in doc["sets"]], "report": True,
     }
+
+
+def elide(name: str, width: int = 36) -> str:
+    """Headers do not elide by themselves: keep the start and the end (where ONNX / PyTorch is)."""
+    return name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2):]
 
 
 def details(doc: dict, model_key: str, set_key: str) -> dict:

@@ -369,7 +369,7 @@ def overlap_check(choice: ModelChoice, sets: list[EvalSet], options: EvaluationO
             entry["status"] = "unknown"
             entry["message"] = (f"{record.name}: its record does not say where its training data is "
                                 f"({source.get('file') or 'no file named'}); overlap not checked. "
-                                "Give the file with --training-data.")
+                                "Name the training file (--training-data; Training… in the Evaluate tab).")
             checks.append(entry)
             continue
         try:
@@ -426,6 +426,7 @@ def predict_all(predictor, sets: list[EvalSet], variants: list[Variant], options
     variant_predictions = {v.id: answer[v.text]["label"] for v in variants}
     run = stats.to_json()
     run["distinct_inputs"] = len(inputs)
+    run["threads"] = options.num_threads
     run["memory_mb"] = (stats.peak_rss_mb - before) if stats.peak_rss_mb is not None and before is not None else None
     return predictions, variant_predictions, run
 

@@ -331,6 +331,8 @@ def identity_swaps(set_key: str, cases: Sequence[Case], *, seed: int = 0, limit:
     known = {g.casefold(): g for g in IDENTITY_TERMS}
     eligible = []
     for case in cases:
+        if case.input:  # a pair (NLI): the swap would have to name which segment; not done
+            continue
         group = known.get((case.target or "").casefold())
         if group and _group_form(case.text, group):
             eligible.append((case, group))

@@ -42,7 +42,7 @@ def _colour(value: float | None) -> str:
 
 def bar_chart(items: list[tuple[str, float | None, str]], *, title: str, width: int = 760) -> str:
     """Horizontal bars of values in 0..1 (label, value, note); an inline SVG."""
-    row, left, right = 18, 230, 70
+    row, left, right = 18, 230, 170
     height = 28 + row * len(items)
     span = width - left - right
     parts = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '

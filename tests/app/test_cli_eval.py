@@ -81,3 +81,8 @@ def test_eval_of_the_default_model(data_dir, default_model_cache, small_suite, t
     assert f["n"] == 120 and 0.3 < f["accuracy"] <= 1.0  # a real model, better than chance on these rows
     check = doc["models"][0]["overlap"]["checks"][0]
     assert check["status"] == "unknown" and "labeled_data.csv" in check["message"]
+
+
+def test_eval_has_help(data_dir):
+    result = dynadesk("eval", "--help", data_dir=data_dir)
+    assert result.returncode == 0 and "--suite" in result.stdout and "round:N" in result.stdout

@@ -345,3 +345,16 @@ def test_nothing_to_evaluate_and_cancel(desk, tiny_model):
     progress.cancel()
     with pytest.raises(Cancelled):
         evaluate(choices, [EvalSet("data", "d", "dataset", cases)], EvaluationOptions(batch_size=8), progress=progress)
+
+
+def test_batch_work_uses_every_core_only_when_the_machine_is_idle(monkeypatch):
+    import os
+
+    from local_models.batch_run import batch_threads
+    from local_models.engine import default_num_threads
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.3, 0.3))
+    assert batch_threads() == 4
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 3.0, 2.0))
+    assert batch_threads() == default_num_threads() == 2

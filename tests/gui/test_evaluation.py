@@ -177,3 +177,63 @@ def test_bad_choices_get_clear_messages(qtbot, window, tmp_path):
     assert "not a HateCheck suite" in failed.args[0]
     assert "not a HateCheck suite" in view.status.text() and "b3261e" in view.status.styleSheet()
     assert view.run_button.isEnabled()
+
+
+def test_a_test_case_seen_in_training_is_warned_in_red(qtbot, window, hate_model, tmp_path):
+    trained_on = hate_model.provenance["training"]["data"]["path"]  # recorded by the trainer
+    with open(trained_on, encoding="utf-8") as handle:
+        sentences = [row["sentence"] for row in csv.DictReader(handle)][:2]
+    suite = tmp_path / "leaky.csv"
+    with open(suite, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["functionality", "case_id", "test_case", "label_gold", "target_ident"])
+        writer.writerow(["leak", "1", sentences[0], "hateful", ""])
+        writer.writerow(["leak", "2", sentences[1], "non-hateful", ""])
+        writer.writerow(["fresh", "3", "a sentence written only for this test", "non-hateful", ""])
+    view = open_tab(qtbot, window)
+    tick_only(view, "round:1")
+    choose_suite(qtbot, view, suite)
+    with qtbot.waitSignal(window.evaluation.finished, timeout=WAIT):
+        qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+    assert view.warnings.isVisible()
+    assert view.warnings.text().startswith("WARNING: 2 evaluation case(s) also appear in the training data of Trigger model")
+    qtbot.waitUntil(lambda: view.run_button.isEnabled(), timeout=WAIT)
+    view.training.setText(str(tmp_path / "missing.csv"))
+    with qtbot.waitSignal(window.evaluation.failed, timeout=WAIT):
+        qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+    assert "There is no training data file at" in view.status.text()
+
+
+def test_jobs_let_typing_in_between_batches(qtbot, tiny_classifier_dir):
+    """While an evaluation job runs on the inference thread, a prediction asked for in between is
+    answered at the job's next progress report, before the job ends."""
+    from app.gui.inference import InferenceService
+    from local_models.engine import ModelSpec
+    from tests.model_fixtures import LABELS
+
+    service = InferenceService()
+    try:
+        with qtbot.waitSignal(service.model_loaded, timeout=WAIT):
+            service.load([ModelSpec(tiny_classifier_dir, task_labels=tuple(LABELS))])
+        posted, order = threading.Event(), []
+
+        def job(progress):
+            for step in range(3):
+                progress.report(step, 3)
+                if step == 0:
+                    assert posted.wait(30)
+            return "evaluated"
+
+        service.prediction_ready.connect(lambda result: order.append(("prediction", result.inputs)))
+        service.job_done.connect(lambda _id, result: order.append(("job", result)))
+        first = []
+        service.job_progress.connect(lambda _id, done, total: first.append(done))
+        job_id = service.run_job(job)
+        qtbot.waitUntil(lambda: bool(first), timeout=WAIT)
+        service.predict("typed while evaluating")
+        posted.set()
+        qtbot.waitUntil(lambda: len(order) == 2, timeout=WAIT)
+        assert order == [("prediction", "typed while evaluating"), ("job", "evaluated")]
+        assert job_id > 0
+    finally:
+        service.shutdown()
