@@ -148,7 +148,10 @@ def test_batches_report_progress_yield_to_typing_and_cancel(qtbot, service, tiny
     assert result.request_id == request_id and len(result.predictions) == 20
     assert progress == [(8, 20), (16, 20), (20, 20)]
     direct = service._worker._models.predict(texts)  # the worker is idle now; same answers in the same order
-    assert [p.probabilities for p in result.predictions] == [p.probabilities for p in direct]
+    # batches of 8 and of 20 pad differently, which moves float sums in the last digits
+    for batched, alone in zip(result.predictions, direct):
+        assert batched.probabilities == pytest.approx(alone.probabilities, abs=1e-6)
+        assert batched.label == alone.label
 
     gated = GatedSpec(spec(tiny_classifier_dir))
     load(qtbot, service, gated)
