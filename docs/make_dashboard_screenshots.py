@@ -8,26 +8,10 @@ holds generated hate-speech examples over three rounds (placeholder texts; the d
 figures, not texts), to show the hate-type and target-group charts that NLI does not have.
 """
 
-import os
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-
-OUT = ROOT / "docs" / "screenshots"
-
-
-def wait(ms: int) -> None:
-    loop = QEventLoop()
-    QTimer.singleShot(ms, loop.quit)
-    loop.exec()
+from screenshot_kit import OUT, application, wait
 
 
 def wait_for(controller, action) -> None:
@@ -42,7 +26,7 @@ def wait_for(controller, action) -> None:
 
 
 def main() -> None:
-    app = QApplication.instance() or QApplication(sys.argv[:1])  # noqa: F841 (must stay alive)
+    app = application()  # noqa: F841 (must stay alive)
     from app.desk import Desk
     from app.gui.main_window import MainWindow
     from tests.simulation import import_anli_team, simulate_validators

@@ -7,20 +7,14 @@ PREPARED_MODELS_DIR (optional) is a data folder's ``models`` folder with the def
 already prepared, to skip the first-use assembly and export.
 """
 
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from screenshot_kit import OUT, ROOT, application, wait, wait_until
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-
-from docs.make_screenshots import OUT, wait, wait_until  # noqa: E402
+from PySide6.QtCore import Qt
 
 SUITE = ROOT.parent / "shared" / "data" / "hatecheck" / "test_suite_cases_dev.csv"
 TRAINING = ROOT.parent / "shared" / "data" / "davidson2017" / "labeled_data.csv"
@@ -58,7 +52,7 @@ def add_round(desk, lead, author, rows, number):
 
 
 def main() -> None:
-    app = QApplication.instance() or QApplication(sys.argv[:1])  # noqa: F841 (must stay alive)
+    app = application()  # noqa: F841 (must stay alive)
     from app import paths
     from app.desk import Desk
     from app.gui.main_window import MainWindow

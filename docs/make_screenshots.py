@@ -6,29 +6,14 @@ Uses a scratch data folder with the ANLI development set (read from ../shared/da
 the project's own DynaHate-layout test fixture.
 """
 
-import os
-import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-
-OUT = ROOT / "docs" / "screenshots"
-
-
-def wait(ms: int) -> None:
-    loop = QEventLoop()
-    QTimer.singleShot(ms, loop.quit)
-    loop.exec()
+from screenshot_kit import OUT, ROOT, application, wait
 
 
 def main() -> None:
-    app = QApplication.instance() or QApplication(sys.argv[:1])  # noqa: F841 (must stay alive)
+    app = application()  # noqa: F841 (must stay alive)
     from app.desk import Desk
     from app.gui.main_window import MainWindow
     from app.io.importers import import_file
@@ -61,16 +46,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         workspace_screenshots(Path(scratch))
     print(f"Screenshots written to {OUT}")
-
-
-def wait_until(condition, seconds: float = 120) -> None:
-    import time
-
-    deadline = time.time() + seconds
-    while not condition():
-        if time.time() > deadline:
-            raise TimeoutError("the screenshot scene did not get ready")
-        wait(50)
 
 
 def workspace_screenshots(scratch: Path) -> None:

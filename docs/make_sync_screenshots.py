@@ -5,33 +5,14 @@
 Runs a real sync server on loopback with a scratch database; nothing leaves the machine.
 """
 
-import os
-import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-
-OUT = ROOT / "docs" / "screenshots"
-
-
-def wait_for(condition, ms: int = 20_000) -> None:
-    loop = QEventLoop()
-    timer = QTimer(interval=50)
-    timer.timeout.connect(lambda: condition() and loop.quit())
-    timer.start()
-    QTimer.singleShot(ms, loop.quit)
-    loop.exec()
-    timer.stop()
+from screenshot_kit import OUT, ROOT, application, wait, wait_until
 
 
 def main() -> None:
-    app = QApplication.instance() or QApplication(sys.argv[:1])  # noqa: F841 (must stay alive)
+    app = application()  # noqa: F841 (must stay alive)
     from app.desk import Desk
     from app.gui.main_window import MainWindow
     from app.io.importers import import_file
@@ -52,7 +33,7 @@ def main() -> None:
         window.resize(1440, 820)
         window.show()
         window.sync.configure(server.url, ada.token, 300)
-        wait_for(lambda: window.sync_status.text.text().startswith("Synced"))
+        wait_until(lambda: window.sync_status.text.text().startswith("Synced"))
         model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
         texts = ["They should all be sent back where they came from", "Honestly, the new neighbours are lovely people",
                  "Women like her should keep quiet in meetings"]
@@ -61,20 +42,20 @@ def main() -> None:
             desk.examples.create(ada.id, "hate_speech", hate_content(text, label), [hate_output(model, "not hate")],
                                  round_number=1)
         window.sync.sync_now()
-        wait_for(lambda: window.sync_status.text.text().startswith("Synced") and not window.sync.running)
+        wait_until(lambda: window.sync_status.text.text().startswith("Synced") and not window.sync.running)
         desk.examples.create(ada.id, "hate_speech", hate_content("Written on the train, waiting for the next sync",
                                                                  "not hate"), [hate_output(model, "hate")], round_number=1)
         window.refresh()
         window.sync.refresh()
-        wait_for(lambda: window.sync_status.text.text().endswith("1 waiting"))
+        wait_until(lambda: window.sync_status.text.text().endswith("1 waiting"))
         window.table.selectRow(0)
-        wait_for(lambda: False, 600)
+        wait(600)
         window.grab().save(str(OUT / "sync-status.png"))
 
         window.open_sync_settings()
         dialog = window.findChild(SyncDialog)
         dialog.test.click()
-        wait_for(lambda: dialog.result.text().startswith("Connected"))
+        wait_until(lambda: dialog.result.text().startswith("Connected"))
         dialog.grab().save(str(OUT / "sync-dialog.png"))
         dialog.reject()
         window.close()

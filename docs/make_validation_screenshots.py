@@ -8,30 +8,15 @@ one perturbation of an ANLI example, and the project's DynaHate-layout fixture f
 hate-speech content warning.
 """
 
-import os
-import sys
 import tempfile
-from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from PySide6.QtCore import QEventLoop, Qt, QTimer  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-
-OUT = ROOT / "docs" / "screenshots"
-
-
-def wait(ms: int) -> None:
-    loop = QEventLoop()
-    QTimer.singleShot(ms, loop.quit)
-    loop.exec()
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from screenshot_kit import OUT, application, wait
 
 
 def main() -> None:
-    app = QApplication.instance() or QApplication(sys.argv[:1])  # noqa: F841 (must stay alive)
+    app = application()  # noqa: F841 (must stay alive)
     from app.desk import Desk
     from app.domain import ModelOutput
     from app.gui.main_window import MainWindow

@@ -1,0 +1,38 @@
+"""What every screenshot script needs: the project importable, an offscreen QApplication, and
+waiting on Qt's event loop (so workers and timers run) instead of sleeping."""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+OUT = ROOT / "docs" / "screenshots"
+
+
+def application() -> QApplication:
+    """The one QApplication; keep a reference for as long as windows live."""
+    return QApplication.instance() or QApplication(sys.argv[:1])
+
+
+def wait(ms: int) -> None:
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def wait_until(condition, seconds: float = 120) -> None:
+    """Let the event loop run until ``condition()`` holds; a scene that never gets ready is an error,
+    not a screenshot of the wrong thing."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the screenshot scene did not get ready")
+        wait(50)
