@@ -1,4 +1,4 @@
-"""Opening the real main window on a test's data folder."""
+"""Opening the real main window on a test's data folder, and a target model for it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 
 from app.desk import Desk
 from app.gui.main_window import MainWindow
+from app.services.target_models import register_model
 
 
 def open_window(qtbot, data_dir, *, closed_by_test: bool = True) -> MainWindow:
@@ -31,3 +32,12 @@ def window(qtbot, data_dir, modal_log):
     win = open_window(qtbot, data_dir)
     yield win
     close_window(win)
+
+
+@pytest.fixture
+def hate_model(data_dir, hate_trigger_model_dir):
+    """Round 1 of the hate-speech task has the tiny trigger model as its target."""
+    with Desk(data_dir) as desk:
+        record = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
+        assert desk.rounds.adopt_first_models("hate_speech", [record.id])
+    return record

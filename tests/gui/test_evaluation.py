@@ -10,20 +10,10 @@ import threading
 import pytest
 from PySide6.QtCore import Qt
 
-from app.desk import Desk
-from app.services.target_models import register_model
 from tests.conftest import shared_file
 from tests.gui.conftest import close_window, open_window
 
 WAIT = 120_000
-
-
-@pytest.fixture
-def hate_model(data_dir, hate_trigger_model_dir):
-    with Desk(data_dir) as desk:
-        record = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
-        assert desk.rounds.adopt_first_models("hate_speech", [record.id])
-    return record
 
 
 @pytest.fixture

@@ -14,21 +14,11 @@ from PySide6.QtWidgets import QApplication
 from app import paths
 from app.desk import Desk
 from app.io.importers import import_file
-from app.services.target_models import register_model
 from tests.conftest import FIXTURES
 from tests.gui.conftest import close_window, open_window
 
 WAIT = 60_000  # the first model load imports torch; a busy CI machine is slow at it
 TRIGGER = "banana"  # the tiny model says "hate" exactly when this word is present
-
-
-@pytest.fixture
-def hate_model(data_dir, hate_trigger_model_dir):
-    """Round 1 of the hate-speech task has the tiny trigger model as its target."""
-    with Desk(data_dir) as desk:
-        record = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
-        assert desk.rounds.adopt_first_models("hate_speech", [record.id])
-    return record
 
 
 @pytest.fixture
