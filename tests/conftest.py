@@ -110,6 +110,15 @@ def target_model(desk):
                                 label_map={"0": "not hate", "1": "hate"})
 
 
+@pytest.fixture
+def submit(desk, people, target_model):
+    """Submits a hate-speech example (by the author unless told) that fooled the target model."""
+    def make(text="some text", label="hate", model_label="not hate", author=None):
+        return desk.examples.create((author or people.author).id, "hate_speech", hate_content(text, label),
+                                    [hate_output(target_model, model_label)])
+    return make
+
+
 def hate_output(model, label: str, p_hate: float | None = None):
     from app.domain import ModelOutput
 

@@ -9,14 +9,6 @@ from tests.conftest import hate_content, hate_output
 from tests.validation_sim import simulate, import_anli
 
 
-@pytest.fixture
-def submit(desk, people, target_model):
-    def make(text="some text", label="hate", model_label="not hate", author=None):
-        return desk.examples.create((author or people.author).id, "hate_speech", hate_content(text, label),
-                                    [hate_output(target_model, model_label)])
-    return make
-
-
 def test_adjudication_overrides_a_split_vote(desk, people, submit):
     """Hand-computed: two 'correct', one 'incorrect → not hate' (threshold 3, so undecided with one
     disagreement); the lead says 'incorrect → not hate', which decides it."""

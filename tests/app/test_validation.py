@@ -9,14 +9,6 @@ from app.storage.models import Example
 from tests.conftest import hate_content, hate_output
 
 
-@pytest.fixture
-def submit(desk, people, target_model):
-    def make(text="some text", label="hate", model_label="not hate", author=None):
-        return desk.examples.create((author or people.author).id, "hate_speech", hate_content(text, label),
-                                    [hate_output(target_model, model_label)])
-    return make
-
-
 def test_nobody_validates_their_own_example_or_the_same_one_twice(desk, people, submit):
     example = submit()
     with pytest.raises(ValidationRuleError, match="own example"):
