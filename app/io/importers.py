@@ -207,19 +207,26 @@ class Importer:
         return example
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
+    """A whole UTF-8 text file (a BOM is dropped); every way it can fail is a message naming ``what``."""
+    path = Path(path)
+    if not path.exists():
+        raise DynadeskError(f"There is no {what} at {path}.")
+    if path.is_dir():
+        raise DynadeskError(f"{path} is a folder, not a {what}.")
     try:
         size = path.stat().st_size
+        raw = path.read_bytes() if size <= max_bytes else b""
     except OSError as exc:
         raise DynadeskError(f"{path} cannot be read: {exc.strerror or exc}.") from exc
-    if size > MAX_FILE_BYTES:
-        raise DynadeskError(f"{path} is {size / 1024**3:.1f} GiB; Dynadesk imports files up to 2 GiB.")
-    raw = path.read_bytes()
+    if size > max_bytes:
+        raise DynadeskError(f"{path} is {size / 2**20:,.0f} MB; Dynadesk reads a {what} of up to "
+                            f"{max_bytes // 2**20:,} MB. Split it.")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise DynadeskError(f"{path}, line {line}: the file is not UTF-8 text ({exc.reason}).") from exc
+        raise DynadeskError(f"{path}, line {line}: the {what} is not UTF-8 text ({exc.reason}).") from exc
 
 
 # --- HateCheck ---------------------------------------------------------------------------

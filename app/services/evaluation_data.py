@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from app.errors import DynadeskError
+from app.io.importers import read_text
 
 HATECHECK_COLUMNS = ("functionality", "case_id", "test_case", "label_gold")
 HATECHECK_GOLD = {"hateful": "hate", "non-hateful": "not hate"}
@@ -112,19 +113,10 @@ class Variant:
 
 
 def _read_text(path: Path, what: str) -> str:
-    path = Path(path)
-    if not path.exists():
-        raise EvaluationInputError(f"There is no {what} at {path}.")
-    if not path.is_file():
-        raise EvaluationInputError(f"{path} is a folder, not a {what}.")
-    if path.stat().st_size > MAX_EVAL_FILE_BYTES:
-        raise EvaluationInputError(f"{path} is larger than {MAX_EVAL_FILE_BYTES // 2**20} MB; split it.")
-    raw = path.read_bytes()
     try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise EvaluationInputError(f"{path}, line {line}: the {what} is not UTF-8 text ({exc.reason}).") from exc
+        return read_text(Path(path), what, MAX_EVAL_FILE_BYTES)
+    except DynadeskError as exc:
+        raise EvaluationInputError(str(exc)) from exc
 
 
 def _csv_rows(path: Path, text: str, what: str) -> tuple[list[str], list[tuple[int, dict]]]:

@@ -57,7 +57,7 @@ def test_init_import_stats_export_from_the_command_line(data_dir, tmp_path):
 
 def test_failures_are_readable_messages_with_a_non_zero_status(data_dir, tmp_path):
     assert_clean_failure(dynadesk("import", tmp_path / "missing.csv", "--format", "anli", data_dir=data_dir),
-                         "cannot be read")
+                         "There is no file at")
     assert_clean_failure(dynadesk("import", FIXTURES / "dynahate_sample.csv", "--format", "hatecheck",
                                   data_dir=data_dir), "not a hatecheck file")
     assert_clean_failure(dynadesk("stats", "--task", "chess", data_dir=data_dir), "There is no task 'chess'")
