@@ -298,14 +298,9 @@ def install(window) -> DashboardController:
     view.setObjectName("dashboard")
     controller = DashboardController(window.desk, view, lambda: window._task_code, window.show_error, window)
     window.dashboard_view = view
-    window.tabs.addTab(view, "Dash&board")
-    view_menu = next(a.menu() for a in window.menuBar().actions() if a.menu() and a.text() == "&View")
-    action = QAction("Dash&board", window, objectName="tab-dashboard")
-    action.setShortcut(QKeySequence("Ctrl+5"))
-    action.triggered.connect(lambda: window.tabs.setCurrentWidget(view))
-    view_menu.addAction(action)
+    window.add_tab(view, "Dash&board", "Ctrl+5", "tab-dashboard")
     refresh = QAction("Refresh the dashboard (also changes from sync)", window, objectName="dashboard-refresh")
     refresh.triggered.connect(controller.refresh_thoroughly)
-    view_menu.addAction(refresh)
+    window.view_menu.addAction(refresh)
     window.task_combo.currentIndexChanged.connect(lambda *_: controller.refresh())
     return controller

@@ -121,8 +121,6 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget(objectName="tabs")
         self._install_workspace()
         self.tabs.addTab(data_page, "&Data")
-        self._install_validate()
-        self._install_review()
         self.setCentralWidget(self.tabs)
         self.count_label = QLabel(objectName="count")
         self.model_label = QLabel(objectName="models")
@@ -134,6 +132,8 @@ class MainWindow(QMainWindow):
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
         self._build_menus()
+        self._install_validate()
+        self._install_review()
         self._install_dashboard()
         self._install_evaluation()
         self._restore_settings()
@@ -161,21 +161,15 @@ class MainWindow(QMainWindow):
         self.validate_view = ValidateView()
         self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self)
         self.validate.verdict_stored.connect(lambda _id: self.refresh())
-        self.tabs.addTab(self.validate_view, "&Validate")
-        self.task_combo.currentIndexChanged.connect(lambda _i: self._validate_shown())
-        self.tabs.currentChanged.connect(lambda _i: self._validate_shown())
-        action = QAction("&Validate", self, objectName="tab-validate", shortcut=QKeySequence("Ctrl+3"))
-        action.triggered.connect(lambda: self.tabs.setCurrentWidget(self.validate_view))
-        self.addAction(action)
+        self.add_tab(self.validate_view, "&Validate", "Ctrl+3", "tab-validate", shown=self._validate_shown)
 
     def _validate_shown(self) -> None:
-        if self.tabs.currentWidget() is self.validate_view:  # loads only when looked at
-            code = self.task_combo.currentData()
-            if code != self.validate.task_code:
-                self.validate.set_task(code)
-            else:
-                self.validate.refresh()
-            self.validate_view.setFocus()
+        code = self.task_combo.currentData()
+        if code != self.validate.task_code:
+            self.validate.set_task(code)
+        else:
+            self.validate.refresh()
+        self.validate_view.setFocus()
 
     def _install_review(self) -> None:
         from app.gui.review_page import ReviewController
@@ -184,20 +178,14 @@ class MainWindow(QMainWindow):
         self.review_view = ReviewView()
         self.review_page = ReviewController(self.desk, self.db, self.review_view, self.show_error, self)
         self.review_page.verdict_stored.connect(lambda _id: self.refresh())
-        self.tabs.addTab(self.review_view, "&Review")
-        self.task_combo.currentIndexChanged.connect(lambda _i: self._review_shown())
-        self.tabs.currentChanged.connect(lambda _i: self._review_shown())
-        action = QAction("&Review", self, objectName="tab-review", shortcut=QKeySequence("Ctrl+4"))
-        action.triggered.connect(lambda: self.tabs.setCurrentWidget(self.review_view))
-        self.addAction(action)
+        self.add_tab(self.review_view, "&Review", "Ctrl+4", "tab-review", shown=self._review_shown)
 
     def _review_shown(self) -> None:
-        if self.tabs.currentWidget() is self.review_view:  # queries run only when looked at
-            code = self.task_combo.currentData()
-            if code != self.review_page.task_code:
-                self.review_page.set_task(code)
-            else:
-                self.review_page.refresh()
+        code = self.task_combo.currentData()
+        if code != self.review_page.task_code:
+            self.review_page.set_task(code)
+        else:
+            self.review_page.refresh()
     # --- end of validation ---
     # --- review dashboard (issue #5): the Dashboard tab; see app/gui/dashboard.py ---
 
@@ -215,12 +203,8 @@ class MainWindow(QMainWindow):
         self.evaluation_view = EvaluationView()
         self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
         self.evaluation.case_opened.connect(self.open_evaluation_case)
-        self.tabs.addTab(self.evaluation_view, "Evaluate")
-        self.tabs.currentChanged.connect(
-            lambda _: self.tabs.currentWidget() is self.evaluation_view and self.evaluation.refresh(self._task_code))
-        view_menu = next(a.menu() for a in self.menuBar().actions() if a.text() == "&View")
-        self._action(view_menu, "E&valuate", lambda: self.tabs.setCurrentWidget(self.evaluation_view), "Ctrl+6",
-                     "tab-evaluate")
+        self.add_tab(self.evaluation_view, "Evaluate", "Ctrl+6", "tab-evaluate", menu_text="E&valuate",
+                     shown=lambda: self.evaluation.refresh(self.task_combo.currentData()))
 
     def open_evaluation_case(self, task_code: str, case: dict) -> None:
         """A case the model failed in an evaluation: open it in Create, with its attributions."""
@@ -326,13 +310,25 @@ class MainWindow(QMainWindow):
         menu.addAction(action)
         return action
 
+    def add_tab(self, view, title: str, shortcut: str, name: str, *, menu_text: str | None = None,
+                shown=None) -> None:
+        """A tab with its View-menu entry and shortcut. ``shown`` runs when the tab comes into view
+        and when the task changes while it is in view: pages load only when looked at."""
+        self.tabs.addTab(view, title)
+        self._action(self.view_menu, menu_text or title, lambda: self.tabs.setCurrentWidget(view), shortcut, name)
+        if shown is None:
+            return
+        when_in_view = lambda *_: self.tabs.currentWidget() is view and shown()  # noqa: E731
+        self.tabs.currentChanged.connect(when_in_view)
+        self.task_combo.currentIndexChanged.connect(when_in_view)
+
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         self.import_action = self._action(file_menu, "&Import data set…", self.open_import, "Ctrl+I", "import")
         self.export_action = self._action(file_menu, "&Export…", self.open_export, "Ctrl+E", "export")
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        view_menu = self.menuBar().addMenu("&View")
+        self.view_menu = view_menu = self.menuBar().addMenu("&View")
         self._action(view_menu, "&Refresh", self.refresh, QKeySequence.StandardKey.Refresh, "refresh")
         self._action(view_menu, "Find", lambda: self.filter_bar.search.setFocus(), QKeySequence.StandardKey.Find)
         self._action(view_menu, "Larger text", lambda: self.change_font_size(+1), QKeySequence.StandardKey.ZoomIn,
