@@ -30,14 +30,16 @@ from app.about import version_info
 from app.desk import Desk
 from app.domain import Role
 from app.errors import DynadeskError
+from app.gui.browser import ExampleBrowser
 from app.gui.inference import InferenceService
 from app.gui.rounds_controller import RoundsController
 from app.gui.workspace import WorkspaceController
 from app.gui.worker import SerialWorker
 from local_models.progress import Progress
-from app.services.review import NOT_DRAFT, ExampleFilter, ExampleRow
+from app.services.example_view import for_data_tab
+from app.services.review import NOT_DRAFT, ExampleFilter
 from widgets.example_detail import ExampleDetail
-from widgets.example_table import PAGE_SIZE, ExampleTableModel, ExampleTableView
+from widgets.example_table import ExampleTableModel, ExampleTableView
 from widgets.filter_bar import FilterBar
 from widgets.import_dialog import ExportDialog, ImportDialog
 from widgets.profile_dialog import ProfileDialog
@@ -60,25 +62,12 @@ SHORTCUTS = [
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
 
 
-def row_to_dict(row: ExampleRow) -> dict:
-    return {
-        "id": row.id, "submitted_at": row.submitted_at.strftime("%Y-%m-%d %H:%M") if row.submitted_at else "",
-        "round": row.round_number, "author": row.author, "text": row.text, "label": row.true_label,
-        "fooled": row.model_fooled, "status": row.status, "validation_state": row.validation_state.replace("_", " "),
-        "validations": row.validation_count, "disagreements": row.disagreement_count,
-        "perturbation_of": row.perturbation_of, "flags": row.flag_count, "decided": row.decided_verdict,
-        "review_state": row.review_state, "review_comment": row.review_comment,
-    }
-
-
 class MainWindow(QMainWindow):
     def __init__(self, desk: Desk):
         super().__init__()
         self.desk = desk
         self.db = SerialWorker("dynadesk-db", self)
         self.db.failed.connect(self.show_error)
-        self._query_generation = 0
-        self._filter = ExampleFilter()
         self._task_code: str | None = None
         self._task_ids: dict[str, uuid.UUID] = {}
         self.setWindowTitle("Dynadesk")
@@ -103,8 +92,6 @@ class MainWindow(QMainWindow):
         self.filter_bar = FilterBar()
         self.filter_bar.changed.connect(self._filters_changed)
         self.table_model = ExampleTableModel(self)
-        self.table_model.page_wanted.connect(self._fetch_page)
-        self.table_model.sort_requested.connect(lambda *_: self.refresh())
         self.table = ExampleTableView(self.table_model)
         self.table.selectionModel().currentRowChanged.connect(self._row_selected)
         self.detail = ExampleDetail()
@@ -123,6 +110,10 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(data_page, "&Data")
         self.setCentralWidget(self.tabs)
         self.count_label = QLabel(objectName="count")
+        self.browser = ExampleBrowser(desk, self.db, self.table_model, lambda example_id: for_data_tab(desk, example_id),
+                                      self.show_error, self)
+        self.browser.counted.connect(lambda total: self.count_label.setText(f"{total:,} example{'s' if total != 1 else ''}"))
+        self.browser.detail_ready.connect(self.detail.show_example)
         self.model_label = QLabel(objectName="models")
         self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().addPermanentWidget(self.count_label)
@@ -480,7 +471,7 @@ class MainWindow(QMainWindow):
 
     def _filters_changed(self, values: dict) -> None:
         task_id = self._task_ids.get(self._task_code)
-        self._filter = ExampleFilter(
+        self.browser.set_filter(ExampleFilter(
             task_id=task_id,
             round_ids=[uuid.UUID(values["round"])] if values.get("round") else (),
             author_ids=[self.desk.current_person_id] if values.get("mine") or values.get("returned") else (),
@@ -490,85 +481,17 @@ class MainWindow(QMainWindow):
             validation_states=[values["validation_state"]] if values.get("validation_state") else (),
             statuses=[values["status"]] if values.get("status") else NOT_DRAFT,
             text=values.get("text", ""),
-        )
-        self.refresh()
+        ))
 
     def refresh(self) -> None:
         """Re-run the query; answers to older queries are dropped when they arrive."""
         if getattr(self, "dashboard", None) is not None:
             self.dashboard.refresh()
-        self._query_generation += 1
-        generation = self._query_generation
-        flt, sort, descending = self._filter, self.table_model.sort_key, self.table_model.descending
-        review = self.desk.review
-
-        def query():
-            return review.count(flt), [row_to_dict(r) for r in review.rows(flt, sort=sort, descending=descending,
-                                                                             limit=PAGE_SIZE)]
-
-        def show(result):
-            if generation == self._query_generation:
-                total, rows = result
-                self.table_model.reset(total, rows)
-                self.count_label.setText(f"{total:,} example{'s' if total != 1 else ''}")
-                self.detail.show_example(None)
-
-        self.db.submit(query, on_done=show, on_error=self.show_error)
-
-    def _fetch_page(self, offset: int, limit: int) -> None:
-        generation = self._query_generation
-        flt, sort, descending = self._filter, self.table_model.sort_key, self.table_model.descending
-        review = self.desk.review
-
-        def page():
-            return [row_to_dict(r) for r in review.rows(flt, sort=sort, descending=descending, offset=offset, limit=limit)]
-
-        def show(rows):
-            if generation == self._query_generation:
-                self.table_model.add_page(offset, rows)
-
-        self.db.submit(page, on_done=show, on_error=self.show_error)
+        self.browser.refresh()
 
     def _row_selected(self, current, _previous) -> None:
         row = self.table_model.row_data(current.row())
-        if row is None:
-            self.detail.show_example(None)
-            return
-        example_id = row["id"]
-        desk = self.desk
-
-        def load():
-            example = desk.examples.get(example_id)
-            definition = desk.tasks.definition(example.task_id)
-            names = {p.id: p.display_name for p in desk.people.all()}
-            models = {m.id: m.name for m in desk.models.all()}
-            labels = {f.name: f.label for f in definition.inputs}
-            meta_labels = {f.name: f.label for f in definition.metadata}
-            return {
-                "review": (example.review_state, example.review_comment),
-                "inputs": [(labels.get(k, k), v) for k, v in example.inputs.items()],
-                "label": example.true_label if not definition.is_extractive else (example.answer or {}).get("text"),
-                "fooled": example.model_fooled,
-                "meta": [(meta_labels.get(k, k), ", ".join(v) if isinstance(v, list) else v) for k, v in example.meta.items()],
-                "outputs": [{"model": models.get(o.model_id, str(o.model_id)), "label": o.label,
-                             "probabilities": ", ".join(f"{k} {v:.2f}" for k, v in o.probabilities.items())}
-                            for o in example.outputs],
-                "validations": [f"{v.verdict}{' → ' + v.corrected_label if v.corrected_label else ''}"
-                                f"{' (' + v.reason + ')' if v.reason else ''} — {names.get(v.validator_id, '?')}, {v.mode}"
-                                for v in example.validations],
-                "facts": [("id", example.id), ("author", names.get(example.author_id, "?")),
-                          ("status", example.status + (f" ({example.status_reason})" if example.status_reason else "")),
-                          ("validation", example.validation_state.replace("_", " ")),
-                          ("time spent", f"{example.time_spent_ms / 1000:.0f} s"),
-                          ("perturbation of", example.perturbation_of or "—"),
-                          ("edit distance (words)", example.edit_distance if example.edit_distance is not None else "—"),
-                          ("origin", example.origin.get("kind", "") + (f" {example.origin.get('format')}"
-                                                                       if example.origin.get("format") else ""))],
-            }
-
-        generation = self._query_generation
-        self.db.submit(load, on_done=lambda d: generation == self._query_generation and self.detail.show_example(d),
-                       on_error=self.show_error)
+        self.browser.select(row["id"] if row else None)
 
     # --- import and export -------------------------------------------------------------------
 

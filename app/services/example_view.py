@@ -61,3 +61,34 @@ def for_validation(desk, example_id: uuid.UUID) -> dict:
         "review_state": example.review_state,
         "review_comment": example.review_comment,
     }
+
+
+def for_data_tab(desk, example_id: uuid.UUID) -> dict:
+    """Everything the Data tab's detail pane shows about one example."""
+    example = desk.examples.get(example_id)
+    definition = desk.tasks.definition(example.task_id)
+    names = {p.id: p.display_name for p in desk.people.all()}
+    models = {m.id: m.name for m in desk.models.all()}
+    labels = {f.name: f.label for f in definition.inputs}
+    meta_labels = {f.name: f.label for f in definition.metadata}
+    return {
+        "review": (example.review_state, example.review_comment),
+        "inputs": [(labels.get(k, k), v) for k, v in example.inputs.items()],
+        "label": example.true_label if not definition.is_extractive else (example.answer or {}).get("text"),
+        "fooled": example.model_fooled,
+        "meta": [(meta_labels.get(k, k), ", ".join(v) if isinstance(v, list) else v) for k, v in example.meta.items()],
+        "outputs": [{"model": models.get(o.model_id, str(o.model_id)), "label": o.label,
+                     "probabilities": ", ".join(f"{k} {v:.2f}" for k, v in o.probabilities.items())}
+                    for o in example.outputs],
+        "validations": [f"{v.verdict}{' → ' + v.corrected_label if v.corrected_label else ''}"
+                        f"{' (' + v.reason + ')' if v.reason else ''} — {names.get(v.validator_id, '?')}, {v.mode}"
+                        for v in example.validations],
+        "facts": [("id", example.id), ("author", names.get(example.author_id, "?")),
+                  ("status", example.status + (f" ({example.status_reason})" if example.status_reason else "")),
+                  ("validation", example.validation_state.replace("_", " ")),
+                  ("time spent", f"{example.time_spent_ms / 1000:.0f} s"),
+                  ("perturbation of", example.perturbation_of or "—"),
+                  ("edit distance (words)", example.edit_distance if example.edit_distance is not None else "—"),
+                  ("origin", example.origin.get("kind", "") + (f" {example.origin.get('format')}"
+                                                               if example.origin.get("format") else ""))],
+    }

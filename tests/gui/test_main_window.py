@@ -73,7 +73,7 @@ def test_a_failed_import_says_why_and_changes_nothing(qtbot, window, modal_log, 
     window.run_import(str(bad), "dynahate", None, False)
     qtbot.waitUntil(lambda: any(kind == "warning" for kind, *_ in modal_log), timeout=5000)
     assert "lacks the column" in next(x for kind, _, x in modal_log if kind == "warning")
-    assert window.desk.review.count(window._filter) == 0
+    assert window.desk.review.count(window.browser.filter) == 0
 
 
 def test_an_empty_import_path_is_refused_in_the_dialog(qtbot, window):
