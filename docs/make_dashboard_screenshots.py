@@ -11,7 +11,7 @@ figures, not texts), to show the hate-type and target-group charts that NLI does
 import tempfile
 import time
 
-from screenshot_kit import OUT, application, wait
+from screenshot_kit import OUT, ROOT, application, wait
 
 
 def wait_for(controller, action) -> None:

@@ -9,7 +9,7 @@ the project's own DynaHate-layout test fixture.
 import tempfile
 from pathlib import Path
 
-from screenshot_kit import OUT, ROOT, application, wait
+from screenshot_kit import OUT, ROOT, application, wait, wait_until
 
 
 def main() -> None:

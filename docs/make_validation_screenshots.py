@@ -12,7 +12,7 @@ import tempfile
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from screenshot_kit import OUT, application, wait
+from screenshot_kit import OUT, ROOT, application, wait
 
 
 def main() -> None:
