@@ -38,6 +38,7 @@ from app.gui.worker import SerialWorker
 from local_models.progress import Progress
 from app.services.example_view import for_data_tab
 from app.services.review import NOT_DRAFT, ExampleFilter
+from widgets.elided_label import ElidedLabel
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
 from widgets.filter_bar import FilterBar
@@ -114,7 +115,7 @@ class MainWindow(QMainWindow):
                                       self.show_error, self)
         self.browser.counted.connect(lambda total: self.count_label.setText(f"{total:,} example{'s' if total != 1 else ''}"))
         self.browser.detail_ready.connect(self.detail.show_example)
-        self.model_label = QLabel(objectName="models")
+        self.model_label = ElidedLabel(objectName="models")
         self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().addPermanentWidget(self.count_label)
         self.workspace.status_changed.connect(self.model_label.setText)

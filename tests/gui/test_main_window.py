@@ -1,6 +1,6 @@
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDialogButtonBox, QPushButton
+from PySide6.QtWidgets import QDialogButtonBox, QLabel, QPushButton
 
 from app.desk import Desk
 from app.gui.main_window import MainWindow
@@ -113,3 +113,21 @@ def test_preferences_survive_a_restart(qtbot, data_dir, modal_log):
     assert second.font().pointSize() == second.desk.settings.font_size
     second.close()
     desk.close()
+
+
+def test_a_narrow_window_shortens_the_model_status_not_the_example_count(qtbot, window):
+    import_file(window.desk, FIXTURES / "dynahate_sample.csv", "dynahate")
+    window.refresh()
+    wait_for_count(qtbot, window, "10 examples")
+    long_status = ("Round 3 ensemble: Hate speech R1 (MiniLM-L6 + trained top layer), ONNX fp32 + Hate speech R2 "
+                   "(retrained on rounds 1-2), PyTorch + R3 candidate (distilled), ONNX int8 on cpu · last prediction 13.1 ms")
+    window.model_label.setText(long_status)
+    window.resize(window.minimumSizeHint().width(), 700)  # as narrow as the window goes
+    qtbot.wait(100)
+    count = window.count_label
+    assert count.width() >= count.fontMetrics().horizontalAdvance("10 examples")  # shown whole
+    shown = QLabel.text(window.model_label)  # what is painted
+    assert "…" in shown and shown != long_status
+    assert window.model_label.text() == long_status and window.model_label.toolTip() == long_status
+    window.resize(2400, 800)  # room again: more of it shows
+    qtbot.waitUntil(lambda: len(QLabel.text(window.model_label)) > len(shown), timeout=5000)
