@@ -1,8 +1,8 @@
 """The sync outbox on the desk's side: what the sync client will push, and nothing about how.
 
 Services call :func:`enqueue` inside their own unit of work, right after the change, so a
-submitted example, a retraction or a validation is committed together with its outbox entry
-or not at all. The client (``sync.client``) drains the outbox; this module stays free of it.
+submitted example, a retraction, a validation or a lead's review (accept/return) is committed
+together with its outbox entry or not at all. The client (``sync.client``) drains the outbox; this module stays free of it.
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.domain import ExampleStatus, SyncState
-from app.storage.models import Example, OutboxEntry, Validation
+from app.storage.models import Example, ExampleReview, OutboxEntry, Validation
 
 PENDING, REJECTED, CONFLICT = "pending", "rejected", "conflict"
 
 
-def enqueue(session: Session, record: Example | Validation, *, sender: uuid.UUID | None = None) -> None:
+def enqueue(session: Session, record: Example | Validation | ExampleReview, *,
+            sender: uuid.UUID | None = None) -> None:
     """Queue ``record`` (at its current revision) for the next push.
 
-    ``sender`` is whose token pushes it: by default its author or validator. Records that stay
-    on this desk (drafts, imported data sets) are never queued here.
+    ``sender`` is whose token pushes it: by default its author, validator or reviewing lead.
+    Records that stay on this desk (drafts, imported data sets) are never queued here.
     """
     if record.sync_state != SyncState.PENDING.value:
         return
@@ -31,6 +32,8 @@ def enqueue(session: Session, record: Example | Validation, *, sender: uuid.UUID
         if record.status == ExampleStatus.DRAFT.value:
             return
         kind, person = "example", record.author_id
+    elif isinstance(record, ExampleReview):
+        kind, person = "example_review", record.lead_id
     else:
         kind, person = "validation", record.validator_id
     if record.id is None or record.revision is None:
