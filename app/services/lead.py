@@ -113,6 +113,7 @@ class LeadReviewService:
     @staticmethod
     def _record(session, examples: list[Example], lead: Person, action: ReviewAction, comment: str | None) -> None:
         now = utcnow()
+        reviews = []
         for example in examples:
             # A review of an example that never leaves this desk (an imported data set) stays here too.
             local = example.sync_state == SyncState.LOCAL.value
@@ -120,10 +121,11 @@ class LeadReviewService:
                                    comment=comment, created_at=now, updated_at=now, revision=1,
                                    sync_state=SyncState.LOCAL.value if local else SyncState.PENDING.value)
             session.add(review)
+            reviews.append(review)
             example.review_state = action.value
             example.review_comment = comment
             example.reviewed_at = now
-            outbox.enqueue(session, review)  # same unit of work as the review
+        outbox.enqueue_all(session, reviews)  # same unit of work as the reviews
 
     def history(self, example_id: uuid.UUID) -> list[ReviewRecord]:
         with self.db.read() as session:

@@ -335,3 +335,25 @@ def test_reviews_written_before_this_version_are_queued_on_upgrade(tmp_path):
     assert queued == [("example_review", ids["r1"], ids["lead"], 1, "pending")]
     assert states == {ids["r1"]: ("pending", 1), ids["r2"]: ("local", 1)}  # an imported set's review stays here
     db.close()
+
+
+def test_a_lead_verdict_written_on_the_leads_desk_decides_the_example_on_the_authors(team, tmp_path, server_db):
+    ann = prepare_desk(tmp_path / "ann", team.ann)
+    lead = prepare_desk(tmp_path / "lead", team.lead)
+    with client_for(ann, team.url, team.ann) as ann_client, client_for(lead, team.url, team.lead) as lead_client:
+        ann_client.run()
+        mine = write_example(ann, team.ann, "adjudicated elsewhere")
+        ann_client.run()
+        lead_client.run()
+        verdict = lead.lead.adjudicate(mine.id, team.lead.id, "incorrect", corrected_label="not hate",
+                                       reason="reclaimed slur, not an attack")
+        assert lead_client.run().pushed == 1
+        ann_client.run()
+    shown = ann.examples.get(mine.id)
+    assert (shown.validation_state, shown.decided_verdict, shown.decided_label) == ("decided", "incorrect", "not hate")
+    assert [(v.id, v.mode) for v in ann.validation.validations_of(mine.id)] == [(verdict.id, "lead")]
+    with server_db.read() as session:
+        stored = session.get(server_models.Example, mine.id)
+        assert (stored.decided_verdict, stored.decided_label) == ("incorrect", "not hate")
+    ann.close()
+    lead.close()
