@@ -357,3 +357,26 @@ def test_a_lead_verdict_written_on_the_leads_desk_decides_the_example_on_the_aut
         assert (stored.decided_verdict, stored.decided_label) == ("incorrect", "not hate")
     ann.close()
     lead.close()
+
+
+def test_a_desk_that_syncs_late_gets_the_example_and_its_reviews_in_one_page(team, tmp_path, caplog):
+    ann = prepare_desk(tmp_path / "ann", team.ann)
+    lead = prepare_desk(tmp_path / "lead", team.lead)
+    with client_for(ann, team.url, team.ann) as ann_client, client_for(lead, team.url, team.lead) as lead_client:
+        ann_client.run()
+        mine = write_example(ann, team.ann, "seen by Bob only at the end")
+        ann_client.run()
+        lead_client.run()
+        lead.lead.return_examples(team.lead.id, [mine.id], "Add the target group.")
+        lead_client.run()
+    bob = prepare_desk(tmp_path / "bob", team.bob)  # a teammate's desk, first sync after all of it
+    with caplog.at_level("INFO", logger="sync.local"), client_for(bob, team.url, team.bob) as client:
+        report = client.run()
+    assert report.pages == 1 and report.problems == []
+    assert not [r for r in caplog.records if "record by record" in r.getMessage()]  # stored in bulk
+    shown = bob.examples.get(mine.id)
+    assert (shown.review_state, shown.review_comment) == ("returned", "Add the target group.")
+    assert returned_to_me(bob, team.bob.id) == []  # it is Ann's, not Bob's
+    ann.close()
+    lead.close()
+    bob.close()
