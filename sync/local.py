@@ -20,14 +20,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
-from app.domain import SyncState
+from app.domain import ReviewAction, SyncState
 from app.errors import DynadeskError
-from app.io.records import RecordWriter, dump_example, dump_person, dump_validation
+from app.io.records import RecordWriter, dump_example, dump_example_review, dump_person, dump_validation
 from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import (
     Context,
     Example,
+    ExampleReview,
     Meta,
     OutboxEntry,
     Person,
@@ -89,9 +90,11 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
                                       OutboxEntry.seq > after).order_by(OutboxEntry.seq).limit(limit)))
         example_ids = [e.record_id for e in entries if e.kind == "example"]
         validation_ids = [e.record_id for e in entries if e.kind == "validation"]
+        review_ids = [e.record_id for e in entries if e.kind == "example_review"]
         examples = {x.id: x for x in session.scalars(
             select(Example).where(Example.id.in_(example_ids)).options(selectinload(Example.outputs)))}
         validations = {v.id: v for v in session.scalars(select(Validation).where(Validation.id.in_(validation_ids)))}
+        reviews = {r.id: r for r in session.scalars(select(ExampleReview).where(ExampleReview.id.in_(review_ids)))}
         codes = dict(session.execute(select(Task.id, Task.code)).all())
         round_ids = {x.round_id for x in examples.values()}
         numbers = dict(session.execute(select(Round.id, Round.number).where(Round.id.in_(round_ids))).all())
@@ -112,12 +115,18 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
                 record["context_hash"] = hashes.get(example.context_id)
             elif entry.kind == "validation" and entry.record_id in validations:
                 record = dump_validation(validations[entry.record_id])
+            elif entry.kind == "example_review" and entry.record_id in reviews:
+                record = dump_example_review(reviews[entry.record_id])
             else:
                 batch.missing.append(entry)
                 continue
             batch.entries.append(entry)
             batch.records.append(record)
         return batch
+
+
+# The records that go through the outbox, by kind: each has a revision and a sync_state.
+SYNCED_TABLES = {"example": Example, "validation": Validation, "example_review": ExampleReview}
 
 
 @dataclass
@@ -140,7 +149,8 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
     """
     out = Settled()
     sent = {str(e.record_id): (e, record) for e, record in zip(batch.entries, batch.records[batch.people:])}
-    done_examples, done_validations, done_entries, marks = [], [], [], []
+    done: dict[str, list[dict]] = {kind: [] for kind in SYNCED_TABLES}
+    done_entries, marks = [], []
     for result in results:
         if result.record == "person":
             continue
@@ -150,8 +160,7 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             out.stored += result.status == "stored"
             out.already += result.status == "already_stored"
             done_entries.append({"b_seq": entry.seq, "b_rev": revision})
-            (done_examples if entry.kind == "example" else done_validations).append({"b_id": entry.record_id,
-                                                                                      "b_rev": revision})
+            done[entry.kind].append({"b_id": entry.record_id, "b_rev": revision})
         else:
             state = {"conflict": outbox.CONFLICT, "rejected": outbox.REJECTED}.get(result.status, outbox.PENDING)
             if result.status == "conflict":
@@ -177,13 +186,14 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
         marks.append({"b_seq": entry.seq, "b_rev": entry.revision, "b_state": outbox.REJECTED,
                       "b_error": "rejected: the record is no longer on this desk"})
 
-    entries, examples, validations = OutboxEntry.__table__, Example.__table__, Validation.__table__
+    entries = OutboxEntry.__table__
     with db.write() as session:
         if done_entries:
             # Only if it was not changed again meanwhile (a retraction raises the entry's revision).
             session.execute(entries.delete().where(entries.c.seq == bindparam("b_seq"),
                                                    entries.c.revision <= bindparam("b_rev")), done_entries)
-        for table, rows in ((examples, done_examples), (validations, done_validations)):
+        for kind, rows in done.items():
+            table = SYNCED_TABLES[kind].__table__
             if rows:  # updated_at stays as it was: it is part of the record as the server stores it
                 session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.revision == bindparam("b_rev"))
                                 .values(sync_state=SyncState.SYNCED.value, updated_at=table.c.updated_at), rows)
@@ -243,9 +253,10 @@ class PulledRecordWriter(RecordWriter):
                  present: dict[str, set[uuid.UUID]], careful: bool):
         super().__init__(session, _DeskView(session), report, flush_each=careful)
         self.referenced = referenced
-        self.present = present  # ids of examples and validations this desk has
-        self.synced: dict[str, list[uuid.UUID]] = {"example": [], "validation": []}
+        self.present = present  # ids of examples, validations and reviews this desk has
+        self.synced: dict[str, list[uuid.UUID]] = {kind: [] for kind in SYNCED_TABLES}
         self.validated: set[uuid.UUID] = set()
+        self.reviewed: set[uuid.UUID] = set()  # examples whose latest review must be looked at again
         self._tasks: dict[str, Task] = {}
 
     def _changed(self, r: dict) -> bool:
@@ -258,7 +269,7 @@ class PulledRecordWriter(RecordWriter):
         return self._tasks[code]
 
     def _present(self, model, record_id: uuid.UUID) -> bool:
-        kind = {Example: "example", Validation: "validation"}.get(model)
+        kind = {model_: kind_ for kind_, model_ in SYNCED_TABLES.items()}.get(model)
         if kind is None:
             return super()._present(model, record_id)
         if record_id in self.present[kind]:
@@ -359,15 +370,74 @@ class PulledRecordWriter(RecordWriter):
         self.synced["validation"].append(validation_id)
         self.validated.add(self.ref(r["example"], "example id"))
 
+    def _write_example_review(self, r: dict) -> None:
+        review_id = uuid.UUID(r["id"])
+        if review_id in self.present["example_review"]:
+            self.report.already_present += 1
+            return
+        example_id = self.ref(r["example"], "example id")
+        if example_id not in self.present["example"] and self.session.get(Example, example_id) is None:
+            raise DynadeskError(f"it reviews example {example_id}, which is not on this desk")
+        self.session.add(ExampleReview(id=review_id, example_id=example_id, lead_id=self.ref(r["lead"], "person id"),
+                                       action=ReviewAction(r["action"]).value, comment=r.get("comment"),
+                                       sync_state=SyncState.SYNCED.value, revision=int(r.get("revision") or 1),
+                                       created_at=datetime.fromisoformat(r["created_at"]),
+                                       updated_at=datetime.fromisoformat(r["updated_at"])))
+        if self.flush_each:
+            self.session.flush()
+        self.present["example_review"].add(review_id)
+        self.reviewed.add(example_id)
+        self.report.count("reviews")
+
     def finish(self) -> None:
         # Examples that arrived without verdicts already have an empty summary; only those that
         # got verdicts in this page need theirs recomputed.
         self.touched = set(self.validated)
         super().finish()
+        self._apply_latest_reviews()
+
+    def _apply_latest_reviews(self) -> None:
+        """Each reviewed example shows its latest review by time (ties by id, the same on every
+        desk), whatever order the reviews arrived in; an older review arriving late changes nothing."""
+        if not self.reviewed:
+            return
+        self.session.flush()
+        latest: dict[uuid.UUID, ExampleReview] = {}
+        ids = sorted(self.reviewed)
+        for start in range(0, len(ids), 900):
+            for review in self.session.scalars(select(ExampleReview).where(
+                    ExampleReview.example_id.in_(ids[start:start + 900]))):
+                best = latest.get(review.example_id)
+                if best is None or (review.created_at, review.id) > (best.created_at, best.id):
+                    latest[review.example_id] = review
+        current = {row.id: row for start in range(0, len(ids), 900) for row in self.session.execute(
+            select(Example.id, Example.review_state, Example.review_comment, Example.reviewed_at)
+            .where(Example.id.in_(ids[start:start + 900])))}
+        changes = []
+        for example_id, review in latest.items():
+            state = (review.action, review.comment, review.created_at)
+            if example_id in current and tuple(current[example_id][1:]) != state:
+                changes.append({"b_id": example_id, "b_state": review.action, "b_comment": review.comment,
+                                "b_at": review.created_at})
+        if not changes:
+            return
+        table = Example.__table__
+        # updated_at stays as it was: it is part of the example as its author wrote it
+        self.session.execute(table.update().where(table.c.id == bindparam("b_id"))
+                             .values(review_state=bindparam("b_state"), review_comment=bindparam("b_comment"),
+                                     reviewed_at=bindparam("b_at", type_=Example.reviewed_at.type),
+                                     updated_at=table.c.updated_at), changes)
+        for change in changes:
+            row = self.session.identity_map.get(self.session.identity_key(Example, change["b_id"]))
+            if row is not None:
+                set_committed_value(row, "review_state", change["b_state"])
+                set_committed_value(row, "review_comment", change["b_comment"])
+                set_committed_value(row, "reviewed_at", change["b_at"])
+        self.report.updated += len(changes)
 
     def mark_synced(self) -> None:
         self.session.flush()
-        for kind, model in (("example", Example), ("validation", Validation)):
+        for kind, model in SYNCED_TABLES.items():
             ids = self.synced[kind]
             if not ids:
                 continue
@@ -383,7 +453,7 @@ class PulledRecordWriter(RecordWriter):
 
 def _present(session: Session, records: list[dict]) -> dict[str, set[uuid.UUID]]:
     out: dict[str, set[uuid.UUID]] = {}
-    for kind, model in (("example", Example), ("validation", Validation)):
+    for kind, model in SYNCED_TABLES.items():
         ids = [uuid.UUID(r["id"]) for r in records if r.get("record") == kind]
         found: set[uuid.UUID] = set()
         for start in range(0, len(ids), 900):

@@ -1,8 +1,8 @@
 """The sync protocol: request and response schemas shared by the server and the client.
 
 Records on the wire are Dynadesk's own record format (``app.io.records``: ``dump_example``,
-``dump_validation``, ...), tagged by ``record``, with three additions that let a server map
-what a desk refers to onto its own rows: a ``task`` record kind, and ``round_number`` and
+``dump_validation``, ``dump_example_review``, ...), tagged by ``record``, with three additions
+that let a server map what a desk refers to onto its own rows: a ``task`` record kind, and ``round_number`` and
 ``context_hash`` on examples (``task``/``round_number`` on contexts). Incoming records forbid
 unknown fields, so a typo is a 422 with the field named, never a silently dropped value.
 
@@ -20,7 +20,16 @@ from typing import Annotated, Any, Iterable, Literal, Union
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-from app.domain import ExampleStatus, FooledRule, ModelFormat, Role, RoundStatus, ValidationMode, Verdict
+from app.domain import (
+    ExampleStatus,
+    FooledRule,
+    ModelFormat,
+    ReviewAction,
+    Role,
+    RoundStatus,
+    ValidationMode,
+    Verdict,
+)
 
 PROTOCOL_VERSION = 1
 API = "/v1"
@@ -175,10 +184,23 @@ class ValidationRecord(Stamped):
     time_spent_ms: Count = 0
 
 
-PushItem = Annotated[Union[ExampleRecord, ValidationRecord, PersonRecord], Field(discriminator="record")]
+class ExampleReviewRecord(Stamped):
+    """A lead accepted an example or returned it to its author with a comment. Append-only;
+    only leads and owners of the example's team push them."""
+
+    record: Literal["example_review"]
+    example: uuid.UUID
+    lead: uuid.UUID
+    action: ReviewAction
+    comment: Text | None = None
+
+
+PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, PersonRecord],
+                     Field(discriminator="record")]
 PublishItem = Annotated[Union[TaskRecord, ModelRecordWire, RoundRecord, ContextRecord], Field(discriminator="record")]
 AnyRecord = Annotated[
-    Union[PersonRecord, TaskRecord, ModelRecordWire, RoundRecord, ContextRecord, ExampleRecord, ValidationRecord],
+    Union[PersonRecord, TaskRecord, ModelRecordWire, RoundRecord, ContextRecord, ExampleRecord, ValidationRecord,
+          ExampleReviewRecord],
     Field(discriminator="record"),
 ]
 RECORD_ADAPTER: TypeAdapter = TypeAdapter(AnyRecord)
@@ -188,7 +210,7 @@ RECORD_ADAPTER: TypeAdapter = TypeAdapter(AnyRecord)
 
 
 class PushRequest(Strict):
-    """Examples and validations written at a desk (and, for owners pushing an imported data set,
+    """Examples, validations and lead reviews written at a desk (and, for owners pushing an imported data set,
     the records' pseudonymous authors)."""
 
     records: list[PushItem] = Field(min_length=1, max_length=MAX_PUSH_RECORDS)
@@ -228,7 +250,7 @@ class PushResponse(Strict):
 
 class ChangesResponse(Strict):
     """One page of changes after ``since``, with every record they refer to (people, task, round,
-    models, context, the validated example), so that a page can be applied on its own."""
+    models, context, the validated or reviewed example), so that a page can be applied on its own."""
 
     records: list[AnyRecord]
     referenced: list[uuid.UUID] = Field(default_factory=list)  # records sent only because others refer to them

@@ -264,7 +264,12 @@ def install(window) -> SyncController:
         dialog.finished.connect(lambda _code: controller.test_finished.disconnect(dialog.show_test_result))
         dialog.open()
 
+    def pulled(report) -> None:
+        if report.pulled:  # what arrived (a lead's return, a verdict) shows without touching a filter
+            window.refresh()
+
     controller.status_changed.connect(show)
+    controller.finished.connect(pulled)
     controller.identity_changed.connect(window._show_person)
     controller.progress.connect(widget.set_progress)
     widget.sync_requested.connect(controller.sync_now)

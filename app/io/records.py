@@ -22,6 +22,7 @@ from app.text import content_hash
 from app.storage.models import (
     Context,
     Example,
+    ExampleReview,
     ModelOutputRow,
     ModelRecord,
     Person,
@@ -104,6 +105,12 @@ def dump_validation(validation: Validation, *, validator_id: uuid.UUID | None = 
             "corrected_label": validation.corrected_label, "reason": validation.reason,
             "model_note": validation.model_note, "mode": validation.mode, "time_spent_ms": validation.time_spent_ms,
             **_stamps(validation)}
+
+
+def dump_example_review(review: ExampleReview) -> dict:
+    """A lead's accept or return of an example (it travels by sync; files do not carry it)."""
+    return {"record": "example_review", "id": str(review.id), "example": str(review.example_id),
+            "lead": str(review.lead_id), "action": review.action, "comment": review.comment, **_stamps(review)}
 
 
 def read_record(data: Any) -> dict:

@@ -4,6 +4,8 @@ A lead's verdict is final (``ValidationService`` records it in lead mode and ``s
 lets it override the peers). Accepting and returning are recorded in ``example_reviews``;
 the example keeps the latest review (state, comment, time) for fast filters and for the
 author's own history, where a returned example shows up marked with the lead's comment.
+Reviews go into the sync outbox with the review itself, so they reach the author's desk
+(``sync.local`` applies pulled reviews the same way).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Sequence
 
 from sqlalchemy import select
 
-from app.domain import ReviewAction, Role, ValidationMode, ValidationState, Verdict, utcnow
+from app.domain import ReviewAction, Role, SyncState, ValidationMode, ValidationState, Verdict, new_id, utcnow
 from app.errors import NotFound, ValidationRuleError
 from app.services.validation import VALIDATABLE, ValidationService
+from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import Example, ExampleReview, Person, Validation
 
@@ -110,12 +113,19 @@ class LeadReviewService:
     @staticmethod
     def _record(session, examples: list[Example], lead: Person, action: ReviewAction, comment: str | None) -> None:
         now = utcnow()
+        reviews = []
         for example in examples:
-            session.add(ExampleReview(example_id=example.id, lead_id=lead.id, action=action.value, comment=comment,
-                                      created_at=now))
+            # A review of an example that never leaves this desk (an imported data set) stays here too.
+            local = example.sync_state == SyncState.LOCAL.value
+            review = ExampleReview(id=new_id(), example_id=example.id, lead_id=lead.id, action=action.value,
+                                   comment=comment, created_at=now, updated_at=now, revision=1,
+                                   sync_state=SyncState.LOCAL.value if local else SyncState.PENDING.value)
+            session.add(review)
+            reviews.append(review)
             example.review_state = action.value
             example.review_comment = comment
             example.reviewed_at = now
+        outbox.enqueue_all(session, reviews)  # same unit of work as the reviews
 
     def history(self, example_id: uuid.UUID) -> list[ReviewRecord]:
         with self.db.read() as session:

@@ -289,14 +289,17 @@ class Validation(Synced, Base):
     example: Mapped[Example] = relationship(back_populates="validations")
 
 
-class ExampleReview(Stamped, Base):
-    """A lead accepted an example (as part of an annotator's work) or returned it with a comment."""
+class ExampleReview(Synced, Base):
+    """A lead accepted an example (as part of an annotator's work) or returned it with a comment.
+
+    Append-only; it syncs like a validation, so a return reaches the author's own desk."""
 
     __tablename__ = "example_reviews"
     example_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("examples.id"), index=True)
     lead_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"), index=True)
     action: Mapped[str] = mapped_column(String(16))  # ReviewAction
     comment: Mapped[str | None] = mapped_column(Text)
+    sync_state: Mapped[str] = mapped_column(String(16), default=SyncState.PENDING.value)
 
 
 class Suite(Stamped, Base):
@@ -337,7 +340,7 @@ class OutboxEntry(Base):
     __tablename__ = "sync_outbox"
     __table_args__ = (Index(None, "state", "person_id", "seq"), {"sqlite_autoincrement": True})
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)  # push order
-    kind: Mapped[str] = mapped_column(String(16))  # "example" or "validation"
+    kind: Mapped[str] = mapped_column(String(16))  # "example", "validation" or "example_review"
     record_id: Mapped[uuid.UUID] = mapped_column(unique=True)
     person_id: Mapped[uuid.UUID]  # whose token sends it: the author or validator
     revision: Mapped[int] = mapped_column(Integer)  # the record's revision when last enqueued

@@ -1,50 +1,72 @@
 """The sync outbox on the desk's side: what the sync client will push, and nothing about how.
 
 Services call :func:`enqueue` inside their own unit of work, right after the change, so a
-submitted example, a retraction or a validation is committed together with its outbox entry
-or not at all. The client (``sync.client``) drains the outbox; this module stays free of it.
+submitted example, a retraction, a validation or a lead's review (accept/return) is committed
+together with its outbox entry or not at all. The client (``sync.client``) drains the outbox; this module stays free of it.
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.domain import ExampleStatus, SyncState
-from app.storage.models import Example, OutboxEntry, Validation
+from app.storage.models import Example, ExampleReview, OutboxEntry, Validation
 
 PENDING, REJECTED, CONFLICT = "pending", "rejected", "conflict"
 
 
-def enqueue(session: Session, record: Example | Validation, *, sender: uuid.UUID | None = None) -> None:
+def enqueue(session: Session, record: Example | Validation | ExampleReview, *,
+            sender: uuid.UUID | None = None) -> None:
     """Queue ``record`` (at its current revision) for the next push.
 
-    ``sender`` is whose token pushes it: by default its author or validator. Records that stay
-    on this desk (drafts, imported data sets) are never queued here.
+    ``sender`` is whose token pushes it: by default its author, validator or reviewing lead.
+    Records that stay on this desk (drafts, imported data sets) are never queued here.
     """
-    if record.sync_state != SyncState.PENDING.value:
+    enqueue_all(session, [record], sender=sender)
+
+
+def enqueue_all(session: Session, records: Sequence[Example | Validation | ExampleReview], *,
+                sender: uuid.UUID | None = None) -> None:
+    """:func:`enqueue` for many records at once, with one look-up for their entries (a lead
+    accepting a whole round of someone's work writes thousands of reviews in one unit of work)."""
+    wanted = []
+    for record in records:
+        if record.sync_state != SyncState.PENDING.value:
+            continue
+        if isinstance(record, Example):
+            if record.status == ExampleStatus.DRAFT.value:
+                continue
+            wanted.append((record, "example", record.author_id))
+        elif isinstance(record, ExampleReview):
+            wanted.append((record, "example_review", record.lead_id))
+        else:
+            wanted.append((record, "validation", record.validator_id))
+    if not wanted:
         return
-    if isinstance(record, Example):
-        if record.status == ExampleStatus.DRAFT.value:
-            return
-        kind, person = "example", record.author_id
-    else:
-        kind, person = "validation", record.validator_id
-    if record.id is None or record.revision is None:
+    if any(record.id is None or record.revision is None for record, _, _ in wanted):
         session.flush()  # ids and revisions are assigned at insert
-    entry = session.scalar(select(OutboxEntry).where(OutboxEntry.record_id == record.id))
-    if entry is None:
-        session.add(OutboxEntry(kind=kind, record_id=record.id, person_id=sender or person, revision=record.revision,
-                                state=PENDING, attempts=0))
-    else:  # changed again before it was sent (or after it was refused): send the newest revision
-        entry.revision = record.revision
-        entry.state = PENDING
-        entry.last_error = None
-        if sender is not None:
-            entry.person_id = sender
+    ids = [record.id for record, _, _ in wanted]
+    entries: dict[uuid.UUID, OutboxEntry] = {}
+    for start in range(0, len(ids), 900):
+        entries.update((e.record_id, e) for e in session.scalars(
+            select(OutboxEntry).where(OutboxEntry.record_id.in_(ids[start:start + 900]))))
+    for record, kind, person in wanted:
+        entry = entries.get(record.id)
+        if entry is None:
+            entries[record.id] = entry = OutboxEntry(kind=kind, record_id=record.id, person_id=sender or person,
+                                                     revision=record.revision, state=PENDING, attempts=0)
+            session.add(entry)
+        else:  # changed again before it was sent (or after it was refused): send the newest revision
+            entry.revision = record.revision
+            entry.state = PENDING
+            entry.last_error = None
+            if sender is not None:
+                entry.person_id = sender
 
 
 def queue_local(session: Session, sender: uuid.UUID, *, source: str | None = None,

@@ -176,8 +176,8 @@ def _record_errors(exc: RequestValidationError) -> tuple[str, list[RecordError]]
         index = None
         if len(loc) >= 2 and loc[0] == "records" and isinstance(loc[1], int):
             index, loc = loc[1], loc[2:]
-            if loc and isinstance(loc[0], str) and loc[0] in ("example", "validation", "person", "task", "model",
-                                                                "round", "context"):
+            if loc and isinstance(loc[0], str) and loc[0] in ("example", "validation", "example_review", "person",
+                                                                "task", "model", "round", "context"):
                 loc = loc[1:]  # the record kind pydantic chose by the 'record' tag
         where = ".".join(str(part) for part in loc) or "record"
         message = error.get("msg", "invalid")
@@ -240,12 +240,12 @@ def create_app(db: ServerDatabase, data_dir: Path) -> FastAPI:
                   protocol=PROTOCOL_VERSION, server_version=__version__)
 
     @api.post(f"{API}/push", response_model=PushResponse, responses=ERRORS, tags=["records"],
-              summary="Store examples and validations")
+              summary="Store examples, validations and lead reviews")
     def push(request: PushRequest, person: Caller) -> PushResponse:
         """Idempotent by record id and revision: a resent batch changes nothing and reports each record
         as `already_stored`. Each record gets its own result; a conflicting revision is reported back
         with the server's version, never overwritten. A request that writes as someone else, or
-        adjudicates without being a lead, stores nothing (403)."""
+        adjudicates, accepts or returns work without being a lead, stores nothing (403)."""
         results = store.push(db, person, request.records)
         return PushResponse(results=results, server_time=utcnow())
 
@@ -262,8 +262,8 @@ def create_app(db: ServerDatabase, data_dir: Path) -> FastAPI:
              summary="Changes since a cursor")
     def changes(person: Caller, since: Annotated[int, Query(ge=0, description="the cursor of the last page")] = 0,
                 limit: Annotated[int, Query(ge=1, le=MAX_PULL_RECORDS)] = 500) -> ChangesResponse:
-        """Tasks, rounds, contexts, model records, and the examples and validations of this person's team
-        (all teams for owners), except this person's own, in the order they were stored. Each page
+        """Tasks, rounds, contexts, model records, and the examples, validations and lead reviews of this
+        person's team (all teams for owners), except this person's own, in the order they were stored. Each page
         carries the records it refers to, so it can be stored on its own."""
         return store.changes(db, person, since, limit)
 

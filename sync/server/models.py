@@ -1,6 +1,6 @@
 """The server's tables: its own metadata, separate from a desk's (``app.storage.models``).
 
-The server keeps what desks pushed (examples, validations), what owners published (tasks,
+The server keeps what desks pushed (examples, validations, lead reviews), what owners published (tasks,
 rounds, contexts, model records) and who may do what (people, with hashed tokens). ``changes``
 holds one row per record with the sequence number of its latest change: pulling "changes
 since N" is one indexed range scan. Works on SQLite and PostgreSQL; schema changes go through
@@ -154,6 +154,18 @@ class Validation(Stamped, Base):
     model_note: Mapped[str | None] = mapped_column(Text)
     mode: Mapped[str] = mapped_column(String(16))
     time_spent_ms: Mapped[int] = mapped_column(BigInteger, default=0)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ExampleReview(Stamped, Base):
+    """A lead's accept or return of an example, as pushed from the lead's desk (append-only)."""
+
+    __tablename__ = "example_reviews"
+    example_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("examples.id"), index=True)
+    lead_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
+    team: Mapped[str] = mapped_column(String(64))  # the example's team
+    action: Mapped[str] = mapped_column(String(16))
+    comment: Mapped[str | None] = mapped_column(Text)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -5,7 +5,8 @@ Rules (issue #6):
   ``already_stored``; anything else that disagrees with what the server holds is a
   ``conflict``, reported with the server's version and never overwritten.
 - Submitted examples are immutable except for their status (submitted → flagged → retracted,
-  by a higher revision). Validations are append-only.
+  by a higher revision). Validations and lead reviews (accept/return) are append-only; only
+  leads and owners of the example's team review.
 - Nobody writes as someone else: an example's author and a validation's validator must be the
   token's holder. The one exception: owners publishing an imported data set write it under the
   data set's own (pseudonymous, token-less) authors.
@@ -31,7 +32,7 @@ from typing import Any, Iterable, Sequence
 from sqlalchemy import and_, bindparam, case, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.domain import ExampleStatus, Role, Span, ValidationMode, Verdict, utcnow
+from app.domain import ExampleStatus, ReviewAction, Role, Span, ValidationMode, Verdict, utcnow
 from app.errors import DynadeskError, InvalidExample
 from app.services.examples import Content, check_content, written_text
 from app.services.validation import summarise
@@ -43,6 +44,7 @@ from sync.protocol import (
     ContextRecord,
     Duplicate,
     ExampleRecord,
+    ExampleReviewRecord,
     FigureRow,
     ModelRecordWire,
     PersonRecord,
@@ -55,7 +57,19 @@ from sync.protocol import (
     text_sha256,
 )
 from sync.server.db import ServerDatabase
-from sync.server.models import CHANGE_SEQ, Change, Context, Counter, Example, ModelRecord, Person, Round, Task, Validation
+from sync.server.models import (
+    CHANGE_SEQ,
+    Change,
+    Context,
+    Counter,
+    Example,
+    ExampleReview,
+    ModelRecord,
+    Person,
+    Round,
+    Task,
+    Validation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +225,11 @@ def validation_wire(v: Validation) -> ValidationRecord:
                             time_spent_ms=v.time_spent_ms, **_stamps(v))
 
 
+def example_review_wire(r: ExampleReview) -> ExampleReviewRecord:
+    return ExampleReviewRecord(record="example_review", example=r.example_id, lead=r.lead_id, action=r.action,
+                               comment=r.comment, **_stamps(r))
+
+
 def comparable_example(record: dict) -> dict:
     """An example's wire form without what each side maps to its own ids (compared by natural key)."""
     out = {k: v for k, v in record.items() if k not in MAPPED}
@@ -326,7 +345,7 @@ class _Row:
 
 
 class _Push(_Batch):
-    """One push. New examples and validations are inserted (as plain rows, in bulk) only after
+    """One push. New examples, validations and reviews are inserted (as plain rows, in bulk) only after
     the change counter is taken, which also gives them their arrival order for duplicates."""
 
     def run(self, records: Sequence) -> list[RecordResult]:
@@ -334,10 +353,12 @@ class _Push(_Batch):
         people = [(i, r) for i, r in enumerate(records) if r.record == "person"]
         examples = [(i, r) for i, r in enumerate(records) if r.record == "example"]
         validations = [(i, r) for i, r in enumerate(records) if r.record == "validation"]
+        reviews = [(i, r) for i, r in enumerate(records) if r.record == "example_review"]
         # Lock, in one sorted pass, every stored example this request may change, before the
         # counter: concurrent pushes touching the same examples queue instead of deadlocking.
         # FOR NO KEY UPDATE leaves other writers' foreign-key checks on these rows unblocked.
-        wanted = sorted({r.id for _, r in examples} | {r.example for _, r in validations})
+        wanted = sorted({r.id for _, r in examples} | {r.example for _, r in validations}
+                        | {r.example for _, r in reviews})
         self.examples: dict[uuid.UUID, Example | _Row] = {}
         for chunk in _chunks(wanted):
             self.examples.update((e.id, e) for e in session.scalars(
@@ -350,6 +371,8 @@ class _Push(_Batch):
         self.authors: dict[uuid.UUID, Person] = {self.me.id: self.me}
         self.new_examples: list[_Row] = []
         self.new_validations: list[_Row] = []
+        self.existing_reviews = _fetch(session, ExampleReview, [r.id for _, r in reviews])
+        self.new_reviews: dict[uuid.UUID, _Row] = {}
 
         for i, r in people:
             self._person(i, r)
@@ -363,6 +386,8 @@ class _Push(_Batch):
         for example in touched.values():
             definition = self._definition_of(example.task_id)
             summarise(example, self.validations_of[example.id], definition.agreement_threshold)
+        for i, r in reviews:
+            self._review(i, r)
         self.finish()
         return self.results
 
@@ -382,6 +407,8 @@ class _Push(_Batch):
             self.session.execute(insert(Example), [row.values for row in self.new_examples])
         if self.new_validations:
             self.session.execute(insert(Validation), [row.values for row in self.new_validations])
+        if self.new_reviews:
+            self.session.execute(insert(ExampleReview), [row.values for row in self.new_reviews.values()])
         _write_changes(self.session, self.changes, seqs, self.updated)
         return seqs
 
@@ -597,6 +624,44 @@ class _Push(_Batch):
         self.changed(row, "validation", example.team, self.me.id, is_new=True)
         self.result(i, r, "stored", revision=r.revision)
         return example
+
+    # --- lead reviews (accept / return) -------------------------------------------------------
+
+    def _review(self, i: int, r: ExampleReviewRecord) -> None:
+        lead = self._author(i, r, r.lead, "lead", imported=False)
+        if lead is None:
+            return
+        if lead.role not in LEADS:
+            self.forbidden.append(RecordError(index=i, id=str(r.id), reason=(
+                f"{lead.display_name} is an {lead.role} on this server: only team leads and owners accept or "
+                "return work")))
+            return
+        existing = self.existing_reviews.get(r.id)
+        if existing is not None:
+            server = example_review_wire(existing).model_dump(mode="json")
+            if server == r.model_dump(mode="json"):
+                return self.result(i, r, "already_stored", revision=existing.revision)
+            return self.result(i, r, "conflict", revision=existing.revision, server=server,
+                               reason="reviews cannot be changed once stored")
+        if r.id in self.new_reviews:  # the same review twice in one request
+            return self.result(i, r, "already_stored", revision=self.new_reviews[r.id].revision)
+        example = self.examples.get(r.example)
+        if example is None:
+            return self.result(i, r, "deferred", reason=f"example {r.example} is not on the server yet")
+        if example.team != self.me.team and self.me.role != Role.OWNER.value:
+            self.forbidden.append(RecordError(index=i, id=str(r.id), reason="the example belongs to another team"))
+            return
+        if example.author_id == r.lead:
+            return self.result(i, r, "rejected", reason="Nobody accepts or returns their own example.")
+        if r.action == ReviewAction.RETURNED and not (r.comment or "").strip():
+            return self.result(i, r, "rejected", reason="Returning work needs a comment for the annotator.")
+        row = _Row(dict(
+            id=r.id, example_id=example.id, lead_id=r.lead, team=example.team, action=r.action.value,
+            comment=r.comment, created_at=r.created_at, updated_at=r.updated_at, revision=r.revision,
+            received_at=utcnow()))
+        self.new_reviews[r.id] = row
+        self.changed(row, "example_review", example.team, self.me.id, is_new=True)
+        self.result(i, r, "stored", revision=r.revision)
 
     # --- duplicates ---------------------------------------------------------------------------
 
@@ -819,8 +884,10 @@ def _fetch(session: Session, model, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID,
 def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID]]) -> list:
     """The changed records plus every record they refer to, in an order a desk can store them."""
     validations = _fetch(session, Validation, ids["validation"])
+    reviews = _fetch(session, ExampleReview, ids["example_review"])
     examples = _fetch(session, Example, ids["example"])
-    validated = [v.example_id for v in validations.values() if v.example_id not in examples]
+    validated = [e for e in dict.fromkeys([*(v.example_id for v in validations.values()),
+                                           *(r.example_id for r in reviews.values())]) if e not in examples]
     for example in _fetch(session, Example, validated).values():
         if example.author_id != me.id:  # a person's own examples are already on their desk
             examples[example.id] = example
@@ -836,7 +903,8 @@ def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID
     if codes:
         tasks.update((t.id, t) for t in session.scalars(select(Task).where(Task.code.in_(codes))))
     people = _fetch(session, Person, [*ids["person"], *(e.author_id for e in examples.values()),
-                                      *(v.validator_id for v in validations.values())])
+                                      *(v.validator_id for v in validations.values()),
+                                      *(r.lead_id for r in reviews.values())])
     code_of = {t.id: t.code for t in tasks.values()}
     number_of = {r.id: r.number for r in rounds.values()}
     hash_of = {c.id: c.content_hash for c in contexts.values()}
@@ -848,6 +916,7 @@ def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID
     out += [example_wire(e, code_of[e.task_id], number_of[e.round_id], hash_of.get(e.context_id))
             for e in sorted(examples.values(), key=lambda e: e.stored_seq)]
     out += [validation_wire(v) for v in sorted(validations.values(), key=lambda v: v.created_at)]
+    out += [example_review_wire(r) for r in sorted(reviews.values(), key=lambda r: (r.created_at, r.id))]
     return out
 
 

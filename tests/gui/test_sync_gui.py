@@ -163,3 +163,42 @@ def test_sync_now_sends_the_outbox_without_blocking_the_editor(qtbot, window, se
     action(window, "sync-now").trigger()
     qtbot.waitUntil(lambda: status_text(window).startswith("Offline · 1 waiting"), timeout=20_000)
     assert window.sync.timer.isActive()  # and it will try again
+
+
+def test_a_lead_returning_an_example_elsewhere_shows_in_returned_to_me_after_sync(qtbot, window, server, tmp_path):
+    from app.services.review import ExampleFilter
+    from sync.client import RetryPolicy, SyncClient
+    from tests.sync.helpers import prepare_desk
+
+    desk = window.desk
+    window.sync.configure(server.url, server.ann.token, 300)
+    qtbot.waitUntil(lambda: status_text(window).startswith("Synced"), timeout=20_000)
+    submit_examples(desk, server.ann.id, 2)
+    action(window, "sync-now").trigger()
+    qtbot.waitUntil(lambda: status_text(window).startswith("Synced") and status_text(window).endswith("0 waiting"),
+                    timeout=20_000)
+    window.tabs.setCurrentWidget(window.data_page)
+    author = window.filter_bar.author
+    author.setCurrentIndex(author.findData("returned"))
+    qtbot.waitUntil(lambda: window.count_label.text() == "0 examples", timeout=5000)
+
+    # On the lead's own desk: pull Ann's work, return one example, sync.
+    lead_account = add_account(server.db, "Lee Lead", "lead", "A")
+    lead = prepare_desk(tmp_path / "lead-desk", lead_account)
+    with SyncClient(lead, server.url, lead_account.token, policy=RetryPolicy(attempts=3, first_delay=0.01)) as client:
+        client.run(fetch_models=False)
+        returned = next(e for e in lead.review.rows(ExampleFilter(author_ids=[server.ann.id]))
+                        if e.text.endswith("number 1"))
+        lead.lead.return_examples(lead_account.id, [returned.id], "Say which group is attacked")
+        assert client.run(fetch_models=False).pushed == 1
+    lead.close()
+
+    # Ann syncs (Ctrl+Shift+S); her "Returned to me" list shows it, marked, with the comment.
+    qtbot.keyClick(window, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=20_000)
+    assert window.table_model.row_data(0)["id"] == returned.id
+    column = [key for key, _ in window.table_model.columns].index("review_state")
+    assert window.table_model.data(window.table_model.index(0, column)) == "⟲ returned"
+    window.table.selectRow(0)
+    qtbot.waitUntil(lambda: "Returned by a lead: Say which group is attacked" in window.detail.toPlainText(),
+                    timeout=5000)
