@@ -206,7 +206,7 @@ class EvaluationView(QWidget):
         failing_page = QWidget()
         failing_layout = QVBoxLayout(failing_page)
         failing_layout.addWidget(QLabel("Double-click a case (or press Enter) to open it in Create with its "
-                                        "attributions, as the start of a new example."))
+                                        "attributions, as the start of a new example.", wordWrap=True))
         failing_layout.addWidget(self.failing, 1)
         self.result_tabs = QTabWidget(objectName="result-tabs")
         self.result_tabs.addTab(summary_page, "Summary")

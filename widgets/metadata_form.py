@@ -33,7 +33,7 @@ class MetadataForm(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.title = QLabel("<b>Before it is stored: tell the validators about it</b>")
+        self.title = QLabel("<b>Before it is stored: tell the validators about it</b>", wordWrap=True)
         self.form = QFormLayout()
         self.problem = QLabel(objectName="problem", styleSheet="color:#b3261e", wordWrap=True)
         self.confirm_button = QPushButton("Store example (Ctrl+Enter)", objectName="confirm")

@@ -76,7 +76,7 @@ class PredictionPanel(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.verdict = QLabel(objectName="verdict")
+        self.verdict = QLabel(objectName="verdict", wordWrap=True)
         self.verdict.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.verdict.setMinimumHeight(self.fontMetrics().height() * 2)
         self.stale = QLabel("recomputing…", objectName="stale", styleSheet="color:#6b6b6b; font-style:italic")

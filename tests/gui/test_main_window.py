@@ -131,3 +131,10 @@ def test_a_narrow_window_shortens_the_model_status_not_the_example_count(qtbot, 
     assert window.model_label.text() == long_status and window.model_label.toolTip() == long_status
     window.resize(2400, 800)  # room again: more of it shows
     qtbot.waitUntil(lambda: len(QLabel.text(window.model_label)) > len(shown), timeout=5000)
+
+
+def test_every_tab_fits_a_small_laptop_screen(window):
+    """Long one-line labels once held the window at 1,172 px or more; wrapped, it fits 1,024-1,100."""
+    for index in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(index)
+        assert window.minimumSizeHint().width() <= 1100, window.tabs.tabText(index)
