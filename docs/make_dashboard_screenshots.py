@@ -11,7 +11,7 @@ figures, not texts), to show the hate-type and target-group charts that NLI does
 import tempfile
 import time
 
-from screenshot_kit import OUT, ROOT, application, wait
+from screenshot_kit import OUT, ROOT, application, lead_desk, show_window, wait
 
 
 def wait_for(controller, action) -> None:
@@ -27,20 +27,14 @@ def wait_for(controller, action) -> None:
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app.desk import Desk
-    from app.gui.main_window import MainWindow
     from tests.simulation import import_anli_team, simulate_validators
 
     with tempfile.TemporaryDirectory() as scratch:
-        desk = Desk(scratch)
-        lead = desk.people.create("Ada Lovelace", "lead")
-        desk.switch_person(lead.id)
+        desk = lead_desk(scratch)
         team = import_anli_team(desk, ROOT.parent / "shared" / "data" / "anli" / "ANLI_analysis_r1_dev.csv")
         simulate_validators(desk, team, share=0.8)
         desk.settings.last_task = "nli"
-        window = MainWindow(desk)
-        window.resize(1680, 1120)
-        window.show()
+        window = show_window(desk, 1680, 1120)
         view, controller = window.dashboard_view, window.dashboard
         wait_for(controller, lambda: window.tabs.setCurrentWidget(view))
         wait(300)
@@ -59,14 +53,10 @@ def main() -> None:
         desk.close()
 
     with tempfile.TemporaryDirectory() as scratch:
-        desk = Desk(scratch)
-        lead = desk.people.create("Ada Lovelace", "lead")
-        desk.switch_person(lead.id)
+        desk = lead_desk(scratch)
         simulate_validators(desk, hate_speech_team(desk), share=0.85)
         desk.settings.last_task = "hate_speech"
-        window = MainWindow(desk)
-        window.resize(1680, 1120)
-        window.show()
+        window = show_window(desk, 1680, 1120)
         view, controller = window.dashboard_view, window.dashboard
         wait_for(controller, lambda: window.tabs.setCurrentWidget(view))
         wait_for(controller, lambda: view.breakdown_combo.setCurrentIndex(view.breakdown_combo.findData("target_groups")))

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from screenshot_kit import OUT, ROOT, application, wait, wait_until
+from screenshot_kit import OUT, ROOT, application, show_window, wait, wait_until
 
 from PySide6.QtCore import Qt
 
@@ -55,7 +55,6 @@ def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
     from app import paths
     from app.desk import Desk
-    from app.gui.main_window import MainWindow
     from app.services.target_models import adopt_default_model, ensure_default_model
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -74,9 +73,7 @@ def main() -> None:
         settings.acknowledged_warnings = [*settings.acknowledged_warnings, "hate_speech"]
         desk.save_settings()
 
-        window = MainWindow(desk)
-        window.resize(1440, 880)
-        window.show()
+        window = show_window(desk, 1440, 880)
         ws = window.workspace
         wait_until(lambda: ws.loaded is not None, 300)
         window.tabs.setCurrentWidget(window.evaluation_view)

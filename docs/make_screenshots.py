@@ -9,24 +9,18 @@ the project's own DynaHate-layout test fixture.
 import tempfile
 from pathlib import Path
 
-from screenshot_kit import OUT, ROOT, application, wait, wait_until
+from screenshot_kit import OUT, ROOT, application, lead_desk, show_window, wait, wait_until
 
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app.desk import Desk
-    from app.gui.main_window import MainWindow
     from app.io.importers import import_file
 
     with tempfile.TemporaryDirectory() as scratch:
-        desk = Desk(scratch)
-        lead = desk.people.create("Ada Lovelace", "lead")
-        desk.switch_person(lead.id)
+        desk = lead_desk(scratch)
         import_file(desk, ROOT.parent / "shared" / "data" / "anli" / "ANLI_analysis_r1_dev.csv", "anli")
         import_file(desk, ROOT / "tests" / "fixtures" / "dynahate_sample.csv", "dynahate")
-        window = MainWindow(desk)
-        window.resize(1440, 820)
-        window.show()
+        window = show_window(desk, 1440, 820)
         window.tabs.setCurrentWidget(window.data_page)
         window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
         wait(800)
@@ -51,12 +45,9 @@ def main() -> None:
 def workspace_screenshots(scratch: Path) -> None:
     """First start, live prediction, heatmap, metadata form and a perturbation, on the real default model."""
     from app.desk import Desk
-    from app.gui.main_window import MainWindow
 
     desk = Desk(scratch)
-    window = MainWindow(desk)
-    window.resize(1440, 860)
-    window.show()
+    window = show_window(desk, 1440, 860)
     window.prepare_first_start()
     ws, view = window.workspace, window.workspace.view
     wait(1500)

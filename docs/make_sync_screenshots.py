@@ -8,13 +8,12 @@ Runs a real sync server on loopback with a scratch database; nothing leaves the 
 import tempfile
 from pathlib import Path
 
-from screenshot_kit import OUT, ROOT, application, wait, wait_until
+from screenshot_kit import OUT, ROOT, application, show_window, wait, wait_until
 
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
     from app.desk import Desk
-    from app.gui.main_window import MainWindow
     from app.io.importers import import_file
     from tests.conftest import hate_content, hate_output
     from tests.sync.helpers import ThreadServer, add_account, publish_basics, server_database
@@ -29,9 +28,7 @@ def main() -> None:
         publish_basics(server.url, owner, scratch)
         desk = Desk(scratch / "desk")
         import_file(desk, ROOT / "tests" / "fixtures" / "dynahate_sample.csv", "dynahate")
-        window = MainWindow(desk)
-        window.resize(1440, 820)
-        window.show()
+        window = show_window(desk, 1440, 820)
         window.sync.configure(server.url, ada.token, 300)
         wait_until(lambda: window.sync_status.text.text().startswith("Synced"))
         model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)

@@ -12,14 +12,13 @@ import tempfile
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from screenshot_kit import OUT, ROOT, application, wait
+from screenshot_kit import OUT, ROOT, application, show_window, wait
 
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
     from app.desk import Desk
     from app.domain import ModelOutput
-    from app.gui.main_window import MainWindow
     from app.services.examples import Content
     from app.services.example_view import for_validation
     from tests.validation_sim import import_anli, simulate
@@ -47,9 +46,7 @@ def main() -> None:
             [ModelOutput(model.id, model.sha256, original.true_label)], perturbation_of=original.id)
 
         desk.switch_person(newcomer.id)
-        window = MainWindow(desk)
-        window.resize(1440, 860)
-        window.show()
+        window = show_window(desk, 1440, 860)
         window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
         window.tabs.setCurrentWidget(window.validate_view)
         view = window.validate_view

@@ -36,3 +36,22 @@ def wait_until(condition, seconds: float = 120) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("the screenshot scene did not get ready")
         wait(50)
+
+
+def lead_desk(folder):
+    """A desk in ``folder`` with Ada Lovelace, a team lead, as the current profile."""
+    from app.desk import Desk
+
+    desk = Desk(folder)
+    desk.switch_person(desk.people.create("Ada Lovelace", "lead").id)
+    return desk
+
+
+def show_window(desk, width: int, height: int):
+    """The real main window on ``desk``, shown at a fixed size so screenshots are comparable."""
+    from app.gui.main_window import MainWindow
+
+    window = MainWindow(desk)
+    window.resize(width, height)
+    window.show()
+    return window
