@@ -28,6 +28,16 @@ from widgets.evaluation_view import EvaluationView, num, pct
 log = logging.getLogger(__name__)
 
 
+def evaluate_and_write(evaluate, out: Path) -> tuple[dict, Path]:
+    """Run the evaluation and write its JSON and HTML report, all on the inference worker."""
+    from app.services.evaluation_report import write_html
+
+    doc = evaluate()
+    ev.write_json(doc, out / "evaluation.json")
+    write_html(doc, out / "report.html")
+    return doc, out
+
+
 class EvaluationController(QObject):
     case_opened = Signal(str, dict)  # task code, the failing case (text, gold, predicted, ...)
     finished = Signal(object)  # the evaluation document
@@ -38,6 +48,7 @@ class EvaluationController(QObject):
         self.desk, self.db, self.inference, self.view = desk, db, inference, view
         self.task_code = "hate_speech"
         self.job_id: int | None = None
+        self._after_job = None  # what follows the running job when it is a preparation step
         self.doc: dict | None = None
         self.out_dir: Path | None = None
         self._model_key = ""
@@ -119,14 +130,25 @@ class EvaluationController(QObject):
             choices, sets, records = prepared
             cases = sum(len(s.cases) for s in sets)
             self.view.set_status(f"Evaluating {len(choices)} model(s) on {cases:,} cases…")
-            self.job_id = self.inference.run_job(
-                lambda progress: ev.evaluate(choices, sets, options, task_code=code, records=records, progress=progress))
+            out = self.desk.root / "evaluations" / datetime.now().strftime("%Y-%m-%d_%H%M%S")
+            self.job_id = self.inference.run_job(lambda progress: evaluate_and_write(
+                lambda: ev.evaluate(choices, sets, options, task_code=code, records=records, progress=progress), out))
 
         def failed(error: BaseException) -> None:
             self.view.set_running(False)
             self._error(error)
 
-        self.db.submit(prepare, on_done=start, on_error=failed)
+        def prepare_on_db() -> None:
+            self.db.submit(prepare, on_done=start, on_error=failed)
+
+        if "default" in settings["models"]:
+            # the first use assembles and exports the default model (tens of seconds): a job, not the database thread
+            from app.services.target_models import prepare_default_files
+
+            self._after_job = prepare_on_db
+            self.job_id = self.inference.run_job(lambda progress: prepare_default_files(desk, progress=progress))
+        else:
+            prepare_on_db()
 
     def cancel(self) -> None:
         if self.job_id is not None:
@@ -145,6 +167,7 @@ class EvaluationController(QObject):
         if failure.operation != "job" or failure.request_id != self.job_id:
             return
         self.job_id = None
+        self._after_job = None
         self.view.set_running(False)
         if failure.cancelled:
             self.view.set_status("Cancelled; nothing was written.")
@@ -152,33 +175,22 @@ class EvaluationController(QObject):
             self.view.set_status(f"The evaluation failed: {failure.message}", error=True)
             self.failed.emit(failure.message)
 
-    def _done(self, request_id: int, doc: dict) -> None:
+    def _done(self, request_id: int, result) -> None:
         if request_id != self.job_id:
             return
         self.job_id = None
-        out = self.desk.root / "evaluations" / datetime.now().strftime("%Y-%m-%d_%H%M%S")
-
-        def write():
-            from app.services.evaluation_report import write_html
-
-            ev.write_json(doc, out / "evaluation.json")
-            write_html(doc, out / "report.html")
-            return out
-
-        def written(folder: Path) -> None:
-            self.out_dir = folder
-            self.view.set_running(False)
-            self.view.set_progress(1, 1)
-            self.view.set_status(f"Done. Wrote {folder / 'evaluation.json'} and report.html.")
-            self.view.report_button.setEnabled(True)
-            self.finished.emit(doc)
-
-        def failed(error: BaseException) -> None:
-            self.view.set_running(False)
-            self._error(error)
-
+        then, self._after_job = self._after_job, None
+        if then is not None:  # the default model is ready: go on with the evaluation
+            then()
+            return
+        doc, folder = result
         self.show(doc)
-        self.db.submit(write, on_done=written, on_error=failed)
+        self.out_dir = folder
+        self.view.set_running(False)
+        self.view.set_progress(1, 1)
+        self.view.set_status(f"Done. Wrote {folder / 'evaluation.json'} and report.html.")
+        self.view.report_button.setEnabled(True)
+        self.finished.emit(doc)
 
     def open_report(self) -> None:
         if self.out_dir is not None:

@@ -106,6 +106,9 @@ class _BatchJob:
     position: int = 0
     results: dict = field(default_factory=dict)
 
+    def cancel(self) -> None:
+        self.cancelled.set()
+
 
 @dataclass
 class _Job:
@@ -376,7 +379,7 @@ class InferenceService(QObject):
     def cancel_batch(self, request_id: int) -> None:
         for job in self._mailbox.batches():
             if job.request_id == request_id:
-                job.cancel() if isinstance(job, _Job) else job.cancelled.set()
+                job.cancel()
 
     def run_job(self, fn: Callable[[Progress], Any]) -> int:
         """Run ``fn(progress)`` on the inference thread (an evaluation with its own models), after
@@ -406,7 +409,7 @@ class InferenceService(QObject):
             return
         self._mailbox.closing = True
         for job in self._mailbox.batches():
-            job.cancel() if isinstance(job, _Job) else job.cancelled.set()
+            job.cancel()
         self._close.emit()
         if not self._thread.wait(timeout_ms):
             log.warning("the inference thread did not stop within %d ms", timeout_ms)

@@ -411,13 +411,17 @@ def derive_variants(sets: list[EvalSet], options: EvaluationOptions) -> list[Var
     return variants
 
 
-def predict_all(predictor, sets: list[EvalSet], variants: list[Variant], options: EvaluationOptions,
-                progress: Progress) -> tuple[dict, dict, dict]:
-    """One model's predictions of every case and variant: each distinct input is computed once."""
-    from local_models.batch_run import BatchRun, current_rss_mb
+def distinct_inputs(sets: Sequence[EvalSet], variants: Sequence[Variant]) -> list:
+    """Every case's and variant's model input, once each: a text shared by cases is computed once."""
+    return list(dict.fromkeys([c.model_input for s in sets for c in s.cases] + [v.text for v in variants]))
 
-    inputs = list(dict.fromkeys([c.model_input for s in sets for c in s.cases] + [v.text for v in variants]))
-    before = current_rss_mb()
+
+def predict_all(predictor, inputs: list, sets: list[EvalSet], variants: list[Variant], options: EvaluationOptions,
+                progress: Progress, before_mb: float | None) -> tuple[dict, dict, dict]:
+    """One model's predictions of every case and variant; ``before_mb``: resident memory before
+    the model was loaded, so that its memory figure includes the model."""
+    from local_models.batch_run import BatchRun
+
     outputs, stats = BatchRun(predictor, batch_size=options.batch_size, latency_samples=options.latency_samples,
                               seed=options.seed).run(inputs, progress)
     answer = {item: {"label": p.label, "probabilities": {k: round(float(v), 6) for k, v in p.probabilities.items()}}
@@ -427,7 +431,7 @@ def predict_all(predictor, sets: list[EvalSet], variants: list[Variant], options
     run = stats.to_json()
     run["distinct_inputs"] = len(inputs)
     run["threads"] = options.num_threads
-    run["memory_mb"] = (stats.peak_rss_mb - before) if stats.peak_rss_mb is not None and before is not None else None
+    run["memory_mb"] = (stats.peak_rss_mb - before_mb) if stats.peak_rss_mb is not None and before_mb is not None else None
     return predictions, variant_predictions, run
 
 
@@ -459,16 +463,19 @@ def evaluate(choices: Sequence[ModelChoice], sets: Sequence[EvalSet], options: E
                                                                    "python": platform.python_version()},
         "sets": [s.to_json() for s in sets], "variants": [v.to_json() for v in variants], "models": [],
     }
+    from local_models.batch_run import current_rss_mb
+
+    inputs = distinct_inputs(sets, variants)
     for index, choice in enumerate(choices):
         progress.say(f"Loading {choice.name} …")
+        before_mb = current_rss_mb()
         predictor = loader(choice)
         try:
             progress.say(f"Scoring {choice.name} on {sum(len(s.cases) for s in sets):,} cases "
                          f"and {len(variants):,} variants …")
-            scaled = Progress(lambda done, total, i=index: progress.report(i * 1000 + (1000 * done // max(total, 1)),
-                                                                           1000 * len(choices)))
-            scaled._cancelled = progress._cancelled  # cancelling the caller's handle stops this model too
-            predictions, variant_predictions, run = predict_all(predictor, sets, variants, options, scaled)
+            part = progress.part(index * len(inputs), len(inputs) * len(choices))
+            predictions, variant_predictions, run = predict_all(predictor, inputs, sets, variants, options, part,
+                                                                before_mb)
         finally:
             close = getattr(predictor, "close", None)
             if close is not None:

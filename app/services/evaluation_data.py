@@ -119,6 +119,24 @@ def _read_text(path: Path, what: str) -> str:
         raise EvaluationInputError(str(exc)) from exc
 
 
+def _is_jsonl(path: Path) -> bool:
+    return path.suffix.lower() in (".jsonl", ".ndjson", ".json")
+
+
+def _jsonl_objects(path: Path, content: str) -> Iterable[tuple[int, dict]]:
+    """(line number, object) for each non-blank line; anything but a JSON object is an error naming its line."""
+    for number, line in enumerate(content.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise EvaluationInputError(f"{path}, line {number}: not a JSON object ({exc}).") from exc
+        if not isinstance(value, dict):
+            raise EvaluationInputError(f"{path}, line {number}: not a JSON object.")
+        yield number, value
+
+
 def _csv_rows(path: Path, text: str, what: str) -> tuple[list[str], list[tuple[int, dict]]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     rows = []
@@ -191,16 +209,8 @@ def read_labelled_file(path: str | Path, *, text_column: str | None = None, labe
     path = Path(path)
     content = _read_text(path, "data file")
     records: list[tuple[int, dict]] = []
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        for number, line in enumerate(content.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError as exc:
-                raise EvaluationInputError(f"{path}, line {number}: not a JSON object ({exc}).") from exc
-            if not isinstance(value, dict):
-                raise EvaluationInputError(f"{path}, line {number}: not a JSON object.")
+    if _is_jsonl(path):
+        for number, value in _jsonl_objects(path, content):
             records.append((number, {k: v if isinstance(v, str) else json.dumps(v) if v is not None else ""
                                      for k, v in value.items()}))
         header = list(dict.fromkeys(k for _, r in records for k in r))
@@ -418,17 +428,12 @@ def read_training_texts(path: str | Path, text_column: str | None = None) -> lis
     """The texts of a training file (CSV or JSONL), for the overlap check."""
     path = Path(path)
     content = _read_text(path, "training data file")
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+    if _is_jsonl(path):
         texts = []
-        for number, line in enumerate(content.splitlines(), 1):
-            if line.strip():
-                try:
-                    value = json.loads(line)
-                except ValueError as exc:
-                    raise EvaluationInputError(f"{path}, line {number}: not a JSON object ({exc}).") from exc
-                column = text_column or next((c for c in TEXT_COLUMNS if c in value), None)
-                if isinstance(value, dict) and column and isinstance(value.get(column), str):
-                    texts.append(value[column])
+        for _number, value in _jsonl_objects(path, content):
+            column = text_column or next((c for c in TEXT_COLUMNS if c in value), None)
+            if column and isinstance(value.get(column), str):
+                texts.append(value[column])
         return texts
     header, rows = _csv_rows(path, content, "training data file")
     column = text_column or next((c for c in TEXT_COLUMNS if c in header), None)

@@ -358,3 +358,14 @@ def test_batch_work_uses_every_core_only_when_the_machine_is_idle(monkeypatch):
     assert batch_threads() == 4
     monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 3.0, 2.0))
     assert batch_threads() == default_num_threads() == 2
+
+
+def test_a_training_file_line_that_is_not_an_object_is_named_not_a_crash(tmp_path):
+    from app.services.evaluation_data import read_training_texts
+
+    training = tmp_path / "train.jsonl"
+    training.write_text('{"text": "fine"}\n\n3\n', encoding="utf-8")
+    with pytest.raises(EvaluationInputError, match=r"train.jsonl, line 3: not a JSON object"):
+        read_training_texts(training)
+    training.write_text('{"text": "fine"}\n{"tweet": "also fine", "label": 1}\n', encoding="utf-8")
+    assert read_training_texts(training) == ["fine", "also fine"]
