@@ -30,8 +30,6 @@ from PySide6.QtWidgets import (
 
 from widgets.charts import BarChart, ChartFrame, LineChart
 
-KEY_ROLE = Qt.ItemDataRole.UserRole
-SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 PERIODS = [("All time", None), ("Last 7 days", 7), ("Last 30 days", 30), ("Last 90 days", 90)]
 
 
@@ -87,10 +85,6 @@ class FigureTableModel(QAbstractTableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole and kind == "text":
             return str(value)
-        if role == KEY_ROLE:
-            return row.get("key")
-        if role == SORT_ROLE:
-            return value
         return None
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):

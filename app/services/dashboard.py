@@ -49,7 +49,6 @@ VERDICT_CODES = {Verdict.CORRECT.value: DECIDED_CORRECT, Verdict.INCORRECT.value
 STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
 DECIDED_CODES = {None: -1, **VERDICT_CODES}
 JULIAN_UNIX_EPOCH = 2440587.5
-BREAKDOWNS = ("round", "model", "label")  # and every choice metadata field of the task
 CHART_ANNOTATORS = 6  # lines in the MER/vMER-over-time charts unless people are chosen
 
 
@@ -289,11 +288,6 @@ class DashboardService:
 
     # --- loading ----------------------------------------------------------------------------
 
-    def rebuild(self) -> int:
-        with self._lock:
-            self._reset()
-            return self.refresh()
-
     def refresh(self, *, thorough: bool = False, _retry: bool = True) -> int:
         """Bring the snapshot up to date; returns how many example and validation rows changed.
 
@@ -303,7 +297,8 @@ class DashboardService:
         (about 0.1 s per 100k examples) for changes made elsewhere, such as synced edits. Rows
         deleted behind the snapshot's back make the counts disagree, and the snapshot is rebuilt.
         """
-        with self._lock, self.db.engine.connect() as connection:
+        # one read transaction: every query below sees the same state, so the counts can be trusted
+        with self._lock, self.db.engine.connect() as connection, connection.begin():
             raw = connection.connection.driver_connection  # plain tuples: 100k rows without Row objects
 
             def sql(query: str, params: tuple = ()) -> _Rows:
@@ -315,8 +310,7 @@ class DashboardService:
             changed += self._place_validations(verdicts)
             counts = sql("SELECT (SELECT count(*) FROM examples WHERE status IN ('submitted', 'flagged', 'retracted')),"
                          " (SELECT count(*) FROM validations)").one()
-            # Fewer rows than the snapshot holds: some were deleted. (More: rows committed since our
-            # queries began; the next refresh finds them by rowid, so no rebuild for those.)
+            # Fewer rows than the snapshot holds: some were deleted.
             if _retry and (counts[0] < len(self.examples) or counts[1] < len(self.validations)):
                 self._reset()
                 return self.refresh(_retry=False)
@@ -342,6 +336,11 @@ class DashboardService:
         first = not self._example_mark
         rows = sql(f"SELECT {columns} FROM examples WHERE rowid > ? AND status != 'draft'", (self._example_rowid,)).all()
         seen = {row[1] for row in rows}
+        if not first and not thorough:
+            # A draft submitted after newer examples keeps its older rowid: the count shows it is
+            # missing, and the scan of updated_at (which its submission moved) finds it.
+            (present,) = sql("SELECT count(*) FROM examples WHERE status != 'draft'").one()
+            thorough = present > len(self.examples) + len(rows)
         if not first:
             wanted = touched - seen
             # Retractions and flags: the status index counts them cheaply; when the counts moved,
@@ -783,11 +782,6 @@ class DashboardService:
 
         backlog = arrived_by_each_edge(submitted_at) - arrived_by_each_edge(decided)
         return edges.tolist(), backlog.astype(int).tolist()
-
-    # --- helpers for views ------------------------------------------------------------------
-
-    def person_name(self, key: str) -> str:
-        return self.names.get(key, key)
 
 
 def _epoch(column: str) -> str:

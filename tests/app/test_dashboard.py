@@ -161,7 +161,20 @@ def test_refresh_is_incremental_and_matches_a_rebuild(desk, people, team, target
     fresh.refresh()
     assert fresh.annotators(team.flt) == service.annotators(team.flt)
     assert fresh.breakdown("target_groups", team.flt) == service.breakdown("target_groups", team.flt)
-    assert str(extra.id) and uuid.UUID(str(extra.id))
+    assert extra.id.hex in service.examples.row_of  # the new example is in the snapshot
+
+
+def test_a_draft_submitted_after_newer_examples_is_counted_by_the_quick_refresh(desk, people, team, target_model):
+    """A resumed draft keeps the rowid it got when it was started, below examples created since."""
+    service = desk.dashboard
+    draft = desk.examples.start_draft(people.author.id, "hate_speech", content=hate_content("an old draft", "hate"))
+    desk.examples.create(people.author.id, "hate_speech", hate_content("written after the draft", "hate"),
+                         [hate_output(target_model, "not hate")])
+    service.refresh()
+    before = by_name(service.annotators(team.flt))["Ana Author"].submitted
+    desk.examples.submit(draft.id, [hate_output(target_model, "not hate")])
+    assert service.refresh() == 1
+    assert by_name(service.annotators(team.flt))["Ana Author"].submitted == before + 1
 
 
 def test_a_thorough_refresh_finds_rows_changed_elsewhere(desk, people, team):
