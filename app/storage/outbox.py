@@ -71,7 +71,8 @@ def enqueue_all(session: Session, records: Sequence[Example | Validation | Examp
 
 def queue_local(session: Session, sender: uuid.UUID, *, source: str | None = None,
                 task_id: uuid.UUID | None = None) -> int:
-    """Queue records that were kept on this desk (imported data sets) because the user asked.
+    """Queue records that were kept on this desk (imported data sets) because the user asked:
+    the examples, their verdicts and their leads' reviews.
 
     Returns how many records were queued. Drafts never leave the desk.
     """
@@ -90,10 +91,15 @@ def queue_local(session: Session, sender: uuid.UUID, *, source: str | None = Non
             select(Validation).where(Validation.example_id.in_([e.id for e in chunk]),
                                      Validation.sync_state == SyncState.LOCAL.value).order_by(Validation.created_at)))
         queued += _queue(session, Validation, validations, sender)
+        reviews = list(session.scalars(
+            select(ExampleReview).where(ExampleReview.example_id.in_([e.id for e in chunk]),
+                                        ExampleReview.sync_state == SyncState.LOCAL.value)
+            .order_by(ExampleReview.created_at)))
+        queued += _queue(session, ExampleReview, reviews, None)  # a review goes with its lead's token: only leads may push one
     return queued
 
 
-def _queue(session: Session, model, records: list, sender: uuid.UUID) -> int:
+def _queue(session: Session, model, records: list, sender: uuid.UUID | None) -> int:
     if not records:
         return 0
     # updated_at stays as it was: it is part of the record as the server will store it.
@@ -102,7 +108,7 @@ def _queue(session: Session, model, records: list, sender: uuid.UUID) -> int:
                     .execution_options(synchronize_session=False))
     for record in records:
         set_committed_value(record, "sync_state", SyncState.PENDING.value)
-        enqueue(session, record, sender=sender)
+    enqueue_all(session, records, sender=sender)
     return len(records)
 
 

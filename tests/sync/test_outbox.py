@@ -84,6 +84,21 @@ def test_imported_data_sets_stay_until_asked(desk, people):
         assert outbox.queue_local(session, people.lead.id, source="dynahate") == 0  # asked twice, queued once
 
 
+def test_a_leads_review_of_an_imported_example_goes_out_with_it_under_the_leads_token(desk, people):
+    import_file(desk, FIXTURES / "dynahate_sample.csv", "dynahate")
+    with desk.db.read() as session:
+        imported = session.scalars(select(Example).where(Example.source == "dynahate")).first()
+    desk.lead.return_examples(people.lead.id, [imported.id], "Name the target group.")
+    assert entries(desk) == []  # kept on the desk, as the example is
+    owner = desk.people.create("Olga Owner", "owner")
+    with desk.db.write() as session:
+        assert outbox.queue_local(session, owner.id, source="dynahate") == 11  # 10 examples and the review
+    by_kind = {}
+    for entry in entries(desk):
+        by_kind.setdefault(entry.kind, set()).add(entry.person_id)
+    assert by_kind == {"example": {owner.id}, "example_review": {people.lead.id}}
+
+
 def test_settling_keeps_an_entry_that_changed_while_it_was_on_its_way(desk, people, target_model):
     example = desk.examples.create(people.author.id, "hate_speech", hate_content("sent as revision 1", "hate"),
                                    [hate_output(target_model, "not hate")])
