@@ -95,6 +95,8 @@ class MainWindow(QMainWindow):
         self.table_model = ExampleTableModel(self)
         self.table = ExampleTableView(self.table_model)
         self.table.selectionModel().currentRowChanged.connect(self._row_selected)
+        self._reselect_id = None  # the example selected before a refresh, selected again after it
+        self.table_model.modelReset.connect(self._reselect)
         self.detail = ExampleDetail()
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="data-splitter")
         splitter.addWidget(self.table)
@@ -485,10 +487,19 @@ class MainWindow(QMainWindow):
         ))
 
     def refresh(self) -> None:
-        """Re-run the query; answers to older queries are dropped when they arrive."""
+        """Re-run the query (answers to older queries are dropped when they arrive); the selected
+        example stays selected, so a sync in the background does not take it from under the user."""
         if getattr(self, "dashboard", None) is not None:
             self.dashboard.refresh()
+        row = self.table_model.row_data(self.table.currentIndex().row())
+        self._reselect_id = row["id"] if row else None
         self.browser.refresh()
+
+    def _reselect(self) -> None:
+        keep, self._reselect_id = self._reselect_id, None
+        found = next((i for i in range(self.table_model.rowCount()) if self.table_model.row_data(i)["id"] == keep), None)
+        if keep is not None and found is not None:
+            self.table.selectRow(found)
 
     def _row_selected(self, current, _previous) -> None:
         row = self.table_model.row_data(current.row())

@@ -24,6 +24,7 @@ class SerialWorker(QObject):
     def __init__(self, name: str, parent: QObject | None = None):
         super().__init__(parent)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._closed = False
         self._delivered.connect(self._deliver)  # queued: emitted from the worker thread
 
     def submit(self, fn: Callable[..., Any], *args, on_done: Callable[[Any], None] | None = None,
@@ -41,6 +42,8 @@ class SerialWorker(QObject):
         return self._executor.submit(job)
 
     def _deliver(self, callback, result, error) -> None:
+        if self._closed:  # the owner is closing: its widgets want no more answers
+            return
         if error is not None:
             if callback is not None:
                 callback(error)
@@ -50,4 +53,5 @@ class SerialWorker(QObject):
             callback(result)
 
     def shutdown(self, wait: bool = True) -> None:
+        self._closed = True
         self._executor.shutdown(wait=wait, cancel_futures=False)

@@ -138,3 +138,18 @@ def test_every_tab_fits_a_small_laptop_screen(window):
     for index in range(window.tabs.count()):
         window.tabs.setCurrentIndex(index)
         assert window.minimumSizeHint().width() <= 1100, window.tabs.tabText(index)
+
+
+def test_a_refresh_keeps_the_selected_example_and_its_detail(qtbot, window):
+    """Refreshes also come from a sync in the background; the example being read stays."""
+    import_file(window.desk, FIXTURES / "dynahate_sample.csv", "dynahate")
+    window.refresh()
+    wait_for_count(qtbot, window, "10 examples")
+    window.table.selectRow(3)
+    chosen = window.table_model.row_data(3)
+    qtbot.waitUntil(lambda: chosen["text"] in window.detail.toPlainText(), timeout=5000)
+    with qtbot.waitSignal(window.table_model.modelReset, timeout=5000):
+        window.refresh()
+    qtbot.waitUntil(lambda: chosen["text"] in window.detail.toPlainText(), timeout=5000)
+    assert window.table_model.row_data(window.table.currentIndex().row())["id"] == chosen["id"]
+    assert window.table.selectionModel().isRowSelected(window.table.currentIndex().row())
