@@ -116,7 +116,7 @@ class ExampleTableModel(QAbstractTableModel):
             if row["status"] == "retracted":
                 return _QUIET_BRUSH
         if role == Qt.ItemDataRole.ToolTipRole and key == "review_state" and row.get("review_comment"):
-            return f"Returned by a lead: {row['review_comment']}"
+            return f"{str(row.get('review_state') or 'reviewed').capitalize()} by a lead: {row['review_comment']}"
         if role == Qt.ItemDataRole.UserRole:
             return row["id"]
         return None

@@ -197,8 +197,11 @@ class ReviewView(QWidget):
         self.table = ExampleTableView(self.model)
         self.table.setObjectName("review-table")
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        # a click changes both the selection and the current row: say so once, with what is selected
+        self._selected_ids: list = []
         self.table.selectionModel().selectionChanged.connect(self._selection)
         self.table.selectionModel().currentRowChanged.connect(self._selection)
+        self.model.modelReset.connect(lambda: self._selected_ids.clear())  # Qt clears the selection silently
         self.detail = ExampleDetail()
         self.actions_panel = LeadActions()
         right = QSplitter(Qt.Orientation.Vertical)
@@ -241,7 +244,10 @@ class ReviewView(QWidget):
         return self.model.row_data(self.table.currentIndex().row())
 
     def _selection(self, *_args) -> None:
-        self.selection_changed.emit(self.selected_ids())
+        ids = self.selected_ids()
+        if ids != self._selected_ids:
+            self._selected_ids = ids
+            self.selection_changed.emit(ids)
 
     def set_figures(self, figures: dict) -> None:
         parts = [f"<b>{figures['examples']:,}</b> examples",

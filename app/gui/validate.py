@@ -66,13 +66,13 @@ class ValidateController(QObject):
             example = desk.validation.next_for(person, task_code=code, skip=skipped)
             remaining = desk.validation.remaining(person, task_code=code)
             name = desk.people.get(person).display_name
-            return (for_validation(desk, example.id) if example else None), remaining, name
+            task = desk.tasks.definition_by_code(code).name
+            return (for_validation(desk, example.id) if example else None), remaining, name, task
 
         def show(result) -> None:
             if generation != self._generation:
                 return
-            example, remaining, name = result
-            task = desk.tasks.definition_by_code(code).name
+            example, remaining, name, task = result
             if example is None:
                 self.view.set_status(f"Validating as <b>{name}</b> · {task}")
                 self.view.show_empty(f"Nothing left for you to validate in {task}. Examples you wrote, examples "
