@@ -11,10 +11,6 @@ from app.tasks.definition import InputKind
 from app.text import diff_pieces
 
 
-def _written(example, definition) -> str:
-    return " ".join(str(example.inputs.get(f.name, "")) for f in definition.written_inputs)
-
-
 def _label(example, definition) -> str | None:
     return (example.answer or {}).get("text") if definition.is_extractive else example.true_label
 
@@ -39,9 +35,10 @@ def for_validation(desk, example_id: uuid.UUID) -> dict:
     pair = None
     if example.perturbation_of is not None:
         original = desk.examples.get(example.perturbation_of)
-        pair = {"original": {"text": _written(original, definition), "label": _label(original, definition)},
-                "edited": {"text": _written(example, definition), "label": label},
-                "diff": diff_pieces(_written(original, definition), _written(example, definition))}
+        # ``text`` is what the author wrote (the written inputs), stored at submission
+        pair = {"original": {"text": original.text, "label": _label(original, definition)},
+                "edited": {"text": example.text, "label": label},
+                "diff": diff_pieces(original.text, example.text)}
     return {
         "id": example.id,
         "task_code": definition.code,
@@ -74,7 +71,7 @@ def for_data_tab(desk, example_id: uuid.UUID) -> dict:
     return {
         "review": (example.review_state, example.review_comment),
         "inputs": [(labels.get(k, k), v) for k, v in example.inputs.items()],
-        "label": example.true_label if not definition.is_extractive else (example.answer or {}).get("text"),
+        "label": _label(example, definition),
         "fooled": example.model_fooled,
         "meta": [(meta_labels.get(k, k), ", ".join(v) if isinstance(v, list) else v) for k, v in example.meta.items()],
         "outputs": [{"model": models.get(o.model_id, str(o.model_id)), "label": o.label,
