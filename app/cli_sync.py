@@ -168,6 +168,58 @@ def serve_people(obj, db: str | None, data: str | None) -> None:
     click.echo(format_table(["name", "role", "team", "active", "id"], rows))
 
 
+@serve.group("quarantine")
+def serve_quarantine() -> None:
+    """Stored records the change feed cannot send (nested too deep, too large): it leaves them out,
+    so everyone else's sync goes on. List them, and drop the ones nobody needs."""
+
+
+@serve_quarantine.command("list")
+@_server_options
+@pass_context
+def serve_quarantine_list(obj, db: str | None, data: str | None) -> None:
+    """The quarantined records, who sent them, and why they cannot be sent."""
+    from app.cli import format_table
+    from sync.server import store
+
+    database = _server_db(obj, db, data)
+    try:
+        database.check_schema()
+        entries = store.quarantined(database)
+    finally:
+        database.close()
+    if not entries:
+        click.echo("Nothing is in quarantine.")
+        return
+    rows = [[e.kind, str(e.record_id), e.team or "(all)", e.sender or "?", f"{e.quarantined_at:%Y-%m-%d %H:%M}",
+             e.reason[:160]] for e in entries]
+    click.echo(format_table(["kind", "id", "team", "sent by", "since (UTC)", "why"], rows))
+    click.echo("Drop one with: dynadesk serve quarantine drop ID")
+
+
+@serve_quarantine.command("drop")
+@click.argument("record_id")
+@_server_options
+@pass_context
+def serve_quarantine_drop(obj, record_id: str, db: str | None, data: str | None) -> None:
+    """Delete a quarantined record from the server for good (an example goes with its validations and reviews)."""
+    import uuid
+
+    from sync.server import store
+
+    try:
+        wanted = uuid.UUID(record_id.strip())
+    except ValueError:
+        raise DynadeskError(f"'{record_id}' is not a record id; 'dynadesk serve quarantine list' shows them.") from None
+    database = _server_db(obj, db, data)
+    try:
+        database.check_schema()
+        said = store.drop_quarantined(database, wanted)
+    finally:
+        database.close()
+    click.echo(f"Dropped {said} from the server.")
+
+
 # --- this desk ----------------------------------------------------------------------------------
 
 

@@ -288,8 +288,10 @@ class SyncClient:
                     local.pending_batch(self.db, me.id, after=after, limit=size)
                 upcoming = None
                 if not batch.entries:
-                    if batch.missing:
-                        local.settle(self.db, batch, [])
+                    if batch.missing or batch.unfit:
+                        settled = local.settle(self.db, batch, [])
+                        report.rejected += settled.rejected
+                        report.problems += settled.problems
                         after = batch.last_seq
                         continue
                     break

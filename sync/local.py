@@ -22,6 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.domain import ReviewAction, SyncState
 from app.errors import DynadeskError
+from app.limits import record_problems
 from app.io.records import RecordWriter, dump_example, dump_example_review, dump_person, dump_validation
 from app.storage import outbox
 from app.storage.db import Database
@@ -76,10 +77,12 @@ class Outgoing:
     records: list[dict]  # same order as the entries; person records (imported authors) come first
     people: int = 0  # how many leading records are person records
     missing: list[OutboxEntry] = field(default_factory=list)  # entries whose record is gone
+    # Entries whose record no server would take (a free-form field nested too deep or too large), with why.
+    unfit: list[tuple[OutboxEntry, str]] = field(default_factory=list)
 
     @property
     def last_seq(self) -> int:
-        return max((e.seq for e in [*self.entries, *self.missing]), default=0)
+        return max((e.seq for e in [*self.entries, *self.missing, *(e for e, _ in self.unfit)]), default=0)
 
 
 def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int) -> Outgoing:
@@ -119,6 +122,10 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
                 record = dump_example_review(reviews[entry.record_id])
             else:
                 batch.missing.append(entry)
+                continue
+            problems = record_problems(entry.kind, record)
+            if problems:  # it would only be refused; it stays here, named, and the rest goes on
+                batch.unfit.append((entry, "; ".join(problems)))
                 continue
             batch.entries.append(entry)
             batch.records.append(record)
@@ -185,6 +192,11 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
     for entry in batch.missing:
         marks.append({"b_seq": entry.seq, "b_rev": entry.revision, "b_state": outbox.REJECTED,
                       "b_error": "rejected: the record is no longer on this desk"})
+    for entry, reason in batch.unfit:
+        out.rejected += 1
+        marks.append({"b_seq": entry.seq, "b_rev": entry.revision, "b_state": outbox.REJECTED,
+                      "b_error": f"rejected: {reason}"})
+        out.problems.append(f"{entry.kind} {entry.record_id}: rejected: {reason}")
 
     entries = OutboxEntry.__table__
     with db.write() as session:

@@ -8,7 +8,9 @@ unknown fields, so a typo is a 422 with the field named, never a silently droppe
 
 Limits: a request body is at most ``MAX_BODY_BYTES``; one push carries at most
 ``MAX_PUSH_RECORDS`` records; one input text at most ``MAX_TEXT_CHARS`` characters (a task's
-own ``max_chars`` is checked on top of that when the record is stored).
+own ``max_chars`` is checked on top of that when the record is stored); free-form JSON fields
+(``origin``, ``meta``, ``settings``, ...) as deep and as large as ``app.limits`` allows. A page of
+changes stops adding records once it holds about ``MAX_PULL_BYTES`` (always at least one change).
 """
 
 from __future__ import annotations
@@ -18,7 +20,16 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Iterable, Literal, Union
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+)
 
 from app.domain import (
     ExampleStatus,
@@ -30,12 +41,14 @@ from app.domain import (
     ValidationMode,
     Verdict,
 )
+from app.limits import FREE_FORM_FIELDS, free_form_problem
 
 PROTOCOL_VERSION = 1
 API = "/v1"
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_PUSH_RECORDS = 2000
 MAX_PULL_RECORDS = 2000
+MAX_PULL_BYTES = 4 * 1024 * 1024
 MAX_TEXT_CHARS = 200_000  # the largest max_chars a task definition may set
 MAX_BLOB_BYTES = 8 * 1024**3
 TOKEN_PREFIX = "ddk_"
@@ -65,6 +78,18 @@ class Stamped(Strict):
     revision: Revision = 1
 
 
+def _bounded(value: Any, info: ValidationInfo) -> Any:
+    problem = free_form_problem(info.field_name, value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def bounded(kind: str):
+    """The validator that keeps a record kind's free-form fields within ``app.limits``."""
+    return field_validator(*FREE_FORM_FIELDS[kind])(_bounded)
+
+
 # --- records --------------------------------------------------------------------------------
 
 
@@ -81,6 +106,8 @@ class TaskRecord(Stamped):
     name: Name
     definition: dict[str, Any]
     fingerprint: Hex64
+
+    _bounded = bounded("task")
 
 
 class ModelFile(Strict):
@@ -101,6 +128,8 @@ class ModelRecordWire(Stamped):
     provenance: dict[str, Any] = Field(default_factory=dict)
     files: list[ModelFile] | None = Field(default=None, max_length=1000)  # None: no files on the server
 
+    _bounded = bounded("model")
+
 
 class RoundRecord(Stamped):
     record: Literal["round"]
@@ -115,6 +144,8 @@ class RoundRecord(Stamped):
     settings: dict[str, Any] = Field(default_factory=dict)
     target_models: list[uuid.UUID] = Field(default_factory=list, max_length=16)
 
+    _bounded = bounded("round")
+
 
 class ContextRecord(Stamped):
     record: Literal["context"]
@@ -126,6 +157,8 @@ class ContextRecord(Stamped):
     tag: Label = ""
     source: Short = ""
     times_used: Count = 0
+
+    _bounded = bounded("context")
 
 
 class SpanWire(Strict):
@@ -170,6 +203,8 @@ class ExampleRecord(Stamped):
     external_id: Label | None = None
     outputs: list[OutputWire] = Field(default_factory=list, max_length=16)
     duplicate_of: uuid.UUID | None = None  # set by the server; ignored when pushed
+
+    _bounded = bounded("example")
 
 
 class ValidationRecord(Stamped):

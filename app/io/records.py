@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.domain import ExampleStatus, ModelFormat, Role, Span, SyncState, ValidationMode, Verdict
 from app.errors import DynadeskError, InvalidExample
+from app.limits import record_problems
 from app.services.examples import Content, check_content, facet_rows, written_text
 from app.services.validation import summarise
 from app.text import content_hash
@@ -162,6 +163,9 @@ class RecordWriter:
         return self.ids.get(raw, raw)
 
     def write(self, record: dict) -> None:
+        problems = record_problems(record["record"], record)
+        if problems:  # the server would refuse it, and one such record once stopped a whole team's sync
+            raise DynadeskError(f"{record['record']} record {record.get('id')}: {'; '.join(problems)}")
         try:
             getattr(self, f"_write_{record['record']}")(record)
         except (KeyError, TypeError, ValueError) as exc:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.domain import ExampleStatus, SyncState
+from app.limits import FreeFormTooLarge, record_problems
 from app.storage.models import Example, ExampleReview, OutboxEntry, Validation
 
 PENDING, REJECTED, CONFLICT = "pending", "rejected", "conflict"
@@ -41,6 +42,9 @@ def enqueue_all(session: Session, records: Sequence[Example | Validation | Examp
         if isinstance(record, Example):
             if record.status == ExampleStatus.DRAFT.value:
                 continue
+            problems = record_problems("example", record)
+            if problems:  # no server would take it; say so now, not at every sync
+                raise FreeFormTooLarge(f"This example cannot be sent: {'; '.join(problems)}.")
             wanted.append((record, "example", record.author_id))
         elif isinstance(record, ExampleReview):
             wanted.append((record, "example_review", record.lead_id))

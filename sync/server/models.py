@@ -180,3 +180,17 @@ class Change(Base):
     seq: Mapped[int] = mapped_column(BigInteger, unique=True)
     team: Mapped[str | None] = mapped_column(String(64))
     owner_id: Mapped[uuid.UUID | None]
+
+
+class Quarantined(Base):
+    """A stored record the change feed could not send (it no longer fits the protocol, e.g. one stored
+    before free-form fields were bounded). The feed leaves it out, so nobody's sync stops on it, until
+    an owner drops it (``dynadesk serve quarantine drop``) or it is published again in a form that fits."""
+
+    __tablename__ = "quarantine"
+    record_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    team: Mapped[str | None] = mapped_column(String(64))
+    owner_id: Mapped[uuid.UUID | None]
+    reason: Mapped[str] = mapped_column(Text)
+    quarantined_at: Mapped[datetime] = mapped_column(default=utcnow)

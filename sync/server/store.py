@@ -29,7 +29,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import and_, bindparam, case, func, insert, or_, select, update
+from pydantic import ValidationError
+from sqlalchemy import LargeBinary, Text, and_, bindparam, case, cast, delete, exists, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.domain import ExampleStatus, ReviewAction, Role, Span, ValidationMode, Verdict, utcnow
@@ -39,6 +41,7 @@ from app.services.validation import summarise
 from app.tasks.definition import TaskDefinition
 from app.text import content_hash
 from sync.protocol import (
+    MAX_PULL_BYTES,
     TOKEN_PREFIX,
     ChangesResponse,
     ContextRecord,
@@ -66,6 +69,7 @@ from sync.server.models import (
     ExampleReview,
     ModelRecord,
     Person,
+    Quarantined,
     Round,
     Task,
     Validation,
@@ -259,6 +263,9 @@ def _write_changes(session: Session, changes: list[tuple[uuid.UUID, str, str | N
         table = Change.__table__
         session.execute(table.update().where(table.c.record_id == bindparam("b_id")).values(seq=bindparam("b_seq")),
                         moved)
+        # A changed record gets another chance in the feed (a round published again with fixed settings).
+        for chunk in _chunks([m["b_id"] for m in moved]):
+            session.execute(delete(Quarantined).where(Quarantined.record_id.in_(chunk)))
 
 
 def _record_changes(session: Session, changes: list[tuple[uuid.UUID, str, str | None, uuid.UUID | None]],
@@ -856,21 +863,203 @@ def _visible(me: Person):
     return and_(*conditions)
 
 
-def changes(db: ServerDatabase, me: Person, since: int, limit: int) -> ChangesResponse:
-    """Changes after ``since`` that ``me`` may see, with what they refer to."""
+def _not_quarantined():
+    return ~exists().where(Quarantined.record_id == Change.record_id)
+
+
+def changes(db: ServerDatabase, me: Person, since: int, limit: int,
+            max_bytes: int = MAX_PULL_BYTES) -> ChangesResponse:
+    """Changes after ``since`` that ``me`` may see, with what they refer to: at most ``limit``
+    changes, and no more than about ``max_bytes`` of records (at least one change, so a pull
+    always moves on). A record that no longer fits the protocol is quarantined and left out."""
+    broken: list[tuple[Any, str, str]] = []
     with db.read() as session:
         rows = list(session.execute(select(Change.record_id, Change.kind, Change.seq)
-                                    .where(Change.seq > since, _visible(me)).order_by(Change.seq).limit(limit)))
+                                    .where(Change.seq > since, _visible(me), _not_quarantined())
+                                    .order_by(Change.seq).limit(limit)))
+        rows = rows[:_fitting(session, rows, max_bytes)]
         cursor = rows[-1].seq if rows else since
-        remaining = session.scalar(select(func.count()).select_from(Change).where(Change.seq > cursor, _visible(me)))
+        remaining = session.scalar(select(func.count()).select_from(Change)
+                                   .where(Change.seq > cursor, _visible(me), _not_quarantined()))
         ids: dict[str, list[uuid.UUID]] = defaultdict(list)
         for record_id, kind, _seq in rows:
             ids[kind].append(record_id)
-        records = _with_references(session, me, ids)
+        records = _with_references(session, me, ids, broken)
+    if broken:
+        _quarantine(db, broken)
     changed = {record_id for record_id, _kind, _seq in rows}
     referenced = [r.id for r in records if r.id not in changed]
     return ChangesResponse(records=records, referenced=referenced, cursor=cursor, more=remaining > 0,
                            remaining=remaining)
+
+
+# What a record weighs on the wire, estimated in the database from the bytes of its large columns
+# (their stored JSON or text) plus a fixed allowance for the rest, so a page is cut before it is
+# built. SQLite stores JSON with non-ASCII escaped, which overestimates such text (pages get smaller).
+RECORD_OVERHEAD = 600
+HEAVY_COLUMNS = {"example": ("inputs", "meta", "origin", "edit_ops", "outputs", "status_reason"),
+                 "validation": ("reason", "model_note"), "example_review": ("comment",), "context": ("text", "data"),
+                 "round": ("description", "goal_message", "settings"), "task": ("definition",),
+                 "model": ("label_map", "provenance", "files"), "person": ()}
+
+
+def _weight(session: Session, kind: str) -> Any:
+    model = KIND_MODELS[kind]
+    total = RECORD_OVERHEAD
+    for name in HEAVY_COLUMNS[kind]:
+        text = cast(getattr(model, name), Text)
+        size = func.octet_length(text) if session.get_bind().dialect.name == "postgresql" else \
+            func.length(cast(text, LargeBinary))
+        total = total + func.coalesce(size, 0)
+    return total
+
+
+KIND_MODELS = {"person": Person, "task": Task, "model": ModelRecord, "round": Round, "context": Context,
+               "example": Example, "validation": Validation, "example_review": ExampleReview}
+
+
+def _weights(session: Session, kind: str, ids: Iterable[uuid.UUID], *extra) -> dict[uuid.UUID, tuple]:
+    model = KIND_MODELS[kind]
+    out: dict[uuid.UUID, tuple] = {}
+    for chunk in _chunks(list(dict.fromkeys(ids))):
+        for row in session.execute(select(model.id, _weight(session, kind), *extra).where(model.id.in_(chunk))):
+            out[row[0]] = tuple(row[1:])
+    return out
+
+
+def _fitting(session: Session, rows: list, max_bytes: int) -> int:
+    """How many of ``rows`` (changes in order) fit in a page of about ``max_bytes``: each change
+    weighs its record, and the first time they appear, the example a validation or review refers
+    to and the context of an example. Always at least one."""
+    if len(rows) <= 1:
+        return len(rows)
+    by_kind: dict[str, list[uuid.UUID]] = defaultdict(list)
+    for record_id, kind, _seq in rows:
+        by_kind[kind].append(record_id)
+    weights: dict[uuid.UUID, tuple] = {}
+    for kind, record_ids in by_kind.items():
+        model = KIND_MODELS[kind]
+        extra = {Example: (Example.context_id,), Validation: (Validation.example_id,),
+                 ExampleReview: (ExampleReview.example_id,)}.get(model, ())
+        weights.update(_weights(session, kind, record_ids, *extra))
+    examples = {w[1] for rid, kind, _ in rows if kind in ("validation", "example_review")
+                for w in [weights.get(rid)] if w} - set(by_kind["example"])
+    example_weights = _weights(session, "example", examples, Example.context_id)
+    contexts = {w[1] for w in [*example_weights.values(), *(weights.get(r) for r in by_kind["example"])]
+                if w and w[1] is not None}
+    context_weights = _weights(session, "context", contexts)
+    counted: set[uuid.UUID] = set()
+    total = 0
+
+    def once(record_id, table) -> int:
+        if record_id is None or record_id in counted or record_id not in table:
+            return 0
+        counted.add(record_id)
+        return table[record_id][0]
+
+    for n, (record_id, kind, _seq) in enumerate(rows):
+        weight = weights.get(record_id, (RECORD_OVERHEAD,))
+        total += weight[0] if record_id not in counted else 0
+        counted.add(record_id)
+        if kind in ("validation", "example_review") and len(weight) > 1:
+            total += once(weight[1], example_weights)
+            parent = example_weights.get(weight[1])
+            total += once(parent[1] if parent else None, context_weights)
+        elif kind == "example" and len(weight) > 1:
+            total += once(weight[1], context_weights)
+        if total > max_bytes:
+            return max(n, 1)
+    return len(rows)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()[:5])
+    return str(exc) or "it could not be sent"
+
+
+def _wires(rows: Iterable, kind: str, build, broken: list) -> list:
+    """``build(row)`` for each row; a row that does not fit the protocol is noted in ``broken`` and left out."""
+    out = []
+    for row in rows:
+        try:
+            out.append(build(row))
+        except Exception as exc:  # one bad record must not fail the page; it is quarantined and named
+            broken.append((row, kind, _reason(exc)))
+    return out
+
+
+def _quarantine(db: ServerDatabase, broken: list[tuple[Any, str, str]]) -> None:
+    def work(session: Session) -> None:
+        for row, kind, reason in broken:
+            if session.get(Quarantined, row.id) is not None:
+                continue
+            change = session.get(Change, row.id)
+            session.add(Quarantined(record_id=row.id, kind=kind, team=change.team if change else None,
+                                    owner_id=change.owner_id if change else None, reason=reason))
+            log.warning("quarantined %s %s: it cannot be sent (%s); see 'dynadesk serve quarantine list'",
+                        kind, row.id, reason)
+
+    try:
+        db.write_retrying(work)
+    except IntegrityError:  # another worker quarantined it at the same moment
+        pass
+
+
+@dataclass(frozen=True)
+class QuarantineEntry:
+    record_id: uuid.UUID
+    kind: str
+    team: str | None
+    sender: str | None
+    reason: str
+    quarantined_at: Any
+
+
+def quarantined(db: ServerDatabase) -> list[QuarantineEntry]:
+    """The records the change feed leaves out, oldest first, with who sent them and why."""
+    with db.read() as session:
+        rows = list(session.scalars(select(Quarantined).order_by(Quarantined.quarantined_at)))
+        names = dict(session.execute(select(Person.id, Person.display_name)
+                                     .where(Person.id.in_({r.owner_id for r in rows if r.owner_id}))).all())
+    return [QuarantineEntry(r.record_id, r.kind, r.team, names.get(r.owner_id), r.reason, r.quarantined_at)
+            for r in rows]
+
+
+def drop_quarantined(db: ServerDatabase, record_id: uuid.UUID) -> str:
+    """Delete a quarantined record from the server for good (an example with its validations and
+    reviews). Returns what was deleted, in words."""
+
+    def work(session: Session) -> str:
+        entry = session.get(Quarantined, record_id)
+        if entry is None:
+            raise DynadeskError(f"{record_id} is not in quarantine; 'dynadesk serve quarantine list' shows what is.")
+        model = KIND_MODELS[entry.kind]
+        gone = [record_id]
+        said = f"{entry.kind} {record_id}"
+        if model is Example:
+            dependants = [*session.scalars(select(Validation.id).where(Validation.example_id == record_id)),
+                          *session.scalars(select(ExampleReview.id).where(ExampleReview.example_id == record_id))]
+            session.execute(delete(Validation).where(Validation.example_id == record_id))
+            session.execute(delete(ExampleReview).where(ExampleReview.example_id == record_id))
+            session.execute(update(Example).where(Example.duplicate_of == record_id).values(duplicate_of=None))
+            gone += dependants
+            if dependants:
+                said += f" with its {len(dependants)} validation(s) and review(s)"
+        elif model is Context:
+            if session.scalar(select(func.count()).select_from(Example).where(Example.context_id == record_id)):
+                raise DynadeskError(f"examples were written on context {record_id}; it cannot be dropped. "
+                                    "Publish it again in a form that fits instead.")
+        elif model not in (Validation, ExampleReview):
+            raise DynadeskError(f"a {entry.kind} cannot be dropped (others refer to it); publish it again in a form "
+                                "that fits, and it leaves quarantine.")
+        session.execute(delete(model).where(model.id == record_id))
+        for chunk in _chunks(gone):
+            session.execute(delete(Change).where(Change.record_id.in_(chunk)))
+        session.delete(entry)
+        return said
+
+    return db.write_retrying(work)
 
 
 def _fetch(session: Session, model, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Any]:
@@ -881,8 +1070,9 @@ def _fetch(session: Session, model, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID,
     return out
 
 
-def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID]]) -> list:
-    """The changed records plus every record they refer to, in an order a desk can store them."""
+def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID]], broken: list) -> list:
+    """The changed records plus every record they refer to, in an order a desk can store them.
+    Records that cannot be sent are added to ``broken`` instead."""
     validations = _fetch(session, Validation, ids["validation"])
     reviews = _fetch(session, ExampleReview, ids["example_review"])
     examples = _fetch(session, Example, ids["example"])
@@ -908,15 +1098,19 @@ def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID
     code_of = {t.id: t.code for t in tasks.values()}
     number_of = {r.id: r.number for r in rounds.values()}
     hash_of = {c.id: c.content_hash for c in contexts.values()}
-    out: list = [person_wire(p) for p in people.values()]
-    out += [task_wire(t) for t in tasks.values()]
-    out += [model_wire(m) for m in models.values()]
-    out += [round_wire(r, code_of[r.task_id]) for r in sorted(rounds.values(), key=lambda r: r.number)]
-    out += [context_wire(c, code_of[rounds[c.round_id].task_id], number_of[c.round_id]) for c in contexts.values()]
-    out += [example_wire(e, code_of[e.task_id], number_of[e.round_id], hash_of.get(e.context_id))
-            for e in sorted(examples.values(), key=lambda e: e.stored_seq)]
-    out += [validation_wire(v) for v in sorted(validations.values(), key=lambda v: v.created_at)]
-    out += [example_review_wire(r) for r in sorted(reviews.values(), key=lambda r: (r.created_at, r.id))]
+    out: list = _wires(people.values(), "person", person_wire, broken)
+    out += _wires(tasks.values(), "task", task_wire, broken)
+    out += _wires(models.values(), "model", model_wire, broken)
+    out += _wires(sorted(rounds.values(), key=lambda r: r.number), "round",
+                  lambda r: round_wire(r, code_of[r.task_id]), broken)
+    out += _wires(contexts.values(), "context",
+                  lambda c: context_wire(c, code_of[rounds[c.round_id].task_id], number_of[c.round_id]), broken)
+    out += _wires(sorted(examples.values(), key=lambda e: e.stored_seq), "example",
+                  lambda e: example_wire(e, code_of[e.task_id], number_of[e.round_id], hash_of.get(e.context_id)),
+                  broken)
+    out += _wires(sorted(validations.values(), key=lambda v: v.created_at), "validation", validation_wire, broken)
+    out += _wires(sorted(reviews.values(), key=lambda r: (r.created_at, r.id)), "example_review",
+                  example_review_wire, broken)
     return out
 
 
