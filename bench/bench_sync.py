@@ -267,6 +267,63 @@ def concurrency_large(ctx: BenchContext, kind: str, desks: int, per_desk: int, t
                         "pulling; every desk holds exactly its team's work")
 
 
+def pull_memory(ctx: BenchContext, n: int) -> list[Result]:
+    """Pulling ``n`` large-but-legal examples (origin and edit_ops each just under the 64 KiB a free-form
+    field may take): the peak memory (tracemalloc) of building and serialising one page, as the server does
+    for ``/v1/changes``, with pages capped by bytes and, for reference, capped only by records (as before)."""
+    import tracemalloc
+
+    from app.limits import MAX_FIELD_BYTES
+    from sync.protocol import MAX_PULL_BYTES, PublishRequest, PushRequest
+    from sync.server import store
+    from tests.sync.helpers import basics_records
+    from tests.sync.test_server import example
+
+    work = ctx.work_dir / "pull-memory"
+    db = server_database(f"sqlite:///{work / 'server.sqlite'}")
+    owner = add_account(db, "Olga Owner", "owner", "A")
+    ann = add_account(db, "Ann Annotator", "annotator", "A")
+    bob = add_account(db, "Bob Annotator", "annotator", "A")
+    people = {a.id: store.authenticate(db, a.token) for a in (owner, ann, bob)}
+    store.publish(db, people[owner.id], PublishRequest.model_validate({"records": basics_records(work)}).records,
+                  lambda *_: True)
+    blob = "x" * (MAX_FIELD_BYTES - 200)
+    for start in range(0, n, 50):
+        records = [example(ann, f"large {i}", origin={"kind": "scratch", "note": blob},
+                           edit_ops=[{"op": "keep", "text": blob}]) for i in range(start, min(n, start + 50))]
+        store.push(db, people[ann.id], PushRequest.model_validate({"records": records}).records)
+
+    def pull(max_bytes: int) -> tuple[list[int], list[int], int, float]:
+        peaks, sizes, seen, cursor = [], [], 0, 0
+        started = time.perf_counter()
+        while True:
+            tracemalloc.start()
+            page = store.changes(db, people[bob.id], cursor, 500, max_bytes=max_bytes)
+            body = page.model_dump_json().encode()
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+            sizes.append(len(body))
+            seen += sum(1 for r in page.records if r.record == "example")
+            del body
+            if not page.more:
+                return peaks, sizes, seen, time.perf_counter() - started
+            cursor = page.cursor
+
+    results = []
+    for label, cap in (("pages capped at 4 MiB", MAX_PULL_BYTES), ("reference: 500 records a page, no byte cap", 2**62)):
+        peaks, sizes, seen, seconds = pull(cap)
+        assert seen == n, f"{seen} of {n} examples pulled"
+        mib = [p / 2**20 for p in peaks]
+        results.append(Result(GROUP, f"pull memory per page, {n:,} examples of ~128 KiB ({label})", "MiB",
+                              median=statistics.median(mib), p95=max(mib), n=len(peaks),
+                              notes=f"peak traced memory of one page (p95 column: the largest); {len(sizes)} pages, "
+                                    f"largest response {max(sizes) / 2**20:.1f} MiB, {seconds:.1f} s in all; "
+                                    f"all {n:,} pulled once",
+                              extra={"page_bytes": sizes, "peak_bytes": peaks}))
+    db.close()
+    return results
+
+
 def run(ctx: BenchContext) -> list[Result]:
     results: list[Result] = []
     random.seed(0)
@@ -275,6 +332,7 @@ def run(ctx: BenchContext) -> list[Result]:
         results.append(sync_10k(ctx, kind, runs=1 if ctx.quick else 3))
     for kind in kinds:
         results += push_throughput(ctx, kind, clients=20, per_client=250 if ctx.quick else 1500, batch=100)
+    results += pull_memory(ctx, 100 if ctx.quick else 400)
     if not ctx.quick:
         for kind in kinds:
             results.append(faults_large(ctx, kind, 30_000))
