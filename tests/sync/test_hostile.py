@@ -3,15 +3,20 @@ large enough to blow up one pull page. No single record may stop anyone else's s
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import httpx
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import select, update
 
 from app.cli import cli
-from app.errors import DynadeskError
-from app.limits import MAX_FIELD_BYTES
+from app.errors import DynadeskError, ImportFailed
+from app.io.importers import import_file
+from app.io.records import dump_example
+from app.limits import MAX_FIELD_BYTES, FreeFormTooLarge
+from app.storage import outbox
 from app.storage.models import Example as DeskExample
 from sync.client import SyncClient
 from sync.local import problems as desk_problems
@@ -123,5 +128,41 @@ def test_a_desk_holding_a_poison_record_syncs_everything_else_and_names_it(team,
         assert sorted(server_records(server_db, team.ann.id)) == sorted(str(i) for i in ids[1:])
         [problem] = desk_problems(desk.db)
         assert problem.record_id == ids[0] and "nested 256 levels deep" in problem.last_error
+
+        # Nor does the desk take in or queue new ones.
+        with desk.db.read() as session:
+            good = session.get(DeskExample, ids[1])
+            record = dump_example(good, "hate_speech")
+        path = tmp_path / "deep.jsonl"
+        path.write_text(json.dumps({**record, "id": str(uuid.uuid4()), "origin": {"x": nested(40)}}) + "\n")
+        with pytest.raises(ImportFailed, match="line 1: example record .*: origin is nested 41 levels deep; at most 32"):
+            import_file(desk, path, "jsonl")
+        with pytest.raises(FreeFormTooLarge, match="edit_ops takes 64 KiB as JSON; at most 64 KiB allowed"):
+            with desk.db.write() as session:
+                example_ = session.get(DeskExample, ids[1])
+                example_.edit_ops, example_.sync_state, example_.revision = ["x" * MAX_FIELD_BYTES], "pending", 2
+                outbox.enqueue(session, example_)
     finally:
         desk.close()
+
+
+def test_a_poison_round_is_quarantined_and_leaves_quarantine_when_published_again(team, server_db, tmp_path):
+    record = example(team.ann, "on a poisoned round")
+    assert statuses(push(team, team.ann, record)) == ["stored"]
+    with server_db.write() as session:
+        round_id = session.scalar(select(server_models.Round.id).where(server_models.Round.number == 1))
+        session.execute(update(server_models.Round).where(server_models.Round.id == round_id)
+                        .values(settings={"x": nested(100)}))
+    page = changes(team, team.bob)
+    assert [r["id"] for r in page["records"] if r["record"] == "example"] == [record["id"]]
+    assert str(round_id) not in {r["id"] for r in page["records"]}
+    assert [(e.record_id, e.kind) for e in store.quarantined(server_db)] == [(round_id, "round")]
+    with pytest.raises(DynadeskError, match="publish it again in a form that fits"):
+        store.drop_quarantined(server_db, round_id)
+
+    round_1 = next(r for r in basics_records(tmp_path) if r["record"] == "round" and r["number"] == 1)
+    response = httpx.post(f"{team.url}/v1/publish", json={"records": [round_1]}, headers=auth(team.owner))
+    assert statuses(response) == ["stored"]
+    assert store.quarantined(server_db) == []
+    again = changes(team, team.bob, since=page["cursor"])
+    assert [r["settings"] for r in again["records"] if r["id"] == str(round_id)] == [{}]
