@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from app.domain import ExampleStatus, ModelFormat, ModelOutput, Role, SyncState, utcnow
 from app.errors import DynadeskError, ImportFailed, ImportProblem, InvalidExample
 from app.io.records import RecordWriter, read_record
+from app.limits import record_problems
 from app.services.examples import Content, check_content, facet_rows, written_text
 from app.services.models import imported_model_sha
 from app.storage.models import Context, Example, ModelOutputRow, ModelRecord, Person, Round, Suite, SuiteCase, Task
@@ -181,6 +182,10 @@ class Importer:
             checked = check_content(definition, content, require_metadata=False)
         except InvalidExample as exc:
             self.report.problems.append(ImportProblem(line, str(exc)))
+            return None
+        problems = record_problems("example", {"meta": checked.meta, "origin": origin})
+        if problems:  # no server would take it when the data set is shared
+            self.report.problems.append(ImportProblem(line, "; ".join(problems)))
             return None
         context = self.context(session, round_, context_text.strip()) if context_text else None
         example = Example(

@@ -26,8 +26,13 @@ def enqueue(session: Session, record: Example | Validation | ExampleReview, *,
     """Queue ``record`` (at its current revision) for the next push.
 
     ``sender`` is whose token pushes it: by default its author, validator or reviewing lead.
-    Records that stay on this desk (drafts, imported data sets) are never queued here.
+    Records that stay on this desk (drafts, imported data sets) are never queued here. An example
+    no server would take (a free-form field nested too deep or too large) is refused here, at once.
     """
+    sent = isinstance(record, Example) and record.status != ExampleStatus.DRAFT.value
+    problems = record_problems("example", record) if sent else []
+    if problems:
+        raise FreeFormTooLarge(f"This example cannot be sent: {'; '.join(problems)}.")
     enqueue_all(session, [record], sender=sender)
 
 
@@ -42,9 +47,6 @@ def enqueue_all(session: Session, records: Sequence[Example | Validation | Examp
         if isinstance(record, Example):
             if record.status == ExampleStatus.DRAFT.value:
                 continue
-            problems = record_problems("example", record)
-            if problems:  # no server would take it; say so now, not at every sync
-                raise FreeFormTooLarge(f"This example cannot be sent: {'; '.join(problems)}.")
             wanted.append((record, "example", record.author_id))
         elif isinstance(record, ExampleReview):
             wanted.append((record, "example_review", record.lead_id))
