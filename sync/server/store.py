@@ -897,6 +897,8 @@ def changes(db: ServerDatabase, me: Person, since: int, limit: int,
 # (their stored JSON or text) plus a fixed allowance for the rest, so a page is cut before it is
 # built. SQLite stores JSON with non-ASCII escaped, which overestimates such text (pages get smaller).
 RECORD_OVERHEAD = 600
+KIND_MODELS = {"person": Person, "task": Task, "model": ModelRecord, "round": Round, "context": Context,
+               "example": Example, "validation": Validation, "example_review": ExampleReview}
 HEAVY_COLUMNS = {"example": ("inputs", "meta", "origin", "edit_ops", "outputs", "status_reason"),
                  "validation": ("reason", "model_note"), "example_review": ("comment",), "context": ("text", "data"),
                  "round": ("description", "goal_message", "settings"), "task": ("definition",),
@@ -912,10 +914,6 @@ def _weight(session: Session, kind: str) -> Any:
             func.length(cast(text, LargeBinary))
         total = total + func.coalesce(size, 0)
     return total
-
-
-KIND_MODELS = {"person": Person, "task": Task, "model": ModelRecord, "round": Round, "context": Context,
-               "example": Example, "validation": Validation, "example_review": ExampleReview}
 
 
 def _weights(session: Session, kind: str, ids: Iterable[uuid.UUID], *extra) -> dict[uuid.UUID, tuple]:
@@ -938,9 +936,8 @@ def _fitting(session: Session, rows: list, max_bytes: int) -> int:
         by_kind[kind].append(record_id)
     weights: dict[uuid.UUID, tuple] = {}
     for kind, record_ids in by_kind.items():
-        model = KIND_MODELS[kind]
-        extra = {Example: (Example.context_id,), Validation: (Validation.example_id,),
-                 ExampleReview: (ExampleReview.example_id,)}.get(model, ())
+        extra = {"example": (Example.context_id,), "validation": (Validation.example_id,),
+                 "example_review": (ExampleReview.example_id,)}.get(kind, ())
         weights.update(_weights(session, kind, record_ids, *extra))
     examples = {w[1] for rid, kind, _ in rows if kind in ("validation", "example_review")
                 for w in [weights.get(rid)] if w} - set(by_kind["example"])
