@@ -27,6 +27,11 @@ from tests.sync.helpers import basics_records, fill_outbox, prepare_desk, server
 from tests.sync.test_server import auth, changes, example, push, statuses
 
 
+# Where the backend does not matter (pydantic's checks, the desk), SQLite alone; the change feed's
+# SQL (quarantine, page weights) runs on both.
+SQLITE_ONLY = pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)
+
+
 def nested(depth: int):
     value: object = "bottom"
     for _ in range(depth):
@@ -48,6 +53,7 @@ def pull_all(team, account, limit: int = 500) -> list[httpx.Response]:
     raise AssertionError("the pull did not end")
 
 
+@SQLITE_ONLY
 def test_free_form_fields_nested_too_deep_or_too_large_are_refused_at_push_and_publish(team, tmp_path):
     deep = {"kind": "scratch", "x": nested(255)}
     for field, value, said in [("origin", deep, "origin is nested 256 levels deep; at most 32 allowed"),
@@ -111,6 +117,7 @@ def test_pull_pages_are_capped_by_bytes_and_every_record_arrives_once(team, serv
     assert len(one.records) - len(one.referenced) == 1 and one.more  # always at least one change
 
 
+@SQLITE_ONLY
 def test_a_desk_holding_a_poison_record_syncs_everything_else_and_names_it(team, server_db, tmp_path):
     desk = prepare_desk(tmp_path / "desk", team.ann)
     try:
@@ -146,6 +153,7 @@ def test_a_desk_holding_a_poison_record_syncs_everything_else_and_names_it(team,
         desk.close()
 
 
+@SQLITE_ONLY
 def test_a_poison_round_is_quarantined_and_leaves_quarantine_when_published_again(team, server_db, tmp_path):
     record = example(team.ann, "on a poisoned round")
     assert statuses(push(team, team.ann, record)) == ["stored"]
