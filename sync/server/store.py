@@ -32,11 +32,13 @@ from typing import Any, Iterable, Sequence
 from sqlalchemy import and_, bindparam, case, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.domain import ExampleStatus, ReviewAction, Role, Span, ValidationMode, Verdict, utcnow
+from app.domain import ExampleStatus, FooledRule, ModelOutput, ReviewAction, Role, Span, ValidationMode, Verdict, utcnow
 from app.errors import DynadeskError, InvalidExample
 from app.services.examples import Content, check_content, written_text
+from app.services.stats import Figures
 from app.services.validation import summarise
 from app.tasks.definition import TaskDefinition
+from app.tasks.fooling import is_fooled
 from app.text import content_hash
 from sync.protocol import (
     TOKEN_PREFIX,
@@ -316,6 +318,11 @@ class _Batch:
             self._models[sha256] = self.session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
         return self._models[sha256]
 
+    def target_shas(self, round_: Round) -> list[str]:
+        """The sha256 of each of the round's target models, in the round's order."""
+        models = [self.session.get(ModelRecord, uuid.UUID(str(m))) for m in round_.target_models]
+        return [m.sha256 for m in models if m is not None]
+
     def finish(self) -> list[int]:
         if self.forbidden:
             raise Forbidden(f"{len(self.forbidden)} record(s) in this request are not yours to write; "
@@ -465,13 +472,14 @@ class _Push(_Batch):
         if isinstance(existing, _Row):  # the same record twice in one request
             return self.result(i, r, "already_stored", revision=existing.revision)
         if existing is not None:
-            self._update_example(i, r, existing)
+            self._update_example(i, r, existing, author)
         else:
             self._insert_example(i, r, author)
 
-    def _resolve(self, i: int, r: ExampleRecord) -> dict | None:
+    def _resolve(self, i: int, r: ExampleRecord, *, judge: bool) -> dict | None:
         """What the server stores for ``r``: its rows' ids, and the content as the task's rules
-        keep it. None when the record is deferred or rejected (its result is set)."""
+        keep it; with ``judge``, "fooled" as the server judges it (``_judge``). None when the
+        record is deferred or rejected (its result is set)."""
         task = self.task(r.task)
         if task is None:
             return self.result(i, r, "deferred", reason=f"task '{r.task}' is not published on this server yet")
@@ -497,20 +505,65 @@ class _Push(_Batch):
             if model is None:
                 return self.result(i, r, "deferred", reason=f"model {output.model_sha256[:12]}… is not published yet")
             outputs.append({**output.model_dump(mode="json"), "model": str(model.id)})
+        model_fooled, fooled_rule, note = r.model_fooled, r.fooled_rule.value, None
+        if judge:
+            judged = self._judge(i, r, definition, round_, checked, outputs)
+            if judged is None:
+                return None
+            model_fooled, note = judged
+            fooled_rule = round_.fooled_rule
         text = written_text(definition, checked.inputs)
         return dict(
             task_id=task.id, round_id=round_.id, context_id=context_id, inputs=checked.inputs, text=text,
             true_label=checked.true_label, answer=checked.answer.to_json() if checked.answer else None,
-            model_fooled=r.model_fooled, fooled_rule=r.fooled_rule.value, meta=checked.meta, origin=r.origin,
+            model_fooled=model_fooled, fooled_rule=fooled_rule, meta=checked.meta, origin=r.origin,
             perturbation_of=r.perturbation_of, edit_ops=r.edit_ops, edit_distance=r.edit_distance,
             time_spent_ms=r.time_spent_ms, submitted_at=r.submitted_at, source=r.source, external_id=r.external_id,
-            outputs=outputs, created_at=r.created_at, _round=round_)
+            outputs=outputs, created_at=r.created_at, _round=round_, _note=note)
+
+    def _judge(self, i: int, r: ExampleRecord, definition: TaskDefinition, round_: Round, checked: Content,
+               outputs: list[dict]) -> tuple[bool | None, str | None] | None:
+        """Whether the round's target models were fooled, judged here from the outputs, the true label
+        (or answer) and the round's rule, with the desk's one definition (``is_fooled``); the client's
+        ``model_fooled`` and per-output ``fooled`` are replaced. Returns (fooled, a note for the author
+        when that is not what their desk said), or None when the record is refused (result set).
+
+        Outputs of any model but the round's targets (by sha256) are refused: an honest desk sends
+        only its round's targets, and the server stores no output it does not judge by. An example
+        without an output of every target is stored, but not as fooling: nothing here can judge it."""
+        targets = self.target_shas(round_)
+        shas = [o["model_sha256"] for o in outputs]
+        foreign = [sha for sha in shas if sha not in targets]
+        if foreign:
+            named = ", ".join(f"{sha[:12]}…" for sha in targets) or "none"
+            return self.result(i, r, "rejected", reason=(
+                f"its output of model {foreign[0][:12]}… is not from a target model of round {round_.number} "
+                f"(its targets: {named}); examples are judged against the round's target models only"))
+        if len(set(shas)) != len(shas):
+            return self.result(i, r, "rejected", reason="it has more than one output of the same target model")
+        judged = [ModelOutput(uuid.UUID(o["model"]), o["model_sha256"], o["label"], dict(o["probabilities"]),
+                              o["latency_ms"], Span.from_json(o["answer"])) for o in outputs]
+        for wire, output in zip(outputs, judged):  # each output on its own, as desks store it
+            wire["fooled"] = is_fooled(definition, [output], checked.true_label, checked.answer)
+        missing = [sha for sha in targets if sha not in shas]
+        if not targets or missing:
+            lacks = (f"round {round_.number} has no target model" if not targets
+                     else f"it carries no output of round {round_.number}'s target model(s)" if not outputs
+                     else f"it lacks the output of target model(s) {', '.join(s[:12] + '…' for s in missing)} "
+                          f"of round {round_.number}")
+            return None, f"stored, but not counted as fooling the model: {lacks}"
+        fooled = is_fooled(definition, judged, checked.true_label, checked.answer, FooledRule(round_.fooled_rule))
+        if fooled is r.model_fooled:
+            return fooled, None
+        return fooled, (f"the server judges it {'fooled' if fooled else 'not fooled'} by round {round_.number}'s "
+                        f"target model(s) ({round_.fooled_rule} rule), and counts it so")
 
     def _insert_example(self, i: int, r: ExampleRecord, author: Person) -> None:
-        values = self._resolve(i, r)
+        # Imported data sets' own (token-less) authors are rated by nobody: their flag is labelled data.
+        values = self._resolve(i, r, judge=author.token_hash is not None)
         if values is None:
             return
-        round_ = values.pop("_round")
+        round_, note = values.pop("_round"), values.pop("_note")
         if round_.status == "closed" and round_.closed_at is not None and (
                 r.submitted_at is None or r.submitted_at > round_.closed_at):
             return self.result(i, r, "rejected", reason=f"round {round_.number} of '{r.task}' closed at "
@@ -524,7 +577,7 @@ class _Push(_Batch):
         self.examples[r.id] = row
         self.new_examples.append(row)
         self.changed(row, "example", author.team, self.me.id, is_new=True)
-        self.result(i, r, "stored", revision=r.revision)
+        self.result(i, r, "stored", revision=r.revision, reason=note)
 
     def _context(self, round_: Round, context_id: uuid.UUID | None, digest: str | None) -> Context | None:
         if context_id is not None:
@@ -542,16 +595,21 @@ class _Push(_Batch):
         context = self.session.get(Context, e.context_id) if e.context_id else None
         return example_wire(e, task.code, round_.number, context.content_hash if context else None).model_dump(mode="json")
 
-    def _update_example(self, i: int, r: ExampleRecord, e: Example) -> None:
+    def _update_example(self, i: int, r: ExampleRecord, e: Example, author: Person) -> None:
         if e.author_id != r.author:
             self.forbidden.append(RecordError(index=i, id=str(r.id), reason="this example belongs to someone else"))
             return
-        values = self._resolve(i, r)
+        values = self._resolve(i, r, judge=False)
         if values is None:
             return  # deferred or rejected: its content no longer fits what the server has
-        values.pop("_round")
-        values.pop("text")
-        different = sorted(k for k, v in values.items() if getattr(e, k) != v)
+        for key in ("_round", "_note", "text"):
+            values.pop(key)
+        stored = {k: getattr(e, k) for k in values}
+        if author.token_hash is not None:  # the server's judgement, made once when stored, is not the client's
+            for side in (values, stored):
+                side.pop("model_fooled"), side.pop("fooled_rule")
+                side["outputs"] = [{k: v for k, v in o.items() if k != "fooled"} for o in side["outputs"]]
+        different = sorted(k for k, v in values.items() if stored[k] != v)
         if different:
             return self.result(i, r, "conflict", revision=e.revision, server=self._server_form(e),
                                reason=f"a submitted example cannot be edited (differs in {', '.join(different)}); "
@@ -958,9 +1016,13 @@ def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = Non
                 select(Round.id, Task.name, Round.number).join(Task, Task.id == Round.task_id).where(Round.id.in_(ids)))}
         else:
             names = dict(session.execute(select(Person.id, Person.display_name).where(Person.id.in_(ids))).all())
-    figures = [FigureRow(key=str(k), name=names.get(k, str(k)), submitted=s, fooled=f, validated_fooling=v,
-                         duplicates=d, mer=f / s if s else None, vmer=v / s if s else None)
-               for k, s, f, v, d in rows]
+    # MER and vMER as the desk defines them (``Figures``), over "fooled" as the server judged it at push.
+    figures = []
+    for k, s, f, v, d in rows:
+        counts = Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v))
+        figures.append(FigureRow(key=counts.key, name=counts.name, submitted=counts.submitted, fooled=counts.fooled,
+                                 validated_fooling=counts.validated_fooling, duplicates=int(d), mer=counts.mer,
+                                 vmer=counts.vmer))
     return team, sorted(figures, key=lambda f: f.name)
 
 
