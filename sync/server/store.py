@@ -577,7 +577,7 @@ class _Push(_Batch):
         self.examples[r.id] = row
         self.new_examples.append(row)
         self.changed(row, "example", author.team, self.me.id, is_new=True)
-        self.result(i, r, "stored", revision=r.revision, reason=note)
+        self.result(i, r, "stored", revision=r.revision, reason=note, server=_judgement(row, r))
 
     def _context(self, round_: Round, context_id: uuid.UUID | None, digest: str | None) -> Context | None:
         if context_id is not None:
@@ -616,7 +616,8 @@ class _Push(_Batch):
                                       f"the server keeps revision {e.revision}")
         if r.revision == e.revision:
             if (r.status, r.status_reason) == (e.status, e.status_reason):
-                return self.result(i, r, "already_stored", revision=e.revision)
+                return self.result(i, r, "already_stored", revision=e.revision,
+                                   server=_judgement(e, r) if author.token_hash is not None else None)
             return self.result(i, r, "conflict", revision=e.revision, server=self._server_form(e),
                                reason=f"revision {e.revision} on the server is {e.status}, here it is {r.status}")
         if r.revision < e.revision:
@@ -743,6 +744,11 @@ class _Push(_Batch):
                 row.duplicate_of = first[key][1]
             else:
                 first[key] = (row.stored_seq, row.id)
+
+
+def _judgement(e: Example | _Row, r: ExampleRecord) -> dict | None:
+    """The server's "fooled", for a push result, when it is not what the author's desk sent."""
+    return None if e.model_fooled is r.model_fooled else {"model_fooled": e.model_fooled}
 
 
 def _chunks(items: list, size: int = 1000):

@@ -145,3 +145,44 @@ def test_question_answering_is_fooled_below_an_f1_of_0_4(team):
     assert [r["status"] for r in stored] == ["stored"] * 2, stored
     pulled = {r["id"]: r for r in changes(team, team.lead)["records"] if r["record"] == "example"}
     assert [pulled[e["id"]]["model_fooled"] for e in (near, far)] == [False, True]
+
+
+def test_desks_and_the_server_give_the_same_figures_and_a_forged_flag_is_undone(team, tmp_path):
+    """One definition of MER and vMER: the server's team figures are the desk's figures over the
+    same examples, on the author's desk (whose forged flags the push undid) and on a team mate's."""
+    from sqlalchemy import select, update
+
+    from app.storage.models import Example as DeskExample
+    from sync.client import SyncClient
+    from tests.sync.helpers import fill_outbox, prepare_desk
+    from tests.sync.test_client import QUICK
+    from tests.sync.test_server import validation
+
+    with prepare_desk(tmp_path / "ann", team.ann) as desk:
+        fill_outbox(desk, team.ann.id, 16, seed=7)
+        with desk.db.write() as session:  # a tampered desk: every honest "not fooled" says "fooled"
+            forged = set(session.scalars(select(DeskExample.id).where(DeskExample.model_fooled.is_(False))))
+            session.execute(update(DeskExample).where(DeskExample.id.in_(forged)).values(model_fooled=True))
+        assert forged
+        with SyncClient(desk, team.url, team.ann.token, policy=QUICK) as client:
+            client.run(fetch_models=False)
+        with desk.db.read() as session:
+            fooled = {e.id: e.model_fooled for e in session.scalars(select(DeskExample))}
+        assert not any(fooled[i] for i in forged)  # the server's judgement came back with the push results
+        decided = sorted(fooled)[:6]  # the lead decides a few, so that vMER is not zero
+        records = [validation(team.lead, {"id": str(i)}, "correct", mode="lead") for i in decided]
+        assert {r["status"] for r in results(push(team, team.lead, *records))} == {"stored"}
+        with SyncClient(desk, team.url, team.ann.token, policy=QUICK) as client:
+            client.run(fetch_models=False)
+        on_author_desk = {f.name: f for f in desk.stats.figures("annotator")}["Ann Annotator"]
+    with prepare_desk(tmp_path / "bob", team.bob) as desk:  # a team mate's desk pulls it all
+        with SyncClient(desk, team.url, team.bob.token, policy=QUICK) as client:
+            client.run(fetch_models=False)
+        on_team_desk = {f.name: f for f in desk.stats.figures("annotator")}["Ann Annotator"]
+    stats = httpx.get(f"{team.url}/v1/team/stats", params={"by": "annotator"}, headers=auth(team.lead)).json()
+    on_server = {r["name"]: r for r in stats["rows"]}["Ann Annotator"]
+    for figures in (on_author_desk, on_team_desk):
+        assert (figures.submitted, figures.fooled, figures.validated_fooling, figures.mer, figures.vmer) == (
+            on_server["submitted"], on_server["fooled"], on_server["validated_fooling"], on_server["mer"],
+            on_server["vmer"])
+    assert on_server["submitted"] == 16 and 0 < on_server["vmer"] < on_server["mer"] < 1
