@@ -355,6 +355,11 @@ class PulledRecordWriter(RecordWriter):
                     existing.revision = int(r["revision"])
                     existing.updated_at = datetime.fromisoformat(r["updated_at"])
                     self.report.updated += 1
+                if r.get("model_fooled") is not existing.model_fooled:  # the server judges "fooled"
+                    existing.model_fooled = r.get("model_fooled")
+                    for output, sent in zip(sorted(existing.outputs, key=lambda o: o.position), r.get("outputs") or []):
+                        output.fooled = sent.get("fooled")
+                    self.report.updated += 1
             return
         r = dict(r)
         r.pop("duplicate_of", None)

@@ -531,32 +531,26 @@ class _Push(_Batch):
         Outputs of any model but the round's targets (by sha256) are refused: an honest desk sends
         only its round's targets, and the server stores no output it does not judge by. An example
         without an output of every target is stored, but not as fooling: nothing here can judge it."""
-        targets = self.target_shas(round_)
-        shas = [o["model_sha256"] for o in outputs]
-        foreign = [sha for sha in shas if sha not in targets]
-        if foreign:
-            named = ", ".join(f"{sha[:12]}…" for sha in targets) or "none"
+        verdict = judge(definition, self.target_shas(round_), round_.fooled_rule, checked.true_label, checked.answer,
+                        outputs)
+        if verdict.foreign:
+            named = ", ".join(f"{sha[:12]}…" for sha in verdict.targets) or "none"
             return self.result(i, r, "rejected", reason=(
-                f"its output of model {foreign[0][:12]}… is not from a target model of round {round_.number} "
+                f"its output of model {verdict.foreign[0][:12]}… is not from a target model of round {round_.number} "
                 f"(its targets: {named}); examples are judged against the round's target models only"))
-        if len(set(shas)) != len(shas):
+        if verdict.repeated:
             return self.result(i, r, "rejected", reason="it has more than one output of the same target model")
-        judged = [ModelOutput(uuid.UUID(o["model"]), o["model_sha256"], o["label"], dict(o["probabilities"]),
-                              o["latency_ms"], Span.from_json(o["answer"])) for o in outputs]
-        for wire, output in zip(outputs, judged):  # each output on its own, as desks store it
-            wire["fooled"] = is_fooled(definition, [output], checked.true_label, checked.answer)
-        missing = [sha for sha in targets if sha not in shas]
-        if not targets or missing:
-            lacks = (f"round {round_.number} has no target model" if not targets
+        outputs[:] = verdict.outputs
+        if verdict.fooled is None:
+            lacks = (f"round {round_.number} has no target model" if not verdict.targets
                      else f"it carries no output of round {round_.number}'s target model(s)" if not outputs
-                     else f"it lacks the output of target model(s) {', '.join(s[:12] + '…' for s in missing)} "
+                     else f"it lacks the output of target model(s) {', '.join(s[:12] + '…' for s in verdict.missing)} "
                           f"of round {round_.number}")
             return None, f"stored, but not counted as fooling the model: {lacks}"
-        fooled = is_fooled(definition, judged, checked.true_label, checked.answer, FooledRule(round_.fooled_rule))
-        if fooled is r.model_fooled:
-            return fooled, None
-        return fooled, (f"the server judges it {'fooled' if fooled else 'not fooled'} by round {round_.number}'s "
-                        f"target model(s) ({round_.fooled_rule} rule), and counts it so")
+        if verdict.fooled is r.model_fooled:
+            return verdict.fooled, None
+        return verdict.fooled, (f"the server judges it {'fooled' if verdict.fooled else 'not fooled'} by round "
+                                f"{round_.number}'s target model(s) ({round_.fooled_rule} rule), and counts it so")
 
     def _insert_example(self, i: int, r: ExampleRecord, author: Person) -> None:
         # Imported data sets' own (token-less) authors are rated by nobody: their flag is labelled data.
@@ -744,6 +738,39 @@ class _Push(_Batch):
                 row.duplicate_of = first[key][1]
             else:
                 first[key] = (row.stored_seq, row.id)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Whether a round's target models were fooled by an example, as the server judges it.
+    ``fooled`` is None (not counted as fooling) unless there is exactly one output of each target
+    and nothing else; ``outputs`` are the example's outputs, each with its own ``fooled``."""
+
+    fooled: bool | None
+    outputs: list[dict]
+    targets: list[str]
+    foreign: list[str]  # sha256 of outputs whose model is not a target
+    repeated: bool  # a target answered twice
+    missing: list[str]  # targets without an output
+
+
+def judge(definition: TaskDefinition, targets: Sequence[str], rule: str, true_label: str | None, answer: Span | None,
+          outputs: Sequence[dict]) -> Judgement:
+    """The server's judgement, with the desk's one definition of "fooled" (``is_fooled``), from the
+    outputs in wire form (model sha256, label, probabilities, answer), never from their ``fooled``."""
+    targets = list(targets)
+    shas = [o["model_sha256"] for o in outputs]
+    models = [ModelOutput(uuid.UUID(str(o["model"])), o["model_sha256"], o["label"], dict(o.get("probabilities") or {}),
+                          o.get("latency_ms"), Span.from_json(o.get("answer"))) for o in outputs]
+    judged = [{**wire, "fooled": is_fooled(definition, [model], true_label, answer)}  # each on its own, as desks do
+              for wire, model in zip(outputs, models)]
+    foreign = [sha for sha in shas if sha not in targets]
+    repeated = len(set(shas)) != len(shas)
+    missing = [sha for sha in targets if sha not in shas]
+    fooled = None
+    if targets and not (foreign or repeated or missing):
+        fooled = is_fooled(definition, models, true_label, answer, FooledRule(rule))
+    return Judgement(fooled, judged, targets, foreign, repeated, missing)
 
 
 def _judgement(e: Example | _Row, r: ExampleRecord) -> dict | None:

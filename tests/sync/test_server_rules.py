@@ -186,3 +186,41 @@ def test_desks_and_the_server_give_the_same_figures_and_a_forged_flag_is_undone(
             on_server["submitted"], on_server["fooled"], on_server["validated_fooling"], on_server["mer"],
             on_server["vmer"])
     assert on_server["submitted"] == 16 and 0 < on_server["vmer"] < on_server["mer"] < 1
+
+
+def test_examples_stored_before_the_server_judged_are_judged_on_upgrade(team, server_db, tmp_path):
+    """Migration 0004: what older servers stored on the client's word is judged again, and desks
+    that already hold those examples get the server's judgement at their next pull."""
+    from alembic import command
+    from sqlalchemy import select, update
+
+    from app.storage.models import Example as DeskExample
+    from sync.client import SyncClient
+    from sync.server import models
+    from sync.server.db import alembic_config
+    from tests.sync.helpers import prepare_desk
+    from tests.sync.test_client import QUICK
+
+    def team_mate_sees() -> dict:
+        with SyncClient(desk, team.url, team.bob.token, policy=QUICK) as client:
+            client.run(fetch_models=False)
+        with desk.db.read() as session:
+            return {str(e.id): e.model_fooled for e in session.scalars(select(DeskExample))}
+
+    right = example(team.ann, "the model got this right", outputs=[output("hate", 0.9)], model_fooled=False)
+    empty = example(team.ann, "no outputs at all", outputs=[], model_fooled=None)
+    assert [r["status"] for r in results(push(team, team.ann, right, empty))] == ["stored", "stored"]
+    seen = changes(team, team.lead)["cursor"]
+    with server_db.write() as session:  # as an older server stored them: the desk's claims
+        session.execute(update(models.Example).values(model_fooled=True))
+    assert round_one(team, team.lead)["fooled"] == 2
+    desk = prepare_desk(tmp_path / "bob", team.bob)
+    assert team_mate_sees() == {right["id"]: True, empty["id"]: True}
+    with server_db.engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "-1")
+    server_db.upgrade()
+    assert round_one(team, team.lead)["fooled"] == 0
+    again = {r["id"]: r for r in changes(team, team.lead, seen)["records"] if r["record"] == "example"}
+    assert {i: r["model_fooled"] for i, r in again.items()} == {right["id"]: False, empty["id"]: None}
+    assert team_mate_sees() == {right["id"]: False, empty["id"]: None}
+    desk.close()
