@@ -8,11 +8,16 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 
 from app.domain import utcnow
 
 from tests.sync.helpers import MODEL_SHA
 from tests.sync.test_server import auth, changes, example, push
+
+
+# The rules do not depend on the database; what stores and compares JSON (resends, the migration) runs on both.
+sqlite_only = pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)
 
 
 def output(label: str, hate: float, sha: str = MODEL_SHA, fooled: bool | None = None) -> dict:
@@ -30,6 +35,7 @@ def round_one(team, account) -> dict:
     return {r["name"]: r for r in stats["rows"]}["Hate speech · round 1"]
 
 
+@sqlite_only
 def test_a_claimed_fool_without_outputs_does_not_count(team):
     forged = example(team.ann, "they are all vermin, trust me", model_fooled=True, outputs=[])
     [result] = results(push(team, team.ann, forged))
@@ -64,6 +70,7 @@ def test_the_server_judges_from_the_outputs_whatever_the_claim(team):
     assert [r["status"] for r in results(push(team, team.ann, retracted))] == ["stored"]
 
 
+@sqlite_only
 def test_outputs_of_models_that_are_not_the_rounds_targets_are_refused(team, tmp_path):
     from tests.sync.helpers import basics_records
 
@@ -99,6 +106,7 @@ def round_record(task: str, number: int, targets: list[dict], rule: str) -> dict
             "target_models": [m["id"] for m in targets], "created_at": now, "updated_at": now, "revision": 1}
 
 
+@sqlite_only
 def test_ensembles_follow_the_rounds_rule_and_every_target_must_answer(team):
     first = model_record("first of the pair", MODEL_SHA, "hate_speech")
     second = model_record("second of the pair", "ef" * 32, "hate_speech")
@@ -117,6 +125,7 @@ def test_ensembles_follow_the_rounds_rule_and_every_target_must_answer(team):
     assert [pulled[e["id"]]["fooled_rule"] for e in (under_all, under_any)] == ["all", "any"]
 
 
+@sqlite_only
 def test_question_answering_is_fooled_below_an_f1_of_0_4(team):
     from app.tasks.definition import builtin_tasks_dir, load_task_file
 
@@ -147,6 +156,7 @@ def test_question_answering_is_fooled_below_an_f1_of_0_4(team):
     assert [pulled[e["id"]]["model_fooled"] for e in (near, far)] == [False, True]
 
 
+@sqlite_only
 def test_desks_and_the_server_give_the_same_figures_and_a_forged_flag_is_undone(team, tmp_path):
     """One definition of MER and vMER: the server's team figures are the desk's figures over the
     same examples, on the author's desk (whose forged flags the push undid) and on a team mate's."""
