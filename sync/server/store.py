@@ -10,6 +10,8 @@ Rules (issue #6):
 - Nobody writes as someone else: an example's author and a validation's validator must be the
   token's holder. The one exception: owners publishing an imported data set write it under the
   data set's own (pseudonymous, token-less) authors.
+- "Fooled" is judged here (``judge``), never taken from a desk, for every example by someone with
+  an account: the figures that rate annotators must not be forgeable by them (docs/sync.md).
 - A request with a forbidden record stores nothing (403, every such record named); a record
   that breaks a content rule is ``rejected`` on its own, with the rule in its words.
 - Every stored change gets the next number of one counter, taken at the very end of the
