@@ -157,7 +157,7 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
     out = Settled()
     sent = {str(e.record_id): (e, record) for e, record in zip(batch.entries, batch.records[batch.people:])}
     done: dict[str, list[dict]] = {kind: [] for kind in SYNCED_TABLES}
-    done_entries, marks = [], []
+    done_entries, marks, judged = [], [], []
     for result in results:
         if result.record == "person":
             continue
@@ -168,6 +168,8 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             out.already += result.status == "already_stored"
             done_entries.append({"b_seq": entry.seq, "b_rev": revision})
             done[entry.kind].append({"b_id": entry.record_id, "b_rev": revision})
+            if entry.kind == "example" and result.server and "model_fooled" in result.server:
+                judged.append({"b_id": entry.record_id, "b_fooled": result.server["model_fooled"]})
         else:
             state = {"conflict": outbox.CONFLICT, "rejected": outbox.REJECTED}.get(result.status, outbox.PENDING)
             if result.status == "conflict":
@@ -209,6 +211,10 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             if rows:  # updated_at stays as it was: it is part of the record as the server stores it
                 session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.revision == bindparam("b_rev"))
                                 .values(sync_state=SyncState.SYNCED.value, updated_at=table.c.updated_at), rows)
+        if judged:  # the server judges "fooled"; this desk shows its judgement
+            table = Example.__table__
+            session.execute(table.update().where(table.c.id == bindparam("b_id"))
+                            .values(model_fooled=bindparam("b_fooled"), updated_at=table.c.updated_at), judged)
         if marks:
             session.execute(entries.update().where(entries.c.seq == bindparam("b_seq"),
                                                    entries.c.revision == bindparam("b_rev"))
@@ -360,6 +366,11 @@ class PulledRecordWriter(RecordWriter):
                     existing.status, existing.status_reason = r["status"], r.get("status_reason")
                     existing.revision = int(r["revision"])
                     existing.updated_at = datetime.fromisoformat(r["updated_at"])
+                    self.report.updated += 1
+                if r.get("model_fooled") is not existing.model_fooled:  # the server judges "fooled"
+                    existing.model_fooled = r.get("model_fooled")
+                    for output, sent in zip(sorted(existing.outputs, key=lambda o: o.position), r.get("outputs") or []):
+                        output.fooled = sent.get("fooled")
                     self.report.updated += 1
             return
         r = dict(r)

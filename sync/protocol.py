@@ -272,7 +272,9 @@ class RecordResult(Strict):
     status: ResultStatus
     revision: int | None = None  # the server's revision of the record after this request
     reason: str | None = None
-    server: dict[str, Any] | None = None  # the server's version, for conflicts
+    # The server's version, for conflicts; for a stored example, {"model_fooled": ...} when the
+    # server judged it otherwise than the desk (the server's judgement counts).
+    server: dict[str, Any] | None = None
 
 
 class PushResponse(Strict):

@@ -10,6 +10,8 @@ Rules (issue #6):
 - Nobody writes as someone else: an example's author and a validation's validator must be the
   token's holder. The one exception: owners publishing an imported data set write it under the
   data set's own (pseudonymous, token-less) authors.
+- "Fooled" is judged here (``judge``), never taken from a desk, for every example by someone with
+  an account: the figures that rate annotators must not be forgeable by them (docs/sync.md).
 - A request with a forbidden record stores nothing (403, every such record named); a record
   that breaks a content rule is ``rejected`` on its own, with the rule in its words.
 - Every stored change gets the next number of one counter, taken at the very end of the
@@ -34,11 +36,13 @@ from sqlalchemy import LargeBinary, Text, and_, bindparam, case, cast, delete, e
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.domain import ExampleStatus, ReviewAction, Role, Span, ValidationMode, Verdict, utcnow
+from app.domain import ExampleStatus, FooledRule, ModelOutput, ReviewAction, Role, Span, ValidationMode, Verdict, utcnow
 from app.errors import DynadeskError, InvalidExample
 from app.services.examples import Content, check_content, written_text
+from app.services.stats import Figures
 from app.services.validation import summarise
 from app.tasks.definition import TaskDefinition
+from app.tasks.fooling import is_fooled
 from app.text import content_hash
 from sync.protocol import (
     MAX_PULL_BYTES,
@@ -323,6 +327,11 @@ class _Batch:
             self._models[sha256] = self.session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
         return self._models[sha256]
 
+    def target_shas(self, round_: Round) -> list[str]:
+        """The sha256 of each of the round's target models, in the round's order."""
+        models = [self.session.get(ModelRecord, uuid.UUID(str(m))) for m in round_.target_models]
+        return [m.sha256 for m in models if m is not None]
+
     def finish(self) -> list[int]:
         if self.forbidden:
             raise Forbidden(f"{len(self.forbidden)} record(s) in this request are not yours to write; "
@@ -472,13 +481,14 @@ class _Push(_Batch):
         if isinstance(existing, _Row):  # the same record twice in one request
             return self.result(i, r, "already_stored", revision=existing.revision)
         if existing is not None:
-            self._update_example(i, r, existing)
+            self._update_example(i, r, existing, author)
         else:
             self._insert_example(i, r, author)
 
-    def _resolve(self, i: int, r: ExampleRecord) -> dict | None:
+    def _resolve(self, i: int, r: ExampleRecord, *, judge: bool) -> dict | None:
         """What the server stores for ``r``: its rows' ids, and the content as the task's rules
-        keep it. None when the record is deferred or rejected (its result is set)."""
+        keep it; with ``judge``, "fooled" as the server judges it (``_judge``). None when the
+        record is deferred or rejected (its result is set)."""
         task = self.task(r.task)
         if task is None:
             return self.result(i, r, "deferred", reason=f"task '{r.task}' is not published on this server yet")
@@ -504,20 +514,59 @@ class _Push(_Batch):
             if model is None:
                 return self.result(i, r, "deferred", reason=f"model {output.model_sha256[:12]}… is not published yet")
             outputs.append({**output.model_dump(mode="json"), "model": str(model.id)})
+        model_fooled, fooled_rule, note = r.model_fooled, r.fooled_rule.value, None
+        if judge:
+            judged = self._judge(i, r, definition, round_, checked, outputs)
+            if judged is None:
+                return None
+            model_fooled, note = judged
+            fooled_rule = round_.fooled_rule
         text = written_text(definition, checked.inputs)
         return dict(
             task_id=task.id, round_id=round_.id, context_id=context_id, inputs=checked.inputs, text=text,
             true_label=checked.true_label, answer=checked.answer.to_json() if checked.answer else None,
-            model_fooled=r.model_fooled, fooled_rule=r.fooled_rule.value, meta=checked.meta, origin=r.origin,
+            model_fooled=model_fooled, fooled_rule=fooled_rule, meta=checked.meta, origin=r.origin,
             perturbation_of=r.perturbation_of, edit_ops=r.edit_ops, edit_distance=r.edit_distance,
             time_spent_ms=r.time_spent_ms, submitted_at=r.submitted_at, source=r.source, external_id=r.external_id,
-            outputs=outputs, created_at=r.created_at, _round=round_)
+            outputs=outputs, created_at=r.created_at, _round=round_, _note=note)
+
+    def _judge(self, i: int, r: ExampleRecord, definition: TaskDefinition, round_: Round, checked: Content,
+               outputs: list[dict]) -> tuple[bool | None, str | None] | None:
+        """Whether the round's target models were fooled, judged here from the outputs, the true label
+        (or answer) and the round's rule, with the desk's one definition (``is_fooled``); the client's
+        ``model_fooled`` and per-output ``fooled`` are replaced. Returns (fooled, a note for the author
+        when that is not what their desk said), or None when the record is refused (result set).
+
+        Outputs of any model but the round's targets (by sha256) are refused: an honest desk sends
+        only its round's targets, and the server stores no output it does not judge by. An example
+        without an output of every target is stored, but not as fooling: nothing here can judge it."""
+        verdict = judge(definition, self.target_shas(round_), round_.fooled_rule, checked.true_label, checked.answer,
+                        outputs)
+        if verdict.foreign:
+            named = ", ".join(f"{sha[:12]}…" for sha in verdict.targets) or "none"
+            return self.result(i, r, "rejected", reason=(
+                f"its output of model {verdict.foreign[0][:12]}… is not from a target model of round {round_.number} "
+                f"(its targets: {named}); examples are judged against the round's target models only"))
+        if verdict.repeated:
+            return self.result(i, r, "rejected", reason="it has more than one output of the same target model")
+        outputs[:] = verdict.outputs
+        if verdict.fooled is None:
+            lacks = (f"round {round_.number} has no target model" if not verdict.targets
+                     else f"it carries no output of round {round_.number}'s target model(s)" if not outputs
+                     else f"it lacks the output of target model(s) {', '.join(s[:12] + '…' for s in verdict.missing)} "
+                          f"of round {round_.number}")
+            return None, f"stored, but not counted as fooling the model: {lacks}"
+        if verdict.fooled is r.model_fooled:
+            return verdict.fooled, None
+        return verdict.fooled, (f"the server judges it {'fooled' if verdict.fooled else 'not fooled'} by round "
+                                f"{round_.number}'s target model(s) ({round_.fooled_rule} rule), and counts it so")
 
     def _insert_example(self, i: int, r: ExampleRecord, author: Person) -> None:
-        values = self._resolve(i, r)
+        # Imported data sets' own (token-less) authors are rated by nobody: their flag is labelled data.
+        values = self._resolve(i, r, judge=author.token_hash is not None)
         if values is None:
             return
-        round_ = values.pop("_round")
+        round_, note = values.pop("_round"), values.pop("_note")
         if round_.status == "closed" and round_.closed_at is not None and (
                 r.submitted_at is None or r.submitted_at > round_.closed_at):
             return self.result(i, r, "rejected", reason=f"round {round_.number} of '{r.task}' closed at "
@@ -531,7 +580,7 @@ class _Push(_Batch):
         self.examples[r.id] = row
         self.new_examples.append(row)
         self.changed(row, "example", author.team, self.me.id, is_new=True)
-        self.result(i, r, "stored", revision=r.revision)
+        self.result(i, r, "stored", revision=r.revision, reason=note, server=_judgement(row, r))
 
     def _context(self, round_: Round, context_id: uuid.UUID | None, digest: str | None) -> Context | None:
         if context_id is not None:
@@ -549,23 +598,29 @@ class _Push(_Batch):
         context = self.session.get(Context, e.context_id) if e.context_id else None
         return example_wire(e, task.code, round_.number, context.content_hash if context else None).model_dump(mode="json")
 
-    def _update_example(self, i: int, r: ExampleRecord, e: Example) -> None:
+    def _update_example(self, i: int, r: ExampleRecord, e: Example, author: Person) -> None:
         if e.author_id != r.author:
             self.forbidden.append(RecordError(index=i, id=str(r.id), reason="this example belongs to someone else"))
             return
-        values = self._resolve(i, r)
+        values = self._resolve(i, r, judge=False)
         if values is None:
             return  # deferred or rejected: its content no longer fits what the server has
-        values.pop("_round")
-        values.pop("text")
-        different = sorted(k for k, v in values.items() if getattr(e, k) != v)
+        for key in ("_round", "_note", "text"):
+            values.pop(key)
+        stored = {k: getattr(e, k) for k in values}
+        if author.token_hash is not None:  # the server's judgement, made once when stored, is not the client's
+            for side in (values, stored):
+                side.pop("model_fooled"), side.pop("fooled_rule")
+                side["outputs"] = [{k: v for k, v in o.items() if k != "fooled"} for o in side["outputs"]]
+        different = sorted(k for k, v in values.items() if stored[k] != v)
         if different:
             return self.result(i, r, "conflict", revision=e.revision, server=self._server_form(e),
                                reason=f"a submitted example cannot be edited (differs in {', '.join(different)}); "
                                       f"the server keeps revision {e.revision}")
         if r.revision == e.revision:
             if (r.status, r.status_reason) == (e.status, e.status_reason):
-                return self.result(i, r, "already_stored", revision=e.revision)
+                return self.result(i, r, "already_stored", revision=e.revision,
+                                   server=_judgement(e, r) if author.token_hash is not None else None)
             return self.result(i, r, "conflict", revision=e.revision, server=self._server_form(e),
                                reason=f"revision {e.revision} on the server is {e.status}, here it is {r.status}")
         if r.revision < e.revision:
@@ -692,6 +747,44 @@ class _Push(_Batch):
                 row.duplicate_of = first[key][1]
             else:
                 first[key] = (row.stored_seq, row.id)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Whether a round's target models were fooled by an example, as the server judges it.
+    ``fooled`` is None (not counted as fooling) unless there is exactly one output of each target
+    and nothing else; ``outputs`` are the example's outputs, each with its own ``fooled``."""
+
+    fooled: bool | None
+    outputs: list[dict]
+    targets: list[str]
+    foreign: list[str]  # sha256 of outputs whose model is not a target
+    repeated: bool  # a target answered twice
+    missing: list[str]  # targets without an output
+
+
+def judge(definition: TaskDefinition, targets: Sequence[str], rule: str, true_label: str | None, answer: Span | None,
+          outputs: Sequence[dict]) -> Judgement:
+    """The server's judgement, with the desk's one definition of "fooled" (``is_fooled``), from the
+    outputs in wire form (model sha256, label, probabilities, answer), never from their ``fooled``."""
+    targets = list(targets)
+    shas = [o["model_sha256"] for o in outputs]
+    models = [ModelOutput(uuid.UUID(str(o["model"])), o["model_sha256"], o["label"], dict(o.get("probabilities") or {}),
+                          o.get("latency_ms"), Span.from_json(o.get("answer"))) for o in outputs]
+    judged = [{**wire, "fooled": is_fooled(definition, [model], true_label, answer)}  # each on its own, as desks do
+              for wire, model in zip(outputs, models)]
+    foreign = [sha for sha in shas if sha not in targets]
+    repeated = len(set(shas)) != len(shas)
+    missing = [sha for sha in targets if sha not in shas]
+    fooled = None
+    if targets and not (foreign or repeated or missing):
+        fooled = is_fooled(definition, models, true_label, answer, FooledRule(rule))
+    return Judgement(fooled, judged, targets, foreign, repeated, missing)
+
+
+def _judgement(e: Example | _Row, r: ExampleRecord) -> dict | None:
+    """The server's "fooled", for a push result, when it is not what the author's desk sent."""
+    return None if e.model_fooled is r.model_fooled else {"model_fooled": e.model_fooled}
 
 
 def _chunks(items: list, size: int = 1000):
@@ -1149,9 +1242,13 @@ def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = Non
                 select(Round.id, Task.name, Round.number).join(Task, Task.id == Round.task_id).where(Round.id.in_(ids)))}
         else:
             names = dict(session.execute(select(Person.id, Person.display_name).where(Person.id.in_(ids))).all())
-    figures = [FigureRow(key=str(k), name=names.get(k, str(k)), submitted=s, fooled=f, validated_fooling=v,
-                         duplicates=d, mer=f / s if s else None, vmer=v / s if s else None)
-               for k, s, f, v, d in rows]
+    # MER and vMER as the desk defines them (``Figures``), over "fooled" as the server judged it at push.
+    figures = []
+    for k, s, f, v, d in rows:
+        counts = Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v))
+        figures.append(FigureRow(key=counts.key, name=counts.name, submitted=counts.submitted, fooled=counts.fooled,
+                                 validated_fooling=counts.validated_fooling, duplicates=int(d), mer=counts.mer,
+                                 vmer=counts.vmer))
     return team, sorted(figures, key=lambda f: f.name)
 
 

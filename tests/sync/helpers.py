@@ -267,7 +267,8 @@ def fill_outbox(desk: Desk, author_id: uuid.UUID, n: int, *, seed: int, rounds: 
             facets.append({"example_id": example_id, "field": "hate_type", "value": meta["hate_type"]})
             facets.extend({"example_id": example_id, "field": "target_groups", "value": g} for g in meta["target_groups"])
         when = start + timedelta(seconds=i * 7, microseconds=rng.randint(0, 999_999))
-        p = round(rng.random(), 6)
+        p = rng.random()  # the predicted label is the more probable one, as from a real model
+        hate = round(0.51 + 0.48 * p if predicted == "hate" else 0.49 - 0.48 * p, 6)
         examples.append({
             "id": example_id, "task_id": task.id, "round_id": round_ids[number], "author_id": author_id,
             "inputs": {"text": text}, "text": text, "true_label": label, "model_fooled": predicted != label,
@@ -277,7 +278,7 @@ def fill_outbox(desk: Desk, author_id: uuid.UUID, n: int, *, seed: int, rounds: 
         })
         outputs.append({"id": uuid.uuid4(), "example_id": example_id, "model_id": model.id, "position": 0,
                         "model_sha256": model.sha256, "label": predicted,
-                        "probabilities": {"hate": p, "not hate": round(1 - p, 6)}, "latency_ms": rng.uniform(1, 9),
+                        "probabilities": {"hate": hate, "not hate": round(1 - hate, 6)}, "latency_ms": rng.uniform(1, 9),
                         "fooled": predicted != label})
         entries.append({"kind": "example", "record_id": example_id, "person_id": author_id, "revision": 1,
                         "state": "pending", "attempts": 0})
