@@ -16,6 +16,7 @@ import click
 from app import paths
 from app.errors import DynadeskError
 from app.logs import log_file, setup_logging
+from app.text import printable
 
 log = logging.getLogger("dynadesk")
 
@@ -208,7 +209,7 @@ def tasks_validate(obj: Context, files: tuple[str, ...]) -> None:
 
 
 def format_table(headers: list[str], rows: list[list]) -> str:
-    cells = [[str(c) for c in row] for row in [headers, *rows]]
+    cells = [[printable(str(c)) for c in row] for row in [headers, *rows]]  # a cell cannot steer the terminal
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))

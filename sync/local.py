@@ -140,12 +140,15 @@ class Settled:
 
 
 def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
-           refused: Sequence[RecordError] = (), refused_as: str = "rejected") -> Settled:
+           refused: Sequence[RecordError] = (), refused_as: str = "rejected",
+           received_at: datetime | None = None) -> Settled:
     """Apply the server's answers to the outbox in one unit of work.
 
     A stored record leaves the outbox (unless it changed again since it was read) and is marked
     synced. Conflicts and rejections stay, with the reason, for the user; deferred records stay
     pending for the next sync. ``refused`` are records the server named in a 403 or 422 answer.
+    ``received_at`` (the answer's ``server_time``) is when the server received the stored reviews:
+    where they stand among other leads' reviews.
     """
     out = Settled()
     sent = {str(e.record_id): (e, record) for e, record in zip(batch.entries, batch.records[batch.people:])}
@@ -197,6 +200,11 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             if rows:  # updated_at stays as it was: it is part of the record as the server stores it
                 session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.revision == bindparam("b_rev"))
                                 .values(sync_state=SyncState.SYNCED.value, updated_at=table.c.updated_at), rows)
+        if received_at is not None and done["example_review"]:
+            table = ExampleReview.__table__
+            session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.received_at.is_(None))
+                            .values(received_at=received_at, updated_at=table.c.updated_at),
+                            [{"b_id": row["b_id"]} for row in done["example_review"]])
         if marks:
             session.execute(entries.update().where(entries.c.seq == bindparam("b_seq"),
                                                    entries.c.revision == bindparam("b_rev"))
@@ -382,7 +390,9 @@ class PulledRecordWriter(RecordWriter):
                                        action=ReviewAction(r["action"]).value, comment=r.get("comment"),
                                        sync_state=SyncState.SYNCED.value, revision=int(r.get("revision") or 1),
                                        created_at=datetime.fromisoformat(r["created_at"]),
-                                       updated_at=datetime.fromisoformat(r["updated_at"])))
+                                       updated_at=datetime.fromisoformat(r["updated_at"]),
+                                       received_at=datetime.fromisoformat(r["received_at"])
+                                       if r.get("received_at") else None))
         if self.flush_each:
             self.session.flush()
         self.present["example_review"].add(review_id)
@@ -397,8 +407,8 @@ class PulledRecordWriter(RecordWriter):
         self._apply_latest_reviews()
 
     def _apply_latest_reviews(self) -> None:
-        """Each reviewed example shows its latest review by time (ties by id, the same on every
-        desk), whatever order the reviews arrived in; an older review arriving late changes nothing."""
+        """Each reviewed example shows its latest review in the server's arrival order (``review_order``),
+        the same on every desk whatever order the reviews reached this one."""
         if not self.reviewed:
             return
         self.session.flush()
@@ -408,7 +418,7 @@ class PulledRecordWriter(RecordWriter):
             for review in self.session.scalars(select(ExampleReview).where(
                     ExampleReview.example_id.in_(ids[start:start + 900]))):
                 best = latest.get(review.example_id)
-                if best is None or (review.created_at, review.id) > (best.created_at, best.id):
+                if best is None or review_order(review) > review_order(best):
                     latest[review.example_id] = review
         current = {row.id: row for start in range(0, len(ids), 900) for row in self.session.execute(
             select(Example.id, Example.review_state, Example.review_comment, Example.reviewed_at)
@@ -449,6 +459,14 @@ class PulledRecordWriter(RecordWriter):
                 row = self.session.identity_map.get(self.session.identity_key(model, record_id))
                 if row is not None:
                     set_committed_value(row, "sync_state", SyncState.SYNCED.value)
+
+
+def review_order(review: ExampleReview) -> tuple:
+    """Where a review stands among its example's reviews: by when the server received it, never by
+    the writer's clock alone. One this desk has not sent yet comes last (it will arrive last); reviews
+    kept before arrival times were (received_at None) go by created_at. Ties by id."""
+    waiting = review.received_at is None and review.sync_state != SyncState.SYNCED.value
+    return waiting, review.received_at or review.created_at, review.id
 
 
 def _present(session: Session, records: list[dict]) -> dict[str, set[uuid.UUID]]:
