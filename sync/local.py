@@ -23,6 +23,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from app.domain import ReviewAction, SyncState
 from app.errors import DynadeskError
 from app.io.records import RecordWriter, dump_example, dump_example_review, dump_person, dump_validation
+from app.services.lead import review_order
 from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import (
@@ -459,14 +460,6 @@ class PulledRecordWriter(RecordWriter):
                 row = self.session.identity_map.get(self.session.identity_key(model, record_id))
                 if row is not None:
                     set_committed_value(row, "sync_state", SyncState.SYNCED.value)
-
-
-def review_order(review: ExampleReview) -> tuple:
-    """Where a review stands among its example's reviews: by when the server received it, never by
-    the writer's clock alone. One this desk has not sent yet comes last (it will arrive last); reviews
-    kept before arrival times were (received_at None) go by created_at. Ties by id."""
-    waiting = review.received_at is None and review.sync_state != SyncState.SYNCED.value
-    return waiting, review.received_at or review.created_at, review.id
 
 
 def _present(session: Session, records: list[dict]) -> dict[str, set[uuid.UUID]]:

@@ -125,14 +125,14 @@ def test_an_accept_reaches_the_author_and_the_review_that_reaches_the_server_las
     clients[ann].run()
     shown = ann.examples.get(first.id)
     assert (shown.review_state, shown.review_comment) == ("returned", "Too close to the prompt.")
-    assert [(h.lead, h.action) for h in ann.lead.history(first.id)] == [("Lee Lead", "returned"),
-                                                                         ("Olga Owner", "accepted")]
+    assert [(h.lead, h.action) for h in ann.lead.history(first.id)] == [("Olga Owner", "accepted"),
+                                                                         ("Lee Lead", "returned")]
     on_lead = lead.examples.get(first.id)  # the lead's desk pulled the owner's accept, which came first
     assert (on_lead.review_state, on_lead.review_comment) == ("returned", "Too close to the prompt.")
     assert on_lead.reviewed_at == shown.reviewed_at
     assert lead.examples.get(second.id).review_state == "accepted"
     clients[owner].run()
-    assert [h.action for h in owner.lead.history(first.id)] == ["returned", "accepted"]
+    assert [h.action for h in owner.lead.history(first.id)] == ["accepted", "returned"]
     assert owner.examples.get(first.id).review_state == "returned"
     for desk, client in clients.items():
         client.close()

@@ -102,6 +102,7 @@ def test_the_latest_review_is_the_last_to_reach_the_server_not_the_one_with_the_
         client.run()
     shown = ann.examples.get(mine.id)
     assert (shown.review_state, shown.review_comment) == ("returned", "Please fix.")
+    assert [h.action for h in ann.lead.history(mine.id)] == ["accepted", "returned"]  # the last is the one shown
     ann.close()
 
 
