@@ -590,7 +590,8 @@ class _Push(_Batch):
         task = self.session.get(Task, e.task_id)
         round_ = self.session.get(Round, e.round_id)
         context = self.session.get(Context, e.context_id) if e.context_id else None
-        return example_wire(e, task.code, round_.number, context.content_hash if context else None).model_dump(mode="json")
+        record = example_wire(e, task.code, round_.number, context.content_hash if context else None)
+        return _hide_foreign(record, _other_teams(self.session, self.me, [e.duplicate_of])).model_dump(mode="json")
 
     def _update_example(self, i: int, r: ExampleRecord, e: Example) -> None:
         if e.author_id != r.author:
@@ -968,11 +969,32 @@ def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID
     out += [model_wire(m) for m in models.values()]
     out += [round_wire(r, code_of[r.task_id]) for r in sorted(rounds.values(), key=lambda r: r.number)]
     out += [context_wire(c, code_of[rounds[c.round_id].task_id], number_of[c.round_id]) for c in contexts.values()]
-    out += [example_wire(e, code_of[e.task_id], number_of[e.round_id], hash_of.get(e.context_id))
+    foreign = _other_teams(session, me, [e.duplicate_of for e in examples.values()])
+    out += [_hide_foreign(example_wire(e, code_of[e.task_id], number_of[e.round_id], hash_of.get(e.context_id)),
+                          foreign)
             for e in sorted(examples.values(), key=lambda e: e.stored_seq)]
     out += [validation_wire(v) for v in sorted(validations.values(), key=lambda v: v.created_at)]
     out += [example_review_wire(r) for r in sorted(reviews.values(), key=lambda r: (r.received_at, r.id))]
     return out
+
+
+def _other_teams(session: Session, me: Person, example_ids: Iterable[uuid.UUID | None]) -> set[uuid.UUID]:
+    """Of these examples, those of a team other than ``me``'s (none for owners, who see every team)."""
+    ids = sorted({i for i in example_ids if i is not None})
+    if me.role == Role.OWNER.value or not ids:
+        return set()
+    out: set[uuid.UUID] = set()
+    for chunk in _chunks(ids):
+        out.update(i for i, team in session.execute(select(Example.id, Example.team).where(Example.id.in_(chunk)))
+                   if team != me.team)
+    return out
+
+
+def _hide_foreign(record: ExampleRecord, foreign: set[uuid.UUID]) -> ExampleRecord:
+    """An example as ``me`` may see it: an original in another team is not named by its id."""
+    if record.duplicate_of in foreign:
+        return record.model_copy(update={"duplicate_of": None})
+    return record
 
 
 def model_manifest(db: ServerDatabase, sha256: str) -> ModelRecordWire | None:
@@ -1026,8 +1048,7 @@ def duplicates(db: ServerDatabase, me: Person, team: str | None = None, limit: i
                                     .order_by(Example.stored_seq).limit(limit)))
         originals = _fetch(session, Example, [e.duplicate_of for e in rows])
         names = dict(session.execute(select(Person.id, Person.display_name).where(
-            Person.id.in_({e.author_id for e in rows} | {o.author_id for o in originals.values()
-                                                          if o.team == team or me.role == Role.OWNER.value}))).all())
+            Person.id.in_({e.author_id for e in rows} | {o.author_id for o in originals.values()}))).all())
         rounds = _fetch(session, Round, [e.round_id for e in rows])
         tasks = _fetch(session, Task, [r.task_id for r in rounds.values()])
     out = []

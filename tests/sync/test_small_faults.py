@@ -54,11 +54,15 @@ def test_a_lead_learns_only_that_a_duplicate_is_in_another_team(team):
     assert (shown["example"], shown["author"], shown["other_team"]) == (again["id"], "Cat Annotator", True)
     assert shown["duplicate_of"] is None and shown["original_author"] is None
     assert first["id"] not in response.text and "Ann Annotator" not in response.text
+    feed = httpx.get(f"{team.url}/v1/changes", headers=auth(team.lia))  # nor does team B's change feed
+    assert again["id"] in feed.text and first["id"] not in feed.text
 
     response = httpx.get(f"{team.url}/v1/team/duplicates", params={"team": "B"}, headers=auth(team.owner))
     [shown] = response.json()["duplicates"]  # owners see everything
     assert (shown["duplicate_of"], shown["original_author"], shown["other_team"]) == \
            (first["id"], "Ann Annotator", True)
+    feed = httpx.get(f"{team.url}/v1/changes", headers=auth(team.owner)).json()
+    assert {r["id"]: r.get("duplicate_of") for r in feed["records"]}[again["id"]] == first["id"]
 
 
 @sqlite_only
