@@ -94,7 +94,7 @@ def init(obj: Context, name: str | None, role: str, without_default_model: bool)
     if desk.db.backup_path:
         click.echo(f"Upgraded; the previous database was kept at {desk.db.backup_path}")
     click.echo(f"Tasks:       {', '.join(t.code for t in desk.tasks.tasks())}")
-    click.echo(f"Profile:     {person.display_name} ({person.role})")
+    click.echo(f"Profile:     {printable(person.display_name)} ({person.role})")
     if not without_default_model:
         from app.services.target_models import DEFAULT_TASK, adopt_default_model
         from local_models.progress import Progress

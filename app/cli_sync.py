@@ -215,7 +215,7 @@ def sync(ctx: click.Context, now: bool) -> None:
             except Offline as exc:
                 click.echo(str(exc))
                 ctx.exit(3)
-        click.echo(report.summary())
+        click.echo(printable(report.summary()))
         for line in report.warnings:
             click.echo(f"Warning: {printable(line)}")
         for line in report.problems[:20]:

@@ -185,3 +185,14 @@ def test_a_failed_upload_leaves_no_empty_folders(team, server):
     assert list(blobs.iterdir()) == []
     assert httpx.put(f"{team.url}/v1/blobs/{sha}", content=data, headers=auth(team.owner)).status_code == 201
     assert [p.name for p in blobs.iterdir()] == [sha[:2]]
+
+
+def test_sync_status_escapes_control_characters_in_what_the_server_said(data_dir):
+    from app.desk import Desk
+    from sync import local
+
+    with Desk(data_dir) as desk:
+        local.note(desk.db, error="the server refused Eve\x1b[2J\x1b]0;owned\x07")
+    shown = CliRunner().invoke(cli, ["sync"])
+    assert shown.exit_code == 0, shown.output
+    assert "Eve\\x1b[2J\\x1b]0;owned\\x07" in shown.output and "\x1b" not in shown.output
