@@ -314,7 +314,8 @@ class _Batch:
             name, value = late
             self.result(i, r, "rejected", reason=(
                 f"its {name} ({value.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC) is more than a day ahead of the "
-                f"server's clock ({self.now:%Y-%m-%d %H:%M} UTC); check the date and time of the computer that wrote it"))
+                f"server's clock ({self.now:%Y-%m-%d %H:%M} UTC); check the date and time of the computer "
+                "that wrote it"))
         return kept
 
     def result(self, index: int, record, status: str, *, revision: int | None = None, reason: str | None = None,

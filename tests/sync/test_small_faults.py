@@ -57,7 +57,8 @@ def test_a_lead_learns_only_that_a_duplicate_is_in_another_team(team):
     feed = httpx.get(f"{team.url}/v1/changes", headers=auth(team.lia))  # nor does team B's change feed
     assert again["id"] in feed.text and first["id"] not in feed.text
     runner = CliRunner()
-    configured = runner.invoke(cli, ["sync", "configure", "--url", team.url, "--token-stdin"], input=team.lia.token + "\n")
+    configured = runner.invoke(cli, ["sync", "configure", "--url", team.url, "--token-stdin"],
+                               input=team.lia.token + "\n")
     assert configured.exit_code == 0, configured.output
     listed = runner.invoke(cli, ["sync", "team", "--duplicates"])
     assert listed.exit_code == 0, listed.output
