@@ -307,7 +307,8 @@ class _Batch:
         limit = self.now + CLOCK_SLACK
         kept = []
         for i, r in enumerate(records):
-            late = next(((name, value) for name, value in r if isinstance(value, datetime) and value > limit), None)
+            late = next(((name, value) for name in _time_fields(type(r))
+                         if (value := getattr(r, name)) is not None and value > limit), None)
             if late is None:
                 kept.append((i, r))
                 continue
@@ -357,6 +358,17 @@ class _Batch:
             return []
         self.session.flush()
         return _record_changes(self.session, self.changes, self.updated)
+
+
+_TIME_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _time_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a record kind that hold a time the sender chose (created_at, submitted_at, ...)."""
+    if kind not in _TIME_FIELDS:
+        _TIME_FIELDS[kind] = tuple(name for name, f in kind.model_fields.items()
+                                   if "Datetime" in str(f.annotation) and name != "received_at")  # set by the server
+    return _TIME_FIELDS[kind]
 
 
 class _Row:
