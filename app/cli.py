@@ -16,6 +16,7 @@ import click
 from app import paths
 from app.errors import DynadeskError
 from app.logs import log_file, setup_logging
+from app.text import printable
 
 log = logging.getLogger("dynadesk")
 
@@ -93,7 +94,7 @@ def init(obj: Context, name: str | None, role: str, without_default_model: bool)
     if desk.db.backup_path:
         click.echo(f"Upgraded; the previous database was kept at {desk.db.backup_path}")
     click.echo(f"Tasks:       {', '.join(t.code for t in desk.tasks.tasks())}")
-    click.echo(f"Profile:     {person.display_name} ({person.role})")
+    click.echo(f"Profile:     {printable(person.display_name)} ({person.role})")
     if not without_default_model:
         from app.services.target_models import DEFAULT_TASK, adopt_default_model
         from local_models.progress import Progress
@@ -208,7 +209,7 @@ def tasks_validate(obj: Context, files: tuple[str, ...]) -> None:
 
 
 def format_table(headers: list[str], rows: list[list]) -> str:
-    cells = [[str(c) for c in row] for row in [headers, *rows]]
+    cells = [[printable(str(c)) for c in row] for row in [headers, *rows]]  # a cell cannot steer the terminal
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))

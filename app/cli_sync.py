@@ -16,6 +16,7 @@ import click
 
 from app import paths
 from app.errors import DynadeskError
+from app.text import printable
 
 pass_context = click.pass_obj  # app.cli's Context (taken plainly to avoid an import cycle)
 
@@ -130,7 +131,7 @@ def serve_new_token(obj, who: str, db: str | None, data: str | None) -> None:
         person, token = store.new_token_for(database, who)
     finally:
         database.close()
-    click.echo(f"New token for {person.display_name} (shown only now):", err=True)
+    click.echo(f"New token for {printable(person.display_name)} (shown only now):", err=True)
     click.echo(token)
 
 
@@ -147,7 +148,7 @@ def serve_revoke(obj, who: str, db: str | None, data: str | None) -> None:
         person = store.set_active(database, who, False)
     finally:
         database.close()
-    click.echo(f"{person.display_name}'s token no longer works.")
+    click.echo(f"{printable(person.display_name)}'s token no longer works.")
 
 
 @serve.command("people")
@@ -266,11 +267,11 @@ def sync(ctx: click.Context, now: bool) -> None:
             except Offline as exc:
                 click.echo(str(exc))
                 ctx.exit(3)
-        click.echo(report.summary())
+        click.echo(printable(report.summary()))
         for line in report.warnings:
-            click.echo(f"Warning: {line}")
+            click.echo(f"Warning: {printable(line)}")
         for line in report.problems[:20]:
-            click.echo(f"  {line}")
+            click.echo(f"  {printable(line)}")
     _show_status(desk)
 
 
@@ -293,7 +294,7 @@ def _show_status(desk) -> None:
         click.echo(f"Need attention: {status.rejected:,} refused, {status.conflicts:,} conflicts "
                    "(dynadesk sync problems)")
     if status.last_error:
-        click.echo(f"Last error:    {status.last_error}")
+        click.echo(f"Last error:    {printable(status.last_error)}")
 
 
 @sync.command("configure")
@@ -321,10 +322,11 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
             try:
                 me = client.me()
                 client.adopt_identity(me)
-                click.echo(f"The server knows this token as {me.display_name} ({me.role.value}, team {me.team}).")
+                name = printable(me.display_name)
+                click.echo(f"The server knows this token as {name} ({me.role.value}, team {me.team}).")
                 if desk.settings.current_person_id != str(me.id):
                     desk.switch_person(me.id)
-                    click.echo(f"This desk now works as {me.display_name}.")
+                    click.echo(f"This desk now works as {name}.")
             except AuthError:
                 raise
             except Offline as exc:
@@ -370,7 +372,7 @@ def sync_publish(obj, task_code: str, rounds: tuple[int, ...], no_files: bool) -
     click.echo(", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items()))
     for result in response.results:
         if result.status in ("deferred", "rejected"):
-            click.echo(f"  {result.record} {result.id}: {result.status}: {result.reason}")
+            click.echo(f"  {result.record} {result.id}: {result.status}: {printable(result.reason or '')}")
 
 
 @sync.command("share-imported")
@@ -382,6 +384,12 @@ def sync_share_imported(obj, source: str | None, task_code: str | None) -> None:
     with _client(obj.desk) as client:
         n = client.queue_imported(source=source, task_code=task_code)
     click.echo(f"{n:,} imported record(s) will go out at the next sync (dynadesk sync --now).")
+
+
+def _first_writer(duplicate: dict) -> str:
+    if duplicate.get("original_author") is None:
+        return "another team"
+    return duplicate["original_author"] + (" (another team)" if duplicate.get("other_team") else "")
 
 
 @sync.command("team")
@@ -404,7 +412,7 @@ def sync_team(obj, by: str, team: str | None, show_duplicates: bool, as_json: bo
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     elif show_duplicates:
         click.echo(format_table(["task", "round", "author", "first written by", "text"],
-                                [[d["task"], d["round_number"], d["author"], d["original_author"], d["text"][:60]]
+                                [[d["task"], d["round_number"], d["author"], _first_writer(d), d["text"][:60]]
                                  for d in data["duplicates"]]))
     else:
         click.echo(f"Team {data['team']}, by {by}")

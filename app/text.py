@@ -33,6 +33,27 @@ def clean_text(text: str) -> str:
     return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
+# Characters that steer a terminal or reorder the text around them instead of showing:
+# C0 and C1 controls, DEL, and the bidirectional embeddings, overrides and isolates.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def control_characters(text: str) -> list[str]:
+    """The control characters in ``text``, each written as an escape (for messages)."""
+    return sorted({_escape(c) for c in _CONTROL.findall(text)})
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as escapes (``\\x1b``): printing it cannot
+    move the cursor, clear the screen or reorder a terminal line."""
+    return _CONTROL.sub(lambda m: _escape(m.group()), text)
+
+
 def content_hash(text: str) -> str:
     """Identity of a context: the same words with different spacing are the same context."""
     return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()

@@ -316,8 +316,8 @@ class SyncClient:
                     report.problems += settled.problems
                     continue
                 _expect(response, 200)
-                results = PushResponse.model_validate_json(response.content).results
-                settled = local.settle(self.db, batch, results)
+                answer = PushResponse.model_validate_json(response.content)
+                settled = local.settle(self.db, batch, answer.results, received_at=answer.server_time)
                 refusals = 0
                 report.pushed += settled.stored
                 report.already_stored += settled.already

@@ -24,6 +24,7 @@ from app.domain import ReviewAction, SyncState
 from app.errors import DynadeskError
 from app.limits import record_problems
 from app.io.records import RecordWriter, dump_example, dump_example_review, dump_person, dump_validation
+from app.services.lead import review_order
 from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import (
@@ -147,12 +148,15 @@ class Settled:
 
 
 def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
-           refused: Sequence[RecordError] = (), refused_as: str = "rejected") -> Settled:
+           refused: Sequence[RecordError] = (), refused_as: str = "rejected",
+           received_at: datetime | None = None) -> Settled:
     """Apply the server's answers to the outbox in one unit of work.
 
     A stored record leaves the outbox (unless it changed again since it was read) and is marked
     synced. Conflicts and rejections stay, with the reason, for the user; deferred records stay
     pending for the next sync. ``refused`` are records the server named in a 403 or 422 answer.
+    ``received_at`` (the answer's ``server_time``) is when the server received the stored reviews:
+    where they stand among other leads' reviews.
     """
     out = Settled()
     sent = {str(e.record_id): (e, record) for e, record in zip(batch.entries, batch.records[batch.people:])}
@@ -215,6 +219,11 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             table = Example.__table__
             session.execute(table.update().where(table.c.id == bindparam("b_id"))
                             .values(model_fooled=bindparam("b_fooled"), updated_at=table.c.updated_at), judged)
+        if received_at is not None and done["example_review"]:
+            table = ExampleReview.__table__
+            session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.received_at.is_(None))
+                            .values(received_at=received_at, updated_at=table.c.updated_at),
+                            [{"b_id": row["b_id"]} for row in done["example_review"]])
         if marks:
             session.execute(entries.update().where(entries.c.seq == bindparam("b_seq"),
                                                    entries.c.revision == bindparam("b_rev"))
@@ -405,7 +414,9 @@ class PulledRecordWriter(RecordWriter):
                                        action=ReviewAction(r["action"]).value, comment=r.get("comment"),
                                        sync_state=SyncState.SYNCED.value, revision=int(r.get("revision") or 1),
                                        created_at=datetime.fromisoformat(r["created_at"]),
-                                       updated_at=datetime.fromisoformat(r["updated_at"])))
+                                       updated_at=datetime.fromisoformat(r["updated_at"]),
+                                       received_at=datetime.fromisoformat(r["received_at"])
+                                       if r.get("received_at") else None))
         if self.flush_each:
             self.session.flush()
         self.present["example_review"].add(review_id)
@@ -420,8 +431,8 @@ class PulledRecordWriter(RecordWriter):
         self._apply_latest_reviews()
 
     def _apply_latest_reviews(self) -> None:
-        """Each reviewed example shows its latest review by time (ties by id, the same on every
-        desk), whatever order the reviews arrived in; an older review arriving late changes nothing."""
+        """Each reviewed example shows its latest review in the server's arrival order (``review_order``),
+        the same on every desk whatever order the reviews reached this one."""
         if not self.reviewed:
             return
         self.session.flush()
@@ -431,7 +442,7 @@ class PulledRecordWriter(RecordWriter):
             for review in self.session.scalars(select(ExampleReview).where(
                     ExampleReview.example_id.in_(ids[start:start + 900]))):
                 best = latest.get(review.example_id)
-                if best is None or (review.created_at, review.id) > (best.created_at, best.id):
+                if best is None or review_order(review) > review_order(best):
                     latest[review.example_id] = review
         current = {row.id: row for start in range(0, len(ids), 900) for row in self.session.execute(
             select(Example.id, Example.review_state, Example.review_comment, Example.reviewed_at)

@@ -228,6 +228,9 @@ class ExampleReviewRecord(Stamped):
     lead: uuid.UUID
     action: ReviewAction
     comment: Text | None = None
+    # Set by the server (ignored when pushed): when it arrived there. Desks take an example's latest
+    # review by this, not by created_at, which the writing desk's clock (or a forger) chose.
+    received_at: AwareDatetime | None = None
 
 
 PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, PersonRecord],
@@ -279,7 +282,7 @@ class RecordResult(Strict):
 
 class PushResponse(Strict):
     results: list[RecordResult]
-    server_time: datetime
+    server_time: datetime  # when the request arrived: the received_at of the records it stored
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -336,13 +339,18 @@ class TeamStats(Strict):
 
 
 class Duplicate(Strict):
+    """An example whose text an earlier one of the round already had. When the earlier one belongs
+    to another team, a lead learns only that (``other_team``); who wrote it and its id stay hidden
+    (``None``). Owners see everything."""
+
     example: uuid.UUID
-    duplicate_of: uuid.UUID
+    duplicate_of: uuid.UUID | None
     task: str
     round_number: int
     text: str
     author: str
-    original_author: str
+    original_author: str | None
+    other_team: bool = False
 
 
 class Duplicates(Strict):

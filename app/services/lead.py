@@ -2,8 +2,9 @@
 
 A lead's verdict is final (``ValidationService`` records it in lead mode and ``summarise``
 lets it override the peers). Accepting and returning are recorded in ``example_reviews``;
-the example keeps the latest review (state, comment, time) for fast filters and for the
-author's own history, where a returned example shows up marked with the lead's comment.
+the example keeps the latest review (``review_order``: the server's arrival order) with its
+state, comment and time, for fast filters and for the author's own history, where a returned
+example shows up marked with the lead's comment.
 Reviews go into the sync outbox with the review itself, so they reach the author's desk
 (``sync.local`` applies pulled reviews the same way).
 """
@@ -29,6 +30,15 @@ LEAD_ROLES = (Role.LEAD.value, Role.OWNER.value)
 
 class NotALead(ValidationRuleError):
     """Lead actions by a profile that is not a lead or owner."""
+
+
+def review_order(review: ExampleReview) -> tuple:
+    """Where a review stands among its example's reviews: when the server received it, never the
+    writer's clock alone (a desk's clock may be wrong, or forged), so every desk agrees. One this desk
+    has not sent yet comes last (it will arrive last); reviews kept from before arrival times were
+    recorded (``received_at`` None) go by ``created_at``. Ties by id."""
+    waiting = review.received_at is None and review.sync_state != SyncState.SYNCED.value
+    return waiting, review.received_at or review.created_at, review.id
 
 
 @dataclass(frozen=True)
@@ -131,7 +141,8 @@ class LeadReviewService:
         with self.db.read() as session:
             rows = session.execute(
                 select(ExampleReview, Person.display_name).join(Person, Person.id == ExampleReview.lead_id)
-                .where(ExampleReview.example_id == example_id).order_by(ExampleReview.created_at)).all()
+                .where(ExampleReview.example_id == example_id)).all()
+            rows.sort(key=lambda row: review_order(row[0]))  # the last is the one the example shows
             return [ReviewRecord(r.example_id, name, r.action, r.comment, r.created_at) for r, name in rows]
 
     def returned_to(self, author_id: uuid.UUID) -> list[Example]:

@@ -300,6 +300,8 @@ class ExampleReview(Synced, Base):
     action: Mapped[str] = mapped_column(String(16))  # ReviewAction
     comment: Mapped[str | None] = mapped_column(Text)
     sync_state: Mapped[str] = mapped_column(String(16), default=SyncState.PENDING.value)
+    # When the server received it (None until then): the order in which reviews count, the same on every desk.
+    received_at: Mapped[datetime | None]
 
 
 class Suite(Stamped, Base):

@@ -246,8 +246,9 @@ def create_app(db: ServerDatabase, data_dir: Path) -> FastAPI:
         as `already_stored`. Each record gets its own result; a conflicting revision is reported back
         with the server's version, never overwritten. A request that writes as someone else, or
         adjudicates, accepts or returns work without being a lead, stores nothing (403)."""
-        results = store.push(db, person, request.records)
-        return PushResponse(results=results, server_time=utcnow())
+        now = utcnow()  # also the new records' received_at: a desk orders its own reviews by it
+        results = store.push(db, person, request.records, now)
+        return PushResponse(results=results, server_time=now)
 
     @api.post(f"{API}/publish", response_model=PushResponse, responses=ERRORS, tags=["records"],
               summary="Publish tasks, rounds, contexts and target models (owners)")
@@ -255,12 +256,13 @@ def create_app(db: ServerDatabase, data_dir: Path) -> FastAPI:
         """Task definitions, rounds (by task and number), contexts (by round and content) and model
         records (by sha256). A model's files must be uploaded (PUT /v1/blobs) before its record
         names them."""
-        results = store.publish(db, person, request.records, blobs.exists)
-        return PushResponse(results=results, server_time=utcnow())
+        now = utcnow()
+        results = store.publish(db, person, request.records, blobs.exists, now)
+        return PushResponse(results=results, server_time=now)
 
     @api.get(f"{API}/changes", response_model=ChangesResponse, responses=ERRORS, tags=["records"],
              summary="Changes since a cursor")
-    def changes(person: Caller, since: Annotated[int, Query(ge=0, description="the cursor of the last page")] = 0,
+    def changes(person: Caller, since: Annotated[int, Query(ge=0, le=2**63 - 1, description="the cursor of the last page")] = 0,
                 limit: Annotated[int, Query(ge=1, le=MAX_PULL_RECORDS)] = 500) -> ChangesResponse:
         """Tasks, rounds, contexts, model records, and the examples, validations and lead reviews of this
         person's team (all teams for owners), except this person's own, in the order they were stored. Each page

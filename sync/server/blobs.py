@@ -41,9 +41,15 @@ class BlobStore:
 class BlobWriter:
     def __init__(self, store: BlobStore, sha256: str):
         self.final = store.path(sha256)
-        self.final.parent.mkdir(parents=True, exist_ok=True)
         self.sha256 = sha256
-        fd, name = tempfile.mkstemp(dir=self.final.parent, prefix=f".{sha256[:12]}-", suffix=".part")
+        for attempt in range(3):
+            self.final.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd, name = tempfile.mkstemp(dir=self.final.parent, prefix=f".{sha256[:12]}-", suffix=".part")
+                break
+            except FileNotFoundError:  # another upload's abort removed the empty shard just now
+                if attempt == 2:
+                    raise
         self.tmp = Path(name)
         self.handle = os.fdopen(fd, "wb")
         self.digest = hashlib.sha256()
@@ -68,6 +74,11 @@ class BlobWriter:
         return not existed
 
     def abort(self) -> None:
+        """Drop what a failed upload wrote, and its shard folder if nothing else is in it."""
         if not self.handle.closed:
             self.handle.close()
         self.tmp.unlink(missing_ok=True)
+        try:
+            self.final.parent.rmdir()
+        except OSError:  # not empty: other blobs or uploads live there
+            pass

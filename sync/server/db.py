@@ -137,13 +137,16 @@ class ServerDatabase:
         with self.engine.connect() as connection:
             return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE}).get_current_revision()
 
-    def upgrade(self) -> None:
-        """Bring the schema to the newest revision (once, before workers start)."""
-        current = self.current_revision()
+    def _refuse_newer(self, current: str | None) -> None:
         script = ScriptDirectory.from_config(alembic_config())
         if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
             raise DynadeskError(f"The server database {self.describe()} was written by a newer Dynadesk "
-                                f"(schema {current}). Update Dynadesk to serve it.")
+                                f"(schema {current}). Install the Dynadesk version that wrote it, or a newer one, "
+                                "to use it.")
+
+    def upgrade(self) -> None:
+        """Bring the schema to the newest revision (once, before workers start)."""
+        self._refuse_newer(self.current_revision())
         with self.engine.begin() as connection:
             if self.dialect == "postgresql":
                 # Two servers started at once on one database: one migrates, the other waits.
@@ -153,9 +156,10 @@ class ServerDatabase:
     def check_schema(self) -> None:
         current = self.current_revision()
         if current != head_revision():
+            self._refuse_newer(current)
             raise DynadeskError(
                 f"The server database {self.describe()} is at schema {current or 'none'}, not {head_revision()}; "
-                "run `dynadesk serve run` (which upgrades it) or `dynadesk serve upgrade`.")
+                "run `dynadesk serve run` once: it upgrades the database before serving.")
 
     def describe(self) -> str:
         return make_url(self.url).render_as_string(hide_password=True)

@@ -29,6 +29,7 @@ import secrets
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
 from pydantic import ValidationError
@@ -43,7 +44,7 @@ from app.services.stats import Figures
 from app.services.validation import summarise
 from app.tasks.definition import TaskDefinition
 from app.tasks.fooling import is_fooled
-from app.text import content_hash
+from app.text import content_hash, control_characters
 from sync.protocol import (
     MAX_PULL_BYTES,
     TOKEN_PREFIX,
@@ -86,6 +87,9 @@ COUNTED = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)
 TRANSITIONS = {("submitted", "flagged"), ("submitted", "retracted"), ("flagged", "retracted")}
 # Ids that each desk maps to its own rows (compared through round_number, context_hash, model_sha256).
 MAPPED = {"round", "context", "duplicate_of"}
+# How far ahead of the server's clock a record's times may be (a desk's clock a little fast, time zones
+# set wrong); beyond that they are forged or broken, and would sort ahead of everything written later.
+CLOCK_SLACK = timedelta(days=1)
 
 
 class Forbidden(DynadeskError):
@@ -127,6 +131,9 @@ def add_person(db: ServerDatabase, name: str, role: Role | str, team: str = "def
     name = " ".join(name.split())
     if not name or len(name) > 200:
         raise DynadeskError("A person needs a display name of 1 to 200 characters.")
+    problem = _name_problem(name)
+    if problem:
+        raise DynadeskError(f"The display name {problem}.")
     role = Role(role)
     token = new_token()
 
@@ -142,6 +149,14 @@ def add_person(db: ServerDatabase, name: str, role: Role | str, team: str = "def
         return person
 
     return db.write_retrying(work), token
+
+
+def _name_problem(name: str) -> str | None:
+    found = control_characters(name)
+    if found:
+        return (f"holds control characters ({', '.join(found)}), which could rewrite what a terminal shows; "
+                "use letters, digits, spaces and punctuation")
+    return None
 
 
 def new_token_for(db: ServerDatabase, who: str) -> tuple[Person, str]:
@@ -235,7 +250,7 @@ def validation_wire(v: Validation) -> ValidationRecord:
 
 def example_review_wire(r: ExampleReview) -> ExampleReviewRecord:
     return ExampleReviewRecord(record="example_review", example=r.example_id, lead=r.lead_id, action=r.action,
-                               comment=r.comment, **_stamps(r))
+                               comment=r.comment, received_at=r.received_at, **_stamps(r))
 
 
 def comparable_example(record: dict) -> dict:
@@ -295,6 +310,25 @@ class _Batch:
     _definitions: dict[uuid.UUID, TaskDefinition] = field(default_factory=dict)
     _rounds: dict[tuple[uuid.UUID, int], Round | None] = field(default_factory=dict)
     _models: dict[str, ModelRecord | None] = field(default_factory=dict)
+    now: datetime = field(default_factory=utcnow)  # when this request arrived: received_at, server_time
+
+    def in_time(self, records: Sequence) -> list[tuple[int, Any]]:
+        """The records whose times are not ahead of the server's clock (beyond the slack); the
+        others are rejected, naming the time."""
+        limit = self.now + CLOCK_SLACK
+        kept = []
+        for i, r in enumerate(records):
+            late = next(((name, value) for name in _time_fields(type(r))
+                         if (value := getattr(r, name)) is not None and value > limit), None)
+            if late is None:
+                kept.append((i, r))
+                continue
+            name, value = late
+            self.result(i, r, "rejected", reason=(
+                f"its {name} ({value.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC) is more than a day ahead of the "
+                f"server's clock ({self.now:%Y-%m-%d %H:%M} UTC); check the date and time of the computer "
+                "that wrote it"))
+        return kept
 
     def result(self, index: int, record, status: str, *, revision: int | None = None, reason: str | None = None,
                server: dict | None = None) -> None:
@@ -342,6 +376,17 @@ class _Batch:
         return _record_changes(self.session, self.changes, self.updated)
 
 
+_TIME_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _time_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a record kind that hold a time the sender chose (created_at, submitted_at, ...)."""
+    if kind not in _TIME_FIELDS:
+        _TIME_FIELDS[kind] = tuple(name for name, f in kind.model_fields.items()
+                                   if "Datetime" in str(f.annotation) and name != "received_at")  # set by the server
+    return _TIME_FIELDS[kind]
+
+
 class _Row:
     """A row about to be inserted, with attribute access (for ``summarise``) over its values."""
 
@@ -366,10 +411,11 @@ class _Push(_Batch):
 
     def run(self, records: Sequence) -> list[RecordResult]:
         session = self.session
-        people = [(i, r) for i, r in enumerate(records) if r.record == "person"]
-        examples = [(i, r) for i, r in enumerate(records) if r.record == "example"]
-        validations = [(i, r) for i, r in enumerate(records) if r.record == "validation"]
-        reviews = [(i, r) for i, r in enumerate(records) if r.record == "example_review"]
+        timely = self.in_time(records)
+        people = [(i, r) for i, r in timely if r.record == "person"]
+        examples = [(i, r) for i, r in timely if r.record == "example"]
+        validations = [(i, r) for i, r in timely if r.record == "validation"]
+        reviews = [(i, r) for i, r in timely if r.record == "example_review"]
         # Lock, in one sorted pass, every stored example this request may change, before the
         # counter: concurrent pushes touching the same examples queue instead of deadlocking.
         # FOR NO KEY UPDATE leaves other writers' foreign-key checks on these rows unblocked.
@@ -448,6 +494,9 @@ class _Push(_Batch):
             self.authors[existing.id] = existing
             self.result(i, r, "already_stored", revision=existing.revision)
             return
+        problem = _name_problem(r.display_name)
+        if problem:
+            return self.result(i, r, "rejected", reason=f"its display_name {problem}")
         person = Person(id=r.id, display_name=r.display_name, role=Role.ANNOTATOR.value, team=self.me.team,
                         token_hash=None, created_at=r.created_at, updated_at=r.updated_at, revision=r.revision)
         self.session.add(person)
@@ -567,6 +616,9 @@ class _Push(_Batch):
         if values is None:
             return
         round_, note = values.pop("_round"), values.pop("_note")
+        problem = self._perturbation_problem(r, author)
+        if problem:
+            return self.result(i, r, "rejected", reason=problem)
         if round_.status == "closed" and round_.closed_at is not None and (
                 r.submitted_at is None or r.submitted_at > round_.closed_at):
             return self.result(i, r, "rejected", reason=f"round {round_.number} of '{r.task}' closed at "
@@ -574,13 +626,24 @@ class _Push(_Batch):
         row = _Row(dict(
             id=r.id, author_id=author.id, team=author.team, text_hash=text_sha256(values["text"]),
             status=r.status, status_reason=r.status_reason, updated_at=r.updated_at, revision=r.revision,
-            received_at=utcnow(), stored_seq=0, duplicate_of=None, validation_state="unvalidated",
+            received_at=self.now, stored_seq=0, duplicate_of=None, validation_state="unvalidated",
             validation_count=0, flag_count=0, disagreement_count=0, decided_verdict=None, decided_label=None,
             **values))
         self.examples[r.id] = row
         self.new_examples.append(row)
         self.changed(row, "example", author.team, self.me.id, is_new=True)
         self.result(i, r, "stored", revision=r.revision, reason=note, server=_judgement(row, r))
+
+    def _perturbation_problem(self, r: ExampleRecord, author: Person) -> str | None:
+        """A perturbation stays in its original's team (an original the server lacks is not checked:
+        it may stay on its desk)."""
+        if r.perturbation_of is None:
+            return None
+        original = self.examples.get(r.perturbation_of) or self.session.get(Example, r.perturbation_of)
+        if original is not None and original.team != author.team:
+            return (f"it is a perturbation of example {r.perturbation_of}, which belongs to another team; "
+                    "perturb examples of your own team")
+        return None
 
     def _context(self, round_: Round, context_id: uuid.UUID | None, digest: str | None) -> Context | None:
         if context_id is not None:
@@ -596,7 +659,8 @@ class _Push(_Batch):
         task = self.session.get(Task, e.task_id)
         round_ = self.session.get(Round, e.round_id)
         context = self.session.get(Context, e.context_id) if e.context_id else None
-        return example_wire(e, task.code, round_.number, context.content_hash if context else None).model_dump(mode="json")
+        record = example_wire(e, task.code, round_.number, context.content_hash if context else None)
+        return _hide_foreign(record, _other_teams(self.session, self.me, [e.duplicate_of])).model_dump(mode="json")
 
     def _update_example(self, i: int, r: ExampleRecord, e: Example, author: Person) -> None:
         if e.author_id != r.author:
@@ -680,7 +744,7 @@ class _Push(_Batch):
             id=r.id, example_id=example.id, validator_id=r.validator, team=example.team, verdict=r.verdict.value,
             corrected_label=r.corrected_label, reason=r.reason, model_note=r.model_note, mode=r.mode.value,
             time_spent_ms=r.time_spent_ms, created_at=r.created_at, updated_at=r.updated_at, revision=r.revision,
-            received_at=utcnow()))
+            received_at=self.now))
         self.new_validations.append(row)
         self.validations_of[example.id].append(row)
         self.changed(row, "validation", example.team, self.me.id, is_new=True)
@@ -700,8 +764,8 @@ class _Push(_Batch):
             return
         existing = self.existing_reviews.get(r.id)
         if existing is not None:
-            server = example_review_wire(existing).model_dump(mode="json")
-            if server == r.model_dump(mode="json"):
+            server = example_review_wire(existing).model_dump(mode="json", exclude={"received_at"})
+            if server == r.model_dump(mode="json", exclude={"received_at"}):
                 return self.result(i, r, "already_stored", revision=existing.revision)
             return self.result(i, r, "conflict", revision=existing.revision, server=server,
                                reason="reviews cannot be changed once stored")
@@ -720,7 +784,7 @@ class _Push(_Batch):
         row = _Row(dict(
             id=r.id, example_id=example.id, lead_id=r.lead, team=example.team, action=r.action.value,
             comment=r.comment, created_at=r.created_at, updated_at=r.updated_at, revision=r.revision,
-            received_at=utcnow()))
+            received_at=self.now))
         self.new_reviews[r.id] = row
         self.changed(row, "example_review", example.team, self.me.id, is_new=True)
         self.result(i, r, "stored", revision=r.revision)
@@ -810,8 +874,10 @@ def _verdict_problem(definition: TaskDefinition, example: Example, r: Validation
     return None
 
 
-def push(db: ServerDatabase, me: Person, records: Sequence) -> list[RecordResult]:
-    return db.write_retrying(lambda session: _Push(session, me, [None] * len(records)).run(records))
+def push(db: ServerDatabase, me: Person, records: Sequence, now: datetime | None = None) -> list[RecordResult]:
+    """``now``: the request's arrival time, stored as each new record's ``received_at``."""
+    now = now or utcnow()
+    return db.write_retrying(lambda session: _Push(session, me, [None] * len(records), now=now).run(records))
 
 
 # --- publishing (owners) ------------------------------------------------------------------------------
@@ -823,7 +889,7 @@ class _Publish(_Batch):
     def run(self, records: Sequence, blob_exists) -> list[RecordResult]:
         self.blob_exists = blob_exists
         self.model_ids: dict[uuid.UUID, ModelRecord] = {}  # publisher's id -> server row
-        for i, r in sorted(enumerate(records), key=lambda pair: KIND_ORDER[pair[1].record]):
+        for i, r in sorted(self.in_time(records), key=lambda pair: KIND_ORDER[pair[1].record]):
             getattr(self, f"_{r.record}")(i, r)
         self.finish()
         return self.results
@@ -940,10 +1006,13 @@ def _portable(provenance: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def publish(db: ServerDatabase, me: Person, records: Sequence, blob_exists) -> list[RecordResult]:
+def publish(db: ServerDatabase, me: Person, records: Sequence, blob_exists,
+            now: datetime | None = None) -> list[RecordResult]:
     if me.role != Role.OWNER.value:
         raise Forbidden("Only owners publish tasks, rounds, contexts and target models.")
-    return db.write_retrying(lambda session: _Publish(session, me, [None] * len(records)).run(records, blob_exists))
+    now = now or utcnow()
+    return db.write_retrying(
+        lambda session: _Publish(session, me, [None] * len(records), now=now).run(records, blob_exists))
 
 
 # --- pulling --------------------------------------------------------------------------------------
@@ -1195,13 +1264,34 @@ def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID
                   lambda r: round_wire(r, code_of[r.task_id]), broken)
     out += _wires(contexts.values(), "context",
                   lambda c: context_wire(c, code_of[rounds[c.round_id].task_id], number_of[c.round_id]), broken)
+    foreign = _other_teams(session, me, [e.duplicate_of for e in examples.values()])
     out += _wires(sorted(examples.values(), key=lambda e: e.stored_seq), "example",
-                  lambda e: example_wire(e, code_of[e.task_id], number_of[e.round_id], hash_of.get(e.context_id)),
+                  lambda e: _hide_foreign(example_wire(e, code_of[e.task_id], number_of[e.round_id],
+                                                       hash_of.get(e.context_id)), foreign),
                   broken)
     out += _wires(sorted(validations.values(), key=lambda v: v.created_at), "validation", validation_wire, broken)
-    out += _wires(sorted(reviews.values(), key=lambda r: (r.created_at, r.id)), "example_review",
+    out += _wires(sorted(reviews.values(), key=lambda r: (r.received_at, r.id)), "example_review",
                   example_review_wire, broken)
     return out
+
+
+def _other_teams(session: Session, me: Person, example_ids: Iterable[uuid.UUID | None]) -> set[uuid.UUID]:
+    """Of these examples, those of a team other than ``me``'s (none for owners, who see every team)."""
+    ids = sorted({i for i in example_ids if i is not None})
+    if me.role == Role.OWNER.value or not ids:
+        return set()
+    out: set[uuid.UUID] = set()
+    for chunk in _chunks(ids):
+        out.update(i for i, team in session.execute(select(Example.id, Example.team).where(Example.id.in_(chunk)))
+                   if team != me.team)
+    return out
+
+
+def _hide_foreign(record: ExampleRecord, foreign: set[uuid.UUID]) -> ExampleRecord:
+    """An example as ``me`` may see it: an original in another team is not named by its id."""
+    if record.duplicate_of in foreign:
+        return record.model_copy(update={"duplicate_of": None})
+    return record
 
 
 def model_manifest(db: ServerDatabase, sha256: str) -> ModelRecordWire | None:
@@ -1262,8 +1352,14 @@ def duplicates(db: ServerDatabase, me: Person, team: str | None = None, limit: i
             Person.id.in_({e.author_id for e in rows} | {o.author_id for o in originals.values()}))).all())
         rounds = _fetch(session, Round, [e.round_id for e in rows])
         tasks = _fetch(session, Task, [r.task_id for r in rounds.values()])
-    return [Duplicate(example=e.id, duplicate_of=e.duplicate_of, task=tasks[rounds[e.round_id].task_id].code,
-                      round_number=rounds[e.round_id].number, text=e.text, author=names.get(e.author_id, "?"),
-                      original_author=names.get(originals[e.duplicate_of].author_id, "?")
-                      if e.duplicate_of in originals else "?")
-            for e in rows]
+    out = []
+    for e in rows:
+        original = originals.get(e.duplicate_of)
+        other_team = original is not None and original.team != e.team
+        hidden = other_team and me.role != Role.OWNER.value  # a lead may not learn who wrote another team's work
+        out.append(Duplicate(
+            example=e.id, duplicate_of=None if hidden else e.duplicate_of, task=tasks[rounds[e.round_id].task_id].code,
+            round_number=rounds[e.round_id].number, text=e.text, author=names.get(e.author_id, "?"),
+            original_author=None if hidden else names.get(original.author_id, "?") if original is not None else "?",
+            other_team=other_team))
+    return out

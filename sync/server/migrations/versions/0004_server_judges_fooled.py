@@ -18,7 +18,7 @@ from app.tasks.definition import TaskDefinition
 from sync.server.store import judge
 
 revision = '0004'
-down_revision = '0002'  # the newest revision before this one
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 
