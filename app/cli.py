@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from app import paths
+from app.domain import MAX_ROUND_NUMBER
 from app.errors import DynadeskError
 from app.logs import log_file, setup_logging
 
@@ -107,7 +108,8 @@ def init(obj: Context, name: str | None, role: str, without_default_model: bool)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--format", "format_", required=True, help="hatecheck, anli, dynahate or jsonl.")
 @click.option("--task", "task_code", help="Task to import into (each format has a default).")
-@click.option("--round", "round_number", type=int, help="Round to import into (ANLI; default 1).")
+@click.option("--round", "round_number", type=click.IntRange(1, MAX_ROUND_NUMBER),
+              help="Round to import into (ANLI; default 1).")
 @click.option("--skip-bad-rows", is_flag=True, help="Import the good rows and list the bad ones, instead of importing nothing.")
 @pass_context
 def import_(obj: Context, file: str, format_: str, task_code: str | None, round_number: int | None, skip_bad_rows: bool) -> None:
