@@ -25,6 +25,7 @@ class Context:
     def __init__(self, data_dir: str | None):
         self.data_dir = data_dir
         self._desk = None
+        self.lists_task_problems = False  # `tasks list` shows bad task files itself, instead of a warning
 
     @property
     def desk(self):
@@ -32,6 +33,9 @@ class Context:
             from app.desk import Desk
 
             self._desk = Desk(self.data_dir)
+            if not self.lists_task_problems:
+                for problem in self._desk.catalog.problems:
+                    click.echo(f"Warning: {problem}; the file was skipped (`dynadesk tasks list` shows it).", err=True)
         return self._desk
 
     def close(self) -> None:
@@ -176,6 +180,7 @@ def tasks() -> None:
 @pass_context
 def tasks_list(obj: Context) -> None:
     """The tasks on this desk, where each is defined, and their rounds."""
+    obj.lists_task_problems = True
     desk = obj.desk
     rows = []
     for definition in desk.catalog:
@@ -184,6 +189,11 @@ def tasks_list(obj: Context) -> None:
         rows.append([definition.code, definition.name, labels,
                      ", ".join(f"{r.number} ({r.status})" for r in rounds), str(desk.catalog.sources[definition.code])])
     click.echo(format_table(["code", "name", "labels", "rounds", "defined in"], rows))
+    if desk.catalog.problems:
+        click.echo(f"\n{len(desk.catalog.problems)} task file(s) could not be used; fix them, then check with "
+                   "`dynadesk tasks validate`:")
+        for problem in desk.catalog.problems:
+            click.echo(f"  {problem}")
     click.echo(f"\nAdd a task by putting a YAML file in {paths.user_tasks_dir(desk.root)}")
 
 
