@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.domain import MAX_ROUND_NUMBER, ExampleStatus, ModelFormat, ModelOutput, Role, Span, SyncState, utcnow
@@ -476,6 +476,10 @@ class JsonlImporter(Importer):
                 self.report.problems.append(
                     ImportProblem(line, f"{record['record']} {record['id']} refers to a record that is not in the data "
                                         f"or clashes with one that is ({exc.orig})"))
+            except SQLAlchemyError as exc:  # a value the database refuses: the row is named, not the exception
+                self.report.problems.append(ImportProblem(
+                    line, f"{record['record']} {record['id']} cannot be stored: "
+                          f"{getattr(exc, 'orig', None) or 'a field holds a value of the wrong kind'}"))
         writer.finish()
 
     def refuse_a_different_stored_example(self, session: Session, record: dict) -> None:

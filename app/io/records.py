@@ -163,7 +163,9 @@ def _check_types(record: dict, expected: dict[str, tuple[type, ...]]) -> None:
 
 EXAMPLE_TYPES = {"inputs": (dict,), "meta": (dict, type(None)), "origin": (dict, type(None)),
                  "outputs": (list, type(None)), "edit_ops": (list, type(None)), "answer": (dict, type(None)),
-                 "model_fooled": (bool, type(None)), "true_label": (str, type(None))}
+                 "model_fooled": (bool, type(None)), "true_label": (str, type(None)), "task": (str,),
+                 "fooled_rule": (str, type(None)), "status_reason": (str, type(None)), "source": (str, type(None)),
+                 "external_id": (str, type(None))}
 
 
 class RecordWriter:
@@ -228,6 +230,8 @@ class RecordWriter:
 
     def _write_round(self, r: dict) -> None:
         round_id = _uuid(r["id"], "round id")
+        _check_types(r, {"task": (str,), "description": (str, type(None)), "goal_message": (str, type(None)),
+                         "status": (str, type(None)), "fooled_rule": (str, type(None)), "settings": (dict, type(None))})
         task = self._task(r["task"])
         number = whole_number(r["number"], "number", low=1, high=MAX_ROUND_NUMBER)
         same = self.session.scalar(select(Round).where(Round.task_id == task.id, Round.number == number))
@@ -248,6 +252,7 @@ class RecordWriter:
     def _write_context(self, r: dict) -> None:
         context_id = _uuid(r["id"], "context id")
         round_id = self.ref(r["round"], "round id")
+        _check_types(r, {"text": (str,)})
         digest = content_hash(r["text"])
         same = self.session.scalar(select(Context).where(Context.round_id == round_id, Context.content_hash == digest))
         if same is not None:
