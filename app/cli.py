@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from app import paths
+from app.domain import MAX_ROUND_NUMBER
 from app.errors import DynadeskError
 from app.logs import log_file, setup_logging
 from app.text import printable
@@ -25,6 +26,7 @@ class Context:
     def __init__(self, data_dir: str | None):
         self.data_dir = data_dir
         self._desk = None
+        self.lists_task_problems = False  # `tasks list` shows bad task files itself, instead of a warning
 
     @property
     def desk(self):
@@ -32,6 +34,9 @@ class Context:
             from app.desk import Desk
 
             self._desk = Desk(self.data_dir)
+            if not self.lists_task_problems:
+                for problem in self._desk.catalog.problems:
+                    click.echo(f"Warning: {problem}; the file was skipped (`dynadesk tasks list` shows it).", err=True)
         return self._desk
 
     def close(self) -> None:
@@ -108,7 +113,8 @@ def init(obj: Context, name: str | None, role: str, without_default_model: bool)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--format", "format_", required=True, help="hatecheck, anli, dynahate or jsonl.")
 @click.option("--task", "task_code", help="Task to import into (each format has a default).")
-@click.option("--round", "round_number", type=int, help="Round to import into (ANLI; default 1).")
+@click.option("--round", "round_number", type=click.IntRange(1, MAX_ROUND_NUMBER),
+              help="Round to import into (ANLI; default 1).")
 @click.option("--skip-bad-rows", is_flag=True, help="Import the good rows and list the bad ones, instead of importing nothing.")
 @pass_context
 def import_(obj: Context, file: str, format_: str, task_code: str | None, round_number: int | None, skip_bad_rows: bool) -> None:
@@ -175,6 +181,7 @@ def tasks() -> None:
 @pass_context
 def tasks_list(obj: Context) -> None:
     """The tasks on this desk, where each is defined, and their rounds."""
+    obj.lists_task_problems = True
     desk = obj.desk
     rows = []
     for definition in desk.catalog:
@@ -183,6 +190,11 @@ def tasks_list(obj: Context) -> None:
         rows.append([definition.code, definition.name, labels,
                      ", ".join(f"{r.number} ({r.status})" for r in rounds), str(desk.catalog.sources[definition.code])])
     click.echo(format_table(["code", "name", "labels", "rounds", "defined in"], rows))
+    if desk.catalog.problems:
+        click.echo(f"\n{len(desk.catalog.problems)} task file(s) could not be used; fix them, then check with "
+                   "`dynadesk tasks validate`:")
+        for problem in desk.catalog.problems:
+            click.echo(f"  {problem}")
     click.echo(f"\nAdd a task by putting a YAML file in {paths.user_tasks_dir(desk.root)}")
 
 

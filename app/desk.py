@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from pathlib import Path
@@ -23,6 +24,8 @@ from app.settings import Settings, SettingsStore
 from app.storage.db import Database
 from app.tasks.definition import builtin_tasks_dir, load_catalog
 
+log = logging.getLogger(__name__)
+
 
 class Desk:
     def __init__(self, data_dir: str | os.PathLike | None = None):
@@ -31,6 +34,8 @@ class Desk:
         self.settings_store = SettingsStore(paths.settings_path(self.root))
         self.settings: Settings = self.settings_store.load()
         self.catalog = load_catalog(builtin_tasks_dir(), paths.user_tasks_dir(self.root))
+        for problem in self.catalog.problems:
+            log.warning("task definition skipped: %s", problem)
         self.tasks = TaskService(self.db, self.catalog)
         self.people = PeopleService(self.db)
         self.models = ModelService(self.db)

@@ -7,6 +7,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+MAX_ROUND_NUMBER = 10_000  # a round number beyond this is a typo or a hostile file
+
 
 class StrEnum(str, enum.Enum):
     def __str__(self) -> str:

@@ -9,22 +9,20 @@ classes; adding one means adding one class.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.domain import ExampleStatus, ModelFormat, ModelOutput, Role, SyncState, utcnow
+from app.domain import MAX_ROUND_NUMBER, ExampleStatus, ModelFormat, ModelOutput, Role, Span, SyncState, utcnow
 from app.errors import DynadeskError, ImportFailed, ImportProblem, InvalidExample
 from app.io.records import RecordWriter, read_record
+from app.io.rows import csv_table, json_line, whole_number
 from app.limits import record_problems
 from app.services.examples import Content, check_content, facet_rows, written_text
 from app.services.models import imported_model_sha
@@ -89,24 +87,12 @@ class Importer:
 
     # --- shared helpers ------------------------------------------------------------------
 
-    def csv_rows(self, required: set[str]) -> Iterator[tuple[int, dict[str, str]]]:
-        text = read_text(self.path)
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        missing = required - set(reader.fieldnames or [])
+    def csv_rows(self, required: set[str]) -> Iterator[tuple[int, dict[str, str] | ImportProblem]]:
+        header, rows = csv_table(read_text(self.path))
+        missing = required - set(header)
         if missing:
             raise DynadeskError(f"{self.path}: this is not a {self.name} file; it lacks the column(s) {sorted(missing)}.")
-        while True:
-            line = reader.line_num + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                raise DynadeskError(f"{self.path}, line {line}: the CSV cannot be read: {exc}") from exc
-            if None in row:
-                yield reader.line_num, ImportProblem(reader.line_num, "the row has more fields than the header")
-                continue
-            yield reader.line_num, row
+        return rows
 
     def task(self, session: Session) -> tuple[Task, TaskDefinition]:
         if not self.task_code:
@@ -175,9 +161,6 @@ class Importer:
         line: int,
     ) -> Example | None:
         """Add one submitted example, or None when it is already present or its row is bad."""
-        if session.get(Example, example_id) is not None:
-            self.report.already_present += 1
-            return None
         try:
             checked = check_content(definition, content, require_metadata=False)
         except InvalidExample as exc:
@@ -186,6 +169,15 @@ class Importer:
         problems = record_problems("example", {"meta": checked.meta, "origin": origin})
         if problems:  # no server would take it when the data set is shared
             self.report.problems.append(ImportProblem(line, "; ".join(problems)))
+            return None
+        stored = session.get(Example, example_id)
+        if stored is not None:
+            if same_content(stored, checked):
+                self.report.already_present += 1
+            else:
+                self.report.problems.append(ImportProblem(
+                    line, f"{external_id} is already on this desk with different content (inputs or label), "
+                          "from an earlier import; the stored one was left as it was"))
             return None
         context = self.context(session, round_, context_text.strip()) if context_text else None
         example = Example(
@@ -210,6 +202,24 @@ class Importer:
             context.times_used += 1
         self.report.count("examples")
         return example
+
+
+def same_content(stored: Example, checked: Content) -> bool:
+    """Whether a row says what the stored example says (its id alone does not make it the same)."""
+    answer = checked.answer.to_json() if checked.answer else None
+    return (stored.inputs, stored.true_label, stored.answer) == (checked.inputs, checked.true_label, answer)
+
+
+def repeated(first_seen: dict, key: str, line: int, row: dict, what: str) -> ImportProblem | str | None:
+    """None for the first row with ``key``; a warning (text) for an exact repeat, read once; a
+    problem naming both lines for a row that reuses the key with different content."""
+    if key not in first_seen:
+        first_seen[key] = (line, row)
+        return None
+    earlier, earlier_row = first_seen[key]
+    if earlier_row == row:
+        return f"line {line} repeats line {earlier} exactly; it was read once"
+    return ImportProblem(line, f"{what} {key} is also on line {earlier}, with different content; keep one of the two")
 
 
 def read_text(path: Path, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -245,17 +255,20 @@ class HateCheckImporter(Importer):
     EXTRA = ("direction", "focus_words", "focus_lemma", "ref_case_id", "ref_templ_id", "templ_id", "case_templ")
 
     def parse(self):
-        seen: set[str] = set()
+        seen: dict[str, tuple[int, dict]] = {}
         for line, row in self.csv_rows({"functionality", "case_id", "test_case", "label_gold"}):
             if isinstance(row, ImportProblem):
                 yield line, row
                 continue
             case_id, text = row["case_id"].strip(), row["test_case"].strip()
             gold = self.GOLD.get(row["label_gold"].strip())
-            if not case_id:
+            repeat = repeated(seen, case_id, line, row, "case_id") if case_id else None
+            if isinstance(repeat, str):
+                self.report.warnings.append(repeat)
+            elif not case_id:
                 yield line, ImportProblem(line, "case_id is empty")
-            elif case_id in seen:
-                yield line, ImportProblem(line, f"case_id {case_id} appears twice")
+            elif repeat is not None:
+                yield line, repeat
             elif not text:
                 yield line, ImportProblem(line, "test_case is empty")
             elif gold is None:
@@ -263,7 +276,6 @@ class HateCheckImporter(Importer):
             elif not row["functionality"].strip():
                 yield line, ImportProblem(line, "functionality is empty")
             else:
-                seen.add(case_id)
                 yield line, {
                     "case_id": case_id, "text": text, "gold": gold, "functionality": row["functionality"].strip(),
                     "target": row.get("target_ident", "").strip() or None,
@@ -297,14 +309,20 @@ class AnliImporter(Importer):
     LABELS = {"e": "entailment", "n": "neutral", "c": "contradiction"}
 
     def parse(self):
+        seen: dict[str, tuple[int, dict]] = {}
         for line, row in self.csv_rows({"context", "statement", "reason", "adversary_pred", "gold_label", "uid"}):
             if isinstance(row, ImportProblem):
                 yield line, row
                 continue
             gold = self.LABELS.get(row["gold_label"].strip())
             pred = self.LABELS.get(row["adversary_pred"].strip())
-            if not row["uid"].strip():
+            repeat = repeated(seen, row["uid"].strip(), line, row, "uid") if row["uid"].strip() else None
+            if isinstance(repeat, str):
+                self.report.warnings.append(repeat)
+            elif not row["uid"].strip():
                 yield line, ImportProblem(line, "uid is empty")
+            elif repeat is not None:
+                yield line, repeat
             elif gold is None:
                 yield line, ImportProblem(line, f"gold_label '{row['gold_label']}' is not e, n or c")
             elif pred is None:
@@ -351,7 +369,7 @@ class DynaHateImporter(Importer):
                "acl.id.matched"}
 
     def parse(self):
-        seen: set[str] = set()
+        seen: dict[str, tuple[int, dict]] = {}
         for line, row in self.csv_rows(self.COLUMNS):
             if isinstance(row, ImportProblem):
                 yield line, row
@@ -360,22 +378,22 @@ class DynaHateImporter(Importer):
             label = self.LABELS.get(row["label"].strip().lower())
             level = row["level"].strip().lower()
             try:
-                round_number = int(float(row["round.base"]))
-            except ValueError:
-                yield line, ImportProblem(line, f"round.base '{row['round.base']}' is not a round number")
+                round_number = whole_number(row["round.base"], "round.base", low=1, high=MAX_ROUND_NUMBER)
+            except ValueError as exc:
+                yield line, ImportProblem(line, str(exc))
                 continue
-            if not acl_id:
+            repeat = repeated(seen, acl_id, line, row, "acl.id") if acl_id else None
+            if isinstance(repeat, str):
+                self.report.warnings.append(repeat)
+            elif not acl_id:
                 yield line, ImportProblem(line, "acl.id is empty")
-            elif acl_id in seen:
-                yield line, ImportProblem(line, f"acl.id {acl_id} appears twice")
+            elif repeat is not None:
+                yield line, repeat
             elif label is None:
                 yield line, ImportProblem(line, f"label '{row['label']}' is neither 'hate' nor 'nothate'")
             elif level not in ("original", "perturbation"):
                 yield line, ImportProblem(line, f"level '{row['level']}' is neither 'original' nor 'perturbation'")
-            elif round_number < 1:
-                yield line, ImportProblem(line, f"round.base {round_number} is not a round number")
             else:
-                seen.add(acl_id)
                 yield line, {**row, "acl_id": acl_id, "label_": label, "level_": level, "round_": round_number}
 
     def _meta(self, row) -> dict:
@@ -432,21 +450,30 @@ class JsonlImporter(Importer):
 
     def parse(self):
         text = read_text(self.path)
+        first_seen: dict[str, tuple[int, dict]] = {}
         for line, raw in enumerate(text.splitlines(), start=1):
             if not raw.strip():
                 continue
             try:
-                yield line, read_record(json.loads(raw))
-            except json.JSONDecodeError as exc:
-                yield line, ImportProblem(line, f"not valid JSON ({exc.msg} at column {exc.colno})")
-            except (ValueError, KeyError, TypeError) as exc:
+                record = read_record(json_line(raw))
+            except ValueError as exc:
                 yield line, ImportProblem(line, str(exc))
+                continue
+            repeat = repeated(first_seen, f"{record['record']} {str(record['id']).lower()}", line, record, "the")
+            if isinstance(repeat, str):
+                self.report.warnings.append(repeat)
+                continue
+            if repeat is not None:
+                yield line, repeat
+                continue
+            yield line, record
 
     def store(self, session, rows):
         writer = RecordWriter(session, self.desk, self.report)
         for line, record in rows:
             try:
                 with session.begin_nested():  # a bad record leaves nothing half-written
+                    self.refuse_a_different_stored_example(session, record)
                     writer.write(record)
             except DynadeskError as exc:
                 self.report.problems.append(ImportProblem(line, str(exc)))
@@ -454,7 +481,30 @@ class JsonlImporter(Importer):
                 self.report.problems.append(
                     ImportProblem(line, f"{record['record']} {record['id']} refers to a record that is not in the data "
                                         f"or clashes with one that is ({exc.orig})"))
+            except SQLAlchemyError as exc:  # a value the database refuses: the row is named, not the exception
+                self.report.problems.append(ImportProblem(
+                    line, f"{record['record']} {record['id']} cannot be stored: "
+                          f"{getattr(exc, 'orig', None) or 'a field holds a value of the wrong kind'}"))
         writer.finish()
+
+    def refuse_a_different_stored_example(self, session: Session, record: dict) -> None:
+        """An example whose id is stored already is "already present" only if it says the same."""
+        if record["record"] != "example":
+            return
+        stored = session.get(Example, uuid.UUID(str(record["id"])))
+        if stored is None:
+            return
+        same = False
+        try:
+            checked = check_content(self.desk.tasks.definition(stored.task_id),
+                                    Content(record["inputs"], record.get("true_label"), Span.from_json(record.get("answer"))),
+                                    require_metadata=False)
+            same = same_content(stored, checked)
+        except (DynadeskError, KeyError, TypeError, ValueError, AttributeError):
+            pass
+        if not same:
+            raise DynadeskError(f"example {stored.id} is already on this desk with different content "
+                                f"(inputs or label); the stored one was left as it was")
 
 
 IMPORTERS: dict[str, type[Importer]] = {cls.name: cls for cls in (HateCheckImporter, AnliImporter, DynaHateImporter, JsonlImporter)}

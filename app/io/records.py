@@ -7,6 +7,7 @@ checksum, a context by content), so that records from many desks merge cleanly.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
 from typing import Any
@@ -14,8 +15,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.domain import ExampleStatus, ModelFormat, Role, Span, SyncState, ValidationMode, Verdict
+from app.domain import MAX_ROUND_NUMBER, ExampleStatus, ModelFormat, Role, Span, SyncState, ValidationMode, Verdict
 from app.errors import DynadeskError, InvalidExample
+from app.io.rows import whole_number
 from app.limits import record_problems
 from app.services.examples import Content, check_content, facet_rows, written_text
 from app.services.validation import summarise
@@ -141,8 +143,30 @@ def _stamp_fields(record: dict) -> dict:
         if record.get(key):
             out[key] = _parse_time(record[key])
     if "revision" in record:
-        out["revision"] = int(record["revision"])
+        out["revision"] = whole_number(record["revision"], "revision")
     return out
+
+
+def _count(record: dict, key: str) -> int:
+    """A whole-number field (absent or null: 0) that fits a database column."""
+    return whole_number(record.get(key) or 0, key)
+
+
+def _check_types(record: dict, expected: dict[str, tuple[type, ...]]) -> None:
+    """Fields that must be JSON objects, lists or flags: anything else is refused by name, not by a crash later."""
+    names = {dict: "an object", list: "a list", bool: "true or false", str: "text", type(None): "null"}
+    for key, kinds in expected.items():
+        value = record.get(key)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            allowed = " or ".join(names[k] for k in kinds)
+            raise DynadeskError(f"'{key}' must be {allowed}, not {json.dumps(value)[:60]}")
+
+
+EXAMPLE_TYPES = {"inputs": (dict,), "meta": (dict, type(None)), "origin": (dict, type(None)),
+                 "outputs": (list, type(None)), "edit_ops": (list, type(None)), "answer": (dict, type(None)),
+                 "model_fooled": (bool, type(None)), "true_label": (str, type(None)), "task": (str,),
+                 "fooled_rule": (str, type(None)), "status_reason": (str, type(None)), "source": (str, type(None)),
+                 "external_id": (str, type(None))}
 
 
 class RecordWriter:
@@ -163,13 +187,16 @@ class RecordWriter:
         return self.ids.get(raw, raw)
 
     def write(self, record: dict) -> None:
+        what = f"{record['record']} record {record.get('id')}"
         problems = record_problems(record["record"], record)
         if problems:  # the server would refuse it, and one such record once stopped a whole team's sync
-            raise DynadeskError(f"{record['record']} record {record.get('id')}: {'; '.join(problems)}")
+            raise DynadeskError(f"{what}: {'; '.join(problems)}")
         try:
             getattr(self, f"_write_{record['record']}")(record)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise DynadeskError(f"{record['record']} record {record.get('id')}: {exc!r}") from exc
+        except KeyError as exc:
+            raise DynadeskError(f"{what}: the field {exc} is missing") from exc
+        except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise DynadeskError(f"{what}: {exc}") from exc
 
     def _present(self, model, record_id: uuid.UUID) -> bool:
         if self.session.get(model, record_id) is not None:
@@ -207,13 +234,16 @@ class RecordWriter:
 
     def _write_round(self, r: dict) -> None:
         round_id = _uuid(r["id"], "round id")
+        _check_types(r, {"task": (str,), "description": (str, type(None)), "goal_message": (str, type(None)),
+                         "status": (str, type(None)), "fooled_rule": (str, type(None)), "settings": (dict, type(None))})
         task = self._task(r["task"])
-        same = self.session.scalar(select(Round).where(Round.task_id == task.id, Round.number == int(r["number"])))
+        number = whole_number(r["number"], "number", low=1, high=MAX_ROUND_NUMBER)
+        same = self.session.scalar(select(Round).where(Round.task_id == task.id, Round.number == number))
         if same is not None:
             self.ids[round_id] = same.id
             self.report.already_present += 1
             return
-        self.session.add(Round(id=round_id, task_id=task.id, number=int(r["number"]), description=r.get("description", ""),
+        self.session.add(Round(id=round_id, task_id=task.id, number=number, description=r.get("description", ""),
                                goal_message=r.get("goal_message", ""), status=r.get("status", "open"),
                                fooled_rule=r.get("fooled_rule", "mean"), opened_at=_parse_time(r.get("opened_at")),
                                closed_at=_parse_time(r.get("closed_at")), settings=r.get("settings") or {},
@@ -226,6 +256,7 @@ class RecordWriter:
     def _write_context(self, r: dict) -> None:
         context_id = _uuid(r["id"], "context id")
         round_id = self.ref(r["round"], "round id")
+        _check_types(r, {"text": (str,)})
         digest = content_hash(r["text"])
         same = self.session.scalar(select(Context).where(Context.round_id == round_id, Context.content_hash == digest))
         if same is not None:
@@ -234,7 +265,7 @@ class RecordWriter:
             return
         self.session.add(Context(id=context_id, round_id=round_id, text=r["text"], data=r.get("data"),
                                  tag=r.get("tag", ""), source=r.get("source", ""), content_hash=digest,
-                                 times_used=int(r.get("times_used", 0)), **_stamp_fields(r)))
+                                 times_used=_count(r, "times_used"), **_stamp_fields(r)))
         self.session.flush()
         self.report.count("contexts")
 
@@ -242,6 +273,11 @@ class RecordWriter:
         example_id = _uuid(r["id"], "example id")
         if self._present(Example, example_id):
             return
+        _check_types(r, EXAMPLE_TYPES)
+        for output in r.get("outputs") or []:
+            if not isinstance(output, dict):
+                raise DynadeskError(f"each of 'outputs' must be an object, not {json.dumps(output)[:60]}")
+            _check_types(output, {"probabilities": (dict, type(None)), "fooled": (bool, type(None))})
         status = ExampleStatus(r["status"])
         if status == ExampleStatus.DRAFT:
             raise DynadeskError("drafts are not imported")
@@ -260,8 +296,9 @@ class RecordWriter:
             answer=checked.answer.to_json() if checked.answer else None, model_fooled=r.get("model_fooled"),
             fooled_rule=r.get("fooled_rule", "mean"), meta=checked.meta, origin=r.get("origin") or {},
             perturbation_of=self.ref(r["perturbation_of"], "example id") if r.get("perturbation_of") else None,
-            edit_ops=r.get("edit_ops"), edit_distance=r.get("edit_distance"), status=status.value,
-            status_reason=r.get("status_reason"), time_spent_ms=int(r.get("time_spent_ms") or 0),
+            edit_ops=r.get("edit_ops"),
+            edit_distance=_count(r, "edit_distance") if r.get("edit_distance") is not None else None, status=status.value,
+            status_reason=r.get("status_reason"), time_spent_ms=_count(r, "time_spent_ms"),
             submitted_at=_parse_time(r.get("submitted_at")), source=r.get("source"), external_id=r.get("external_id"),
             sync_state=SyncState.LOCAL.value, **_stamp_fields(r),
         )
@@ -290,7 +327,7 @@ class RecordWriter:
                                     verdict=Verdict(r["verdict"]).value, corrected_label=r.get("corrected_label"),
                                     reason=r.get("reason"), model_note=r.get("model_note"),
                                     mode=ValidationMode(r.get("mode", "peer")).value,
-                                    time_spent_ms=int(r.get("time_spent_ms") or 0), sync_state=SyncState.LOCAL.value,
+                                    time_spent_ms=_count(r, "time_spent_ms"), sync_state=SyncState.LOCAL.value,
                                     **_stamp_fields(r)))
         if self.flush_each:
             self.session.flush()

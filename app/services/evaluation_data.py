@@ -10,9 +10,7 @@ the derived cases (identity swaps, spelling perturbations). Qt-free, model-free.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 import random
 import re
@@ -21,8 +19,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from app.errors import DynadeskError
+from app.errors import DynadeskError, ImportProblem
 from app.io.importers import read_text
+from app.io.rows import csv_table, json_line
 
 HATECHECK_COLUMNS = ("functionality", "case_id", "test_case", "label_gold")
 HATECHECK_GOLD = {"hateful": "hate", "non-hateful": "not hate"}
@@ -129,25 +128,21 @@ def _jsonl_objects(path: Path, content: str) -> Iterable[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json_line(line)
         except ValueError as exc:
-            raise EvaluationInputError(f"{path}, line {number}: not a JSON object ({exc}).") from exc
+            raise EvaluationInputError(f"{path}, line {number}: not a JSON object ({exc}).") from None
         if not isinstance(value, dict):
             raise EvaluationInputError(f"{path}, line {number}: not a JSON object.")
         yield number, value
 
 
 def _csv_rows(path: Path, text: str, what: str) -> tuple[list[str], list[tuple[int, dict]]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header, table = csv_table(text)
     rows = []
-    try:
-        header = list(reader.fieldnames or [])
-        for row in reader:
-            if None in row:
-                raise EvaluationInputError(f"{path}, line {reader.line_num}: the row has more fields than the header.")
-            rows.append((reader.line_num, row))
-    except csv.Error as exc:
-        raise EvaluationInputError(f"{path}, line {reader.line_num}: the {what} cannot be read as CSV ({exc}).") from exc
+    for line, row in table:
+        if isinstance(row, ImportProblem):
+            raise EvaluationInputError(f"{path}, {row}.")
+        rows.append((line, row))
     if not header:
         raise EvaluationInputError(f"{path} is empty: a {what} needs a header row and cases.")
     return header, rows

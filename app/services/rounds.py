@@ -5,9 +5,6 @@ Only leads and owners change rounds. Annotators read a round's description and g
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import random
 import uuid
 from dataclasses import dataclass
@@ -20,6 +17,7 @@ from sqlalchemy import delete, func, select, update
 from app.domain import ExampleStatus, FooledRule, ModelFormat, Role, RoundStatus, utcnow
 from app.errors import DynadeskError, ImportProblem, NotFound
 from app.io.importers import read_text
+from app.io.rows import csv_table, json_line
 from app.services.models import ModelService
 from app.services.tasks import TaskService
 from app.storage.db import Database
@@ -330,21 +328,22 @@ class RoundService:
             for line, raw in enumerate(text.splitlines(), start=1):
                 yield line, raw, tag, None
         elif format == "csv":
-            reader = csv.DictReader(io.StringIO(text, newline=""))
-            columns = reader.fieldnames or []
+            columns, rows = csv_table(text)
             if column not in columns:
                 raise DynadeskError(f"{path}: choose the column that holds the contexts with --column "
                                     f"(one of: {', '.join(columns) or 'no columns found'}).")
-            for row in reader:
-                yield reader.line_num, row[column] or "", tag, None
+            for line, row in rows:
+                if isinstance(row, ImportProblem):
+                    raise DynadeskError(f"{path}, {row}.")
+                yield line, row[column], tag, None
         elif format == "jsonl":
             for line, raw in enumerate(text.splitlines(), start=1):
                 if not raw.strip():
                     continue
                 try:
-                    item = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise DynadeskError(f"{path}, line {line}: not valid JSON ({exc.msg}).") from exc
+                    item = json_line(raw)
+                except ValueError as exc:
+                    raise DynadeskError(f"{path}, line {line}: {exc}.") from None
                 if isinstance(item, str):
                     yield line, item, tag, None
                 elif isinstance(item, dict) and isinstance(item.get(column or "text"), str):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -188,6 +188,8 @@ def load_task_file(path: Path) -> TaskDefinition:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise TaskDefinitionError(source, "(file)", f"is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from exc
+    except RecursionError:
+        raise TaskDefinitionError(source, "(file)", "is nested too deep to read") from None
     if not isinstance(data, dict):
         raise TaskDefinitionError(source, "(top level)", "the file must hold a mapping of fields")
     try:
@@ -208,10 +210,12 @@ def load_task_file(path: Path) -> TaskDefinition:
 
 @dataclass
 class TaskCatalog:
-    """All task definitions that this desk knows, by code, with the file each came from."""
+    """All task definitions that this desk knows, by code, with the file each came from, and the
+    files that could not be used (one bad file must not take the good tasks down with it)."""
 
     tasks: dict[str, TaskDefinition]
     sources: dict[str, Path]
+    problems: list[TaskDefinitionError] = field(default_factory=list)
 
     def __getitem__(self, code: str) -> TaskDefinition:
         return self.tasks[code]
@@ -224,17 +228,20 @@ class TaskCatalog:
 
 
 def load_catalog(*folders: Path) -> TaskCatalog:
-    tasks: dict[str, TaskDefinition] = {}
-    sources: dict[str, Path] = {}
+    catalog = TaskCatalog({}, {})
     for folder in folders:
         if not folder.is_dir():
             continue
         for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
-            definition = load_task_file(path)
-            if definition.code in tasks:
-                raise TaskDefinitionError(
-                    str(path), "code", f"'{definition.code}' is already defined in {sources[definition.code]}"
-                )
-            tasks[definition.code] = definition
-            sources[definition.code] = path
-    return TaskCatalog(tasks, sources)
+            try:
+                definition = load_task_file(path)
+                if definition.code in catalog.tasks:
+                    raise TaskDefinitionError(
+                        str(path), "code", f"'{definition.code}' is already defined in {catalog.sources[definition.code]}"
+                    )
+            except TaskDefinitionError as exc:
+                catalog.problems.append(exc)
+                continue
+            catalog.tasks[definition.code] = definition
+            catalog.sources[definition.code] = path
+    return catalog

@@ -87,8 +87,11 @@ def test_a_bad_definition_names_the_file_the_field_and_the_problem(tmp_path, tex
 def test_two_files_with_one_code_are_refused(tmp_path):
     write(tmp_path, GOOD, "a.yaml")
     write(tmp_path, GOOD, "b.yaml")
-    with pytest.raises(TaskDefinitionError, match="already defined in .*a.yaml"):
-        load_catalog(tmp_path)
+    catalog = load_catalog(tmp_path)
+    assert catalog.sources["toxicity"].name == "a.yaml"  # the first stays; the second is reported, not loaded
+    [problem] = catalog.problems
+    assert isinstance(problem, TaskDefinitionError) and problem.source.endswith("b.yaml")
+    assert "already defined in" in str(problem) and "a.yaml" in str(problem)
 
 
 def test_a_changed_definition_bumps_the_task_revision(tmp_path, data_dir):
