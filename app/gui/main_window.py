@@ -10,7 +10,7 @@ import logging
 import uuid
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
@@ -64,6 +64,8 @@ DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
 
 
 class MainWindow(QMainWindow):
+    database_damaged = Signal(str)  # from the database's background check: queued to the GUI thread
+
     def __init__(self, desk: Desk):
         super().__init__()
         self.desk = desk
@@ -137,6 +139,8 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
         self._install_sync()
         self._first_start: SerialWorker | None = None
+        self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
+        desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
 
     # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
 
@@ -554,6 +558,10 @@ class MainWindow(QMainWindow):
             log.error("unexpected error", exc_info=(type(error), error, error.__traceback__))
             QMessageBox.critical(self, "Unexpected error",
                                  f"{error.__class__.__name__}: {error}\n\nYour work is saved; details are in the log.")
+
+    def _show_damage(self, message: str) -> None:
+        self.statusBar().showMessage("The database is damaged: nothing more is saved. See the message.")
+        QMessageBox.critical(self, "Database damaged", message)
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About Dynadesk", about_html(version_info(), self.desk.root))
