@@ -61,6 +61,7 @@ SHORTCUTS = [
     ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
 ]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
+DAMAGED_STATUS = "The database is damaged: nothing more is saved. Restore a backup (see the message)."
 
 
 class MainWindow(QMainWindow):
@@ -139,6 +140,7 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
         self._install_sync()
         self._first_start: SerialWorker | None = None
+        self._damage_shown: str | None = None
         self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
         desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
 
@@ -551,6 +553,9 @@ class MainWindow(QMainWindow):
     # --- messages -----------------------------------------------------------------------------
 
     def show_error(self, error: BaseException) -> None:
+        if isinstance(error, DynadeskError) and str(error) == self._damage_shown:
+            self.statusBar().showMessage(DAMAGED_STATUS)  # said once, in its own dialog
+            return
         self.statusBar().clearMessage()
         if isinstance(error, DynadeskError):
             QMessageBox.warning(self, "Dynadesk", str(error))
@@ -560,7 +565,8 @@ class MainWindow(QMainWindow):
                                  f"{error.__class__.__name__}: {error}\n\nYour work is saved; details are in the log.")
 
     def _show_damage(self, message: str) -> None:
-        self.statusBar().showMessage("The database is damaged: nothing more is saved. See the message.")
+        self._damage_shown = message  # set first: the dialog's own event loop may deliver the same refusal
+        self.statusBar().showMessage(DAMAGED_STATUS)
         QMessageBox.critical(self, "Database damaged", message)
 
     def show_about(self) -> None:
