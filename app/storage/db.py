@@ -401,26 +401,27 @@ def restore_backup(database: Path, backup: Path) -> Path:
     """Put ``backup`` in place of ``database`` (which must not be open), after checking the copy.
     The file it replaces, with its WAL, is kept aside; returns where."""
     database, backup = Path(database), Path(backup)
+    partial = database.with_name(database.name + ".restoring")
     try:
-        with sqlite3.connect(f"{backup.resolve().as_uri()}?mode=ro", uri=True) as source:
+        source = sqlite3.connect(f"{backup.resolve().as_uri()}?mode=ro", uri=True)  # never changes the backup
+        try:
             problems = [row[0] for row in source.execute("PRAGMA quick_check(5)").fetchall() if row[0] != "ok"]
+            if not problems:
+                copy = sqlite3.connect(partial)
+                try:
+                    source.backup(copy)
+                finally:
+                    copy.close()
+        finally:
+            source.close()
     except sqlite3.Error as exc:
         problems = [str(exc)]
     if problems:
-        raise DatabaseError(f"the backup {backup} is damaged too ({'; '.join(problems)}); nothing was changed. "
-                            "Choose another backup.")
+        partial.unlink(missing_ok=True)
+        raise DatabaseError(f"the backup {backup} cannot be used: it is damaged ({'; '.join(problems)}). "
+                            "Nothing was changed; choose another backup.")
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     aside = database.with_name(f"{database.stem}.{SET_ASIDE_LABEL}.{stamp}{database.suffix}")
-    partial = database.with_name(database.name + ".restoring")
-    source = sqlite3.connect(f"{backup.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        copy = sqlite3.connect(partial)
-        try:
-            source.backup(copy)
-        finally:
-            copy.close()
-    finally:
-        source.close()
     for suffix in ("-wal", "-shm", ""):  # the WAL belongs to the old file: it must not replay onto the copy
         old = database.with_name(database.name + suffix)
         if old.exists():

@@ -107,6 +107,12 @@ def test_a_database_damaged_mid_file_is_refused_and_the_daily_copy_restores_it(c
     code, out, err = run_cli(capsys, "import", dynahate_csv(tmp_path / "new.csv", 400, "new"), "--format", "dynahate")
     assert code == 1 and "is damaged" in err and "Imported" not in out
 
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"garbage" * 1000)
+    code, out, err = run_cli(capsys, "restore-backup", garbage, "--yes")
+    assert code == 1 and f"the backup {garbage} cannot be used: it is damaged" in err
+    assert not list(damaged.parent.glob("dynadesk.set-aside.*"))  # nothing was moved
+
     code, out, err = run_cli(capsys, "restore-backup", "--yes")
     assert code == 0, err
     assert f"Restored {backup}" in out
