@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -241,3 +242,13 @@ def test_a_sync_checks_the_database_first_and_sends_nothing_from_a_damaged_one(h
             with pytest.raises(DatabaseError, match="Restore a backup"):
                 client.run()
     assert requests == []
+
+
+def test_settings_in_a_read_only_folder_are_refused_with_a_sentence(tmp_path, make_read_only):
+    from app.errors import DynadeskError
+    from app.settings import Settings, SettingsStore
+
+    (tmp_path / "settings-folder").mkdir()
+    folder = make_read_only(tmp_path / "settings-folder")
+    with pytest.raises(DynadeskError, match=re.escape(f"the settings cannot be saved: the folder {folder} is read-only")):
+        SettingsStore(folder / "settings.json").save(Settings())
