@@ -172,6 +172,40 @@ def stats(obj: Context, groupings: tuple[str, ...], task_code: str | None, as_js
         ))
 
 
+@cli.command("restore-backup")
+@click.argument("backup", required=False, type=click.Path(dir_okay=False, exists=True))
+@click.option("--list", "list_only", is_flag=True, help="List the automatic backups, newest first, and change nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_context
+def restore_backup(obj: Context, backup: str | None, list_only: bool, yes: bool) -> None:
+    """Replace the database with a backup (default: the newest automatic one). Close Dynadesk first.
+
+    Dynadesk copies the database every day (in backups/ in the data folder) and before every
+    upgrade. The file it replaces is kept aside, never deleted.
+    """
+    from datetime import datetime
+
+    from app.storage.db import automatic_backups
+    from app.storage.db import restore_backup as restore
+
+    database = paths.database_path(paths.data_dir(obj.data_dir))
+    backups = automatic_backups(database)
+    if list_only:
+        click.echo(format_table(["backup", "made"], [
+            [str(b), datetime.fromtimestamp(b.stat().st_mtime).strftime("%Y-%m-%d %H:%M")] for b in backups]))
+        return
+    if backup is None and not backups:
+        raise DynadeskError(f"There is no automatic backup of {database}; name a copy of your own: "
+                            "dynadesk restore-backup FILE")
+    chosen = Path(backup) if backup else backups[0]
+    if not yes:
+        click.confirm(f"Replace {database} with {chosen}? The current file is kept aside.", abort=True)
+    aside = restore(database, chosen)
+    click.echo(f"Restored {chosen} to {database}.")
+    if aside.exists():
+        click.echo(f"The file it replaced is kept at {aside}.")
+
+
 @cli.group()
 def tasks() -> None:
     """List task definitions, or check YAML files before adding them."""

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import platformdirs
 
+from app.errors import DynadeskError
+
 APP_NAME = "dynadesk"
 DATA_DIR_ENV = "DYNADESK_DATA_DIR"
 DATABASE_FILENAME = "dynadesk.sqlite"
@@ -17,7 +19,11 @@ def data_dir(override: str | os.PathLike | None = None) -> Path:
     """The folder that holds the database, settings, user tasks and cached models."""
     chosen = override or os.environ.get(DATA_DIR_ENV) or platformdirs.user_data_dir(APP_NAME, appauthor=False)
     path = Path(chosen).expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DynadeskError(f"the data folder {path} cannot be created: {exc.strerror}. "
+                            "Choose another with --data-dir.") from exc
     return path
 
 

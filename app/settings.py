@@ -16,6 +16,8 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.errors import DynadeskError
+
 log = logging.getLogger(__name__)
 
 SETTINGS_VERSION = 1
@@ -77,8 +79,12 @@ class SettingsStore:
 
     def save(self, settings: Settings) -> None:
         text = json.dumps(settings.model_dump(mode="json"), indent=2, ensure_ascii=False)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".settings-", suffix=".json")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".settings-", suffix=".json")
+        except OSError as exc:
+            raise DynadeskError(f"the settings cannot be saved: the folder {self.path.parent} is read-only "
+                                f"({exc.strerror}).") from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)

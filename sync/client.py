@@ -245,6 +245,7 @@ class SyncClient:
 
     def run(self, handle: SyncHandle | None = None, *, fetch_models: bool = True) -> SyncReport:
         """Push the outbox, pull changes, download the target models of open rounds."""
+        self.db.ensure_intact()  # a damaged desk database must not take a pull's rows
         handle = handle or SyncHandle()
         report = SyncReport()
         try:

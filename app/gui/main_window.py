@@ -10,7 +10,7 @@ import logging
 import uuid
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
@@ -61,9 +61,12 @@ SHORTCUTS = [
     ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
 ]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
+DAMAGED_STATUS = "The database is damaged: nothing more is saved. Restore a backup (see the message)."
 
 
 class MainWindow(QMainWindow):
+    database_damaged = Signal(str)  # from the database's background check: queued to the GUI thread
+
     def __init__(self, desk: Desk):
         super().__init__()
         self.desk = desk
@@ -137,6 +140,9 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
         self._install_sync()
         self._first_start: SerialWorker | None = None
+        self._damage_shown: str | None = None
+        self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
+        desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
 
     # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
 
@@ -547,6 +553,9 @@ class MainWindow(QMainWindow):
     # --- messages -----------------------------------------------------------------------------
 
     def show_error(self, error: BaseException) -> None:
+        if isinstance(error, DynadeskError) and str(error) == self._damage_shown:
+            self.statusBar().showMessage(DAMAGED_STATUS)  # said once, in its own dialog
+            return
         self.statusBar().clearMessage()
         if isinstance(error, DynadeskError):
             QMessageBox.warning(self, "Dynadesk", str(error))
@@ -554,6 +563,11 @@ class MainWindow(QMainWindow):
             log.error("unexpected error", exc_info=(type(error), error, error.__traceback__))
             QMessageBox.critical(self, "Unexpected error",
                                  f"{error.__class__.__name__}: {error}\n\nYour work is saved; details are in the log.")
+
+    def _show_damage(self, message: str) -> None:
+        self._damage_shown = message  # set first: the dialog's own event loop may deliver the same refusal
+        self.statusBar().showMessage(DAMAGED_STATUS)
+        QMessageBox.critical(self, "Database damaged", message)
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About Dynadesk", about_html(version_info(), self.desk.root))

@@ -517,6 +517,7 @@ def import_file(desk, path: str | Path, format: str, *, task_code: str | None = 
     path = Path(path)
     if format not in IMPORTERS:
         raise DynadeskError(f"Unknown import format '{format}'; choose one of {', '.join(IMPORTERS)}.")
+    desk.db.ensure_intact()  # a damaged database must not take a batch of rows
     report = ImportReport(format, str(path))
     importer = IMPORTERS[format](desk, path, report, task_code, round_number)
     parsed = list(importer.parse())
