@@ -221,6 +221,7 @@ def train_classifier(
     """Train and save the trained part of a classifier; returns its held-out metrics."""
     import torch
 
+    from local_models.backends.hf_checks import check_config_fields, check_config_fits_weights
     from local_models.backends.hf_torch import check_weights, quiet_transformers, weight_files
     from local_models.tokenization import TextEncoder
 
@@ -235,7 +236,10 @@ def train_classifier(
     files, safe = weight_files(base_dir)
     if not files or not safe or len(files) != 1:
         raise TrainingFailed(f"The base model {base_dir} must hold its weights in one model.safetensors file.")
-    check_weights(files, safe)
+    shapes = check_weights(files, safe)
+    base_config = read_json_file(base_dir / "config.json", "model configuration")
+    check_config_fields(base_config, base_dir / "config.json")
+    check_config_fits_weights(base_config, shapes, files[0].name, labelled=False)  # before transformers allocates
     model = _classification_model(base_dir, data.label_names, config.seed)
     base_model = model.base_model
     layers = base_model.encoder.layer

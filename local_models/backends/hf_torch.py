@@ -24,6 +24,14 @@ from local_models.backends.base import (
     read_json_file,
     register_backend,
 )
+from local_models.backends.hf_checks import (
+    Shapes,
+    check_config_fields,
+    check_config_fits_weights,
+    check_inside,
+    check_skeleton_fits,
+    indexed_weight_file,
+)
 from local_models.errors import (
     CorruptModel,
     DeviceUnavailable,
@@ -50,12 +58,22 @@ def quiet_transformers() -> None:
 
 
 def weight_files(folder: Path) -> tuple[list[Path], bool]:
-    """The weight files of a folder, and whether they are safetensors."""
+    """The weight files of a folder, and whether they are safetensors. Each must lie inside the
+    folder: an index naming ../ or an absolute path, or a link out, is refused."""
+    files, safe = _named_weight_files(folder)
+    for file in files:
+        check_inside(folder, file)
+    return files, safe
+
+
+def _named_weight_files(folder: Path) -> tuple[list[Path], bool]:
     for index_name, safe in ((SAFETENSORS_INDEX, True), (PICKLE_INDEX, False)):
         index = folder / index_name
         if index.is_file():
-            weight_map = read_json_file(index, "weight index").get("weight_map", {})
-            shards = sorted({folder / name for name in weight_map.values()})
+            weight_map = read_json_file(index, "weight index").get("weight_map")
+            if not isinstance(weight_map, dict) or not weight_map:
+                raise CorruptModel(f"The weight index {index} has no weight_map naming the weight files.")
+            shards = sorted({indexed_weight_file(folder, name, index_name) for name in weight_map.values()})
             missing = [s.name for s in shards if not s.is_file()]
             if missing:
                 raise CorruptModel(f"{folder} is missing weight shards listed in {index_name}: {', '.join(missing)}.")
@@ -67,32 +85,65 @@ def weight_files(folder: Path) -> tuple[list[Path], bool]:
     return [], True
 
 
-def check_weights(files: list[Path], safe: bool) -> None:
-    """Read every header (safetensors) or load under ``weights_only`` (pickles) before use."""
+def check_weights(files: list[Path], safe: bool) -> Shapes:
+    """Read every header (safetensors) or map the file under ``weights_only`` (pickles) before
+    use; the shape of every tensor, by name."""
+    shapes: Shapes = {}
     if safe:
         from safetensors import safe_open
 
         for path in files:
             try:
                 with safe_open(str(path), framework="pt") as handle:
-                    handle.keys()
+                    for key in handle.keys():
+                        shapes[key] = tuple(handle.get_slice(key).get_shape())
             except Exception as exc:  # SafetensorError, OSError
                 raise CorruptModel(f"The weights file {path} is truncated or damaged ({_first_line(exc)}).") from exc
-        return
+        return shapes
     import pickle
 
     import torch
 
     for path in files:
+        _refuse_legacy_pickle(path)
         try:
-            torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+            loaded = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
         except pickle.UnpicklingError as exc:
             raise UnsafeModelFile(
-                f"{path} can only be read by unpickling code, which Dynadesk refuses to do: a model "
-                "file can run anything that way. Ask for the model as safetensors (model.safetensors)."
+                f"{path} is a pickle that holds more than tensors: it can only be read by unpickling code, "
+                "which Dynadesk refuses to do, since a model file can run anything that way. Dynadesk loads "
+                "only safetensors or weights-only torch files: ask for the model as safetensors "
+                "(model.safetensors)."
             ) from exc
         except Exception as exc:
             raise CorruptModel(f"The weights file {path} is truncated or damaged ({_first_line(exc)}).") from exc
+        if isinstance(loaded, dict):
+            shapes.update((key, tuple(value.shape)) for key, value in loaded.items()
+                          if isinstance(value, torch.Tensor))
+    return shapes
+
+
+_PICKLE_START = b"\x80"  # the PROTO opcode a pickle of protocol 2 or later begins with
+
+
+def _refuse_legacy_pickle(path: Path) -> None:
+    """torch files are zip archives since PyTorch 1.6. A bare pickle is the legacy format, which
+    cannot be mapped, only read whole: say what it is and how to convert it."""
+    import zipfile
+
+    if zipfile.is_zipfile(path):
+        return
+    with open(path, "rb") as handle:
+        start = handle.read(1)
+    if start != _PICKLE_START:
+        raise CorruptModel(f"The weights file {path} is truncated or damaged (it is not a torch zip archive).")
+    raise UnsafeModelFile(
+        f"{path.name} in {path.parent} is a legacy pickle file, not the zip archive torch has written "
+        "since 1.6. Dynadesk loads only safetensors or weights-only torch files. Convert it where you "
+        "trust it, in that folder: "
+        "python -c \"import torch; from safetensors.torch import save_file; save_file({k: v.clone() for k, v in "
+        f"torch.load('{path.name}', weights_only=True).items()}}, 'model.safetensors', metadata={{'format': 'pt'}})\""
+    )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -195,11 +246,17 @@ class HFTorchBackend(Backend):
         if not (path / "config.json").is_file():
             raise ModelNotFound(f"{path} is not a Hugging Face model folder (there is no config.json).")
         config = read_json_file(path / "config.json", "model configuration")
+        check_config_fields(config, path / "config.json")
         model_cls, head, architecture = model_class(config, path)
         files, safe = weight_files(path)
         if not files:
             raise CorruptModel(f"{path} holds no weights (model.safetensors or pytorch_model.bin).")
-        check_weights(files, safe)
+        shapes = check_weights(files, safe)
+        # Before anything is built: transformers would allocate whatever the config claims.
+        weights_name = files[0].name if len(files) == 1 else f"the {len(files)} weight files"
+        check_config_fits_weights(config, shapes, weights_name, labelled=head.has_labels)
+        quiet_transformers()
+        check_skeleton_fits(model_cls, path, shapes)
         tokenizer_home = Path(tokenizer_dir or path)
         metadata = read_json_file(path / METADATA_FILE, "model description") if (path / METADATA_FILE).is_file() else {}
         encoder = TextEncoder.from_folder(
@@ -217,14 +274,14 @@ class HFTorchBackend(Backend):
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
-        quiet_transformers()
         try:
             module, info = model_cls.from_pretrained(
                 str(path), local_files_only=True, use_safetensors=safe, attn_implementation="eager",
                 output_loading_info=True,
             )
         except (RuntimeError, ValueError, OSError, KeyError) as exc:
-            raise CorruptModel(_mismatch_message(path, files, safe, exc)) from exc
+            raise CorruptModel(f"The model in {path} could not be loaded: its weights and config.json do not fit "
+                               f"({_first_line(exc)}).") from exc
         missing = sorted(info.get("missing_keys") or [])
         if missing:
             shown = ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else "")
@@ -273,32 +330,3 @@ def _max_length(config: dict, tokenizer_home: Path, explicit: int | None, metada
         declared = read_json_file(tok_config, "tokenizer configuration").get("model_max_length") if tok_config.is_file() else None
         chosen = int(declared) if isinstance(declared, (int, float)) and declared < 1_000_000 else (limit or 512)
     return min(int(chosen), limit) if limit else int(chosen)
-
-
-def _mismatch_message(path: Path, files: list[Path], safe: bool, exc: BaseException) -> str:
-    """Say which tensors do not fit the config, rather than repeating transformers' message."""
-    detail = _first_line(exc)
-    if safe:
-        try:
-            from safetensors import safe_open
-
-            import transformers
-
-            config = transformers.AutoConfig.from_pretrained(str(path), local_files_only=True)
-            model_cls = getattr(transformers, config.architectures[0])
-            import torch
-
-            with torch.device("meta"):
-                skeleton = model_cls(config)
-            wanted = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
-            for file in files:
-                with safe_open(str(file), framework="pt") as handle:
-                    for key in handle.keys():
-                        shape = tuple(handle.get_slice(key).get_shape())
-                        match = next((k for k in wanted if k == key or k.endswith("." + key)), None)
-                        if match and wanted[match] != shape:
-                            return (f"The weights in {path} do not fit its config.json: {key} is {list(shape)} "
-                                    f"in the weights but the config makes it {list(wanted[match])}.")
-        except Exception:  # the plain message below is still useful
-            log.debug("could not explain the mismatch", exc_info=True)
-    return f"The model in {path} could not be loaded: its weights and config.json do not fit ({detail})."

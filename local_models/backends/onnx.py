@@ -27,6 +27,7 @@ from local_models.backends.base import (
     read_json_file,
     register_backend,
 )
+from local_models.backends.hf_checks import check_config_fields
 from local_models.errors import (
     CorruptModel,
     DeviceUnavailable,
@@ -244,7 +245,9 @@ def _static_label_count(session) -> int | None:
 def _config_beside(file: Path, tokenizer_home: Path) -> dict:
     for folder in (file.parent, tokenizer_home):
         if (folder / "config.json").is_file():
-            return read_json_file(folder / "config.json", "model configuration")
+            config = read_json_file(folder / "config.json", "model configuration")
+            check_config_fields(config, folder / "config.json")
+            return config
     return {}
 
 
