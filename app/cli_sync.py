@@ -302,7 +302,7 @@ def _show_status(desk) -> None:
 def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None, no_test: bool,
                    ca_file: str | None, insecure: bool) -> None:
     """Set the server, the token (kept in the system keyring, or a file only you can read) and the interval."""
-    from sync.client import AuthError, Offline, SyncClient, tls_context, token_in_clear
+    from sync.client import AuthError, Offline, SyncClient, SyncError, refuse_token_in_clear, tls_context
 
     desk = obj.desk
     url = (url or desk.settings.server_url or "").strip().rstrip("/")
@@ -310,11 +310,11 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
         raise DynadeskError("Give the server with --url.")
     if not url.startswith(("http://", "https://")):
         raise DynadeskError(f"The server URL must start with http:// or https:// (got '{url}').")
-    if token_in_clear(url) and not insecure:
-        raise DynadeskError(
-            f"{url} is plain http:// to another machine: every sync would send your token across the network "
-            "unencrypted, and anyone on the way could copy it and sync as you. Use the server's https:// address "
-            "(docs/sync.md shows how to serve HTTPS), or add --insecure if you accept that risk. Nothing was saved.")
+    if not insecure:
+        try:
+            refuse_token_in_clear(url)
+        except SyncError as exc:
+            raise SyncError(f"{exc} Or add --insecure if you accept that risk. Nothing was saved.") from None
     if ca_file is not None:
         ca_file = str(Path(ca_file).expanduser().resolve()) if ca_file.strip() else None
         tls_context(ca_file)  # a clear message now for a file that is missing or not a certificate

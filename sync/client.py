@@ -267,8 +267,8 @@ class SyncClient:
         handle.sleep(seconds * random.uniform(1.0, 1.1))  # desks paced together do not come back in lockstep
         return seconds
 
-    def me(self, handle: SyncHandle | None = None) -> Me:
-        response = self._call("GET", f"{API}/me", handle or SyncHandle())
+    def me(self, handle: SyncHandle | None = None, report: SyncReport | None = None) -> Me:
+        response = self._call("GET", f"{API}/me", handle or SyncHandle(), report=report)
         _expect(response, 200)
         me = Me.model_validate_json(response.content)
         if me.protocol != PROTOCOL_VERSION:
@@ -283,7 +283,7 @@ class SyncClient:
         handle = handle or SyncHandle()
         report = SyncReport()
         try:
-            me = self.me(handle)
+            me = self.me(handle, report)
             self.adopt_identity(me)
             self.push(me, handle, report)
             self.pull(me, handle, report)
@@ -605,6 +605,14 @@ def token_in_clear(url: str) -> bool:
     except httpx.InvalidURL:
         return False  # the URL's own check says what is wrong with it
     return parsed.scheme == "http" and not is_loopback(parsed.host)
+
+
+def refuse_token_in_clear(url: str) -> None:
+    """A clear refusal for a URL that would carry the token unencrypted over a network."""
+    if token_in_clear(url):
+        raise SyncError(f"{url} is plain http:// to another machine: every sync would send your token across the "
+                        "network unencrypted, and anyone on the way could copy it and sync as you. Use the "
+                        "server's https:// address (docs/sync.md shows how to serve HTTPS).")
 
 
 def tls_context(ca_file: str | Path | None) -> ssl.SSLContext | bool:
