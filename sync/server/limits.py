@@ -13,6 +13,7 @@ token's bucket is keyed by a hash of the token, so an unknown token only drains 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
 import re
 import time
@@ -66,6 +67,7 @@ class Buckets:
         self.capacity = float(rate.requests)
         self.per_second = rate.requests / rate.seconds if not rate.unlimited else 0.0
         self.levels: dict[str, tuple[float, float]] = {}  # key -> (tokens, when)
+        self.prune_at = PRUNE_ABOVE
 
     def wait(self, key: str) -> float:
         """Seconds until ``key`` may make a request (0: now)."""
@@ -79,7 +81,7 @@ class Buckets:
             return
         now = self.clock()
         self.levels[key] = (self._level(key, now) - 1.0, now)
-        if len(self.levels) > PRUNE_ABOVE:
+        if len(self.levels) > self.prune_at:
             self._prune(now)
 
     def _level(self, key: str, now: float) -> float:
@@ -87,8 +89,10 @@ class Buckets:
         return min(self.capacity, tokens + (now - when) * self.per_second)
 
     def _prune(self, now: float) -> None:
-        # A full bucket is the same as none.
+        # A full bucket is the same as none. The next pass waits until the table has doubled, so a
+        # flood of new keys costs O(1) per request, not a scan each.
         self.levels = {k: v for k, v in self.levels.items() if self._level(k, now) < self.capacity}
+        self.prune_at = max(PRUNE_ABOVE, 2 * len(self.levels))
 
 
 class RequestLimits:
@@ -105,7 +109,7 @@ class RequestLimits:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
             return await self.app(scope, receive, send)
-        address = (scope.get("client") or ("unknown", 0))[0]
+        address = client_key((scope.get("client") or ("unknown", 0))[0])
         token = b""
         for name, value in scope["headers"]:
             if name.lower() == b"authorization":
@@ -118,6 +122,19 @@ class RequestLimits:
         self.addresses.take(address)
         self.tokens.take(token_key)
         await self.app(scope, receive, send)
+
+
+def client_key(address: str) -> str:
+    """The key of a client's address: IPv6 clients by their /64 (one host usually holds a whole /64)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 async def _too_many(scope, receive, send, wait: float) -> None:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from sync.client import RetryPolicy, SyncClient, SyncError, new_client, token_in_clear
-from sync.server.limits import Buckets, Rate
+from sync.server.limits import Buckets, Rate, client_key
 from tests.sync.helpers import (
     ProcessServer,
     ThreadServer,
@@ -185,6 +185,9 @@ def test_rates_and_buckets():
     assert buckets.wait("k") == pytest.approx(0.5) and buckets.wait("other") == 0
     now[0] += 0.5
     assert buckets.wait("k") == 0
+    # IPv6 clients count by their /64: a host cannot slip the limit by changing its last bits.
+    assert client_key("2001:db8:1:2::5") == client_key("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert client_key("::ffff:10.0.0.7") == client_key("10.0.0.7") == "10.0.0.7"
 
 
 def test_a_server_over_its_limits_answers_429_with_retry_after(tmp_path):
