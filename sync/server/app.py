@@ -69,7 +69,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorBody, "description": "Not allowed for this person's role or team; nothing was stored."},
     413: {"model": ErrorBody, "description": f"The body is larger than {MAX_BODY_BYTES // 2**20} MiB."},
     422: {"model": ErrorBody, "description": "The request does not fit the schema; each bad record is named."},
-    429: {"model": ErrorBody, "description": "Too many requests from this token or address; wait `Retry-After` seconds."},
+    429: {"model": ErrorBody, "description": "Over the request limit of this token or address; wait `Retry-After` s."},
 }
 
 bearer = HTTPBearer(auto_error=False, scheme_name="token",
