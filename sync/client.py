@@ -623,12 +623,12 @@ def tls_context(ca_file: str | Path | None) -> ssl.SSLContext | bool:
     context = httpx.create_ssl_context()
     try:
         context.load_verify_locations(cafile=str(ca_file))
+    except ssl.SSLError:  # (an OSError too: first)
+        raise SyncError(f"The file {ca_file} is not a PEM certificate, so it cannot be the team's certificate "
+                        "authority. Give the authority's certificate (-----BEGIN CERTIFICATE-----).") from None
     except OSError as exc:
         raise SyncError(f"The certificate authority file {ca_file} cannot be read ({exc.strerror or exc}). "
                         "Fix it with `dynadesk sync configure --ca-file FILE` (or --ca-file '' for none).") from None
-    except ssl.SSLError:
-        raise SyncError(f"The file {ca_file} is not a PEM certificate, so it cannot be the team's certificate "
-                        "authority. Give the authority's certificate (-----BEGIN CERTIFICATE-----).") from None
     return context
 
 

@@ -115,6 +115,11 @@ def test_serve_run_with_tls_and_a_desk_that_trusts_the_teams_authority(tmp_path,
         assert code == 0, err
         assert "Ann Annotator (annotator, team A)" in out and str(ca) in out
         assert json.loads((tmp_path / "desk" / "settings.json").read_text())["server_ca_file"] == str(ca)
+        (tmp_path / "junk.pem").write_text("not a certificate\n")
+        code, out, err = dynadesk("sync", "configure", "--ca-file", str(tmp_path / "junk.pem"), "--no-test",
+                                  data_dir=tmp_path / "desk")
+        assert code == 1 and "is not a PEM certificate" in err  # and the good one stays
+        assert json.loads((tmp_path / "desk" / "settings.json").read_text())["server_ca_file"] == str(ca)
 
         from app.desk import Desk
         from sync.tokens import TokenStore
