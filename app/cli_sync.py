@@ -17,6 +17,7 @@ import click
 from app import paths
 from app.errors import DynadeskError
 from app.text import printable
+from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate
 
 pass_context = click.pass_obj  # app.cli's Context (taken plainly to avoid an import cycle)
 
@@ -52,6 +53,26 @@ def serve() -> None:
     """The central sync server: run it, and manage who may use it."""
 
 
+def _rate_option(_ctx, param, value: str) -> Rate:
+    try:
+        return Rate.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param=param) from None
+
+
+def _check_tls_pair(certfile: str, keyfile: str) -> None:
+    """A clear sentence now rather than an SSL error from every worker."""
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except ssl.SSLError as exc:
+        raise DynadeskError(f"The certificate {certfile} and the key {keyfile} cannot be used together "
+                            f"({exc.reason or 'not PEM, or a key that does not match'}).") from None
+    except OSError as exc:
+        raise DynadeskError(f"The file {exc.filename or certfile} cannot be read: {exc.strerror}.") from None
+
+
 @serve.command("run")
 @_server_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for all).")
@@ -60,14 +81,30 @@ def serve() -> None:
               help="Worker processes; use several (with PostgreSQL) for teams.")
 @click.option("--fd", type=int, hidden=True, help="Serve on this already-open listening socket (socket activation).")
 @click.option("--access-log", is_flag=True, help="Log every request.")
+@click.option("--certfile", type=click.Path(exists=True, dir_okay=False),
+              help="Serve HTTPS with this certificate (PEM, with its chain); needs --keyfile.")
+@click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), help="The certificate's private key (PEM).")
+@click.option("--token-limit", envvar="DYNADESK_SERVER_TOKEN_LIMIT", default=DEFAULT_PER_TOKEN, show_default=True,
+              callback=_rate_option, help="Requests per token, e.g. 20/s or 1200/min; 0 for none "
+                                          "[env: DYNADESK_SERVER_TOKEN_LIMIT]. Each worker counts on its own.")
+@click.option("--address-limit", envvar="DYNADESK_SERVER_ADDRESS_LIMIT", default=DEFAULT_PER_ADDRESS, show_default=True,
+              callback=_rate_option, help="Requests per client address; 0 for none "
+                                          "[env: DYNADESK_SERVER_ADDRESS_LIMIT]. Each worker counts on its own.")
 @pass_context
 def serve_run(obj, db: str | None, data: str | None, host: str, port: int, workers: int, fd: int | None,
-              access_log: bool) -> None:
-    """Upgrade the server database if needed, then serve until interrupted (Ctrl+C)."""
+              access_log: bool, certfile: str | None, keyfile: str | None, token_limit, address_limit) -> None:
+    """Upgrade the server database if needed, then serve until interrupted (Ctrl+C).
+
+    Serve HTTPS with --certfile/--keyfile, or plain HTTP on loopback behind a reverse proxy that
+    terminates TLS (docs/sync.md): tokens must never cross a network in clear."""
     import uvicorn
 
-    from sync.server.app import DATA_ENV, DB_ENV
+    from sync.server.app import ADDRESS_LIMIT_ENV, DATA_ENV, DB_ENV, TOKEN_LIMIT_ENV
 
+    if bool(certfile) != bool(keyfile):
+        raise click.UsageError("--certfile and --keyfile go together.")
+    if certfile:
+        _check_tls_pair(certfile, keyfile)
     database = _server_db(obj, db, data)
     try:
         database.upgrade()
@@ -77,10 +114,15 @@ def serve_run(obj, db: str | None, data: str | None, host: str, port: int, worke
         database.close()
     os.environ[DB_ENV] = url
     os.environ[DATA_ENV] = str(_server_dir(obj, data))
-    where = f"file descriptor {fd}" if fd is not None else f"http://{host}:{port}"
-    click.echo(f"Serving Dynadesk sync on {where} with {workers} worker(s); OpenAPI at /openapi.json", err=True)
+    os.environ[TOKEN_LIMIT_ENV], os.environ[ADDRESS_LIMIT_ENV] = str(token_limit), str(address_limit)
+    scheme = "https" if certfile else "http"
+    where = f"file descriptor {fd} ({scheme})" if fd is not None else f"{scheme}://{host}:{port}"
+    click.echo(f"Serving Dynadesk sync on {where} with {workers} worker(s); OpenAPI at /openapi.json; "
+               f"limits: {token_limit.describe()} per token, {address_limit.describe()} per address, "
+               "counted by each worker", err=True)
     uvicorn.run("sync.server.app:create_app_from_env", factory=True, host=host, port=port, fd=fd, workers=workers,
-                access_log=access_log, log_level="info" if access_log else "warning", timeout_graceful_shutdown=10)
+                access_log=access_log, log_level="info" if access_log else "warning", timeout_graceful_shutdown=10,
+                ssl_certfile=certfile, ssl_keyfile=keyfile)
 
 
 @serve.command("add-person")
@@ -282,6 +324,8 @@ def _show_status(desk) -> None:
     status = local_status(desk.db, person_id(desk))
     url = desk.settings.server_url
     click.echo(f"Server:        {url or 'not set (dynadesk sync configure --url URL)'}")
+    if desk.settings.server_ca_file:
+        click.echo(f"Also trusts:   {desk.settings.server_ca_file} (certificate authority)")
     if url:
         click.echo(f"Token:         {'set, in ' + _tokens(desk).where if _tokens(desk).get(url) else 'not set'}")
     click.echo(f"Every:         {desk.settings.sync_interval_s} s (in the app)")
@@ -302,10 +346,16 @@ def _show_status(desk) -> None:
 @click.option("--token-stdin", is_flag=True, help="Read the token from standard input (keeps it out of shell history).")
 @click.option("--interval", type=click.IntRange(30, 86_400), help="Seconds between background syncs in the app.")
 @click.option("--no-test", is_flag=True, help="Save without asking the server whether the token works.")
+@click.option("--ca-file", type=click.Path(dir_okay=False),
+              help="Also trust this certificate authority (PEM) for the server's HTTPS certificate: "
+                   "for teams with their own CA or a self-signed certificate. '' for none.")
+@click.option("--insecure", is_flag=True,
+              help="Allow plain http:// to another machine (the token then crosses the network unencrypted).")
 @pass_context
-def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None, no_test: bool) -> None:
+def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None, no_test: bool,
+                   ca_file: str | None, insecure: bool) -> None:
     """Set the server, the token (kept in the system keyring, or a file only you can read) and the interval."""
-    from sync.client import AuthError, Offline, SyncClient
+    from sync.client import AuthError, Offline, SyncClient, SyncError, refuse_token_in_clear, tls_context
 
     desk = obj.desk
     url = (url or desk.settings.server_url or "").strip().rstrip("/")
@@ -313,12 +363,22 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
         raise DynadeskError("Give the server with --url.")
     if not url.startswith(("http://", "https://")):
         raise DynadeskError(f"The server URL must start with http:// or https:// (got '{url}').")
+    if not insecure:
+        try:
+            refuse_token_in_clear(url)
+        except SyncError as exc:
+            raise SyncError(f"{exc} Or add --insecure if you accept that risk. Nothing was saved.") from None
+    if ca_file is not None:
+        ca_file = str(Path(ca_file).expanduser().resolve()) if ca_file.strip() else None
+        tls_context(ca_file)  # a clear message now for a file that is missing or not a certificate
+    else:
+        ca_file = desk.settings.server_ca_file
     tokens = _tokens(desk)
     token = sys.stdin.readline().strip() if token_stdin else tokens.get(url)
     if token_stdin and not token:
         raise DynadeskError("No token came on standard input.")
     if token and not no_test:
-        with SyncClient(desk, url, token) as client:
+        with SyncClient(desk, url, token, ca_file=ca_file or "") as client:
             try:
                 me = client.me()
                 client.adopt_identity(me)
@@ -334,6 +394,7 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
     if token_stdin:
         click.echo(f"Token stored in {tokens.set(url, token)}.")
     desk.settings.server_url = url
+    desk.settings.server_ca_file = ca_file
     if interval is not None:
         desk.settings.sync_interval_s = interval
     desk.save_settings()

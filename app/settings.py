@@ -37,6 +37,7 @@ class Settings(BaseModel):
     draft_autosave_ms: int = Field(default=400, ge=50, le=10_000)
     # Sync (issue #6). The token is never stored here: see sync.client.TokenStore.
     server_url: str | None = None
+    server_ca_file: str | None = None  # a team's own certificate authority (PEM), trusted besides the usual ones
     sync_interval_s: int = Field(default=300, ge=30, le=86_400)
 
 

@@ -10,8 +10,13 @@ Failure handling:
 - Offline is a normal state: when the server cannot be reached at all, ``run`` raises
   :class:`Offline` after ``RetryPolicy.connect_attempts`` quick tries and changes nothing.
 - Once the server has answered, every request is retried with exponential backoff and jitter
-  on connection failures, timeouts and 429/500/502/503/504, up to ``RetryPolicy.attempts``.
+  on connection failures, timeouts and 500/502/503/504, up to ``RetryPolicy.attempts``.
   Retrying a push is safe: the server answers a resent record with ``already_stored``.
+- A 429 (the server's request limit) is the server pacing this desk, not a failure: the client
+  waits as long as ``Retry-After`` says (at most ``RetryPolicy.max_pace`` at a time and
+  ``RetryPolicy.max_paced`` in all for one request) and asks again, using up no attempt.
+- HTTPS is verified against the usual authorities (or ``SSL_CERT_FILE``) and, when the desk's
+  settings name one, the team's own authority (``server_ca_file``).
 - Nothing is kept in memory between batches: each pushed batch is settled in the outbox, and
   each pulled page is stored together with the cursor after it, in one unit of work. A sync
   that stops (cancelled, interrupted, the machine switched off) resumes where it stopped.
@@ -20,16 +25,19 @@ Failure handling:
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import logging
 import os
 import random
 import shutil
+import ssl
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -60,7 +68,7 @@ from sync.protocol import (
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = {429, 500, 502, 503, 504}
+RETRY_STATUS = {500, 502, 503, 504}  # 429 is pacing, not a failure: see SyncClient._pace
 CHUNK = 1 << 20
 
 
@@ -96,6 +104,8 @@ class RetryPolicy:
     connect_attempts: int = 2  # before the first answer of a run: how soon "offline" is declared
     timeout: float = 120.0  # a push of a large batch to a busy server may take a while
     connect_timeout: float = 5.0
+    max_pace: float = 60.0  # the longest wait a 429's Retry-After gets at a time
+    max_paced: float = 600.0  # and in all, for one request, before the sync stops (and resumes next time)
 
     def delay(self, attempt: int, retry_after: str | None = None) -> float:
         if retry_after and retry_after.isdigit():
@@ -144,6 +154,7 @@ class SyncReport:
     pulled: int = 0  # records added or updated on this desk
     pages: int = 0
     retries: int = 0
+    paced: int = 0  # times the server's request limit asked this desk to wait (429); not failures
     models: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -165,7 +176,8 @@ class SyncReport:
 
 class SyncClient:
     def __init__(self, desk, server_url: str, token: str, *, batch_size: int = 500, page_size: int = 500,
-                 policy: RetryPolicy | None = None, transport: httpx.BaseTransport | None = None):
+                 policy: RetryPolicy | None = None, transport: httpx.BaseTransport | None = None,
+                 ca_file: str | Path | None = None):
         if not server_url or not server_url.startswith(("http://", "https://")):
             raise SyncError(f"The server URL must start with http:// or https:// (got '{server_url}').")
         if not token:
@@ -176,13 +188,15 @@ class SyncClient:
         self.batch_size = max(1, min(batch_size, MAX_PUSH_RECORDS - 100))
         self.page_size = page_size
         self.policy = policy or RetryPolicy()
+        ca_file = ca_file if ca_file is not None else desk.settings.server_ca_file
         self.http = httpx.Client(
-            base_url=self.url, transport=transport,
+            base_url=self.url, transport=transport, verify=tls_context(ca_file),
             headers={"Authorization": f"Bearer {token}", "User-Agent": f"dynadesk/{__version__}"},
             timeout=httpx.Timeout(self.policy.timeout, connect=self.policy.connect_timeout),
         )
         self._answered = False  # has the server answered in this client's life?
         self.retries = 0  # over this client's life, for reports and benchmarks
+        self.paced = 0  # 429s waited out, over this client's life
 
     def close(self) -> None:
         self.http.close()
@@ -202,13 +216,17 @@ class SyncClient:
             headers = {**(headers or {}), "Content-Type": "application/json"}
         last = ""
         attempt = 0
+        paced = 0.0  # seconds waited on the server's request limit for this request
         while True:
-            attempt += 1
             handle.check()
             retry_after = None
             try:
                 response = self.http.request(method, path, content=content, params=params, headers=headers)
             except httpx.TransportError as exc:
+                attempt += 1
+                untrusted = _certificate_problem(exc)
+                if untrusted:
+                    raise SyncError(untrusted) from exc
                 last = f"{exc.__class__.__name__}: {exc}" if str(exc) else exc.__class__.__name__
                 if not self._answered and (isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
                                            and attempt >= self.policy.connect_attempts):
@@ -216,11 +234,15 @@ class SyncClient:
                                   "Your work stays queued and goes out at the next sync.") from exc
             else:
                 self._answered = True
+                if response.status_code == 429:
+                    paced += self._pace(response, handle, report, paced)
+                    continue
                 if response.status_code not in RETRY_STATUS:
                     if response.status_code == 401:
                         raise AuthError(f"The server refused the sync token: {_detail(response)} "
                                         "Check the token in the sync settings.")
                     return response
+                attempt += 1
                 last = f"HTTP {response.status_code}: {_detail(response)}"
                 retry_after = response.headers.get("Retry-After")
             if attempt >= self.policy.attempts:
@@ -232,8 +254,21 @@ class SyncClient:
             log.info("%s %s failed (%s); retrying", method, path, last)
             handle.sleep(self.policy.delay(attempt, retry_after))
 
-    def me(self, handle: SyncHandle | None = None) -> Me:
-        response = self._call("GET", f"{API}/me", handle or SyncHandle())
+    def _pace(self, response: httpx.Response, handle: SyncHandle, report: SyncReport | None, paced: float) -> float:
+        """Wait as the server's request limit asks (429 + Retry-After); returns the seconds waited."""
+        seconds = max(0.25, min(self.policy.max_pace, _retry_after_seconds(response.headers.get("Retry-After"))))
+        if paced + seconds > self.policy.max_paced:
+            raise Interrupted(f"The server asked this desk to slow down for over {self.policy.max_paced:.0f} s "
+                              "(its request limit); the next sync resumes where this one stopped.")
+        self.paced += 1
+        if report is not None:
+            report.paced += 1
+        log.info("the server's request limit asks to wait %.1f s", seconds)
+        handle.sleep(seconds * random.uniform(1.0, 1.1))  # desks paced together do not come back in lockstep
+        return seconds
+
+    def me(self, handle: SyncHandle | None = None, report: SyncReport | None = None) -> Me:
+        response = self._call("GET", f"{API}/me", handle or SyncHandle(), report=report)
         _expect(response, 200)
         me = Me.model_validate_json(response.content)
         if me.protocol != PROTOCOL_VERSION:
@@ -249,7 +284,7 @@ class SyncClient:
         handle = handle or SyncHandle()
         report = SyncReport()
         try:
-            me = self.me(handle)
+            me = self.me(handle, report)
             self.adopt_identity(me)
             self.push(me, handle, report)
             self.pull(me, handle, report)
@@ -415,14 +450,18 @@ class SyncClient:
     def _download_blob(self, sha256: str, target: Path, handle: SyncHandle, report: SyncReport) -> None:
         part = target.with_name(target.name + ".part")
         last = ""
-        for attempt in range(1, self.policy.attempts + 1):
+        attempt, paced = 0, 0.0
+        while attempt < self.policy.attempts:
             handle.check()
             digest = hashlib.sha256()
+            limited = None
             try:
                 with self.http.stream("GET", f"{API}/blobs/{sha256}") as response:
                     if response.status_code == 404:
                         raise SyncError(f"The server has no file {sha256}; ask an owner to publish the model again.")
-                    if response.status_code in RETRY_STATUS:
+                    if response.status_code == 429:
+                        limited = response
+                    elif response.status_code in RETRY_STATUS:
                         last = f"HTTP {response.status_code}"
                     else:
                         _expect(response, 200)
@@ -439,6 +478,10 @@ class SyncClient:
                         last = "the file arrived damaged (its sha256 does not match)"
             except httpx.TransportError as exc:
                 last = f"{exc.__class__.__name__}: {exc}"
+            if limited is not None:
+                paced += self._pace(limited, handle, report, paced)
+                continue
+            attempt += 1
             part.unlink(missing_ok=True)
             self.retries += 1
             report.retries += 1
@@ -544,6 +587,80 @@ class SyncClient:
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or address, IPv6 with or without brackets) is this machine."""
+    host = host.strip().strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def token_in_clear(url: str) -> bool:
+    """Whether a sync URL would carry the bearer token unencrypted over a network: plain
+    ``http://`` to anything but this machine."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return False  # the URL's own check says what is wrong with it
+    return parsed.scheme == "http" and not is_loopback(parsed.host)
+
+
+def refuse_token_in_clear(url: str) -> None:
+    """A clear refusal for a URL that would carry the token unencrypted over a network."""
+    if token_in_clear(url):
+        raise SyncError(f"{url} is plain http:// to another machine: every sync would send your token across the "
+                        "network unencrypted, and anyone on the way could copy it and sync as you. Use the "
+                        "server's https:// address (docs/sync.md shows how to serve HTTPS).")
+
+
+def tls_context(ca_file: str | Path | None) -> ssl.SSLContext | bool:
+    """What HTTPS connections trust: the usual authorities (or ``SSL_CERT_FILE``), and also the
+    authority in ``ca_file`` when one is given."""
+    if not ca_file:
+        return True
+    context = httpx.create_ssl_context()
+    try:
+        context.load_verify_locations(cafile=str(ca_file))
+    except ssl.SSLError:  # (an OSError too: first)
+        raise SyncError(f"The file {ca_file} is not a PEM certificate, so it cannot be the team's certificate "
+                        "authority. Give the authority's certificate (-----BEGIN CERTIFICATE-----).") from None
+    except OSError as exc:
+        raise SyncError(f"The certificate authority file {ca_file} cannot be read ({exc.strerror or exc}). "
+                        "Fix it with `dynadesk sync configure --ca-file FILE` (or --ca-file '' for none).") from None
+    return context
+
+
+def _certificate_problem(exc: BaseException) -> str | None:
+    """A clear sentence when a connection failed because the server's certificate is not trusted."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            reason = seen.verify_message or seen.reason or "not trusted"
+            return (f"The sync server's certificate is not trusted ({reason}). If your team runs its own "
+                    "certificate authority, give its certificate with `dynadesk sync configure --ca-file FILE`.")
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _retry_after_seconds(value: str | None) -> float:
+    """``Retry-After`` as seconds: a number of seconds or an HTTP date; 1 s when absent or unreadable."""
+    if value:
+        value = value.strip()
+        if value.isdigit():
+            return max(0.0, float(value))
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return 1.0
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return 1.0
 
 
 def _local_name(name: str) -> str:

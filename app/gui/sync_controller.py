@@ -198,7 +198,15 @@ class SyncController(QObject):
 
     def configure(self, url: str, token: str, interval_s: int) -> None:
         """Save the server and interval (settings) and the token (keyring or private file); make the
-        token's holder this desk's profile; then sync."""
+        token's holder this desk's profile; then sync. A plain http:// URL to another machine is
+        refused (the token would cross the network in clear); the CLI's --insecure allows it."""
+        from sync.client import SyncError, refuse_token_in_clear
+
+        try:
+            refuse_token_in_clear(url)
+        except SyncError as exc:
+            self._set("error", str(exc))
+            return
         self.desk.settings.server_url = url.rstrip("/")
         self.desk.settings.sync_interval_s = interval_s
         self.desk.save_settings()
@@ -227,8 +235,9 @@ class SyncController(QObject):
 
     def test_connection(self, url: str, token: str) -> None:
         def check():
-            from sync.client import SyncClient
+            from sync.client import SyncClient, refuse_token_in_clear
 
+            refuse_token_in_clear(url)  # before the token goes anywhere
             with SyncClient(self.desk, url, token or self.tokens.get(url) or "", **self.client_options) as client:
                 return client.me()
 

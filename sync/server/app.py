@@ -7,6 +7,8 @@ pydantic checks their shape (422, naming each bad record). Every error answer is
 ``ErrorBody``. ``/openapi.json`` describes every endpoint (the interactive docs pages are off:
 they would load scripts from the internet).
 
+Requests over the per-token or per-address limit get 429 with ``Retry-After`` (sync/server/limits.py).
+
 With several uvicorn workers, each worker builds its app with :func:`create_app_from_env`.
 """
 
@@ -50,12 +52,15 @@ from sync.protocol import (
 from sync.server import store
 from sync.server.blobs import BlobMismatch, BlobStore
 from sync.server.db import ServerDatabase
+from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, RequestLimits
 from sync.server.models import Person
 
 log = logging.getLogger(__name__)
 
 DB_ENV = "DYNADESK_SERVER_DB"
 DATA_ENV = "DYNADESK_SERVER_DATA"
+TOKEN_LIMIT_ENV = "DYNADESK_SERVER_TOKEN_LIMIT"
+ADDRESS_LIMIT_ENV = "DYNADESK_SERVER_ADDRESS_LIMIT"
 SHA256 = r"^[0-9a-f]{64}$"
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -64,6 +69,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorBody, "description": "Not allowed for this person's role or team; nothing was stored."},
     413: {"model": ErrorBody, "description": f"The body is larger than {MAX_BODY_BYTES // 2**20} MiB."},
     422: {"model": ErrorBody, "description": "The request does not fit the schema; each bad record is named."},
+    429: {"model": ErrorBody, "description": "Over the request limit of this token or address; wait `Retry-After` s."},
 }
 
 bearer = HTTPBearer(auto_error=False, scheme_name="token",
@@ -196,7 +202,8 @@ def _record_errors(exc: RequestValidationError) -> tuple[str, list[RecordError]]
     return detail, errors
 
 
-def create_app(db: ServerDatabase, data_dir: Path) -> FastAPI:
+def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = None,
+               per_address: Rate | None = None) -> FastAPI:
     blobs = BlobStore(Path(data_dir) / "blobs")
     api = FastAPI(
         title="Dynadesk sync server",
@@ -209,6 +216,8 @@ def create_app(db: ServerDatabase, data_dir: Path) -> FastAPI:
     )
     api.state.db = db
     api.add_middleware(Gate, db=db)
+    api.add_middleware(RequestLimits, per_token=per_token or Rate.parse(DEFAULT_PER_TOKEN),  # outermost: before auth
+                       per_address=per_address or Rate.parse(DEFAULT_PER_ADDRESS))
 
     @api.exception_handler(RequestValidationError)
     async def invalid(_request, exc: RequestValidationError):
@@ -348,7 +357,8 @@ def create_app_from_env() -> FastAPI:
         raise RuntimeError(f"{DB_ENV} and {DATA_ENV} must be set (dynadesk serve run sets them)")
     db = ServerDatabase(url)
     db.check_schema()
-    app = create_app(db, Path(data_dir))
+    app = create_app(db, Path(data_dir), per_token=Rate.parse(os.environ.get(TOKEN_LIMIT_ENV, DEFAULT_PER_TOKEN)),
+                     per_address=Rate.parse(os.environ.get(ADDRESS_LIMIT_ENV, DEFAULT_PER_ADDRESS)))
     # Everything imported so far lives as long as the worker: keep it out of the collector's
     # full passes, which otherwise cost ~40% of a large push.
     gc.freeze()

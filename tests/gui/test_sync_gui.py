@@ -115,6 +115,13 @@ def test_settings_dialog_checks_the_connection_and_keeps_the_token_out_of_settin
     assert "http://" in dialog.result.text()  # said in the dialog, nothing sent
 
     dialog.url.clear()
+    qtbot.keyClicks(dialog.url, "http://sync.example.org:8765")
+    qtbot.keyClicks(dialog.token, "ddk_secret")
+    dialog.test.click()  # plain http:// to another machine: the token is not sent
+    qtbot.waitUntil(lambda: dialog.test.isEnabled() and "unencrypted" in dialog.result.text(), timeout=10_000)
+    dialog.token.clear()
+
+    dialog.url.clear()
     qtbot.keyClicks(dialog.url, server.url)
     qtbot.keyClicks(dialog.token, "ddk_wrong-token")
     dialog.test.click()

@@ -97,14 +97,14 @@ def _listening_socket() -> socket.socket:
 
 class ThreadServer:
     """uvicorn serving the app in a thread of the test process; ``wrap`` puts an ASGI fault
-    injector in front of it."""
+    injector in front of it; ``app_options`` go to ``create_app`` (e.g. request limits)."""
 
-    def __init__(self, db: ServerDatabase, data_dir: Path, wrap=None):
+    def __init__(self, db: ServerDatabase, data_dir: Path, wrap=None, **app_options):
         import uvicorn
 
         self.db = db
         self.data_dir = Path(data_dir)
-        self.app = create_app(db, data_dir)
+        self.app = create_app(db, data_dir, **app_options)
         self.sock = _listening_socket()
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         app = wrap(self.app) if wrap else self.app
@@ -124,13 +124,16 @@ class ThreadServer:
 
 class ProcessServer:
     """``dynadesk serve run`` in a child process, on a listening socket the test keeps open:
-    a killed server's port stays open, and a restarted one takes the queued connections."""
+    a killed server's port stays open, and a restarted one takes the queued connections.
+    ``tls`` (certificate, key) serves HTTPS, which ``ca_file`` vouches for."""
 
-    def __init__(self, db_url: str, data_dir: Path, *, workers: int = 1):
+    def __init__(self, db_url: str, data_dir: Path, *, workers: int = 1, tls: tuple[Path, Path] | None = None,
+                 ca_file: Path | None = None):
         self.db_url, self.data_dir, self.workers = db_url, Path(data_dir), workers
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.sock = _listening_socket()
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.tls, self.ca_file = tls, ca_file
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.sock.getsockname()[1]}"
         self.process: subprocess.Popen | None = None
         self.log = self.data_dir / "server.log"
         self.starts = 0
@@ -142,18 +145,23 @@ class ProcessServer:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "app", "--data-dir", str(self.data_dir), "serve", "run", "--db", self.db_url,
-                 "--data", str(self.data_dir), "--fd", str(fd), "--workers", str(self.workers)],
+                 "--data", str(self.data_dir), "--fd", str(fd), "--workers", str(self.workers),
+                 *(["--certfile", str(self.tls[0]), "--keyfile", str(self.tls[1])] if self.tls else [])],
                 pass_fds=(fd,), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.starts += 1
         if wait:
             self.wait_ready()
 
     def wait_ready(self, token: str | None = None) -> None:
+        import ssl
+
+        verify = ssl.create_default_context(cafile=str(self.ca_file)) if self.ca_file else True
+
         def up() -> bool:
             if self.process.poll() is not None:
                 raise AssertionError(f"the server exited: {self.log.read_text()[-2000:]}")
             try:
-                return httpx.get(f"{self.url}/openapi.json", timeout=2).status_code == 200
+                return httpx.get(f"{self.url}/openapi.json", timeout=2, verify=verify).status_code == 200
             except httpx.HTTPError:
                 return False
 
@@ -216,9 +224,9 @@ def basics_records(tmp_root: Path) -> list[dict]:
     return _PUBLISH_CACHE["basics"]
 
 
-def publish_basics(url: str, owner: Account, tmp_root: Path) -> None:
+def publish_basics(url: str, owner: Account, tmp_root: Path, verify=True) -> None:
     response = httpx.post(f"{url}/v1/publish", json={"records": basics_records(tmp_root)},
-                          headers={"Authorization": f"Bearer {owner.token}"}, timeout=60)
+                          headers={"Authorization": f"Bearer {owner.token}"}, timeout=60, verify=verify)
     assert response.status_code == 200, response.text
     assert {r["status"] for r in response.json()["results"]} <= {"stored", "already_stored"}, response.text
 

@@ -1,5 +1,6 @@
 """Concurrency (issue #6): 20 desks, each pushing 500 records while all of them pull, against a
-real server process (PostgreSQL with two workers; SQLite too). Nothing is lost, the per-round
+real server process (`serve run --workers 4` on PostgreSQL, as a team that outgrows one server
+process runs it; SQLite with one). Nothing is lost, the per-round
 totals are right, every desk ends with exactly its team's work, and texts written on several
 desks at once are marked as duplicates exactly once each.
 
@@ -50,7 +51,7 @@ def backend(request, tmp_path):
 def test_twenty_desks_push_and_pull_at_the_same_time(backend, tmp_path):
     kind, url = backend
     db = server_database(url)
-    server = ProcessServer(url, tmp_path / "server", workers=2 if kind == "postgresql" else 1)
+    server = ProcessServer(url, tmp_path / "server", workers=4 if kind == "postgresql" else 1)
     desks, threads = [], []
     try:
         server.start()

@@ -1,7 +1,9 @@
 """Fault injection (issue #6): 10,000 records pushed through a proxy that cuts connections, a
 server killed and restarted mid-push, injected 500/503 answers, and duplicated deliveries.
 Afterwards the server holds exactly the client's 10,000 records, none missing, none twice,
-every field equal. Runs on SQLite, and on PostgreSQL when DYNADESK_TEST_PG_URL is set.
+every field equal. Runs on SQLite, and on PostgreSQL when DYNADESK_TEST_PG_URL is set; the cut
+connections and the kills also against `serve run --workers 4` on PostgreSQL, the way a team that
+outgrows one server process runs it.
 
 The measured counts are printed (``pytest -s``) for the closing note; time is never asserted.
 """
@@ -38,6 +40,13 @@ from tests.sync.helpers import (
 N = 10_000
 AUTHOR = uuid.UUID("0b6f3c1e-1d1a-4a55-9c58-2f4f6d1e0a01")
 FAST_RETRIES = RetryPolicy(attempts=10, first_delay=0.05, max_delay=2.0, timeout=60)
+# The cut connections and the kills also run against four worker processes on PostgreSQL (~15 s
+# each): the races between processes besides those between threads.
+SCALED = [*BACKENDS, pytest.param("postgresql-4-workers", marks=pytest.mark.postgres)]
+
+
+def _workers(kind: str) -> int:
+    return 4 if kind == "postgresql-4-workers" else 1
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +97,15 @@ def _check_everything_arrived(db, desk, label: str, extra: dict) -> None:
     assert (status.pending, status.rejected, status.conflicts) == (0, 0, 0)
 
 
+@pytest.mark.parametrize("backend", SCALED, indirect=True)
 def test_a_proxy_that_cuts_connections_mid_request_and_mid_response(backend, tmp_path, template):
     kind, url = backend
     db, owner, author, desk = _setup(url, tmp_path, template)
-    server = ThreadServer(db, tmp_path / "server")
+    if _workers(kind) > 1:
+        server = ProcessServer(url, tmp_path / "server", workers=_workers(kind))
+        server.start()
+    else:
+        server = ThreadServer(db, tmp_path / "server")
     proxy = CuttingProxy(int(server.url.rsplit(":", 1)[1]), seed=11)
     try:
         publish_basics(server.url, owner, tmp_path)
@@ -110,10 +124,11 @@ def test_a_proxy_that_cuts_connections_mid_request_and_mid_response(backend, tmp
         db.close()
 
 
+@pytest.mark.parametrize("backend", SCALED, indirect=True)
 def test_a_server_killed_and_restarted_during_the_push(backend, tmp_path, template):
     kind, url = backend
     db, owner, author, desk = _setup(url, tmp_path, template)
-    server = ProcessServer(url, tmp_path / "server")
+    server = ProcessServer(url, tmp_path / "server", workers=_workers(kind))
     kills_wanted = 3
     rng = random.Random(5)
     progress_seen = threading.Event()
