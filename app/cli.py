@@ -34,6 +34,7 @@ class Context:
             from app.desk import Desk
 
             self._desk = Desk(self.data_dir)
+            self._desk.db.checked()
             if not self.lists_task_problems:
                 for problem in self._desk.catalog.problems:
                     click.echo(f"Warning: {problem}; the file was skipped (`dynadesk tasks list` shows it).", err=True)

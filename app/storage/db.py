@@ -255,6 +255,12 @@ class Database:
         if self._health_thread is not None:
             self._health_thread.join(timeout)
 
+    def checked(self) -> None:
+        """Wait for the check started at open and raise the "restore a backup" error if it found damage:
+        a one-shot command must not report from a damaged file whatever its queries happen to read."""
+        self.wait_for_check()
+        self._refuse_if_damaged()
+
     def _check_in_background(self, make_daily_copy: bool) -> None:
         try:
             problem = self.quick_check()
