@@ -32,6 +32,7 @@ from app.storage.models import (
     Example,
     ExampleReview,
     Meta,
+    ModelRecord,
     OutboxEntry,
     Person,
     Round,
@@ -84,6 +85,16 @@ class Outgoing:
     @property
     def last_seq(self) -> int:
         return max((e.seq for e in [*self.entries, *self.missing, *(e for e, _ in self.unfit)]), default=0)
+
+
+def unfit_published(task: Task, models: Iterable[ModelRecord], rounds: Iterable[Round], contexts: Iterable[Context],
+                    round_numbers: dict[uuid.UUID, int]) -> list[str]:
+    """What keeps each record of a publish from any server (a free-form field nested too deep or
+    too large), naming the record and the field."""
+    named = [(f"task {task.code}", "task", task), *((f"model {m.name}", "model", m) for m in models),
+             *((f"round {r.number}", "round", r) for r in rounds),
+             *((f"context {c.id} of round {round_numbers[c.round_id]}", "context", c) for c in contexts)]
+    return [f"{what}: {problem}" for what, kind, record in named for problem in record_problems(kind, record)]
 
 
 def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int) -> Outgoing:

@@ -174,3 +174,29 @@ def test_a_poison_round_is_quarantined_and_leaves_quarantine_when_published_agai
     assert store.quarantined(server_db) == []
     again = changes(team, team.bob, since=page["cursor"])
     assert [r["settings"] for r in again["records"] if r["id"] == str(round_id)] == [{}]
+
+
+def test_a_desk_refuses_to_publish_records_no_server_takes_before_any_request(tmp_path):
+    from app.desk import Desk
+    from app.storage.models import Context, Round
+    from sync.client import Offline, SyncError
+    from tests.sync.test_client import QUICK, free_port
+
+    desk = Desk(tmp_path / "owner")
+    try:
+        desk.switch_person(desk.people.create("Olive", "owner").id)
+        round_ = desk.tasks.get_or_create_round("nli", 1)
+        with desk.db.write() as session:
+            session.get(Round, round_.id).settings = {"x": nested(40)}
+            session.add(Context(round_id=round_.id, text="a passage", content_hash="0" * 64,
+                                data={"note": "x" * MAX_FIELD_BYTES}))
+        # Nothing listens on this port: a request would be an Offline error, not the record named.
+        with SyncClient(desk, f"http://127.0.0.1:{free_port()}", "ddk_unused", policy=QUICK) as client:
+            with pytest.raises(SyncError) as refused:
+                client.publish("nli")
+        assert not isinstance(refused.value, Offline)
+        said = str(refused.value)
+        assert "round 1: settings is nested 41 levels deep; at most 32 allowed" in said
+        assert "of round 1: data takes 64 KiB as JSON; at most 64 KiB allowed" in said
+    finally:
+        desk.close()
