@@ -29,7 +29,7 @@ from app.services.models import imported_model_sha
 from app.storage.models import Context, Example, ModelOutputRow, ModelRecord, Person, Round, Suite, SuiteCase, Task
 from app.tasks.definition import TaskDefinition
 from app.tasks.fooling import is_fooled
-from app.text import content_hash, word_edits
+from app.text import content_hash, printable, word_edits
 
 NAMESPACE = uuid.UUID("6f1c7a52-4a8e-4bb5-9d57-0e8d3c1c5a10")
 MAX_FILE_BYTES = 2 * 1024**3
@@ -115,7 +115,8 @@ class Importer:
         person_id = stable_id(self.name, "person", key)
         person = session.get(Person, person_id)
         if person is None:
-            person = Person(id=person_id, display_name=display_name[:200], role=Role.ANNOTATOR.value)
+            # Escaped: shared, this name goes out in a person record, and servers refuse control characters.
+            person = Person(id=person_id, display_name=printable(display_name)[:200], role=Role.ANNOTATOR.value)
             session.add(person)
             session.flush()
             self.report.count("people")

@@ -177,3 +177,25 @@ def test_one_bad_task_file_is_reported_and_the_rest_of_the_desk_works(capsys, tm
     code, out, err = dynadesk(capsys, "export", tmp_path / "out.jsonl", "--format", "jsonl", "--task", "hate_speech")
     assert code == 0 and "Exported" in out
     assert err.count("broken.yaml") == 1 and err.startswith("Warning:")
+
+
+def test_imported_author_names_keep_no_control_characters(capsys, tmp_path, data_dir):
+    """Imported authors go out as person records when a data set is shared, and the server refuses
+    a name with control characters (issue 16, section 10): they are written as escapes on import."""
+    from app.desk import Desk
+    from app.storage.models import Person
+    from app.text import control_characters
+
+    row = GOOD_ROWS["dynahate"](1)
+    row[DYNAHATE.index("annotator")] = "GNZ\x1b[2J\x07"
+    path = write_csv(tmp_path / "dynahate.csv", DYNAHATE, [row])
+    record = {"record": "person", "id": "00000000-0000-0000-0000-0000000000e1", "display_name": "Eve\u202eevil",
+              "role": "annotator"}
+    jsonl = tmp_path / "people.jsonl"
+    jsonl.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert dynadesk(capsys, "import", path, "--format", "dynahate")[0] == 0
+    assert dynadesk(capsys, "import", jsonl, "--format", "jsonl")[0] == 0
+    with Desk(data_dir) as desk, desk.db.read() as session:
+        names = [p.display_name for p in session.query(Person) if "GNZ" in p.display_name or "Eve" in p.display_name]
+    assert sorted(names) == ["DynaHate annotator GNZ\\x1b[2J\\x07", "Eve\\u202eevil"]
+    assert not any(control_characters(name) for name in names)
