@@ -1047,6 +1047,10 @@ def changes(db: ServerDatabase, me: Person, since: int, limit: int,
         for record_id, kind, _seq in rows:
             ids[kind].append(record_id)
         records = _with_references(session, me, ids, broken)
+        # Records quarantined before (a poisoned round its examples refer to) take no write per page.
+        known = {q for chunk in _chunks([row.id for row, _kind, _reason in broken])
+                 for q in session.scalars(select(Quarantined.record_id).where(Quarantined.record_id.in_(chunk)))}
+        broken = [entry for entry in broken if entry[0].id not in known]
     if broken:
         _quarantine(db, broken)
     changed = {record_id for record_id, _kind, _seq in rows}

@@ -165,6 +165,11 @@ def test_a_poison_round_is_quarantined_and_leaves_quarantine_when_published_agai
     assert [r["id"] for r in page["records"] if r["record"] == "example"] == [record["id"]]
     assert str(round_id) not in {r["id"] for r in page["records"]}
     assert [(e.record_id, e.kind) for e in store.quarantined(server_db)] == [(round_id, "round")]
+    bob = store.authenticate(server_db, team.bob.token)
+    with pytest.MonkeyPatch.context() as patch:  # every later page still refers to it: no write for that
+        patch.setattr(server_db, "write_retrying", lambda work: pytest.fail("a pull wrote to the database"))
+        assert [r["id"] for r in store.changes(server_db, bob, 0, 500).model_dump(mode="json")["records"]
+                if r["record"] == "example"] == [record["id"]]
     with pytest.raises(DynadeskError, match="publish it again in a form that fits"):
         store.drop_quarantined(server_db, round_id)
 
