@@ -199,3 +199,21 @@ def test_imported_author_names_keep_no_control_characters(capsys, tmp_path, data
         names = [p.display_name for p in session.query(Person) if "GNZ" in p.display_name or "Eve" in p.display_name]
     assert sorted(names) == ["DynaHate annotator GNZ\\x1b[2J\\x07", "Eve\\u202eevil"]
     assert not any(control_characters(name) for name in names)
+
+
+@pytest.mark.parametrize("format_,id_column,text_column", [("anli", "uid", "statement"),
+                                                         ("dynahate", "acl.id", "text"),
+                                                         ("hatecheck", "case_id", "test_case")])
+def test_every_csv_format_reads_an_exact_repeat_once_and_names_a_reused_or_empty_id(capsys, tmp_path, format_,
+                                                                                    id_column, text_column):
+    header, good = HEADERS[format_], GOOD_ROWS[format_]
+    reused, empty = good(1), good(2)
+    reused[header.index(text_column)] = "Other words under the same id."
+    empty[header.index(id_column)] = " "
+    path = write_csv(tmp_path / f"{format_}.csv", header, [good(1), good(1), reused, empty, good(3)])
+    code, out, err = dynadesk(capsys, "import", path, "--format", format_, "--skip-bad-rows")
+    assert code == 0, err
+    assert "line 3 repeats line 2 exactly" in out, out
+    assert names_line(out, 4, f"{id_column} {good(1)[header.index(id_column)]} is also on line 2"), out
+    assert names_line(out, 5, f"{id_column} is empty"), out
+    assert "Skipped 2 bad row(s):" in out, out
