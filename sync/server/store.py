@@ -765,8 +765,9 @@ class _Push(_Batch):
         existing = self.existing_reviews.get(r.id)
         if existing is not None:
             server = example_review_wire(existing).model_dump(mode="json", exclude={"received_at"})
-            if server == r.model_dump(mode="json", exclude={"received_at"}):
-                return self.result(i, r, "already_stored", revision=existing.revision)
+            if server == r.model_dump(mode="json", exclude={"received_at"}):  # a resend: when it first came
+                return self.result(i, r, "already_stored", revision=existing.revision,
+                                   server={"received_at": existing.received_at.isoformat()})
             return self.result(i, r, "conflict", revision=existing.revision, server=server,
                                reason="reviews cannot be changed once stored")
         if r.id in self.new_reviews:  # the same review twice in one request
