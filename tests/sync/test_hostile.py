@@ -15,7 +15,7 @@ from app.cli import cli
 from app.errors import DynadeskError, ImportFailed
 from app.io.importers import import_file
 from app.io.records import dump_example
-from app.limits import MAX_FIELD_BYTES, FreeFormTooLarge
+from app.limits import MAX_FIELD_BYTES, FreeFormTooLarge, free_form_problem
 from app.storage import outbox
 from app.storage.models import Example as DeskExample
 from sync.client import SyncClient
@@ -67,6 +67,21 @@ def test_free_form_fields_nested_too_deep_or_too_large_are_refused_at_push_and_p
     assert response.status_code == 422 and "settings is nested 101 levels deep" in response.text
     assert statuses(push(team, team.ann, example(team.ann, "fine", origin={"kind": "scratch", "x": nested(30)}))) \
         == ["stored"]
+
+
+@SQLITE_ONLY
+def test_a_number_too_large_for_a_float_is_refused_not_stored_as_infinity(team):
+    """1e999 is valid JSON that Python reads as inf: SQLite stored it (and the feed sent null),
+    PostgreSQL's JSON column refused it (a 500 for the whole push)."""
+    for placeholder in ('"origin": {', '"probabilities": {'):
+        body = json.dumps({"records": [example(team.ann, "a huge number")]})
+        assert placeholder in body
+        response = httpx.post(f"{team.url}/v1/push", content=body.replace(placeholder, placeholder + '"x": 1e999, ', 1),
+                              headers={**auth(team.ann), "Content-Type": "application/json"})
+        assert response.status_code == 400, response.text[:300]  # as any body that is not JSON a server can keep
+        assert "the number 1e999 is too large" in response.json()["detail"]
+    assert free_form_problem("origin", {"x": float("inf")}) == \
+        "origin holds an infinite or not-a-number value, which JSON cannot carry"
 
 
 def test_a_poison_record_already_stored_is_quarantined_and_everyone_else_syncs_on(team, server_db, tmp_path):
