@@ -150,6 +150,8 @@ def test_a_desk_holding_a_poison_record_syncs_everything_else_and_names_it(team,
         assert sorted(server_records(server_db, team.ann.id)) == sorted(str(i) for i in ids[1:])
         [problem] = desk_problems(desk.db)
         assert problem.record_id == ids[0] and "nested 256 levels deep" in problem.last_error
+        # Its author can still take it back (the retraction stays here, named at the next push, like it).
+        assert desk.examples.retract(ids[0], team.ann.id, "it never went out").status == "retracted"
 
         # Nor does the desk take in or queue new ones.
         with desk.db.read() as session:
