@@ -65,8 +65,13 @@ def free_form_problem(name: str, value: Any) -> str | None:
         return f"{name} is nested {depth} levels deep; at most {MAX_DEPTH} allowed"
     limit = max_bytes(name)
     try:
-        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
-    except (TypeError, ValueError) as exc:
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str,
+                              allow_nan=False).encode("utf-8"))
+    except ValueError as exc:
+        if "Out of range float" in str(exc):
+            return f"{name} holds an infinite or not-a-number value, which JSON cannot carry"
+        return f"{name} is not JSON: {exc}"
+    except TypeError as exc:
         return f"{name} is not JSON: {exc}"
     if size > limit:
         return f"{name} takes {_size(size)} as JSON; at most {_size(limit)} allowed"

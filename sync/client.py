@@ -494,9 +494,6 @@ class SyncClient:
                 with_files: bool = True) -> PushResponse:
         """Publish a task, its rounds (all, or those numbered), their contexts and target models."""
         handle = handle or SyncHandle()
-        me = self.me(handle)
-        if me.role != Role.OWNER:
-            raise Refused(f"Only owners publish; {me.display_name} is a {me.role.value} on this server.")
         with self.db.read() as session:
             task = session.scalar(select(Task).where(Task.code == task_code))
             if task is None:
@@ -515,6 +512,14 @@ class SyncClient:
             contexts = list(session.scalars(select(Context).where(Context.round_id.in_([r.id for r in rounds]))
                                             .order_by(Context.created_at)))
             numbers = {r.id: r.number for r in rounds}
+        # Checked before any request: a record no server takes would only fail the whole publish there.
+        unfit = local.unfit_published(task, models.values(), rounds, contexts, numbers)
+        if unfit:
+            raise SyncError(f"Nothing was published: {len(unfit)} record(s) of task '{task_code}' exceed what a "
+                            f"server takes: {'; '.join(unfit[:10])}{'; ...' if len(unfit) > 10 else ''}.")
+        me = self.me(handle)
+        if me.role != Role.OWNER:
+            raise Refused(f"Only owners publish; {me.display_name} is a {me.role.value} on this server.")
         head = [{"record": "task", "id": str(task.id), "code": task.code, "name": task.name,
                  "definition": task.definition, "fingerprint": task.fingerprint, "created_at": task.created_at.isoformat(),
                  "updated_at": task.updated_at.isoformat(), "revision": task.revision}]

@@ -32,6 +32,7 @@ from app.storage.models import (
     Example,
     ExampleReview,
     Meta,
+    ModelRecord,
     OutboxEntry,
     Person,
     Round,
@@ -84,6 +85,16 @@ class Outgoing:
     @property
     def last_seq(self) -> int:
         return max((e.seq for e in [*self.entries, *self.missing, *(e for e, _ in self.unfit)]), default=0)
+
+
+def unfit_published(task: Task, models: Iterable[ModelRecord], rounds: Iterable[Round], contexts: Iterable[Context],
+                    round_numbers: dict[uuid.UUID, int]) -> list[str]:
+    """What keeps each record of a publish from any server (a free-form field nested too deep or
+    too large), naming the record and the field."""
+    named = [(f"task {task.code}", "task", task), *((f"model {m.name}", "model", m) for m in models),
+             *((f"round {r.number}", "round", r) for r in rounds),
+             *((f"context {c.id} of round {round_numbers[c.round_id]}", "context", c) for c in contexts)]
+    return [f"{what}: {problem}" for what, kind, record in named for problem in record_problems(kind, record)]
 
 
 def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int) -> Outgoing:
@@ -156,12 +167,13 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
     synced. Conflicts and rejections stay, with the reason, for the user; deferred records stay
     pending for the next sync. ``refused`` are records the server named in a 403 or 422 answer.
     ``received_at`` (the answer's ``server_time``) is when the server received the stored reviews:
-    where they stand among other leads' reviews.
+    where they stand among other leads' reviews. A review it already had (sent again after a lost
+    answer) keeps the time it first arrived, which the answer names.
     """
     out = Settled()
     sent = {str(e.record_id): (e, record) for e, record in zip(batch.entries, batch.records[batch.people:])}
     done: dict[str, list[dict]] = {kind: [] for kind in SYNCED_TABLES}
-    done_entries, marks, judged = [], [], []
+    done_entries, marks, judged, arrived = [], [], [], []
     for result in results:
         if result.record == "person":
             continue
@@ -174,6 +186,10 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             done[entry.kind].append({"b_id": entry.record_id, "b_rev": revision})
             if entry.kind == "example" and result.server and "model_fooled" in result.server:
                 judged.append({"b_id": entry.record_id, "b_fooled": result.server["model_fooled"]})
+            if entry.kind == "example_review" and received_at is not None:  # a resend: when it first arrived
+                first = (result.server or {}).get("received_at")
+                arrived.append({"b_id": entry.record_id,
+                                "b_at": datetime.fromisoformat(first) if first else received_at})
         else:
             state = {"conflict": outbox.CONFLICT, "rejected": outbox.REJECTED}.get(result.status, outbox.PENDING)
             if result.status == "conflict":
@@ -219,11 +235,10 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             table = Example.__table__
             session.execute(table.update().where(table.c.id == bindparam("b_id"))
                             .values(model_fooled=bindparam("b_fooled"), updated_at=table.c.updated_at), judged)
-        if received_at is not None and done["example_review"]:
+        if arrived:
             table = ExampleReview.__table__
             session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.received_at.is_(None))
-                            .values(received_at=received_at, updated_at=table.c.updated_at),
-                            [{"b_id": row["b_id"]} for row in done["example_review"]])
+                            .values(received_at=bindparam("b_at"), updated_at=table.c.updated_at), arrived)
         if marks:
             session.execute(entries.update().where(entries.c.seq == bindparam("b_seq"),
                                                    entries.c.revision == bindparam("b_rev"))

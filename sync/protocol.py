@@ -276,7 +276,8 @@ class RecordResult(Strict):
     revision: int | None = None  # the server's revision of the record after this request
     reason: str | None = None
     # The server's version, for conflicts; for a stored example, {"model_fooled": ...} when the
-    # server judged it otherwise than the desk (the server's judgement counts).
+    # server judged it otherwise than the desk (the server's judgement counts); for a review already
+    # stored, {"received_at": ...}: when it first arrived (a resend after a lost answer keeps that time).
     server: dict[str, Any] | None = None
 
 

@@ -29,7 +29,7 @@ from app.services.models import imported_model_sha
 from app.storage.models import Context, Example, ModelOutputRow, ModelRecord, Person, Round, Suite, SuiteCase, Task
 from app.tasks.definition import TaskDefinition
 from app.tasks.fooling import is_fooled
-from app.text import content_hash, word_edits
+from app.text import content_hash, printable, word_edits
 
 NAMESPACE = uuid.UUID("6f1c7a52-4a8e-4bb5-9d57-0e8d3c1c5a10")
 MAX_FILE_BYTES = 2 * 1024**3
@@ -94,6 +94,17 @@ class Importer:
             raise DynadeskError(f"{self.path}: this is not a {self.name} file; it lacks the column(s) {sorted(missing)}.")
         return rows
 
+    def first_row_of(self, seen: dict, key: str, line: int, row: dict, name: str) -> bool | ImportProblem:
+        """True for the first row with id ``key``; False for an exact repeat of an earlier row (noted
+        as a warning: it is read once); a problem for an empty id, or one reused with other content."""
+        if not key:
+            return ImportProblem(line, f"{name} is empty")
+        repeat = repeated(seen, key, line, row, name)
+        if isinstance(repeat, str):
+            self.report.warnings.append(repeat)
+            return False
+        return repeat or True
+
     def task(self, session: Session) -> tuple[Task, TaskDefinition]:
         if not self.task_code:
             raise DynadeskError(f"Say which task to import {self.path} into (--task).")
@@ -115,7 +126,8 @@ class Importer:
         person_id = stable_id(self.name, "person", key)
         person = session.get(Person, person_id)
         if person is None:
-            person = Person(id=person_id, display_name=display_name[:200], role=Role.ANNOTATOR.value)
+            # Escaped: shared, this name goes out in a person record, and servers refuse control characters.
+            person = Person(id=person_id, display_name=printable(display_name)[:200], role=Role.ANNOTATOR.value)
             session.add(person)
             session.flush()
             self.report.count("people")
@@ -262,13 +274,11 @@ class HateCheckImporter(Importer):
                 continue
             case_id, text = row["case_id"].strip(), row["test_case"].strip()
             gold = self.GOLD.get(row["label_gold"].strip())
-            repeat = repeated(seen, case_id, line, row, "case_id") if case_id else None
-            if isinstance(repeat, str):
-                self.report.warnings.append(repeat)
-            elif not case_id:
-                yield line, ImportProblem(line, "case_id is empty")
-            elif repeat is not None:
-                yield line, repeat
+            first = self.first_row_of(seen, case_id, line, row, "case_id")
+            if first is False:
+                continue
+            if isinstance(first, ImportProblem):
+                yield line, first
             elif not text:
                 yield line, ImportProblem(line, "test_case is empty")
             elif gold is None:
@@ -316,13 +326,11 @@ class AnliImporter(Importer):
                 continue
             gold = self.LABELS.get(row["gold_label"].strip())
             pred = self.LABELS.get(row["adversary_pred"].strip())
-            repeat = repeated(seen, row["uid"].strip(), line, row, "uid") if row["uid"].strip() else None
-            if isinstance(repeat, str):
-                self.report.warnings.append(repeat)
-            elif not row["uid"].strip():
-                yield line, ImportProblem(line, "uid is empty")
-            elif repeat is not None:
-                yield line, repeat
+            first = self.first_row_of(seen, row["uid"].strip(), line, row, "uid")
+            if first is False:
+                continue
+            if isinstance(first, ImportProblem):
+                yield line, first
             elif gold is None:
                 yield line, ImportProblem(line, f"gold_label '{row['gold_label']}' is not e, n or c")
             elif pred is None:
@@ -382,13 +390,11 @@ class DynaHateImporter(Importer):
             except ValueError as exc:
                 yield line, ImportProblem(line, str(exc))
                 continue
-            repeat = repeated(seen, acl_id, line, row, "acl.id") if acl_id else None
-            if isinstance(repeat, str):
-                self.report.warnings.append(repeat)
-            elif not acl_id:
-                yield line, ImportProblem(line, "acl.id is empty")
-            elif repeat is not None:
-                yield line, repeat
+            first = self.first_row_of(seen, acl_id, line, row, "acl.id")
+            if first is False:
+                continue
+            if isinstance(first, ImportProblem):
+                yield line, first
             elif label is None:
                 yield line, ImportProblem(line, f"label '{row['label']}' is neither 'hate' nor 'nothate'")
             elif level not in ("original", "perturbation"):

@@ -21,7 +21,7 @@ from app.io.rows import whole_number
 from app.limits import record_problems
 from app.services.examples import Content, check_content, facet_rows, written_text
 from app.services.validation import summarise
-from app.text import content_hash
+from app.text import content_hash, printable
 from app.storage.models import (
     Context,
     Example,
@@ -214,7 +214,8 @@ class RecordWriter:
         person_id = _uuid(r["id"], "person id")
         if self._present(Person, person_id):
             return
-        self.session.add(Person(id=person_id, display_name=str(r["display_name"])[:200], role=Role(r["role"]).value,
+        self.session.add(Person(id=person_id, display_name=printable(str(r["display_name"]))[:200],
+                                role=Role(r["role"]).value,
                                 **_stamp_fields(r)))
         self.report.count("people")
 

@@ -74,7 +74,7 @@ def json_line(raw: str) -> Any:
     Dynadesk could not store: bad JSON, nesting too deep to read, NaN or Infinity, and numbers
     beyond what a database column holds."""
     try:
-        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int64)
+        return json.loads(raw, parse_constant=_no_constant, parse_float=finite_float, parse_int=_int64)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
@@ -85,7 +85,8 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _finite_float(text: str) -> float:
+def finite_float(text: str) -> float:
+    """A JSON number as a float; a ValueError for one too large to be finite (1e999), which JSON cannot carry back."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"the number {text[:40]} is too large")

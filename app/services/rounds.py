@@ -18,6 +18,7 @@ from app.domain import ExampleStatus, FooledRule, ModelFormat, Role, RoundStatus
 from app.errors import DynadeskError, ImportProblem, NotFound
 from app.io.importers import read_text
 from app.io.rows import csv_table, json_line
+from app.limits import record_problems
 from app.services.models import ModelService
 from app.services.tasks import TaskService
 from app.storage.db import Database
@@ -311,6 +312,10 @@ class RoundService:
                 text = text.strip()
                 if not text or len(text) > MAX_CONTEXT_CHARS:
                     report.problems.append(ImportProblem(line, "empty" if not text else f"longer than {MAX_CONTEXT_CHARS:,} characters"))
+                    continue
+                problems = record_problems("context", {"data": data})
+                if problems:  # no server would take the context when its round is published
+                    report.problems.append(ImportProblem(line, "; ".join(problems)))
                     continue
                 digest = content_hash(text)
                 if digest in existing:

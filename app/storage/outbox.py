@@ -27,10 +27,11 @@ def enqueue(session: Session, record: Example | Validation | ExampleReview, *,
 
     ``sender`` is whose token pushes it: by default its author, validator or reviewing lead.
     Records that stay on this desk (drafts, imported data sets) are never queued here. An example
-    no server would take (a free-form field nested too deep or too large) is refused here, at once.
+    submitted that no server would take (a free-form field nested too deep or too large) is refused
+    here, at once; retracting or flagging one kept from before goes through (the push names it).
     """
-    sent = isinstance(record, Example) and record.status != ExampleStatus.DRAFT.value
-    problems = record_problems("example", record) if sent else []
+    submitted = isinstance(record, Example) and record.status == ExampleStatus.SUBMITTED.value
+    problems = record_problems("example", record) if submitted else []
     if problems:
         raise FreeFormTooLarge(f"This example cannot be sent: {'; '.join(problems)}.")
     enqueue_all(session, [record], sender=sender)

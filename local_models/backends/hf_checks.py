@@ -10,6 +10,7 @@ a moment with a message that says which claim is wrong.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -154,3 +155,13 @@ def check_skeleton_fits(model_cls, folder: Path, shapes: Shapes) -> None:
         if name in wanted and wanted[name] != shape:
             raise CorruptModel(f"The weights in {folder} do not fit its config.json: {key} is {list(shape)} "
                                f"in the weights but the config makes it {list(wanted[name])}.")
+    # A tensor the weights leave out would be allocated at the config's size: a real model lacks at
+    # most a few small ones (transformers names them after loading), never more than it holds.
+    held = {key if key in wanted else prefix + key for key in shapes}
+    lacking = sorted(((math.prod(shape), name) for name, shape in wanted.items() if name not in held), reverse=True)
+    holds = sum(math.prod(shape) for shape in shapes.values())
+    if sum(size for size, _ in lacking) > holds:
+        largest = lacking[0][1]
+        raise CorruptModel(f"The weights in {folder} hold {holds:,} parameters; config.json asks for "
+                           f"{sum(size for size, _ in lacking):,} more that they lack ({largest} "
+                           f"{list(wanted[largest])}); it is not a trained model of that kind.")

@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app import __version__
 from app.domain import utcnow
 from app.errors import DynadeskError
+from app.io.rows import finite_float
 from sync.protocol import (
     API,
     MAX_BLOB_BYTES,
@@ -156,7 +157,7 @@ class Gate:
         if not text.strip():
             return None  # the endpoint says what it expected
         try:
-            json.loads(text, parse_constant=_reject_constant)
+            json.loads(text, parse_constant=_reject_constant, parse_float=finite_float)  # 1e999: no JSON column takes inf
         except json.JSONDecodeError as exc:
             return f"The body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
         except (ValueError, RecursionError) as exc:

@@ -765,8 +765,9 @@ class _Push(_Batch):
         existing = self.existing_reviews.get(r.id)
         if existing is not None:
             server = example_review_wire(existing).model_dump(mode="json", exclude={"received_at"})
-            if server == r.model_dump(mode="json", exclude={"received_at"}):
-                return self.result(i, r, "already_stored", revision=existing.revision)
+            if server == r.model_dump(mode="json", exclude={"received_at"}):  # a resend: when it first came
+                return self.result(i, r, "already_stored", revision=existing.revision,
+                                   server={"received_at": existing.received_at.isoformat()})
             return self.result(i, r, "conflict", revision=existing.revision, server=server,
                                reason="reviews cannot be changed once stored")
         if r.id in self.new_reviews:  # the same review twice in one request
@@ -1047,6 +1048,10 @@ def changes(db: ServerDatabase, me: Person, since: int, limit: int,
         for record_id, kind, _seq in rows:
             ids[kind].append(record_id)
         records = _with_references(session, me, ids, broken)
+        # Records quarantined before (a poisoned round its examples refer to) take no write per page.
+        known = {q for chunk in _chunks([row.id for row, _kind, _reason in broken])
+                 for q in session.scalars(select(Quarantined.record_id).where(Quarantined.record_id.in_(chunk)))}
+        broken = [entry for entry in broken if entry[0].id not in known]
     if broken:
         _quarantine(db, broken)
     changed = {record_id for record_id, _kind, _seq in rows}

@@ -177,3 +177,43 @@ def test_one_bad_task_file_is_reported_and_the_rest_of_the_desk_works(capsys, tm
     code, out, err = dynadesk(capsys, "export", tmp_path / "out.jsonl", "--format", "jsonl", "--task", "hate_speech")
     assert code == 0 and "Exported" in out
     assert err.count("broken.yaml") == 1 and err.startswith("Warning:")
+
+
+def test_imported_author_names_keep_no_control_characters(capsys, tmp_path, data_dir):
+    """Imported authors go out as person records when a data set is shared, and the server refuses
+    a name with control characters (issue 16, section 10): they are written as escapes on import."""
+    from app.desk import Desk
+    from app.storage.models import Person
+    from app.text import control_characters
+
+    row = GOOD_ROWS["dynahate"](1)
+    row[DYNAHATE.index("annotator")] = "GNZ\x1b[2J\x07"
+    path = write_csv(tmp_path / "dynahate.csv", DYNAHATE, [row])
+    record = {"record": "person", "id": "00000000-0000-0000-0000-0000000000e1", "display_name": "Eve\u202eevil",
+              "role": "annotator"}
+    jsonl = tmp_path / "people.jsonl"
+    jsonl.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert dynadesk(capsys, "import", path, "--format", "dynahate")[0] == 0
+    assert dynadesk(capsys, "import", jsonl, "--format", "jsonl")[0] == 0
+    with Desk(data_dir) as desk, desk.db.read() as session:
+        names = [p.display_name for p in session.query(Person) if "GNZ" in p.display_name or "Eve" in p.display_name]
+    assert sorted(names) == ["DynaHate annotator GNZ\\x1b[2J\\x07", "Eve\\u202eevil"]
+    assert not any(control_characters(name) for name in names)
+
+
+@pytest.mark.parametrize("format_,id_column,text_column", [("anli", "uid", "statement"),
+                                                         ("dynahate", "acl.id", "text"),
+                                                         ("hatecheck", "case_id", "test_case")])
+def test_every_csv_format_reads_an_exact_repeat_once_and_names_a_reused_or_empty_id(capsys, tmp_path, format_,
+                                                                                    id_column, text_column):
+    header, good = HEADERS[format_], GOOD_ROWS[format_]
+    reused, empty = good(1), good(2)
+    reused[header.index(text_column)] = "Other words under the same id."
+    empty[header.index(id_column)] = " "
+    path = write_csv(tmp_path / f"{format_}.csv", header, [good(1), good(1), reused, empty, good(3)])
+    code, out, err = dynadesk(capsys, "import", path, "--format", format_, "--skip-bad-rows")
+    assert code == 0, err
+    assert "line 3 repeats line 2 exactly" in out, out
+    assert names_line(out, 4, f"{id_column} {good(1)[header.index(id_column)]} is also on line 2"), out
+    assert names_line(out, 5, f"{id_column} is empty"), out
+    assert "Skipped 2 bad row(s):" in out, out

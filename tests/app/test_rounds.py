@@ -177,3 +177,18 @@ def test_goal_labels_start_blank_fixed_or_balanced(desk, people, models):
     desk.rounds.update(round_.id, people.lead.id,
                        settings=RoundSettings(label_start="random", keep_label_after_submit=False))
     assert desk.rounds.starting_label(round_.id, people.author.id, previous="hate", after_submit=True) == "not hate"
+
+
+def test_imported_contexts_whose_data_no_server_takes_are_named_by_line(desk, people, tmp_path):
+    deep: object = "bottom"
+    for _ in range(40):
+        deep = {"a": deep}
+    jsonl = tmp_path / "contexts.jsonl"
+    jsonl.write_text("\n".join(json.dumps(item) for item in [
+        {"text": "Fine passage", "url": "x"}, {"text": "Deep passage", "extra": deep},
+        {"text": "Large passage", "note": "x" * 70_000}]) + "\n")
+    report = desk.rounds.import_contexts(round1(desk).id, people.lead.id, jsonl)
+    assert report.added == 1
+    assert [(p.line, p.reason) for p in report.problems] == [
+        (2, "data is nested 41 levels deep; at most 32 allowed"),
+        (3, "data takes 68 KiB as JSON; at most 64 KiB allowed")]

@@ -173,3 +173,25 @@ def test_cli_register_shows_the_message(tiny_classifier_dir, copy_model, capsys)
     assert exited.value.code == 1
     err = capsys.readouterr().err
     assert err.startswith("Error: num_labels of config.json gives 10000000 labels") and "Traceback" not in err
+
+
+def test_a_config_that_grows_a_tensor_the_weights_lack_is_refused_before_building(tiny_classifier_dir, copy_model,
+                                                                                  monkeypatch):
+    """The header checks compare the tensors the weights hold; a tensor they leave out is one
+    transformers would allocate at whatever size config.json gives (a 100-million-word vocabulary)."""
+    from safetensors.torch import load_file, save_file
+    import transformers
+
+    folder = copy_model(tiny_classifier_dir)
+    tensors = load_file(folder / "model.safetensors")
+    dropped = next(name for name in tensors if name.endswith("word_embeddings.weight"))
+    save_file({k: v for k, v in tensors.items() if k != dropped}, folder / "model.safetensors", metadata={"format": "pt"})
+    edit_config(folder, vocab_size=100_000_000)
+
+    def built(*args, **kwargs):
+        raise Built("the model was built")
+
+    monkeypatch.setattr(transformers.BertForSequenceClassification, "from_pretrained", built)
+    with pytest.raises(CorruptModel, match=r"hold 20,386 parameters; config.json asks for 3,200,000,000 more that "
+                                           r"they lack \(bert.embeddings.word_embeddings.weight \[100000000, 32\]\)"):
+        load_engine(folder)

@@ -15,7 +15,7 @@ from app.cli import cli
 from app.errors import DynadeskError, ImportFailed
 from app.io.importers import import_file
 from app.io.records import dump_example
-from app.limits import MAX_FIELD_BYTES, FreeFormTooLarge
+from app.limits import MAX_FIELD_BYTES, FreeFormTooLarge, free_form_problem
 from app.storage import outbox
 from app.storage.models import Example as DeskExample
 from sync.client import SyncClient
@@ -67,6 +67,21 @@ def test_free_form_fields_nested_too_deep_or_too_large_are_refused_at_push_and_p
     assert response.status_code == 422 and "settings is nested 101 levels deep" in response.text
     assert statuses(push(team, team.ann, example(team.ann, "fine", origin={"kind": "scratch", "x": nested(30)}))) \
         == ["stored"]
+
+
+@SQLITE_ONLY
+def test_a_number_too_large_for_a_float_is_refused_not_stored_as_infinity(team):
+    """1e999 is valid JSON that Python reads as inf: SQLite stored it (and the feed sent null),
+    PostgreSQL's JSON column refused it (a 500 for the whole push)."""
+    for placeholder in ('"origin": {', '"probabilities": {'):
+        body = json.dumps({"records": [example(team.ann, "a huge number")]})
+        assert placeholder in body
+        response = httpx.post(f"{team.url}/v1/push", content=body.replace(placeholder, placeholder + '"x": 1e999, ', 1),
+                              headers={**auth(team.ann), "Content-Type": "application/json"})
+        assert response.status_code == 400, response.text[:300]  # as any body that is not JSON a server can keep
+        assert "the number 1e999 is too large" in response.json()["detail"]
+    assert free_form_problem("origin", {"x": float("inf")}) == \
+        "origin holds an infinite or not-a-number value, which JSON cannot carry"
 
 
 def test_a_poison_record_already_stored_is_quarantined_and_everyone_else_syncs_on(team, server_db, tmp_path):
@@ -135,6 +150,8 @@ def test_a_desk_holding_a_poison_record_syncs_everything_else_and_names_it(team,
         assert sorted(server_records(server_db, team.ann.id)) == sorted(str(i) for i in ids[1:])
         [problem] = desk_problems(desk.db)
         assert problem.record_id == ids[0] and "nested 256 levels deep" in problem.last_error
+        # Its author can still take it back (the retraction stays here, named at the next push, like it).
+        assert desk.examples.retract(ids[0], team.ann.id, "it never went out").status == "retracted"
 
         # Nor does the desk take in or queue new ones.
         with desk.db.read() as session:
@@ -165,6 +182,11 @@ def test_a_poison_round_is_quarantined_and_leaves_quarantine_when_published_agai
     assert [r["id"] for r in page["records"] if r["record"] == "example"] == [record["id"]]
     assert str(round_id) not in {r["id"] for r in page["records"]}
     assert [(e.record_id, e.kind) for e in store.quarantined(server_db)] == [(round_id, "round")]
+    bob = store.authenticate(server_db, team.bob.token)
+    with pytest.MonkeyPatch.context() as patch:  # every later page still refers to it: no write for that
+        patch.setattr(server_db, "write_retrying", lambda work: pytest.fail("a pull wrote to the database"))
+        assert [r["id"] for r in store.changes(server_db, bob, 0, 500).model_dump(mode="json")["records"]
+                if r["record"] == "example"] == [record["id"]]
     with pytest.raises(DynadeskError, match="publish it again in a form that fits"):
         store.drop_quarantined(server_db, round_id)
 
@@ -174,3 +196,29 @@ def test_a_poison_round_is_quarantined_and_leaves_quarantine_when_published_agai
     assert store.quarantined(server_db) == []
     again = changes(team, team.bob, since=page["cursor"])
     assert [r["settings"] for r in again["records"] if r["id"] == str(round_id)] == [{}]
+
+
+def test_a_desk_refuses_to_publish_records_no_server_takes_before_any_request(tmp_path):
+    from app.desk import Desk
+    from app.storage.models import Context, Round
+    from sync.client import Offline, SyncError
+    from tests.sync.test_client import QUICK, free_port
+
+    desk = Desk(tmp_path / "owner")
+    try:
+        desk.switch_person(desk.people.create("Olive", "owner").id)
+        round_ = desk.tasks.get_or_create_round("nli", 1)
+        with desk.db.write() as session:
+            session.get(Round, round_.id).settings = {"x": nested(40)}
+            session.add(Context(round_id=round_.id, text="a passage", content_hash="0" * 64,
+                                data={"note": "x" * MAX_FIELD_BYTES}))
+        # Nothing listens on this port: a request would be an Offline error, not the record named.
+        with SyncClient(desk, f"http://127.0.0.1:{free_port()}", "ddk_unused", policy=QUICK) as client:
+            with pytest.raises(SyncError) as refused:
+                client.publish("nli")
+        assert not isinstance(refused.value, Offline)
+        said = str(refused.value)
+        assert "round 1: settings is nested 41 levels deep; at most 32 allowed" in said
+        assert "of round 1: data takes 64 KiB as JSON; at most 64 KiB allowed" in said
+    finally:
+        desk.close()

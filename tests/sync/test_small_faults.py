@@ -203,3 +203,39 @@ def test_sync_status_escapes_control_characters_in_what_the_server_said(data_dir
     shown = CliRunner().invoke(cli, ["sync"])
     assert shown.exit_code == 0, shown.output
     assert "Eve\\x1b[2J\\x1b]0;owned\\x07" in shown.output and "\x1b" not in shown.output
+
+
+@sqlite_only
+def test_a_review_sent_again_keeps_the_time_it_first_reached_the_server(team, tmp_path, server_db):
+    """The answer to a push was lost, and the review went again: "already stored". The desk must
+    order it by when the server first got it, as the server and every other desk do, not by the resend."""
+    from sqlalchemy import select
+
+    from app.storage.models import ExampleReview as DeskReview
+    from app.storage.models import OutboxEntry
+    from tests.sync.test_review_sync import server_reviews
+
+    ann, lead = prepare_desk(tmp_path / "ann", team.ann), prepare_desk(tmp_path / "lead", team.lead)
+    try:
+        with client_for(ann, team.url, team.ann) as ann_client, client_for(lead, team.url, team.lead) as lead_client:
+            mine = write_example(ann, team.ann, "returned, and the answer lost")
+            ann_client.run()
+            lead_client.run()
+            lead.lead.return_examples(team.lead.id, [mine.id], "Name the target group.")
+            lead_client.run()
+            [stored] = server_reviews(server_db)
+            with lead.db.write() as session:  # as if the answer never came: queued again, no arrival time
+                table = DeskReview.__table__
+                session.execute(table.update().values(received_at=None, sync_state="pending",
+                                                      updated_at=table.c.updated_at))
+                review_ = session.scalar(select(DeskReview))
+                session.add(OutboxEntry(kind="example_review", record_id=review_.id, person_id=team.lead.id,
+                                        revision=review_.revision))
+            report = lead_client.run()
+        assert report.already_stored == 1
+        with lead.db.read() as session:
+            kept = session.scalar(select(DeskReview)).received_at
+        assert kept.replace(tzinfo=None) == stored.received_at.replace(tzinfo=None)  # both UTC
+    finally:
+        ann.close()
+        lead.close()
