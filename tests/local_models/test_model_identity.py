@@ -1,0 +1,59 @@
+"""One model, one identity: the same weights give the same sha256 on every desk, whatever the
+install path of Dynadesk, of its Python packages or of the model folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+
+import onnx
+
+import local_models.export
+from local_models.engine import model_sha256
+from local_models.export import canonicalize_onnx_file, export_onnx
+
+
+def _export_module_from(checkout) -> object:
+    """local_models/export.py loaded from another folder, as a second checkout would run it: the
+    stack traces that the exporter records then name other source paths."""
+    checkout.mkdir(parents=True)
+    source = checkout / "export.py"
+    shutil.copy2(local_models.export.__file__, source)
+    spec = importlib.util.spec_from_file_location("other_checkout_export", source)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    return module
+
+
+def test_exports_from_two_checkouts_and_folders_are_the_same_bytes(trigger_model_dir, trigger_onnx_dir, tmp_path):
+    other = _export_module_from(tmp_path / "home" / "someone-else" / "dynadesk-checkout")
+    moved = shutil.copytree(trigger_model_dir, tmp_path / "elsewhere" / "trigger")
+    second = other.export_onnx(moved, tmp_path / "elsewhere" / "trigger-onnx")
+
+    first_bytes = (trigger_onnx_dir / "model.onnx").read_bytes()
+    assert (second.path / "model.onnx").read_bytes() == first_bytes
+    assert second.sha256 == model_sha256(trigger_onnx_dir, format="onnx")
+    assert b"dynadesk-checkout" not in first_bytes and b"stack_trace" not in first_bytes
+    kept = {p.key for p in onnx.load(str(second.path / "model.onnx")).metadata_props}
+    assert {"id2label", "max_length", "parent_sha256", "exported_by"} <= kept
+
+
+def test_an_export_with_build_details_gets_the_identity_of_a_clean_one(trigger_onnx_dir, tmp_path):
+    """Exports made before the details were stripped are repaired in place to the same bytes."""
+    old = shutil.copytree(trigger_onnx_dir, tmp_path / "old-export")
+    model = onnx.load(str(old / "model.onnx"))
+    for node in model.graph.node:
+        node.metadata_props.add(key="pkg.torch.onnx.stack_trace",
+                                value='File "/home/someone/dynadesk/local_models/export.py", line 164, in forward')
+    model.graph.input[0].metadata_props.add(key="pkg.torch.onnx.original_node_name", value="input_ids")
+    onnx.save(model, str(old / "model.onnx"))
+    assert model_sha256(old, format="onnx") != model_sha256(trigger_onnx_dir, format="onnx")
+
+    assert canonicalize_onnx_file(old / "model.onnx") is True
+    assert (old / "model.onnx").read_bytes() == (trigger_onnx_dir / "model.onnx").read_bytes()
+    assert canonicalize_onnx_file(old / "model.onnx") is False  # already clean: untouched
