@@ -57,3 +57,38 @@ def test_an_export_with_build_details_gets_the_identity_of_a_clean_one(trigger_o
     assert canonicalize_onnx_file(old / "model.onnx") is True
     assert (old / "model.onnx").read_bytes() == (trigger_onnx_dir / "model.onnx").read_bytes()
     assert canonicalize_onnx_file(old / "model.onnx") is False  # already clean: untouched
+
+
+def _with_build_details(clean, folder):
+    """A copy of the export ``clean`` as an older version wrote it: stack traces with its paths."""
+    shutil.copytree(clean, folder)
+    model = onnx.load(str(folder / "model.onnx"))
+    for node in model.graph.node:
+        node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value=f'File "{folder}/export.py", line 1')
+    onnx.save(model, str(folder / "model.onnx"))
+    return folder
+
+
+def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_one_identity(trigger_onnx_dir,
+                                                                                          tmp_path):
+    import sqlite3
+
+    from app.desk import Desk
+    from app.paths import database_path
+    from tests.conftest import hate_content, hate_output
+
+    old = _with_build_details(trigger_onnx_dir, tmp_path / "models" / "old-export")
+    old_sha, clean_sha = model_sha256(old, format="onnx"), model_sha256(trigger_onnx_dir, format="onnx")
+    with Desk(tmp_path / "desk") as desk:
+        author = desk.people.create("Ann", "annotator")
+        record = desk.models.register("exported model", "onnx", old_sha, path=str(old),
+                                      task_id=desk.tasks.task("hate_speech").id)
+        example = desk.examples.create(author.id, "hate_speech", hate_content("kind words", "not hate"),
+                                       [hate_output(record, "not hate")])
+    with sqlite3.connect(database_path(tmp_path / "desk")) as db:  # as a desk left at 0008
+        db.execute("UPDATE alembic_version SET version_num = '0008'")
+
+    with Desk(tmp_path / "desk") as desk:
+        assert [(m.id, m.sha256) for m in desk.models.all()] == [(record.id, clean_sha)]
+        assert [o.model_sha256 for o in desk.examples.get(example.id).outputs] == [clean_sha]
+    assert (old / "model.onnx").read_bytes() == (trigger_onnx_dir / "model.onnx").read_bytes()
