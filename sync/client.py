@@ -372,10 +372,12 @@ class SyncClient:
                 key = export_twin_key(record)
                 if key is not None:
                     groups.setdefault(key, []).append(record)
+            targets = set(session.scalars(select(RoundModel.model_id)))
         merged = 0
         for records in (g for g in groups.values() if len(g) > 1):
             known = [r for r in records
                      if self._call("GET", f"{API}/models/{r.sha256}", handle, report=report).status_code == 200]
+            known.sort(key=lambda r: r.id not in targets)  # the one the server's rounds name, when both are known
             keep = (known or [r for r in records if r.path and Path(r.path).exists()] or records)[0]
             with self.db.write() as session:
                 kept = session.get(ModelRecord, keep.id)
