@@ -8,10 +8,14 @@ import shutil
 import sys
 
 import onnx
+import pytest
 
 import local_models.export
+import resources
 from local_models.engine import model_sha256
 from local_models.export import canonicalize_onnx_file, export_onnx
+
+PART = resources.ROOT / "models" / "hate_speech_r1"
 
 
 def _export_module_from(checkout) -> object:
@@ -92,3 +96,24 @@ def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_o
         assert [(m.id, m.sha256) for m in desk.models.all()] == [(record.id, clean_sha)]
         assert [o.model_sha256 for o in desk.examples.get(example.id).outputs] == [clean_sha]
     assert (old / "model.onnx").read_bytes() == (trigger_onnx_dir / "model.onnx").read_bytes()
+
+
+@pytest.mark.slow
+def test_a_desk_holding_the_bundled_model_under_the_servers_checksum_does_not_list_it_twice(desk,
+                                                                                          default_model_cache):
+    from app import paths
+    from app.services.target_models import DEFAULT_MODEL_NAME, ensure_default_model
+    from local_models.default_model import prepare_default_model
+    from local_models.export import read_export_description
+
+    cache = paths.models_cache_dir(desk.root)
+    shutil.copytree(default_model_cache, cache)
+    prepared = prepare_default_model(PART, cache)
+    flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
+    # pulled from the server, as the owner's desk exported it, and its files downloaded
+    servers = desk.models.register(f"{DEFAULT_MODEL_NAME}, {flavour}", "onnx", "d" * 64, path=str(prepared.onnx_dir),
+                                   task_id=desk.tasks.task("hate_speech").id, provenance={
+                                       "default_model": True, "export": read_export_description(prepared.onnx_dir)["export"]})
+
+    assert ensure_default_model(desk).id == servers.id
+    assert [m.id for m in desk.models.all() if m.format == "onnx"] == [servers.id]
