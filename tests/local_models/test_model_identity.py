@@ -111,9 +111,10 @@ def test_a_desk_holding_the_bundled_model_under_the_servers_checksum_does_not_li
     prepared = prepare_default_model(PART, cache)
     flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
     # pulled from the server, as the owner's desk exported it, and its files downloaded
+    export = read_export_description(prepared.onnx_dir)["export"]
     servers = desk.models.register(f"{DEFAULT_MODEL_NAME}, {flavour}", "onnx", "d" * 64, path=str(prepared.onnx_dir),
-                                   task_id=desk.tasks.task("hate_speech").id, provenance={
-                                       "default_model": True, "export": read_export_description(prepared.onnx_dir)["export"]})
+                                   task_id=desk.tasks.task("hate_speech").id,
+                                   provenance={"default_model": True, "export": export})
 
     assert ensure_default_model(desk).id == servers.id
     assert [m.id for m in desk.models.all() if m.format == "onnx"] == [servers.id]
