@@ -55,8 +55,10 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
     int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
     refusal = root / INT8_REFUSAL_FILE
     if _complete(int8_dir, "model.onnx"):
+        _repair_identity(int8_dir)
         return PreparedModel(torch_dir, int8_dir, True, description)
     if _complete(fp32_dir, "model.onnx") and refusal.is_file():
+        _repair_identity(fp32_dir)
         return PreparedModel(torch_dir, fp32_dir, False, description, (refusal.read_text(encoding="utf-8"),))
     progress.check()  # the desk closed while the model was being assembled
     if not _complete(fp32_dir, "model.onnx"):
@@ -77,6 +79,20 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
     except ExportFailed as exc:  # the quantizer itself broke (e.g. a module missing): fp32 still serves
         log.warning("int8 default model could not be built: %s", exc)
         return PreparedModel(torch_dir, fp32_dir, False, description, (f"{exc}; the ONNX model is fp32.",))
+
+
+def _repair_identity(folder: Path) -> None:
+    """An export cached by an older Dynadesk still holds the exporter's notes (absolute source
+    paths), which gave the same model another sha256 on every desk: strip them once. A quick
+    look at the bytes keeps later starts from parsing the file."""
+    from local_models.export import STALE_BUILD_MARKER, canonicalize_onnx_file
+
+    file = folder / "model.onnx"
+    with open(file, "rb") as handle:
+        if STALE_BUILD_MARKER not in handle.read():
+            return
+    if canonicalize_onnx_file(file):
+        log.info("removed build paths from %s: the model now has the same sha256 as on every other desk", file)
 
 
 def _complete(folder: Path, weights: str) -> bool:

@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 MAX_PARITY_DIFFERENCE = 0.02
 OPSET = 18
+# Found in the ONNX files of exports made before ``strip_build_details``: the exporter's metadata keys.
+STALE_BUILD_MARKER = b"pkg.torch."
 
 # Varied on purpose: short and long, punctuation, emoji, zero-width characters, right-to-left
 # scripts, leetspeak, and statements of the kinds a hate-speech model must tell apart.
@@ -232,6 +234,7 @@ def _write_metadata(path: Path, source: InferenceEngine, int8: bool) -> None:
     import onnx
 
     model = onnx.load(str(path))
+    strip_build_details(model)
     entries = {
         "id2label": json.dumps({str(i): name for i, name in enumerate(source.runtime.model_labels)}),
         "max_length": str(source.max_length),
@@ -240,11 +243,69 @@ def _write_metadata(path: Path, source: InferenceEngine, int8: bool) -> None:
         "quantization": "dynamic-int8" if int8 else "none",
         "exported_by": "dynadesk",
     }
-    del model.metadata_props[:]
     for key, value in entries.items():
         model.metadata_props.add(key=key, value=value)
     onnx.save(model, str(path))
     onnx.checker.check_model(str(path))
+
+
+def strip_build_details(model) -> None:
+    """Remove what the exporter notes about the machine that built the graph (stack traces with
+    absolute source paths, FX node dumps, doc strings), everywhere in the model, so that the same
+    weights give the same bytes, and so the same sha256, on every desk whatever its install path.
+    Running it twice changes nothing; nothing it removes affects the model's answers."""
+
+    def graph(g) -> None:
+        g.doc_string = ""
+        del g.metadata_props[:]
+        for info in (*g.input, *g.output, *g.value_info):
+            info.doc_string = ""
+            del info.metadata_props[:]
+        for tensor in (*g.initializer, *(s.values for s in g.sparse_initializer)):
+            tensor.doc_string = ""
+            del tensor.metadata_props[:]
+        nodes(g.node)
+
+    def nodes(items) -> None:
+        for node in items:
+            node.doc_string = ""
+            del node.metadata_props[:]
+            for attribute in node.attribute:
+                attribute.doc_string = ""
+                if attribute.HasField("g"):
+                    graph(attribute.g)
+                for sub in attribute.graphs:
+                    graph(sub)
+
+    model.doc_string = ""
+    del model.metadata_props[:]
+    graph(model.graph)
+    for function in model.functions:
+        function.doc_string = ""
+        del function.metadata_props[:]
+        nodes(function.node)
+
+
+def canonicalize_onnx_file(path: Path) -> bool:
+    """Rewrite an ONNX file exported before build details were stripped, keeping Dynadesk's own
+    metadata (labels, lengths, parent). Returns True when the file changed. Files with external
+    weights are left alone (Dynadesk's exports keep their weights inside)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    if any(tensor.external_data for tensor in model.graph.initializer):
+        return False
+    ours = [(p.key, p.value) for p in model.metadata_props]
+    before = model.SerializeToString()
+    strip_build_details(model)
+    for key, value in ours:
+        model.metadata_props.add(key=key, value=value)
+    if model.SerializeToString() == before:
+        return False
+    staging = path.with_name(f".{path.name}.canonical")
+    onnx.save(model, str(staging))
+    os.replace(staging, path)
+    return True
 
 
 def _copy_companions(source: InferenceEngine, staging: Path) -> None:

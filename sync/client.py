@@ -288,6 +288,8 @@ class SyncClient:
             self.adopt_identity(me)
             self.push(me, handle, report)
             self.pull(me, handle, report)
+            if self.unify_models(handle, report):
+                self.push(me, handle, report)  # examples re-pointed to the server's model go now
             if fetch_models:
                 self.fetch_models(handle, report)
         except (Offline, Cancelled):
@@ -389,6 +391,37 @@ class SyncClient:
             if not page.more or page.cursor == cursor:
                 break
             cursor = page.cursor
+
+    # --- one model, one identity --------------------------------------------------------------------
+
+    def unify_models(self, handle: SyncHandle, report: SyncReport) -> int:
+        """Records of one model under two checksums (exports by older versions differed by the
+        exporting desk's paths) become one: the checksum the server knows wins, and the desk's
+        predictions move to it, so examples written against the other are no longer put off.
+        Returns how many records were merged."""
+        from app.services.models import export_twin_key, merge_model_records
+
+        with self.db.read() as session:
+            groups: dict[tuple, list[ModelRecord]] = {}
+            for record in session.scalars(select(ModelRecord).order_by(ModelRecord.created_at)):
+                key = export_twin_key(record)
+                if key is not None:
+                    groups.setdefault(key, []).append(record)
+            targets = set(session.scalars(select(RoundModel.model_id)))
+        merged = 0
+        for records in (g for g in groups.values() if len(g) > 1):
+            known = [r for r in records
+                     if self._call("GET", f"{API}/models/{r.sha256}", handle, report=report).status_code == 200]
+            known.sort(key=lambda r: r.id not in targets)  # the one the server's rounds name, when both are known
+            keep = (known or [r for r in records if r.path and Path(r.path).exists()] or records)[0]
+            with self.db.write() as session:
+                kept = session.get(ModelRecord, keep.id)
+                for twin in records:
+                    if twin.id != keep.id:
+                        merge_model_records(session, kept, session.get(ModelRecord, twin.id))
+                        merged += 1
+            log.info("%s: %d other checksum(s) of it now name %s…", keep.name, len(records) - 1, keep.sha256[:12])
+        return merged
 
     # --- model files ------------------------------------------------------------------------------
 

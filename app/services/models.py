@@ -6,17 +6,60 @@ import hashlib
 import uuid
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
 
 from app.domain import ModelFormat
 from app.errors import NotFound
 from app.storage.db import Database
-from app.storage.models import ModelRecord, RoundModel
+from app.storage.models import ModelOutputRow, ModelRecord, RoundModel
 
 
 def imported_model_sha(name: str) -> str:
     """Models known only by their recorded predictions get a stable stand-in checksum."""
     return hashlib.sha256(f"imported-model:{name}".encode()).hexdigest()
+
+
+def export_twin_key(record: ModelRecord) -> tuple | None:
+    """What makes two records of the bundled model's export the same model whatever their bytes:
+    older exports held the exporting desk's source paths, so each desk computed its own sha256 for
+    identical weights. Same name, format, parent weights, quantization and opset: the same model.
+    None for other models (their checksum alone names them)."""
+    provenance = record.provenance or {}
+    export = provenance.get("export") or {}
+    if not provenance.get("default_model") or not export.get("parent_sha256"):
+        return None
+    return (record.name, record.format, export["parent_sha256"], export.get("quantization"), export.get("opset"))
+
+
+def merge_model_records(session: Session, keep: ModelRecord, twin: ModelRecord) -> None:
+    """Make ``twin`` one with ``keep``: its predictions and round targets now name ``keep`` (and its
+    checksum), and its row goes. Predictions of both on one example keep ``keep``'s."""
+    both = select(ModelOutputRow.example_id).where(ModelOutputRow.model_id == keep.id)
+    session.execute(delete(ModelOutputRow).where(ModelOutputRow.model_id == twin.id,
+                                                 ModelOutputRow.example_id.in_(both)))
+    session.execute(update(ModelOutputRow).where(ModelOutputRow.model_id == twin.id)
+                    .values(model_id=keep.id, model_sha256=keep.sha256))
+    targets = select(RoundModel.round_id).where(RoundModel.model_id == keep.id)
+    session.execute(delete(RoundModel).where(RoundModel.model_id == twin.id, RoundModel.round_id.in_(targets)))
+    session.execute(update(RoundModel).where(RoundModel.model_id == twin.id).values(model_id=keep.id))
+    session.delete(twin)
+    session.flush()
+
+
+def reidentify_model(session: Session, record: ModelRecord, sha256: str) -> ModelRecord:
+    """``record``'s files now have checksum ``sha256`` (their bytes were made canonical): it and its
+    predictions take it; a record that already has it absorbs this one. Returns the record kept."""
+    if record.sha256 == sha256:
+        return record
+    same = session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
+    if same is not None:
+        merge_model_records(session, same, record)
+        return same
+    session.execute(update(ModelOutputRow).where(ModelOutputRow.model_id == record.id).values(model_sha256=sha256))
+    record.sha256 = sha256
+    session.flush()
+    return record
 
 
 class ModelService:

@@ -163,6 +163,47 @@ def model_input(definition: TaskDefinition, inputs: Mapping[str, str]) -> ModelI
     return (" ".join(contexts), text) if contexts else text
 
 
+def repair_stale_exports(session) -> int:
+    """ONNX models exported by an older Dynadesk hold the exporting desk's source paths, so one
+    model had a different sha256 on every desk. Strip those from the files of registered models
+    and give each record (and its stored predictions) the checksum its files now have. Returns
+    how many records changed. Run once, by migration 0009."""
+    from sqlalchemy import select
+
+    from app.services.models import reidentify_model
+    from local_models.backends.onnx import onnx_file
+    from local_models.export import STALE_BUILD_MARKER, canonicalize_onnx_file
+
+    changed = 0
+    records = session.scalars(select(ModelRecord).where(ModelRecord.format == ModelFormat.ONNX.value,
+                                                         ModelRecord.path != "")).all()
+    for record in records:
+        try:
+            file = onnx_file(Path(record.path))
+            if STALE_BUILD_MARKER not in file.read_bytes():
+                continue
+            canonicalize_onnx_file(file)
+            tokenizer_dir = ((record.provenance or {}).get("runtime") or {}).get("tokenizer_dir")
+            sha = model_sha256(record.path, format="onnx", tokenizer_dir=tokenizer_dir)
+        except (ModelError, OSError, ValueError) as exc:  # moved or unreadable: it keeps its checksum
+            log.warning("model %s left as it is: %s", record.name, exc)
+            continue
+        if sha != record.sha256:
+            reidentify_model(session, record, sha)
+            changed += 1
+    return changed
+
+
+def find_twin(desk, record_like: ModelRecord) -> ModelRecord | None:
+    """A registered record of the same model (``export_twin_key``) under another checksum."""
+    from app.services.models import export_twin_key
+
+    key = export_twin_key(record_like)
+    if key is None:
+        return None
+    return next((r for r in desk.models.all() if r.sha256 != record_like.sha256 and export_twin_key(r) == key), None)
+
+
 def find_by_sha(desk, sha256: str) -> ModelRecord | None:
     return next((r for r in desk.models.all() if r.sha256 == sha256), None)
 
@@ -200,9 +241,12 @@ def ensure_default_model(desk, *, variant: str = "onnx", progress: Progress | No
                                           provenance={"default_model": True})
         if variant == "torch":
             return torch_record
-        onnx_record = find_by_sha(desk, model_sha256(prepared.onnx_dir, format="onnx"))
+        flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
+        onnx_sha = model_sha256(prepared.onnx_dir, format="onnx")
+        onnx_record = find_by_sha(desk, onnx_sha) or _usable_twin(desk, ModelRecord(
+            name=f"{DEFAULT_MODEL_NAME}, {flavour}", format=ModelFormat.ONNX.value, sha256=onnx_sha,
+            provenance={"default_model": True, **_export_details(prepared.onnx_dir)}))
         if onnx_record is None:
-            flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
             onnx_record = register_model(
                 desk, prepared.onnx_dir, name=f"{DEFAULT_MODEL_NAME}, {flavour}", task_code=DEFAULT_TASK,
                 format="onnx", provenance={"default_model": True, "parent_model": {
@@ -211,6 +255,20 @@ def ensure_default_model(desk, *, variant: str = "onnx", progress: Progress | No
         return onnx_record
     except ModelError as exc:
         raise TargetModelError(f"The default model could not be prepared: {exc}") from exc
+
+
+def _export_details(folder: Path) -> dict:
+    from local_models.export import read_export_description
+
+    export = read_export_description(folder).get("export")
+    return {"export": export} if export else {}
+
+
+def _usable_twin(desk, record_like: ModelRecord) -> ModelRecord | None:
+    """The same model under the checksum another desk gave it (the server's, once synced), when its
+    files are here: one model is listed once, and predictions name the identity the team shares."""
+    twin = find_twin(desk, record_like)
+    return twin if twin is not None and twin.path and Path(twin.path).exists() else None
 
 
 def needs_default_model(desk) -> bool:
