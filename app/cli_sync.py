@@ -288,6 +288,7 @@ def _show_status(desk) -> None:
     last = status.last_success.astimezone().strftime("%Y-%m-%d %H:%M:%S") if status.last_success else "never"
     click.echo(f"Last success:  {last}")
     click.echo(f"Waiting:       {status.pending:,} record(s)")
+    _show_waiting(status.waiting)
     if status.held:
         click.echo(f"Other profiles: {status.held:,} record(s) that sync with their own token")
     if status.rejected or status.conflicts:
@@ -295,6 +296,16 @@ def _show_status(desk) -> None:
                    "(dynadesk sync problems)")
     if status.last_error:
         click.echo(f"Last error:    {printable(status.last_error)}")
+
+
+def _show_waiting(waiting) -> None:
+    """Why the server put records off, grouped, and what fixes each reason."""
+    if not waiting:
+        return
+    click.echo(f"Of those, {sum(w.count for w in waiting):,} wait for something the server does not have yet:")
+    for reason in waiting:
+        click.echo(f"  {reason.count:,} because {printable(reason.reason)}")
+        click.echo(f"      fix: {printable(reason.fix)}")
 
 
 @sync.command("configure")
@@ -317,27 +328,58 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
     token = sys.stdin.readline().strip() if token_stdin else tokens.get(url)
     if token_stdin and not token:
         raise DynadeskError("No token came on standard input.")
-    if token and not no_test:
-        with SyncClient(desk, url, token) as client:
+    # All or nothing: check and say everything first; only then adopt (token, profile, settings),
+    # undoing what was adopted if a step fails, so a failure half-way leaves this desk as it was.
+    with SyncClient(desk, url, token or "") as client:
+        me = None
+        if token and not no_test:
             try:
                 me = client.me()
-                client.adopt_identity(me)
-                name = printable(me.display_name)
-                click.echo(f"The server knows this token as {name} ({me.role.value}, team {me.team}).")
-                if desk.settings.current_person_id != str(me.id):
-                    desk.switch_person(me.id)
-                    click.echo(f"This desk now works as {name}.")
             except AuthError:
                 raise
             except Offline as exc:
                 click.echo(f"Saved without a check: {exc}", err=True)
-    if token_stdin:
-        click.echo(f"Token stored in {tokens.set(url, token)}.")
-    desk.settings.server_url = url
-    if interval is not None:
-        desk.settings.sync_interval_s = interval
-    desk.save_settings()
+        if me is not None:
+            name = printable(me.display_name)
+            click.echo(f"The server knows this token as {name} ({me.role.value}, team {me.team}).")
+            if desk.settings.current_person_id != str(me.id):
+                click.echo(f"This desk now works as {name}.")
+        if token_stdin:
+            click.echo(f"Token stored in {tokens.where}.")
+        _adopt_configuration(desk, tokens, client, url, token if token_stdin else None, interval, me)
     _show_status(desk)
+
+
+def _adopt_configuration(desk, tokens, client, url: str, new_token: str | None, interval: int | None, me) -> None:
+    """Store the token, make the token's holder this desk's profile and save the settings, or,
+    if any step fails, put back what was there before and re-raise."""
+    from sync import local
+
+    settings_before = desk.settings.model_copy(deep=True)
+    token_before = tokens.get(url) if new_token else None
+    synced_as_before = desk.db.get_meta(local.PERSON)
+    try:
+        if new_token:
+            tokens.set(url, new_token)
+        if me is not None:
+            client.adopt_identity(me)
+            if desk.settings.current_person_id != str(me.id):
+                desk.switch_person(me.id)  # new work is written as the person the server knows
+        desk.settings.server_url = url
+        if interval is not None:
+            desk.settings.sync_interval_s = interval
+        desk.save_settings()
+    except BaseException:
+        desk.settings = settings_before
+        desk.save_settings()
+        with desk.db.write() as session:  # the profile row it may have added is harmless; who syncs is not
+            local.set_meta(session, local.PERSON, synced_as_before or "")
+        if new_token:
+            if token_before:
+                tokens.set(url, token_before)
+            else:
+                tokens.delete(url)
+        raise
 
 
 @sync.command("problems")
@@ -354,6 +396,10 @@ def sync_problems(obj, retry: bool) -> None:
         return
     rows = [[e.kind, str(e.record_id), e.state, e.attempts, (e.last_error or "")[:120]] for e in problems(desk.db)]
     click.echo(format_table(["record", "id", "state", "tries", "reason"], rows))
+    from sync.client import person_id
+    from sync.local import local_status
+
+    _show_waiting(local_status(desk.db, person_id(desk)).waiting)
 
 
 @sync.command("publish")
