@@ -544,9 +544,6 @@ class WaitingReason:
     count: int
     fix: str  # who must do what, e.g. "the owner must run `dynadesk sync publish hate_speech`"
 
-    def line(self) -> str:
-        return f"{self.count:,} wait because {self.reason}: {self.fix}"
-
 
 # The server's "deferred" reasons (sync/server/store.py) and what fixes each; the first match wins.
 _FIXES = (

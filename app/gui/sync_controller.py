@@ -192,7 +192,7 @@ class SyncController(QObject):
             state = "waiting"
         self.status_changed.emit(SyncView(state, status.pending, status.last_success, self.message,
                                           status.rejected + status.conflicts, status.held, status.deferred,
-                                          tuple(w.line() for w in status.waiting)))
+                                          tuple(f"{w.count:,} because {w.reason}\n      fix: {w.fix}" for w in status.waiting)))
 
     def _set(self, state: str, message: str) -> None:
         self.state, self.message = state, message

@@ -219,8 +219,8 @@ def test_records_the_server_put_off_show_as_waiting_with_the_reason_and_its_fix(
     assert status_text(window).startswith("Synced just now · ⚠ 2 waiting")  # never a green "Synced" over them
     assert "#2e7d32" not in widget.dot.styleSheet()
     tip = widget.text.toolTip()
-    assert "2 wait because round 3 of 'hate_speech' is not published yet" in tip
-    assert "the owner must publish round 3: `dynadesk sync publish hate_speech --round 3`" in tip
+    assert "2 because round 3 of 'hate_speech' is not published yet" in tip
+    assert "fix: the owner must publish round 3: `dynadesk sync publish hate_speech --round 3`" in tip
 
 
 def test_sync_now_with_sync_off_opens_the_settings_and_says_why(qtbot, window):
