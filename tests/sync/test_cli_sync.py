@@ -192,3 +192,31 @@ def test_sync_configure_adopts_nothing_when_it_fails_half_way(team, data_dir):
                                     input=team.ann.token + "\n")
     assert configured.exit_code == 0 and "now works as Ann Annotator" in configured.output
     assert TokenStore(data_dir).get(team.url) == team.ann.token
+
+
+@sqlite_only
+def test_the_owners_first_sync_publishes_the_open_rounds_the_server_lacks(server, server_db, tmp_path):
+    from tests.sync.helpers import add_account, prepare_desk
+    from tests.sync.test_client import client_for
+
+    owner, ann = add_account(server_db, "Olga Owner", "owner"), add_account(server_db, "Ann Annotator", "annotator")
+    desk = prepare_desk(tmp_path / "owner-desk", owner)  # a fresh team: nothing published yet
+    model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+    _set_targets(desk, model)
+    with client_for(desk, server.url, owner) as client:
+        report = client.run(fetch_models=False)
+        assert report.published == ["'hate_speech' round 1"], report.warnings
+        assert "Published 'hate_speech' round 1" in report.summary()
+        assert client.run(fetch_models=False).published == []  # once; later rounds are published on purpose
+    desk.close()
+
+    desk = prepare_desk(tmp_path / "ann-desk", ann)
+    with client_for(desk, server.url, ann) as client:
+        client.run(fetch_models=False)
+        model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+        desk.examples.create(ann.id, "hate_speech", hate_content("no hidden step", "hate"),
+                             [hate_output(model, "not hate")], round_number=1)
+        report = client.run(fetch_models=False)
+        assert (report.pushed, report.deferred) == (1, 0)
+    desk.close()
+    assert server_counts(server_db)["examples"] == 1
