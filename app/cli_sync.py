@@ -344,23 +344,25 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
             click.echo(f"The server knows this token as {name} ({me.role.value}, team {me.team}).")
             if desk.settings.current_person_id != str(me.id):
                 click.echo(f"This desk now works as {name}.")
-        if token_stdin:
-            click.echo(f"Token stored in {tokens.where}.")
-        _adopt_configuration(desk, tokens, client, url, token if token_stdin else None, interval, me)
+        stored_in = _adopt_configuration(desk, tokens, client, url, token if token_stdin else None, interval, me)
+    if stored_in:
+        click.echo(f"Token stored in {stored_in}.")
     _show_status(desk)
 
 
-def _adopt_configuration(desk, tokens, client, url: str, new_token: str | None, interval: int | None, me) -> None:
+def _adopt_configuration(desk, tokens, client, url: str, new_token: str | None, interval: int | None,
+                         me) -> str | None:
     """Store the token, make the token's holder this desk's profile and save the settings, or,
-    if any step fails, put back what was there before and re-raise."""
+    if any step fails, put back what was there before and re-raise. Returns where the token went."""
     from sync import local
 
     settings_before = desk.settings.model_copy(deep=True)
     token_before = tokens.get(url) if new_token else None
     synced_as_before = desk.db.get_meta(local.PERSON)
+    stored_in = None
     try:
         if new_token:
-            tokens.set(url, new_token)
+            stored_in = tokens.set(url, new_token)
         if me is not None:
             client.adopt_identity(me)
             if desk.settings.current_person_id != str(me.id):
@@ -369,6 +371,7 @@ def _adopt_configuration(desk, tokens, client, url: str, new_token: str | None, 
         if interval is not None:
             desk.settings.sync_interval_s = interval
         desk.save_settings()
+        return stored_in
     except BaseException:
         desk.settings = settings_before
         desk.save_settings()

@@ -389,7 +389,8 @@ class SyncClient:
                 report.warnings.append(f"could not publish '{code}' (dynadesk sync publish {code}): {exc}")
                 continue
             refused = [r for r in response.results if r.status in ("rejected", "conflict", "deferred")]
-            report.warnings += [f"publishing '{code}': {r.record} {r.id}: {r.status}: {r.reason or ''}" for r in refused]
+            report.warnings += [f"publishing '{code}': {r.record} {r.id}: {r.status}: {r.reason or ''}"
+                                for r in refused]
             report.published.append(f"'{code}' round {', '.join(map(str, numbers))}")
 
     # --- model files ------------------------------------------------------------------------------

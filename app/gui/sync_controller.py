@@ -20,6 +20,7 @@ from datetime import datetime
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.errors import DynadeskError
+from app.text import printable
 from app.gui.worker import SerialWorker
 
 log = logging.getLogger(__name__)
@@ -190,9 +191,10 @@ class SyncController(QObject):
             state = "synced"
         if state == "synced" and status.deferred:  # never a green "Synced" over work the server put off
             state = "waiting"
+        reasons = tuple(printable(f"{w.count:,} because {w.reason}") + "\n      fix: " + printable(w.fix)
+                        for w in status.waiting)
         self.status_changed.emit(SyncView(state, status.pending, status.last_success, self.message,
-                                          status.rejected + status.conflicts, status.held, status.deferred,
-                                          tuple(f"{w.count:,} because {w.reason}\n      fix: {w.fix}" for w in status.waiting)))
+                                          status.rejected + status.conflicts, status.held, status.deferred, reasons))
 
     def _set(self, state: str, message: str) -> None:
         self.state, self.message = state, message
