@@ -332,6 +332,7 @@ def _show_status(desk) -> None:
     last = status.last_success.astimezone().strftime("%Y-%m-%d %H:%M:%S") if status.last_success else "never"
     click.echo(f"Last success:  {last}")
     click.echo(f"Waiting:       {status.pending:,} record(s)")
+    _show_waiting(status.waiting)
     if status.held:
         click.echo(f"Other profiles: {status.held:,} record(s) that sync with their own token")
     if status.rejected or status.conflicts:
@@ -339,6 +340,16 @@ def _show_status(desk) -> None:
                    "(dynadesk sync problems)")
     if status.last_error:
         click.echo(f"Last error:    {printable(status.last_error)}")
+
+
+def _show_waiting(waiting) -> None:
+    """Why the server put records off, grouped, and what fixes each reason."""
+    if not waiting:
+        return
+    click.echo(f"Of those, {sum(w.count for w in waiting):,} wait for something the server does not have yet:")
+    for reason in waiting:
+        click.echo(f"  {reason.count:,} because {printable(reason.reason)}")
+        click.echo(f"      fix: {printable(reason.fix)}")
 
 
 @sync.command("configure")
@@ -377,28 +388,63 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
     token = sys.stdin.readline().strip() if token_stdin else tokens.get(url)
     if token_stdin and not token:
         raise DynadeskError("No token came on standard input.")
-    if token and not no_test:
-        with SyncClient(desk, url, token, ca_file=ca_file or "") as client:
+    # All or nothing: check and say everything first; only then adopt (token, profile, settings),
+    # undoing what was adopted if a step fails, so a failure half-way leaves this desk as it was.
+    with SyncClient(desk, url, token or "", ca_file=ca_file or "") as client:
+        me = None
+        if token and not no_test:
             try:
                 me = client.me()
-                client.adopt_identity(me)
-                name = printable(me.display_name)
-                click.echo(f"The server knows this token as {name} ({me.role.value}, team {me.team}).")
-                if desk.settings.current_person_id != str(me.id):
-                    desk.switch_person(me.id)
-                    click.echo(f"This desk now works as {name}.")
             except AuthError:
                 raise
             except Offline as exc:
                 click.echo(f"Saved without a check: {exc}", err=True)
-    if token_stdin:
-        click.echo(f"Token stored in {tokens.set(url, token)}.")
-    desk.settings.server_url = url
-    desk.settings.server_ca_file = ca_file
-    if interval is not None:
-        desk.settings.sync_interval_s = interval
-    desk.save_settings()
+        if me is not None:
+            name = printable(me.display_name)
+            click.echo(f"The server knows this token as {name} ({me.role.value}, team {me.team}).")
+            if desk.settings.current_person_id != str(me.id):
+                click.echo(f"This desk now works as {name}.")
+        stored_in = _adopt_configuration(desk, tokens, client, url, ca_file, token if token_stdin else None,
+                                         interval, me)
+    if stored_in:
+        click.echo(f"Token stored in {stored_in}.")
     _show_status(desk)
+
+
+def _adopt_configuration(desk, tokens, client, url: str, ca_file: str | None, new_token: str | None,
+                         interval: int | None, me) -> str | None:
+    """Store the token, make the token's holder this desk's profile and save the settings, or,
+    if any step fails, put back what was there before and re-raise. Returns where the token went."""
+    from sync import local
+
+    settings_before = desk.settings.model_copy(deep=True)
+    token_before = tokens.get(url) if new_token else None
+    synced_as_before = desk.db.get_meta(local.PERSON)
+    stored_in = None
+    try:
+        if new_token:
+            stored_in = tokens.set(url, new_token)
+        if me is not None:
+            client.adopt_identity(me)
+            if desk.settings.current_person_id != str(me.id):
+                desk.switch_person(me.id)  # new work is written as the person the server knows
+        desk.settings.server_url = url
+        desk.settings.server_ca_file = ca_file
+        if interval is not None:
+            desk.settings.sync_interval_s = interval
+        desk.save_settings()
+        return stored_in
+    except BaseException:
+        desk.settings = settings_before
+        desk.save_settings()
+        with desk.db.write() as session:  # the profile row it may have added is harmless; who syncs is not
+            local.set_meta(session, local.PERSON, synced_as_before or "")
+        if new_token:
+            if token_before:
+                tokens.set(url, token_before)
+            else:
+                tokens.delete(url)
+        raise
 
 
 @sync.command("problems")
@@ -415,6 +461,10 @@ def sync_problems(obj, retry: bool) -> None:
         return
     rows = [[e.kind, str(e.record_id), e.state, e.attempts, (e.last_error or "")[:120]] for e in problems(desk.db)]
     click.echo(format_table(["record", "id", "state", "tries", "reason"], rows))
+    from sync.client import person_id
+    from sync.local import local_status
+
+    _show_waiting(local_status(desk.db, person_id(desk)).waiting)
 
 
 @sync.command("publish")

@@ -1,4 +1,6 @@
-"""Screenshots of sync in the app: the status bar after a sync, and the settings dialog.
+"""Screenshots of sync in the app: the status bar after a sync, the settings dialog, and the
+warning state over records the server put off (with its tooltip drawn in, since a tooltip is a
+window of its own that a grab of the main window leaves out).
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_sync_screenshots.py
 
@@ -55,11 +57,44 @@ def main() -> None:
         wait_until(lambda: dialog.result.text().startswith("Connected"))
         dialog.grab().save(str(OUT / "sync-dialog.png"))
         dialog.reject()
+
+        desk.tasks.get_or_create_round("hate_speech", 3)  # a round the owner has not published
+        for text in ("Written for round three before the owner published it",
+                     "Another one for round three, waiting on the server"):
+            desk.examples.create(ada.id, "hate_speech", hate_content(text, "hate"), [hate_output(model, "not hate")],
+                                 round_number=3)
+        window.sync.sync_now()
+        wait_until(lambda: window.sync_status.state == "waiting" and not window.sync.running)
+        wait(300)
+        waiting_with_tooltip(window).save(str(OUT / "sync-waiting.png"))
         window.close()
         desk.close()
         server.stop()
         db.close()
     print(f"Screenshots written to {OUT}")
+
+
+def waiting_with_tooltip(window):
+    """The bottom of the window, with the status widget's tooltip drawn above it as Qt shows it."""
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtGui import QPainter
+    from PySide6.QtWidgets import QLabel
+
+    shot = window.grab()
+    status = window.sync_status
+    tip = QLabel(status.text.toolTip())
+    tip.setStyleSheet("QLabel { background: #ffffdc; color: #000; border: 1px solid #767676; padding: 4px; }")
+    tip.setFont(status.text.font())
+    tip.ensurePolished()
+    tip.resize(tip.sizeHint())
+    anchor = status.text.mapTo(window, QPoint(0, 0))
+    left = max(4, min(anchor.x(), window.width() - tip.width() - 4))
+    top = anchor.y() - tip.height() - 6
+    painter = QPainter(shot)
+    tip.render(painter, QPoint(left, top))
+    painter.end()
+    bottom = max(0, top - 20)
+    return shot.copy(QRect(0, bottom, window.width(), window.height() - bottom))
 
 
 if __name__ == "__main__":

@@ -156,6 +156,7 @@ class SyncReport:
     retries: int = 0
     paced: int = 0  # times the server's request limit asked this desk to wait (429); not failures
     models: list[str] = field(default_factory=list)
+    published: list[str] = field(default_factory=list)  # what an owner's first sync published (publish_missing)
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -171,6 +172,8 @@ class SyncReport:
             text += f" {self.deferred} wait for something the server does not have yet."
         if self.models:
             text += f" Downloaded {', '.join(self.models)}."
+        if self.published:
+            text += f" Published {'; '.join(self.published)} (this owner's first sync with the server)."
         return text
 
 
@@ -287,9 +290,11 @@ class SyncClient:
             me = self.me(handle, report)
             self.adopt_identity(me)
             self.push(me, handle, report)
-            self.pull(me, handle, report)
-            if self.unify_models(handle, report):
-                self.push(me, handle, report)  # examples re-pointed to the server's model go now
+            on_server = self.pull(me, handle, report)
+            if on_server is not None and me.role == Role.OWNER:
+                self.publish_missing(on_server, handle, report)
+            if self.unify_models(handle, report) or report.published:
+                self.push(me, handle, report)  # examples re-pointed to the server's model, or now published, go now
             if fetch_models:
                 self.fetch_models(handle, report)
         except (Offline, Cancelled):
@@ -369,10 +374,13 @@ class SyncClient:
 
     # --- pull -------------------------------------------------------------------------------------
 
-    def pull(self, me: Me, handle: SyncHandle, report: SyncReport) -> None:
+    def pull(self, me: Me, handle: SyncHandle, report: SyncReport) -> set[tuple[str, int]] | None:
+        """Pull the change feed. On the first pull from this server (the whole feed), returns the
+        rounds the server has, as (task code, number)."""
         key = local.cursor_key(self.url, me.id)
         with self.db.read() as session:
             cursor = int(local.get_meta(session, key) or 0)
+        on_server = set() if cursor == 0 else None
         done = 0
         while True:
             handle.check()
@@ -380,6 +388,8 @@ class SyncClient:
                                   report=report)
             _expect(response, 200)
             page = ChangesResponse.model_validate_json(response.content)
+            if on_server is not None:
+                on_server.update((r.task, r.number) for r in page.records if r.record == "round")
             if page.records or page.cursor != cursor:
                 pulled = local.apply_page(self.db, page.records, page.referenced, key=key, cursor=page.cursor)
                 report.pulled += sum(pulled.added.values()) + pulled.updated
@@ -391,6 +401,34 @@ class SyncClient:
             if not page.more or page.cursor == cursor:
                 break
             cursor = page.cursor
+        return on_server
+
+    def publish_missing(self, on_server: set[tuple[str, int]], handle: SyncHandle, report: SyncReport) -> None:
+        """An owner's first sync with a server publishes this desk's open rounds that have target
+        models and that the server lacks (for a fresh team: the bundled task, round 1 and the
+        default model), so that nobody's work waits for a hidden `sync publish`. Later rounds are
+        published on purpose, with `dynadesk sync publish`."""
+        with self.db.read() as session:
+            rows = session.execute(select(Task.code, Round.number).join(Round, Round.task_id == Task.id)
+                                   .where(Round.status == RoundStatus.OPEN.value,
+                                          select(RoundModel.model_id).where(RoundModel.round_id == Round.id).exists())
+                                   .order_by(Task.code, Round.number)).all()
+        missing: dict[str, list[int]] = {}
+        for code, number in rows:
+            if (code, number) not in on_server:
+                missing.setdefault(code, []).append(number)
+        for code, numbers in missing.items():
+            try:
+                response = self.publish(code, numbers, handle=handle)
+            except (Offline, Cancelled):
+                raise
+            except SyncError as exc:
+                report.warnings.append(f"could not publish '{code}' (dynadesk sync publish {code}): {exc}")
+                continue
+            refused = [r for r in response.results if r.status in ("rejected", "conflict", "deferred")]
+            report.warnings += [f"publishing '{code}': {r.record} {r.id}: {r.status}: {r.reason or ''}"
+                                for r in refused]
+            report.published.append(f"'{code}' round {', '.join(map(str, numbers))}")
 
     # --- one model, one identity --------------------------------------------------------------------
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
@@ -551,6 +552,54 @@ def _apply(db: Database, data: list[dict], referenced: set[uuid.UUID], *, key: s
 
 
 @dataclass(frozen=True)
+class WaitingReason:
+    """One reason the server put records off, how many wait for it, and what fixes it."""
+
+    reason: str  # the server's words, e.g. "task 'hate_speech' is not published on this server yet"
+    count: int
+    fix: str  # who must do what, e.g. "the owner must run `dynadesk sync publish hate_speech`"
+
+
+# The server's "deferred" reasons (sync/server/store.py) and what fixes each; the first match wins.
+_FIXES = (
+    (re.compile(r"task '(?P<task>[^']+)' is not published"), "the owner must run `dynadesk sync publish {task}`"),
+    (re.compile(r"publish task '(?P<task>[^']+)' first"), "the owner must run `dynadesk sync publish {task}`"),
+    (re.compile(r"round (?P<round>\d+) of '(?P<task>[^']+)' is not published"),
+     "the owner must publish round {round}: `dynadesk sync publish {task} --round {round}`"),
+    (re.compile(r"its context is not published in round (?P<round>\d+)"),
+     "the owner must publish round {round} again with its contexts: `dynadesk sync publish {task} --round {round}`"),
+    (re.compile(r"model (?P<model>\S+) is not published"),
+     "the owner must publish the round with its target model: `dynadesk sync publish {task}`"),
+    (re.compile(r"example \S+ is not on the server yet"),
+     "its example goes first; it waits for the example's own reason, or the example's author must sync"),
+)
+
+
+def fix_for(reason: str, task: str | None) -> str:
+    """What fixes a deferred record, in words a person can act on."""
+    for pattern, fix in _FIXES:
+        found = pattern.search(reason)
+        if found:
+            return fix.format(**{"task": task or "TASK", **found.groupdict()})
+    return "it goes out once the server has what it refers to; the owner may need to run `dynadesk sync publish TASK`"
+
+
+def waiting_reasons(session: Session, person_id: uuid.UUID | None) -> tuple[WaitingReason, ...]:
+    """This person's deferred outbox entries, grouped by the server's reason, most first."""
+    query = (select(OutboxEntry.last_error, func.count(), func.min(Example.task_id))
+             .outerjoin(Example, (OutboxEntry.kind == "example") & (Example.id == OutboxEntry.record_id))
+             .where(OutboxEntry.state == outbox.PENDING, OutboxEntry.last_error.like("deferred:%"))
+             .group_by(OutboxEntry.last_error))
+    if person_id is not None:
+        query = query.where(OutboxEntry.person_id == person_id)
+    rows = session.execute(query).all()
+    codes = dict(session.execute(select(Task.id, Task.code).where(Task.id.in_({r[2] for r in rows if r[2]}))).all())
+    out = [WaitingReason(error.removeprefix("deferred:").strip(), n,
+                         fix_for(error, codes.get(task_id))) for error, n, task_id in rows]
+    return tuple(sorted(out, key=lambda w: (-w.count, w.reason)))
+
+
+@dataclass(frozen=True)
 class LocalStatus:
     pending: int  # this person's records waiting to go out
     deferred: int  # of those, records the server put off (they refer to something it does not have yet)
@@ -559,6 +608,7 @@ class LocalStatus:
     conflicts: int
     last_success: datetime | None
     last_error: str | None
+    waiting: tuple[WaitingReason, ...] = ()  # why the deferred records wait, and what fixes it
 
 
 def local_status(db: Database, person_id: uuid.UUID | None) -> LocalStatus:
@@ -566,10 +616,11 @@ def local_status(db: Database, person_id: uuid.UUID | None) -> LocalStatus:
         counts = outbox.counts(session, person_id)
         last = get_meta(session, LAST_SUCCESS)
         error = get_meta(session, LAST_ERROR)
+        waiting = waiting_reasons(session, person_id) if counts["deferred"] else ()
     return LocalStatus(pending=counts[outbox.PENDING], deferred=counts["deferred"], held=counts["held"],
                        rejected=counts[outbox.REJECTED],
                        conflicts=counts[outbox.CONFLICT], last_success=datetime.fromisoformat(last) if last else None,
-                       last_error=error or None)
+                       last_error=error or None, waiting=waiting)
 
 
 def problems(db: Database, limit: int = 200) -> list[OutboxEntry]:

@@ -80,6 +80,10 @@ class SyncDialog(QDialog):
         self.result.setText(text)
         self.result.setStyleSheet(f"color: {colour}")
 
+    def explain(self, text: str) -> None:
+        """Say why the dialog opened (e.g. "Sync now" with no server set)."""
+        self._say(text, INFO)
+
     def _test(self) -> None:
         problem = self._problem()
         if problem:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QW
 COLOURS = {
     "off": "#8a8a8a",
     "synced": "#2e7d32",
+    "waiting": "#b26a00",  # synced, but the server put records off until something is published
     "syncing": "#1565c0",
     "offline": "#b26a00",
     "error": "#b3261e",
@@ -69,17 +70,20 @@ class SyncStatusWidget(QWidget):
         self.problems = 0
         self.held = 0
         self.deferred = 0
+        self.reasons: tuple[str, ...] = ()
         # Relative times ("5 min ago") age while nothing else happens.
         self._clock = QTimer(self, interval=30_000, timeout=self._render)
         self._clock.start()
         self._render()
 
     def set_status(self, state: str, *, pending: int, last_success: datetime | None, message: str = "",
-                   problems: int = 0, held: int = 0, deferred: int = 0) -> None:
+                   problems: int = 0, held: int = 0, deferred: int = 0, reasons: tuple[str, ...] = ()) -> None:
+        """``reasons``: why deferred records wait and what fixes each, one line per reason."""
         if state not in STATES:
             raise ValueError(f"unknown sync state {state!r}")
         self.state, self.pending, self.last_success = state, pending, last_success
         self.message, self.problems, self.held, self.deferred = message, problems, held, deferred
+        self.reasons = tuple(reasons)
         if state != "syncing":
             self.bar.hide()
         self._render()
@@ -104,6 +108,8 @@ class SyncStatusWidget(QWidget):
         text = {
             "off": "Sync off — set a server",
             "synced": f"Synced {when(self.last_success)} · {waiting}",
+            "waiting": f"Synced {when(self.last_success)} · ⚠ {waiting}"
+                       + ("" if self.deferred == self.pending else f" ({self.deferred:,} put off by the server)"),
             "syncing": self.message or "Syncing…",
             "offline": f"Offline · {waiting} · {last}",
             "error": f"Sync failed · {waiting} · {last}",
@@ -115,8 +121,9 @@ class SyncStatusWidget(QWidget):
         tip = [f"Last successful sync: {self.last_success.astimezone():%Y-%m-%d %H:%M:%S}" if self.last_success
                else "Never synced", f"Waiting to be sent: {self.pending:,}"]
         if self.deferred:
-            tip.append(f"Of those, {self.deferred:,} refer to something the server does not have yet (a round or model "
-                       "no owner has published); they go out once it is published")
+            tip.append(f"Of those, {self.deferred:,} refer to something the server does not have yet; they go out "
+                       "at the next sync after it is published:")
+            tip += [f"  • {reason}" for reason in self.reasons]
         if self.held:
             tip.append(f"Written under other profiles (they sync with their own token): {self.held:,}")
         if self.problems:

@@ -20,6 +20,7 @@ from datetime import datetime
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.errors import DynadeskError
+from app.text import printable
 from app.gui.worker import SerialWorker
 
 log = logging.getLogger(__name__)
@@ -33,13 +34,14 @@ RETRY_MIN_S = 15
 class SyncView:
     """What the status widget shows."""
 
-    state: str  # off, synced, syncing, offline, error
+    state: str  # off, synced, waiting (synced, but records the server put off), syncing, offline, error
     pending: int
     last_success: datetime | None
     message: str = ""
     problems: int = 0
     held: int = 0
     deferred: int = 0
+    reasons: tuple[str, ...] = ()  # why the deferred records wait and what fixes each
 
 
 class SyncController(QObject):
@@ -48,6 +50,7 @@ class SyncController(QObject):
     finished = Signal(object)  # SyncReport of a successful sync
     test_finished = Signal(bool, str)
     identity_changed = Signal()  # the desk now works as the token's holder
+    settings_needed = Signal(str)  # "Sync now" with no server set: why nothing happened
 
     def __init__(self, desk, parent: QObject | None = None, *, tokens=None, client_options: dict | None = None):
         super().__init__(parent)
@@ -58,7 +61,7 @@ class SyncController(QObject):
         self.client_options = client_options or {}
         self.worker = SerialWorker("dynadesk-sync", self)
         self.worker.failed.connect(lambda exc: log.error("sync worker job failed: %s", exc))
-        self.timer = QTimer(self, singleShot=True, timeout=self.sync_now)
+        self.timer = QTimer(self, singleShot=True, timeout=lambda: self.sync_now(asked=False))
         self.poll = QTimer(self, interval=POLL_MS, timeout=self.refresh)
         self.running = False
         self.failures = 0
@@ -99,11 +102,15 @@ class SyncController(QObject):
 
     # --- syncing ------------------------------------------------------------------------------
 
-    def sync_now(self) -> None:
+    def sync_now(self, asked: bool = True) -> None:
+        """Sync now; ``asked``: a person asked (Sync now), so a sync that cannot start says why."""
         if self.running or self._stopped:
             return
         if not self.configured:
             self._set("off", "")
+            if asked:
+                self.settings_needed.emit("Sync is off: no server is set. Enter your team's server and the token "
+                                          "your owner gave you, then sync.")
             return
         self.timer.stop()
         self.running = True
@@ -182,8 +189,12 @@ class SyncController(QObject):
         state = self.state if self.configured else "off"
         if state == "syncing":
             state = "synced"
+        if state == "synced" and status.deferred:  # never a green "Synced" over work the server put off
+            state = "waiting"
+        reasons = tuple(printable(f"{w.count:,} because {w.reason}") + "\n      fix: " + printable(w.fix)
+                        for w in status.waiting)
         self.status_changed.emit(SyncView(state, status.pending, status.last_success, self.message,
-                                          status.rejected + status.conflicts, status.held, status.deferred))
+                                          status.rejected + status.conflicts, status.held, status.deferred, reasons))
 
     def _set(self, state: str, message: str) -> None:
         self.state, self.message = state, message
@@ -261,9 +272,15 @@ def install(window) -> SyncController:
 
     def show(view: SyncView) -> None:
         widget.set_status(view.state, pending=view.pending, last_success=view.last_success, message=view.message,
-                          problems=view.problems, held=view.held, deferred=view.deferred)
+                          problems=view.problems, held=view.held, deferred=view.deferred, reasons=view.reasons)
 
-    def open_settings() -> None:
+    def open_settings(why: str = "") -> None:
+        for dialog in window.findChildren(SyncDialog):  # already open: say it there
+            if dialog.isVisible():
+                if why:
+                    dialog.explain(why)
+                dialog.raise_()
+                return
         url = window.desk.settings.server_url
         dialog = SyncDialog(url, bool(url and controller.tokens.get(url)), window.desk.settings.sync_interval_s,
                             controller.tokens.where, window)
@@ -271,7 +288,13 @@ def install(window) -> SyncController:
         controller.test_finished.connect(dialog.show_test_result)
         dialog.accepted_with.connect(controller.configure)
         dialog.finished.connect(lambda _code: controller.test_finished.disconnect(dialog.show_test_result))
+        if why:
+            dialog.explain(why)
         dialog.open()
+
+    def settings_needed(why: str) -> None:
+        window.statusBar().showMessage(why, 15_000)
+        open_settings(why)
 
     def pulled(report) -> None:
         if report.pulled:  # what arrived (a lead's return, a verdict) shows without touching a filter
@@ -283,15 +306,16 @@ def install(window) -> SyncController:
     controller.progress.connect(widget.set_progress)
     widget.sync_requested.connect(controller.sync_now)
     widget.settings_requested.connect(open_settings)
+    controller.settings_needed.connect(settings_needed)
 
     menu = window.menuBar().addMenu("S&ync")
     help_menu = next((a for a in window.menuBar().actions() if a.text().replace("&", "") == "Help"), None)
     if help_menu is not None:  # keep Help last
         window.menuBar().insertMenu(help_menu, menu)
     now = QAction("Sync &now", window, objectName="sync-now", shortcut=QKeySequence("Ctrl+Shift+S"))
-    now.triggered.connect(controller.sync_now)
+    now.triggered.connect(lambda: controller.sync_now())
     settings = QAction("Sync &settings…", window, objectName="sync-settings")
-    settings.triggered.connect(open_settings)
+    settings.triggered.connect(lambda: open_settings())
     menu.addAction(now)
     menu.addAction(settings)
     window.open_sync_settings = open_settings

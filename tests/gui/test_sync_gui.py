@@ -209,3 +209,34 @@ def test_a_lead_returning_an_example_elsewhere_shows_in_returned_to_me_after_syn
     window.table.selectRow(0)
     qtbot.waitUntil(lambda: "Returned by a lead: Say which group is attacked" in window.detail.toPlainText(),
                     timeout=5000)
+
+
+def test_records_the_server_put_off_show_as_waiting_with_the_reason_and_its_fix(qtbot, window, server):
+    desk = window.desk
+    window.sync.configure(server.url, server.ann.token, 300)
+    qtbot.waitUntil(lambda: status_text(window).startswith("Synced"), timeout=20_000)
+    model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+    desk.tasks.get_or_create_round("hate_speech", 3)  # the owner never published round 3
+    for i in range(2):
+        desk.examples.create(server.ann.id, "hate_speech", hate_content(f"in an unpublished round {i}", "hate"),
+                             [hate_output(model, "not hate")], round_number=3)
+    action(window, "sync-now").trigger()
+    qtbot.waitUntil(lambda: window.sync_status.state == "waiting", timeout=20_000)
+    widget = window.sync_status
+    assert status_text(window).startswith("Synced just now · ⚠ 2 waiting")  # never a green "Synced" over them
+    assert "#2e7d32" not in widget.dot.styleSheet()
+    tip = widget.text.toolTip()
+    assert "2 because round 3 of 'hate_speech' is not published yet" in tip
+    assert "fix: the owner must publish round 3: `dynadesk sync publish hate_speech --round 3`" in tip
+
+
+def test_sync_now_with_sync_off_opens_the_settings_and_says_why(qtbot, window):
+    assert status_text(window) == "Sync off — set a server"
+    qtbot.keyClick(window, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: window.findChild(SyncDialog) is not None and window.findChild(SyncDialog).isVisible(),
+                    timeout=5000)
+    dialog = window.findChild(SyncDialog)
+    assert "Sync is off: no server is set" in dialog.result.text()
+    assert "Sync is off: no server is set" in window.statusBar().currentMessage()
+    action(window, "sync-now").trigger()  # again, with the dialog open: still one dialog
+    assert len([d for d in window.findChildren(SyncDialog) if d.isVisible()]) == 1

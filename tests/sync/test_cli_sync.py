@@ -3,9 +3,15 @@ only as hashes, the token kept out of settings.json, syncing and its status, rea
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli import cli
 
 from tests.conftest import ROOT, hate_content, hate_output
 from tests.sync.helpers import ProcessServer, server_counts, server_database
@@ -102,3 +108,115 @@ def test_sync_without_a_server_says_how_to_set_one(tmp_path):
     assert result.returncode == 1 and "dynadesk sync configure --url" in result.stderr
     result = dynadesk("sync", data_dir=tmp_path / "desk")
     assert "not set" in result.stdout and "Waiting:       0 record(s)" in result.stdout
+
+
+# --- in-process: what sync waits for, and configure as all or nothing ---------------------------
+
+sqlite_only = pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)
+
+
+def _waiting_desk(data_dir, team):
+    """Ann's desk with two examples in round 3 (the owner never published it) and one written
+    against a model the server has never seen; synced once, so the server put all three off."""
+    from tests.sync.helpers import prepare_desk
+    from tests.sync.test_client import client_for
+
+    desk = prepare_desk(data_dir, team.ann)
+    model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+    desk.tasks.get_or_create_round("hate_speech", 3)
+    for i in range(2):
+        desk.examples.create(team.ann.id, "hate_speech", hate_content(f"in round three {i}", "hate"),
+                             [hate_output(model, "not hate")], round_number=3)
+    unknown = desk.models.register("my own model", "hf-torch", "cd" * 32, task_id=desk.tasks.task("hate_speech").id)
+    desk.examples.create(team.ann.id, "hate_speech", hate_content("against my own model", "hate"),
+                         [hate_output(unknown, "not hate")], round_number=2)
+    desk.settings.server_url = team.url
+    desk.save_settings()
+    with client_for(desk, team.url, team.ann) as client:
+        assert client.run(fetch_models=False).deferred == 3
+    return desk
+
+
+@sqlite_only
+def test_sync_and_sync_problems_name_what_the_work_waits_for_and_what_fixes_it(team, data_dir):
+    _waiting_desk(data_dir, team).close()
+    runner = CliRunner()
+    for args in (["sync"], ["sync", "problems"]):
+        shown = runner.invoke(cli, args)
+        assert shown.exit_code == 0, shown.output
+        assert "3 wait for something the server does not have yet" in shown.output
+        assert "2 because round 3 of 'hate_speech' is not published yet" in shown.output
+        assert "the owner must publish round 3: `dynadesk sync publish hate_speech --round 3`" in shown.output
+        assert "1 because model cdcdcdcdcdcd… is not published yet" in shown.output
+        assert "publish the round with its target model: `dynadesk sync publish hate_speech`" in shown.output
+
+
+class BrokenStdout(io.StringIO):
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+@sqlite_only
+def test_sync_configure_adopts_nothing_when_it_fails_half_way(team, data_dir):
+    from app.desk import Desk
+    from sync.tokens import TokenStore
+
+    def nothing_adopted() -> None:
+        assert TokenStore(data_dir).get(team.url) is None
+        with Desk(data_dir) as desk:
+            assert desk.settings.server_url is None and desk.settings.current_person_id != str(team.ann.id)
+            assert not desk.db.get_meta("sync.person")
+
+    with pytest.MonkeyPatch.context() as patch:  # a broken stdout (the terminal went away)
+        patch.setattr(sys, "stdin", io.StringIO(team.ann.token + "\n"))
+        patch.setattr(sys, "stdout", BrokenStdout())
+        with pytest.raises(SystemExit):  # click ends a broken pipe with exit status 1
+            cli.main(args=["sync", "configure", "--url", team.url, "--token-stdin"], standalone_mode=False)
+    nothing_adopted()
+
+    saved = Desk.save_settings
+
+    def failing_save(self):
+        if self.settings.server_url == team.url:
+            raise OSError(28, "No space left on device")
+        return saved(self)
+
+    with pytest.MonkeyPatch.context() as patch:  # a step of the adoption fails: the token goes too
+        patch.setattr(Desk, "save_settings", failing_save)
+        failed = CliRunner().invoke(cli, ["sync", "configure", "--url", team.url, "--token-stdin"],
+                                    input=team.ann.token + "\n")
+        assert isinstance(failed.exception, OSError), failed.output
+    nothing_adopted()
+
+    configured = CliRunner().invoke(cli, ["sync", "configure", "--url", team.url, "--token-stdin"],
+                                    input=team.ann.token + "\n")
+    assert configured.exit_code == 0 and "now works as Ann Annotator" in configured.output
+    assert TokenStore(data_dir).get(team.url) == team.ann.token
+
+
+@sqlite_only
+def test_the_owners_first_sync_publishes_the_open_rounds_the_server_lacks(server, server_db, tmp_path):
+    from tests.sync.helpers import add_account, prepare_desk
+    from tests.sync.test_client import client_for
+
+    owner, ann = add_account(server_db, "Olga Owner", "owner"), add_account(server_db, "Ann Annotator", "annotator")
+    desk = prepare_desk(tmp_path / "owner-desk", owner)  # a fresh team: nothing published yet
+    model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+    _set_targets(desk, model)
+    with client_for(desk, server.url, owner) as client:
+        report = client.run(fetch_models=False)
+        assert report.published == ["'hate_speech' round 1"], report.warnings
+        assert "Published 'hate_speech' round 1" in report.summary()
+        assert client.run(fetch_models=False).published == []  # once; later rounds are published on purpose
+    desk.close()
+
+    desk = prepare_desk(tmp_path / "ann-desk", ann)
+    with client_for(desk, server.url, ann) as client:
+        client.run(fetch_models=False)
+        model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+        desk.examples.create(ann.id, "hate_speech", hate_content("no hidden step", "hate"),
+                             [hate_output(model, "not hate")], round_number=1)
+        report = client.run(fetch_models=False)
+        assert (report.pushed, report.deferred) == (1, 0)
+    desk.close()
+    assert server_counts(server_db)["examples"] == 1
