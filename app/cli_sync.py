@@ -6,6 +6,7 @@ Registered on the main ``dynadesk`` group at the bottom of app/cli.py. Failures 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -390,9 +391,11 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
         raise DynadeskError("No token came on standard input.")
     # All or nothing: check and say everything first; only then adopt (token, profile, settings),
     # undoing what was adopted if a step fails, so a failure half-way leaves this desk as it was.
-    with SyncClient(desk, url, token or "", ca_file=ca_file or "") as client:
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(SyncClient(desk, url, token, ca_file=ca_file or "")) \
+            if token and not no_test else None
         me = None
-        if token and not no_test:
+        if client is not None:
             try:
                 me = client.me()
             except AuthError:
