@@ -258,6 +258,8 @@ class WorkspaceController(QObject):
         self._last_change = now
         self.view.form.set_label(content["label"])
         self._show_fooled()
+        if self.original is not None:
+            self._show_pair()  # a label change alone (Alt+N) must show in the pair's summary at once
         if self.draft is not None:
             self._autosave.start()
 

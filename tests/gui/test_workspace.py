@@ -258,6 +258,12 @@ def test_a_perturbation_pair_shows_its_diff_and_is_stored_as_a_pair(qtbot, windo
     assert "hate → not hate." in summary
     diff_text = view.perturbation.diff.toPlainText()
     assert TRIGGER in diff_text and "river" in diff_text
+    # the label alone changes (Alt+N): the summary follows at once, not at the next keystroke
+    qtbot.keyClick(box, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
+    assert "hate → hate (not flipped" in view.perturbation.summary.text()
+    assert "did not follow" in view.perturbation.summary.text()
+    qtbot.keyClick(box, Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
+    assert "hate → not hate (flipped)" in view.perturbation.summary.text()
 
     with qtbot.waitSignal(ws.inference.attribution_ready, timeout=WAIT):  # the original's, then the edit's
         ws.explain("predicted")
