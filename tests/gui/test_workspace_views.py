@@ -60,6 +60,33 @@ def attribution_for(text: str, strongest: str) -> dict:
     }
 
 
+def test_the_heatmap_shows_a_weak_effect_pale_and_names_its_scale(qtbot):
+    panel = AttributionPanel()
+    qtbot.addWidget(panel)
+    data = attribution_for("women are great", "great")
+    for word in data["segments"][0]["words"]:  # the strongest word moves P(hate) by 0.017 only
+        word["raw"] = 0.017 if word["text"] == "great" else -0.002
+    panel.show_attribution({**data, "scale": 0.2, "units": "probability"})
+    great = next(w for w in panel.text.words if w["text"] == "great")
+    assert great["tooltip"] == "great: +0.017 probability of hate"
+    cursor = QTextCursor(panel.text.document())
+    cursor.setPosition(great["qt_start"] + 1)
+    shade = cursor.charFormat().background().color()
+    assert shade == score_colour(0.017 / 0.2) and shade != score_colour(1.0)  # pale, not the strongest colour
+    assert panel.legend.end_texts() == ("◀ −0.20 against hate", "for hate +0.20 ▶")
+    assert "±0.20" in panel.scale_note.text() and "+0.017" in panel.scale_note.text()
+
+
+def test_two_labels_offer_one_heatmap_and_more_labels_a_choice(qtbot):
+    panel = AttributionPanel()
+    qtbot.addWidget(panel)
+    panel.set_labels(LABELS)
+    assert panel.target_choice.isHidden() and not panel.fixed_target.isHidden()
+    assert "<b>hate</b>" in panel.fixed_target.text()
+    panel.set_labels(["entailment", "neutral", "contradiction"])
+    assert not panel.target_choice.isHidden() and panel.fixed_target.isHidden()
+
+
 def test_the_heatmap_draws_the_annotators_own_words_emoji_and_rtl_included(qtbot):
     panel = AttributionPanel()
     qtbot.addWidget(panel)
