@@ -242,6 +242,8 @@ class AttributionPanel(QFrame):
         else:
             raws = [w["raw"] for segment in data["segments"] for w in segment["words"] if w.get("seen", True)]
             strongest = max(raws, key=abs, default=0.0)
-            self.scale_note.setText(f"Colour: each word's effect on the {measure}; full colour is "
-                                    f"±{scale:.2f}, the strongest word here {strongest:+.3f}.")
+            weak = abs(strongest) < scale * 0.999  # below the minimum full scale: say how weak
+            self.scale_note.setText(f"Colour: each word's effect on the {measure}; full colour is ±{scale:.2f}"
+                                    + (f", the strongest word here only {strongest:+.3f}." if weak
+                                       else " (the strongest word here)."))
         self.stale.hide()

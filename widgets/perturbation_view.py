@@ -74,7 +74,7 @@ class PerturbationView(QFrame):
         self.changes.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.changes.verticalHeader().setVisible(False)
         self.changes.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.changes_note = QLabel(objectName="changes_note", styleSheet="color:#6b6b6b")
+        self.changes_note = QLabel(objectName="changes_note", wordWrap=True, styleSheet="color:#6b6b6b")
         sides = QGridLayout()
         sides.addWidget(self.original_title, 0, 0)
         sides.addWidget(self.edited_title, 0, 1)
