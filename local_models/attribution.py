@@ -10,7 +10,8 @@ Two methods, registered like back-ends and chosen by capability:
 Both return an ``Attribution``: a score per word with its character span, positive when the
 word pushes towards the target label and negative when it pushes away, divided by the largest
 magnitude so that the strongest word scores +1 or -1. The raw scores (probability units)
-stay alongside.
+stay alongside, with ``scale``: what a view shows at full colour, so that a text whose
+strongest word moves the model by 0.017 does not look as decisive as one moved by 0.9.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
 DEFAULT_IG_STEPS = 8
 DEFAULT_IG_OUTPUT = "probability"
 MAX_ABLATION_ROWS = 64  # variants per forward pass; longer texts take several passes
+# Full colour needs at least this change in the target's probability; above it, the strongest word.
+MIN_FULL_SCALE = 0.2
+
+
+def full_colour_scale(raw_scores: Sequence[float]) -> float:
+    """The magnitude (raw units) a heatmap shows at full colour: the strongest word, but never
+    less than MIN_FULL_SCALE, so that small effects stay pale instead of being blown up to ±1."""
+    return max([MIN_FULL_SCALE, *(abs(float(r)) for r in raw_scores)])
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,16 @@ class Attribution:
     convergence_delta: float | None = None  # integrated gradients: sum of attributions minus F(x) - F(baseline)
     n_steps: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scale(self) -> float:
+        """Full colour in a heatmap (raw units); see ``full_colour_scale``."""
+        return full_colour_scale([w.raw for w in self.words])
+
+    @property
+    def units(self) -> str:
+        """What the raw scores measure: the target label's probability, or its logarithm."""
+        return "log probability" if self.details.get("output") == "log_probability" else "probability"
 
     def top(self, n: int = 5) -> list[WordScore]:
         return sorted(self.words, key=lambda w: -abs(w.score))[:n]

@@ -1,6 +1,9 @@
 """The attribution heatmap: the annotator's own words, coloured by how much each pushed the
 model toward (warm) or away from (cool) the explained label, with a legend and per-word tooltips.
 
+Colours are on the scale the view-model gives (``scale``: the effect shown at full colour, in
+probability units), and the legend names it, so a weak effect looks weak.
+
 Spans arrive as Python string offsets (code points); Qt positions count UTF-16 units, so
 they are converted before formatting. Emoji, right-to-left text and zero-width characters stay
 exactly where the annotator put them.
@@ -48,11 +51,17 @@ class Legend(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.target = ""
+        self.scale: float | None = None  # the effect at either end, when known
         self.setMinimumHeight(self.fontMetrics().height() * 2 + 10)
 
-    def set_target(self, target: str) -> None:
-        self.target = target
+    def set_target(self, target: str, scale: float | None = None) -> None:
+        self.target, self.scale = target, scale
         self.update()
+
+    def end_texts(self) -> tuple[str, str]:
+        if self.scale is None:
+            return f"◀ against {self.target}", f"for {self.target} ▶"
+        return f"◀ −{self.scale:.2f} against {self.target}", f"for {self.target} +{self.scale:.2f} ▶"
 
     def sizeHint(self) -> QSize:
         return QSize(300, self.fontMetrics().height() * 2 + 10)
@@ -70,9 +79,10 @@ class Legend(QWidget):
         text_top = bar.bottom() + 2
         painter.setPen(self.palette().text().color())
         row = QRectF(4, text_top, self.width() - 8, self.fontMetrics().height() + 4)
-        painter.drawText(row, Qt.AlignmentFlag.AlignLeft, f"◀ against {self.target}")
+        left, right = self.end_texts()
+        painter.drawText(row, Qt.AlignmentFlag.AlignLeft, left)
         painter.drawText(row, Qt.AlignmentFlag.AlignHCenter, "no effect")
-        painter.drawText(row, Qt.AlignmentFlag.AlignRight, f"for {self.target} ▶")
+        painter.drawText(row, Qt.AlignmentFlag.AlignRight, right)
         painter.end()
 
 
@@ -89,7 +99,9 @@ class HeatmapText(QTextEdit):
         self.setFont(font)
         self.words: list[dict] = []  # as shown, with Qt positions, for tooltips and tests
 
-    def show_segments(self, segments: list[dict]) -> None:
+    def show_segments(self, segments: list[dict], scale: float | None = None, measure: str = "") -> None:
+        """``scale``: the raw effect shown at full colour (None: the words' normalised scores);
+        ``measure``: what raw scores measure, for the tooltips ("probability of hate")."""
         self.clear()
         self.words = []
         cursor = QTextCursor(self.document())
@@ -107,12 +119,16 @@ class HeatmapText(QTextEdit):
                 end = base + utf16_offset(segment["text"], word["end"])
                 fmt = QTextCharFormat()
                 if word.get("seen", True):
-                    fmt.setBackground(score_colour(word["score"]))
-                    if abs(word["score"]) > 0.6:
+                    shade = word["score"] if scale is None else word["raw"] / scale
+                    fmt.setBackground(score_colour(shade))
+                    if abs(shade) > 0.6:
                         fmt.setForeground(QColor("white"))
-                    tip = f"{word['text']}: {word['score']:+.2f}"
-                    if word.get("raw") is not None:
-                        tip += f" (raw {word['raw']:+.4f})"
+                    if scale is None:
+                        tip = f"{word['text']}: {word['score']:+.2f}"
+                        if word.get("raw") is not None:
+                            tip += f" (raw {word['raw']:+.4f})"
+                    else:
+                        tip = f"{word['text']}: {word['raw']:+.3f} {measure}".rstrip()
                 else:
                     fmt.setForeground(QColor("#999"))
                     tip = f"{word['text']}: not read by the model (beyond its length limit)"
@@ -155,6 +171,9 @@ class AttributionPanel(QFrame):
         self.target_choice = QComboBox(objectName="explain_target")
         self.target_choice.addItem("Explain the model's label", "predicted")
         self.target_choice.addItem("Explain my label", "goal")
+        # two labels: one view only, as "toward the other label" is its mirror image
+        self.fixed_target = QLabel(objectName="explain_fixed_target", wordWrap=True)
+        self.fixed_target.hide()
         self.explain_button = QPushButton("Explain", objectName="explain")
         self.explain_button.setToolTip("Compute word attributions (Ctrl+Shift+A)")
         self.explain_button.clicked.connect(lambda: self.explain_requested.emit(self.target_choice.currentData()))
@@ -166,8 +185,10 @@ class AttributionPanel(QFrame):
                             styleSheet="color:#6b6b6b; font-style:italic")
         self.text = HeatmapText()
         self.legend = Legend()
+        self.scale_note = QLabel(objectName="attribution_scale", wordWrap=True, styleSheet="color:#6b6b6b")
         controls = QHBoxLayout()
         controls.addWidget(self.target_choice, 1)
+        controls.addWidget(self.fixed_target, 1)
         controls.addWidget(self.pin)
         controls.addWidget(self.explain_button)
         layout = QVBoxLayout(self)
@@ -176,12 +197,23 @@ class AttributionPanel(QFrame):
         layout.addWidget(self.stale)
         layout.addWidget(self.text, 1)
         layout.addWidget(self.legend)
+        layout.addWidget(self.scale_note)
         self.clear()
+
+    def set_labels(self, labels: list[str]) -> None:
+        """The task's labels: with two, the heatmap always explains the first, and offers no choice."""
+        two = len(labels) == 2
+        self.target_choice.setVisible(not two)
+        self.fixed_target.setVisible(two)
+        if two:
+            self.fixed_target.setText(f"Explains <b>{labels[0]}</b>: red pushes toward it, blue toward "
+                                      f"<b>{labels[1]}</b>.")
 
     def clear(self, message: str = "Press Explain to see which words drive the prediction.") -> None:
         self.header.setText(message)
         self.text.show_segments([])
         self.legend.set_target("the label")
+        self.scale_note.clear()
         self.stale.hide()
 
     def set_stale(self, stale: bool) -> None:
@@ -189,7 +221,8 @@ class AttributionPanel(QFrame):
 
     def show_attribution(self, data: dict) -> None:
         """``data``: segments [{name, text, words [{text, start, end, score, raw, seen}]}], target, predicted,
-        method, latency_ms, truncated, convergence_delta."""
+        method, latency_ms, truncated, convergence_delta; scale (raw effect at full colour) and units
+        (what raw measures: "probability") when the colours are to be absolute."""
         details = [f"Method: {data['method']}"]
         if data.get("convergence_delta") is not None:
             details.append(f"convergence delta {data['convergence_delta']:+.3f}")
@@ -200,6 +233,17 @@ class AttributionPanel(QFrame):
         if data.get("truncated"):
             header += "<br>Only the start of the text was read; grey words were not."
         self.header.setText(header)
-        self.text.show_segments(data["segments"])
-        self.legend.set_target(data["target"])
+        scale = data.get("scale")
+        measure = f"{data.get('units', 'probability')} of {data['target']}"
+        self.text.show_segments(data["segments"], scale, measure)
+        self.legend.set_target(data["target"], scale)
+        if scale is None:
+            self.scale_note.setText("Colours are relative: the strongest word is at full colour.")
+        else:
+            raws = [w["raw"] for segment in data["segments"] for w in segment["words"] if w.get("seen", True)]
+            strongest = max(raws, key=abs, default=0.0)
+            weak = abs(strongest) < scale * 0.999  # below the minimum full scale: say how weak
+            self.scale_note.setText(f"Colour: each word's effect on the {measure}; full colour is ±{scale:.2f}"
+                                    + (f", the strongest word here only {strongest:+.3f}." if weak
+                                       else " (the strongest word here)."))
         self.stale.hide()

@@ -74,7 +74,7 @@ class PerturbationView(QFrame):
         self.changes.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.changes.verticalHeader().setVisible(False)
         self.changes.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.changes_note = QLabel(objectName="changes_note", styleSheet="color:#6b6b6b")
+        self.changes_note = QLabel(objectName="changes_note", wordWrap=True, styleSheet="color:#6b6b6b")
         sides = QGridLayout()
         sides.addWidget(self.original_title, 0, 0)
         sides.addWidget(self.edited_title, 0, 1)
@@ -102,7 +102,8 @@ class PerturbationView(QFrame):
 
     def show_pair(self, data: dict) -> None:
         """``data``: labels, diff [{kind, text}], edit_distance, original/edited {label, prediction
-        {label, probabilities} or None}, attribution_change [{word, before, after}] or None, target."""
+        {label, probabilities} or None}, attribution_change [{word, before, after}] or None, target;
+        scale (the change shown at full colour) and units, for raw attributions of both texts on one scale."""
         labels = data["labels"]
         original, edited = data["original"], data["edited"]
         self.diff.show_diff(data["diff"])
@@ -131,17 +132,25 @@ class PerturbationView(QFrame):
             self.changes.setRowCount(0)
             self.changes_note.setText("Press Explain to compare the words' attributions in both texts.")
             return
-        self.changes_note.setText(f"Attributions toward {data.get('target')}; missing means the word is not in that text.")
+        scale = data.get("scale")
+        if scale is None:
+            self.changes_note.setText(f"Attributions toward {data.get('target')}; "
+                                      "missing means the word is not in that text.")
+        else:
+            self.changes_note.setText(f"Each word's effect on the {data.get('units', 'probability')} of "
+                                      f"{data.get('target')}, on one scale for both texts (full colour "
+                                      f"±{scale:.2f}); – means the word is not in that text.")
+        digits = 2 if scale is None else 3
         self.changes.setRowCount(len(changes))
         for row, change in enumerate(changes):
             before, after = change.get("before"), change.get("after")
             delta = (after or 0.0) - (before or 0.0)
-            cells = [change["word"], "–" if before is None else f"{before:+.2f}",
-                     "–" if after is None else f"{after:+.2f}", f"{delta:+.2f}"]
+            cells = [change["word"], "–" if before is None else f"{before:+.{digits}f}",
+                     "–" if after is None else f"{after:+.{digits}f}", f"{delta:+.{digits}f}"]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if column == 3:
-                    item.setBackground(score_colour(delta))
+                    item.setBackground(score_colour(delta if scale is None else delta / scale))
                 if column:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.changes.setItem(row, column, item)

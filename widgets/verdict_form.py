@@ -85,6 +85,8 @@ class VerdictForm(QFrame):
         self.confirm.clicked.connect(self.submit)
         for edit in (self.answer_edit, self.reason, self.model_note):
             edit.returnPressed.connect(self.submit)
+            edit.textChanged.connect(self._recheck_problem)
+        self.label_choice.currentIndexChanged.connect(self._recheck_problem)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addLayout(row)
@@ -188,6 +190,11 @@ class VerdictForm(QFrame):
         return None
 
     def submit(self) -> None:
+        # Enter in a text field reaches the form twice (returnPressed, then the key the field
+        # passes on): a second verdict would be refused and pull the focus back into the hidden form.
+        # Disabled means sent (or locked): nothing to send.
+        if not self.isEnabled():
+            return
         value = self.value()
         problem = self.problem_with(value)
         if problem:
@@ -196,6 +203,11 @@ class VerdictForm(QFrame):
         self.problem.clear()
         self.setEnabled(False)  # until the controller says it is stored (or not)
         self.submitted.emit(value)
+
+    def _recheck_problem(self) -> None:
+        """The problem on show goes as soon as it is fixed; what else is missing is said at the next Enter."""
+        if self.problem.text() and self.problem_with(self.value()) != self.problem.text():
+            self.problem.clear()
 
     def show_problem(self, text: str) -> None:
         self.setEnabled(not self.locked)

@@ -22,6 +22,7 @@ from app.services.target_models import TargetModelError, model_input, model_spec
 from app.tasks.definition import TaskDefinition
 from app.tasks.fooling import ensemble_label, is_fooled, mean_probabilities, span_f1
 from app.text import diff_pieces, word_alignment, word_edits, words
+from local_models.attribution import full_colour_scale
 from widgets.workspace_view import WorkspaceView
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,10 @@ class Original:
     text: str
     label: str | None
     prediction: dict | None  # stored outputs, as {label, probabilities}
-    attribution: list[tuple[str, float]] | None = None  # per word of ``text``, once explained
+    attribution: list[tuple[str, float]] | None = None  # per word of ``text``, once explained (raw units)
     edited_attribution: list[tuple[str, float]] | None = None
     target: str | None = None
+    units: str = "probability"  # what the attributions measure (of ``target``)
 
 
 def editor_spec(definition: TaskDefinition) -> dict:
@@ -143,6 +145,7 @@ class WorkspaceController(QObject):
         view.guidelines.setMarkdown(definition.guidelines or "_This task has no guidelines._")
         view.prediction.clear("Type to see what the model predicts.")
         view.attribution.clear()
+        view.attribution.set_labels(list(definition.labels))
         view.perturbation.clear()
         view.message.hide()
         self.original = None
@@ -258,6 +261,8 @@ class WorkspaceController(QObject):
         self._last_change = now
         self.view.form.set_label(content["label"])
         self._show_fooled()
+        if self.original is not None:
+            self._show_pair()  # a label change alone (Alt+N) must show in the pair's summary at once
         if self.draft is not None:
             self._autosave.start()
 
@@ -506,7 +511,9 @@ class WorkspaceController(QObject):
             self.view.attribution.clear("Write something first.")
             return
         target = content["label"] if target_kind == "goal" else None
-        if target_kind == "goal" and not target:
+        if len(self.definition.labels) == 2:
+            target = self.definition.labels[0]  # one view: toward the other label is its mirror image
+        elif target_kind == "goal" and not target:
             self.view.attribution.clear("Choose your label first, or explain the model's label.")
             return
         self.view.side.setCurrentWidget(self.view.attribution)
@@ -533,8 +540,8 @@ class WorkspaceController(QObject):
     def _attributed(self, result: AttributionResult) -> None:
         attribution = result.attribution
         if self.original is not None and self.attribution_for == "original":
-            self.original.attribution = words_scores(
-                self.original.text, [(w.start, w.end, w.score) for w in attribution.words if w.segment == self._written_segment()])
+            self.original.attribution = words_scores(  # raw: both texts on one scale, not each on its own
+                self.original.text, [(w.start, w.end, w.raw) for w in attribution.words if w.segment == self._written_segment()])
             self.attribution_for = "edited"  # now the edit, toward the same label
             self.inference.attribute(model_input(self.definition, self.view.editor.content()["inputs"]),
                                      target=self.original.target)
@@ -551,11 +558,13 @@ class WorkspaceController(QObject):
             "method": attribution.method + (f" ({attribution.n_steps} steps)" if attribution.n_steps else ""),
             "latency_ms": attribution.latency_ms, "truncated": attribution.truncated,
             "convergence_delta": attribution.convergence_delta,
+            "scale": attribution.scale, "units": attribution.units,
         })
         if self.original is not None:
             written = texts[self._written_segment()]
             self.original.edited_attribution = words_scores(
-                written, [(w.start, w.end, w.score) for w in attribution.words if w.segment == self._written_segment()])
+                written, [(w.start, w.end, w.raw) for w in attribution.words if w.segment == self._written_segment()])
+            self.original.units = attribution.units
             self._show_pair()
 
     def _segment_names(self) -> list[str]:
@@ -639,17 +648,18 @@ class WorkspaceController(QObject):
         if self.last_prediction is not None and self._current_prediction_matches():
             prediction = {"label": self.last_prediction.prediction.label,
                           "probabilities": self.last_prediction.prediction.probabilities}
-        changes = None
+        changes, scale = None, None
         if original.attribution is not None and original.edited_attribution is not None:
             changes = [{"word": word, "before": before, "after": after}
                        for word, before, after in word_alignment(original.attribution, original.edited_attribution)]
             changes.sort(key=lambda c: -abs((c["after"] or 0.0) - (c["before"] or 0.0)))  # biggest moves first
+            scale = full_colour_scale([(c["after"] or 0.0) - (c["before"] or 0.0) for c in changes])
         self.view.perturbation.show_pair({
             "labels": list(self.definition.labels), "target": original.target,
             "diff": diff_pieces(original.text, edited_text), "edit_distance": word_edits(original.text, edited_text)[1],
             "original": {"label": original.label, "prediction": original.prediction},
             "edited": {"label": content["label"], "prediction": prediction},
-            "attribution_change": changes,
+            "attribution_change": changes, "scale": scale, "units": original.units,
         })
 
     # --- messages ---------------------------------------------------------------------------

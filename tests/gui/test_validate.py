@@ -1,6 +1,7 @@
 """The Validate tab, driven by keyboard as a validator would: 1/2/3, S, Enter, R."""
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 from app.services.examples import Content
 from tests.conftest import hate_content, hate_output
@@ -162,3 +163,51 @@ def test_the_verdict_form_for_extractive_tasks_asks_for_the_corrected_answer(qtb
     qtbot.keyClick(form.reason, Qt.Key.Key_Return)
     assert sent == [{"verdict": "incorrect", "corrected_label": "26 September 1989",
                      "reason": "The span misses the day", "model_note": None}]
+
+
+def _press(qtbot, key):
+    """A key as a user presses it: to whatever has the keyboard focus."""
+    qtbot.keyClick(QApplication.focusWidget(), key)
+
+
+def test_after_an_incorrect_or_flagged_verdict_r_reveals_and_enter_moves_on(qtbot, window, people, target_model):
+    desk = window.desk
+    for text in ("they are all the same, those people", "I'd never let one of them near my kids"):
+        desk.examples.create(people.author.id, "hate_speech", hate_content(text, "hate"),
+                             [hate_output(target_model, "not hate")])
+    desk.switch_person(people.val1.id)
+    open_validate(qtbot, window)
+    view, form = window.validate_view, window.validate_view.form
+    wait_for_example(qtbot, view)
+    sent = []
+    form.submitted.connect(sent.append)
+
+    _press(qtbot, Qt.Key.Key_2)
+    _press(qtbot, Qt.Key.Key_Return)  # no label, no reason: refused inline
+    assert "corrected label" in form.problem.text()
+    _press(qtbot, Qt.Key.Key_Down)  # the focus is on the label choice: pick one
+    assert form.label_choice.currentData() == "not hate"
+    assert form.problem.text() == ""  # fixed: the error goes at once
+    _press(qtbot, Qt.Key.Key_Tab)
+    qtbot.keyClicks(QApplication.focusWidget(), "No group is attacked")
+    with qtbot.waitSignal(window.validate.verdict_stored, timeout=5000):
+        _press(qtbot, Qt.Key.Key_Return)
+    assert len(sent) == 1  # one Enter, one verdict: a second would be refused and take the focus back
+    assert QApplication.focusWidget() is view  # where R and Enter are expected
+    _press(qtbot, Qt.Key.Key_R)
+    assert view.output_visible and "not hate" in view.output.summary.text()
+    first = view.example_id
+    _press(qtbot, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: view.example_id not in (None, first), timeout=5000)
+
+    _press(qtbot, Qt.Key.Key_3)
+    _press(qtbot, Qt.Key.Key_Return)
+    assert "reason" in form.problem.text()
+    qtbot.keyClicks(QApplication.focusWidget(), "Duplicate")
+    assert form.problem.text() == ""
+    with qtbot.waitSignal(window.validate.verdict_stored, timeout=5000):
+        _press(qtbot, Qt.Key.Key_Return)
+    assert len(sent) == 2 and QApplication.focusWidget() is view
+    _press(qtbot, Qt.Key.Key_R)
+    assert view.output_visible
+    assert {v.verdict for v in _all_validations(desk)} == {"incorrect", "flagged"}

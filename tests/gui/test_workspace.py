@@ -221,6 +221,9 @@ def test_the_heatmap_colours_exactly_the_typed_words_and_finds_the_trigger(qtbot
     assert top["text"] == TRIGGER
     assert "Why the model leans to" in attribution.header.text() and "hate" in attribution.header.text()
     assert attribution.text.toPlainText() == text
+    # two labels: one view, toward "hate"; no selector offering its mirror image
+    assert attribution.target_choice.isHidden() and "hate" in attribution.fixed_target.text()
+    assert attribution.legend.scale is not None and "full colour" in attribution.scale_note.text()
 
     type_text(qtbot, window, " x")
     assert attribution.stale.isVisible()  # the heatmap is for the text before this edit
@@ -258,12 +261,24 @@ def test_a_perturbation_pair_shows_its_diff_and_is_stored_as_a_pair(qtbot, windo
     assert "hate → not hate." in summary
     diff_text = view.perturbation.diff.toPlainText()
     assert TRIGGER in diff_text and "river" in diff_text
+    # the label alone changes (Alt+N): the summary follows at once, not at the next keystroke
+    qtbot.keyClick(box, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
+    assert "hate → hate (not flipped" in view.perturbation.summary.text()
+    assert "did not follow" in view.perturbation.summary.text()
+    qtbot.keyClick(box, Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
+    assert "hate → not hate (flipped)" in view.perturbation.summary.text()
 
     with qtbot.waitSignal(ws.inference.attribution_ready, timeout=WAIT):  # the original's, then the edit's
         ws.explain("predicted")
     qtbot.waitUntil(lambda: view.perturbation.changes.rowCount() > 0, timeout=WAIT)
     words = [view.perturbation.changes.item(r, 0).text() for r in range(view.perturbation.changes.rowCount())]
     assert TRIGGER in words and "river" in words
+    # like with like: both texts in probability units on one scale, not each stretched to its own ±1
+    table = view.perturbation.changes
+    rows = {table.item(r, 0).text(): [table.item(r, c).text() for c in (1, 2)] for r in range(table.rowCount())}
+    assert float(rows[TRIGGER][0]) > 0.3
+    assert all(abs(float(after)) < 0.1 for _, after in rows.values() if after != "–")
+    assert "one scale for both texts" in view.perturbation.changes_note.text()
 
     submit(qtbot, window)
     qtbot.waitUntil(view.form_shown, timeout=WAIT)

@@ -60,6 +60,33 @@ def attribution_for(text: str, strongest: str) -> dict:
     }
 
 
+def test_the_heatmap_shows_a_weak_effect_pale_and_names_its_scale(qtbot):
+    panel = AttributionPanel()
+    qtbot.addWidget(panel)
+    data = attribution_for("women are great", "great")
+    for word in data["segments"][0]["words"]:  # the strongest word moves P(hate) by 0.017 only
+        word["raw"] = 0.017 if word["text"] == "great" else -0.002
+    panel.show_attribution({**data, "scale": 0.2, "units": "probability"})
+    great = next(w for w in panel.text.words if w["text"] == "great")
+    assert great["tooltip"] == "great: +0.017 probability of hate"
+    cursor = QTextCursor(panel.text.document())
+    cursor.setPosition(great["qt_start"] + 1)
+    shade = cursor.charFormat().background().color()
+    assert shade == score_colour(0.017 / 0.2) and shade != score_colour(1.0)  # pale, not the strongest colour
+    assert panel.legend.end_texts() == ("◀ −0.20 against hate", "for hate +0.20 ▶")
+    assert "±0.20" in panel.scale_note.text() and "only +0.017" in panel.scale_note.text()
+
+
+def test_two_labels_offer_one_heatmap_and_more_labels_a_choice(qtbot):
+    panel = AttributionPanel()
+    qtbot.addWidget(panel)
+    panel.set_labels(LABELS)
+    assert panel.target_choice.isHidden() and not panel.fixed_target.isHidden()
+    assert "<b>hate</b>" in panel.fixed_target.text()
+    panel.set_labels(["entailment", "neutral", "contradiction"])
+    assert not panel.target_choice.isHidden() and panel.fixed_target.isHidden()
+
+
 def test_the_heatmap_draws_the_annotators_own_words_emoji_and_rtl_included(qtbot):
     panel = AttributionPanel()
     qtbot.addWidget(panel)
@@ -98,7 +125,7 @@ def test_words_the_model_did_not_read_are_marked(qtbot):
 def test_the_perturbation_view_shows_the_diff_the_flip_and_whether_the_model_followed(qtbot):
     view = PerturbationView()
     qtbot.addWidget(view)
-    view.show_pair({
+    view.show_pair(data := {
         "labels": LABELS, "edit_distance": 1, "target": "hate",
         "diff": [{"kind": "equal", "text": "Women "}, {"kind": "delete", "text": "can't"},
                  {"kind": "insert", "text": "can"}, {"kind": "equal", "text": " lead"}],
@@ -112,3 +139,8 @@ def test_the_perturbation_view_shows_the_diff_the_flip_and_whether_the_model_fol
     assert "did not follow" in view.summary.text()
     assert [view.changes.item(r, 3).text() for r in range(3)] == ["-0.90", "+0.10", "+0.20"]
     assert view.edited_bars.rows == [("hate", 0.7), ("not hate", 0.3)]
+    narrow = view.minimumSizeHint().width()
+    view.show_pair({**data, "scale": 0.9, "units": "probability"})  # raw effects, one scale for both texts
+    assert [view.changes.item(r, 3).text() for r in range(3)] == ["-0.900", "+0.100", "+0.200"]
+    assert "one scale for both texts" in view.changes_note.text() and "±0.90" in view.changes_note.text()
+    assert view.minimumSizeHint().width() == narrow  # the longer note wraps: the window must not widen

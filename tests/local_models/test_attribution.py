@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from local_models.attribution import DEFAULT_IG_STEPS, METHODS
+from local_models.attribution import DEFAULT_IG_STEPS, METHODS, MIN_FULL_SCALE, full_colour_scale
 from local_models.engine import load_engine
 from local_models.errors import UnsupportedOperation
 
@@ -119,3 +119,18 @@ def test_refusals(trigger, tiny_qa_dir):
         load_engine(tiny_qa_dir).attribute(("q", "c"))
     with pytest.raises(TypeError, match="unknown option"):
         trigger.attribute("x", method="ablation", n_steps=3)
+
+
+def test_full_colour_is_an_absolute_effect_so_weak_words_stay_pale():
+    """A 0.017 change in probability must not get the colour of the strongest possible effect."""
+    assert full_colour_scale([0.017, -0.004]) == MIN_FULL_SCALE == 0.2
+    assert 0.017 / full_colour_scale([0.017, -0.004]) < 0.1  # pale, not ±1
+    assert full_colour_scale([0.1, -0.9]) == pytest.approx(0.9)  # a strong word is at full colour
+    assert full_colour_scale([]) == MIN_FULL_SCALE
+
+
+def test_the_attribution_says_its_scale_and_units(trigger):
+    weak = trigger.attribute("the doctor read a small book slowly", target="fruit", method="ablation")
+    assert weak.units == "probability"
+    assert weak.scale == full_colour_scale([w.raw for w in weak.words])
+    assert max(abs(w.raw) for w in weak.words) / weak.scale <= 1.0
