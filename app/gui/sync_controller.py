@@ -299,6 +299,7 @@ def install(window) -> SyncController:
     def pulled(report) -> None:
         if report.pulled:  # what arrived (a lead's return, a verdict) shows without touching a filter
             window.refresh()
+            window.show_rounds()  # a round opened or closed on the server reaches the open app
 
     controller.status_changed.connect(show)
     controller.finished.connect(pulled)
