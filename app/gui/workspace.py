@@ -241,6 +241,7 @@ class WorkspaceController(QObject):
             return
         self.pending_round, self.pending_records = current, records
         self.view.prediction.clear(f"Round {current.number} is open — loading its target…")
+        self.view.status.setText("Your example is kept; it is judged by the new target once that answers.")
         if not records:
             self._switch_round()
             return
@@ -266,6 +267,7 @@ class WorkspaceController(QObject):
             f"<b>Round {new.number} {change}.</b> You now write against its target: {targets}.", "OK")
         if not self.records:
             self.view.prediction.clear(self.no_model_message)
+        self.view.status.setText("")
         if self.view.warning.isHidden():  # a content warning not yet read keeps the editor locked
             self.view.set_locked(False)
         if self.draft is not None and self.draft.round_number != new.number and self._written():
@@ -331,6 +333,7 @@ class WorkspaceController(QObject):
         person = self.desk.current_person_id
         context_id = self.draft.context_id if (after_submit and self.draft) else None
         self.draft = DraftRef(self.task_code, self.round.number, person, context_id=context_id)
+        self.view.move_offer.hide()  # a new example belongs to the open round
         label = self.desk.rounds.starting_label(self.round.id, person, previous=previous_label,
                                                 after_submit=after_submit) if self.definition.labels else None
         current = self.view.editor.content()
@@ -445,6 +448,8 @@ class WorkspaceController(QObject):
             self._load_original(draft.perturbation_of)
         if self.round is not None and number != self.round.number:
             self._offer_move(number)
+        else:
+            self.view.move_offer.hide()
         self._text_edited()
 
     def _discard_offered(self) -> None:
@@ -549,6 +554,8 @@ class WorkspaceController(QObject):
             return
         if failure.operation == "load":
             self.loaded = None
+            if self.pending_round is not None:  # the round changes all the same; its model's problem is shown
+                self._switch_round()
             self.view.prediction.clear(f"The target model could not be loaded: {failure.message}")
             self.status_changed.emit("Target model failed to load")
         elif failure.operation == "attribute":
