@@ -223,8 +223,9 @@ class WorkspaceController(QObject):
             if current is not None:
                 self.set_task(self.task_code)
             return
-        waiting_for = self.pending_round or self.round
-        if current is not None and current.id == waiting_for.id:
+        waiting_for, targets = (self.pending_round, self.pending_records) if self.pending_round else (self.round,
+                                                                                                   self.records)
+        if current is not None and current.id == waiting_for.id and [r.id for r in records] == [r.id for r in targets]:
             return
         self.save_draft()  # what is on screen is kept in the round it was written in
         self.loaded, self.last_prediction, self.last_outputs = None, None, []  # never judge by the old target
@@ -240,7 +241,9 @@ class WorkspaceController(QObject):
             self.status_changed.emit("No open round")
             return
         self.pending_round, self.pending_records = current, records
-        self.view.prediction.clear(f"Round {current.number} is open — loading its target…")
+        number = current.number
+        what = f"Round {number}'s target changed" if current.id == self.round.id else f"Round {number} is open"
+        self.view.prediction.clear(f"{what} — loading its target…")
         self.view.status.setText("Your example is kept; it is judged by the new target once that answers.")
         if not records:
             self._switch_round()
@@ -262,14 +265,17 @@ class WorkspaceController(QObject):
         goal = new.goal_message or self.definition.description
         self.view.goal.setText(f"<b>Round {new.number}</b> · {goal}")
         targets = ", ".join(r.name for r in self.records) or "no target model yet"
-        change = "is open" if new.number > old.number else "is now the open round"
+        change = ("'s target changed" if new.id == old.id else " is open" if new.number > old.number
+                  else " is now the open round")
         self.view.round_notice.show_message(
-            f"<b>Round {new.number} {change}.</b> You now write against its target: {targets}.", "OK")
+            f"<b>Round {new.number}{change}.</b> You now write against its target: {targets}.", "OK")
         if not self.records:
             self.view.prediction.clear(self.no_model_message)
         self.view.status.setText("")
         if self.view.warning.isHidden():  # a content warning not yet read keeps the editor locked
             self.view.set_locked(False)
+        if new.id == old.id:
+            return  # the same round: the text stays, and the new target predicts it (see _models_loaded)
         if self.draft is not None and self.draft.round_number != new.number and self._written():
             self._offer_move(self.draft.round_number)
         else:

@@ -1,22 +1,18 @@
-"""A new round reaching an open app (issue 15): a sync brings round 2 with another target while a
-writer is filling in an example of round 1. The Create tab switches to round 2 once its target
-answers, says so, and offers to move the unfinished example, which is predicted again by the new
+"""A new round reaching an open app (issue 15): the owner publishes round 2 with another target on a
+real loopback server while Ann is filling in an example of round 1, and Ann presses Sync now.
+The Create tab switches to round 2 once its target answers, says so, and offers to move the unfinished example, which is predicted again by the new
 target and stored in round 2. Nothing is retyped."""
 
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from PySide6.QtCore import Qt
 
 from app.desk import Desk
-from app.domain import Role, utcnow
-from app.io.records import dump_round
+from app.domain import Role
 from app.services.target_models import register_model
-from sync.client import SyncReport
-from sync.local import apply_page
 from tests.gui.conftest import close_window, open_window
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction
 
@@ -34,29 +30,42 @@ def flipped_model_dir(copy_model, hate_trigger_model_dir):
     return folder
 
 
-def pull_round_two(window, flipped_dir) -> str:
-    """What a sync pulls when the lead closed round 1 and opened round 2 on the server: the two
-    rounds' records (stored by the sync's own page writer) and round 2's target model, already
-    downloaded. Then the sync's after-pull signal, as a finished Sync now sends it."""
-    desk = window.desk
-    model = register_model(desk, flipped_dir, task_code="hate_speech", name="Flipped model")
-    first = desk.tasks.round("hate_speech")
-    targets = [m.id for m in desk.models.round_models(first.id)]
-    closed = {**dump_round(first, "hate_speech", targets), "status": "closed", "closed_at": utcnow().isoformat()}
-    opened = {**dump_round(first, "hate_speech", [model.id]), "id": str(uuid.uuid4()), "number": 2, "status": "open",
-              "goal_message": "Fool the flipped model", "closed_at": None, "opened_at": utcnow().isoformat()}
-    pulled = apply_page(desk.db, [closed, opened], set(), key="test-server", cursor=1)
-    assert not pulled.skipped
-    window.sync.finished.emit(SyncReport(pulled=2))
-    return model.sha256
+@pytest.fixture
+def team(tmp_path):
+    from tests.sync.helpers import ThreadServer, add_account, server_database
+
+    db = server_database(f"sqlite:///{tmp_path / 'server' / 'server.sqlite'}")
+    running = ThreadServer(db, tmp_path / "server")
+    running.owner = add_account(db, "Olga Owner", "owner", "A")
+    running.ann = add_account(db, "Ann Annotator", "annotator", "A")
+    yield running
+    running.stop()
+    db.close()
 
 
-def test_a_round_opened_by_a_sync_reaches_the_open_app_and_the_form_in_progress_moves_to_it(
-        qtbot, data_dir, hate_model, flipped_model_dir):
+def test_round_two_published_by_the_owner_reaches_the_open_app_and_the_form_in_progress_moves_to_it(
+        qtbot, tmp_path, data_dir, team, hate_trigger_model_dir, flipped_model_dir):
+    from sync.client import SyncClient
+
+    owner = Desk(tmp_path / "owner-desk")
+    owner.people.create("Olga Owner", "owner", person_id=team.owner.id)
+    owner.switch_person(team.owner.id)
+    first_model = register_model(owner, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
+    assert owner.rounds.adopt_first_models("hate_speech", [first_model.id])
+    with SyncClient(owner, team.url, team.owner.token) as client:
+        client.publish("hate_speech")
+
+    with Desk(data_dir) as ann_desk:  # Ann's profile, as `sync configure` makes it
+        ann_desk.people.create("Ann Annotator", "annotator", person_id=team.ann.id)
+        ann_desk.switch_person(team.ann.id)
     window = open_window(qtbot, data_dir)
     ws, view = window.workspace, window.workspace.view
     try:
+        # Ann's first sync brings round 1's target: the open app takes it, and says so.
+        window.sync.configure(team.url, team.ann.token, 300)
         qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
+        assert ws.loaded.sha256s == (first_model.sha256,)
+        assert "Round 1's target changed" in view.round_notice.text.text()
         qtbot.mouseClick(view.warning.primary, Qt.MouseButton.LeftButton)
         text = "my neighbour smiled at the doctor today"
         type_text(qtbot, window, text)
@@ -70,23 +79,30 @@ def test_a_round_opened_by_a_sync_reaches_the_open_app_and_the_form_in_progress_
         qtbot.mouseClick(form.editors["target_groups"][0][1], Qt.MouseButton.LeftButton)
         qtbot.keyClicks(form.editors["label_explanation"], "It compares a group to vermin")
 
-        new_sha = pull_round_two(window, flipped_model_dir)
+        # The owner closes round 1 and opens round 2 with another target; Ann presses Sync now.
+        second_model = register_model(owner, flipped_model_dir, task_code="hate_speech", name="Flipped model")
+        owner.rounds.open_next("hate_speech", team.owner.id, [second_model.id])
+        with SyncClient(owner, team.url, team.owner.token) as client:
+            client.publish("hate_speech")
+        owner.close()
+        qtbot.keyClick(window, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
         # Until round 2's target answers, nothing is judged by round 1's model.
         held = "Round 2 is open — loading its target…"
         qtbot.waitUntil(lambda: "Round 2" in view.goal.text() or view.prediction.verdict.text() == held, timeout=WAIT)
         if "Round 2" not in view.goal.text():
             assert ws.loaded is None and ws.last_outputs == []
         qtbot.waitUntil(lambda: "Round 2" in view.goal.text() and ws.loaded is not None, timeout=WAIT)
-        assert ws.loaded.sha256s == (new_sha,)
+        assert ws.loaded.sha256s == (second_model.sha256,)
         assert view.round_notice.isVisible()
         assert "Round 2 is open" in view.round_notice.text.text() and "Flipped model" in view.round_notice.text.text()
-        assert "Round 2" in view.goal.text() and window.round_label.text().startswith("Round 2")
+        assert window.round_label.text().startswith("Round 2")
         # The example of round 1 is kept as it was typed, with the offer to move it.
         assert view.editor.content() == {"inputs": {"text": text}, "label": "hate", "answer": None}
         assert view.move_offer.isVisible() and "round 1" in view.move_offer.text.text()
         assert view.move_offer.primary.text() == "Move to round 2"
-        drafts = window.desk.examples.drafts(window.desk.current_person_id)
-        assert [(d.text, d.round_id) for d in drafts] == [(text, window.desk.tasks.round("hate_speech", 1).id)]
+        desk = window.desk
+        drafts = desk.examples.drafts(desk.current_person_id)
+        assert [(d.text, d.round_id) for d in drafts] == [(text, desk.tasks.round("hate_speech", 1).id)]
         assert drafts[0].meta["hate_type"] == "dehumanization"
         submit(qtbot, window)  # not into a closed round
         assert not view.form_shown() and "move the example" in view.status.text()
@@ -105,10 +121,10 @@ def test_a_round_opened_by_a_sync_reaches_the_open_app_and_the_form_in_progress_
 
         (example,) = stored_examples(window)
         assert example.text == text and example.true_label == "hate"
-        assert example.round_id == window.desk.tasks.round("hate_speech", 2).id
-        assert example.model_fooled is False and [o.model_sha256 for o in example.outputs] == [new_sha]
+        assert example.round_id == desk.tasks.round("hate_speech", 2).id
+        assert example.model_fooled is False and [o.model_sha256 for o in example.outputs] == [second_model.sha256]
         assert example.outputs[0].label == "hate" and example.meta["hate_type"] == "dehumanization"
-        assert window.desk.examples.drafts(window.desk.current_person_id) == []
+        assert desk.examples.drafts(desk.current_person_id) == []
     finally:
         close_window(window)
 
