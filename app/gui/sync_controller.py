@@ -304,6 +304,7 @@ def install(window) -> SyncController:
     controller.status_changed.connect(show)
     controller.finished.connect(pulled)
     controller.identity_changed.connect(window._show_person)
+    controller.identity_changed.connect(window.workspace.writer_renamed)
     controller.progress.connect(widget.set_progress)
     widget.sync_requested.connect(controller.sync_now)
     widget.settings_requested.connect(open_settings)

@@ -324,6 +324,20 @@ class WorkspaceController(QObject):
         self.view.message.show_message(f"Kept as a draft of round {number}: it is offered again when you come "
                                        "back to this task.", "OK")
 
+    def writer_renamed(self) -> None:
+        """The same writer now works under the profile the sync server knows: the example on screen
+        is theirs (else it would be stored under the old profile, and never sent)."""
+        ref, examples, person = self.draft, self.desk.examples, self.desk.current_person_id
+        if ref is None or ref.author_id == person:
+            return
+        ref.author_id = person
+
+        def give():
+            if ref.id is not None:
+                examples.give_draft(ref.id, person)
+
+        self.db.submit(give, on_error=self._show_error)
+
     def _acknowledge_warning(self) -> None:
         settings = self.desk.settings
         if self.task_code not in settings.acknowledged_warnings:

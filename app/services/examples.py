@@ -244,6 +244,15 @@ class ExampleService:
             draft.fooled_rule = round_.fooled_rule
             return draft
 
+    def give_draft(self, draft_id: uuid.UUID, author_id: uuid.UUID) -> Example:
+        """The desk now works as another profile of the same writer (the sync token's holder): the
+        draft on screen becomes theirs, so that it is offered to them and, once stored, synced."""
+        with self.db.write() as session:
+            self._require_person(session, author_id)
+            draft = self._draft(session, draft_id)
+            draft.author_id = author_id
+            return draft
+
     def discard_draft(self, draft_id: uuid.UUID) -> None:
         with self.db.write() as session:
             session.delete(self._draft(session, draft_id))

@@ -43,6 +43,22 @@ def team(tmp_path):
     db.close()
 
 
+def server_example(team, example_id):
+    from sync.server import models
+
+    with team.db.read() as session:
+        return session.get(models.Example, example_id)
+
+
+def team_round(team, number: int):
+    from sqlalchemy import select
+
+    from sync.server import models
+
+    with team.db.read() as session:
+        return session.scalar(select(models.Round.id).where(models.Round.number == number))
+
+
 def test_round_two_published_by_the_owner_reaches_the_open_app_and_the_form_in_progress_moves_to_it(
         qtbot, tmp_path, data_dir, team, hate_trigger_model_dir, flipped_model_dir):
     from sync.client import SyncClient
@@ -55,9 +71,6 @@ def test_round_two_published_by_the_owner_reaches_the_open_app_and_the_form_in_p
     with SyncClient(owner, team.url, team.owner.token) as client:
         client.publish("hate_speech")
 
-    with Desk(data_dir) as ann_desk:  # Ann's profile, as `sync configure` makes it
-        ann_desk.people.create("Ann Annotator", "annotator", person_id=team.ann.id)
-        ann_desk.switch_person(team.ann.id)
     window = open_window(qtbot, data_dir)
     ws, view = window.workspace, window.workspace.view
     try:
@@ -65,6 +78,7 @@ def test_round_two_published_by_the_owner_reaches_the_open_app_and_the_form_in_p
         window.sync.configure(team.url, team.ann.token, 300)
         qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
         assert ws.loaded.sha256s == (first_model.sha256,)
+        assert window.desk.current_person_id == ws.draft.author_id == team.ann.id  # her work syncs as hers
         assert "Round 1's target changed" in view.round_notice.text.text()
         qtbot.mouseClick(view.warning.primary, Qt.MouseButton.LeftButton)
         text = "my neighbour smiled at the doctor today"
@@ -125,6 +139,11 @@ def test_round_two_published_by_the_owner_reaches_the_open_app_and_the_form_in_p
         assert example.model_fooled is False and [o.model_sha256 for o in example.outputs] == [second_model.sha256]
         assert example.outputs[0].label == "hate" and example.meta["hate_type"] == "dehumanization"
         assert desk.examples.drafts(desk.current_person_id) == []
+        # Nothing waits: Sync now sends it to round 2 on the server.
+        qtbot.keyClick(window, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+        qtbot.waitUntil(lambda: server_example(team, example.id) is not None, timeout=20_000)
+        stored = server_example(team, example.id)
+        assert stored.round_id == team_round(team, 2) and stored.author_id == team.ann.id
     finally:
         close_window(window)
 
