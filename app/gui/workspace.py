@@ -223,8 +223,10 @@ class WorkspaceController(QObject):
             if current is not None:
                 self.set_task(self.task_code)
             return
-        waiting_for, targets = (self.pending_round, self.pending_records) if self.pending_round else (self.round,
-                                                                                                   self.records)
+        if self.pending_round is not None:
+            waiting_for, targets = self.pending_round, self.pending_records
+        else:
+            waiting_for, targets = self.round, self.records
         if current is not None and current.id == waiting_for.id and [r.id for r in records] == [r.id for r in targets]:
             return
         self.save_draft()  # what is on screen is kept in the round it was written in

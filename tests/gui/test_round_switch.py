@@ -156,6 +156,7 @@ def test_a_restored_draft_of_a_closed_round_is_offered_the_move(qtbot, data_dir,
         desk.examples.save_draft(draft.id, inputs={"text": "written before the round closed"}, true_label="hate",
                                  meta={"hate_type": "dehumanization"})
         desk.rounds.open_next("hate_speech", lead.id, [hate_model.id], goal_message="Round two")
+        lead_id = lead.id
     window = open_window(qtbot, data_dir)
     ws, view = window.workspace, window.workspace.view
     try:
@@ -183,5 +184,13 @@ def test_a_restored_draft_of_a_closed_round_is_offered_the_move(qtbot, data_dir,
         (moved,) = window.desk.examples.drafts(window.desk.current_person_id)
         assert moved.id == draft.id and moved.round_id == ws.round.id
         assert moved.text == "written before the round closed" and moved.meta["hate_type"] == "dehumanization"
+
+        # A lead closes round 2 on this desk, and no round is open: the text stays, as a draft.
+        window.desk.rounds.close(ws.round.id, lead_id)
+        window.rounds.rounds_changed.emit("hate_speech")
+        qtbot.waitUntil(lambda: not view.editing.isEnabled(), timeout=5000)
+        assert "Round 2 has closed; your text is kept as a draft" in view.status.text()
+        assert window.round_label.text() == "No open round" and ws.loaded is None
+        assert text_box(window).toPlainText() == "written before the round closed"
     finally:
         close_window(window)
