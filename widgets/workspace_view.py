@@ -66,6 +66,10 @@ class WorkspaceView(QWidget):
         self.draft_offer = Banner("draft_offer", "#e3f0fb")
         self.message = Banner("workspace_message", "#e8f4ea")
         self.message.primary.clicked.connect(self.message.hide)
+        # A round that opened or closed while the app was open, and work written in a closed round.
+        self.round_notice = Banner("round_notice", "#e3f0fb")
+        self.round_notice.primary.clicked.connect(self.round_notice.hide)
+        self.move_offer = Banner("move_offer", "#fff4ce")
 
         self.editor = ExampleEditor(undo_stack)
         self.form = MetadataForm()
@@ -107,6 +111,8 @@ class WorkspaceView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.goal)
         layout.addWidget(self.warning)
+        layout.addWidget(self.round_notice)
+        layout.addWidget(self.move_offer)
         layout.addWidget(self.draft_offer)
         layout.addWidget(self.message)
         layout.addWidget(splitter, 1)

@@ -462,6 +462,17 @@ class MainWindow(QMainWindow):
             return
         self._task_code = code
         definition = self.desk.tasks.definition_by_code(code)
+        task_rounds = self.show_rounds()
+        rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in task_rounds]
+        self.filter_bar.set_choices(rounds, definition.labels)
+        self._filters_changed(self.filter_bar.value())
+
+    def show_rounds(self) -> list:
+        """The task's open round in the toolbar and in Create (after a sync, a round may have opened
+        or closed: the workspace switches once the new target answers). Returns the task's rounds."""
+        code = self._task_code
+        if code is None:
+            return []
         task_rounds = self.desk.tasks.rounds(code)
         open_rounds = [r for r in task_rounds if r.status == "open"]
         if open_rounds:
@@ -471,12 +482,11 @@ class MainWindow(QMainWindow):
             self.round_label.setToolTip(current.description)
         else:
             self.round_label.setText("No open round")
-        rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in task_rounds]
-        self.filter_bar.set_choices(rounds, definition.labels)
-        if self.workspace.task_code != code or self.workspace.round is None or (
-                open_rounds and open_rounds[-1].id != self.workspace.round.id):
+        if self.workspace.task_code != code:
             self.workspace.set_task(code)
-        self._filters_changed(self.filter_bar.value())
+        else:
+            self.workspace.follow_rounds()
+        return task_rounds
 
     def _filters_changed(self, values: dict) -> None:
         task_id = self._task_ids.get(self._task_code)

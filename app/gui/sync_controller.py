@@ -299,10 +299,12 @@ def install(window) -> SyncController:
     def pulled(report) -> None:
         if report.pulled:  # what arrived (a lead's return, a verdict) shows without touching a filter
             window.refresh()
+            window.show_rounds()  # a round opened or closed on the server reaches the open app
 
     controller.status_changed.connect(show)
     controller.finished.connect(pulled)
     controller.identity_changed.connect(window._show_person)
+    controller.identity_changed.connect(window.workspace.writer_renamed)
     controller.progress.connect(widget.set_progress)
     widget.sync_requested.connect(controller.sync_now)
     widget.settings_requested.connect(open_settings)

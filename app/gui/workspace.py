@@ -97,6 +97,11 @@ class WorkspaceController(QObject):
         self.records = []  # the round's target models, in load order
         self.loaded: LoadedModels | None = None
         self.draft: DraftRef | None = None
+        # A round change noticed (after a sync or a lead's change): its round and target models,
+        # and the load request of those models; the switch waits for that load to answer.
+        self.pending_round = None
+        self.pending_records: list = []
+        self._pending_load: int | None = None
         self.original: Original | None = None
         self.last_prediction: PredictionResult | None = None
         self.last_outputs: list[ModelOutput] = []
@@ -124,6 +129,8 @@ class WorkspaceController(QObject):
         view.warning.primary.clicked.connect(self._acknowledge_warning)
         view.draft_offer.primary.clicked.connect(self._restore_offered)
         view.draft_offer.secondary.clicked.connect(self._discard_offered)
+        view.move_offer.primary.clicked.connect(self.move_to_current_round)
+        view.move_offer.secondary.clicked.connect(self.keep_as_draft)
         inference.model_loaded.connect(self._models_loaded)
         inference.prediction_ready.connect(self._predicted)
         inference.attribution_ready.connect(self._attributed)
@@ -138,7 +145,10 @@ class WorkspaceController(QObject):
         self.save_draft()
         self.task_code = task_code
         self.definition = definition = desk.tasks.definition_by_code(task_code)
+        self.pending_round, self.pending_records, self._pending_load = None, [], None
         view = self.view
+        view.round_notice.hide()
+        view.move_offer.hide()
         view.editor.configure(editor_spec(definition))
         view.form.configure(form_fields(definition))
         view.show_form(False)
@@ -185,12 +195,153 @@ class WorkspaceController(QObject):
             return
         self.view.prediction.clear("Loading the target model…")
         self.status_changed.emit("Loading " + ", ".join(r.name for r in self.records) + "…")
+        self._pending_load = None
         self.inference.load(specs)
 
     def reload_models(self) -> None:
         """The round's target models changed: load them, keeping what is on screen."""
         if self.round is not None:
             self._load_models()
+
+    # --- a round change from elsewhere (a sync, a lead) -----------------------------------
+
+    def follow_rounds(self) -> None:
+        """The task's rounds may have changed: when the round on screen is no longer the open one,
+        hold the prediction and switch to the open round once its target model answers."""
+        if self.task_code is None:
+            return
+        tasks, models, code = self.desk.tasks, self.desk.models, self.task_code
+
+        def find():
+            try:
+                current = tasks.round(code)
+            except DynadeskError:
+                return None, []
+            return current, models.round_models(current.id)
+
+        self.db.submit(find, on_done=lambda found: self._round_found(*found), on_error=self._show_error)
+
+    def _round_found(self, current, records: list) -> None:
+        if self.round is None:  # nothing could be written: start afresh in the new round
+            if current is not None:
+                self.set_task(self.task_code)
+            return
+        if self.pending_round is not None:
+            waiting_for, targets = self.pending_round, self.pending_records
+        else:
+            waiting_for, targets = self.round, self.records
+        if current is not None and current.id == waiting_for.id and [r.id for r in records] == [r.id for r in targets]:
+            return
+        self.save_draft()  # what is on screen is kept in the round it was written in
+        self.loaded, self.last_prediction, self.last_outputs = None, None, []  # never judge by the old target
+        self.frozen_outputs, self.pending_submit = None, False
+        if self.view.form_shown():
+            self.view.show_form(False)  # the form keeps its values; it comes back at the next submit
+        self.view.attribution.clear()
+        if current is None:
+            self.pending_round, self.pending_records, self._pending_load = None, [], None
+            self.view.prediction.clear(f"Round {self.round.number} is closed and no round is open.")
+            self.view.set_locked(True, f"Round {self.round.number} has closed; your text is kept as a draft. "
+                                       "A lead can open the next round (Round menu).")
+            self.status_changed.emit("No open round")
+            return
+        self.pending_round, self.pending_records = current, records
+        number = current.number
+        what = f"Round {number}'s target changed" if current.id == self.round.id else f"Round {number} is open"
+        self.view.prediction.clear(f"{what} — loading its target…")
+        self.view.status.setText("Your example is kept; it is judged by the new target once that answers.")
+        if not records:
+            self._switch_round()
+            return
+        try:
+            specs = [model_spec(record) for record in records]
+        except TargetModelError as exc:
+            self.view.prediction.clear(str(exc))
+            self._switch_round()
+            return
+        self.status_changed.emit(f"Round {current.number}: loading " + ", ".join(r.name for r in records) + "…")
+        self._pending_load = self.inference.load(specs)
+
+    def _switch_round(self) -> None:
+        """The new round's target answered (or it has none): write against it from now on."""
+        new, old = self.pending_round, self.round
+        self.round, self.records = new, self.pending_records
+        self.pending_round, self.pending_records, self._pending_load = None, [], None
+        goal = new.goal_message or self.definition.description
+        self.view.goal.setText(f"<b>Round {new.number}</b> · {goal}")
+        targets = ", ".join(r.name for r in self.records) or "no target model yet"
+        change = ("'s target changed" if new.id == old.id else " is open" if new.number > old.number
+                  else " is now the open round")
+        self.view.round_notice.show_message(
+            f"<b>Round {new.number}{change}.</b> You now write against its target: {targets}.", "OK")
+        if not self.records:
+            self.view.prediction.clear(self.no_model_message)
+        self.view.status.setText("")
+        if self.view.warning.isHidden():  # a content warning not yet read keeps the editor locked
+            self.view.set_locked(False)
+        if new.id == old.id:
+            return  # the same round: the text stays, and the new target predicts it (see _models_loaded)
+        if self.draft is not None and self.draft.round_number != new.number and self._written():
+            self._offer_move(self.draft.round_number)
+        else:
+            self.original = None
+            self.view.perturbation.clear()
+            self._new_example(after_submit=False)
+
+    def _written(self) -> bool:
+        inputs = self.view.editor.content()["inputs"]
+        return any(inputs.get(f.name, "").strip() for f in self.definition.written_inputs)
+
+    def _offer_move(self, number: int) -> None:
+        self.view.move_offer.show_message(
+            f"This example was written in round {number}, which is no longer open. Move it to round "
+            f"{self.round.number} (text, label and metadata are kept; its target predicts again), or keep it "
+            f"as a draft.", f"Move to round {self.round.number}", "Keep as draft")
+
+    def move_to_current_round(self) -> None:
+        """Move the example on screen to the open round; its prediction comes from that round's target."""
+        ref, examples, number = self.draft, self.desk.examples, self.round.number
+        self.view.move_offer.hide()
+        self._autosave.stop()
+
+        def move():
+            if ref.id is not None:
+                examples.move_draft(ref.id, number)
+            ref.round_number = number
+
+        def moved(_result) -> None:
+            self.prediction_text, self.last_prediction, self.last_outputs = None, None, []
+            self.view.message.show_message(f"Moved to round {number}: the prediction shown is its target's.", "OK")
+            self._text_edited()
+            self.save_draft()
+
+        self.db.submit(move, on_done=moved, on_error=self._show_error)
+
+    def keep_as_draft(self) -> None:
+        """Leave the example in its round as a draft (offered again later) and start afresh here."""
+        number = self.draft.round_number
+        self.view.move_offer.hide()
+        self.save_draft()
+        self.draft = None
+        self.original = None
+        self.view.perturbation.clear()
+        self._new_example(after_submit=False)
+        self.view.message.show_message(f"Kept as a draft of round {number}: it is offered again when you come "
+                                       "back to this task.", "OK")
+
+    def writer_renamed(self) -> None:
+        """The same writer now works under the profile the sync server knows: the example on screen
+        is theirs (else it would be stored under the old profile, and never sent)."""
+        ref, examples, person = self.draft, self.desk.examples, self.desk.current_person_id
+        if ref is None or ref.author_id == person:
+            return
+        ref.author_id = person
+
+        def give():
+            if ref.id is not None:
+                examples.give_draft(ref.id, person)
+
+        self.db.submit(give, on_error=self._show_error)
 
     def _acknowledge_warning(self) -> None:
         settings = self.desk.settings
@@ -207,6 +358,7 @@ class WorkspaceController(QObject):
         person = self.desk.current_person_id
         context_id = self.draft.context_id if (after_submit and self.draft) else None
         self.draft = DraftRef(self.task_code, self.round.number, person, context_id=context_id)
+        self.view.move_offer.hide()  # a new example belongs to the open round
         label = self.desk.rounds.starting_label(self.round.id, person, previous=previous_label,
                                                 after_submit=after_submit) if self.definition.labels else None
         current = self.view.editor.content()
@@ -321,6 +473,10 @@ class WorkspaceController(QObject):
         self._active_s = draft.time_spent_ms / 1000
         if draft.perturbation_of:
             self._load_original(draft.perturbation_of)
+        if self.round is not None and number != self.round.number:
+            self._offer_move(number)
+        else:
+            self.view.move_offer.hide()
         self._text_edited()
 
     def _discard_offered(self) -> None:
@@ -356,6 +512,11 @@ class WorkspaceController(QObject):
             self.explain(self.view.attribution.target_choice.currentData())
 
     def _models_loaded(self, loaded: LoadedModels) -> None:
+        if self.pending_round is not None:
+            if loaded.request_id != self._pending_load:
+                return  # the models of the round that is no longer open
+            self.loaded = loaded
+            self._switch_round()
         self.loaded = loaded
         details = ", ".join(f"{name} on {device}" for name, device in zip(loaded.names, loaded.devices))
         self.status_changed.emit(details)
@@ -363,8 +524,8 @@ class WorkspaceController(QObject):
         self._text_edited()
 
     def _predicted(self, result: PredictionResult) -> None:
-        if self.definition is None:
-            return
+        if self.definition is None or self.loaded is None:
+            return  # e.g. an answer of a target that is no longer the round's
         self.last_prediction = result
         self.prediction_text = self.view.editor.content()["inputs"]
         try:
@@ -420,6 +581,8 @@ class WorkspaceController(QObject):
             return
         if failure.operation == "load":
             self.loaded = None
+            if self.pending_round is not None:  # the round changes all the same; its model's problem is shown
+                self._switch_round()
             self.view.prediction.clear(f"The target model could not be loaded: {failure.message}")
             self.status_changed.emit("Target model failed to load")
         elif failure.operation == "attribute":
@@ -443,6 +606,15 @@ class WorkspaceController(QObject):
                           require_metadata=False)
         except InvalidExample as exc:
             self._problem(str(exc))
+            return
+        if self.pending_round is not None:
+            self._problem(f"Round {self.pending_round.number} is open — loading its target; your example is "
+                          "kept as a draft.")
+            return
+        if self.draft is not None and self.draft.round_number != self.round.number:
+            self._offer_move(self.draft.round_number)
+            self._problem(f"Round {self.draft.round_number} is no longer open: move the example to round "
+                          f"{self.round.number} or keep it as a draft (above).")
             return
         if self.records:
             if self.loaded is None:

@@ -232,6 +232,27 @@ class ExampleService:
                 )
             )
 
+    def move_draft(self, draft_id: uuid.UUID, round_number: int) -> Example:
+        """Move a draft written in a round that has since closed to an open round of its task,
+        keeping its text, label and metadata; its context, if any, stays as its provenance."""
+        with self.db.write() as session:
+            draft = self._draft(session, draft_id)
+            round_ = session.scalar(select(Round).where(Round.task_id == draft.task_id, Round.number == round_number))
+            if round_ is None or round_.status != RoundStatus.OPEN:
+                raise InvalidExample(f"Round {round_number} is not open; a draft can only move to an open round.")
+            draft.round_id = round_.id
+            draft.fooled_rule = round_.fooled_rule
+            return draft
+
+    def give_draft(self, draft_id: uuid.UUID, author_id: uuid.UUID) -> Example:
+        """The desk now works as another profile of the same writer (the sync token's holder): the
+        draft on screen becomes theirs, so that it is offered to them and, once stored, synced."""
+        with self.db.write() as session:
+            self._require_person(session, author_id)
+            draft = self._draft(session, draft_id)
+            draft.author_id = author_id
+            return draft
+
     def discard_draft(self, draft_id: uuid.UUID) -> None:
         with self.db.write() as session:
             session.delete(self._draft(session, draft_id))
