@@ -317,7 +317,11 @@ def test_unknown_training_data_is_said_and_an_explicit_file_is_used(desk, tiny_m
     options = EvaluationOptions(identity_swap=False, robustness=False, latency_samples=0)
     doc = evaluate(resolve_models(desk, ["tiny random"]), [data], options, desk=desk)
     assert doc["models"][0]["overlap"]["checks"][0]["status"] == "unknown" and not doc["warnings"]
-    assert "overlap not checked" in doc["notes"][0]
+    note = doc["notes"][0]
+    assert "overlap with its training data not checked: its record names no training file" in note
+    # it says how to name the file: the option, the tab's button, and the columns it reads
+    assert "choose the file with Training… in the Evaluate tab or pass --training-data PATH" in note
+    assert "text, test_case, tweet, sentence" in note and "--training-text-column" in note
     training = write_csv(tmp_path / "train.csv", ["text", "label"], [["Hello, there!", "hate"]])
     options.training_data = str(training)
     doc = evaluate(resolve_models(desk, ["tiny random"]), [data], options, desk=desk)
