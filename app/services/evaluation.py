@@ -423,7 +423,8 @@ def overlap_check(choice: ModelChoice, sets: list[EvalSet], options: EvaluationO
         try:
             texts = read_training_texts(Path(path), options.training_text_column or source.get("text_column"))
         except EvaluationInputError as exc:
-            entry.update(status="unreadable", message=f"{record.name}: overlap not checked: {exc}")
+            entry.update(status="unreadable", message=f"{record.name}: overlap not checked: {exc} Choose the "
+                                                      "training file with Training… or --training-data PATH.")
             checks.append(entry)
             continue
         if source.get("sha256") and Path(path).is_file() and file_sha256(Path(path)) != source["sha256"]:
@@ -628,6 +629,9 @@ def summary_lines(doc: dict) -> list[str]:
         run = r.get("run") or {}
         lines.append(f"  {run.get('items_per_second', 0):.0f} inputs/s, p95 latency {_num(run.get('latency_p95_ms'), 1)} ms, "
                      f"memory {_num(run.get('memory_mb'), 0)} MB")
+        if len(r["sets"]) > 1:
+            lines.append(f"  performance {_num(r['score']['utilities']['performance'])}: mean macro-F1 of "
+                         f"{len(r['sets'])} sets, {PERFORMANCE_WEIGHTING}")
         lines.append(f"  score {_num(r['score']['score'], 1)} / 100")
     return lines
 
