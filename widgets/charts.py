@@ -54,9 +54,9 @@ def time_tick_labels(values: list[float], step: float) -> list[str]:
     labels, last_day = [], None
     for value in values:
         when = datetime.fromtimestamp(value)
-        day = when.strftime("%-d %b")
+        day = f"{when.day} {when:%b}"  # not %-d: Windows' strftime lacks it
         if step >= DAY:
-            labels.append(when.strftime("%-d %b %Y") if step >= 91 * DAY else day)
+            labels.append(f"{day} {when.year}" if step >= 91 * DAY else day)
         else:
             labels.append(when.strftime("%H:%M") if day == last_day else f"{day} {when:%H:%M}")
         last_day = day
@@ -86,7 +86,8 @@ class CountAxis(pg.AxisItem):
     """Counts: whole-number ticks (unless fixed ticks are set, as for categories or rates)."""
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802
-        step, values = count_tick_values(minVal, maxVal, int(size // (30 if self.orientation in ("left", "right") else 60)))
+        room = 22 if self.orientation in ("left", "right") else 60  # pixels per tick label
+        step, values = count_tick_values(minVal, maxVal, int(size // room))
         return [(step, values)]
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802
