@@ -33,20 +33,24 @@ HOUR, DAY = 3600.0, 86400.0
 TIME_STEPS = (60.0, 300.0, 900.0, 1800.0, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR,
               DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY, 91 * DAY, 364 * DAY)
 COUNT_STEPS = [m * 10.0**e for e in range(16) for m in (1, 2, 5)]
-MIN_TIME_SPAN = HOUR  # a time chart shows at least this much, however close its points are
+MIN_TIME_SPAN = 50 * 60.0  # a time chart shows at least this much (with padding, about an hour)
 
 
 def _utc_offset(when: float) -> float:
     return datetime.fromtimestamp(when).astimezone().utcoffset().total_seconds()
 
 
-def time_tick_values(low: float, high: float, most: int) -> tuple[float, list[float]]:
-    """At most ``most`` (at least 2) ticks between two unix times, on whole local minutes, hours or days."""
+def time_tick_values(low: float, high: float, most: int, margin: float = 0.0) -> tuple[float, list[float]]:
+    """Up to ``most`` ticks between two unix times, on whole local minutes, hours or days, none
+    within ``margin`` of either end (where a centred label would be cut off)."""
     span = max(high - low, 1.0)
-    step = next((s for s in TIME_STEPS if span / s <= max(most, 2)), TIME_STEPS[-1])
     offset = _utc_offset(low)  # steps are aligned to local time: 14:00, not 14:00 UTC
-    first = math.ceil((low + offset) / step) * step - offset
-    return step, [first + i * step for i in range(int((high - first) // step) + 1)]
+    for step in (s for s in TIME_STEPS if span / s <= max(most, 2)):
+        first = math.ceil((low + margin + offset) / step) * step - offset
+        values = [first + i * step for i in range(int((high - margin - first) // step) + 1)]
+        if values:
+            return step, values
+    return TIME_STEPS[-1], []
 
 
 def time_tick_labels(values: list[float], step: float) -> list[str]:
@@ -75,7 +79,9 @@ class TimeAxis(pg.AxisItem):
     """Dates and times in local time; ticks at most every minute."""
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph's name)
-        step, values = time_tick_values(minVal, maxVal, max(3, int(size // 100)))
+        # labels are about 80 pixels wide; one cut at an end would be hidden, and the first names the day
+        margin = (maxVal - minVal) * 42 / max(size, 1.0)
+        step, values = time_tick_values(minVal, maxVal, max(3, int(size // 80)), margin)
         return [(step, values)]
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802

@@ -86,7 +86,7 @@ class EvaluationController(QObject):
                 choices.append({"key": "default", "name": "Bundled default model (hate speech R1)",
                                 "detail": "Prepared on first use if it is not yet.", "checked": True})
             elif code == DEFAULT_TASK:
-                choices.append(family_choice(bundled, "Bundled default model: ", checked=True))
+                choices.append(family_choice(bundled, "Bundled default model (hate speech R1)", checked=True))
             for round_ in desk.tasks.rounds(code):
                 members = desk.models.round_models(round_.id)
                 if members:
@@ -230,20 +230,20 @@ class EvaluationController(QObject):
         self.failed.emit(str(error))
 
 
-def family_choice(members: list, prefix: str = "", *, checked: bool = False) -> dict:
-    """One entry per model; a model held in several formats lists them under it, the fastest
-    (ONNX, int8 before fp32) ticked when ``checked``."""
+def family_choice(members: list, name: str = "", *, checked: bool = False) -> dict:
+    """One entry per model (``name``, or the name its records share); a model held in several
+    formats lists them under it, the fastest (ONNX, int8 before fp32) ticked when ``checked``."""
     def detail(record) -> str:
         return f"{record.name}: {record.format}, sha256 {record.sha256[:12]}…"
 
     if len(members) == 1:
-        return {"key": str(members[0].id), "name": prefix + members[0].name, "detail": detail(members[0]),
+        return {"key": str(members[0].id), "name": name or members[0].name, "detail": detail(members[0]),
                 "checked": checked}
     labels = [ev.format_label(r) for r in members]
     fastest = min(range(len(members)), key=lambda i: ("ONNX int8", "ONNX").index(labels[i])
                   if labels[i].startswith("ONNX") else 9)
-    return {"key": "", "name": prefix + ev.family_name(members),
-            "detail": f"One model in {len(members)} formats; tick the ones to evaluate.",
+    return {"key": "", "name": name or ev.family_name(members),
+            "detail": f"{ev.family_name(members)}: one model in {len(members)} formats; tick the ones to evaluate.",
             "formats": [{"key": str(r.id), "name": label, "detail": detail(r), "checked": checked and i == fastest}
                         for i, (r, label) in enumerate(zip(members, labels))]}
 

@@ -259,6 +259,8 @@ def test_the_shared_suite_with_a_tiny_model_and_figures_recomputed_from_json(des
     assert "<svg" in html and "Accuracy per functionality" in html
     assert "<script" not in html and "src=" not in html  # self-contained: nothing to fetch
     assert "banana detector" in html
+    assert "Performance = mean of the sets' macro-F1, each set counts equally" in html  # the weighting is said
+    assert stored["results"]["m1"]["performance"]["sets"] == [{"set": "suite", "n": 2297, "macro_f1": f["macro_f1"]}]
 
 
 def test_round_matrix_pairs_and_ensembles(desk, people, hate_model, tiny_model):

@@ -187,14 +187,16 @@ def test_period_choices_and_another_task(qtbot, dashboard):
 
 
 def tick_labels(chart, side: str) -> list[str]:
-    """What the axis draws now over the shown range: its fixed ticks, or the ticks it chooses."""
-    axis = chart.plot.getAxis(side)
-    if axis._tickLevels is not None:
-        return [label for level in axis._tickLevels for _, label in level]
-    low, high = axis.range
-    size = axis.height() if side == "left" else axis.width()
-    return [label for spacing, values in axis.tickValues(low, high, size)
-            for label in axis.tickStrings(values, axis.scale, spacing)]
+    """The labels the axis draws now (labels that would be cut off are not drawn)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _axis, _ticks, texts = chart.plot.getAxis(side).generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [text for _rect, _flags, text in texts]
 
 
 def test_day_one_axes_show_dates_and_times_and_whole_counts(dashboard):
@@ -207,7 +209,7 @@ def test_day_one_axes_show_dates_and_times_and_whole_counts(dashboard):
     window.resize(1366, 768)
     for chart in (view.mer_chart, view.vmer_chart, view.backlog_chart):
         labels = tick_labels(chart, "bottom")
-        assert len(labels) >= 2, labels
+        assert labels, chart.title.text()
         assert all(re.fullmatch(r"(\d{1,2} [A-Z][a-z]{2} )?\d{2}:\d{2}", label) for label in labels), labels
         assert re.match(r"\d{1,2} [A-Z][a-z]{2} ", labels[0]), labels  # the day is named
     counts = [(view.backlog_chart, "left"), (view.label_chart, "left")] + [
