@@ -5,7 +5,8 @@
 ANLI's round-1 development set (read from ../shared/data) shared among six simulated writers,
 and five simulated validators of differing care (tests/simulation.py, seeded). A second desk
 holds generated hate-speech examples over three rounds (placeholder texts; the dashboard shows
-figures, not texts), to show the hate-type and target-group charts that NLI does not have.
+figures, not texts), to show the hate-type and target-group charts that NLI does not have. A
+third desk is on its first day: seven examples written seconds apart.
 """
 
 import tempfile
@@ -61,6 +62,26 @@ def main() -> None:
         wait_for(controller, lambda: window.tabs.setCurrentWidget(view))
         wait_for(controller, lambda: view.breakdown_combo.setCurrentIndex(view.breakdown_combo.findData("target_groups")))
         window.grab().save(str(OUT / "dashboard-hate-speech.png"))
+        window.close()
+        desk.close()
+
+    # Day one: a few examples written seconds apart; the time axes still read as dates and times.
+    with tempfile.TemporaryDirectory() as scratch:
+        from types import SimpleNamespace
+
+        from tests.simulation import small_team
+
+        desk = lead_desk(scratch)
+        people = SimpleNamespace(**{key: desk.people.create(name, "annotator") for key, name in (
+            ("author", "Ana Author"), ("val1", "Vic Validator"), ("val2", "Wen Validator"), ("val3", "Xia Validator"))},
+            lead=desk.current_person())
+        model = desk.models.register("hate model r1", "hf-torch", "ab" * 32, task_id=desk.tasks.task("hate_speech").id)
+        small_team(desk, people, model)
+        desk.settings.last_task = "hate_speech"
+        window = show_window(desk, 1366, 768)
+        view, controller = window.dashboard_view, window.dashboard
+        wait_for(controller, lambda: window.tabs.setCurrentWidget(view))
+        window.grab().save(str(OUT / "dashboard-day-one.png"))
         window.close()
         desk.close()
 

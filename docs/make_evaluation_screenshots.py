@@ -14,7 +14,6 @@ from pathlib import Path
 
 from screenshot_kit import OUT, ROOT, application, show_window, wait, wait_until
 
-from PySide6.QtCore import Qt
 
 SUITE = ROOT.parent / "shared" / "data" / "hatecheck" / "test_suite_cases_dev.csv"
 TRAINING = ROOT.parent / "shared" / "data" / "davidson2017" / "labeled_data.csv"
@@ -73,17 +72,14 @@ def main() -> None:
         settings.acknowledged_warnings = [*settings.acknowledged_warnings, "hate_speech"]
         desk.save_settings()
 
-        window = show_window(desk, 1440, 880)
+        window = show_window(desk, 1366, 768)
         ws = window.workspace
         wait_until(lambda: ws.loaded is not None, 300)
         window.tabs.setCurrentWidget(window.evaluation_view)
         view = window.evaluation_view
-        wait_until(lambda: view.models.count() >= 3)
-        for i in range(view.models.count()):
-            item = view.models.item(i)
-            key = item.data(Qt.ItemDataRole.UserRole)
-            chosen = key in ("default", str(torch_record.id))
-            item.setCheckState(Qt.CheckState.Checked if chosen else Qt.CheckState.Unchecked)
+        wait_until(lambda: len(view.model_keys()) >= 3)
+        for key in view.model_keys():  # the default model's ONNX and PyTorch formats, under one entry
+            view.check_model(key, key in (str(onnx.id), str(torch_record.id)))
         view.suite.setText(str(SUITE))
         view.training.setText(str(TRAINING))  # the default model's record names the file, not where it is
         done = []

@@ -9,6 +9,7 @@ bars carry their value as text.
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from html import escape
 
 import pyqtgraph as pg
@@ -27,6 +28,78 @@ def color(index: int) -> QColor:
     return QColor(PALETTE[index % len(PALETTE)])
 
 
+HOUR, DAY = 3600.0, 86400.0
+# Tick steps of a time axis: whole minutes at the finest, so a day-one chart never shows fractions of a second.
+TIME_STEPS = (60.0, 300.0, 900.0, 1800.0, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR,
+              DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY, 91 * DAY, 364 * DAY)
+COUNT_STEPS = [m * 10.0**e for e in range(16) for m in (1, 2, 5)]
+MIN_TIME_SPAN = 50 * 60.0  # a time chart shows at least this much (with padding, about an hour)
+
+
+def _utc_offset(when: float) -> float:
+    return datetime.fromtimestamp(when).astimezone().utcoffset().total_seconds()
+
+
+def time_tick_values(low: float, high: float, most: int, margin: float = 0.0) -> tuple[float, list[float]]:
+    """Up to ``most`` ticks between two unix times, on whole local minutes, hours or days, none
+    within ``margin`` of either end (where a centred label would be cut off)."""
+    span = max(high - low, 1.0)
+    offset = _utc_offset(low)  # steps are aligned to local time: 14:00, not 14:00 UTC
+    for step in (s for s in TIME_STEPS if span / s <= max(most, 2)):
+        first = math.ceil((low + margin + offset) / step) * step - offset
+        values = [first + i * step for i in range(int((high - margin - first) // step) + 1)]
+        if values:
+            return step, values
+    return TIME_STEPS[-1], []
+
+
+def time_tick_labels(values: list[float], step: float) -> list[str]:
+    """Local date and time; the date on the first tick and wherever the day changes."""
+    labels, last_day = [], None
+    for value in values:
+        when = datetime.fromtimestamp(value)
+        day = f"{when.day} {when:%b}"  # not %-d: Windows' strftime lacks it
+        if step >= DAY:
+            labels.append(f"{day} {when.year}" if step >= 91 * DAY else day)
+        else:
+            labels.append(when.strftime("%H:%M") if day == last_day else f"{day} {when:%H:%M}")
+        last_day = day
+    return labels
+
+
+def count_tick_values(low: float, high: float, most: int) -> tuple[float, list[float]]:
+    """Whole numbers only, at a step of 1, 2 or 5 times a power of ten."""
+    span = max(high - low, 1.0)
+    step = next(s for s in COUNT_STEPS if span / s <= max(most, 2))
+    first = math.ceil(low / step) * step
+    return step, [first + i * step for i in range(int((high - first) // step) + 1)]
+
+
+class TimeAxis(pg.AxisItem):
+    """Dates and times in local time; ticks at most every minute."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph's name)
+        # labels are about 80 pixels wide; one cut at an end would be hidden, and the first names the day
+        margin = (maxVal - minVal) * 42 / max(size, 1.0)
+        step, values = time_tick_values(minVal, maxVal, max(3, int(size // 80)), margin)
+        return [(step, values)]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802
+        return time_tick_labels(list(values), spacing)
+
+
+class CountAxis(pg.AxisItem):
+    """Counts: whole-number ticks (unless fixed ticks are set, as for categories or rates)."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802
+        room = 22 if self.orientation in ("left", "right") else 60  # pixels per tick label
+        step, values = count_tick_values(minVal, maxVal, int(size // room))
+        return [(step, values)]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802
+        return [f"{round(v):,}" for v in values]
+
+
 class ChartFrame(QWidget):
     """A title, a legend row (outside the plot) and a pyqtgraph plot."""
 
@@ -37,7 +110,7 @@ class ChartFrame(QWidget):
         self.legend = QLabel()
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        axes = {"bottom": pg.DateAxisItem(orientation="bottom")} if date_axis else {}
+        axes = {"bottom": TimeAxis("bottom") if date_axis else CountAxis("bottom"), "left": CountAxis("left")}
         self.plot = pg.PlotWidget(axisItems=axes)
         self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(x=False, y=False)
@@ -239,7 +312,9 @@ class LineChart(ChartFrame):
             entries.append((name, c))
             top = max(top, max(py))
         self.set_legend(entries if len(entries) > 1 or not fill else [], note)
-        self.plot.enableAutoRange(x=True)
+        low, high = min(min(px) for px, _ in self.lines.values()), max(max(px) for px, _ in self.lines.values())
+        middle, half = (low + high) / 2, max(high - low, MIN_TIME_SPAN) / 2
+        self.plot.setXRange(middle - half, middle + half, padding=0.06)
         self.plot.setYRange(0, 1.05 if self.rate else max(1.0, top * 1.1), padding=0)
         axis = self.plot.getAxis("left")
         axis.setTicks([[(v, f"{v:.0%}") for v in (0, 0.25, 0.5, 0.75, 1.0)]] if self.rate else None)

@@ -21,14 +21,15 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QProgressBar,
     QPushButton,
     QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QTreeWidgetItemIterator,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -108,7 +109,9 @@ class EvaluationView(QWidget):
         super().__init__(parent)
         self.setObjectName("evaluation")
         # --- what to evaluate ---
-        self.models = QListWidget(objectName="models")
+        self.models = QTreeWidget(objectName="models")  # a model held in several formats lists them under it
+        self.models.setHeaderHidden(True)
+        self.models.setIndentation(16)
         self.models.setMinimumHeight(120)
         self.models.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # "Hate speech R1 (Mini…, ONNX fp32"
         self.models.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -288,29 +291,59 @@ class EvaluationView(QWidget):
     # --- input ---------------------------------------------------------------------------------
 
     def set_models(self, models: list[dict]) -> None:
-        """{"key", "name", "detail", "checked"} per choice."""
-        checked = {self.models.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.models.count())
-                   if self.models.item(i).checkState() == Qt.CheckState.Checked}
+        """{"key", "name", "detail", "checked"} per choice; a choice with "formats" (the same
+        choices, one per format of one model) lists them under its name."""
+        checked = set(self.checked_models())
         self.models.clear()
+
+        def add(parent, model: dict) -> QTreeWidgetItem:
+            item = QTreeWidgetItem(parent, [model["name"]])
+            item.setToolTip(0, model.get("detail", ""))
+            item.setData(0, Qt.ItemDataRole.UserRole, model["key"])
+            flags = item.flags() | Qt.ItemFlag.ItemIsUserCheckable
+            item.setFlags(flags | Qt.ItemFlag.ItemIsAutoTristate if model.get("formats") else flags)
+            if not model.get("formats"):
+                on = model["key"] in checked if checked else model.get("checked", False)
+                item.setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            else:
+                item.setCheckState(0, Qt.CheckState.Unchecked)
+            for child in model.get("formats") or []:
+                add(item, child)
+            return item
+
         for model in models:
-            item = QListWidgetItem(model["name"])
-            item.setToolTip(model.get("detail", ""))
-            item.setData(Qt.ItemDataRole.UserRole, model["key"])
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            on = model["key"] in checked if checked else model.get("checked", False)
-            item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-            self.models.addItem(item)
+            add(self.models, model)
+        self.models.expandAll()
+
+    def _leaves(self) -> list[QTreeWidgetItem]:
+        """The choices that name something to evaluate (a model's formats, not the model above them)."""
+        leaves, it = [], QTreeWidgetItemIterator(self.models)
+        while it.value():
+            if it.value().childCount() == 0:
+                leaves.append(it.value())
+            it += 1
+        return leaves
+
+    def model_entries(self) -> list[tuple[str, list[str]]]:
+        """(name, the names of its formats) per entry of the model list, as shown."""
+        top = [self.models.topLevelItem(i) for i in range(self.models.topLevelItemCount())]
+        return [(t.text(0), [t.child(j).text(0) for j in range(t.childCount())]) for t in top]
+
+    def model_keys(self) -> list[str]:
+        return [item.data(0, Qt.ItemDataRole.UserRole) for item in self._leaves()]
+
+    def checked_models(self) -> list[str]:
+        return [item.data(0, Qt.ItemDataRole.UserRole) for item in self._leaves()
+                if item.checkState(0) == Qt.CheckState.Checked]
 
     def check_model(self, key: str, on: bool = True) -> None:
-        for i in range(self.models.count()):
-            item = self.models.item(i)
-            if item.data(Qt.ItemDataRole.UserRole) == key:
-                item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+        for item in self._leaves():
+            if item.data(0, Qt.ItemDataRole.UserRole) == key:
+                item.setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
 
     def settings(self) -> dict:
         return {
-            "models": [self.models.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.models.count())
-                       if self.models.item(i).checkState() == Qt.CheckState.Checked],
+            "models": self.checked_models(),
             "rounds": self.rounds.isChecked(), "suite": self.suite.text().strip(), "data": self.data.text().strip(),
             "training_data": self.training.text().strip(),
             "identity_swap": self.identity_swap.isChecked(), "robustness": self.robustness.isChecked(),

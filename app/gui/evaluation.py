@@ -76,20 +76,24 @@ class EvaluationController(QObject):
             from app.services.target_models import DEFAULT_TASK
 
             task_id = desk.tasks.task(code).id
+            runnable = [r for r in desk.models.all()
+                        if r.format != ModelFormat.IMPORTED.value and r.task_id in (task_id, None)]
+            families = ev.model_families(runnable)
+            bundled = next((f for f in families if any(
+                (r.provenance or {}).get("default_model") and r.format == ModelFormat.ONNX.value for r in f)), None)
             choices = []
-            if code == DEFAULT_TASK:
+            if code == DEFAULT_TASK and bundled is None:
                 choices.append({"key": "default", "name": "Bundled default model (hate speech R1)",
                                 "detail": "Prepared on first use if it is not yet.", "checked": True})
+            elif code == DEFAULT_TASK:
+                choices.append(family_choice(bundled, "Bundled default model (hate speech R1)", checked=True))
             for round_ in desk.tasks.rounds(code):
                 members = desk.models.round_models(round_.id)
                 if members:
                     choices.append({"key": f"round:{round_.number}",
                                     "name": f"Round {round_.number} targets: " + " + ".join(m.name for m in members),
                                     "detail": "The round's target models, answering together."})
-            for record in desk.models.all():
-                if record.format != ModelFormat.IMPORTED.value and record.task_id in (task_id, None):
-                    choices.append({"key": str(record.id), "name": record.name,
-                                    "detail": f"{record.format}, sha256 {record.sha256[:12]}…"})
+            choices += [family_choice(f) for f in families if f is not bundled or code != DEFAULT_TASK]
             return choices
 
         self.db.submit(collect, on_done=self.view.set_models, on_error=self._error)
@@ -226,23 +230,48 @@ class EvaluationController(QObject):
         self.failed.emit(str(error))
 
 
+def family_choice(members: list, name: str = "", *, checked: bool = False) -> dict:
+    """One entry per model (``name``, or the name its records share); a model held in several
+    formats lists them under it, the fastest (ONNX, int8 before fp32) ticked when ``checked``."""
+    def detail(record) -> str:
+        return f"{record.name}: {record.format}, sha256 {record.sha256[:12]}…"
+
+    if len(members) == 1:
+        return {"key": str(members[0].id), "name": name or members[0].name, "detail": detail(members[0]),
+                "checked": checked}
+    labels = [ev.format_label(r) for r in members]
+    fastest = min(range(len(members)), key=lambda i: ("ONNX int8", "ONNX").index(labels[i])
+                  if labels[i].startswith("ONNX") else 9)
+    return {"key": "", "name": name or ev.family_name(members),
+            "detail": f"{ev.family_name(members)}: one model in {len(members)} formats; tick the ones to evaluate.",
+            "formats": [{"key": str(r.id), "name": label, "detail": detail(r), "checked": checked and i == fastest}
+                        for i, (r, label) in enumerate(zip(members, labels))]}
+
+
 def overview(doc: dict) -> dict:
     """The view's summary, matrix and choices, from an evaluation document."""
     models = doc["models"]
-    headers = ["Model", "Score"] + [d.capitalize() for d in ev.DIMENSIONS] + ["Inputs/s", "p95 ms", "Memory MB"]
+    sets = [s for s in doc["sets"] if s["cases"]]
+    rest = [d for d in ev.DIMENSIONS if d != "performance"]
+    headers = (["Model", "Score", f"Performance\nmean of {len(sets)} sets" if len(sets) > 1 else "Performance"]
+               + [f"{set_label(s)}\nF1, n={len(s['cases']):,}" for s in sets]
+               + [d.capitalize() for d in rest] + ["Inputs/s", "p95 ms", "Memory MB"])
     rows, colours = [], []
     for m in models:
         r = doc["results"][m["key"]]
         u = r["score"]["utilities"]
         run = r.get("run") or {}
-        rows.append([m["name"], num(r["score"]["score"], 1)] + [num(u[d], 2) for d in ev.DIMENSIONS]
+        f1s = [r["sets"][s["key"]]["macro_f1"] for s in sets]
+        rows.append([m["name"], num(r["score"]["score"], 1), num(u["performance"], 2)] + [num(f, 2) for f in f1s]
+                    + [num(u[d], 2) for d in rest]
                     + [f"{run.get('items_per_second', 0):.0f}", num(run.get("latency_p95_ms"), 1),
                        num(run.get("memory_mb"), 0)])
-        colours.append([None, None] + [u[d] for d in ev.DIMENSIONS] + [None, None, None])
+        colours.append([None, None, u["performance"]] + f1s + [u[d] for d in rest] + [None, None, None])
     weights = doc["options"]["weights"]
     first = doc["results"][models[0]["key"]]
     lines = [f"<b>Score</b> = 100 × Σ weight × utility ÷ Σ weight (weights: "
              + ", ".join(f"{d} {weights[d]:g}" for d in ev.DIMENSIONS) + ")."]
+    lines.append(performance_note(sets))
     if first.get("identity_swap"):
         s = first["identity_swap"]
         lines.append(f"Identity swap ({models[0]['name']}): prediction unchanged in {pct(s['consistency'])} "
@@ -273,6 +302,27 @@ def overview(doc: dict) -> dict:
         "models": [(m["key"], m["name"]) for m in models],
         "sets": [(s["key"], s["name"]) for s in doc["sets"]], "report": True,
     }
+
+
+SMALL_SET = 30  # fewer cases than this: one case moves the set's F1 by several points
+
+
+def set_label(eval_set: dict) -> str:
+    """A set's short name: "Round 2", "test_suite_cases_dev", "held-out.csv" (the count goes beside it)."""
+    return eval_set["name"].split(" (")[0]
+
+
+def performance_note(sets: list[dict]) -> str:
+    """How Performance is weighted, with each set's size: a few round examples count as much as a suite."""
+    sized = ", ".join(f"{set_label(s)} (n={len(s['cases']):,})" for s in sets)
+    if len(sets) == 1:
+        return f"<b>Performance</b> = macro-F1 on {sized}."
+    note = (f"<b>Performance</b> = mean of the macro-F1 of {len(sets)} sets, {ev.PERFORMANCE_WEIGHTING}: "
+            f"{sized}. Each set's own F1 is in its column.")
+    small = [set_label(s) for s in sets if len(s["cases"]) < SMALL_SET]
+    if small:
+        note += f" {', '.join(small)}: under {SMALL_SET} cases, a rough figure that still counts fully."
+    return note
 
 
 def elide(name: str, width: int = 36) -> str:

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from app.errors import DynadeskError
 from app.services.evaluation_data import (
     PERTURBATIONS,
+    TEXT_COLUMNS,
     EvalSet,
     EvaluationInputError,
     Variant,
@@ -158,6 +159,45 @@ def _find_record(records: list[ModelRecord], part: str) -> ModelRecord:
     raise EvaluationError(f"'{part}' matches {len(partial)} models ({'; '.join(r.name for r in partial)}); be more precise.")
 
 
+def format_label(record: ModelRecord) -> str:
+    """How a record's files hold the model: "PyTorch folder", "ONNX", "ONNX int8"."""
+    if record.format != "onnx":
+        return "PyTorch folder" if record.format == "hf-torch" else record.format
+    quantization = ((record.provenance or {}).get("export") or {}).get("quantization") or ""
+    return "ONNX int8" if "int8" in quantization or "int8" in record.name.casefold() else "ONNX"
+
+
+def model_families(records: Sequence[ModelRecord]) -> list[list[ModelRecord]]:
+    """Records grouped by the model they hold: an ONNX export (fp32 or int8) joins the record it
+    was exported from (``provenance.parent_model``); the source first, then ONNX, then ONNX int8."""
+    by_key = {key: r for r in records for key in (str(r.id), r.sha256)}
+
+    def root(record: ModelRecord) -> ModelRecord:
+        seen = set()
+        while record.id not in seen:
+            seen.add(record.id)
+            parent = (record.provenance or {}).get("parent_model") or {}
+            found = by_key.get(str(parent.get("id"))) or by_key.get(parent.get("sha256") or "")
+            if found is None:
+                break
+            record = found
+        return record
+
+    families: dict = {}
+    for record in records:
+        families.setdefault(root(record).id, []).append(record)
+    return [sorted(members, key=lambda r: (r.format == "onnx", format_label(r))) for members in families.values()]
+
+
+def family_name(members: Sequence[ModelRecord]) -> str:
+    """The name the family's records share, without a format suffix ("X, PyTorch", "X (ONNX int8)")."""
+    name = members[0].name
+    for suffix in (", PyTorch", " (PyTorch)", ", ONNX int8", ", ONNX fp32", " (ONNX int8)", " (ONNX)"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 # --- metrics ------------------------------------------------------------------------------------
 
 
@@ -280,9 +320,18 @@ def robustness_figures(variants: list[Variant], sets: dict[str, EvalSet], predic
             "ratio": noisy_acc / clean_acc if clean_acc else None}
 
 
+PERFORMANCE_WEIGHTING = "each set counts equally, whatever its number of cases"
+
+
+def performance_parts(figures: dict) -> list[dict]:
+    """What the performance utility averages: each set's macro-F1 and its number of cases."""
+    return [{"set": key, "n": s["n"], "macro_f1": s["macro_f1"]} for key, s in figures["sets"].items()
+            if s["macro_f1"] is not None]
+
+
 def utilities(figures: dict) -> dict[str, float | None]:
     """Each dimension on a 0..1 scale, higher is better (docs/evaluation.md gives the reasons)."""
-    f1s = [s["macro_f1"] for s in figures["sets"].values() if s["macro_f1"] is not None]
+    f1s = [part["macro_f1"] for part in performance_parts(figures)]
     run = figures.get("run") or {}
     speed, memory = run.get("items_per_second"), run.get("memory_mb")
     gaps = [s["target_gap"]["gap"] for s in figures["sets"].values() if s.get("target_gap")]
@@ -324,6 +373,7 @@ def compute_results(doc: dict) -> dict:
             pred = [predictions[k][c.id]["label"] for k in round_keys for c in sets[k].cases]
             figures["all_rounds"] = {"n": len(gold), "accuracy": accuracy(gold, pred), "macro_f1": macro_f1(gold, pred)}
         figures["score"] = weighted_score(utilities(figures), weights)
+        figures["performance"] = {"weighting": PERFORMANCE_WEIGHTING, "sets": performance_parts(figures)}
         results[model["key"]] = figures
     return results
 
@@ -367,15 +417,14 @@ def overlap_check(choice: ModelChoice, sets: list[EvalSet], options: EvaluationO
         entry: dict[str, Any] = {"model": record.name, "recorded": source or None, "file": path}
         if not path:
             entry["status"] = "unknown"
-            entry["message"] = (f"{record.name}: its record does not say where its training data is "
-                                f"({source.get('file') or 'no file named'}); overlap not checked. "
-                                "Name the training file (--training-data; Training… in the Evaluate tab).")
+            entry["message"] = unknown_training_note(record.name, source.get("file"))
             checks.append(entry)
             continue
         try:
             texts = read_training_texts(Path(path), options.training_text_column or source.get("text_column"))
         except EvaluationInputError as exc:
-            entry.update(status="unreadable", message=f"{record.name}: overlap not checked: {exc}")
+            entry.update(status="unreadable", message=f"{record.name}: overlap not checked: {exc} Choose the "
+                                                      "training file with Training… or --training-data PATH.")
             checks.append(entry)
             continue
         if source.get("sha256") and Path(path).is_file() and file_sha256(Path(path)) != source["sha256"]:
@@ -394,6 +443,16 @@ def overlap_check(choice: ModelChoice, sets: list[EvalSet], options: EvaluationO
             entry["message"] = f"{record.name}: no evaluation case appears in its training data ({len(texts):,} texts)."
         checks.append(entry)
     return {"checks": checks, "overlapping": sum(c.get("overlapping", 0) for c in checks)}
+
+
+def unknown_training_note(model_name: str, file_name: str | None) -> str:
+    """Why the overlap was not checked, and how to name the training file so that it is."""
+    named = (f"its record names the file {file_name} but not where it is" if file_name
+             else "its record names no training file")
+    return (f"{model_name}: overlap with its training data not checked: {named}. To check, choose "
+            f"{'that file' if file_name else 'the file'} with Training… in the Evaluate tab or pass "
+            "--training-data PATH to dynadesk eval (CSV or JSON lines; the text column is found by name: "
+            f"{', '.join(TEXT_COLUMNS)}, or --training-text-column NAME).")
 
 
 # --- running ------------------------------------------------------------------------------------
@@ -570,6 +629,9 @@ def summary_lines(doc: dict) -> list[str]:
         run = r.get("run") or {}
         lines.append(f"  {run.get('items_per_second', 0):.0f} inputs/s, p95 latency {_num(run.get('latency_p95_ms'), 1)} ms, "
                      f"memory {_num(run.get('memory_mb'), 0)} MB")
+        if len(r["sets"]) > 1:
+            lines.append(f"  performance {_num(r['score']['utilities']['performance'])}: mean macro-F1 of "
+                         f"{len(r['sets'])} sets, {PERFORMANCE_WEIGHTING}")
         lines.append(f"  score {_num(r['score']['score'], 1)} / 100")
     return lines
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from app.services.evaluation import DIMENSIONS
+from app.services.evaluation import DIMENSIONS, PERFORMANCE_WEIGHTING
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
@@ -97,6 +97,11 @@ def render_html(doc: dict) -> str:
     weights = doc["options"]["weights"]
     out.append("<p class='muted'>Score = 100 × Σ weight × utility ÷ Σ weight over the dimensions measured; weights: "
                + ", ".join(f"{d} {weights[d]:g}" for d in DIMENSIONS) + ". See docs/evaluation.md.</p>")
+    out.append("<p class='muted'>Performance = mean of the sets' macro-F1, " + escape(PERFORMANCE_WEIGHTING) + ": "
+               + "; ".join(escape(m["name"]) + ": " + ", ".join(
+                   f"{escape(sets[part['set']]['name'])} {_num(part['macro_f1'])} (n={part['n']:,})"
+                   for part in (doc["results"][m["key"]].get("performance") or {}).get("sets", []))
+                   for m in models) + ".</p>")
     rows = []
     for m in models:
         run = doc["results"][m["key"]]["run"] or {}

@@ -259,6 +259,8 @@ def test_the_shared_suite_with_a_tiny_model_and_figures_recomputed_from_json(des
     assert "<svg" in html and "Accuracy per functionality" in html
     assert "<script" not in html and "src=" not in html  # self-contained: nothing to fetch
     assert "banana detector" in html
+    assert "Performance = mean of the sets' macro-F1, each set counts equally" in html  # the weighting is said
+    assert stored["results"]["m1"]["performance"]["sets"] == [{"set": "suite", "n": 2297, "macro_f1": f["macro_f1"]}]
 
 
 def test_round_matrix_pairs_and_ensembles(desk, people, hate_model, tiny_model):
@@ -317,7 +319,11 @@ def test_unknown_training_data_is_said_and_an_explicit_file_is_used(desk, tiny_m
     options = EvaluationOptions(identity_swap=False, robustness=False, latency_samples=0)
     doc = evaluate(resolve_models(desk, ["tiny random"]), [data], options, desk=desk)
     assert doc["models"][0]["overlap"]["checks"][0]["status"] == "unknown" and not doc["warnings"]
-    assert "overlap not checked" in doc["notes"][0]
+    note = doc["notes"][0]
+    assert "overlap with its training data not checked: its record names no training file" in note
+    # it says how to name the file: the option, the tab's button, and the columns it reads
+    assert "choose the file with Training… in the Evaluate tab or pass --training-data PATH" in note
+    assert "text, test_case, tweet, sentence" in note and "--training-text-column" in note
     training = write_csv(tmp_path / "train.csv", ["text", "label"], [["Hello, there!", "hate"]])
     options.training_data = str(training)
     doc = evaluate(resolve_models(desk, ["tiny random"]), [data], options, desk=desk)

@@ -184,3 +184,36 @@ def test_period_choices_and_another_task(qtbot, dashboard):
                     timeout=20_000)
     assert view.facet_charts == {} and view.annotator_model.rows == []
     assert view.label_combo.count() == 4  # All + entailment, neutral, contradiction
+
+
+def tick_labels(chart, side: str) -> list[str]:
+    """The labels the axis draws now (labels that would be cut off are not drawn)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _axis, _ticks, texts = chart.plot.getAxis(side).generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [text for _rect, _flags, text in texts]
+
+
+def test_day_one_axes_show_dates_and_times_and_whole_counts(dashboard):
+    """small_team writes every example within seconds: the time axes still read as dates and times
+    (never fractions of a second), and counts are never 0.5 of an example."""
+    import re
+
+    window, _team = dashboard
+    view = window.dashboard_view
+    window.resize(1366, 768)
+    for chart in (view.mer_chart, view.vmer_chart, view.backlog_chart):
+        labels = tick_labels(chart, "bottom")
+        assert labels, chart.title.text()
+        assert all(re.fullmatch(r"(\d{1,2} [A-Z][a-z]{2} )?\d{2}:\d{2}", label) for label in labels), labels
+        assert re.match(r"\d{1,2} [A-Z][a-z]{2} ", labels[0]), labels  # the day is named
+    counts = [(view.backlog_chart, "left"), (view.label_chart, "left")] + [
+        (chart, "bottom") for chart in view.facet_charts.values()]
+    for chart, side in counts:
+        labels = tick_labels(chart, side)
+        assert labels and all(re.fullmatch(r"\d[\d,]*", label) for label in labels), (chart.title.text(), labels)

@@ -37,19 +37,29 @@ def small_suite(tmp_path):
     return target
 
 
+@pytest.fixture
+def trigger_exports(data_dir, hate_model):
+    """Two ONNX exports of the trigger model on record (fp32 by its id, int8 by its checksum)."""
+    from app.desk import Desk
+
+    with Desk(data_dir) as desk:
+        for name, parent in (("Trigger model (ONNX)", {"id": str(hate_model.id)}),
+                             ("Trigger model (ONNX int8)", {"sha256": hate_model.sha256})):
+            desk.models.register(name, "onnx", name.encode().hex().ljust(64, "0")[:64],
+                                 path=str(data_dir / "not-here"), provenance={"parent_model": parent})
+
+
 def open_tab(qtbot, window):
     qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
     view = window.evaluation_view
     assert window.tabs.currentWidget() is view
-    qtbot.waitUntil(lambda: view.models.count() >= 3, timeout=WAIT)
+    qtbot.waitUntil(lambda: len(view.model_keys()) >= 3, timeout=WAIT)
     return view
 
 
 def tick_only(view, key: str) -> None:
-    for i in range(view.models.count()):
-        item = view.models.item(i)
-        on = item.data(Qt.ItemDataRole.UserRole) == key
-        item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+    for each in view.model_keys():
+        view.check_model(each, each == key)
 
 
 def choose_suite(qtbot, view, path) -> None:
@@ -59,7 +69,7 @@ def choose_suite(qtbot, view, path) -> None:
 
 def test_evaluate_a_round_target_on_a_suite_and_open_a_failing_case(qtbot, window, small_suite, data_dir):
     view = open_tab(qtbot, window)
-    names = [view.models.item(i).text() for i in range(view.models.count())]
+    names = [name for name, _formats in view.model_entries()]
     assert names[0].startswith("Bundled default model") and "Round 1 targets: Trigger model" in names
     tick_only(view, "round:1")
     choose_suite(qtbot, view, small_suite)
@@ -227,3 +237,30 @@ def test_jobs_let_typing_in_between_batches(qtbot, tiny_classifier_dir):
         assert job_id > 0
     finally:
         service.shutdown()
+
+
+def test_one_entry_per_model_and_performance_per_set_with_its_size(qtbot, trigger_exports, window, hate_model,
+                                                                   small_suite, tmp_path):
+    """The trigger model's three formats sit under one entry; the summary shows each set's F1 with
+    its number of cases and says that the sets count equally, not by size."""
+    view = open_tab(qtbot, window)
+    entries = dict(view.model_entries())
+    assert entries["Trigger model"] == ["PyTorch folder", "ONNX", "ONNX int8"]
+    assert not any(name.startswith("Trigger model (ONNX") for name in entries)
+    tick_only(view, str(hate_model.id))
+    held = tmp_path / "held.csv"
+    held.write_text("text,label\nI hate all of them,hate\nWhat a lovely day,not hate\nThey are vermin,hate\n",
+                    encoding="utf-8")
+    choose_suite(qtbot, view, small_suite)
+    qtbot.keyClicks(view.data, str(held))
+    view.identity_swap.setChecked(False)
+    view.robustness.setChecked(False)
+    with qtbot.waitSignal(window.evaluation.finished, timeout=WAIT) as finished:
+        qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+    sets = finished.args[0]["results"]["m1"]["sets"]
+    headers = [view.summary.horizontalHeaderItem(c).text() for c in range(view.summary.columnCount())]
+    assert headers[2:5] == ["Performance\nmean of 2 sets", "suite\nF1, n=150", "held.csv\nF1, n=3"]
+    assert [view.summary.item(0, c).text() for c in (3, 4)] == [f"{sets[k]['macro_f1']:.2f}" for k in ("suite", "data")]
+    explanation = view.dimensions.text()
+    assert "mean of the macro-F1 of 2 sets, each set counts equally, whatever its number of cases" in explanation
+    assert "suite (n=150), held.csv (n=3)" in explanation and "held.csv: under 30 cases" in explanation
