@@ -66,6 +66,7 @@ class WorkspaceView(QWidget):
         self.draft_offer = Banner("draft_offer", "#e3f0fb")
         self.message = Banner("workspace_message", "#e8f4ea")
         self.message.primary.clicked.connect(self.message.hide)
+        self.returned = Banner("returned_notice", "#fdecea")  # work a lead sent back to this writer
 
         self.editor = ExampleEditor(undo_stack)
         self.form = MetadataForm()
@@ -109,6 +110,7 @@ class WorkspaceView(QWidget):
         layout.addWidget(self.warning)
         layout.addWidget(self.draft_offer)
         layout.addWidget(self.message)
+        layout.addWidget(self.returned)
         layout.addWidget(splitter, 1)
 
     def show_form(self, shown: bool) -> None:

@@ -38,6 +38,7 @@ from app.gui.worker import SerialWorker
 from local_models.progress import Progress
 from app.services.example_view import for_data_tab
 from app.services.review import NOT_DRAFT, ExampleFilter
+from app.services.validation import VALIDATABLE
 from widgets.elided_label import ElidedLabel
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
@@ -123,6 +124,7 @@ class MainWindow(QMainWindow):
         self.model_label = ElidedLabel(objectName="models")
         self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().addPermanentWidget(self.count_label)
+        self._install_returned_work()
         self.workspace.status_changed.connect(self.model_label.setText)
         self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
 
@@ -143,6 +145,21 @@ class MainWindow(QMainWindow):
         self._damage_shown: str | None = None
         self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
         desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
+
+    # --- returned work (issue #15): its author sees it in Create and the status bar ---
+
+    def _install_returned_work(self) -> None:
+        from app.gui.returned_work import ReturnedWork
+
+        label = QLabel(objectName="returned-count")
+        self.statusBar().addPermanentWidget(label)
+        self.returned_work = ReturnedWork(self.desk, self.db, self.workspace_view.returned, label,
+                                          self.show_returned, self.show_error, self)
+
+    def show_returned(self) -> None:
+        """The Data tab with the profile's returned examples."""
+        self.tabs.setCurrentWidget(self.data_page)
+        self.filter_bar.author.setCurrentIndex(self.filter_bar.author.findData("returned"))
 
     # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
 
@@ -420,6 +437,7 @@ class MainWindow(QMainWindow):
     def _show_person(self) -> None:
         person = self.desk.current_person()
         self.person_label.setText(f"{person.display_name} · {person.role} ")
+        self.returned_work.refresh()
 
     def open_profiles(self) -> None:
         people = [(str(p.id), p.display_name, p.role) for p in self.desk.people.all()]
@@ -488,7 +506,9 @@ class MainWindow(QMainWindow):
             labels=[values["label"]] if values.get("label") else (),
             fooled=values.get("fooled"),
             validation_states=[values["validation_state"]] if values.get("validation_state") else (),
-            statuses=[values["status"]] if values.get("status") else NOT_DRAFT,
+            # returned work the author retracted is dealt with
+            statuses=[values["status"]] if values.get("status") else (
+                VALIDATABLE if values.get("returned") else NOT_DRAFT),
             text=values.get("text", ""),
         ))
 
@@ -497,6 +517,7 @@ class MainWindow(QMainWindow):
         example stays selected, so a sync in the background does not take it from under the user."""
         if getattr(self, "dashboard", None) is not None:
             self.dashboard.refresh()
+        self.returned_work.refresh()
         row = self.table_model.row_data(self.table.currentIndex().row())
         self._reselect_id = row["id"] if row else None
         self.browser.refresh()

@@ -338,6 +338,6 @@ class RecordWriter:
     def finish(self) -> None:
         for example_id in self.touched:
             example = self.session.get(Example, example_id)
-            definition = self.desk.tasks.definition(example.task_id)
+            threshold = self.desk.tasks.agreement_threshold(example.task_id)
             self.session.refresh(example, ["validations"])
-            summarise(example, list(example.validations), definition.agreement_threshold)
+            summarise(example, list(example.validations), threshold)

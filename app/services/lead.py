@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.domain import ReviewAction, Role, SyncState, ValidationMode, ValidationState, Verdict, new_id, utcnow
 from app.errors import NotFound, ValidationRuleError
@@ -64,6 +64,11 @@ class LeadReviewService:
             raise NotALead(f"{lead.display_name} is an {lead.role}: only team leads and owners can adjudicate, "
                            "accept or return work. Switch to a lead profile (Profile menu).")
         return lead
+
+    def require_lead(self, person_id: uuid.UUID) -> None:
+        """Raises NotALead (with what to do) unless the profile is a lead or owner."""
+        with self.db.read() as session:
+            self._lead(session, person_id)
 
     def is_lead(self, person_id: uuid.UUID) -> bool:
         with self.db.read() as session:
@@ -145,10 +150,19 @@ class LeadReviewService:
             rows.sort(key=lambda row: review_order(row[0]))  # the last is the one the example shows
             return [ReviewRecord(r.example_id, name, r.action, r.comment, r.created_at) for r, name in rows]
 
+    @staticmethod
+    def _returned(author_id: uuid.UUID):
+        # Retracted ones are dealt with: the author took them back.
+        return select(Example).where(Example.author_id == author_id,
+                                     Example.review_state == ReviewAction.RETURNED.value,
+                                     Example.status.in_(VALIDATABLE))
+
     def returned_to(self, author_id: uuid.UUID) -> list[Example]:
-        """The author's examples that a lead returned (newest review first)."""
+        """The author's examples that a lead returned and that still wait for them (newest review first)."""
         with self.db.read() as session:
-            return list(session.scalars(
-                select(Example).where(Example.author_id == author_id,
-                                      Example.review_state == ReviewAction.RETURNED.value)
-                .order_by(Example.reviewed_at.desc())))
+            return list(session.scalars(self._returned(author_id).order_by(Example.reviewed_at.desc())))
+
+    def returned_count(self, author_id: uuid.UUID) -> int:
+        """How many of ``returned_to`` there are (the index on author and review state serves it)."""
+        with self.db.read() as session:
+            return session.scalar(select(func.count()).select_from(self._returned(author_id).subquery()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Callable, Mapping
 
 from sqlalchemy import select
 
@@ -14,9 +15,11 @@ from app.tasks.definition import TaskCatalog, TaskDefinition
 
 
 class TaskService:
-    def __init__(self, db: Database, catalog: TaskCatalog):
+    def __init__(self, db: Database, catalog: TaskCatalog,
+                 threshold_overrides: Callable[[], Mapping[str, int]] = dict):
         self.db = db
         self.catalog = catalog
+        self._threshold_overrides = threshold_overrides  # task code -> a lead's choice on this desk
         self._definitions: dict[uuid.UUID, TaskDefinition] = {}
 
     def sync_catalog(self) -> list[str]:
@@ -72,6 +75,12 @@ class TaskService:
                     raise NotFound(f"There is no task with id {task_id}.")
                 cached = self._definitions[task_id] = TaskDefinition.model_validate(task.definition)
         return cached
+
+    def agreement_threshold(self, task_id: uuid.UUID) -> int:
+        """Matching peer verdicts that decide an example: the lead's choice on this desk where there is
+        one (a team of two cannot reach the usual 3), else the task definition's."""
+        definition = self.definition(task_id)
+        return self._threshold_overrides().get(definition.code, definition.agreement_threshold)
 
     def task_code(self, task_id: uuid.UUID) -> str:
         return self.definition(task_id).code
