@@ -15,7 +15,7 @@ from sqlalchemy.orm import aliased
 from app.domain import ExampleStatus, Verdict
 from app.errors import DynadeskError
 from app.storage.db import Database
-from app.storage.models import Example, ExampleFacet, Person, Round, Task, Validation
+from app.storage.models import Example, ExampleFacet, Person, Round, Task
 
 NOT_DRAFT = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value, ExampleStatus.RETRACTED.value)
 # FTS5 trigram needs at least three characters; shorter terms fall back to a substring scan.
@@ -68,9 +68,6 @@ class ExampleRow:
 
 # A validator who says "incorrect" or "flagged" disagrees with the author, whatever the others said.
 OBJECTING = (Verdict.INCORRECT.value, Verdict.FLAGGED.value)
-OBJECTIONS = (select(func.count()).select_from(Validation)
-              .where(Validation.example_id == Example.id, Validation.verdict.in_(OBJECTING))
-              .correlate(Example).scalar_subquery())
 ROWID = literal_column("examples.rowid")
 SORT_KEYS = {
     "submitted_at": Example.submitted_at,
@@ -86,7 +83,7 @@ SORT_KEYS = {
     "author": Person.display_name,
     "review_state": Example.review_state,
     "decided": Example.decided_verdict,
-    "objections": OBJECTIONS,
+    "objections": Example.objection_count,
 }
 
 
@@ -128,9 +125,7 @@ class ReviewQueries:
         if flt.min_flags is not None:
             conditions.append(Example.flag_count >= flt.min_flags)
         if flt.objected is not None:
-            objecting = select(Validation.id).where(Validation.example_id == Example.id,
-                                                    Validation.verdict.in_(OBJECTING)).exists()
-            conditions.append(objecting if flt.objected else ~objecting)
+            conditions.append(Example.objection_count > 0 if flt.objected else Example.objection_count == 0)
         if flt.perturbations_only:
             conditions.append(Example.perturbation_of.is_not(None))
         if flt.review_states:
@@ -207,7 +202,7 @@ class ReviewQueries:
                     Example.model_fooled, Example.status, Example.validation_state, Example.validation_count,
                     Example.disagreement_count, Example.flag_count, Example.decided_verdict, Example.submitted_at,
                     Example.perturbation_of, Example.edit_distance, Example.meta, Example.review_state,
-                    Example.review_comment, Example.decided_label, OBJECTIONS,
+                    Example.review_comment, Example.decided_label, Example.objection_count,
                 ],
                 flt,
             )

@@ -14,7 +14,7 @@ from app.errors import NotFound, ValidationRuleError
 from app.services.tasks import TaskService
 from app.storage import outbox
 from app.storage.db import Database
-from app.services.review import ROWID
+from app.services.review import OBJECTING, ROWID
 from app.storage.models import QUEUE_CONDITION, Example, Person, Validation
 from app.tasks.definition import TaskDefinition
 
@@ -52,6 +52,12 @@ def summarise(example: Example, validations: Sequence[Validation], threshold: in
         example.validation_state = (ValidationState.IN_PROGRESS if validations else ValidationState.UNVALIDATED).value
         example.decided_verdict = None
         example.decided_label = None
+
+
+def summarise_on_desk(example: Example, validations: Sequence[Validation], threshold: int) -> None:
+    """``summarise``, and the desk's count of verdicts against the author (the review's filter)."""
+    summarise(example, validations, threshold)
+    example.objection_count = sum(1 for v in validations if v.verdict in OBJECTING)
 
 
 class ValidationService:
@@ -96,7 +102,7 @@ class ValidationService:
             )
             session.add(validation)
             session.flush()
-            summarise(example, example.validations, self.tasks.agreement_threshold(example.task_id))
+            summarise_on_desk(example, example.validations, self.tasks.agreement_threshold(example.task_id))
             outbox.enqueue(session, validation)  # same unit of work as the verdict
             return validation
 
@@ -199,7 +205,7 @@ class ValidationService:
 
     def resummarise(self, session: Session, example: Example) -> None:
         """Recompute the summary after verdicts arrived from elsewhere (imports, sync)."""
-        summarise(example, list(example.validations), self.tasks.agreement_threshold(example.task_id))
+        summarise_on_desk(example, list(example.validations), self.tasks.agreement_threshold(example.task_id))
 
     def resummarise_task(self, task_id: uuid.UUID) -> int:
         """Recompute every validated example of a task (its threshold changed); returns how many
@@ -211,7 +217,7 @@ class ValidationService:
                                        .options(selectinload(Example.validations)))
             decided = 0
             for example in examples:
-                summarise(example, list(example.validations), threshold)
+                summarise_on_desk(example, list(example.validations), threshold)
                 decided += example.validation_state == ValidationState.DECIDED.value
             return decided
 
