@@ -53,13 +53,13 @@ class ReviewFilters(QWidget):
         super().__init__(parent)
         self.search = QLineEdit(objectName="review-search", clearButtonEnabled=True,
                                 placeholderText="Full text (any script)…")
-        self.min_disagreements = self._spin("min-disagreements", "against the majority ≥ ")
+        self.min_disagreements = self._spin("min-disagreements", "against majority ≥ ")
         self.min_disagreements.setToolTip("Examples whose validators split: at least this many peer verdicts "
                                           "differ from the most common one")
         self.min_flags = self._spin("min-flags", "flags ≥ ")
-        self.objected = self._combo("review-objected", [("Any verdicts", ANY),
-                                                        ("A validator said incorrect or flagged", True),
-                                                        ("Nobody said incorrect or flagged", False)])
+        self.objected = self._combo("review-objected", [("Objected or not", ANY),
+                                                        ("Incorrect or flagged", True),
+                                                        ("No objection", False)])
         self.objected.setToolTip("A validator who says incorrect or flagged disagrees with the author, "
                                  "even where the validators agree among themselves")
         self.annotator = self._combo("annotator", [("Every annotator", ANY)])
@@ -98,6 +98,9 @@ class ReviewFilters(QWidget):
 
     def _combo(self, name: str, items) -> QComboBox:
         combo = QComboBox(objectName=name)
+        # shrink before the window grows past a small screen; the popup still shows whole choices
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(7)
         for text, value in items:
             combo.addItem(text, value)
         combo.currentIndexChanged.connect(self._emit)
@@ -246,10 +249,10 @@ class ReviewView(QWidget):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
-        splitter.setSizes([840, 440])
-        for key, width in (("label", 95), ("fooled", 62), ("validations", 58), ("disagreements", 44),
-                           ("objections", 64), ("flags", 44),
-                           ("decided", 100), ("review_state", 80), ("author", 95)):
+        splitter.setSizes([900, 440])  # the table first: the right side keeps its minimum on a small screen
+        for key, width in (("label", 85), ("fooled", 56), ("validations", 58), ("disagreements", 42),
+                           ("objections", 64), ("flags", 42),
+                           ("decided", 95), ("review_state", 72), ("author", 90)):
             self.table.setColumnWidth([k for k, _ in REVIEW_COLUMNS].index(key), width)
         layout = QVBoxLayout(self)
         layout.addWidget(self.filters)

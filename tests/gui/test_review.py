@@ -203,7 +203,7 @@ def test_a_validator_saying_incorrect_disagrees_with_the_author_even_when_valida
     objected.setCurrentIndex(0)
     view.filters.min_disagreements.setValue(1)  # the validators' own split does not show it
     wait_rows(qtbot, view, [split.id])
-    assert "against the majority" in view.filters.min_disagreements.prefix()
+    assert "against majority" in view.filters.min_disagreements.prefix()
 
 
 def test_a_lead_sets_the_agreement_threshold_for_a_small_team(qtbot, window, people, target_model):
