@@ -156,6 +156,19 @@ class MainWindow(QMainWindow):
         self.returned_work = ReturnedWork(self.desk, self.db, self.workspace_view.returned, label,
                                           self.show_returned, self.show_error, self)
 
+    def revise_returned(self) -> None:
+        """Create, starting from the selected returned example; once submitted, the original no longer
+        counts as waiting for its author (LeadReviewService.returned_to)."""
+        from app.services.lead import REVISION
+
+        row = self.table_model.row_data(self.table.currentIndex().row())
+        if row is None or row.get("review_state") != "returned":
+            self.statusBar().showMessage("Select an example a lead returned to you (Data: Returned to me).", 6000)
+            return
+        self.tabs.setCurrentWidget(self.workspace_view)
+        self.workspace.start_from_text(row["text"], row["label"], origin={"kind": REVISION, "of": str(row["id"])},
+                                       note=f"Revising a returned example. The lead wrote: {row['review_comment']}")
+
     def show_returned(self) -> None:
         """The Data tab with the profile's returned examples."""
         self.tabs.setCurrentWidget(self.data_page)
@@ -306,6 +319,7 @@ class MainWindow(QMainWindow):
     def _table_menu(self, position) -> None:
         menu = QMenu(self)
         menu.addAction(self.perturb_action)
+        menu.addAction(self.revise_action)
         menu.addSeparator()
         menu.addAction(self.retract_action)
         menu.addAction(self.flag_action)
@@ -372,6 +386,8 @@ class MainWindow(QMainWindow):
                                            "Ctrl+Shift+E", "perturb")
         self.retract_action = self._action(example_menu, "&Retract the selected example…",
                                            lambda: self._author_action("retract"), None, "retract")
+        self.revise_action = self._action(example_menu, "Re&vise a returned example and submit it again",
+                                          self.revise_returned, None, "revise")
         self.flag_action = self._action(example_menu, "&Flag the selected example…",
                                         lambda: self._author_action("flag"), None, "flag")
         self._action(example_menu, "&Discard this draft", workspace.discard, None, "discard")

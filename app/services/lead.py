@@ -26,6 +26,7 @@ from app.storage.db import Database
 from app.storage.models import Example, ExampleReview, Person, Validation
 
 LEAD_ROLES = (Role.LEAD.value, Role.OWNER.value)
+REVISION = "revision"  # the origin kind of an example that resubmits a returned one
 
 
 class NotALead(ValidationRuleError):
@@ -150,19 +151,22 @@ class LeadReviewService:
             rows.sort(key=lambda row: review_order(row[0]))  # the last is the one the example shows
             return [ReviewRecord(r.example_id, name, r.action, r.comment, r.created_at) for r, name in rows]
 
-    @staticmethod
-    def _returned(author_id: uuid.UUID):
-        # Retracted ones are dealt with: the author took them back.
-        return select(Example).where(Example.author_id == author_id,
-                                     Example.review_state == ReviewAction.RETURNED.value,
-                                     Example.status.in_(VALIDATABLE))
-
     def returned_to(self, author_id: uuid.UUID) -> list[Example]:
-        """The author's examples that a lead returned and that still wait for them (newest review first)."""
+        """The author's examples that a lead returned and that still wait for them (newest review first):
+        not those the author retracted, nor those they resubmitted as a revision (an example whose
+        ``origin`` is ``{"kind": "revision", "of": <the returned example's id>}``)."""
         with self.db.read() as session:
-            return list(session.scalars(self._returned(author_id).order_by(Example.reviewed_at.desc())))
+            returned = list(session.scalars(
+                select(Example).where(Example.author_id == author_id,
+                                      Example.review_state == ReviewAction.RETURNED.value,
+                                      Example.status.in_(VALIDATABLE))
+                .order_by(Example.reviewed_at.desc())))
+            if not returned:
+                return []
+            revised = {origin.get("of") for origin in session.scalars(
+                select(Example.origin).where(Example.author_id == author_id, Example.status.in_(VALIDATABLE),
+                                             func.json_extract(Example.origin, "$.kind") == REVISION))}
+            return [e for e in returned if str(e.id) not in revised]
 
     def returned_count(self, author_id: uuid.UUID) -> int:
-        """How many of ``returned_to`` there are (the index on author and review state serves it)."""
-        with self.db.read() as session:
-            return session.scalar(select(func.count()).select_from(self._returned(author_id).subquery()))
+        return len(self.returned_to(author_id))

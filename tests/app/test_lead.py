@@ -178,6 +178,11 @@ def test_returned_work_leaves_the_authors_list_when_retracted(desk, people, subm
     assert desk.lead.returned_count(people.author.id) == 1
     objected = desk.review.rows(ExampleFilter(objected=True))
     assert objected == []  # nobody said incorrect or flagged
+    # resubmitted as a revision: no longer waiting either
+    desk.examples.create(people.author.id, "hate_speech", hate_content("second, fixed", "hate"),
+                         [hate_output(desk.models.all()[0], "not hate")],
+                         origin={"kind": "revision", "of": str(second.id)})
+    assert desk.lead.returned_to(people.author.id) == [] and desk.lead.returned_count(people.author.id) == 0
 
 
 def test_a_desk_from_before_objection_counts_gets_them_on_upgrade(data_dir, desk, people, submit):

@@ -303,3 +303,10 @@ def test_returned_work_is_counted_for_its_author_until_retracted(qtbot, window, 
     qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=5000)
     assert window.table_model.row_data(0)["id"] == agreed.id
     assert [e.id for e in desk.lead.returned_to(people.author.id)] == [agreed.id]
+    # the other one is revised: Create starts from its text, and the draft names what it revises
+    window.table.selectRow(0)
+    window.revise_action.trigger()
+    assert window.tabs.currentWidget() is window.workspace_view
+    assert window.workspace.draft.origin == {"kind": "revision", "of": str(agreed.id)}
+    assert window.workspace_view.editor.content()["inputs"]["text"] == "send them all back"
+    assert "Say which group is attacked" in window.workspace_view.message.text.text()
