@@ -36,7 +36,7 @@ class Desk:
         self.catalog = load_catalog(builtin_tasks_dir(), paths.user_tasks_dir(self.root))
         for problem in self.catalog.problems:
             log.warning("task definition skipped: %s", problem)
-        self.tasks = TaskService(self.db, self.catalog, lambda: self.settings.agreement_thresholds)
+        self.tasks = TaskService(self.db, self.catalog)
         self.people = PeopleService(self.db)
         self.models = ModelService(self.db)
         self.examples = ExampleService(self.db, self.tasks)
@@ -82,18 +82,13 @@ class Desk:
         """A lead sets how many matching peer verdicts decide an example of the task on this desk, and
         the task's examples are decided again under it. Returns how many are decided now.
 
-        Kept in this desk's settings: other desks and the server go by the task definition's
-        ``agreement_threshold`` until the owner changes the definition (docs/validation.md)."""
+        Kept in this desk's database: other desks and the server go by the task definition's
+        ``agreement_threshold`` until the owner changes the definition (README, Figures)."""
         self.lead.require_lead(lead_id)
         task = self.tasks.task(task_code)
-        default = self.tasks.definition(task.id).agreement_threshold
         if not 1 <= threshold <= 50:
             raise DynadeskError("The number of matching verdicts must be between 1 and 50.")
-        chosen = {code: n for code, n in self.settings.agreement_thresholds.items() if code != task_code}
-        if threshold != default:
-            chosen[task_code] = threshold
-        self.settings.agreement_thresholds = chosen
-        self.save_settings()
+        self.tasks.set_agreement_threshold(task_code, threshold)
         return self.validation.resummarise_task(task.id)
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ import os
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Callable
+from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,9 +39,6 @@ class Settings(BaseModel):
     server_url: str | None = None
     server_ca_file: str | None = None  # a team's own certificate authority (PEM), trusted besides the usual ones
     sync_interval_s: int = Field(default=300, ge=30, le=86_400)
-    # A lead's choice on this desk (task code -> matching verdicts that decide an example), for teams
-    # too small for the task definition's agreement_threshold. See TaskService.agreement_threshold.
-    agreement_thresholds: dict[str, Annotated[int, Field(ge=1, le=50)]] = Field(default_factory=dict)
 
 
 # version N -> function turning a version-N dict into a version-(N+1) dict

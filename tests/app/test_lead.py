@@ -161,10 +161,10 @@ def test_the_agreement_threshold_is_a_leads_choice_kept_on_the_desk(desk, data_d
     assert desk.examples.get(example.id).validation_state == "in_progress"
     assert desk.set_agreement_threshold(people.lead.id, "hate_speech", 1) == 1
     assert desk.examples.get(example.id).decided_verdict == "correct"
-    with Desk(data_dir) as reopened:  # kept in the desk's settings
+    with Desk(data_dir) as reopened:  # kept in the desk's database
         assert reopened.tasks.agreement_threshold(reopened.tasks.task("hate_speech").id) == 1
     desk.set_agreement_threshold(people.lead.id, "hate_speech", 3)  # the task's own again: no override kept
-    assert desk.settings.agreement_thresholds == {}
+    assert desk.db.get_meta("agreement_threshold.hate_speech") is None
     assert desk.examples.get(example.id).validation_state == "in_progress"
     assert threshold_warning(3, 4) is None and "at most 1 can validate" in threshold_warning(3, 2)
 
