@@ -6,7 +6,8 @@ A scratch data folder with the ANLI round-1 development set (read from ../shared
 by four simulated people (tests/validation_sim.py). Writes review-objections.png (the Review tab
 filtered to examples a validator said were incorrect or flagged, with the Objected column and the
 lead's agreement threshold) and returned-work.png (the author's Create tab and status bar after a
-lead returned two of their examples).
+lead returned two of their examples), and dashboard-threshold-warning.png (a team of two, whose
+task needs three matching verdicts).
 """
 
 import tempfile
@@ -52,7 +53,21 @@ def main() -> None:
         window.grab().save(str(OUT / "returned-work.png"))
         window.close()
         desk.close()
-    print("wrote review-objections.png, returned-work.png")
+
+    # a team of two on hate speech: the dashboard says the task's 3 matching verdicts are out of reach
+    with tempfile.TemporaryDirectory() as scratch:
+        desk = Desk(scratch)
+        desk.people.create("Sam Writer", "annotator")
+        desk.switch_person(desk.people.create("Lena Lead", "lead").id)
+        window = show_window(desk, 1366, 768)
+        window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
+        window.tabs.setCurrentWidget(window.dashboard_view)
+        wait_until(lambda: window.dashboard_view.threshold_warning.isVisible())
+        wait(800)
+        window.grab().save(str(OUT / "dashboard-threshold-warning.png"))
+        window.close()
+        desk.close()
+    print("wrote review-objections.png, returned-work.png, dashboard-threshold-warning.png")
 
 
 if __name__ == "__main__":
