@@ -78,6 +78,19 @@ class Desk:
         self.settings.current_person_id = str(person_id)
         self.save_settings()
 
+    def set_agreement_threshold(self, lead_id: uuid.UUID, task_code: str, threshold: int) -> int:
+        """A lead sets how many matching peer verdicts decide an example of the task on this desk, and
+        the task's examples are decided again under it. Returns how many are decided now.
+
+        Kept in this desk's database: other desks and the server go by the task definition's
+        ``agreement_threshold`` until the owner changes the definition (README, Figures)."""
+        self.lead.require_lead(lead_id)
+        task = self.tasks.task(task_code)
+        if not 1 <= threshold <= 50:
+            raise DynadeskError("The number of matching verdicts must be between 1 and 50.")
+        self.tasks.set_agreement_threshold(task_code, threshold)
+        return self.validation.resummarise_task(task.id)
+
     def close(self) -> None:
         self.db.close()
 

@@ -26,6 +26,7 @@ from app.errors import DynadeskError
 from app.limits import record_problems
 from app.io.records import RecordWriter, dump_example, dump_example_review, dump_person, dump_validation
 from app.services.lead import review_order
+from app.services.tasks import agreement_threshold_in
 from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import (
@@ -277,6 +278,9 @@ class _SessionTasks:
                 raise DynadeskError(f"task {task_id} is not on this desk")
             self.cache[task_id] = TaskDefinition.model_validate(task.definition)
         return self.cache[task_id]
+
+    def agreement_threshold(self, task_id: uuid.UUID) -> int:
+        return agreement_threshold_in(self.session, self.definition(task_id))
 
 
 class _DeskView:

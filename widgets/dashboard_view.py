@@ -275,8 +275,13 @@ class DashboardView(QWidget):
         self.splitter.addWidget(charts)
         self.splitter.setStretchFactor(0, 4)
         self.splitter.setStretchFactor(1, 5)
+        # a task whose agreement threshold the team is too small to reach
+        self.threshold_warning = QLabel(objectName="dashboard-threshold-warning", wordWrap=True)
+        self.threshold_warning.setStyleSheet("background:#fff4e5; color:#6b3d00; padding:4px; border-radius:4px")
+        self.threshold_warning.hide()
         layout = QVBoxLayout(self)
         layout.addLayout(self.filter_row)
+        layout.addWidget(self.threshold_warning)
         layout.addWidget(self.splitter, 1)
         self._build_export_menu()
 
@@ -465,6 +470,8 @@ class DashboardView(QWidget):
         """Show everything computed for the current filter (see app/gui/dashboard.py for the keys)."""
         self._bin_seconds = data.get("bin_seconds", 86400.0)
         self.summary.setText(data["summary"])
+        self.threshold_warning.setText(data.get("threshold_warning") or "")
+        self.threshold_warning.setVisible(bool(data.get("threshold_warning")))
         selected = [self.annotator_model.key_at(i.row()) for i in self.annotator_table.selectionModel().selectedRows()]
         self.annotator_model.set_rows(data["annotator_columns"], data["annotators"])
         self.annotator_table.resizeColumnsToContents()

@@ -23,6 +23,13 @@ COLUMNS = [
     ("submitted_at", "Submitted"),
 ]
 SORTABLE = {key for key, _ in COLUMNS}
+# What a column counts, where its title cannot say it all.
+HEADER_TIPS = {
+    "disagreements": "Validators split: peer verdicts that differ from the most common peer verdict "
+                     "(another verdict, or another corrected label)",
+    "objections": "Validators who said incorrect or flagged it: they disagree with the author",
+    "flags": "Verdicts that flagged the example",
+}
 PAGE_SIZE = 200
 
 _FOOLED_BRUSH = QBrush(QColor("#b3261e"))
@@ -97,6 +104,8 @@ class ExampleTableModel(QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.columns[section][1]
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS.get(self.columns[section][0])
         return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
@@ -111,10 +120,12 @@ class ExampleTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole:
             if key == "fooled" and row["fooled"]:
                 return _FOOLED_BRUSH
-            if key == "review_state" and row.get("review_state") == "returned":
+            if key in ("review_state", "objections") and row.get(key) and row.get(key) != "accepted":
                 return _FOOLED_BRUSH
             if row["status"] == "retracted":
                 return _QUIET_BRUSH
+        if role == Qt.ItemDataRole.ToolTipRole and key == "objections" and row.get("objections"):
+            return f"{row['objections']} validator(s) said incorrect or flagged: they disagree with the author"
         if role == Qt.ItemDataRole.ToolTipRole and key == "review_state" and row.get("review_comment"):
             return f"{str(row.get('review_state') or 'reviewed').capitalize()} by a lead: {row['review_comment']}"
         if role == Qt.ItemDataRole.UserRole:
@@ -139,6 +150,8 @@ class ExampleTableModel(QAbstractTableModel):
             if not value:
                 return row.get("validation_state") or ""
             return value + (f" → {row['decided_label']}" if value == "incorrect" and row.get("decided_label") else "")
+        if key == "objections":  # verdicts against the author
+            return str(value) if value else ""
         if key == "validations":
             extra = f" ({row['disagreements']} disagree)" if row.get("disagreements") and with_disagreements else ""
             return f"{value}{extra}"

@@ -35,7 +35,8 @@ REVIEW_COLUMNS = [
     ("label", "Label"),
     ("fooled", "Fooled"),
     ("validations", "Verdicts"),
-    ("disagreements", "Disagree"),
+    ("disagreements", "Split"),
+    ("objections", "Objected"),
     ("flags", "Flags"),
     ("decided", "Decision"),
     ("review_state", "Review"),
@@ -52,8 +53,15 @@ class ReviewFilters(QWidget):
         super().__init__(parent)
         self.search = QLineEdit(objectName="review-search", clearButtonEnabled=True,
                                 placeholderText="Full text (any script)…")
-        self.min_disagreements = self._spin("min-disagreements", "disagreeing verdicts ≥ ")
+        self.min_disagreements = self._spin("min-disagreements", "against majority ≥ ")
+        self.min_disagreements.setToolTip("Examples whose validators split: at least this many peer verdicts "
+                                          "differ from the most common one")
         self.min_flags = self._spin("min-flags", "flags ≥ ")
+        self.objected = self._combo("review-objected", [("Objected or not", ANY),
+                                                        ("Incorrect or flagged", True),
+                                                        ("No objection", False)])
+        self.objected.setToolTip("A validator who says incorrect or flagged disagrees with the author, "
+                                 "even where the validators agree among themselves")
         self.annotator = self._combo("annotator", [("Every annotator", ANY)])
         self.round = self._combo("review-round", [("All rounds", ANY)])
         self.label = self._combo("review-label", [("Any label", ANY)])
@@ -71,11 +79,12 @@ class ReviewFilters(QWidget):
         self.grid.addWidget(self.search, 0, 1, 1, 3)
         self.grid.addWidget(self.min_disagreements, 0, 4)
         self.grid.addWidget(self.min_flags, 0, 5)
+        self.grid.addWidget(self.objected, 0, 6)
         for column, combo in enumerate((self.annotator, self.round, self.label, self.fooled, self.validation,
                                         self.review), start=0):
             self.grid.addWidget(combo, 1, column)
         self._facet_row = QHBoxLayout()
-        self.grid.addLayout(self._facet_row, 2, 0, 1, 6)
+        self.grid.addLayout(self._facet_row, 2, 0, 1, 7)
         self._debounce = QTimer(self, singleShot=True, interval=SEARCH_DEBOUNCE_MS)
         self._debounce.timeout.connect(self._emit)
         self.search.textChanged.connect(self._debounce.start)
@@ -89,6 +98,9 @@ class ReviewFilters(QWidget):
 
     def _combo(self, name: str, items) -> QComboBox:
         combo = QComboBox(objectName=name)
+        # shrink before the window grows past a small screen; the popup still shows whole choices
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(7)
         for text, value in items:
             combo.addItem(text, value)
         combo.currentIndexChanged.connect(self._emit)
@@ -132,6 +144,7 @@ class ReviewFilters(QWidget):
             "fooled": self.fooled.currentData(),
             "validation_state": self.validation.currentData(),
             "review_state": self.review.currentData(),
+            "objected": self.objected.currentData(),
             "facets": {name: combo.currentData() for name, combo in self.facets.items() if combo.currentData()},
         }
 
@@ -145,6 +158,7 @@ class LeadActions(QFrame):
 
     accept_requested = Signal()
     return_requested = Signal(str)  # the comment
+    threshold_requested = Signal(int)  # matching verdicts that decide an example of the task
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -161,6 +175,18 @@ class LeadActions(QFrame):
         self.comment.returnPressed.connect(lambda: self.return_requested.emit(self.comment.text().strip()))
         self.accept_button.clicked.connect(self.accept_requested)
         self.message = QLabel(objectName="lead-message", wordWrap=True)
+        self.threshold = QSpinBox(objectName="agreement-threshold", minimum=1, maximum=50)
+        self.threshold.setToolTip("How many matching peer verdicts decide an example of this task on this desk. "
+                                  "Nobody validates their own example, so a team of N can reach at most N − 1.")
+        self.threshold_button = QPushButton("Set", objectName="set-threshold")
+        self.threshold_button.clicked.connect(lambda: self.threshold_requested.emit(self.threshold.value()))
+        self.threshold_note = QLabel(objectName="threshold-note", wordWrap=True)
+        self.threshold_note.setStyleSheet("color:#6b6b6b")
+        rule = QHBoxLayout()
+        rule.addWidget(QLabel("Matching verdicts to decide:"))
+        rule.addWidget(self.threshold)
+        rule.addWidget(self.threshold_button)
+        rule.addWidget(self.threshold_note, 1)
         work = QGridLayout()
         work.addWidget(self.comment, 0, 0, 1, 2)
         work.addWidget(self.return_button, 1, 0)
@@ -170,6 +196,7 @@ class LeadActions(QFrame):
         layout.addWidget(self.form)
         layout.addWidget(QLabel("<b>Annotator's work</b>"))
         layout.addLayout(work)
+        layout.addLayout(rule)
         layout.addWidget(self.message)
 
     def set_lead(self, is_lead: bool, who: str) -> None:
@@ -177,8 +204,13 @@ class LeadActions(QFrame):
         self.not_lead.setText(f"{who} is not a team lead: you can browse and filter, but adjudicating, accepting "
                               "and returning work need a lead or owner profile (Profile menu, Ctrl+Shift+P).")
         self.form.set_locked(not is_lead)
-        for widget in (self.comment, self.return_button, self.accept_button):
+        for widget in (self.comment, self.return_button, self.accept_button, self.threshold, self.threshold_button):
             widget.setEnabled(is_lead)
+
+    def set_threshold(self, threshold: int, default: int) -> None:
+        """The task's current number of matching verdicts, and the task definition's."""
+        self.threshold.setValue(threshold)
+        self.threshold_note.setText("the task's own" if threshold == default else f"the task says {default}")
 
     def show_message(self, text: str, problem: bool = False) -> None:
         tint(self.message, "#00000000", "#b3261e" if problem else "#1e6b35").setAutoFillBackground(False)
@@ -192,7 +224,11 @@ class ReviewView(QWidget):
         super().__init__(parent)
         self.setObjectName("review-view")
         self.filters = ReviewFilters()
-        self.figures = QLabel(objectName="review-figures", textFormat=Qt.TextFormat.RichText)
+        self.figures = QLabel(objectName="review-figures", textFormat=Qt.TextFormat.RichText, wordWrap=True)
+        self.figures.setToolTip("<p><b>A validator said incorrect or flagged</b>: at least one verdict (peer or lead) "
+                                "disagrees with the author.<br><b>Validators split</b>: at least one peer verdict "
+                                "differs from the most common peer verdict (another verdict or corrected label)."
+                                "</p>")
         self.model = ExampleTableModel(self, REVIEW_COLUMNS)
         self.table = ExampleTableView(self.model)
         self.table.setObjectName("review-table")
@@ -213,9 +249,10 @@ class ReviewView(QWidget):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
-        splitter.setSizes([840, 440])
-        for key, width in (("label", 95), ("fooled", 62), ("validations", 58), ("disagreements", 66), ("flags", 44),
-                           ("decided", 100), ("review_state", 80), ("author", 95)):
+        splitter.setSizes([900, 440])  # the table first: the right side keeps its minimum on a small screen
+        for key, width in (("label", 85), ("fooled", 56), ("validations", 58), ("disagreements", 42),
+                           ("objections", 64), ("flags", 42),
+                           ("decided", 95), ("review_state", 72), ("author", 90)):
             self.table.setColumnWidth([k for k, _ in REVIEW_COLUMNS].index(key), width)
         layout = QVBoxLayout(self)
         layout.addWidget(self.filters)
@@ -251,7 +288,8 @@ class ReviewView(QWidget):
 
     def set_figures(self, figures: dict) -> None:
         parts = [f"<b>{figures['examples']:,}</b> examples",
-                 f"<b style='color:#b3261e'>{figures['disagreements']:,}</b> with disagreeing verdicts",
+                 f"<b style='color:#b3261e'>{figures.get('objected', 0):,}</b> a validator said incorrect or flagged",
+                 f"<b style='color:#b3261e'>{figures['disagreements']:,}</b> where validators split",
                  f"<b style='color:#8a5a00'>{figures['flagged']:,}</b> flagged",
                  f"<b>{figures['decided']:,}</b> decided", f"{figures['unvalidated']:,} unvalidated",
                  f"{figures['fooled']:,} fooled the model",

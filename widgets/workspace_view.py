@@ -70,6 +70,7 @@ class WorkspaceView(QWidget):
         self.round_notice = Banner("round_notice", "#e3f0fb")
         self.round_notice.primary.clicked.connect(self.round_notice.hide)
         self.move_offer = Banner("move_offer", "#fff4ce")
+        self.returned = Banner("returned_notice", "#fdecea")  # work a lead sent back to this writer
 
         self.editor = ExampleEditor(undo_stack)
         self.form = MetadataForm()
@@ -115,6 +116,7 @@ class WorkspaceView(QWidget):
         layout.addWidget(self.move_offer)
         layout.addWidget(self.draft_offer)
         layout.addWidget(self.message)
+        layout.addWidget(self.returned)
         layout.addWidget(splitter, 1)
 
     def show_form(self, shown: bool) -> None:

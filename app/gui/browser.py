@@ -26,7 +26,7 @@ def row_dict(row: ExampleRow) -> dict:
         "validations": row.validation_count, "disagreements": row.disagreement_count, "flags": row.flag_count,
         "decided": row.decided_verdict, "decided_label": row.decided_label, "perturbation_of": row.perturbation_of,
         "review_state": row.review_state,
-        "review_comment": row.review_comment,
+        "review_comment": row.review_comment, "objections": row.objections,
     }
 
 

@@ -22,6 +22,7 @@ from app.desk import Desk
 from app.errors import DynadeskError
 from app.gui.worker import SerialWorker
 from app.services.agreement import MIN_OVERLAP
+from app.services.validation import threshold_warning
 from app.services.dashboard import (
     ANNOTATOR_COLUMNS,
     BREAKDOWN_COLUMNS,
@@ -171,6 +172,8 @@ class DashboardController(QObject):
             figures = service.view(flt, breakdown=breakdown, chart_people=people)
             choices = self._choices(task_code, task_id) if wants_choices else None
             data = figures_for_view(figures, figures_breakdown(figures, breakdown), bool(people))
+            data["threshold_warning"] = threshold_warning(desk.tasks.agreement_threshold(task_id),
+                                                          len(desk.people.all())) if task_id else None
             return task_code, figures, data, choices, flt
 
         self.worker.submit(compute, on_done=self._computed, on_error=self._failed)

@@ -38,6 +38,7 @@ from app.gui.worker import SerialWorker
 from local_models.progress import Progress
 from app.services.example_view import for_data_tab
 from app.services.review import NOT_DRAFT, ExampleFilter
+from app.services.validation import VALIDATABLE
 from widgets.elided_label import ElidedLabel
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
@@ -123,6 +124,7 @@ class MainWindow(QMainWindow):
         self.model_label = ElidedLabel(objectName="models")
         self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().addPermanentWidget(self.count_label)
+        self._install_returned_work()
         self.workspace.status_changed.connect(self.model_label.setText)
         self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
 
@@ -143,6 +145,34 @@ class MainWindow(QMainWindow):
         self._damage_shown: str | None = None
         self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
         desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
+
+    # --- returned work (issue #15): its author sees it in Create and the status bar ---
+
+    def _install_returned_work(self) -> None:
+        from app.gui.returned_work import ReturnedWork
+
+        label = QLabel(objectName="returned-count")
+        self.statusBar().addPermanentWidget(label)
+        self.returned_work = ReturnedWork(self.desk, self.db, self.workspace_view.returned, label,
+                                          self.show_returned, self.show_error, self)
+
+    def revise_returned(self) -> None:
+        """Create, starting from the selected returned example; once submitted, the original no longer
+        counts as waiting for its author (LeadReviewService.returned_to)."""
+        from app.services.lead import REVISION
+
+        row = self.table_model.row_data(self.table.currentIndex().row())
+        if row is None or row.get("review_state") != "returned":
+            self.statusBar().showMessage("Select an example a lead returned to you (Data: Returned to me).", 6000)
+            return
+        self.tabs.setCurrentWidget(self.workspace_view)
+        self.workspace.start_from_text(row["text"], row["label"], origin={"kind": REVISION, "of": str(row["id"])},
+                                       note=f"Revising a returned example. The lead wrote: {row['review_comment']}")
+
+    def show_returned(self) -> None:
+        """The Data tab with the profile's returned examples."""
+        self.tabs.setCurrentWidget(self.data_page)
+        self.filter_bar.author.setCurrentIndex(self.filter_bar.author.findData("returned"))
 
     # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
 
@@ -289,6 +319,7 @@ class MainWindow(QMainWindow):
     def _table_menu(self, position) -> None:
         menu = QMenu(self)
         menu.addAction(self.perturb_action)
+        menu.addAction(self.revise_action)
         menu.addSeparator()
         menu.addAction(self.retract_action)
         menu.addAction(self.flag_action)
@@ -355,6 +386,8 @@ class MainWindow(QMainWindow):
                                            "Ctrl+Shift+E", "perturb")
         self.retract_action = self._action(example_menu, "&Retract the selected example…",
                                            lambda: self._author_action("retract"), None, "retract")
+        self.revise_action = self._action(example_menu, "Re&vise a returned example and submit it again",
+                                          self.revise_returned, None, "revise")
         self.flag_action = self._action(example_menu, "&Flag the selected example…",
                                         lambda: self._author_action("flag"), None, "flag")
         self._action(example_menu, "&Discard this draft", workspace.discard, None, "discard")
@@ -420,6 +453,7 @@ class MainWindow(QMainWindow):
     def _show_person(self) -> None:
         person = self.desk.current_person()
         self.person_label.setText(f"{person.display_name} · {person.role} ")
+        self.returned_work.refresh()
 
     def open_profiles(self) -> None:
         people = [(str(p.id), p.display_name, p.role) for p in self.desk.people.all()]
@@ -498,7 +532,9 @@ class MainWindow(QMainWindow):
             labels=[values["label"]] if values.get("label") else (),
             fooled=values.get("fooled"),
             validation_states=[values["validation_state"]] if values.get("validation_state") else (),
-            statuses=[values["status"]] if values.get("status") else NOT_DRAFT,
+            # returned work the author retracted is dealt with
+            statuses=[values["status"]] if values.get("status") else (
+                VALIDATABLE if values.get("returned") else NOT_DRAFT),
             text=values.get("text", ""),
         ))
 
@@ -507,6 +543,7 @@ class MainWindow(QMainWindow):
         example stays selected, so a sync in the background does not take it from under the user."""
         if getattr(self, "dashboard", None) is not None:
             self.dashboard.refresh()
+        self.returned_work.refresh()
         row = self.table_model.row_data(self.table.currentIndex().row())
         self._reselect_id = row["id"] if row else None
         self.browser.refresh()

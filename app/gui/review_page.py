@@ -17,7 +17,7 @@ from app.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
 from app.gui.worker import SerialWorker
 from app.services.example_view import for_validation
-from app.services.review import NOT_DRAFT, ExampleFilter
+from app.services.review import NOT_DRAFT, OBJECTING, ExampleFilter
 from app.tasks.definition import MetadataKind
 from widgets.review_view import ReviewView
 
@@ -37,6 +37,7 @@ def filter_from(values: dict, task_id: uuid.UUID | None) -> ExampleFilter:
         min_disagreements=values.get("min_disagreements"),
         min_flags=values.get("min_flags"),
         review_states=[None] if review == "none" else ([review] if review else ()),
+        objected=values.get("objected"),
     )
 
 
@@ -69,7 +70,8 @@ def for_review(desk: Desk, example_id: uuid.UUID) -> dict:
         "validations": verdicts, "verdicts_first": True,
         "facts": [("author", names.get(example.author_id, "?")),
                   ("validation", f"{example.validation_state.replace('_', ' ')} · decided: {decided}"),
-                  ("disagreeing verdicts", example.disagreement_count), ("flags", example.flag_count),
+                  ("said incorrect or flagged", sum(v.verdict in OBJECTING for v in example.validations)),
+                  ("peer verdicts against the majority", example.disagreement_count), ("flags", example.flag_count),
                   *[("lead review", text) for text in reviews], ("id", example.id)],
     }
 
@@ -86,14 +88,17 @@ class ReviewController(QObject):
         self.browser = ExampleBrowser(desk, db, view.model, lambda example_id: for_review(desk, example_id),
                                       show_error, self)
         self.browser.detail_ready.connect(self._show_detail)
-        self.browser.counted.connect(lambda _n: self._select_first_if_wanted())
-        self._select_first = False
+        self.browser.counted.connect(lambda _n: self._select_next_if_wanted())
+        # after an action: the rows that followed the acted-on ones, the first still shown is next
+        self._next_candidates: list | None = None
+        self._acted_row = 0
         view.filters.changed.connect(self._filters_changed)
         view.selection_changed.connect(lambda ids: self.browser.select(ids[0] if ids else None))
         actions = view.actions_panel
         actions.form.submitted.connect(self._adjudicate)
         actions.return_requested.connect(self._return)
         actions.accept_requested.connect(self._accept)
+        actions.threshold_requested.connect(self._set_threshold)
 
     # --- filters and figures ------------------------------------------------------------------
 
@@ -109,12 +114,14 @@ class ReviewController(QObject):
             rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in desk.tasks.rounds(task_code)]
             annotators = [(p.display_name, str(p.id)) for p in desk.people.all()]
             facets = [(f.name, f.label, f.choices) for f in definition.metadata if f.kind != MetadataKind.TEXT]
-            return task.id, annotators, rounds, list(definition.labels), facets
+            threshold = (desk.tasks.agreement_threshold(task.id), definition.agreement_threshold)
+            return task.id, annotators, rounds, list(definition.labels), facets, threshold
 
         def show(result) -> None:
-            task_id, annotators, rounds, labels, facets = result
+            task_id, annotators, rounds, labels, facets, threshold = result
             self.task_id = task_id
             self.view.filters.set_choices(annotators=annotators, rounds=rounds, labels=labels, facets=facets)
+            self.view.actions_panel.set_threshold(*threshold)
             self.refresh()
 
         self.db.submit(choices, on_done=show, on_error=self.show_error)
@@ -155,18 +162,58 @@ class ReviewController(QObject):
         form.set_labels(detail["labels"], detail["label"])
         self.view.actions_panel.accept_button.setText(f"Accept {detail['author']}'s decided work…")
 
-    def _select_first_if_wanted(self) -> None:
-        if self._select_first and self.view.model.rowCount():
-            self._select_first = False
-            self.view.table.selectRow(0)
-            self.view.table.setFocus()
+    def _remember_next(self, acted: list) -> None:
+        """Before the table reloads: the rows after the acted-on ones, in the order shown."""
+        model = self.view.model
+        rows = [r for r in range(model.rowCount()) if model.row_data(r)["id"] in acted]
+        last = max(rows, default=self.view.table.currentIndex().row())
+        self._acted_row = max(0, min(rows, default=last))
+        self._next_candidates = [model.row_data(r)["id"] for r in range(last + 1, model.rowCount())]
 
-    def _after_action(self, message: str, example_id) -> None:
+    def _select_next_if_wanted(self) -> None:
+        """The next example after the one acted on, never back to the top: the first of the rows that
+        followed it that the filter still shows; else the row now where it was."""
+        candidates, model = self._next_candidates, self.view.model
+        if candidates is None or not model.rowCount():
+            return
+        self._next_candidates = None
+        where = {model.row_data(r)["id"]: r for r in range(model.rowCount())}
+        row = next((where[i] for i in candidates if i in where), min(self._acted_row, model.rowCount() - 1))
+        self.view.table.selectRow(row)
+        self.view.table.setFocus()
+
+    def _after_action(self, message: str, example_ids: list) -> None:
         self.view.actions_panel.show_message(message)
         self.view.actions_panel.form.reset()
-        self._select_first = True  # the next one to look at, where the filter still shows it
+        self._remember_next(example_ids)
         self.refresh()
-        self.verdict_stored.emit(example_id)
+        self.verdict_stored.emit(example_ids[0])
+
+    @staticmethod
+    def _quoted(text: str, limit: int = 48) -> str:
+        flat = " ".join((text or "").split())
+        return "“" + (flat if len(flat) <= limit else flat[: limit - 1] + "…") + "”"
+
+    def _set_threshold(self, threshold: int) -> None:
+        actions, desk, code = self.view.actions_panel, self.desk, self.task_code
+        if code is None:
+            return
+
+        def store():
+            decided = desk.set_agreement_threshold(desk.current_person_id, code, threshold)
+            task_id = desk.tasks.task(code).id
+            return decided, desk.tasks.definition(task_id).agreement_threshold
+
+        def done(result) -> None:
+            decided, default = result
+            actions.set_threshold(threshold, default)
+            actions.show_message(f"{threshold} matching verdict{'s' if threshold != 1 else ''} now decide an "
+                                 f"example of this task on this desk; {decided:,} are decided.")
+            self.refresh()
+            self.verdict_stored.emit(None)
+
+        self.db.submit(store, on_done=done,
+                       on_error=lambda error: self._refused(error, lambda t: actions.show_message(t, True)))
 
     # --- the lead's actions -------------------------------------------------------------------------
 
@@ -176,13 +223,15 @@ class ReviewController(QObject):
             form.show_problem("Select the example to adjudicate.")
             return
         desk, person, example_id = self.desk, self.desk.current_person_id, self.detail["id"]
+        which = self._quoted(self._text_of(example_id))
 
         def store():
             desk.lead.adjudicate(example_id, person, value["verdict"], corrected_label=value["corrected_label"],
                                  reason=value["reason"], model_note=value["model_note"])
 
         label = value["verdict"] + (f" → {value['corrected_label']}" if value["corrected_label"] else "")
-        self.db.submit(store, on_done=lambda _r: self._after_action(f"Decided: {label} (lead verdict).", example_id),
+        self.db.submit(store, on_done=lambda _r: self._after_action(f"Decided: {label} (lead verdict) for {which}.",
+                                                                    [example_id]),
                        on_error=lambda error: self._refused(error, form.show_problem))
 
     def _return(self, comment: str) -> None:
@@ -197,9 +246,11 @@ class ReviewController(QObject):
             return
         desk, person = self.desk, self.desk.current_person_id
 
+        which = self._quoted(self._text_of(ids[0])) + (f" and {len(ids) - 1} more" if len(ids) > 1 else "")
+
         def done(count: int) -> None:
             actions.comment.clear()
-            self._after_action(f"Returned {count} example{'s' if count != 1 else ''} with your comment.", ids[0])
+            self._after_action(f"Returned {which} to the author with your comment.", ids)
 
         self.db.submit(lambda: desk.lead.return_examples(person, ids, comment), on_done=done,
                        on_error=lambda error: self._refused(error, lambda t: actions.show_message(t, True)))
@@ -218,8 +269,13 @@ class ReviewController(QObject):
         desk, person, example_id = self.desk, self.desk.current_person_id, self.detail["id"]
         self.db.submit(lambda: desk.lead.accept_work(person, author_id, task_id=task_id),
                        on_done=lambda n: self._after_action(f"Accepted {n} decided example{'s' if n != 1 else ''} "
-                                                            f"by {author}.", example_id),
+                                                            f"by {author}.", [example_id]),
                        on_error=lambda error: self._refused(error, lambda t: actions.show_message(t, True)))
+
+    def _text_of(self, example_id) -> str:
+        model = self.view.model
+        row = next((model.row_data(r) for r in range(model.rowCount()) if model.row_data(r)["id"] == example_id), None)
+        return row["text"] if row else ""
 
     def _refused(self, error: BaseException, inline) -> None:
         if isinstance(error, DynadeskError):

@@ -20,7 +20,7 @@ from app.errors import DynadeskError, InvalidExample
 from app.io.rows import whole_number
 from app.limits import record_problems
 from app.services.examples import Content, check_content, facet_rows, written_text
-from app.services.validation import summarise
+from app.services.validation import summarise_on_desk
 from app.text import content_hash, printable
 from app.storage.models import (
     Context,
@@ -338,6 +338,6 @@ class RecordWriter:
     def finish(self) -> None:
         for example_id in self.touched:
             example = self.session.get(Example, example_id)
-            definition = self.desk.tasks.definition(example.task_id)
+            threshold = self.desk.tasks.agreement_threshold(example.task_id)
             self.session.refresh(example, ["validations"])
-            summarise(example, list(example.validations), definition.agreement_threshold)
+            summarise_on_desk(example, list(example.validations), threshold)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.domain import ReviewAction, Role, SyncState, ValidationMode, ValidationState, Verdict, new_id, utcnow
 from app.errors import NotFound, ValidationRuleError
@@ -26,6 +26,7 @@ from app.storage.db import Database
 from app.storage.models import Example, ExampleReview, Person, Validation
 
 LEAD_ROLES = (Role.LEAD.value, Role.OWNER.value)
+REVISION = "revision"  # the origin kind of an example that resubmits a returned one
 
 
 class NotALead(ValidationRuleError):
@@ -64,6 +65,11 @@ class LeadReviewService:
             raise NotALead(f"{lead.display_name} is an {lead.role}: only team leads and owners can adjudicate, "
                            "accept or return work. Switch to a lead profile (Profile menu).")
         return lead
+
+    def require_lead(self, person_id: uuid.UUID) -> None:
+        """Raises NotALead (with what to do) unless the profile is a lead or owner."""
+        with self.db.read() as session:
+            self._lead(session, person_id)
 
     def is_lead(self, person_id: uuid.UUID) -> bool:
         with self.db.read() as session:
@@ -146,9 +152,21 @@ class LeadReviewService:
             return [ReviewRecord(r.example_id, name, r.action, r.comment, r.created_at) for r, name in rows]
 
     def returned_to(self, author_id: uuid.UUID) -> list[Example]:
-        """The author's examples that a lead returned (newest review first)."""
+        """The author's examples that a lead returned and that still wait for them (newest review first):
+        not those the author retracted, nor those they resubmitted as a revision (an example whose
+        ``origin`` is ``{"kind": "revision", "of": <the returned example's id>}``)."""
         with self.db.read() as session:
-            return list(session.scalars(
+            returned = list(session.scalars(
                 select(Example).where(Example.author_id == author_id,
-                                      Example.review_state == ReviewAction.RETURNED.value)
+                                      Example.review_state == ReviewAction.RETURNED.value,
+                                      Example.status.in_(VALIDATABLE))
                 .order_by(Example.reviewed_at.desc())))
+            if not returned:
+                return []
+            revised = {origin.get("of") for origin in session.scalars(
+                select(Example.origin).where(Example.author_id == author_id, Example.status.in_(VALIDATABLE),
+                                             func.json_extract(Example.origin, "$.kind") == REVISION))}
+            return [e for e in returned if str(e.id) not in revised]
+
+    def returned_count(self, author_id: uuid.UUID) -> int:
+        return len(self.returned_to(author_id))

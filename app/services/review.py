@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from sqlalchemy import Select, and_, func, literal_column, or_, select, text
 from sqlalchemy.orm import aliased
 
-from app.domain import ExampleStatus
+from app.domain import ExampleStatus, Verdict
 from app.errors import DynadeskError
 from app.storage.db import Database
 from app.storage.models import Example, ExampleFacet, Person, Round, Task
@@ -38,6 +38,7 @@ class ExampleFilter:
     min_flags: int | None = None
     perturbations_only: bool = False
     review_states: Sequence[str | None] = ()  # "accepted", "returned"; None = not reviewed yet
+    objected: bool | None = None  # True: a validator (peer or lead) said incorrect or flagged it; False: none did
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,11 @@ class ExampleRow:
     review_state: str | None = None
     review_comment: str | None = None
     decided_label: str | None = None
+    objections: int = 0  # verdicts that disagree with the author: incorrect or flagged
 
 
+# A validator who says "incorrect" or "flagged" disagrees with the author, whatever the others said.
+OBJECTING = (Verdict.INCORRECT.value, Verdict.FLAGGED.value)
 ROWID = literal_column("examples.rowid")
 SORT_KEYS = {
     "submitted_at": Example.submitted_at,
@@ -79,6 +83,7 @@ SORT_KEYS = {
     "author": Person.display_name,
     "review_state": Example.review_state,
     "decided": Example.decided_verdict,
+    "objections": Example.objection_count,
 }
 
 
@@ -119,6 +124,8 @@ class ReviewQueries:
             conditions.append(Example.disagreement_count >= flt.min_disagreements)
         if flt.min_flags is not None:
             conditions.append(Example.flag_count >= flt.min_flags)
+        if flt.objected is not None:
+            conditions.append(Example.objection_count > 0 if flt.objected else Example.objection_count == 0)
         if flt.perturbations_only:
             conditions.append(Example.perturbation_of.is_not(None))
         if flt.review_states:
@@ -195,7 +202,7 @@ class ReviewQueries:
                     Example.model_fooled, Example.status, Example.validation_state, Example.validation_count,
                     Example.disagreement_count, Example.flag_count, Example.decided_verdict, Example.submitted_at,
                     Example.perturbation_of, Example.edit_distance, Example.meta, Example.review_state,
-                    Example.review_comment, Example.decided_label,
+                    Example.review_comment, Example.decided_label, Example.objection_count,
                 ],
                 flt,
             )
@@ -238,7 +245,8 @@ class ReviewQueries:
 
     def summary(self, flt: ExampleFilter) -> dict[str, int]:
         """The review tab's figures for the matching examples: how many there are, how many have
-        disagreeing or flagging verdicts, how many are decided, unvalidated, fooled, returned, accepted.
+        disagreeing or flagging verdicts, how many are decided, unvalidated, fooled, returned, accepted,
+        and how many a validator said were incorrect or flagged (``objected``).
 
         Grouped by the columns of ``ix_examples_review_summary`` in its order, so that for a whole
         task SQLite streams the covering index without sorting (~40% faster than summing
@@ -258,4 +266,5 @@ class ReviewQueries:
                 out["fooled"] += n if fooled else 0
                 out["returned"] += n if review == "returned" else 0
                 out["accepted"] += n if review == "accepted" else 0
+        out["objected"] = self.count(dataclasses.replace(flt, objected=True)) if out["examples"] else 0
         return out

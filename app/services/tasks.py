@@ -5,12 +5,23 @@ from __future__ import annotations
 import uuid
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.domain import RoundStatus
 from app.errors import NotFound
 from app.storage.db import Database
-from app.storage.models import Round, Task
+from app.storage.models import Meta, Round, Task
 from app.tasks.definition import TaskCatalog, TaskDefinition
+
+
+# A lead's choice of a task's agreement threshold on this desk, in the database's meta table, so
+# that every writer of verdict summaries (validation, import, sync pull) sees the same number.
+THRESHOLD_KEY = "agreement_threshold.{code}"
+
+
+def agreement_threshold_in(session: Session, definition: TaskDefinition) -> int:
+    row = session.get(Meta, THRESHOLD_KEY.format(code=definition.code))
+    return int(row.value) if row is not None else definition.agreement_threshold
 
 
 class TaskService:
@@ -72,6 +83,27 @@ class TaskService:
                     raise NotFound(f"There is no task with id {task_id}.")
                 cached = self._definitions[task_id] = TaskDefinition.model_validate(task.definition)
         return cached
+
+    def agreement_threshold(self, task_id: uuid.UUID) -> int:
+        """Matching peer verdicts that decide an example: the lead's choice on this desk where there is
+        one (a team of two cannot reach the usual 3), else the task definition's."""
+        definition = self.definition(task_id)
+        with self.db.read() as session:
+            return agreement_threshold_in(session, definition)
+
+    def set_agreement_threshold(self, task_code: str, threshold: int) -> None:
+        """Store a lead's choice (the caller checks the role); the task's own number removes it."""
+        definition = self.definition_by_code(task_code)
+        key = THRESHOLD_KEY.format(code=task_code)
+        with self.db.write() as session:
+            row = session.get(Meta, key)
+            if threshold == definition.agreement_threshold:
+                if row is not None:
+                    session.delete(row)
+            elif row is None:
+                session.add(Meta(key=key, value=str(threshold)))
+            else:
+                row.value = str(threshold)
 
     def task_code(self, task_id: uuid.UUID) -> str:
         return self.definition(task_id).code

@@ -7,14 +7,14 @@ import uuid
 from typing import Sequence
 
 from sqlalchemy import exists, func, or_, select, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from app.domain import ExampleStatus, Role, SyncState, ValidationMode, ValidationState, Verdict
 from app.errors import NotFound, ValidationRuleError
 from app.services.tasks import TaskService
 from app.storage import outbox
 from app.storage.db import Database
-from app.services.review import ROWID
+from app.services.review import OBJECTING, ROWID
 from app.storage.models import QUEUE_CONDITION, Example, Person, Validation
 from app.tasks.definition import TaskDefinition
 
@@ -52,6 +52,12 @@ def summarise(example: Example, validations: Sequence[Validation], threshold: in
         example.validation_state = (ValidationState.IN_PROGRESS if validations else ValidationState.UNVALIDATED).value
         example.decided_verdict = None
         example.decided_label = None
+
+
+def summarise_on_desk(example: Example, validations: Sequence[Validation], threshold: int) -> None:
+    """``summarise``, and the desk's count of verdicts against the author (the review's filter)."""
+    summarise(example, validations, threshold)
+    example.objection_count = sum(1 for v in validations if v.verdict in OBJECTING)
 
 
 class ValidationService:
@@ -96,7 +102,7 @@ class ValidationService:
             )
             session.add(validation)
             session.flush()
-            summarise(example, example.validations, definition.agreement_threshold)
+            summarise_on_desk(example, example.validations, self.tasks.agreement_threshold(example.task_id))
             outbox.enqueue(session, validation)  # same unit of work as the verdict
             return validation
 
@@ -199,5 +205,30 @@ class ValidationService:
 
     def resummarise(self, session: Session, example: Example) -> None:
         """Recompute the summary after verdicts arrived from elsewhere (imports, sync)."""
-        definition = self.tasks.definition(example.task_id)
-        summarise(example, list(example.validations), definition.agreement_threshold)
+        summarise_on_desk(example, list(example.validations), self.tasks.agreement_threshold(example.task_id))
+
+    def resummarise_task(self, task_id: uuid.UUID) -> int:
+        """Recompute every validated example of a task (its threshold changed); returns how many
+        are decided now."""
+        threshold = self.tasks.agreement_threshold(task_id)
+        with self.db.write() as session:
+            examples = session.scalars(select(Example).where(Example.task_id == task_id,
+                                                             Example.validation_count > 0)
+                                       .options(selectinload(Example.validations)))
+            decided = 0
+            for example in examples:
+                summarise_on_desk(example, list(example.validations), threshold)
+                decided += example.validation_state == ValidationState.DECIDED.value
+            return decided
+
+
+def threshold_warning(threshold: int, team_size: int) -> str | None:
+    """Why no example can be decided by its validators, or None: nobody validates their own example,
+    so at most ``team_size - 1`` peer verdicts can match."""
+    others = max(0, team_size - 1)
+    if others >= threshold:
+        return None
+    return (f"A decision needs {threshold} matching verdicts, but with {team_size} "
+            f"{'person' if team_size == 1 else 'people'} on this desk's team at most {others} can validate an "
+            f"example (nobody validates their own): only a lead's verdict decides. A lead can lower the number "
+            f"in the Review tab (Matching verdicts to decide).")

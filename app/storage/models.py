@@ -200,6 +200,8 @@ class Example(Synced, Base):
         # Covers the review tab's figures and the validation queue's count for a whole task.
         Index("ix_examples_review_summary", "task_id", "status", "validation_state", "model_fooled", "review_state",
               "disagreement_count", "flag_count"),
+        # The review's count of examples a validator objected to, within a task, from the index alone.
+        Index("ix_examples_task_objections", "task_id", "objection_count", "status"),
     )
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
     round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
@@ -229,6 +231,8 @@ class Example(Synced, Base):
     validation_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
     flag_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
     disagreement_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    # verdicts against the author: incorrect or flagged (migration 0011)
+    objection_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0", index=True)
     decided_verdict: Mapped[str | None] = mapped_column(String(16), index=True)
     decided_label: Mapped[str | None] = mapped_column(String(200))
     # A lead's latest review (accepted or returned); the records are in example_reviews.

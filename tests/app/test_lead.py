@@ -121,7 +121,7 @@ def test_review_figures_match_a_hand_count(desk, people, submit):
     desk.lead.accept_work(people.lead.id, people.author.id)
     assert desk.review.summary(ExampleFilter()) == {
         "examples": 4, "disagreements": 1, "flagged": 1, "decided": 1, "unvalidated": 1, "fooled": 3,
-        "returned": 1, "accepted": 1}
+        "returned": 1, "accepted": 1, "objected": 2}  # objected: split (incorrect) and flagged
     assert desk.review.summary(ExampleFilter(min_flags=1))["examples"] == 1
 
 
@@ -148,3 +148,59 @@ def test_sorting_by_round_pages_like_a_plain_sort(desk, people, target_model):
         for offset in range(0, 45, 7):
             paged += [r.id for r in desk.review.rows(flt, sort="round", descending=descending, offset=offset, limit=7)]
         assert paged == expected
+
+
+def test_the_agreement_threshold_is_a_leads_choice_kept_on_the_desk(desk, data_dir, people, submit):
+    from app.desk import Desk
+    from app.services.validation import threshold_warning
+
+    example = submit()
+    desk.validation.validate(example.id, people.val1.id, "correct")
+    with pytest.raises(NotALead):
+        desk.set_agreement_threshold(people.val2.id, "hate_speech", 1)
+    assert desk.examples.get(example.id).validation_state == "in_progress"
+    assert desk.set_agreement_threshold(people.lead.id, "hate_speech", 1) == 1
+    assert desk.examples.get(example.id).decided_verdict == "correct"
+    with Desk(data_dir) as reopened:  # kept in the desk's database
+        assert reopened.tasks.agreement_threshold(reopened.tasks.task("hate_speech").id) == 1
+    desk.set_agreement_threshold(people.lead.id, "hate_speech", 3)  # the task's own again: no override kept
+    assert desk.db.get_meta("agreement_threshold.hate_speech") is None
+    assert desk.examples.get(example.id).validation_state == "in_progress"
+    assert threshold_warning(3, 4) is None and "at most 1 can validate" in threshold_warning(3, 2)
+
+
+def test_returned_work_leaves_the_authors_list_when_retracted(desk, people, submit):
+    first, second = submit("first"), submit("second")
+    desk.lead.return_examples(people.lead.id, [first.id, second.id], "Name the target group.")
+    assert desk.lead.returned_count(people.author.id) == 2
+    desk.examples.retract(first.id, people.author.id, "rewriting it")
+    assert [e.id for e in desk.lead.returned_to(people.author.id)] == [second.id]
+    assert desk.lead.returned_count(people.author.id) == 1
+    objected = desk.review.rows(ExampleFilter(objected=True))
+    assert objected == []  # nobody said incorrect or flagged
+    # resubmitted as a revision: no longer waiting either
+    desk.examples.create(people.author.id, "hate_speech", hate_content("second, fixed", "hate"),
+                         [hate_output(desk.models.all()[0], "not hate")],
+                         origin={"kind": "revision", "of": str(second.id)})
+    assert desk.lead.returned_to(people.author.id) == [] and desk.lead.returned_count(people.author.id) == 0
+
+
+def test_a_desk_from_before_objection_counts_gets_them_on_upgrade(data_dir, desk, people, submit):
+    import sqlite3
+
+    from app import paths
+    from app.desk import Desk
+
+    objected, quiet = submit("a"), submit("b")
+    desk.validation.validate(objected.id, people.val1.id, "incorrect", corrected_label="not hate", reason="r")
+    desk.validation.validate(objected.id, people.val2.id, "flagged", reason="r")
+    desk.validation.validate(quiet.id, people.val1.id, "correct")
+    desk.close()
+    with sqlite3.connect(paths.database_path(data_dir)) as raw:  # as revision 0009 left it
+        for index in ("ix_examples_objection_count", "ix_examples_task_objections"):
+            raw.execute(f"DROP INDEX {index}")
+        raw.execute("ALTER TABLE examples DROP COLUMN objection_count")
+        raw.execute("UPDATE alembic_version SET version_num = '0009'")
+    with Desk(data_dir) as upgraded:
+        assert [r.id for r in upgraded.review.rows(ExampleFilter(objected=True))] == [objected.id]
+        assert upgraded.examples.get(objected.id).objection_count == 2

@@ -217,3 +217,26 @@ def test_day_one_axes_show_dates_and_times_and_whole_counts(dashboard):
     for chart, side in counts:
         labels = tick_labels(chart, side)
         assert labels and all(re.fullmatch(r"\d[\d,]*", label) for label in labels), (chart.title.text(), labels)
+
+
+def test_the_dashboard_warns_when_the_team_cannot_reach_the_agreement_threshold(qtbot, window):
+    desk = window.desk  # one profile so far (from the login name); a lead makes a team of two
+    lead = desk.people.create("Lee Lead", "lead")
+    window._profile_chosen(str(lead.id))
+    window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
+    view = window.dashboard_view
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+    assert view.threshold_warning.isVisible()
+    assert "needs 3 matching verdicts" in view.threshold_warning.text()
+    assert "at most 1 can validate" in view.threshold_warning.text()
+
+    qtbot.keyClick(window, Qt.Key.Key_4, Qt.KeyboardModifier.ControlModifier)  # the lead lowers it in Review
+    panel = window.review_view.actions_panel
+    qtbot.waitUntil(lambda: panel.threshold.isEnabled() and panel.threshold.value() == 3, timeout=5000)
+    panel.threshold.setValue(1)
+    with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
+        panel.threshold_button.click()
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+    assert not view.threshold_warning.isVisible()

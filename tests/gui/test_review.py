@@ -1,5 +1,7 @@
 """The Review tab: a lead filters to disagreements, adjudicates, returns and accepts work."""
 
+import re
+
 from PySide6.QtCore import Qt
 
 from tests.conftest import hate_content, hate_output
@@ -168,3 +170,143 @@ def test_the_review_table_loads_pages_as_it_scrolls(qtbot, window, people):
     view.table.scrollToBottom()
     qtbot.waitUntil(lambda: view.model.rowCount() == 400, timeout=5000)
     assert len(set(shown_ids(view))) == 400
+
+
+def test_a_validator_saying_incorrect_disagrees_with_the_author_even_when_validators_agree(
+        qtbot, window, people, target_model):
+    desk = window.desk
+    split, agreed, flagged = make_examples(desk, people, target_model)
+    both_wrong = desk.examples.create(people.author.id, "hate_speech", hate_content("they are all the same", "hate"),
+                                      [hate_output(target_model, "not hate")])
+    for validator in (people.val1, people.val2):  # the validators agree with each other, not with the author
+        desk.validation.validate(both_wrong.id, validator.id, "incorrect", corrected_label="not hate", reason="no")
+    desk.switch_person(people.lead.id)
+    open_review(qtbot, window)
+    view = window.review_view
+    wait_rows(qtbot, view, [split.id, agreed.id, flagged.id, both_wrong.id])
+    plain = lambda: re.sub("<[^>]+>", "", view.figures.text())  # noqa: E731
+    qtbot.waitUntil(lambda: "3 a validator said incorrect or flagged" in plain(), timeout=5000)
+    assert "1 where validators split" in plain()
+    column = [key for key, _ in view.model.columns].index("objections")
+    assert view.model.headerData(column, Qt.Orientation.Horizontal) == "Objected"
+    assert "disagree with the author" in view.model.headerData(column, Qt.Orientation.Horizontal,
+                                                                Qt.ItemDataRole.ToolTipRole)
+    shown = {view.model.row_data(r)["id"]: view.model.data(view.model.index(r, column))
+             for r in range(view.model.rowCount())}
+    assert shown == {split.id: "1", agreed.id: "", flagged.id: "2", both_wrong.id: "2"}
+
+    objected = view.filters.objected
+    objected.setCurrentIndex(objected.findData(True))
+    wait_rows(qtbot, view, [split.id, flagged.id, both_wrong.id])
+    objected.setCurrentIndex(objected.findData(False))
+    wait_rows(qtbot, view, [agreed.id])
+    objected.setCurrentIndex(0)
+    view.filters.min_disagreements.setValue(1)  # the validators' own split does not show it
+    wait_rows(qtbot, view, [split.id])
+    assert "against majority" in view.filters.min_disagreements.prefix()
+
+
+def test_a_lead_sets_the_agreement_threshold_for_a_small_team(qtbot, window, people, target_model):
+    desk = window.desk
+    split, agreed, flagged = make_examples(desk, people, target_model)
+    assert desk.examples.get(agreed.id).validation_state == "in_progress"  # two of three matching verdicts
+    desk.switch_person(people.lead.id)
+    open_review(qtbot, window)
+    panel = window.review_view.actions_panel
+    qtbot.waitUntil(lambda: panel.threshold.value() == 3 and panel.threshold.isEnabled(), timeout=5000)
+    panel.threshold.setValue(2)
+    with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
+        panel.threshold_button.click()
+    assert "2 matching verdicts now decide" in panel.message.text()
+    assert "the task says 3" in panel.threshold_note.text()
+    assert (desk.examples.get(agreed.id).validation_state, desk.examples.get(agreed.id).decided_verdict) == (
+        "decided", "correct")
+    assert desk.examples.get(flagged.id).decided_verdict == "flagged"
+    assert desk.examples.get(split.id).validation_state == "in_progress"
+    assert desk.db.get_meta("agreement_threshold.hate_speech") == "2"
+    # the validation service goes by it: a second matching verdict decides at once
+    fresh = desk.examples.create(people.author.id, "hate_speech", hate_content("new one", "hate"),
+                                 [hate_output(target_model, "not hate")])
+    desk.validation.validate(fresh.id, people.val1.id, "correct")
+    desk.validation.validate(fresh.id, people.val2.id, "correct")
+    assert desk.examples.get(fresh.id).validation_state == "decided"
+
+
+def test_the_selection_moves_to_the_next_example_after_a_lead_verdict_and_a_return(
+        qtbot, window, people, target_model):
+    desk = window.desk
+    make_examples(desk, people, target_model)
+    more = [desk.examples.create(people.author.id, "hate_speech", hate_content(f"example number {i}", "hate"),
+                                 [hate_output(target_model, "not hate")]) for i in range(3)]
+    desk.switch_person(people.lead.id)
+    open_review(qtbot, window)
+    view = window.review_view
+    qtbot.waitUntil(lambda: view.model.rowCount() == 6, timeout=5000)
+    view.filters.validation.setCurrentIndex(view.filters.validation.findData("unvalidated"))
+    wait_rows(qtbot, view, [e.id for e in more])
+    order = shown_ids(view)
+    view.table.selectRow(1)
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == order[1],
+                    timeout=5000)
+    acted_text = view.model.row_data(1)["text"]
+    form = view.actions_panel.form
+    view.table.setFocus()
+    qtbot.keyClick(view.table, Qt.Key.Key_1)
+    assert form.buttons["correct"].isChecked()
+    with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
+        form.confirm.click()
+    # decided, so it left the "unvalidated" list; the one after it is selected and shown
+    qtbot.waitUntil(lambda: shown_ids(view) == [order[0], order[2]], timeout=5000)
+    qtbot.waitUntil(lambda: view.current_row() is not None and view.current_row()["id"] == order[2], timeout=5000)
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == order[2],
+                    timeout=5000)
+    assert acted_text in view.actions_panel.message.text()  # the message names the example it is about
+    assert view.model.row_data(view.table.currentIndex().row())["text"] in view.detail.toPlainText()
+
+    # a return keeps the example in the list: the selection moves on to the row below it
+    view.filters.validation.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: view.model.rowCount() == 6, timeout=5000)
+    order = shown_ids(view)
+    view.table.selectRow(2)
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == order[2],
+                    timeout=5000)
+    qtbot.keyClicks(view.actions_panel.comment, "Name the group")
+    with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
+        view.actions_panel.return_button.click()
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == order[3],
+                    timeout=5000)
+    assert view.current_row()["id"] == order[3]
+    assert desk.examples.get(order[2]).review_state == "returned"
+
+
+def test_returned_work_is_counted_for_its_author_until_retracted(qtbot, window, people, target_model, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog
+
+    desk = window.desk
+    split, agreed, flagged = make_examples(desk, people, target_model)
+    desk.lead.return_examples(people.lead.id, [split.id, agreed.id], "Say which group is attacked")
+    desk.lead.return_examples(people.lead.id, [flagged.id], "Not yours to worry about")  # Xia's, not Ana's
+    window._profile_chosen(str(people.author.id))  # what the Profile dialog does
+    status = window.findChild(type(window.count_label), "returned-count")
+    banner = window.workspace_view.returned
+    qtbot.waitUntil(lambda: status.isVisible() and "2 examples returned to you" in status.text(), timeout=5000)
+    assert window.tabs.currentWidget() is window.workspace_view and banner.isVisible()
+    assert "2 examples returned to you" in banner.text.text()
+
+    banner.primary.click()  # "Show them": the Data tab, filtered to them
+    assert window.tabs.currentWidget() is window.data_page
+    qtbot.waitUntil(lambda: window.count_label.text() == "2 examples", timeout=5000)
+    window.table.selectRow([window.table_model.row_data(r)["id"] for r in range(2)].index(split.id))
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("rewriting it", True))
+    window.retract_action.trigger()  # the author takes it back: it no longer waits for them
+    qtbot.waitUntil(lambda: "1 example returned to you" in status.text(), timeout=5000)
+    qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=5000)
+    assert window.table_model.row_data(0)["id"] == agreed.id
+    assert [e.id for e in desk.lead.returned_to(people.author.id)] == [agreed.id]
+    # the other one is revised: Create starts from its text, and the draft names what it revises
+    window.table.selectRow(0)
+    window.revise_action.trigger()
+    assert window.tabs.currentWidget() is window.workspace_view
+    assert window.workspace.draft.origin == {"kind": "revision", "of": str(agreed.id)}
+    assert window.workspace_view.editor.content()["inputs"]["text"] == "send them all back"
+    assert "Say which group is attacked" in window.workspace_view.message.text.text()

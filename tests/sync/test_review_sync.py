@@ -381,3 +381,25 @@ def test_a_desk_that_syncs_late_gets_the_example_and_its_reviews_in_one_page(tea
     ann.close()
     lead.close()
     bob.close()
+
+
+def test_pulled_verdicts_are_decided_under_the_threshold_a_lead_set_on_that_desk(team, tmp_path, server_db):
+    ann = prepare_desk(tmp_path / "ann", team.ann)
+    bob = prepare_desk(tmp_path / "bob", team.bob)
+    lead = prepare_desk(tmp_path / "lead", team.lead)
+    lead.set_agreement_threshold(team.lead.id, "hate_speech", 1)  # a small team: one verdict decides here
+    with (client_for(ann, team.url, team.ann) as ann_client, client_for(bob, team.url, team.bob) as bob_client,
+          client_for(lead, team.url, team.lead) as lead_client):
+        ann_client.run()
+        mine = write_example(ann, team.ann, "one verdict is enough here")
+        ann_client.run()
+        bob_client.run()
+        bob.validation.validate(mine.id, team.bob.id, "correct")
+        bob_client.run()
+        lead_client.run()
+    assert lead.examples.get(mine.id).decided_verdict == "correct"
+    assert bob.examples.get(mine.id).validation_state == "in_progress"  # the task's own 3 on Bob's desk
+    with server_db.read() as session:  # and on the server, which decides the team's figures
+        assert session.get(server_models.Example, mine.id).validation_state == "in_progress"
+    for desk in (ann, bob, lead):
+        desk.close()
