@@ -79,6 +79,7 @@ def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_o
 
     from app.desk import Desk
     from app.paths import database_path
+    from app.storage.db import Database, head_revision
     from tests.conftest import hate_content, hate_output
 
     old = _with_build_details(trigger_onnx_dir, tmp_path / "models" / "old-export")
@@ -89,8 +90,16 @@ def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_o
                                       task_id=desk.tasks.task("hate_speech").id)
         example = desk.examples.create(author.id, "hate_speech", hate_content("kind words", "not hate"),
                                        [hate_output(record, "not hate")])
-    with sqlite3.connect(database_path(tmp_path / "desk")) as db:  # as a desk left at 0008
+    path = database_path(tmp_path / "desk")
+    with sqlite3.connect(path) as db:  # as a desk left at 0008
         db.execute("UPDATE alembic_version SET version_num = '0008'")
+    database = Database(path, upgrade=False)
+    try:
+        database.upgrade("0009")  # 0009 alone: later migrations are in this schema already
+    finally:
+        database.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE alembic_version SET version_num = ?", (head_revision(),))
 
     with Desk(tmp_path / "desk") as desk:
         assert [(m.id, m.sha256) for m in desk.models.all()] == [(record.id, clean_sha)]
