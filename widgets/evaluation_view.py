@@ -219,8 +219,12 @@ class EvaluationView(QWidget):
         results_layout.addLayout(choosers)
         results_layout.addWidget(self.result_tabs, 1)
 
+        setup_scroll = QScrollArea(objectName="evaluation-setup-scroll", widgetResizable=True)
+        setup_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        setup_scroll.setWidget(setup)  # the long set-up column scrolls on a laptop screen; results keep their place
+        setup_scroll.setMinimumWidth(setup.minimumSizeHint().width() + setup_scroll.verticalScrollBar().sizeHint().width())
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="evaluation-splitter")
-        splitter.addWidget(setup)
+        splitter.addWidget(setup_scroll)
         splitter.addWidget(results)
         splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)

@@ -10,7 +10,7 @@ import logging
 import uuid
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QSplitter,
-    QTabWidget,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -43,6 +42,7 @@ from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
 from widgets.filter_bar import FilterBar
 from widgets.import_dialog import ExportDialog, ImportDialog
+from widgets.page_tabs import PageTabs
 from widgets.profile_dialog import ProfileDialog
 from widgets.workspace_view import WorkspaceView
 
@@ -76,6 +76,7 @@ class MainWindow(QMainWindow):
         self._task_ids: dict[str, uuid.UUID] = {}
         self.setWindowTitle("Dynadesk")
         self.resize(1280, 800)
+        self.setMinimumSize(960, 560)  # below this nothing is usable; pages scroll down to it
 
         self.task_combo = QComboBox(objectName="task")
         self.task_combo.currentIndexChanged.connect(self._task_chosen)
@@ -106,12 +107,12 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self.detail)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([900, 380])
+        splitter.setSizes([1000, 300])  # the table's text column takes what the other columns leave
         self.data_page = data_page = QWidget(objectName="data-page")
         layout = QVBoxLayout(data_page)
         layout.addWidget(self.filter_bar)
         layout.addWidget(splitter, 1)
-        self.tabs = QTabWidget(objectName="tabs")
+        self.tabs = PageTabs(objectName="tabs")  # pages scroll: the window never outgrows a laptop screen
         self._install_workspace()
         self.tabs.addTab(data_page, "&Data")
         self.setCentralWidget(self.tabs)
@@ -123,6 +124,7 @@ class MainWindow(QMainWindow):
         self.model_label = ElidedLabel(objectName="models")
         self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().addPermanentWidget(self.count_label)
+        self.statusBar().messageChanged.connect(self._make_room_for_message)
         self.workspace.status_changed.connect(self.model_label.setText)
         self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
 
@@ -396,6 +398,11 @@ class MainWindow(QMainWindow):
         self._apply_font_size(size)
         self.desk.save_settings()
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # once the status bar has its new width: the model status fits itself around the message
+        QTimer.singleShot(0, lambda: self._make_room_for_message(self.statusBar().currentMessage()))
+
     def closeEvent(self, event) -> None:
         settings = self.desk.settings
         settings.window_geometry = base64.b64encode(bytes(self.saveGeometry())).decode()
@@ -551,6 +558,15 @@ class MainWindow(QMainWindow):
                        on_error=self.show_error)
 
     # --- messages -----------------------------------------------------------------------------
+
+    def _make_room_for_message(self, message: str) -> None:
+        """A status-bar message is shown whole: the model status beside it shortens while it is up
+        (its full text stays in its tooltip)."""
+        label = self.model_label
+        label.setMaximumWidth(16_777_215)
+        if message:
+            allowed = label.geometry().right() - self.statusBar().fontMetrics().horizontalAdvance(message) - 24
+            label.setMaximumWidth(max(60, allowed))
 
     def show_error(self, error: BaseException) -> None:
         if isinstance(error, DynadeskError) and str(error) == self._damage_shown:

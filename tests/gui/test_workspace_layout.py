@@ -1,0 +1,46 @@
+"""The Create page at laptop size: nothing moves when the first prediction arrives, fooling the
+model reads as the writer's success, and discarding a draft is far from storing it."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt
+
+from tests.gui.test_workspace import text_box, type_text, wait_for_prediction, window  # noqa: F401 (fixture)
+
+SUCCESS = "#1e6b35"
+
+
+def _places(window) -> dict:
+    view = window.workspace.view
+    parts = {"editor": view.editor, "prediction": view.prediction, "verdict": view.prediction.verdict,
+             "side": view.side, "submit": view.submit_button, "tabs": window.tabs, "status": window.statusBar(),
+             "page": view, "combined": view.prediction.combined}
+    return {name: (w.mapTo(window, QPoint(0, 0)), w.size()) for name, w in parts.items()}
+
+
+def test_the_first_prediction_moves_nothing_and_fooling_reads_as_success(qtbot, window):
+    window.resize(1366, 720)
+    qtbot.waitUntil(lambda: window.width() == 1366)
+    before = _places(window)
+    type_text(qtbot, window, "the quiet teacher walked near the river")
+    wait_for_prediction(qtbot, window)
+    qtbot.keyClick(text_box(window), Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)  # my label: hate
+    panel = window.workspace.view.prediction
+    assert panel.verdict.text() == "Model fooled"
+    assert SUCCESS in panel.verdict.styleSheet()
+    assert _places(window) == before
+
+
+def test_discarding_a_draft_is_far_from_submitting_and_storing(qtbot, window):
+    window.resize(1366, 720)
+    view = window.workspace.view
+    qtbot.waitUntil(lambda: window.width() == 1366)
+
+    def gap(a, b) -> int:
+        left, right = sorted((a.mapTo(window, QPoint(0, 0)).x(), b.mapTo(window, QPoint(0, 0)).x()))
+        return right - left
+
+    assert gap(view.discard_button, view.submit_button) > 300
+    view.show_form(True)
+    assert view.discard_button.isVisible()
+    assert gap(view.discard_button, view.form.confirm_button) > 300
