@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QMessageBox,
+    QProgressBar,
     QSplitter,
     QToolBar,
     QVBoxLayout,
@@ -66,6 +67,7 @@ DAMAGED_STATUS = "The database is damaged: nothing more is saved. Restore a back
 
 class MainWindow(QMainWindow):
     database_damaged = Signal(str)  # from the database's background check: queued to the GUI thread
+    first_start_progress = Signal(int, int, str)  # done, total, step: from the preparing worker, queued
 
     def __init__(self, desk: Desk):
         super().__init__()
@@ -237,14 +239,25 @@ class MainWindow(QMainWindow):
         from app.services import target_models
 
         desk, workspace = self.desk, self.workspace
-        self._first_start_progress = progress = Progress()
+        step = [""]  # the latest step's line, sent with each percentage
+        progress = Progress(lambda done, total: self.first_start_progress.emit(done, total, step[0]),
+                            lambda line: (step.__setitem__(0, line), self.first_start_progress.emit(-1, 0, line)))
+        self._first_start_progress = progress
+        bar = self.statusBar().findChild(QProgressBar, "first-start-progress")
+        if bar is None:
+            bar = QProgressBar(objectName="first-start-progress", maximumWidth=160, textVisible=True)
+            self.statusBar().insertPermanentWidget(0, bar)
+            self.first_start_progress.connect(self._show_first_start_progress, Qt.ConnectionType.QueuedConnection)
+        bar.hide()
 
         def start(needed: bool) -> None:
             if not needed:
                 return
             workspace.no_model_message = ("Preparing the bundled target model (first start only, about half a "
-                                          "minute). You can start writing now.")
+                                          "minute; progress in the status bar). You can start writing now.")
             workspace.reload_models()
+            bar.setValue(0)
+            bar.show()
             self.statusBar().showMessage("First start: preparing the bundled target model…")
             self._first_start = SerialWorker("first-start", self)
             self._first_start.submit(lambda: target_models.prepare_default_files(desk, progress=progress),
@@ -254,18 +267,31 @@ class MainWindow(QMainWindow):
             self.db.submit(lambda: target_models.adopt_default_model(desk), on_done=adopted, on_error=failed)
 
         def adopted(record) -> None:
+            bar.hide()
             workspace.no_model_message = "This round has no target model yet: a lead can attach one (Round menu)."
             self.statusBar().showMessage("The target model is ready." if record else "", 8000)
             if workspace.task_code == target_models.DEFAULT_TASK:
                 workspace.reload_models()
 
         def failed(error: BaseException) -> None:
+            bar.hide()
+            self.statusBar().clearMessage()
             workspace.no_model_message = f"The bundled target model could not be prepared: {error}"
             workspace.reload_models()
             if not isinstance(error, DynadeskError):
                 log.error("first start failed", exc_info=(type(error), error, error.__traceback__))
 
         self.db.submit(lambda: target_models.needs_default_model(desk), on_done=start, on_error=failed)
+
+    def _show_first_start_progress(self, done: int, total: int, step: str) -> None:
+        """The first start's preparation, as it goes: the step in words, the percentage in the bar."""
+        bar = self.statusBar().findChild(QProgressBar, "first-start-progress")
+        if bar is None or bar.isHidden():
+            return  # finished (or failed) before this report arrived
+        if done >= 0:
+            bar.setValue(round(100 * done / total) if total else 0)
+        self.statusBar().showMessage(f"First start: preparing the bundled target model. {step}" if step
+                                     else "First start: preparing the bundled target model…")
 
     def start_perturbation(self) -> None:
         row = self.table_model.row_data(self.table.currentIndex().row())

@@ -44,3 +44,40 @@ def test_discarding_a_draft_is_far_from_submitting_and_storing(qtbot, window):
     view.show_form(True)
     assert view.discard_button.isVisible()
     assert gap(view.discard_button, view.form.confirm_button) > 300
+
+
+def test_first_start_shows_the_preparation_steps_and_percentage(qtbot, data_dir, default_model_cache, monkeypatch):
+    """The bundled model takes tens of seconds to prepare the first time: the status bar says which
+    step it is on and how far along, while the window stays usable."""
+    import shutil
+    import threading
+
+    from PySide6.QtWidgets import QProgressBar
+
+    from app import paths
+    from app.services import target_models
+    from tests.gui.conftest import close_window, open_window
+
+    shutil.copytree(default_model_cache, paths.models_cache_dir(data_dir))  # the real work, already done
+    real, go_on = target_models.prepare_default_files, threading.Event()
+
+    def prepare_slowly(desk, *, progress):
+        step = progress.stage(2, 3, "Building its ONNX version and checking it against the original", 20, 75)
+        step.report(1, 2)  # halfway through that step: 20 + 55 / 2 = 47 %
+        go_on.wait(30)
+        return real(desk, progress=progress)
+
+    monkeypatch.setattr(target_models, "prepare_default_files", prepare_slowly)
+    win = open_window(qtbot, data_dir)
+    try:
+        win.prepare_first_start()
+        bar = win.statusBar().findChild(QProgressBar, "first-start-progress")
+        qtbot.waitUntil(lambda: bar is not None and bar.isVisible() and bar.value() == 47, timeout=10_000)
+        assert win.statusBar().currentMessage() == ("First start: preparing the bundled target model. Step 2 of 3: "
+                                                    "Building its ONNX version and checking it against the original")
+        go_on.set()
+        qtbot.waitUntil(lambda: win.workspace.loaded is not None, timeout=60_000)
+        assert bar.isHidden() and win.statusBar().currentMessage() == "The target model is ready."
+    finally:
+        go_on.set()
+        close_window(win)
