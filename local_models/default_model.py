@@ -85,7 +85,7 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
 
 # What a first start does, and where each step ends in percent (from timings: the export is the long part)
 STEPS = (("Assembling the model from the base encoder and its trained part", 20),
-         ("Building its ONNX version and checking it against the original", 75),
+         ("Building its ONNX version and checking it", 75),
          ("Trying an int8 version and checking it", 100))
 
 

@@ -222,7 +222,7 @@ class EvaluationView(QWidget):
         setup_scroll = QScrollArea(objectName="evaluation-setup-scroll", widgetResizable=True)
         setup_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         setup_scroll.setWidget(setup)  # the long set-up column scrolls on a laptop screen; results keep their place
-        setup_scroll.setMinimumWidth(setup.minimumSizeHint().width() + setup_scroll.verticalScrollBar().sizeHint().width())
+        setup_scroll.setMinimumWidth(setup.sizeHint().width() + setup_scroll.verticalScrollBar().sizeHint().width())
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="evaluation-splitter")
         splitter.addWidget(setup_scroll)
         splitter.addWidget(results)

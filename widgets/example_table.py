@@ -171,8 +171,8 @@ class ExampleTableView(QTableView):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(keys.index("text"), QHeaderView.ResizeMode.Stretch)
         # compact: the text column stretches into everything these leave
-        widths = {"label": 80, "fooled": 55, "validation_state": 95, "validations": 60, "status": 80, "round": 50,
-                  "author": 105, "submitted_at": 120, "flags": 45, "decided": 100, "review_state": 80}
+        widths = {"label": 80, "fooled": 55, "validation_state": 100, "validations": 60, "status": 85, "round": 50,
+                  "author": 105, "submitted_at": 120, "flags": 45, "decided": 100, "review_state": 75}
         for column, (key, _) in enumerate(model.columns):
             if key in widths:
                 self.setColumnWidth(column, widths[key])

@@ -290,7 +290,7 @@ class MainWindow(QMainWindow):
             return  # finished (or failed) before this report arrived
         if done >= 0:
             bar.setValue(round(100 * done / total) if total else 0)
-        self.statusBar().showMessage(f"First start: preparing the bundled target model. {step}" if step
+        self.statusBar().showMessage(f"Preparing the model · {step}" if step
                                      else "First start: preparing the bundled target model…")
 
     def start_perturbation(self) -> None:
@@ -588,10 +588,14 @@ class MainWindow(QMainWindow):
     def _make_room_for_message(self, message: str) -> None:
         """A status-bar message is shown whole: the model status beside it shortens while it is up
         (its full text stays in its tooltip)."""
-        label = self.model_label
+        label, bar = self.model_label, self.statusBar()
         label.setMaximumWidth(16_777_215)
         if message:
-            allowed = label.geometry().right() - self.statusBar().fontMetrics().horizontalAdvance(message) - 24
+            # widgets placed before the model status (a progress bar) keep their width
+            before = label.geometry().left() - min(
+                [w.geometry().left() for w in bar.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+                 if w.isVisible() and w.geometry().right() <= label.geometry().left()] or [label.geometry().left()])
+            allowed = label.geometry().right() - before - bar.fontMetrics().horizontalAdvance(message) - 24
             label.setMaximumWidth(max(60, allowed))
 
     def show_error(self, error: BaseException) -> None:
