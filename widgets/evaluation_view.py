@@ -34,6 +34,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from widgets.page_tabs import ColumnScroll
+
 DIMENSIONS = ("performance", "throughput", "memory", "fairness", "robustness")
 DEFAULT_WEIGHTS = {"performance": 4.0, "throughput": 1.0, "memory": 1.0, "fairness": 1.0, "robustness": 1.0}
 
@@ -219,12 +221,9 @@ class EvaluationView(QWidget):
         results_layout.addLayout(choosers)
         results_layout.addWidget(self.result_tabs, 1)
 
-        setup_scroll = QScrollArea(objectName="evaluation-setup-scroll", widgetResizable=True)
-        setup_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        setup_scroll.setWidget(setup)  # the long set-up column scrolls on a laptop screen; results keep their place
-        setup_scroll.setMinimumWidth(setup.sizeHint().width() + setup_scroll.verticalScrollBar().sizeHint().width())
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="evaluation-splitter")
-        splitter.addWidget(setup_scroll)
+        # the long set-up column scrolls on a laptop screen; the results keep their place
+        splitter.addWidget(ColumnScroll(setup, "evaluation-setup-scroll"))
         splitter.addWidget(results)
         splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)

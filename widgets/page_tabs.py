@@ -10,7 +10,7 @@ the scroll areas.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtWidgets import QFrame, QScrollArea, QTabWidget, QWidget
 
 
@@ -64,3 +64,22 @@ class PageTabs(QTabWidget):
         index = self.indexOf(page)
         if index >= 0:
             self.setCurrentIndex(index)
+
+
+class ColumnScroll(QScrollArea):
+    """A column of controls that scrolls up and down only: always as wide as its content needs."""
+
+    def __init__(self, column: QWidget, name: str):
+        super().__init__(objectName=name, widgetResizable=True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(column)
+
+    def _width(self, content: QSize) -> int:
+        return content.width() + self.verticalScrollBar().sizeHint().width() + 2 * self.frameWidth()
+
+    def minimumSizeHint(self) -> QSize:
+        column = self.widget()
+        return QSize(self._width(column.minimumSizeHint().expandedTo(column.minimumSize())), 80)
+
+    def sizeHint(self) -> QSize:
+        return QSize(self._width(self.widget().sizeHint()), super().sizeHint().height())

@@ -592,9 +592,10 @@ class MainWindow(QMainWindow):
         label.setMaximumWidth(16_777_215)
         if message:
             # widgets placed before the model status (a progress bar) keep their width
+            shown = bar.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
             before = label.geometry().left() - min(
-                [w.geometry().left() for w in bar.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
-                 if w.isVisible() and w.geometry().right() <= label.geometry().left()] or [label.geometry().left()])
+                [w.geometry().left() for w in shown if w.isVisible() and w.geometry().right() <= label.geometry().left()]
+                or [label.geometry().left()])
             allowed = label.geometry().right() - before - bar.fontMetrics().horizontalAdvance(message) - 24
             label.setMaximumWidth(max(60, allowed))
 
