@@ -66,13 +66,13 @@ class PageTabs(QTabWidget):
             self.setCurrentIndex(index)
 
 
-class ColumnScroll(QScrollArea):
+class ColumnScroll(PageScroll):
     """A column of controls that scrolls up and down only: always as wide as its content needs."""
 
     def __init__(self, column: QWidget, name: str):
-        super().__init__(objectName=name, widgetResizable=True)
+        super().__init__(column)
+        self.setObjectName(name)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setWidget(column)
 
     def _width(self, content: QSize) -> int:
         return content.width() + self.verticalScrollBar().sizeHint().width() + 2 * self.frameWidth()
