@@ -44,11 +44,12 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
     description = read_part_description(part_dir)
     root = cache_dir / f"{DEFAULT_MODEL_SLUG}-{part_fingerprint(part_dir)}"
     torch_dir = root / "torch"
+    steps = STEPS if with_onnx else STEPS[:1]
     if not _complete(torch_dir, "model.safetensors"):
-        progress.say("Assembling the default model from the base encoder and its trained part ...")
+        _stage(progress, steps, 0)
         assemble(part_dir, torch_dir, base_dir=base_dir, replace=False)
     if not with_onnx:
-        return PreparedModel(torch_dir, None, False, description)
+        return _ready(progress, PreparedModel(torch_dir, None, False, description))
 
     from local_models.export import export_onnx
 
@@ -56,29 +57,47 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
     refusal = root / INT8_REFUSAL_FILE
     if _complete(int8_dir, "model.onnx"):
         _repair_identity(int8_dir)
-        return PreparedModel(torch_dir, int8_dir, True, description)
+        return _ready(progress, PreparedModel(torch_dir, int8_dir, True, description))
     if _complete(fp32_dir, "model.onnx") and refusal.is_file():
         _repair_identity(fp32_dir)
-        return PreparedModel(torch_dir, fp32_dir, False, description, (refusal.read_text(encoding="utf-8"),))
+        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description,
+                                              (refusal.read_text(encoding="utf-8"),)))
     progress.check()  # the desk closed while the model was being assembled
     if not _complete(fp32_dir, "model.onnx"):
-        progress.say("Building the ONNX version of the default model ...")
-        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=progress)
+        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=_stage(progress, steps, 1))
     progress.check()
-    progress.say("Trying an int8 version of the default model ...")
     try:  # quantizes the fp32 graph just built: a refusal costs seconds, not a second export
-        export_onnx(torch_dir, int8_dir, int8=True, replace=False, graph=fp32_dir / "model.onnx", progress=progress)
+        export_onnx(torch_dir, int8_dir, int8=True, replace=False, graph=fp32_dir / "model.onnx",
+                    progress=_stage(progress, steps, 2))
         shutil.rmtree(fp32_dir, ignore_errors=True)  # only its int8 form is ever used
-        return PreparedModel(torch_dir, int8_dir, True, description)
+        return _ready(progress, PreparedModel(torch_dir, int8_dir, True, description))
     except ParityCheckFailed as exc:
         log.warning("int8 default model refused by the parity check: %s", exc)
         note = (f"int8 was refused by the parity check (largest difference {exc.max_difference:.4f}); "
                 "the ONNX model is fp32.")
         refusal.write_text(note, encoding="utf-8")  # remembered: later starts do not try again
-        return PreparedModel(torch_dir, fp32_dir, False, description, (note,))
+        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description, (note,)))
     except ExportFailed as exc:  # the quantizer itself broke (e.g. a module missing): fp32 still serves
         log.warning("int8 default model could not be built: %s", exc)
-        return PreparedModel(torch_dir, fp32_dir, False, description, (f"{exc}; the ONNX model is fp32.",))
+        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description,
+                                              (f"{exc}; the ONNX model is fp32.",)))
+
+
+# What a first start does, and where each step ends in percent (from timings: the export is the long part)
+STEPS = (("Assembling the model from the base encoder and its trained part", 20),
+         ("Building its ONNX version and checking it", 75),
+         ("Trying an int8 version and checking it", 100))
+
+
+def _stage(progress: Progress, steps, index: int) -> Progress:
+    start = steps[index - 1][1] if index else 0
+    text, end = steps[index]
+    return progress.stage(index + 1, len(steps), text, start, end)
+
+
+def _ready(progress: Progress, prepared: PreparedModel) -> PreparedModel:
+    progress.report(100, 100)
+    return prepared
 
 
 def _repair_identity(folder: Path) -> None:

@@ -120,6 +120,7 @@ def export_onnx(
             fp32.unlink()
         _write_metadata(staging / MODEL_FILENAME, source, int8)
         _copy_companions(source, staging)
+        progress.report(3, 4)  # the graph is built; the comparison is the last quarter
         progress.say("Comparing the exported model with the original ...")
         texts = list(sample_texts) if sample_texts else _default_samples(source)
         exported = load_engine(staging, format="onnx", num_threads=None)

@@ -49,3 +49,16 @@ class Progress:
         child = Progress(lambda done, _total: self.report(offset + done, grand_total), self._on_message)
         child._cancelled = self._cancelled
         return child
+
+    def stage(self, number: int, count: int, text: str, start: int, end: int, total: int = 100) -> "Progress":
+        """Begin step ``number`` of ``count``, which runs from ``start`` to ``end`` of ``total``: say
+        "Step n of m: text" and report ``start``. The returned handle is for the step's own work: its
+        lines keep the step's prefix, and its reports (done of its own total) land between ``start``
+        and ``end``; cancelling either handle stops both."""
+        prefix = f"Step {number} of {count}: "
+        self.say(prefix + text)
+        self.report(start, total)
+        child = Progress(lambda done, of: self.report(start + (end - start) * min(done, of) // max(of, 1), total),
+                         lambda line: self.say(prefix + line))
+        child._cancelled = self._cancelled
+        return child

@@ -11,6 +11,7 @@ Tiny ones have random weights, a few layers and the MiniLM tokenizer:
 - ``hate_trigger_model_dir``: the same, labelled like the hate-speech task: "banana" means "hate".
 - ``default_model_cache``: a models folder with the real default model prepared in it (assembled
   and exported once per session, about 20 s); copy it into a data folder to skip first-start work.
+  ``default_model_first_preparation`` also holds what that preparation reported as it went.
 """
 
 from __future__ import annotations
@@ -151,13 +152,23 @@ def hate_trigger_model_dir(tmp_path_factory, tiny_base_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
-def default_model_cache(tmp_path_factory) -> Path:
+def default_model_first_preparation(tmp_path_factory) -> tuple[Path, list, list]:
+    """The session's one real preparation of the default model: its folder, and what it reported
+    along the way ((done, total) reports and lines), for the tests of first-start progress."""
     import resources
     from local_models.default_model import prepare_default_model
+    from local_models.progress import Progress
 
     cache = tmp_path_factory.mktemp("default-model-cache")
-    prepare_default_model(resources.ROOT / "models" / "hate_speech_r1", cache)
-    return cache
+    reports, lines = [], []
+    prepare_default_model(resources.ROOT / "models" / "hate_speech_r1", cache,
+                          progress=Progress(lambda done, total: reports.append((done, total)), lines.append))
+    return cache, reports, lines
+
+
+@pytest.fixture(scope="session")
+def default_model_cache(default_model_first_preparation) -> Path:
+    return default_model_first_preparation[0]
 
 
 @pytest.fixture(scope="session")

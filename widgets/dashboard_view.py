@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from widgets.charts import BarChart, ChartFrame, LineChart
+from widgets.page_tabs import PageScroll
 
 PERIODS = [("All time", None), ("Last 7 days", 7), ("Last 30 days", 30), ("Last 90 days", 90)]
 
@@ -171,7 +172,9 @@ class DashboardView(QWidget):
         for combo in (self.round_combo, self.author_combo, self.label_combo):
             combo.addItem("All", None)
             combo.currentIndexChanged.connect(self._combo_changed)
-        self.author_combo.setMinimumContentsLength(14)
+        # long names and metadata values must not widen the filter row past a laptop screen
+        self.author_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.author_combo.setMinimumContentsLength(10)
         for text, days in PERIODS:
             self.period_combo.addItem(text, days)
         self.period_combo.currentIndexChanged.connect(self._combo_changed)
@@ -272,7 +275,7 @@ class DashboardView(QWidget):
 
         self.splitter = QSplitter(Qt.Orientation.Vertical, objectName="dashboard-splitter")
         self.splitter.addWidget(tables)
-        self.splitter.addWidget(charts)
+        self.splitter.addWidget(PageScroll(charts))  # on a laptop screen the charts scroll, the window stays
         self.splitter.setStretchFactor(0, 4)
         self.splitter.setStretchFactor(1, 5)
         # a task whose agreement threshold the team is too small to reach
@@ -327,7 +330,8 @@ class DashboardView(QWidget):
                 self.facet_combos = {}
                 for name in facets:
                     combo = QComboBox(objectName=f"dashboard-facet-{name}")
-                    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+                    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+                    combo.setMinimumContentsLength(8)
                     combo.currentIndexChanged.connect(self._combo_changed)
                     self.facet_combos[name] = combo
             self._facet_titles = {name: title for name, (title, _values) in facets.items()}

@@ -35,6 +35,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from widgets.page_tabs import ColumnScroll
+
 DIMENSIONS = ("performance", "throughput", "memory", "fairness", "robustness")
 DEFAULT_WEIGHTS = {"performance": 4.0, "throughput": 1.0, "memory": 1.0, "fairness": 1.0, "robustness": 1.0}
 
@@ -223,7 +225,8 @@ class EvaluationView(QWidget):
         results_layout.addWidget(self.result_tabs, 1)
 
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="evaluation-splitter")
-        splitter.addWidget(setup)
+        # the long set-up column scrolls on a laptop screen; the results keep their place
+        splitter.addWidget(ColumnScroll(setup, "evaluation-setup-scroll"))
         splitter.addWidget(results)
         splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)

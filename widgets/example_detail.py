@@ -7,6 +7,9 @@ import html
 from PySide6.QtWidgets import QTextBrowser
 
 
+FOOLED_COLOUR = "#1e6b35"  # success: the writer found a weakness of the model
+
+
 def _esc(value) -> str:
     return html.escape("" if value is None else str(value)).replace("\n", "<br>")
 
@@ -34,6 +37,11 @@ class ExampleDetail(QTextBrowser):
         if example.get("verdicts_first") and example.get("validations"):  # a lead adjudicating reads these first
             items = "".join(f"<li>{_esc(v)}</li>" for v in example["validations"])
             parts.append(f"<h4 style='margin-bottom:2px'>Verdicts</h4><ul style='margin-top:0'>{items}</ul>")
+        original = example.get("original")
+        if original is not None:  # a perturbation: the text it edits, before its own
+            said = (f"{_esc(original['text'])}<br><span style='color:#6b6b6b'>label: {_esc(original['label'])}</span>"
+                    if original["text"] is not None else "<i>not on this desk (it arrives with the next sync)</i>")
+            parts.append(f"<h4 style='margin-bottom:2px'>Perturbation of</h4><p style='color:#444'>{said}</p>")
         for name, value in example["inputs"]:
             parts.append(f"<h4 style='margin-bottom:2px'>{_esc(name)}</h4><p>{_esc(value)}</p>")
         label = example.get("label")
@@ -41,7 +49,7 @@ class ExampleDetail(QTextBrowser):
             parts.append(f"<p><b>Label:</b> {_esc(label)}</p>")
         fooled = example.get("fooled")
         if fooled is not None:
-            colour = "#b3261e" if fooled else "#1e6b35"
+            colour = FOOLED_COLOUR if fooled else "#444"  # fooling the model is the writer's success
             parts.append(f"<p><b>Model:</b> <span style='color:{colour}'>{'fooled' if fooled else 'not fooled'}</span></p>")
         for name, value in example.get("meta", []):
             colon = "" if name.endswith(("?", ":")) else ":"

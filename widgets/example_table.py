@@ -32,7 +32,8 @@ HEADER_TIPS = {
 }
 PAGE_SIZE = 200
 
-_FOOLED_BRUSH = QBrush(QColor("#b3261e"))
+_FOOLED_BRUSH = QBrush(QColor("#1e6b35"))  # fooling the model is the writer's success
+_ATTENTION_BRUSH = QBrush(QColor("#b3261e"))  # returned work, objections
 _QUIET_BRUSH = QBrush(QColor("#6b6b6b"))
 
 
@@ -120,8 +121,8 @@ class ExampleTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole:
             if key == "fooled" and row["fooled"]:
                 return _FOOLED_BRUSH
-            if key in ("review_state", "objections") and row.get(key) and row.get(key) != "accepted":
-                return _FOOLED_BRUSH
+            if (key == "review_state" and row.get(key) == "returned") or (key == "objections" and row.get(key)):
+                return _ATTENTION_BRUSH
             if row["status"] == "retracted":
                 return _QUIET_BRUSH
         if role == Qt.ItemDataRole.ToolTipRole and key == "objections" and row.get("objections"):
@@ -182,8 +183,9 @@ class ExampleTableView(QTableView):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(keys.index("text"), QHeaderView.ResizeMode.Stretch)
-        widths = {"label": 95, "fooled": 60, "validation_state": 100, "validations": 65, "status": 85, "round": 55,
-                  "author": 125, "submitted_at": 130, "flags": 50, "decided": 110, "review_state": 90}
+        # compact: the text column stretches into everything these leave
+        widths = {"label": 80, "fooled": 55, "validation_state": 100, "validations": 60, "status": 85, "round": 50,
+                  "author": 105, "submitted_at": 120, "flags": 45, "decided": 100, "review_state": 75}
         for column, (key, _) in enumerate(model.columns):
             if key in widths:
                 self.setColumnWidth(column, widths[key])

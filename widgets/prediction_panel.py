@@ -10,11 +10,12 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-FOOLED = QColor("#b3261e")
-HELD = QColor("#1e6b35")
+FOOLED = QColor("#1e6b35")  # fooling the model is the writer's success
+HELD = QColor("#5f6b7a")  # the model held: not an error, just not there yet
 BAR = QColor("#5b7db1")
 GOAL_BAR = QColor("#c77c02")
 TRACK = QColor("#e6e6e6")
+RESERVED_ROWS = 2  # room for a two-label prediction before the first one arrives: nothing jumps
 
 
 class ProbabilityBars(QWidget):
@@ -38,7 +39,7 @@ class ProbabilityBars(QWidget):
         return self.fontMetrics().height() + (4 if self.compact else 10)
 
     def sizeHint(self) -> QSize:
-        return QSize(260, max(1, len(self.rows)) * self._row_height())
+        return QSize(260, max(RESERVED_ROWS, len(self.rows)) * self._row_height())
 
     def paintEvent(self, _event) -> None:
         painter = QPainter(self)
@@ -89,6 +90,12 @@ class PredictionPanel(QFrame):
         self.members_layout = QVBoxLayout(self.members_box)
         self.members_layout.setContentsMargins(0, 0, 0, 0)
         self.note = QLabel(objectName="note", wordWrap=True, styleSheet="color:#6b6b6b")
+        self.combined_title.setText("<b>Prediction</b>: –")
+        self.combined_title.setMinimumHeight(self.combined_title.sizeHint().height())
+        for line in (self.stale, self.combined_title):  # hidden, they still hold their place
+            policy = line.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            line.setSizePolicy(policy)
         layout = QVBoxLayout(self)
         layout.addWidget(self.verdict)
         layout.addWidget(self.stale)
@@ -121,8 +128,8 @@ class PredictionPanel(QFrame):
             self.verdict.setStyleSheet("color:#444; border:1px solid #ccc; border-radius:4px; padding:4px")
         else:
             colour = FOOLED if fooled else HELD
-            self.verdict.setStyleSheet(f"color:white; background:{colour.name()}; border-radius:4px; padding:4px;"
-                                       "font-weight:bold")
+            self.verdict.setStyleSheet(f"color:white; background:{colour.name()}; border:1px solid {colour.name()};"
+                                       "border-radius:4px; padding:4px; font-weight:bold")  # the same box as above
 
     def show_prediction(self, data: dict) -> None:
         """``data``: labels, members [{name, label, probabilities, answer?}], combined {label, probabilities},

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QStackedWidget,
-    QTabWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
 from widgets.example_editor import ExampleEditor
 from widgets.heatmap import AttributionPanel
 from widgets.metadata_form import MetadataForm
+from widgets.page_tabs import PageTabs
 from widgets.perturbation_view import PerturbationView
 from widgets.prediction_panel import PredictionPanel
 
@@ -83,8 +83,8 @@ class WorkspaceView(QWidget):
         self.discard_button.clicked.connect(self.discard_requested)
         self.status = QLabel(objectName="example_status", styleSheet="color:#6b6b6b")
         actions = QHBoxLayout()
+        actions.addWidget(self.discard_button)  # far left: never a slip away from Submit or Store
         actions.addWidget(self.status, 1)
-        actions.addWidget(self.discard_button)
         actions.addWidget(self.submit_button)
         left = QWidget()
         left_layout = QVBoxLayout(left)
@@ -97,7 +97,7 @@ class WorkspaceView(QWidget):
         self.perturbation = PerturbationView()
         self.guidelines = QTextBrowser(objectName="guidelines")
         self.guidelines.setOpenExternalLinks(False)
-        self.side = QTabWidget(objectName="side")
+        self.side = PageTabs(objectName="side")  # a long perturbation comparison scrolls, the page does not grow
         self.side.addTab(self.attribution, "Why (heatmap)")
         self.side.addTab(self.perturbation, "Perturbation")
         self.side.addTab(self.guidelines, "Guidelines")

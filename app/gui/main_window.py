@@ -10,7 +10,7 @@ import logging
 import uuid
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QMessageBox,
+    QProgressBar,
     QSplitter,
-    QTabWidget,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -44,6 +44,7 @@ from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
 from widgets.filter_bar import FilterBar
 from widgets.import_dialog import ExportDialog, ImportDialog
+from widgets.page_tabs import PageTabs
 from widgets.profile_dialog import ProfileDialog
 from widgets.workspace_view import WorkspaceView
 
@@ -67,6 +68,7 @@ DAMAGED_STATUS = "The database is damaged: nothing more is saved. Restore a back
 
 class MainWindow(QMainWindow):
     database_damaged = Signal(str)  # from the database's background check: queued to the GUI thread
+    first_start_progress = Signal(int, int, str)  # done, total, step: from the preparing worker, queued
 
     def __init__(self, desk: Desk):
         super().__init__()
@@ -77,6 +79,7 @@ class MainWindow(QMainWindow):
         self._task_ids: dict[str, uuid.UUID] = {}
         self.setWindowTitle("Dynadesk")
         self.resize(1280, 800)
+        self.setMinimumSize(960, 560)  # below this nothing is usable; pages scroll down to it
 
         self.task_combo = QComboBox(objectName="task")
         self.task_combo.currentIndexChanged.connect(self._task_chosen)
@@ -107,12 +110,12 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self.detail)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([900, 380])
+        splitter.setSizes([1000, 300])  # the table's text column takes what the other columns leave
         self.data_page = data_page = QWidget(objectName="data-page")
         layout = QVBoxLayout(data_page)
         layout.addWidget(self.filter_bar)
         layout.addWidget(splitter, 1)
-        self.tabs = QTabWidget(objectName="tabs")
+        self.tabs = PageTabs(objectName="tabs")  # pages scroll: the window never outgrows a laptop screen
         self._install_workspace()
         self.tabs.addTab(data_page, "&Data")
         self.setCentralWidget(self.tabs)
@@ -125,6 +128,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().addPermanentWidget(self.count_label)
         self._install_returned_work()
+        self.statusBar().messageChanged.connect(self._make_room_for_message)
         self.workspace.status_changed.connect(self.model_label.setText)
         self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
 
@@ -265,14 +269,25 @@ class MainWindow(QMainWindow):
         from app.services import target_models
 
         desk, workspace = self.desk, self.workspace
-        self._first_start_progress = progress = Progress()
+        step = [""]  # the latest step's line, sent with each percentage
+        progress = Progress(lambda done, total: self.first_start_progress.emit(done, total, step[0]),
+                            lambda line: (step.__setitem__(0, line), self.first_start_progress.emit(-1, 0, line)))
+        self._first_start_progress = progress
+        bar = self.statusBar().findChild(QProgressBar, "first-start-progress")
+        if bar is None:
+            bar = QProgressBar(objectName="first-start-progress", maximumWidth=160, textVisible=True)
+            self.statusBar().insertPermanentWidget(0, bar)
+            self.first_start_progress.connect(self._show_first_start_progress, Qt.ConnectionType.QueuedConnection)
+        bar.hide()
 
         def start(needed: bool) -> None:
             if not needed:
                 return
             workspace.no_model_message = ("Preparing the bundled target model (first start only, about half a "
-                                          "minute). You can start writing now.")
+                                          "minute; progress in the status bar). You can start writing now.")
             workspace.reload_models()
+            bar.setValue(0)
+            bar.show()
             self.statusBar().showMessage("First start: preparing the bundled target model…")
             self._first_start = SerialWorker("first-start", self)
             self._first_start.submit(lambda: target_models.prepare_default_files(desk, progress=progress),
@@ -282,18 +297,31 @@ class MainWindow(QMainWindow):
             self.db.submit(lambda: target_models.adopt_default_model(desk), on_done=adopted, on_error=failed)
 
         def adopted(record) -> None:
+            bar.hide()
             workspace.no_model_message = "This round has no target model yet: a lead can attach one (Round menu)."
             self.statusBar().showMessage("The target model is ready." if record else "", 8000)
             if workspace.task_code == target_models.DEFAULT_TASK:
                 workspace.reload_models()
 
         def failed(error: BaseException) -> None:
+            bar.hide()
+            self.statusBar().clearMessage()
             workspace.no_model_message = f"The bundled target model could not be prepared: {error}"
             workspace.reload_models()
             if not isinstance(error, DynadeskError):
                 log.error("first start failed", exc_info=(type(error), error, error.__traceback__))
 
         self.db.submit(lambda: target_models.needs_default_model(desk), on_done=start, on_error=failed)
+
+    def _show_first_start_progress(self, done: int, total: int, step: str) -> None:
+        """The first start's preparation, as it goes: the step in words, the percentage in the bar."""
+        bar = self.statusBar().findChild(QProgressBar, "first-start-progress")
+        if bar is None or bar.isHidden():
+            return  # finished (or failed) before this report arrived
+        if done >= 0:
+            bar.setValue(round(100 * done / total) if total else 0)
+        self.statusBar().showMessage(f"Preparing the model · {step}" if step
+                                     else "First start: preparing the bundled target model…")
 
     def start_perturbation(self) -> None:
         row = self.table_model.row_data(self.table.currentIndex().row())
@@ -428,6 +456,11 @@ class MainWindow(QMainWindow):
         self.desk.settings.font_size = size
         self._apply_font_size(size)
         self.desk.save_settings()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # once the status bar has its new width: the model status fits itself around the message
+        QTimer.singleShot(0, lambda: self._make_room_for_message(self.statusBar().currentMessage()))
 
     def closeEvent(self, event) -> None:
         settings = self.desk.settings
@@ -598,6 +631,20 @@ class MainWindow(QMainWindow):
                        on_error=self.show_error)
 
     # --- messages -----------------------------------------------------------------------------
+
+    def _make_room_for_message(self, message: str) -> None:
+        """A status-bar message is shown whole: the model status beside it shortens while it is up
+        (its full text stays in its tooltip)."""
+        label, bar = self.model_label, self.statusBar()
+        label.setMaximumWidth(16_777_215)
+        if message:
+            # widgets placed before the model status (a progress bar) keep their width
+            shown = bar.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+            before = label.geometry().left() - min(
+                [w.geometry().left() for w in shown if w.isVisible() and w.geometry().right() <= label.geometry().left()]
+                or [label.geometry().left()])
+            allowed = label.geometry().right() - before - bar.fontMetrics().horizontalAdvance(message) - 24
+            label.setMaximumWidth(max(60, allowed))
 
     def show_error(self, error: BaseException) -> None:
         if isinstance(error, DynadeskError) and str(error) == self._damage_shown:

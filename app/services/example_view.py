@@ -60,6 +60,19 @@ def for_validation(desk, example_id: uuid.UUID) -> dict:
     }
 
 
+def _original(desk, example, definition) -> dict | None:
+    """For a perturbation, the example it edits: its text and label, which say more than its id."""
+    if example.perturbation_of is None:
+        return None
+    from app.errors import NotFound
+
+    try:
+        original = desk.examples.get(example.perturbation_of)
+    except NotFound:
+        return {"text": None, "label": None}
+    return {"text": original.text, "label": _label(original, definition)}
+
+
 def for_data_tab(desk, example_id: uuid.UUID) -> dict:
     """Everything the Data tab's detail pane shows about one example."""
     example = desk.examples.get(example_id)
@@ -70,6 +83,7 @@ def for_data_tab(desk, example_id: uuid.UUID) -> dict:
     meta_labels = {f.name: f.label for f in definition.metadata}
     return {
         "review": (example.review_state, example.review_comment),
+        "original": _original(desk, example, definition),
         "inputs": [(labels.get(k, k), v) for k, v in example.inputs.items()],
         "label": _label(example, definition),
         "fooled": example.model_fooled,
@@ -84,7 +98,6 @@ def for_data_tab(desk, example_id: uuid.UUID) -> dict:
                   ("status", example.status + (f" ({example.status_reason})" if example.status_reason else "")),
                   ("validation", example.validation_state.replace("_", " ")),
                   ("time spent", f"{example.time_spent_ms / 1000:.0f} s"),
-                  ("perturbation of", example.perturbation_of or "—"),
                   ("edit distance (words)", example.edit_distance if example.edit_distance is not None else "—"),
                   ("origin", example.origin.get("kind", "") + (f" {example.origin.get('format')}"
                                                                if example.origin.get("format") else ""))],

@@ -153,3 +153,55 @@ def test_a_refresh_keeps_the_selected_example_and_its_detail(qtbot, window):
     qtbot.waitUntil(lambda: chosen["text"] in window.detail.toPlainText(), timeout=5000)
     assert window.table_model.row_data(window.table.currentIndex().row())["id"] == chosen["id"]
     assert window.table.selectionModel().isRowSelected(window.table.currentIndex().row())
+
+
+def test_every_tab_fits_a_laptop_screen_and_the_text_column_takes_the_spare_width(qtbot, window):
+    """1366×768 less the window's title bar: no tab may push the window's minimum past it, and
+    each page fits without scrolling."""
+    import_file(window.desk, FIXTURES / "dynahate_sample.csv", "dynahate")
+    window.resize(1366, 720)
+    for index in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(index)
+        qtbot.wait(50)  # the page loads what it shows
+        least = window.minimumSizeHint().expandedTo(window.minimumSize())
+        assert least.width() <= 1366 and least.height() <= 720, window.tabs.tabText(index)
+        page = window.tabs.widget(index)
+        room = window.tabs.currentWidget().parentWidget().size()  # the scroll area's viewport
+        assert page.minimumSizeHint().width() <= room.width(), window.tabs.tabText(index)
+        assert page.minimumSizeHint().height() <= room.height(), window.tabs.tabText(index)
+
+    window.tabs.setCurrentWidget(window.data_page)
+    window.refresh()
+    wait_for_count(qtbot, window, "10 examples")
+    widths = [window.table.columnWidth(c) for c in range(window.table_model.columnCount())]
+    assert widths[0] == max(widths) and widths[0] >= 0.25 * window.table.viewport().width()
+
+
+def test_the_detail_of_a_perturbation_shows_its_original(qtbot, window):
+    import_file(window.desk, FIXTURES / "dynahate_sample.csv", "dynahate")
+    window.refresh()
+    wait_for_count(qtbot, window, "10 examples")
+    rows = [window.table_model.row_data(r) for r in range(10)]
+    edited = next(r for r in rows if r["text"].startswith("Those people should be welcomed"))
+    window.table.selectRow(rows.index(edited))
+    qtbot.waitUntil(lambda: edited["text"] in window.detail.toPlainText(), timeout=5000)
+    shown = window.detail.toPlainText()
+    assert "Perturbation of" in shown and "Those people should be driven out of the country" in shown
+    original_id = window.desk.examples.get(edited["id"]).perturbation_of
+    assert str(original_id) not in shown
+
+
+def test_a_status_message_is_shown_whole_beside_a_long_model_status(qtbot, window):
+    window.resize(1366, 720)
+    window.model_label.setText("Round 1: Hate speech R1 (MiniLM-L6 + trained top layer), ONNX int8 on cpu · "
+                               "last prediction 3.1 ms")
+    qtbot.wait(50)
+    message = "First start: step 2 of 3: building its ONNX version and checking it against the original (45 %)"
+    window.statusBar().showMessage(message)
+    qtbot.wait(50)
+    bar = window.statusBar()
+    shown_from = min(w.geometry().left() for w in bar.findChildren(QLabel) if w.isVisible() and w.text()
+                     and w.parentWidget() is bar)  # the first permanent widget: the message ends before it
+    assert bar.fontMetrics().horizontalAdvance(message) < shown_from
+    window.statusBar().clearMessage()
+    qtbot.waitUntil(lambda: window.model_label.isVisible() and "…" not in QLabel.text(window.model_label))

@@ -150,3 +150,22 @@ def test_a_round_a_lead_has_changed_never_takes_the_default_model(desk):
     desk.rounds.set_models(round_.id, lead.id, [])  # a lead decided: no target model for now
     assert not needs_default_model(desk)
     assert adopt_default_model(desk) is None and desk.models.all() == []
+
+
+def test_the_first_preparation_reports_its_steps_and_percentage(default_model_first_preparation):
+    """What the first start's progress bar shows: numbered steps and a percentage that only grows."""
+    _cache, reports, lines = default_model_first_preparation
+    assert all(total == 100 for _done, total in reports)
+    done = [d for d, _total in reports]
+    assert done == sorted(done) and done[0] == 0 and done[-1] == 100 and len(set(done)) >= 5
+    assert lines[0] == "Step 1 of 3: Assembling the model from the base encoder and its trained part"
+    assert any(line.startswith("Step 2 of 3: ") for line in lines)
+    assert any(line.startswith("Step 3 of 3: Comparing the exported model") for line in lines)
+
+
+def test_a_prepared_model_reports_done_at_once(default_cache, prepared):
+    from local_models.progress import Progress
+
+    reports = []
+    prepare_default_model(PART, default_cache, progress=Progress(lambda done, total: reports.append((done, total))))
+    assert reports == [(100, 100)]
