@@ -26,7 +26,7 @@ from app.errors import DynadeskError
 from app.limits import record_problems
 from app.io.records import RecordWriter, dump_example, dump_example_review, dump_person, dump_validation
 from app.services.lead import review_order
-from app.services.tasks import agreement_threshold_in
+from app.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
 from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import (
@@ -113,6 +113,7 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
         validations = {v.id: v for v in session.scalars(select(Validation).where(Validation.id.in_(validation_ids)))}
         reviews = {r.id: r for r in session.scalars(select(ExampleReview).where(ExampleReview.id.in_(review_ids)))}
         codes = dict(session.execute(select(Task.id, Task.code)).all())
+        settings = _queued_settings(session, codes.values()) if any(e.kind == "task_setting" for e in entries) else {}
         round_ids = {x.round_id for x in examples.values()}
         numbers = dict(session.execute(select(Round.id, Round.number).where(Round.id.in_(round_ids))).all())
         context_ids = {x.context_id for x in examples.values() if x.context_id}
@@ -134,6 +135,8 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
                 record = dump_validation(validations[entry.record_id])
             elif entry.kind == "example_review" and entry.record_id in reviews:
                 record = dump_example_review(reviews[entry.record_id])
+            elif entry.kind == "task_setting" and entry.record_id in settings:
+                record = settings[entry.record_id]
             else:
                 batch.missing.append(entry)
                 continue
@@ -144,6 +147,17 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
             batch.entries.append(entry)
             batch.records.append(record)
         return batch
+
+
+def _queued_settings(session: Session, codes) -> dict[uuid.UUID, dict]:
+    """The lead's task settings this desk holds, by id, in their wire form (a desk holds one per task)."""
+    out = {}
+    for code in codes:
+        setting = task_setting_in(session, code)
+        if setting is not None:
+            out[uuid.UUID(setting["id"])] = {k: v for k, v in setting.items()
+                                             if k not in ("received_at", "sync_state")}
+    return out
 
 
 # The records that go through the outbox, by kind: each has a revision and a sync_state.
@@ -185,7 +199,8 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             out.stored += result.status == "stored"
             out.already += result.status == "already_stored"
             done_entries.append({"b_seq": entry.seq, "b_rev": revision})
-            done[entry.kind].append({"b_id": entry.record_id, "b_rev": revision})
+            if entry.kind in done:  # a task setting has no table of its own
+                done[entry.kind].append({"b_id": entry.record_id, "b_rev": revision})
             if entry.kind == "example" and result.server and "model_fooled" in result.server:
                 judged.append({"b_id": entry.record_id, "b_fooled": result.server["model_fooled"]})
             if entry.kind == "example_review" and received_at is not None:  # a resend: when it first arrived
@@ -304,6 +319,7 @@ class PulledRecordWriter(RecordWriter):
         self.synced: dict[str, list[uuid.UUID]] = {kind: [] for kind in SYNCED_TABLES}
         self.validated: set[uuid.UUID] = set()
         self.reviewed: set[uuid.UUID] = set()  # examples whose latest review must be looked at again
+        self.rethreshold: set[uuid.UUID] = set()  # tasks whose team threshold arrived in this page
         self._tasks: dict[str, Task] = {}
 
     def _changed(self, r: dict) -> bool:
@@ -443,10 +459,31 @@ class PulledRecordWriter(RecordWriter):
         self.reviewed.add(example_id)
         self.report.count("reviews")
 
+    def _write_task_setting(self, r: dict) -> None:
+        """A lead of this team set the task's threshold: the latest to reach the server is in force here too."""
+        task = self._task(r["task"])
+        definition = self.desk.tasks.definition(task.id)
+        held = task_setting_in(self.session, r["task"])
+        if held is not None and held["id"] == r["id"]:
+            self.report.already_present += 1
+            return
+        if held is not None and held.get("received_at") and r.get("received_at") and \
+                datetime.fromisoformat(held["received_at"]) >= datetime.fromisoformat(r["received_at"]):
+            self.report.already_present += 1  # a newer one is in force here already
+            return
+        threshold = int(r["agreement_threshold"])
+        store_threshold(self.session, definition, threshold, {**r, "sync_state": SyncState.SYNCED.value})
+        self.rethreshold.add(task.id)
+        self.report.count("task settings")
+
     def finish(self) -> None:
         # Examples that arrived without verdicts already have an empty summary; only those that
         # got verdicts in this page need theirs recomputed.
         self.touched = set(self.validated)
+        if self.rethreshold:  # the team's threshold changed: every validated example of the task again
+            self.session.flush()
+            self.touched |= set(self.session.scalars(select(Example.id).where(
+                Example.task_id.in_(self.rethreshold), Example.validation_count > 0)))
         super().finish()
         self._apply_latest_reviews()
 
