@@ -9,6 +9,7 @@ through a ``RecordWriter`` that maps rounds, contexts and models onto this desk'
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import uuid
@@ -26,7 +27,7 @@ from app.errors import DynadeskError
 from app.limits import record_problems
 from app.io.records import RecordWriter, dump_example, dump_example_review, dump_person, dump_validation
 from app.services.lead import review_order
-from app.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
+from app.services.tasks import SETTING_KEY, agreement_threshold_in, store_threshold, task_setting_in
 from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import (
@@ -189,7 +190,8 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
     out = Settled()
     sent = {str(e.record_id): (e, record) for e, record in zip(batch.entries, batch.records[batch.people:])}
     done: dict[str, list[dict]] = {kind: [] for kind in SYNCED_TABLES}
-    done_entries, marks, judged, arrived = [], [], [], []
+    done_entries, marks, judged = [], [], []
+    arrived: dict[str, list[dict]] = {"example_review": [], "task_setting": []}
     for result in results:
         if result.record == "person":
             continue
@@ -203,10 +205,10 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
                 done[entry.kind].append({"b_id": entry.record_id, "b_rev": revision})
             if entry.kind == "example" and result.server and "model_fooled" in result.server:
                 judged.append({"b_id": entry.record_id, "b_fooled": result.server["model_fooled"]})
-            if entry.kind == "example_review" and received_at is not None:  # a resend: when it first arrived
+            if entry.kind in arrived and received_at is not None:  # a resend: when it first arrived
                 first = (result.server or {}).get("received_at")
-                arrived.append({"b_id": entry.record_id,
-                                "b_at": datetime.fromisoformat(first) if first else received_at})
+                arrived[entry.kind].append({"b_id": entry.record_id,
+                                            "b_at": datetime.fromisoformat(first) if first else received_at})
         else:
             state = {"conflict": outbox.CONFLICT, "rejected": outbox.REJECTED}.get(result.status, outbox.PENDING)
             if result.status == "conflict":
@@ -252,16 +254,30 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             table = Example.__table__
             session.execute(table.update().where(table.c.id == bindparam("b_id"))
                             .values(model_fooled=bindparam("b_fooled"), updated_at=table.c.updated_at), judged)
-        if arrived:
+        _settle_settings(session, arrived["task_setting"])
+        if arrived["example_review"]:
             table = ExampleReview.__table__
             session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.received_at.is_(None))
-                            .values(received_at=bindparam("b_at"), updated_at=table.c.updated_at), arrived)
+                            .values(received_at=bindparam("b_at"), updated_at=table.c.updated_at),
+                            arrived["example_review"])
         if marks:
             session.execute(entries.update().where(entries.c.seq == bindparam("b_seq"),
                                                    entries.c.revision == bindparam("b_rev"))
                             .values(state=bindparam("b_state"), last_error=bindparam("b_error"),
                                     attempts=entries.c.attempts + 1), marks)
     return out
+
+
+def _settle_settings(session: Session, arrived: list[dict]) -> None:
+    """The lead's task settings the server stored: synced, with when they arrived there (their order
+    among the team's other leads' settings)."""
+    for item in arrived:
+        for code in session.scalars(select(Task.code)):
+            setting = task_setting_in(session, code)
+            if setting is not None and setting["id"] == str(item["b_id"]):
+                row = session.get(Meta, SETTING_KEY.format(code=code))
+                row.value = json.dumps({**setting, "sync_state": SyncState.SYNCED.value,
+                                        "received_at": item["b_at"].isoformat()})
 
 
 # --- coming in ------------------------------------------------------------------------------------
@@ -466,6 +482,9 @@ class PulledRecordWriter(RecordWriter):
         held = task_setting_in(self.session, r["task"])
         if held is not None and held["id"] == r["id"]:
             self.report.already_present += 1
+            return
+        if held is not None and held.get("sync_state") == SyncState.PENDING.value:
+            self.report.already_present += 1  # this desk's lead set it since: theirs reaches the server last
             return
         if held is not None and held.get("received_at") and r.get("received_at") and \
                 datetime.fromisoformat(held["received_at"]) >= datetime.fromisoformat(r["received_at"]):

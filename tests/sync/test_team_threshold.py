@@ -5,6 +5,7 @@ loopback (SQLite, and PostgreSQL when DYNADESK_TEST_PG_URL is set)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import httpx
@@ -53,6 +54,8 @@ def test_a_leads_threshold_decides_the_teams_examples_on_the_server_and_on_every
         assert [e.kind for e in outbox(lead)] == ["task_setting"]
         lead_client.run()
         assert outbox(lead) == []
+        sent = json.loads(lead.db.get_meta("task_setting.hate_speech"))
+        assert sent["sync_state"] == "synced" and sent["received_at"]  # its place among the team's settings
         [row] = team_rows(team, team.lead)  # the server decided it: vMER counts it
         assert (row["name"], row["validated_fooling"]) == ("Ann Annotator", 1) and row["vmer"] > 0
 
