@@ -1098,6 +1098,8 @@ def _visible(me: Person):
     conditions = [or_(Change.owner_id.is_(None), Change.owner_id != me.id)]
     if me.role != Role.OWNER.value:
         conditions.append(or_(Change.team.is_(None), Change.team == me.team))
+    else:  # a team's threshold decides its own desks' examples; an owner's desk goes by the owner's team's
+        conditions.append(or_(Change.kind != "task_setting", Change.team == me.team))
     return and_(*conditions)
 
 

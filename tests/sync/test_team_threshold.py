@@ -78,8 +78,12 @@ def test_only_leads_set_the_teams_threshold(team):
     stored = setting(team.lead, 2)
     assert statuses(push(team, team.lead, stored)) == ["stored"]
     assert statuses(push(team, team.lead, stored)) == ["already_stored"]
-    feed = httpx.get(f"{team.url}/v1/changes", params={"since": 0}, headers=auth(team.bob)).json()["records"]
-    assert [(r["agreement_threshold"], r["lead"]) for r in feed if r["record"] == "task_setting"] == [
-        (2, str(team.lead.id))]
-    other = httpx.get(f"{team.url}/v1/changes", params={"since": 0}, headers=auth(team.cat)).json()["records"]
-    assert [r for r in other if r["record"] == "task_setting"] == []
+    assert statuses(push(team, team.lia, setting(team.lia, 1))) == ["stored"]  # team B's own
+
+    def settings_seen_by(account) -> list:
+        feed = httpx.get(f"{team.url}/v1/changes", params={"since": 0}, headers=auth(account)).json()["records"]
+        return [(r["agreement_threshold"], r["lead"]) for r in feed if r["record"] == "task_setting"]
+
+    assert settings_seen_by(team.bob) == [(2, str(team.lead.id))]
+    assert settings_seen_by(team.cat) == [(1, str(team.lia.id))]  # each team's desks get their own team's
+    assert settings_seen_by(team.owner) == [(2, str(team.lead.id))]  # the owner's desk: the owner's team's
