@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.domain import RoundStatus, SyncState, utcnow
@@ -131,6 +130,9 @@ class TaskService:
                    "agreement_threshold": threshold, "lead": str(lead_id), "created_at": now, "updated_at": now,
                    "revision": 1, "received_at": None, "sync_state": SyncState.PENDING.value}
         with self.db.write() as session:
+            unsent = task_setting_in(session, task_code)
+            if unsent is not None and unsent.get("sync_state") == SyncState.PENDING.value:  # replaced before it went
+                session.execute(delete(OutboxEntry).where(OutboxEntry.record_id == uuid.UUID(unsent["id"])))
             store_threshold(session, definition, threshold, setting)
             session.add(OutboxEntry(kind="task_setting", record_id=uuid.UUID(setting["id"]), person_id=lead_id,
                                     revision=1, state="pending", attempts=0))

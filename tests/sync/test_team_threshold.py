@@ -50,7 +50,8 @@ def test_a_leads_threshold_decides_the_teams_examples_on_the_server_and_on_every
         assert ann.examples.get(mine.id).decided_verdict is None  # the task's 3 is out of reach
         assert [row["vmer"] for row in team_rows(team, team.lead)] == [0.0]
 
-        lead.set_agreement_threshold(team.lead.id, "hate_speech", 1)
+        lead.set_agreement_threshold(team.lead.id, "hate_speech", 2)
+        lead.set_agreement_threshold(team.lead.id, "hate_speech", 1)  # changed before it was sent: only this goes
         assert [e.kind for e in outbox(lead)] == ["task_setting"]
         lead_client.run()
         assert outbox(lead) == []
