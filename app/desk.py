@@ -18,7 +18,7 @@ from app.services.people import PeopleService
 from app.services.review import ReviewQueries
 from app.services.rounds import RoundService
 from app.services.stats import StatsService
-from app.services.tasks import TaskService
+from app.services.tasks import MAX_THRESHOLD, TaskService
 from app.services.validation import ValidationService
 from app.settings import Settings, SettingsStore
 from app.storage.db import Database
@@ -82,13 +82,13 @@ class Desk:
         """A lead sets how many matching peer verdicts decide an example of the task on this desk, and
         the task's examples are decided again under it. Returns how many are decided now.
 
-        Kept in this desk's database: other desks and the server go by the task definition's
-        ``agreement_threshold`` until the owner changes the definition (README, Figures)."""
+        Queued for the team: once synced, the server and the team's desks decide the team's examples
+        of the task with it too (the latest a lead of the team set is in force; README, Figures)."""
         self.lead.require_lead(lead_id)
         task = self.tasks.task(task_code)
-        if not 1 <= threshold <= 50:
-            raise DynadeskError("The number of matching verdicts must be between 1 and 50.")
-        self.tasks.set_agreement_threshold(task_code, threshold)
+        if not 1 <= threshold <= MAX_THRESHOLD:
+            raise DynadeskError(f"The number of matching verdicts must be between 1 and {MAX_THRESHOLD}.")
+        self.tasks.set_agreement_threshold(task_code, threshold, lead_id)
         return self.validation.resummarise_task(task.id)
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ through a ``RecordWriter`` that maps rounds, contexts and models onto this desk'
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import uuid
@@ -26,7 +27,7 @@ from app.errors import DynadeskError
 from app.limits import record_problems
 from app.io.records import RecordWriter, dump_example, dump_example_review, dump_person, dump_validation
 from app.services.lead import review_order
-from app.services.tasks import agreement_threshold_in
+from app.services.tasks import SETTING_KEY, agreement_threshold_in, store_threshold, task_setting_in
 from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import (
@@ -113,6 +114,7 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
         validations = {v.id: v for v in session.scalars(select(Validation).where(Validation.id.in_(validation_ids)))}
         reviews = {r.id: r for r in session.scalars(select(ExampleReview).where(ExampleReview.id.in_(review_ids)))}
         codes = dict(session.execute(select(Task.id, Task.code)).all())
+        settings = _queued_settings(session, codes.values()) if any(e.kind == "task_setting" for e in entries) else {}
         round_ids = {x.round_id for x in examples.values()}
         numbers = dict(session.execute(select(Round.id, Round.number).where(Round.id.in_(round_ids))).all())
         context_ids = {x.context_id for x in examples.values() if x.context_id}
@@ -134,6 +136,8 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
                 record = dump_validation(validations[entry.record_id])
             elif entry.kind == "example_review" and entry.record_id in reviews:
                 record = dump_example_review(reviews[entry.record_id])
+            elif entry.kind == "task_setting" and entry.record_id in settings:
+                record = settings[entry.record_id]
             else:
                 batch.missing.append(entry)
                 continue
@@ -144,6 +148,17 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
             batch.entries.append(entry)
             batch.records.append(record)
         return batch
+
+
+def _queued_settings(session: Session, codes) -> dict[uuid.UUID, dict]:
+    """The lead's task settings this desk holds, by id, in their wire form (a desk holds one per task)."""
+    out = {}
+    for code in codes:
+        setting = task_setting_in(session, code)
+        if setting is not None:
+            out[uuid.UUID(setting["id"])] = {k: v for k, v in setting.items()
+                                             if k not in ("received_at", "sync_state")}
+    return out
 
 
 # The records that go through the outbox, by kind: each has a revision and a sync_state.
@@ -175,7 +190,8 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
     out = Settled()
     sent = {str(e.record_id): (e, record) for e, record in zip(batch.entries, batch.records[batch.people:])}
     done: dict[str, list[dict]] = {kind: [] for kind in SYNCED_TABLES}
-    done_entries, marks, judged, arrived = [], [], [], []
+    done_entries, marks, judged = [], [], []
+    arrived: dict[str, list[dict]] = {"example_review": [], "task_setting": []}
     for result in results:
         if result.record == "person":
             continue
@@ -185,13 +201,14 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             out.stored += result.status == "stored"
             out.already += result.status == "already_stored"
             done_entries.append({"b_seq": entry.seq, "b_rev": revision})
-            done[entry.kind].append({"b_id": entry.record_id, "b_rev": revision})
+            if entry.kind in done:  # a task setting has no table of its own
+                done[entry.kind].append({"b_id": entry.record_id, "b_rev": revision})
             if entry.kind == "example" and result.server and "model_fooled" in result.server:
                 judged.append({"b_id": entry.record_id, "b_fooled": result.server["model_fooled"]})
-            if entry.kind == "example_review" and received_at is not None:  # a resend: when it first arrived
+            if entry.kind in arrived and received_at is not None:  # a resend: when it first arrived
                 first = (result.server or {}).get("received_at")
-                arrived.append({"b_id": entry.record_id,
-                                "b_at": datetime.fromisoformat(first) if first else received_at})
+                arrived[entry.kind].append({"b_id": entry.record_id,
+                                            "b_at": datetime.fromisoformat(first) if first else received_at})
         else:
             state = {"conflict": outbox.CONFLICT, "rejected": outbox.REJECTED}.get(result.status, outbox.PENDING)
             if result.status == "conflict":
@@ -237,16 +254,30 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
             table = Example.__table__
             session.execute(table.update().where(table.c.id == bindparam("b_id"))
                             .values(model_fooled=bindparam("b_fooled"), updated_at=table.c.updated_at), judged)
-        if arrived:
+        _settle_settings(session, arrived["task_setting"])
+        if arrived["example_review"]:
             table = ExampleReview.__table__
             session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.received_at.is_(None))
-                            .values(received_at=bindparam("b_at"), updated_at=table.c.updated_at), arrived)
+                            .values(received_at=bindparam("b_at"), updated_at=table.c.updated_at),
+                            arrived["example_review"])
         if marks:
             session.execute(entries.update().where(entries.c.seq == bindparam("b_seq"),
                                                    entries.c.revision == bindparam("b_rev"))
                             .values(state=bindparam("b_state"), last_error=bindparam("b_error"),
                                     attempts=entries.c.attempts + 1), marks)
     return out
+
+
+def _settle_settings(session: Session, arrived: list[dict]) -> None:
+    """The lead's task settings the server stored: synced, with when they arrived there (their order
+    among the team's other leads' settings)."""
+    for item in arrived:
+        for code in session.scalars(select(Task.code)):
+            setting = task_setting_in(session, code)
+            if setting is not None and setting["id"] == str(item["b_id"]):
+                row = session.get(Meta, SETTING_KEY.format(code=code))
+                row.value = json.dumps({**setting, "sync_state": SyncState.SYNCED.value,
+                                        "received_at": item["b_at"].isoformat()})
 
 
 # --- coming in ------------------------------------------------------------------------------------
@@ -304,6 +335,7 @@ class PulledRecordWriter(RecordWriter):
         self.synced: dict[str, list[uuid.UUID]] = {kind: [] for kind in SYNCED_TABLES}
         self.validated: set[uuid.UUID] = set()
         self.reviewed: set[uuid.UUID] = set()  # examples whose latest review must be looked at again
+        self.rethreshold: set[uuid.UUID] = set()  # tasks whose team threshold arrived in this page
         self._tasks: dict[str, Task] = {}
 
     def _changed(self, r: dict) -> bool:
@@ -443,10 +475,34 @@ class PulledRecordWriter(RecordWriter):
         self.reviewed.add(example_id)
         self.report.count("reviews")
 
+    def _write_task_setting(self, r: dict) -> None:
+        """A lead of this team set the task's threshold: the latest to reach the server is in force here too."""
+        task = self._task(r["task"])
+        definition = self.desk.tasks.definition(task.id)
+        held = task_setting_in(self.session, r["task"])
+        if held is not None and held["id"] == r["id"]:
+            self.report.already_present += 1
+            return
+        if held is not None and held.get("sync_state") == SyncState.PENDING.value:
+            self.report.already_present += 1  # this desk's lead set it since: theirs reaches the server last
+            return
+        if held is not None and held.get("received_at") and r.get("received_at") and \
+                datetime.fromisoformat(held["received_at"]) >= datetime.fromisoformat(r["received_at"]):
+            self.report.already_present += 1  # a newer one is in force here already
+            return
+        threshold = int(r["agreement_threshold"])
+        store_threshold(self.session, definition, threshold, {**r, "sync_state": SyncState.SYNCED.value})
+        self.rethreshold.add(task.id)
+        self.report.count("task settings")
+
     def finish(self) -> None:
         # Examples that arrived without verdicts already have an empty summary; only those that
         # got verdicts in this page need theirs recomputed.
         self.touched = set(self.validated)
+        if self.rethreshold:  # the team's threshold changed: every validated example of the task again
+            self.session.flush()
+            self.touched |= set(self.session.scalars(select(Example.id).where(
+                Example.task_id.in_(self.rethreshold), Example.validation_count > 0)))
         super().finish()
         self._apply_latest_reviews()
 

@@ -233,12 +233,24 @@ class ExampleReviewRecord(Stamped):
     received_at: AwareDatetime | None = None
 
 
-PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, PersonRecord],
+class TaskSettingRecord(Stamped):
+    """A lead's agreement threshold for a task, for their whole team (a team of two cannot reach a
+    definition's 3). Append-only; only leads and owners push them. The latest by server arrival per
+    team and task is in force: the server and the team's desks decide examples with it."""
+
+    record: Literal["task_setting"]
+    task: Code
+    agreement_threshold: Annotated[int, Field(ge=1, le=20)]
+    lead: uuid.UUID
+    received_at: AwareDatetime | None = None  # set by the server (ignored when pushed)
+
+
+PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, TaskSettingRecord, PersonRecord],
                      Field(discriminator="record")]
 PublishItem = Annotated[Union[TaskRecord, ModelRecordWire, RoundRecord, ContextRecord], Field(discriminator="record")]
 AnyRecord = Annotated[
     Union[PersonRecord, TaskRecord, ModelRecordWire, RoundRecord, ContextRecord, ExampleRecord, ValidationRecord,
-          ExampleReviewRecord],
+          ExampleReviewRecord, TaskSettingRecord],
     Field(discriminator="record"),
 ]
 RECORD_ADAPTER: TypeAdapter = TypeAdapter(AnyRecord)

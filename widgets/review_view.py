@@ -175,7 +175,7 @@ class LeadActions(QFrame):
         self.comment.returnPressed.connect(lambda: self.return_requested.emit(self.comment.text().strip()))
         self.accept_button.clicked.connect(self.accept_requested)
         self.message = QLabel(objectName="lead-message", wordWrap=True)
-        self.threshold = QSpinBox(objectName="agreement-threshold", minimum=1, maximum=50)
+        self.threshold = QSpinBox(objectName="agreement-threshold", minimum=1, maximum=20)  # the protocol's limit
         self.threshold.setToolTip("How many matching peer verdicts decide an example of this task on this desk. "
                                   "Nobody validates their own example, so a team of N can reach at most N − 1.")
         self.threshold_button = QPushButton("Set", objectName="set-threshold")

@@ -208,7 +208,8 @@ class ReviewController(QObject):
             decided, default = result
             actions.set_threshold(threshold, default)
             actions.show_message(f"{threshold} matching verdict{'s' if threshold != 1 else ''} now decide an "
-                                 f"example of this task on this desk; {decided:,} are decided.")
+                                 f"example of this task; {decided:,} are decided here, and your team's "
+                                 "once you sync.")
             self.refresh()
             self.verdict_stored.emit(None)
 

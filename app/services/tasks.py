@@ -2,26 +2,56 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.domain import RoundStatus
+from app.domain import RoundStatus, SyncState, utcnow
 from app.errors import NotFound
 from app.storage.db import Database
-from app.storage.models import Meta, Round, Task
+from app.storage.models import Meta, OutboxEntry, Round, Task
 from app.tasks.definition import TaskCatalog, TaskDefinition
 
 
 # A lead's choice of a task's agreement threshold on this desk, in the database's meta table, so
 # that every writer of verdict summaries (validation, import, sync pull) sees the same number.
 THRESHOLD_KEY = "agreement_threshold.{code}"
+# The team-wide record behind it (``task_setting`` on the wire, JSON): what the lead's desk pushes,
+# and the latest this desk pulled, by the server's arrival time.
+SETTING_KEY = "task_setting.{code}"
+MAX_THRESHOLD = 20
 
 
 def agreement_threshold_in(session: Session, definition: TaskDefinition) -> int:
     row = session.get(Meta, THRESHOLD_KEY.format(code=definition.code))
     return int(row.value) if row is not None else definition.agreement_threshold
+
+
+def store_threshold(session: Session, definition: TaskDefinition, threshold: int, setting: dict) -> None:
+    """Keep ``threshold`` as the task's on this desk (the task's own number removes the override),
+    with the ``task_setting`` record it came from or goes out as."""
+    key = THRESHOLD_KEY.format(code=definition.code)
+    row = session.get(Meta, key)
+    if threshold == definition.agreement_threshold:
+        if row is not None:
+            session.delete(row)
+    elif row is None:
+        session.add(Meta(key=key, value=str(threshold)))
+    else:
+        row.value = str(threshold)
+    key = SETTING_KEY.format(code=definition.code)
+    row = session.get(Meta, key)
+    if row is None:
+        session.add(Meta(key=key, value=json.dumps(setting)))
+    else:
+        row.value = json.dumps(setting)
+
+
+def task_setting_in(session: Session, code: str) -> dict | None:
+    row = session.get(Meta, SETTING_KEY.format(code=code))
+    return json.loads(row.value) if row is not None else None
 
 
 class TaskService:
@@ -91,19 +121,21 @@ class TaskService:
         with self.db.read() as session:
             return agreement_threshold_in(session, definition)
 
-    def set_agreement_threshold(self, task_code: str, threshold: int) -> None:
-        """Store a lead's choice (the caller checks the role); the task's own number removes it."""
+    def set_agreement_threshold(self, task_code: str, threshold: int, lead_id: uuid.UUID) -> None:
+        """Store a lead's choice (the caller checks the role) and queue it for the team: the server
+        and the team's desks decide with it once it is synced."""
         definition = self.definition_by_code(task_code)
-        key = THRESHOLD_KEY.format(code=task_code)
+        now = utcnow().isoformat()
+        setting = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
+                   "agreement_threshold": threshold, "lead": str(lead_id), "created_at": now, "updated_at": now,
+                   "revision": 1, "received_at": None, "sync_state": SyncState.PENDING.value}
         with self.db.write() as session:
-            row = session.get(Meta, key)
-            if threshold == definition.agreement_threshold:
-                if row is not None:
-                    session.delete(row)
-            elif row is None:
-                session.add(Meta(key=key, value=str(threshold)))
-            else:
-                row.value = str(threshold)
+            unsent = task_setting_in(session, task_code)
+            if unsent is not None and unsent.get("sync_state") == SyncState.PENDING.value:  # replaced before it went
+                session.execute(delete(OutboxEntry).where(OutboxEntry.record_id == uuid.UUID(unsent["id"])))
+            store_threshold(session, definition, threshold, setting)
+            session.add(OutboxEntry(kind="task_setting", record_id=uuid.UUID(setting["id"]), person_id=lead_id,
+                                    revision=1, state="pending", attempts=0))
 
     def task_code(self, task_id: uuid.UUID) -> str:
         return self.definition(task_id).code

@@ -184,7 +184,7 @@ def _record_errors(exc: RequestValidationError) -> tuple[str, list[RecordError]]
         if len(loc) >= 2 and loc[0] == "records" and isinstance(loc[1], int):
             index, loc = loc[1], loc[2:]
             if loc and isinstance(loc[0], str) and loc[0] in ("example", "validation", "example_review", "person",
-                                                                "task", "model", "round", "context"):
+                                                                "task", "model", "round", "context", "task_setting"):
                 loc = loc[1:]  # the record kind pydantic chose by the 'record' tag
         where = ".".join(str(part) for part in loc) or "record"
         message = error.get("msg", "invalid")

@@ -169,6 +169,19 @@ class ExampleReview(Stamped, Base):
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class TaskSetting(Stamped, Base):
+    """A lead's agreement threshold for their team's examples of a task (append-only); the latest
+    by ``received_at`` per team and task is in force."""
+
+    __tablename__ = "task_settings"
+    __table_args__ = (Index(None, "team", "task_id", "received_at"),)
+    task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
+    team: Mapped[str] = mapped_column(String(64))  # the lead's team
+    lead_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
+    agreement_threshold: Mapped[int] = mapped_column(Integer)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Change(Base):
     """The latest change of each record. ``team`` None: everyone sees it (published records);
     ``owner_id``: who sent it (its author, validator or publisher), who has it already and is not

@@ -60,6 +60,7 @@ from sync.protocol import (
     RecordResult,
     RoundRecord,
     TaskRecord,
+    TaskSettingRecord,
     ValidationRecord,
     manifest_sha256,
     text_sha256,
@@ -77,6 +78,7 @@ from sync.server.models import (
     Quarantined,
     Round,
     Task,
+    TaskSetting,
     Validation,
 )
 
@@ -253,6 +255,18 @@ def example_review_wire(r: ExampleReview) -> ExampleReviewRecord:
                                comment=r.comment, received_at=r.received_at, **_stamps(r))
 
 
+def task_setting_wire(t: TaskSetting, task_code: str) -> TaskSettingRecord:
+    return TaskSettingRecord(record="task_setting", task=task_code, agreement_threshold=t.agreement_threshold,
+                             lead=t.lead_id, received_at=t.received_at, **_stamps(t))
+
+
+def team_threshold(session: Session, team: str, task_id: uuid.UUID) -> int | None:
+    """The agreement threshold a lead set for ``team``'s examples of a task (the latest to arrive), if any."""
+    return session.scalar(select(TaskSetting.agreement_threshold)
+                          .where(TaskSetting.team == team, TaskSetting.task_id == task_id)
+                          .order_by(TaskSetting.received_at.desc(), TaskSetting.id.desc()).limit(1))
+
+
 def comparable_example(record: dict) -> dict:
     """An example's wire form without what each side maps to its own ids (compared by natural key)."""
     out = {k: v for k, v in record.items() if k not in MAPPED}
@@ -416,6 +430,7 @@ class _Push(_Batch):
         examples = [(i, r) for i, r in timely if r.record == "example"]
         validations = [(i, r) for i, r in timely if r.record == "validation"]
         reviews = [(i, r) for i, r in timely if r.record == "example_review"]
+        settings = [(i, r) for i, r in timely if r.record == "task_setting"]
         # Lock, in one sorted pass, every stored example this request may change, before the
         # counter: concurrent pushes touching the same examples queue instead of deadlocking.
         # FOR NO KEY UPDATE leaves other writers' foreign-key checks on these rows unblocked.
@@ -435,7 +450,10 @@ class _Push(_Batch):
         self.new_validations: list[_Row] = []
         self.existing_reviews = _fetch(session, ExampleReview, [r.id for _, r in reviews])
         self.new_reviews: dict[uuid.UUID, _Row] = {}
+        self.thresholds: dict[tuple[str, uuid.UUID], int] = {}
 
+        for i, r in settings:
+            self._task_setting(i, r)
         for i, r in people:
             self._person(i, r)
         for i, r in examples:
@@ -446,8 +464,7 @@ class _Push(_Batch):
             if example is not None:
                 touched[example.id] = example
         for example in touched.values():
-            definition = self._definition_of(example.task_id)
-            summarise(example, self.validations_of[example.id], definition.agreement_threshold)
+            summarise(example, self.validations_of[example.id], self._threshold(example.team, example.task_id))
         for i, r in reviews:
             self._review(i, r)
         self.finish()
@@ -477,6 +494,64 @@ class _Push(_Batch):
     def _definition_of(self, task_id: uuid.UUID) -> TaskDefinition:
         task = self.session.get(Task, task_id)
         return self.definition(task)
+
+    def _threshold(self, team: str, task_id: uuid.UUID) -> int:
+        """Matching peer verdicts that decide a team's example: its lead's setting, else the task definition's."""
+        key = (team, task_id)
+        if key not in self.thresholds:
+            chosen = team_threshold(self.session, team, task_id)
+            self.thresholds[key] = chosen if chosen is not None else self._definition_of(task_id).agreement_threshold
+        return self.thresholds[key]
+
+    # --- a lead's agreement threshold for the team ---------------------------------------------
+
+    def _task_setting(self, i: int, r: TaskSettingRecord) -> None:
+        lead = self._author(i, r, r.lead, "lead", imported=False)
+        if lead is None:
+            return
+        if lead.role not in LEADS:
+            self.forbidden.append(RecordError(index=i, id=str(r.id), reason=(
+                f"{lead.display_name} is an {lead.role} on this server: only team leads and owners set how many "
+                "matching verdicts decide an example")))
+            return
+        existing = self.session.get(TaskSetting, r.id)
+        if existing is not None:
+            task = self.session.get(Task, existing.task_id)
+            server = task_setting_wire(existing, task.code).model_dump(mode="json", exclude={"received_at"})
+            if server == r.model_dump(mode="json", exclude={"received_at"}):
+                return self.result(i, r, "already_stored", revision=existing.revision,
+                                   server={"received_at": existing.received_at.isoformat()})
+            return self.result(i, r, "conflict", revision=existing.revision, server=server,
+                               reason="task settings cannot be changed once stored; send a new one")
+        task = self.task(r.task)
+        if task is None:
+            return self.result(i, r, "deferred", reason=f"task '{r.task}' is not published on this server yet")
+        setting = TaskSetting(id=r.id, task_id=task.id, team=self.me.team, lead_id=lead.id,
+                              agreement_threshold=r.agreement_threshold, created_at=r.created_at,
+                              updated_at=r.updated_at, revision=r.revision, received_at=self.now)
+        self.session.add(setting)
+        self.thresholds[(self.me.team, task.id)] = r.agreement_threshold
+        self.changed(setting, "task_setting", self.me.team, self.me.id, is_new=True)
+        self.result(i, r, "stored", revision=r.revision)
+        self._decide_again(task.id, r.agreement_threshold)
+
+    def _decide_again(self, task_id: uuid.UUID, threshold: int) -> None:
+        """Decide the team's validated examples of the task again under a new threshold; those whose
+        decision changes go out on the change feed again."""
+        session, team = self.session, self.me.team
+        examples = list(session.scalars(select(Example).where(Example.team == team, Example.task_id == task_id,
+                                                               Example.validation_count > 0)
+                                        .order_by(Example.id).with_for_update(key_share=True)))
+        verdicts: dict[uuid.UUID, list] = defaultdict(list)
+        for chunk in _chunks([e.id for e in examples]):
+            for v in session.scalars(select(Validation).where(Validation.example_id.in_(chunk))):
+                verdicts[v.example_id].append(v)
+        for example in examples:
+            before = (example.validation_state, example.decided_verdict, example.decided_label)
+            summarise(example, verdicts[example.id], threshold)
+            if (example.validation_state, example.decided_verdict, example.decided_label) != before:
+                self.examples.setdefault(example.id, example)
+                self.changed(example, "example", example.team, example.author_id, is_new=False)
 
     # --- people (owners publishing an imported data set's pseudonymous authors) -----------
 
@@ -1023,6 +1098,8 @@ def _visible(me: Person):
     conditions = [or_(Change.owner_id.is_(None), Change.owner_id != me.id)]
     if me.role != Role.OWNER.value:
         conditions.append(or_(Change.team.is_(None), Change.team == me.team))
+    else:  # a team's threshold decides its own desks' examples; an owner's desk goes by the owner's team's
+        conditions.append(or_(Change.kind != "task_setting", Change.team == me.team))
     return and_(*conditions)
 
 
@@ -1065,11 +1142,12 @@ def changes(db: ServerDatabase, me: Person, since: int, limit: int,
 # built. SQLite stores JSON with non-ASCII escaped, which overestimates such text (pages get smaller).
 RECORD_OVERHEAD = 600
 KIND_MODELS = {"person": Person, "task": Task, "model": ModelRecord, "round": Round, "context": Context,
-               "example": Example, "validation": Validation, "example_review": ExampleReview}
+               "example": Example, "validation": Validation, "example_review": ExampleReview,
+               "task_setting": TaskSetting}
 HEAVY_COLUMNS = {"example": ("inputs", "meta", "origin", "edit_ops", "outputs", "status_reason"),
                  "validation": ("reason", "model_note"), "example_review": ("comment",), "context": ("text", "data"),
                  "round": ("description", "goal_message", "settings"), "task": ("definition",),
-                 "model": ("label_map", "provenance", "files"), "person": ()}
+                 "model": ("label_map", "provenance", "files"), "person": (), "task_setting": ()}
 
 
 def _weight(session: Session, kind: str) -> Any:
@@ -1214,7 +1292,7 @@ def drop_quarantined(db: ServerDatabase, record_id: uuid.UUID) -> str:
             if session.scalar(select(func.count()).select_from(Example).where(Example.context_id == record_id)):
                 raise DynadeskError(f"examples were written on context {record_id}; it cannot be dropped. "
                                     "Publish it again in a form that fits instead.")
-        elif model not in (Validation, ExampleReview):
+        elif model not in (Validation, ExampleReview, TaskSetting):
             raise DynadeskError(f"a {entry.kind} cannot be dropped (others refer to it); publish it again in a form "
                                 "that fits, and it leaves quarantine.")
         session.execute(delete(model).where(model.id == record_id))
@@ -1239,6 +1317,7 @@ def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID
     Records that cannot be sent are added to ``broken`` instead."""
     validations = _fetch(session, Validation, ids["validation"])
     reviews = _fetch(session, ExampleReview, ids["example_review"])
+    settings = _fetch(session, TaskSetting, ids["task_setting"])
     examples = _fetch(session, Example, ids["example"])
     validated = [e for e in dict.fromkeys([*(v.example_id for v in validations.values()),
                                            *(r.example_id for r in reviews.values())]) if e not in examples]
@@ -1252,13 +1331,15 @@ def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID
                  *(uuid.UUID(o["model"]) for e in examples.values() for o in e.outputs)]
     models = _fetch(session, ModelRecord, model_ids)
     tasks = _fetch(session, Task, [*ids["task"], *(r.task_id for r in rounds.values()),
+                                   *(s.task_id for s in settings.values()),
                                    *(e.task_id for e in examples.values())])
     codes = {m.task_code for m in models.values() if m.task_code} - {t.code for t in tasks.values()}
     if codes:
         tasks.update((t.id, t) for t in session.scalars(select(Task).where(Task.code.in_(codes))))
     people = _fetch(session, Person, [*ids["person"], *(e.author_id for e in examples.values()),
                                       *(v.validator_id for v in validations.values()),
-                                      *(r.lead_id for r in reviews.values())])
+                                      *(r.lead_id for r in reviews.values()),
+                                      *(s.lead_id for s in settings.values())])
     code_of = {t.id: t.code for t in tasks.values()}
     number_of = {r.id: r.number for r in rounds.values()}
     hash_of = {c.id: c.content_hash for c in contexts.values()}
@@ -1267,6 +1348,9 @@ def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID
     out += _wires(models.values(), "model", model_wire, broken)
     out += _wires(sorted(rounds.values(), key=lambda r: r.number), "round",
                   lambda r: round_wire(r, code_of[r.task_id]), broken)
+    # Before the examples: a desk decides the examples of the page with the team's threshold.
+    out += _wires(sorted(settings.values(), key=lambda s: (s.received_at, s.id)), "task_setting",
+                  lambda s: task_setting_wire(s, code_of[s.task_id]), broken)
     out += _wires(contexts.values(), "context",
                   lambda c: context_wire(c, code_of[rounds[c.round_id].task_id], number_of[c.round_id]), broken)
     foreign = _other_teams(session, me, [e.duplicate_of for e in examples.values()])

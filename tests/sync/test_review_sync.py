@@ -398,8 +398,8 @@ def test_pulled_verdicts_are_decided_under_the_threshold_a_lead_set_on_that_desk
         bob_client.run()
         lead_client.run()
     assert lead.examples.get(mine.id).decided_verdict == "correct"
-    assert bob.examples.get(mine.id).validation_state == "in_progress"  # the task's own 3 on Bob's desk
-    with server_db.read() as session:  # and on the server, which decides the team's figures
-        assert session.get(server_models.Example, mine.id).validation_state == "in_progress"
+    assert bob.examples.get(mine.id).validation_state == "in_progress"  # Bob has not pulled the lead's setting yet
+    with server_db.read() as session:  # the lead's sync pushed it: the server decides the team's figures with it
+        assert session.get(server_models.Example, mine.id).validation_state == "decided"
     for desk in (ann, bob, lead):
         desk.close()

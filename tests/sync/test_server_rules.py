@@ -227,7 +227,7 @@ def test_examples_stored_before_the_server_judged_are_judged_on_upgrade(team, se
     desk = prepare_desk(tmp_path / "bob", team.bob)
     assert team_mate_sees() == {right["id"]: True, empty["id"]: True}
     with server_db.engine.begin() as connection:
-        command.downgrade(alembic_config(connection), "-1")
+        command.downgrade(alembic_config(connection), "0003")  # to before 0004
     server_db.upgrade()
     assert round_one(team, team.lead)["fooled"] == 0
     again = {r["id"]: r for r in changes(team, team.lead, seen)["records"] if r["record"] == "example"}
