@@ -620,7 +620,7 @@ class WaitingReason:
     fix: str  # who must do what, e.g. "the owner must run `dynadesk sync publish hate_speech`"
 
 
-# The server's "deferred" reasons (sync/server/store.py) and what fixes each; the first match wins.
+# The server's "deferred" reasons (sync/server/store/push.py) and what fixes each; the first match wins.
 _FIXES = (
     (re.compile(r"task '(?P<task>[^']+)' is not published"), "the owner must run `dynadesk sync publish {task}`"),
     (re.compile(r"publish task '(?P<task>[^']+)' first"), "the owner must run `dynadesk sync publish {task}`"),

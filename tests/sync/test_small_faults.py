@@ -19,6 +19,7 @@ from app.domain import utcnow
 from app.errors import DynadeskError
 from sync.server import store
 from sync.server.db import VERSION_TABLE, ServerDatabase
+from sync.server.models import Person
 from tests.sync.helpers import prepare_desk
 from tests.sync.test_client import client_for
 from tests.sync.test_review_sync import review, write_example
@@ -147,7 +148,7 @@ def test_control_characters_in_names_are_refused_and_escaped_when_printed(tmp_pa
     # A name stored before this check (or by hand) is printed with its controls escaped.
     db = ServerDatabase(f"sqlite:///{tmp_path / 'cli-server' / 'server.sqlite'}")
     with db.write() as session:
-        session.execute(store.Person.__table__.update().values(display_name="Zoë\x1b[2J\x07"))
+        session.execute(Person.__table__.update().values(display_name="Zoë\x1b[2J\x07"))
     db.close()
     people = serve(tmp_path, "people")
     assert people.exit_code == 0, people.output

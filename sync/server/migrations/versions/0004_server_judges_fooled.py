@@ -15,7 +15,7 @@ from alembic import op
 
 from app.domain import Span
 from app.tasks.definition import TaskDefinition
-from sync.server.store import judge
+from sync.server.store.judging import judge
 
 revision = '0004'
 down_revision = '0003'

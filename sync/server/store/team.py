@@ -1,0 +1,77 @@
+"""Team figures and duplicates, for leads and owners."""
+
+from __future__ import annotations
+
+from sqlalchemy import and_, case, func, select
+
+from app.domain import Role, Verdict
+from app.services.stats import Figures
+from sync.protocol import Duplicate, FigureRow
+from sync.server.db import ServerDatabase
+from sync.server.models import Example, Person, Round, Task
+from sync.server.store.rules import COUNTED, LEADS, Forbidden, fetch
+
+
+# --- team figures (leads and owners) ----------------------------------------------------------------
+
+
+def _team_scope(me: Person, team: str | None) -> str | None:
+    if me.role not in LEADS:
+        raise Forbidden("Only leads and owners read team figures.")
+    if team is None:
+        return me.team
+    if team != me.team and me.role != Role.OWNER.value:
+        raise Forbidden(f"You lead team '{me.team}'; the figures of team '{team}' are not yours to read.")
+    return team
+
+
+def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = None) -> tuple[str, list[FigureRow]]:
+    team = _team_scope(me, team)
+    key = {"round": Example.round_id, "annotator": Example.author_id}[by]
+    fooled = Example.model_fooled.is_(True)
+
+    def total(condition):
+        return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+    with db.read() as session:
+        rows = session.execute(
+            select(key, func.count(), total(fooled), total(and_(fooled, Example.decided_verdict == Verdict.CORRECT.value)),
+                   total(Example.duplicate_of.is_not(None)))
+            .where(Example.team == team, Example.status.in_(COUNTED)).group_by(key)).all()
+        ids = [row[0] for row in rows]
+        if by == "round":
+            names = {rid: f"{name} · round {number}" for rid, name, number in session.execute(
+                select(Round.id, Task.name, Round.number).join(Task, Task.id == Round.task_id).where(Round.id.in_(ids)))}
+        else:
+            names = dict(session.execute(select(Person.id, Person.display_name).where(Person.id.in_(ids))).all())
+    # MER and vMER as the desk defines them (``Figures``), over "fooled" as the server judged it at push.
+    figures = []
+    for k, s, f, v, d in rows:
+        counts = Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v))
+        figures.append(FigureRow(key=counts.key, name=counts.name, submitted=counts.submitted, fooled=counts.fooled,
+                                 validated_fooling=counts.validated_fooling, duplicates=int(d), mer=counts.mer,
+                                 vmer=counts.vmer))
+    return team, sorted(figures, key=lambda f: f.name)
+
+
+def duplicates(db: ServerDatabase, me: Person, team: str | None = None, limit: int = 1000) -> list[Duplicate]:
+    team = _team_scope(me, team)
+    with db.read() as session:
+        rows = list(session.scalars(select(Example).where(Example.team == team, Example.duplicate_of.is_not(None))
+                                    .order_by(Example.stored_seq).limit(limit)))
+        originals = fetch(session, Example, [e.duplicate_of for e in rows])
+        names = dict(session.execute(select(Person.id, Person.display_name).where(
+            Person.id.in_({e.author_id for e in rows} | {o.author_id for o in originals.values()}))).all())
+        rounds = fetch(session, Round, [e.round_id for e in rows])
+        tasks = fetch(session, Task, [r.task_id for r in rounds.values()])
+    out = []
+    for e in rows:
+        original = originals.get(e.duplicate_of)
+        other_team = original is not None and original.team != e.team
+        hidden = other_team and me.role != Role.OWNER.value  # a lead may not learn who wrote another team's work
+        out.append(Duplicate(
+            example=e.id, duplicate_of=None if hidden else e.duplicate_of, task=tasks[rounds[e.round_id].task_id].code,
+            round_number=rounds[e.round_id].number, text=e.text, author=names.get(e.author_id, "?"),
+            original_author=None if hidden else names.get(original.author_id, "?") if original is not None else "?",
+            other_team=other_team))
+    return out
