@@ -11,9 +11,6 @@ from sync.server.models import CHANGE_SEQ, Change, Counter, Quarantined
 from sync.server.store.rules import chunks
 
 
-# --- writing ---------------------------------------------------------------------------------------
-
-
 def take_numbers(session: Session, n: int) -> list[int]:
     """The next ``n`` change numbers. The counter row stays locked until commit, so whatever
     follows in this transaction happens after every earlier writer committed."""

@@ -43,9 +43,6 @@ from sync.server.store.wire import (
 )
 
 
-# --- pulling --------------------------------------------------------------------------------------
-
-
 def _visible(me: Person):
     conditions = [or_(Change.owner_id.is_(None), Change.owner_id != me.id)]
     if me.role != Role.OWNER.value:
@@ -179,7 +176,6 @@ def _wires(rows: Iterable, kind: str, build, broken: list) -> list:
         except Exception as exc:  # one bad record must not fail the page; it is quarantined and named
             broken.append((row, kind, _reason(exc)))
     return out
-
 
 
 def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID]], broken: list) -> list:

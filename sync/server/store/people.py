@@ -19,9 +19,6 @@ from sync.server.models import Person
 from sync.server.store.changelog import record_changes
 
 
-# --- tokens ----------------------------------------------------------------------------------
-
-
 def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)  # 256 random bits
 

@@ -18,8 +18,6 @@ from sync.server.store.batch import Batch
 from sync.server.store.rules import Forbidden
 
 
-# --- publishing (owners) ------------------------------------------------------------------------------
-
 KIND_ORDER = {"task": 0, "model": 1, "round": 2, "context": 3}
 
 

@@ -511,8 +511,6 @@ class _Push(Batch):
                 first[key] = (row.stored_seq, row.id)
 
 
-
-
 def push(db: ServerDatabase, me: Person, records: Sequence, now: datetime | None = None) -> list[RecordResult]:
     """``now``: the request's arrival time, stored as each new record's ``received_at``."""
     now = now or utcnow()

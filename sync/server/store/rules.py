@@ -43,11 +43,9 @@ class Forbidden(DynadeskError):
         self.errors = list(errors)
 
 
-
 def chunks(items: list, size: int = 1000):
     for start in range(0, len(items), size):
         yield items[start:start + size]
-
 
 
 def fetch(session: Session, model, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Any]:
@@ -56,7 +54,6 @@ def fetch(session: Session, model, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, 
     for start in range(0, len(ids), 1000):
         out.update((row.id, row) for row in session.scalars(select(model).where(model.id.in_(ids[start:start + 1000]))))
     return out
-
 
 
 KIND_MODELS = {"person": Person, "task": Task, "model": ModelRecord, "round": Round, "context": Context,

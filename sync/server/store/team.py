@@ -12,9 +12,6 @@ from sync.server.models import Example, Person, Round, Task
 from sync.server.store.rules import COUNTED, LEADS, Forbidden, fetch
 
 
-# --- team figures (leads and owners) ----------------------------------------------------------------
-
-
 def _team_scope(me: Person, team: str | None) -> str | None:
     if me.role not in LEADS:
         raise Forbidden("Only leads and owners read team figures.")

@@ -35,9 +35,6 @@ from sync.server.models import (
 from sync.server.store.rules import MAPPED, chunks
 
 
-# --- the wire form of server rows ----------------------------------------------------------------
-
-
 def _stamps(row) -> dict:
     return {"id": row.id, "created_at": row.created_at, "updated_at": row.updated_at, "revision": row.revision}
 
@@ -93,14 +90,11 @@ def task_setting_wire(t: TaskSetting, task_code: str) -> TaskSettingRecord:
                              lead=t.lead_id, received_at=t.received_at, **_stamps(t))
 
 
-
-
 def comparable_example(record: dict) -> dict:
     """An example's wire form without what each side maps to its own ids (compared by natural key)."""
     out = {k: v for k, v in record.items() if k not in MAPPED}
     out["outputs"] = [{k: v for k, v in o.items() if k != "model"} for o in record.get("outputs") or []]
     return out
-
 
 
 def other_teams(session: Session, me: Person, example_ids: Iterable[uuid.UUID | None]) -> set[uuid.UUID]:
