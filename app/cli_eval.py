@@ -72,7 +72,9 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     dynadesk eval --models default --rounds all \\
         --suite ../shared/data/hatecheck/test_suite_cases_dev.csv --out eval-out
     """
-    from app.services.evaluation import EvaluationOptions, evaluate, resolve_models, summary_lines, write_json
+    from app.services.evaluation import EvaluationOptions, evaluate, write_json
+    from app.services.evaluation_models import resolve_models
+    from app.services.evaluation_scoring import summary_lines
     from app.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
     from app.services.evaluation_report import write_html
     from local_models.batch_run import batch_threads

@@ -18,7 +18,8 @@ from sqlalchemy import insert, text
 
 from app.desk import Desk
 from app.domain import ModelOutput
-from app.services.dashboard import DashboardFilter, DashboardService
+from app.services.dashboard import DashboardService
+from app.services.dashboard_snapshot import DashboardFilter
 from app.services.examples import Content
 from app.storage.models import Validation
 from bench.bench_storage import fill

@@ -59,6 +59,7 @@ def hatecheck_size_suite(target: Path, size: int = SUITE_SIZE) -> Path:
 def run(ctx: BenchContext) -> list[Result]:
     import resources
     from app.services import evaluation as ev
+    from app.services.evaluation_models import ModelChoice
     from app.services.evaluation_data import read_hatecheck_suite
     from local_models.backends.hf_torch import quiet_transformers
     from local_models.batch_run import BatchRun
@@ -82,7 +83,7 @@ def run(ctx: BenchContext) -> list[Result]:
             suite = read_hatecheck_suite(suite_file)
             options = ev.EvaluationOptions(identity_swap=False, robustness=False, latency_samples=0,
                                            num_threads=threads)
-            choice = ev.ModelChoice("default", [])
+            choice = ModelChoice("default", [])
             doc = ev.evaluate([choice], [suite], options, loader=lambda _c: Ensemble(
                 [load_engine(model_dir, task_labels=labels, num_threads=threads)]))
             seconds.append(time.perf_counter() - started)

@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from app.errors import ValidationRuleError
 from app.io.importers import import_file
-from app.services.dashboard import DashboardFilter
+from app.services.dashboard_snapshot import DashboardFilter
 from tests.conftest import hate_content, hate_output
 
 WRITERS = [  # name, seconds per example (median), share of the examples they wrote

@@ -23,13 +23,9 @@ from app.errors import DynadeskError
 from app.gui.worker import SerialWorker
 from app.services.agreement import MIN_OVERLAP
 from app.services.validation import threshold_warning
-from app.services.dashboard import (
-    ANNOTATOR_COLUMNS,
-    BREAKDOWN_COLUMNS,
-    DashboardFilter,
-    DashboardView as Figures,
-    export_csv,
-)
+from app.services.dashboard import DashboardView as Figures
+from app.services.dashboard_snapshot import DashboardFilter
+from app.services.dashboard_tables import ANNOTATOR_COLUMNS, BREAKDOWN_COLUMNS, export_csv
 from widgets.dashboard_view import DashboardView
 
 log = logging.getLogger(__name__)

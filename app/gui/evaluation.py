@@ -22,6 +22,8 @@ from app.errors import DynadeskError
 from app.gui.inference import InferenceFailure, InferenceService
 from app.gui.worker import SerialWorker
 from app.services import evaluation as ev
+from app.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
+from app.services.evaluation_scoring import DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
 from app.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
 from widgets.evaluation_view import EvaluationView, num, pct
 
@@ -78,7 +80,7 @@ class EvaluationController(QObject):
             task_id = desk.tasks.task(code).id
             runnable = [r for r in desk.models.all()
                         if r.format != ModelFormat.IMPORTED.value and r.task_id in (task_id, None)]
-            families = ev.model_families(runnable)
+            families = model_families(runnable)
             bundled = next((f for f in families if any(
                 (r.provenance or {}).get("default_model") and r.format == ModelFormat.ONNX.value for r in f)), None)
             choices = []
@@ -123,11 +125,11 @@ class EvaluationController(QObject):
             if settings["data"]:
                 sets.append(read_labelled_file(Path(settings["data"])))
             if options.training_data and not Path(options.training_data).is_file():
-                raise ev.EvaluationError(f"There is no training data file at {options.training_data}.")
+                raise EvaluationError(f"There is no training data file at {options.training_data}.")
             if not any(s.cases for s in sets):
-                raise ev.EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
+                raise EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
                                          "and no suite or data file was chosen.")
-            choices = ev.resolve_models(desk, settings["models"], code)
+            choices = resolve_models(desk, settings["models"], code)
             return choices, sets, desk.models.all()
 
         def start(prepared) -> None:
@@ -239,11 +241,11 @@ def family_choice(members: list, name: str = "", *, checked: bool = False) -> di
     if len(members) == 1:
         return {"key": str(members[0].id), "name": name or members[0].name, "detail": detail(members[0]),
                 "checked": checked}
-    labels = [ev.format_label(r) for r in members]
+    labels = [format_label(r) for r in members]
     fastest = min(range(len(members)), key=lambda i: ("ONNX int8", "ONNX").index(labels[i])
                   if labels[i].startswith("ONNX") else 9)
-    return {"key": "", "name": name or ev.family_name(members),
-            "detail": f"{ev.family_name(members)}: one model in {len(members)} formats; tick the ones to evaluate.",
+    return {"key": "", "name": name or family_name(members),
+            "detail": f"{family_name(members)}: one model in {len(members)} formats; tick the ones to evaluate.",
             "formats": [{"key": str(r.id), "name": label, "detail": detail(r), "checked": checked and i == fastest}
                         for i, (r, label) in enumerate(zip(members, labels))]}
 
@@ -252,7 +254,7 @@ def overview(doc: dict) -> dict:
     """The view's summary, matrix and choices, from an evaluation document."""
     models = doc["models"]
     sets = [s for s in doc["sets"] if s["cases"]]
-    rest = [d for d in ev.DIMENSIONS if d != "performance"]
+    rest = [d for d in DIMENSIONS if d != "performance"]
     headers = (["Model", "Score", f"Performance\nmean of {len(sets)} sets" if len(sets) > 1 else "Performance"]
                + [f"{set_label(s)}\nF1, n={len(s['cases']):,}" for s in sets]
                + [d.capitalize() for d in rest] + ["Inputs/s", "p95 ms", "Memory MB"])
@@ -270,7 +272,7 @@ def overview(doc: dict) -> dict:
     weights = doc["options"]["weights"]
     first = doc["results"][models[0]["key"]]
     lines = [f"<b>Score</b> = 100 × Σ weight × utility ÷ Σ weight (weights: "
-             + ", ".join(f"{d} {weights[d]:g}" for d in ev.DIMENSIONS) + ")."]
+             + ", ".join(f"{d} {weights[d]:g}" for d in DIMENSIONS) + ")."]
     lines.append(performance_note(sets))
     if first.get("identity_swap"):
         s = first["identity_swap"]
@@ -317,7 +319,7 @@ def performance_note(sets: list[dict]) -> str:
     sized = ", ".join(f"{set_label(s)} (n={len(s['cases']):,})" for s in sets)
     if len(sets) == 1:
         return f"<b>Performance</b> = macro-F1 on {sized}."
-    note = (f"<b>Performance</b> = mean of the macro-F1 of {len(sets)} sets, {ev.PERFORMANCE_WEIGHTING}: "
+    note = (f"<b>Performance</b> = mean of the macro-F1 of {len(sets)} sets, {PERFORMANCE_WEIGHTING}: "
             f"{sized}. Each set's own F1 is in its column.")
     small = [set_label(s) for s in sets if len(s["cases"]) < SMALL_SET]
     if small:
@@ -345,5 +347,5 @@ def details(doc: dict, model_key: str, set_key: str) -> dict:
         "figures": " ".join(parts),
         "functionalities": [(k, v["accuracy"], f"of {v['n']}") for k, v in functionalities],
         "targets": [(k, v["accuracy"], f"of {v['n']}") for k, v in (f.get("targets") or {}).items()],
-        "failing": ev.failing_cases(doc, model_key, set_key),
+        "failing": failing_cases(doc, model_key, set_key),
     }

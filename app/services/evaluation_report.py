@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from app.services.evaluation import DIMENSIONS, PERFORMANCE_WEIGHTING
+from app.services.evaluation_scoring import DIMENSIONS, PERFORMANCE_WEIGHTING
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}

@@ -10,7 +10,7 @@ import pytest
 
 from app import paths
 from app.desk import Desk
-from app.services.evaluation import compute_results
+from app.services.evaluation_scoring import compute_results
 from app.services.target_models import register_model
 from tests.app.test_cli import assert_clean_failure, dynadesk
 from tests.conftest import shared_file

@@ -10,19 +10,15 @@ import random
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from app.services.evaluation import (
-    EvaluationError,
-    EvaluationOptions,
+from app.services.evaluation import EvaluationOptions, evaluate, read_json, write_json
+from app.services.evaluation_models import EvaluationError, resolve_models
+from app.services.evaluation_scoring import (
     accuracy,
     compute_results,
-    evaluate,
     failing_cases,
     macro_f1,
-    read_json,
-    resolve_models,
     set_figures,
     weighted_score,
-    write_json,
 )
 from app.services.evaluation_data import (
     PERTURBATIONS,
