@@ -78,14 +78,6 @@ def free_form_problem(name: str, value: Any) -> str | None:
     return None
 
 
-def check_free_form(name: str, value: Any) -> Any:
-    """``value``, or :class:`FreeFormTooLarge` saying what is wrong with it."""
-    problem = free_form_problem(name, value)
-    if problem:
-        raise FreeFormTooLarge(problem)
-    return value
-
-
 def record_problems(kind: str, record: Any) -> list[str]:
     """The bound problems of every free-form field of one record (a dict, or an object with attributes)."""
     out = []

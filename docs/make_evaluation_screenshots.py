@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from screenshot_kit import OUT, ROOT, application, show_window, wait, wait_until
+from screenshot_kit import OUT, ROOT, application, show_window, snap, wait, wait_until
 
 
 SUITE = ROOT.parent / "shared" / "data" / "hatecheck" / "test_suite_cases_dev.csv"
@@ -103,9 +103,8 @@ def main() -> None:
         row = next(i for i in range(view.failing.rowCount()) if view.failing.item(i, 1).text() == "derog_dehum_h")
         view.failing.selectRow(row)
         view.failing.itemActivated.emit(view.failing.item(row, 3))
-        wait_until(lambda: bool(ws.view.attribution.text.words) and ws.last_prediction is not None)
-        wait(500)
-        window.grab().save(str(OUT / "evaluation-case-in-workspace.png"))
+        snap(window, "evaluation-case-in-workspace.png",
+             ready=lambda: bool(ws.view.attribution.text.words) and ws.last_prediction is not None, settle_ms=500)
         window.close()
         desk.close()
     print(f"Screenshots written to {OUT}")

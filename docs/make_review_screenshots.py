@@ -12,18 +12,15 @@ task needs three matching verdicts).
 
 import tempfile
 
-from screenshot_kit import OUT, application, show_window, wait, wait_until
+from screenshot_kit import anli_desk, application, show_window, snap, wait, wait_until
 
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
     from app.desk import Desk
-    from tests.validation_sim import import_anli, simulate
 
     with tempfile.TemporaryDirectory() as scratch:
-        desk = Desk(scratch)
-        import_anli(desk)
-        sim = simulate(desk, examples=80)
+        desk, sim = anli_desk(scratch)
         window = show_window(desk, 1366, 768)
         window._profile_chosen(str(sim.lead.id))  # as the profile dialog does
         window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
@@ -35,9 +32,7 @@ def main() -> None:
         wait(1200)
         review.table.selectRow(1)
         review.table.setFocus()
-        wait_until(lambda: window.review_page.detail is not None)
-        wait(300)
-        window.grab().save(str(OUT / "review-objections.png"))
+        snap(window, "review-objections.png", ready=lambda: window.review_page.detail is not None)
 
         # the lead returns two examples of one author; that author opens the app
         first = review.model.row_data(0)
@@ -48,9 +43,7 @@ def main() -> None:
         desk.lead.return_examples(sim.lead.id, theirs, "Say which words of the context support the label.")
         window._profile_chosen(str(author_id))
         window.tabs.setCurrentWidget(window.workspace_view)
-        wait_until(lambda: window.workspace_view.returned.isVisible())
-        wait(1500)
-        window.grab().save(str(OUT / "returned-work.png"))
+        snap(window, "returned-work.png", ready=lambda: window.workspace_view.returned.isVisible(), settle_ms=1500)
         window.close()
         desk.close()
 
@@ -62,9 +55,8 @@ def main() -> None:
         window = show_window(desk, 1366, 768)
         window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
         window.tabs.setCurrentWidget(window.dashboard_view)
-        wait_until(lambda: window.dashboard_view.threshold_warning.isVisible())
-        wait(800)
-        window.grab().save(str(OUT / "dashboard-threshold-warning.png"))
+        snap(window, "dashboard-threshold-warning.png", ready=lambda: window.dashboard_view.threshold_warning.isVisible(),
+             settle_ms=800)
         window.close()
         desk.close()
     print("wrote review-objections.png, returned-work.png, dashboard-threshold-warning.png")

@@ -12,7 +12,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from screenshot_kit import OUT, application, lead_desk, show_window, wait, wait_until
+from screenshot_kit import OUT, application, lead_desk, show_window, snap, wait, wait_until
 
 
 def tiny_model(folder: Path, seed: int) -> Path:
@@ -68,14 +68,10 @@ def main() -> None:
         if ws.pending_round is not None:
             window.grab().save(str(OUT / "round-switch-loading.png"))
         wait_until(lambda: ws.round.number == 2 and ws.loaded is not None)
-        wait_until(lambda: ws.last_prediction is not None and ws._current_prediction_matches())
-        wait(300)
-        window.grab().save(str(OUT / "round-switch.png"))
+        snap(window, "round-switch.png", ready=lambda: ws.last_prediction is not None and ws._current_prediction_matches())
         view.move_offer.primary.click()
-        wait_until(lambda: ws.draft.round_number == 2 and ws.last_prediction is not None
-                   and ws._current_prediction_matches())
-        wait(300)
-        window.grab().save(str(OUT / "round-switch-moved.png"))
+        snap(window, "round-switch-moved.png", ready=lambda: ws.draft.round_number == 2 and ws.last_prediction is not None
+             and ws._current_prediction_matches())
         window.close()
         desk.close()
     print(f"Screenshots written to {OUT}")

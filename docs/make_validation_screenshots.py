@@ -13,21 +13,17 @@ import tempfile
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-from screenshot_kit import OUT, ROOT, application, show_window, wait
+from screenshot_kit import OUT, ROOT, anli_desk, application, show_window, wait
 
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app.desk import Desk
     from app.domain import ModelOutput
     from app.services.examples import Content
     from app.services.example_view import for_validation
-    from tests.validation_sim import import_anli, simulate
 
     with tempfile.TemporaryDirectory() as scratch:
-        desk = Desk(scratch)
-        import_anli(desk)
-        sim = simulate(desk, examples=80)
+        desk, sim = anli_desk(scratch)
         newcomer = desk.people.create("Noor Validator", "annotator")
         # a perturbation of an ANLI example, written by a fifth person
         writer = desk.people.create("Priya Perturber", "annotator")

@@ -55,3 +55,22 @@ def show_window(desk, width: int, height: int):
     window.resize(width, height)
     window.show()
     return window
+
+
+def anli_desk(folder, examples: int = 80):
+    """A desk in ``folder`` with the ANLI round-1 development set, validated by four simulated people
+    (tests/validation_sim.py); returns the desk and the simulation."""
+    from app.desk import Desk
+    from tests.validation_sim import import_anli, simulate
+
+    desk = Desk(folder)
+    import_anli(desk)
+    return desk, simulate(desk, examples=examples)
+
+
+def snap(widget, name: str, *, ready=None, settle_ms: int = 300) -> None:
+    """Wait for ``ready()`` (if given), let the scene settle, and save ``widget`` as OUT/``name``."""
+    if ready is not None:
+        wait_until(ready)
+    wait(settle_ms)
+    widget.grab().save(str(OUT / name))

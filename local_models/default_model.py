@@ -104,12 +104,11 @@ def _repair_identity(folder: Path) -> None:
     """An export cached by an older Dynadesk still holds the exporter's notes (absolute source
     paths), which gave the same model another sha256 on every desk: strip them once. A quick
     look at the bytes keeps later starts from parsing the file."""
-    from local_models.export import STALE_BUILD_MARKER, canonicalize_onnx_file
+    from local_models.export import canonicalize_onnx_file, has_stale_build_details
 
     file = folder / "model.onnx"
-    with open(file, "rb") as handle:
-        if STALE_BUILD_MARKER not in handle.read():
-            return
+    if not has_stale_build_details(file):
+        return
     if canonicalize_onnx_file(file):
         log.info("removed build paths from %s: the model now has the same sha256 as on every other desk", file)
 

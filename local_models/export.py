@@ -287,6 +287,13 @@ def strip_build_details(model) -> None:
         nodes(function.node)
 
 
+def has_stale_build_details(path: Path) -> bool:
+    """Whether an ONNX file still holds the exporter's notes (``STALE_BUILD_MARKER``): a quick look
+    at the bytes, so that clean files are never parsed."""
+    with open(path, "rb") as handle:
+        return STALE_BUILD_MARKER in handle.read()
+
+
 def canonicalize_onnx_file(path: Path) -> bool:
     """Rewrite an ONNX file exported before build details were stripped, keeping Dynadesk's own
     metadata (labels, lengths, parent). Returns True when the file changed. Files with external

@@ -172,7 +172,7 @@ def repair_stale_exports(session) -> int:
 
     from app.services.models import reidentify_model
     from local_models.backends.onnx import onnx_file
-    from local_models.export import STALE_BUILD_MARKER, canonicalize_onnx_file
+    from local_models.export import canonicalize_onnx_file, has_stale_build_details
 
     changed = 0
     records = session.scalars(select(ModelRecord).where(ModelRecord.format == ModelFormat.ONNX.value,
@@ -180,7 +180,7 @@ def repair_stale_exports(session) -> int:
     for record in records:
         try:
             file = onnx_file(Path(record.path))
-            if STALE_BUILD_MARKER not in file.read_bytes():
+            if not has_stale_build_details(file):
                 continue
             canonicalize_onnx_file(file)
             tokenizer_dir = ((record.provenance or {}).get("runtime") or {}).get("tokenizer_dir")

@@ -33,20 +33,11 @@ def store_threshold(session: Session, definition: TaskDefinition, threshold: int
     """Keep ``threshold`` as the task's on this desk (the task's own number removes the override),
     with the ``task_setting`` record it came from or goes out as."""
     key = THRESHOLD_KEY.format(code=definition.code)
-    row = session.get(Meta, key)
     if threshold == definition.agreement_threshold:
-        if row is not None:
-            session.delete(row)
-    elif row is None:
-        session.add(Meta(key=key, value=str(threshold)))
+        session.execute(delete(Meta).where(Meta.key == key))
     else:
-        row.value = str(threshold)
-    key = SETTING_KEY.format(code=definition.code)
-    row = session.get(Meta, key)
-    if row is None:
-        session.add(Meta(key=key, value=json.dumps(setting)))
-    else:
-        row.value = json.dumps(setting)
+        session.merge(Meta(key=key, value=str(threshold)))  # insert or update by key
+    session.merge(Meta(key=SETTING_KEY.format(code=definition.code), value=json.dumps(setting)))
 
 
 def task_setting_in(session: Session, code: str) -> dict | None:

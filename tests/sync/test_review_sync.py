@@ -35,6 +35,17 @@ def write_example(desk, account, text: str):
                                 round_number=1)
 
 
+def ann_writes_bob_says_correct(team, ann, ann_client, bob, bob_client, text: str):
+    """Ann writes an example and syncs it; Bob pulls it, calls it correct and syncs his verdict."""
+    ann_client.run()
+    mine = write_example(ann, team.ann, text)
+    ann_client.run()
+    bob_client.run()
+    bob.validation.validate(mine.id, team.bob.id, "correct")
+    bob_client.run()
+    return mine
+
+
 def returned_to_me(desk, author_id) -> list:
     """What the Data tab shows with "Returned to me" ticked."""
     return desk.review.rows(ExampleFilter(author_ids=[author_id], review_states=["returned"]))
@@ -390,12 +401,7 @@ def test_pulled_verdicts_are_decided_under_the_threshold_a_lead_set_on_that_desk
     lead.set_agreement_threshold(team.lead.id, "hate_speech", 1)  # a small team: one verdict decides here
     with (client_for(ann, team.url, team.ann) as ann_client, client_for(bob, team.url, team.bob) as bob_client,
           client_for(lead, team.url, team.lead) as lead_client):
-        ann_client.run()
-        mine = write_example(ann, team.ann, "one verdict is enough here")
-        ann_client.run()
-        bob_client.run()
-        bob.validation.validate(mine.id, team.bob.id, "correct")
-        bob_client.run()
+        mine = ann_writes_bob_says_correct(team, ann, ann_client, bob, bob_client, "one verdict is enough here")
         lead_client.run()
     assert lead.examples.get(mine.id).decided_verdict == "correct"
     assert bob.examples.get(mine.id).validation_state == "in_progress"  # Bob has not pulled the lead's setting yet

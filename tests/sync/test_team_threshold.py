@@ -13,7 +13,7 @@ import httpx
 from app.domain import utcnow
 from tests.sync.helpers import prepare_desk
 from tests.sync.test_client import client_for
-from tests.sync.test_review_sync import outbox, write_example
+from tests.sync.test_review_sync import ann_writes_bob_says_correct, outbox
 from tests.sync.test_server import auth, example, push, statuses, validation
 
 
@@ -40,12 +40,7 @@ def test_a_leads_threshold_decides_the_teams_examples_on_the_server_and_on_every
     assert statuses(push(team, team.lia, validation(team.lia, cats))) == ["stored"]
     with (client_for(ann, team.url, team.ann) as ann_client, client_for(bob, team.url, team.bob) as bob_client,
           client_for(lead, team.url, team.lead) as lead_client):
-        ann_client.run()
-        mine = write_example(ann, team.ann, "one verdict decides in a team of two")
-        ann_client.run()
-        bob_client.run()
-        bob.validation.validate(mine.id, team.bob.id, "correct")
-        bob_client.run()
+        mine = ann_writes_bob_says_correct(team, ann, ann_client, bob, bob_client, "one verdict decides in a team of two")
         ann_client.run()
         assert ann.examples.get(mine.id).decided_verdict is None  # the task's 3 is out of reach
         assert [row["vmer"] for row in team_rows(team, team.lead)] == [0.0]
