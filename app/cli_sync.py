@@ -302,7 +302,7 @@ def sync(ctx: click.Context, now: bool) -> None:
         return
     desk = ctx.obj.desk
     if now:
-        from sync.client import Offline, SyncHandle
+        from sync.transport import Offline, SyncHandle
 
         with _client(desk) as client:
             try:
@@ -367,7 +367,8 @@ def _show_waiting(waiting) -> None:
 def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None, no_test: bool,
                    ca_file: str | None, insecure: bool) -> None:
     """Set the server, the token (kept in the system keyring, or a file only you can read) and the interval."""
-    from sync.client import AuthError, Offline, SyncClient, SyncError, refuse_token_in_clear, tls_context
+    from sync.client import SyncClient
+    from sync.transport import AuthError, Offline, SyncError, refuse_token_in_clear, tls_context
 
     desk = obj.desk
     url = (url or desk.settings.server_url or "").strip().rstrip("/")
@@ -477,7 +478,7 @@ def sync_problems(obj, retry: bool) -> None:
 @pass_context
 def sync_publish(obj, task_code: str, rounds: tuple[int, ...], no_files: bool) -> None:
     """Owners: publish a task, its rounds, contexts and target models to the server."""
-    from sync.client import SyncHandle
+    from sync.transport import SyncHandle
 
     with _client(obj.desk) as client:
         response = client.publish(task_code, rounds or None, handle=SyncHandle(on_progress=_progress_printer()),

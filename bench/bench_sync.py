@@ -21,7 +21,8 @@ from pathlib import Path
 import httpx
 
 from bench.common import BenchContext, Result, percentile
-from sync.client import RetryPolicy, SyncClient
+from sync.client import SyncClient
+from sync.transport import RetryPolicy
 from tests.sync.helpers import (
     PG_ENV,
     CuttingProxy,
@@ -116,7 +117,7 @@ def push_throughput(ctx: BenchContext, kind: str, clients: int, per_client: int,
         try:
             publish_basics(server.url, owner, work)
             bodies: list[list[bytes]] = []
-            from sync.local import pending_batch
+            from sync.outgoing import pending_batch
 
             for i, account in enumerate(accounts):
                 desk = prepare_desk(work / f"desk-{i:02d}", account)

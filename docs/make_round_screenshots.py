@@ -31,8 +31,8 @@ def main() -> None:
     from app.domain import utcnow
     from app.io.records import dump_round
     from app.services.target_models import register_model
-    from sync.client import SyncReport
-    from sync.local import apply_page
+    from sync.transport import SyncReport
+    from sync.incoming import apply_page
 
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)

@@ -1,9 +1,12 @@
 """Sync between desks and the team's server (Qt-free). See docs/sync.md.
 
 - ``protocol``: pydantic schemas of requests, responses and records (the desk's record format).
-- ``client``: ``SyncClient`` (push the outbox, pull changes, model files; retries, resumable)
-  with a ``SyncHandle`` for progress and cancel; ``tokens``: where the token is kept;
-  ``local``: the desk-side storage steps (outbox batches, settling, pulled pages, status).
+- ``client``: ``SyncClient`` (a whole sync: push the outbox, pull changes, publish; resumable);
+  ``transport``: its HTTP side (retries, pacing, TLS, errors) and the ``SyncHandle`` for progress
+  and cancel; ``model_files``: model files down and up, one identity per model;
+  ``tokens``: where the token is kept.
+- Desk-side storage steps: ``outgoing`` (outbox batches, publish checks, settling),
+  ``incoming`` (pulled pages), ``local`` (sync meta, status, waiting reasons, refused entries).
 - ``server``: the FastAPI app (``app``), its database and migrations (``db``, ``models``)
   and the rules (``store``).
 """

@@ -119,7 +119,8 @@ class SyncController(QObject):
         self.worker.submit(self._run, on_done=self._succeeded, on_error=self._failed)
 
     def _run(self):
-        from sync.client import SyncHandle, new_client
+        from sync.client import new_client
+        from sync.transport import SyncHandle
 
         handle = SyncHandle(on_progress=self.progress.emit)  # a signal: queued to the GUI thread
         client = new_client(self.desk, self.tokens, **self.client_options)
@@ -140,7 +141,7 @@ class SyncController(QObject):
         self._schedule(self.desk.settings.sync_interval_s)
 
     def _failed(self, error: BaseException) -> None:
-        from sync.client import Cancelled, Offline
+        from sync.transport import Cancelled, Offline
 
         self.running = False
         if isinstance(error, Cancelled):
@@ -211,7 +212,7 @@ class SyncController(QObject):
         """Save the server and interval (settings) and the token (keyring or private file); make the
         token's holder this desk's profile; then sync. A plain http:// URL to another machine is
         refused (the token would cross the network in clear); the CLI's --insecure allows it."""
-        from sync.client import SyncError, refuse_token_in_clear
+        from sync.transport import SyncError, refuse_token_in_clear
 
         try:
             refuse_token_in_clear(url)
@@ -223,7 +224,8 @@ class SyncController(QObject):
         self.desk.save_settings()
 
         def store():
-            from sync.client import Offline, SyncClient
+            from sync.client import SyncClient
+            from sync.transport import Offline
 
             if token:
                 self.tokens.set(url, token)
@@ -246,7 +248,8 @@ class SyncController(QObject):
 
     def test_connection(self, url: str, token: str) -> None:
         def check():
-            from sync.client import SyncClient, refuse_token_in_clear
+            from sync.client import SyncClient
+            from sync.transport import refuse_token_in_clear
 
             refuse_token_in_clear(url)  # before the token goes anywhere
             with SyncClient(self.desk, url, token or self.tokens.get(url) or "", **self.client_options) as client:

@@ -546,7 +546,7 @@ class PushOutcome:
 
 def sync_until_done(client, desk: Desk, person_id: uuid.UUID, *, max_runs: int = 30, handle=None) -> PushOutcome:
     """Run syncs until the outbox is empty (bounded), as the app's timer would."""
-    from sync.client import SyncError
+    from sync.transport import SyncError
     from sync.local import local_status
 
     outcome = PushOutcome()

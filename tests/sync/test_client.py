@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from app.storage.models import Round as DeskRound
-from sync.client import AuthError, Cancelled, Offline, RetryPolicy, SyncClient, SyncHandle
+from sync.client import SyncClient
+from sync.transport import AuthError, Cancelled, Offline, RetryPolicy, SyncHandle
 from sync.local import local_status
 from sync.protocol import manifest_sha256
 from sync.tokens import TokenStore
@@ -206,7 +207,7 @@ def test_open_rounds_target_models_are_downloaded_and_verified(team, tmp_path, s
 
 def test_an_owner_shares_an_imported_data_set_under_its_own_authors(team, tmp_path, server_db):
     from app.io.importers import import_file
-    from sync.client import Refused
+    from sync.transport import Refused
 
     desk = prepare_desk(tmp_path / "owner", team.owner)
     with client_for(desk, team.url, team.owner) as client:

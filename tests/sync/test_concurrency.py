@@ -19,7 +19,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app.storage.models import Example as DeskExample
-from sync.client import RetryPolicy, SyncClient
+from sync.client import SyncClient
+from sync.transport import RetryPolicy
 from sync.local import local_status
 from sync.server import models as server_models
 from tests.sync.conftest import BACKENDS, _database_url

@@ -16,7 +16,8 @@ import uuid
 
 import pytest
 
-from sync.client import RetryPolicy, SyncClient, SyncHandle
+from sync.client import SyncClient
+from sync.transport import RetryPolicy, SyncHandle
 from sync.local import local_status
 from tests.sync.conftest import BACKENDS, _database_url
 from tests.sync.helpers import (

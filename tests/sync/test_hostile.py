@@ -201,7 +201,7 @@ def test_a_poison_round_is_quarantined_and_leaves_quarantine_when_published_agai
 def test_a_desk_refuses_to_publish_records_no_server_takes_before_any_request(tmp_path):
     from app.desk import Desk
     from app.storage.models import Context, Round
-    from sync.client import Offline, SyncError
+    from sync.transport import Offline, SyncError
     from tests.sync.test_client import QUICK, free_port
 
     desk = Desk(tmp_path / "owner")

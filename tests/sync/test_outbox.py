@@ -18,7 +18,8 @@ from app.io.records import dump_example
 from app.storage import outbox
 from app.storage.db import Database
 from app.storage.models import Example, OutboxEntry
-from sync.local import local_status, settle
+from sync.local import local_status
+from sync.outgoing import settle
 from sync.protocol import ExampleRecord, RecordResult, manifest_sha256
 from tests.conftest import FIXTURES, hate_content, hate_output
 
@@ -102,7 +103,7 @@ def test_a_leads_review_of_an_imported_example_goes_out_with_it_under_the_leads_
 def test_settling_keeps_an_entry_that_changed_while_it_was_on_its_way(desk, people, target_model):
     example = desk.examples.create(people.author.id, "hate_speech", hate_content("sent as revision 1", "hate"),
                                    [hate_output(target_model, "not hate")])
-    from sync.local import pending_batch
+    from sync.outgoing import pending_batch
 
     batch = pending_batch(desk.db, people.author.id, after=0, limit=10)
     desk.examples.retract(example.id, people.author.id, "changed my mind")  # while the push is in flight
@@ -124,7 +125,8 @@ def test_settling_keeps_an_entry_that_changed_while_it_was_on_its_way(desk, peop
 def test_refusals_stay_in_the_outbox_with_their_reasons(desk, people, target_model):
     made = [desk.examples.create(people.author.id, "hate_speech", hate_content(f"number {i}", "hate"),
                                  [hate_output(target_model, "not hate")]) for i in range(3)]
-    from sync.local import pending_batch, problems, retry_problems
+    from sync.local import problems, retry_problems
+    from sync.outgoing import pending_batch
 
     batch = pending_batch(desk.db, people.author.id, after=0, limit=10)
     results = [RecordResult(index=0, id=made[0].id, record="example", status="conflict", revision=3, reason="edited"),

@@ -382,7 +382,7 @@ def test_a_desk_that_syncs_late_gets_the_example_and_its_reviews_in_one_page(tea
         lead.lead.return_examples(team.lead.id, [mine.id], "Add the target group.")
         lead_client.run()
     bob = prepare_desk(tmp_path / "bob", team.bob)  # a teammate's desk, first sync after all of it
-    with caplog.at_level("INFO", logger="sync.local"), client_for(bob, team.url, team.bob) as client:
+    with caplog.at_level("INFO", logger="sync.incoming"), client_for(bob, team.url, team.bob) as client:
         report = client.run()
     assert report.pages == 1 and report.problems == []
     assert not [r for r in caplog.records if "record by record" in r.getMessage()]  # stored in bulk

@@ -15,7 +15,8 @@ import uuid
 import httpx
 import pytest
 
-from sync.client import RetryPolicy, SyncClient, SyncError, new_client, token_in_clear
+from sync.client import SyncClient, new_client
+from sync.transport import RetryPolicy, SyncError, token_in_clear
 from sync.server.limits import Buckets, Rate, client_key
 from tests.sync.helpers import (
     ProcessServer,
