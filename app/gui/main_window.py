@@ -1,4 +1,5 @@
-"""The main window: task and profile at the top, the data browser, import and export.
+"""The main window: task and profile at the top, the data browser, import and export (its menus are
+in menus.py, the first start's model preparation in first_start.py).
 
 All database work runs on one serial worker; the GUI thread only shows results.
 """

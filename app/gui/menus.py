@@ -23,6 +23,7 @@ SHORTCUTS = [
 
 
 def add_action(window, menu, text: str, slot, shortcut=None, name: str | None = None) -> QAction:
+    """An action of the window in ``menu``, with its shortcut and object name."""
     action = QAction(text, window)
     if shortcut is not None:
         action.setShortcut(QKeySequence(shortcut))
@@ -34,6 +35,7 @@ def add_action(window, menu, text: str, slot, shortcut=None, name: str | None = 
 
 
 def build_menus(window) -> None:
+    """The menu bar; the actions tests and other parts trigger are kept on the window."""
     file_menu = window.menuBar().addMenu("&File")
     window.import_action = add_action(window, file_menu, "&Import data set…", window.open_import, "Ctrl+I", "import")
     window.export_action = add_action(window, file_menu, "&Export…", window.open_export, "Ctrl+E", "export")
@@ -43,9 +45,9 @@ def build_menus(window) -> None:
     add_action(window, view_menu, "&Refresh", window.refresh, QKeySequence.StandardKey.Refresh, "refresh")
     add_action(window, view_menu, "Find", lambda: window.filter_bar.search.setFocus(), QKeySequence.StandardKey.Find)
     add_action(window, view_menu, "Larger text", lambda: window.change_font_size(+1), QKeySequence.StandardKey.ZoomIn,
-                 "larger-text")
+               "larger-text")
     add_action(window, view_menu, "Smaller text", lambda: window.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
-                 "smaller-text")
+               "smaller-text")
     edit_menu = window.menuBar().addMenu("&Edit")
     undo = window.undo_stack.createUndoAction(window, "&Undo")
     undo.setShortcut(QKeySequence.StandardKey.Undo)
@@ -58,8 +60,8 @@ def build_menus(window) -> None:
     window.submit_action.setShortcuts([QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")])
     add_action(window, example_menu, "Back to editing", lambda: window.workspace_view.show_form(False), "Esc", "back")
     add_action(window, example_menu, "&Explain (attribution heatmap)",
-                 lambda: workspace.explain(window.workspace_view.attribution.target_choice.currentData()),
-                 "Ctrl+Shift+A", "explain")
+               lambda: workspace.explain(window.workspace_view.attribution.target_choice.currentData()),
+               "Ctrl+Shift+A", "explain")
     add_action(window, example_menu, "&Next context", workspace.next_context, "Ctrl+Shift+N", "next-context")
     add_action(window, example_menu, "Start from a &prompt", workspace.prompt, "Ctrl+Shift+O", "prompt")
     window.perturb_action = add_action(window, example_menu, "&Perturb the selected example", window.start_perturbation,
@@ -72,12 +74,12 @@ def build_menus(window) -> None:
                                     lambda: window._author_action("flag"), None, "flag")
     add_action(window, example_menu, "&Discard this draft", workspace.discard, None, "discard")
     add_action(window, example_menu, "Show &guidelines",
-                 lambda: window.workspace_view.side.setCurrentWidget(window.workspace_view.guidelines), "Ctrl+G",
-                 "guidelines")
+               lambda: window.workspace_view.side.setCurrentWidget(window.workspace_view.guidelines), "Ctrl+G",
+               "guidelines")
     view_menu.addSeparator()
     add_action(window, view_menu, "&Create", lambda: window.tabs.setCurrentWidget(window.workspace_view), "Ctrl+1", "tab-create")
     add_action(window, view_menu, "&Data", lambda: window.tabs.setCurrentIndex(window.tabs.indexOf(window.data_page)),
-                 "Ctrl+2", "tab-data")
+               "Ctrl+2", "tab-data")
     round_menu = window.menuBar().addMenu("&Round")
     add_action(window, round_menu, "Round &settings, models and contexts…", window.open_rounds, "Ctrl+Shift+R", "rounds")
     profile_menu = window.menuBar().addMenu("&Profile")
@@ -90,6 +92,7 @@ def build_menus(window) -> None:
 
 
 def table_menu(window, position) -> None:
+    """The Data table's context menu: perturb, revise, retract, flag."""
     menu = QMenu(window)
     menu.addAction(window.perturb_action)
     menu.addAction(window.revise_action)
@@ -100,5 +103,6 @@ def table_menu(window, position) -> None:
 
 
 def show_shortcuts(window) -> None:
+    """F1: the keyboard shortcuts."""
     rows = "".join(f"<tr><td><b>{keys}</b></td><td>{what}</td></tr>" for keys, what in SHORTCUTS)
     QMessageBox.information(window, "Keyboard shortcuts", f"<table cellspacing=6>{rows}</table>")

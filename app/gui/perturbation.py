@@ -57,7 +57,7 @@ class PairController:
             self.attribution_for = "original"
             written = self.ws.definition.written_inputs[0].name
             self.ws.inference.attribute(model_input(self.ws.definition, {**content["inputs"], written: original.text}),
-                                     target=original.target)
+                                        target=original.target)
             return
         self.attribution_for = "edited"
         self.ws.inference.attribute(model_input(self.ws.definition, content["inputs"]), target=target)
@@ -77,7 +77,7 @@ class PairController:
                 self.ws.original.text, [(w.start, w.end, w.raw) for w in attribution.words if w.segment == self._written_segment()])
             self.attribution_for = "edited"  # now the edit, toward the same label
             self.ws.inference.attribute(model_input(self.ws.definition, self.ws.view.editor.content()["inputs"]),
-                                     target=self.ws.original.target)
+                                        target=self.ws.original.target)
             return
         names = self._segment_names()
         segments = []
@@ -153,9 +153,9 @@ class PairController:
                     return
                 person = self.ws.desk.current_person_id
                 self.ws.draft = DraftRef(self.ws.task_code, self.ws.round.number, person, context_id=example.context_id,
-                                      perturbation_of=example.id, origin={"kind": "perturbation", "of": str(example.id)})
+                                         perturbation_of=example.id, origin={"kind": "perturbation", "of": str(example.id)})
                 self.ws.view.editor.set_content({"inputs": dict(example.inputs), "label": example.true_label,
-                                              "answer": example.answer}, record_undo=True)
+                                                 "answer": example.answer}, record_undo=True)
                 self.ws.view.form.set_values({})
             outputs = example.outputs
             prediction = None
@@ -167,7 +167,7 @@ class PairController:
             self.ws.original = Original(example.id, example.text, example.true_label, prediction)
             self.ws.view.side.setCurrentWidget(self.ws.view.perturbation)
             self.ws.view.message.show_message("Perturbation: make a minimal edit that flips the true label, then choose "
-                                           "the new label.", "OK")
+                                              "the new label.", "OK")
             self.show_pair()
             self.ws._text_edited()
 

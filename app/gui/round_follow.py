@@ -50,7 +50,7 @@ class RoundFollower:
             self.ws.pending_round, self.ws.pending_records, self.ws._pending_load = None, [], None
             self.ws.view.prediction.clear(f"Round {self.ws.round.number} is closed and no round is open.")
             self.ws.view.set_locked(True, f"Round {self.ws.round.number} has closed; your text is kept as a draft. "
-                                       "A lead can open the next round (Round menu).")
+                                    "A lead can open the next round (Round menu).")
             self.ws.status_changed.emit("No open round")
             return
         self.ws.pending_round, self.ws.pending_records = current, records
@@ -135,4 +135,4 @@ class RoundFollower:
         self.ws.view.perturbation.clear()
         self.ws._new_example(after_submit=False)
         self.ws.view.message.show_message(f"Kept as a draft of round {number}: it is offered again when you come "
-                                       "back to this task.", "OK")
+                                          "back to this task.", "OK")
