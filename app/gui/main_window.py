@@ -1,4 +1,5 @@
-"""The main window: task and profile at the top, the data browser, import and export.
+"""The main window: task and profile at the top, the data browser, import and export (its menus are
+in menus.py, the first start's model preparation in first_start.py).
 
 All database work runs on one serial worker; the GUI thread only shows results.
 """
@@ -11,15 +12,13 @@ import uuid
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QFont, QKeySequence, QUndoStack
+from PySide6.QtGui import QFont, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
     QInputDialog,
     QLabel,
     QMainWindow,
-    QMenu,
     QMessageBox,
-    QProgressBar,
     QSplitter,
     QToolBar,
     QVBoxLayout,
@@ -31,11 +30,12 @@ from app.desk import Desk
 from app.domain import Role
 from app.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
+from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
+from app.gui.menus import add_action, build_menus
 from app.gui.rounds_controller import RoundsController
 from app.gui.workspace import WorkspaceController
 from app.gui.worker import SerialWorker
-from local_models.progress import Progress
 from app.services.example_view import for_data_tab
 from app.services.review import NOT_DRAFT, ExampleFilter
 from app.services.validation import VALIDATABLE
@@ -49,26 +49,12 @@ from widgets.profile_dialog import ProfileDialog
 from widgets.workspace_view import WorkspaceView
 
 log = logging.getLogger(__name__)
-SHORTCUTS = [
-    ("Ctrl+Enter", "submit the example; in the form, store it"), ("Esc", "back from the form to editing"),
-    ("Alt+1, Alt+2, …", "choose your label"), ("Ctrl+Z / Ctrl+Shift+Z", "undo / redo text and label edits"),
-    ("Ctrl+Shift+A", "explain: the attribution heatmap"), ("Ctrl+Shift+N", "next context"),
-    ("Ctrl+Shift+O", "start from a prompt"), ("Ctrl+Shift+E", "perturb the example selected in Data"),
-    ("Ctrl+G", "guidelines"), ("Ctrl+1 / Ctrl+2", "Create / Data"), ("Ctrl+F", "find in Data"),
-    ("Ctrl+I / Ctrl+E", "import / export"), ("Ctrl+Shift+R", "round settings"),
-    ("Ctrl+3", "Validate: 1 correct, 2 incorrect, 3 flag, S skip, Enter confirm / next, R reveal the model"),
-    ("Ctrl+4", "Review (leads): filter, 1/2/3 + Enter for a final verdict, return or accept work"),
-    ("Ctrl+5", "Dashboard: per-annotator figures, agreement, charts"),
-    ("Ctrl+6", "Evaluate: score models on rounds, suites and data sets"),
-    ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
-]
 DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
 DAMAGED_STATUS = "The database is damaged: nothing more is saved. Restore a backup (see the message)."
 
 
 class MainWindow(QMainWindow):
     database_damaged = Signal(str)  # from the database's background check: queued to the GUI thread
-    first_start_progress = Signal(int, int, str)  # done, total, step: from the preparing worker, queued
 
     def __init__(self, desk: Desk):
         super().__init__()
@@ -134,7 +120,7 @@ class MainWindow(QMainWindow):
 
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
-        self._build_menus()
+        build_menus(self)
         self._install_validate()
         self._install_review()
         self._install_dashboard()
@@ -145,7 +131,7 @@ class MainWindow(QMainWindow):
         if desk.settings_store.problem:
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
         self._install_sync()
-        self._first_start: SerialWorker | None = None
+        self.first_start = FirstStart(self)
         self._damage_shown: str | None = None
         self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
         desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
@@ -264,64 +250,8 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.workspace_view, "&Create")
 
     def prepare_first_start(self) -> None:
-        """A fresh desk: build the bundled model once (about 20 s, off the GUI thread), then make it
-        the target of hate-speech round 1, so the window is ready to annotate with nothing to set up."""
-        from app.services import target_models
-
-        desk, workspace = self.desk, self.workspace
-        step = [""]  # the latest step's line, sent with each percentage
-        progress = Progress(lambda done, total: self.first_start_progress.emit(done, total, step[0]),
-                            lambda line: (step.__setitem__(0, line), self.first_start_progress.emit(-1, 0, line)))
-        self._first_start_progress = progress
-        bar = self.statusBar().findChild(QProgressBar, "first-start-progress")
-        if bar is None:
-            bar = QProgressBar(objectName="first-start-progress", maximumWidth=160, textVisible=True)
-            self.statusBar().insertPermanentWidget(0, bar)
-            self.first_start_progress.connect(self._show_first_start_progress, Qt.ConnectionType.QueuedConnection)
-        bar.hide()
-
-        def start(needed: bool) -> None:
-            if not needed:
-                return
-            workspace.no_model_message = ("Preparing the bundled target model (first start only, about half a "
-                                          "minute; progress in the status bar). You can start writing now.")
-            workspace.reload_models()
-            bar.setValue(0)
-            bar.show()
-            self.statusBar().showMessage("First start: preparing the bundled target model…")
-            self._first_start = SerialWorker("first-start", self)
-            self._first_start.submit(lambda: target_models.prepare_default_files(desk, progress=progress),
-                                     on_done=adopt, on_error=failed)
-
-        def adopt(_prepared) -> None:
-            self.db.submit(lambda: target_models.adopt_default_model(desk), on_done=adopted, on_error=failed)
-
-        def adopted(record) -> None:
-            bar.hide()
-            workspace.no_model_message = "This round has no target model yet: a lead can attach one (Round menu)."
-            self.statusBar().showMessage("The target model is ready." if record else "", 8000)
-            if workspace.task_code == target_models.DEFAULT_TASK:
-                workspace.reload_models()
-
-        def failed(error: BaseException) -> None:
-            bar.hide()
-            self.statusBar().clearMessage()
-            workspace.no_model_message = f"The bundled target model could not be prepared: {error}"
-            workspace.reload_models()
-            if not isinstance(error, DynadeskError):
-                log.error("first start failed", exc_info=(type(error), error, error.__traceback__))
-
-        self.db.submit(lambda: target_models.needs_default_model(desk), on_done=start, on_error=failed)
-
-    def _show_first_start_progress(self, done: int, total: int, step: str) -> None:
-        """The first start's preparation, as it goes: the step in words, the percentage in the bar."""
-        bar = self.statusBar().findChild(QProgressBar, "first-start-progress")
-        if bar is None or bar.isHidden():
-            return  # finished (or failed) before this report arrived
-        if done >= 0:
-            bar.setValue(round(100 * done / total) if total else 0)
-        self.statusBar().showMessage(f"Preparing the model · {step}" if step
-                                     else "First start: preparing the bundled target model…")
+        """A fresh desk: prepare the bundled target model (see FirstStart.prepare)."""
+        self.first_start.prepare()
 
     def start_perturbation(self) -> None:
         row = self.table_model.row_data(self.table.currentIndex().row())
@@ -344,97 +274,19 @@ class MainWindow(QMainWindow):
         self.db.submit(lambda: call(row["id"], person, reason), on_done=lambda _e: self.refresh(),
                        on_error=self.show_error)
 
-    def _table_menu(self, position) -> None:
-        menu = QMenu(self)
-        menu.addAction(self.perturb_action)
-        menu.addAction(self.revise_action)
-        menu.addSeparator()
-        menu.addAction(self.retract_action)
-        menu.addAction(self.flag_action)
-        menu.exec(self.table.viewport().mapToGlobal(position))
-
-    def show_shortcuts(self) -> None:
-        rows = "".join(f"<tr><td><b>{keys}</b></td><td>{what}</td></tr>" for keys, what in SHORTCUTS)
-        QMessageBox.information(self, "Keyboard shortcuts", f"<table cellspacing=6>{rows}</table>")
-
-    # --- menus -----------------------------------------------------------------------------
-
-    def _action(self, menu, text: str, slot, shortcut=None, name: str | None = None) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-        action.triggered.connect(slot)
-        if name:
-            action.setObjectName(name)
-        menu.addAction(action)
-        return action
+    # --- tabs ------------------------------------------------------------------------------
 
     def add_tab(self, view, title: str, shortcut: str, name: str, *, menu_text: str | None = None,
                 shown=None) -> None:
         """A tab with its View-menu entry and shortcut. ``shown`` runs when the tab comes into view
         and when the task changes while it is in view: pages load only when looked at."""
         self.tabs.addTab(view, title)
-        self._action(self.view_menu, menu_text or title, lambda: self.tabs.setCurrentWidget(view), shortcut, name)
+        add_action(self, self.view_menu, menu_text or title, lambda: self.tabs.setCurrentWidget(view), shortcut, name)
         if shown is None:
             return
         when_in_view = lambda *_: self.tabs.currentWidget() is view and shown()  # noqa: E731
         self.tabs.currentChanged.connect(when_in_view)
         self.task_combo.currentIndexChanged.connect(when_in_view)
-
-    def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self.import_action = self._action(file_menu, "&Import data set…", self.open_import, "Ctrl+I", "import")
-        self.export_action = self._action(file_menu, "&Export…", self.open_export, "Ctrl+E", "export")
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        self.view_menu = view_menu = self.menuBar().addMenu("&View")
-        self._action(view_menu, "&Refresh", self.refresh, QKeySequence.StandardKey.Refresh, "refresh")
-        self._action(view_menu, "Find", lambda: self.filter_bar.search.setFocus(), QKeySequence.StandardKey.Find)
-        self._action(view_menu, "Larger text", lambda: self.change_font_size(+1), QKeySequence.StandardKey.ZoomIn,
-                     "larger-text")
-        self._action(view_menu, "Smaller text", lambda: self.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
-                     "smaller-text")
-        edit_menu = self.menuBar().addMenu("&Edit")
-        undo = self.undo_stack.createUndoAction(self, "&Undo")
-        undo.setShortcut(QKeySequence.StandardKey.Undo)
-        redo = self.undo_stack.createRedoAction(self, "&Redo")
-        redo.setShortcut(QKeySequence.StandardKey.Redo)
-        edit_menu.addActions([undo, redo])
-        example_menu = self.menuBar().addMenu("E&xample")
-        workspace = self.workspace
-        self.submit_action = self._action(example_menu, "&Submit", workspace.submit, "Ctrl+Return", "submit")
-        self.submit_action.setShortcuts([QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")])
-        self._action(example_menu, "Back to editing", lambda: self.workspace_view.show_form(False), "Esc", "back")
-        self._action(example_menu, "&Explain (attribution heatmap)",
-                     lambda: workspace.explain(self.workspace_view.attribution.target_choice.currentData()),
-                     "Ctrl+Shift+A", "explain")
-        self._action(example_menu, "&Next context", workspace.next_context, "Ctrl+Shift+N", "next-context")
-        self._action(example_menu, "Start from a &prompt", workspace.prompt, "Ctrl+Shift+O", "prompt")
-        self.perturb_action = self._action(example_menu, "&Perturb the selected example", self.start_perturbation,
-                                           "Ctrl+Shift+E", "perturb")
-        self.retract_action = self._action(example_menu, "&Retract the selected example…",
-                                           lambda: self._author_action("retract"), None, "retract")
-        self.revise_action = self._action(example_menu, "Re&vise a returned example and submit it again",
-                                          self.revise_returned, None, "revise")
-        self.flag_action = self._action(example_menu, "&Flag the selected example…",
-                                        lambda: self._author_action("flag"), None, "flag")
-        self._action(example_menu, "&Discard this draft", workspace.discard, None, "discard")
-        self._action(example_menu, "Show &guidelines",
-                     lambda: self.workspace_view.side.setCurrentWidget(self.workspace_view.guidelines), "Ctrl+G",
-                     "guidelines")
-        view_menu.addSeparator()
-        self._action(view_menu, "&Create", lambda: self.tabs.setCurrentWidget(self.workspace_view), "Ctrl+1", "tab-create")
-        self._action(view_menu, "&Data", lambda: self.tabs.setCurrentIndex(self.tabs.indexOf(self.data_page)),
-                     "Ctrl+2", "tab-data")
-        round_menu = self.menuBar().addMenu("&Round")
-        self._action(round_menu, "Round &settings, models and contexts…", self.open_rounds, "Ctrl+Shift+R", "rounds")
-        profile_menu = self.menuBar().addMenu("&Profile")
-        self._action(profile_menu, "&Switch or create profile…", self.open_profiles, "Ctrl+Shift+P", "profiles")
-        help_menu = self.menuBar().addMenu("&Help")
-        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, "F1", "shortcuts")
-        self._action(help_menu, "&About Dynadesk", self.show_about)
-        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.table.customContextMenuRequested.connect(self._table_menu)
 
     # --- settings --------------------------------------------------------------------------
 
@@ -473,9 +325,7 @@ class MainWindow(QMainWindow):
             log.warning("could not save settings: %s", exc)
         self.sync.stop()  # cancels a running sync; it resumes at the next start
         self.dashboard.shutdown()
-        if self._first_start is not None:
-            self._first_start_progress.cancel()  # the next start finishes it
-            self._first_start.shutdown(wait=False)
+        self.first_start.shutdown()  # the next start finishes it
         self.workspace.save_draft()
         self.inference.shutdown()
         self.db.shutdown(wait=True)

@@ -1,6 +1,6 @@
-"""The annotation workspace's controller: drafts, live predictions, submission, attributions
-and perturbations, with every database call on the serial worker and every model call on the
-inference service.
+"""The annotation workspace's controller: drafts, live predictions and submission, with every
+database call on the serial worker and every model call on the inference service. Round following
+is in round_follow.py, attributions and perturbations in perturbation.py.
 """
 
 from __future__ import annotations
@@ -8,53 +8,25 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.desk import Desk
 from app.domain import FooledRule, ModelOutput, Span
 from app.errors import DynadeskError, InvalidExample
-from app.gui.inference import AttributionResult, InferenceFailure, InferenceService, LoadedModels, PredictionResult
+from app.gui.inference import InferenceFailure, InferenceService, LoadedModels, PredictionResult
+from app.gui.perturbation import PairController
+from app.gui.round_follow import RoundFollower
 from app.gui.worker import SerialWorker
+from app.gui.workspace_records import DraftRef, Original
 from app.services.examples import Content, check_content
 from app.services.target_models import TargetModelError, model_input, model_spec, to_model_output
 from app.tasks.definition import TaskDefinition
-from app.tasks.fooling import ensemble_label, is_fooled, mean_probabilities, span_f1
-from app.text import diff_pieces, word_alignment, word_edits, words
-from local_models.attribution import full_colour_scale
+from app.tasks.fooling import is_fooled, span_f1
 from widgets.workspace_view import WorkspaceView
 
 log = logging.getLogger(__name__)
 IDLE_GAP_S = 60  # pauses longer than this do not count as time spent writing
-
-
-@dataclass
-class DraftRef:
-    """The draft of the example on screen. Its id is set on the database worker only, so the
-    serial worker's order guarantees exactly one draft however many autosaves are queued."""
-
-    task_code: str
-    round_number: int
-    author_id: uuid.UUID
-    context_id: uuid.UUID | None = None
-    perturbation_of: uuid.UUID | None = None
-    origin: dict | None = None
-    id: uuid.UUID | None = None
-
-
-@dataclass
-class Original:
-    """The example a perturbation starts from, with what is known about it."""
-
-    id: uuid.UUID
-    text: str
-    label: str | None
-    prediction: dict | None  # stored outputs, as {label, probabilities}
-    attribution: list[tuple[str, float]] | None = None  # per word of ``text``, once explained (raw units)
-    edited_attribution: list[tuple[str, float]] | None = None
-    target: str | None = None
-    units: str = "probability"  # what the attributions measure (of ``target``)
 
 
 def editor_spec(definition: TaskDefinition) -> dict:
@@ -73,15 +45,6 @@ def form_fields(definition: TaskDefinition) -> list[dict]:
              "allow_other": f.allow_other, "required": f.required, "help": f.help,
              "applies_to": list(f.applies_when.label) if f.applies_when else None}
             for f in definition.metadata]
-
-
-def words_scores(text: str, scored: list[tuple[int, int, float]]) -> list[tuple[str, float]]:
-    """Scores of the model's word units, summed onto our own words by character overlap."""
-    out = []
-    for word in words(text):
-        total = sum(score for start, end, score in scored if start < word.end and end > word.start)
-        out.append((word.text, total))
-    return out
 
 
 class WorkspaceController(QObject):
@@ -109,11 +72,12 @@ class WorkspaceController(QObject):
         self.pending_submit = False
         self.frozen_outputs: list[ModelOutput] | None = None
         self.pinned = False
-        self.attribution_for = "original"  # during a perturbation, which text an attribution is for
         self._active_s = 0.0
         self._last_change = None
         self._autosave = QTimer(self, singleShot=True, interval=desk.settings.draft_autosave_ms)
         self._autosave.timeout.connect(self.save_draft)
+        self.rounds = RoundFollower(self)
+        self.pairs = PairController(self)
 
         editor = view.editor
         editor.content_changed.connect(self._content_changed)
@@ -124,16 +88,16 @@ class WorkspaceController(QObject):
         view.discard_requested.connect(self.discard)
         view.form.confirmed.connect(self._store)
         view.form.cancelled.connect(lambda: self.view.show_form(False))
-        view.attribution.explain_requested.connect(self.explain)
-        view.attribution.pinned_changed.connect(self._pin)
+        view.attribution.explain_requested.connect(self.pairs.explain)
+        view.attribution.pinned_changed.connect(self.pairs.pin)
         view.warning.primary.clicked.connect(self._acknowledge_warning)
         view.draft_offer.primary.clicked.connect(self._restore_offered)
         view.draft_offer.secondary.clicked.connect(self._discard_offered)
-        view.move_offer.primary.clicked.connect(self.move_to_current_round)
-        view.move_offer.secondary.clicked.connect(self.keep_as_draft)
+        view.move_offer.primary.clicked.connect(self.rounds.move_to_current_round)
+        view.move_offer.secondary.clicked.connect(self.rounds.keep_as_draft)
         inference.model_loaded.connect(self._models_loaded)
         inference.prediction_ready.connect(self._predicted)
-        inference.attribution_ready.connect(self._attributed)
+        inference.attribution_ready.connect(self.pairs.attributed)
         inference.failed.connect(self._inference_failed)
         self._offered: list = []
         self.no_model_message = "This round has no target model yet: a lead can attach one (Round menu)."
@@ -203,131 +167,22 @@ class WorkspaceController(QObject):
         if self.round is not None:
             self._load_models()
 
-    # --- a round change from elsewhere (a sync, a lead) -----------------------------------
-
     def follow_rounds(self) -> None:
-        """The task's rounds may have changed: when the round on screen is no longer the open one,
-        hold the prediction and switch to the open round once its target model answers."""
-        if self.task_code is None:
-            return
-        tasks, models, code = self.desk.tasks, self.desk.models, self.task_code
+        """The task's rounds may have changed: see RoundFollower.follow."""
+        self.rounds.follow()
 
-        def find():
-            try:
-                current = tasks.round(code)
-            except DynadeskError:
-                return None, []
-            return current, models.round_models(current.id)
+    def explain(self, target_kind: str = "predicted") -> None:
+        """Word attributions for the text on screen: see PairController.explain."""
+        self.pairs.explain(target_kind)
 
-        self.db.submit(find, on_done=lambda found: self._round_found(*found), on_error=self._show_error)
+    def start_from_text(self, text: str, label: str | None = None, *, origin: dict | None = None,
+                        note: str | None = None) -> None:
+        """Open the editor on a text from elsewhere: see PairController.start_from_text."""
+        self.pairs.start_from_text(text, label, origin=origin, note=note)
 
-    def _round_found(self, current, records: list) -> None:
-        if self.round is None:  # nothing could be written: start afresh in the new round
-            if current is not None:
-                self.set_task(self.task_code)
-            return
-        if self.pending_round is not None:
-            waiting_for, targets = self.pending_round, self.pending_records
-        else:
-            waiting_for, targets = self.round, self.records
-        if current is not None and current.id == waiting_for.id and [r.id for r in records] == [r.id for r in targets]:
-            return
-        self.save_draft()  # what is on screen is kept in the round it was written in
-        self.loaded, self.last_prediction, self.last_outputs = None, None, []  # never judge by the old target
-        self.frozen_outputs, self.pending_submit = None, False
-        if self.view.form_shown():
-            self.view.show_form(False)  # the form keeps its values; it comes back at the next submit
-        self.view.attribution.clear()
-        if current is None:
-            self.pending_round, self.pending_records, self._pending_load = None, [], None
-            self.view.prediction.clear(f"Round {self.round.number} is closed and no round is open.")
-            self.view.set_locked(True, f"Round {self.round.number} has closed; your text is kept as a draft. "
-                                       "A lead can open the next round (Round menu).")
-            self.status_changed.emit("No open round")
-            return
-        self.pending_round, self.pending_records = current, records
-        number = current.number
-        what = f"Round {number}'s target changed" if current.id == self.round.id else f"Round {number} is open"
-        self.view.prediction.clear(f"{what} — loading its target…")
-        self.view.status.setText("Your example is kept; it is judged by the new target once that answers.")
-        if not records:
-            self._switch_round()
-            return
-        try:
-            specs = [model_spec(record) for record in records]
-        except TargetModelError as exc:
-            self.view.prediction.clear(str(exc))
-            self._switch_round()
-            return
-        self.status_changed.emit(f"Round {current.number}: loading " + ", ".join(r.name for r in records) + "…")
-        self._pending_load = self.inference.load(specs)
-
-    def _switch_round(self) -> None:
-        """The new round's target answered (or it has none): write against it from now on."""
-        new, old = self.pending_round, self.round
-        self.round, self.records = new, self.pending_records
-        self.pending_round, self.pending_records, self._pending_load = None, [], None
-        goal = new.goal_message or self.definition.description
-        self.view.goal.setText(f"<b>Round {new.number}</b> · {goal}")
-        targets = ", ".join(r.name for r in self.records) or "no target model yet"
-        change = ("'s target changed" if new.id == old.id else " is open" if new.number > old.number
-                  else " is now the open round")
-        self.view.round_notice.show_message(
-            f"<b>Round {new.number}{change}.</b> You now write against its target: {targets}.", "OK")
-        if not self.records:
-            self.view.prediction.clear(self.no_model_message)
-        self.view.status.setText("")
-        if self.view.warning.isHidden():  # a content warning not yet read keeps the editor locked
-            self.view.set_locked(False)
-        if new.id == old.id:
-            return  # the same round: the text stays, and the new target predicts it (see _models_loaded)
-        if self.draft is not None and self.draft.round_number != new.number and self._written():
-            self._offer_move(self.draft.round_number)
-        else:
-            self.original = None
-            self.view.perturbation.clear()
-            self._new_example(after_submit=False)
-
-    def _written(self) -> bool:
-        inputs = self.view.editor.content()["inputs"]
-        return any(inputs.get(f.name, "").strip() for f in self.definition.written_inputs)
-
-    def _offer_move(self, number: int) -> None:
-        self.view.move_offer.show_message(
-            f"This example was written in round {number}, which is no longer open. Move it to round "
-            f"{self.round.number} (text, label and metadata are kept; its target predicts again), or keep it "
-            f"as a draft.", f"Move to round {self.round.number}", "Keep as draft")
-
-    def move_to_current_round(self) -> None:
-        """Move the example on screen to the open round; its prediction comes from that round's target."""
-        ref, examples, number = self.draft, self.desk.examples, self.round.number
-        self.view.move_offer.hide()
-        self._autosave.stop()
-
-        def move():
-            if ref.id is not None:
-                examples.move_draft(ref.id, number)
-            ref.round_number = number
-
-        def moved(_result) -> None:
-            self.prediction_text, self.last_prediction, self.last_outputs = None, None, []
-            self.view.message.show_message(f"Moved to round {number}: the prediction shown is its target's.", "OK")
-            self._text_edited()
-            self.save_draft()
-
-        self.db.submit(move, on_done=moved, on_error=self._show_error)
-
-    def keep_as_draft(self) -> None:
-        """Leave the example in its round as a draft (offered again later) and start afresh here."""
-        number = self.draft.round_number
-        self.view.move_offer.hide()
-        self.save_draft()
-        self.draft = None
-        self.original = None
-        self.view.perturbation.clear()
-        self._new_example(after_submit=False)
-        self.view.message.show_message(f"Kept as a draft of round {number}: it is offered again when you come "
-                                       "back to this task.", "OK")
+    def start_perturbation(self, example_id: uuid.UUID) -> None:
+        """Open the editor on a copy of a submitted example: see PairController.start_perturbation."""
+        self.pairs.start_perturbation(example_id)
 
     def writer_renamed(self) -> None:
         """The same writer now works under the profile the sync server knows: the example on screen
@@ -414,7 +269,7 @@ class WorkspaceController(QObject):
         self.view.form.set_label(content["label"])
         self._show_fooled()
         if self.original is not None:
-            self._show_pair()  # a label change alone (Alt+N) must show in the pair's summary at once
+            self.pairs.show_pair()  # a label change alone (Alt+N) must show in the pair's summary at once
         if self.draft is not None:
             self._autosave.start()
 
@@ -472,9 +327,9 @@ class WorkspaceController(QObject):
         self.view.form.set_values(draft.meta or {})
         self._active_s = draft.time_spent_ms / 1000
         if draft.perturbation_of:
-            self._load_original(draft.perturbation_of)
+            self.pairs.load_original(draft.perturbation_of)
         if self.round is not None and number != self.round.number:
-            self._offer_move(number)
+            self.rounds.offer_move(number)
         else:
             self.view.move_offer.hide()
         self._text_edited()
@@ -509,14 +364,14 @@ class WorkspaceController(QObject):
         self.inference.predict(model_input(self.definition, inputs))
         self.view.attribution.set_stale(True)
         if self.pinned:
-            self.explain(self.view.attribution.target_choice.currentData())
+            self.pairs.explain(self.view.attribution.target_choice.currentData())
 
     def _models_loaded(self, loaded: LoadedModels) -> None:
         if self.pending_round is not None:
             if loaded.request_id != self._pending_load:
                 return  # the models of the round that is no longer open
             self.loaded = loaded
-            self._switch_round()
+            self.rounds.switch_round()
         self.loaded = loaded
         details = ", ".join(f"{name} on {device}" for name, device in zip(loaded.names, loaded.devices))
         self.status_changed.emit(details)
@@ -539,7 +394,7 @@ class WorkspaceController(QObject):
             f"{', '.join(self.loaded.names)} on {', '.join(sorted(set(self.loaded.devices)))} · "
             f"last prediction {result.prediction.latency_ms:.1f} ms")
         if self.original is not None:
-            self._show_pair()
+            self.pairs.show_pair()
         if self.pending_submit:
             self.pending_submit = False
             self.submit()
@@ -582,7 +437,7 @@ class WorkspaceController(QObject):
         if failure.operation == "load":
             self.loaded = None
             if self.pending_round is not None:  # the round changes all the same; its model's problem is shown
-                self._switch_round()
+                self.rounds.switch_round()
             self.view.prediction.clear(f"The target model could not be loaded: {failure.message}")
             self.status_changed.emit("Target model failed to load")
         elif failure.operation == "attribute":
@@ -612,7 +467,7 @@ class WorkspaceController(QObject):
                           "kept as a draft.")
             return
         if self.draft is not None and self.draft.round_number != self.round.number:
-            self._offer_move(self.draft.round_number)
+            self.rounds.offer_move(self.draft.round_number)
             self._problem(f"Round {self.draft.round_number} is no longer open: move the example to round "
                           f"{self.round.number} or keep it as a draft (above).")
             return
@@ -666,173 +521,6 @@ class WorkspaceController(QObject):
             self.view.form.problem.setText(str(error))
         else:
             self._show_error(error)
-
-    # --- attributions -----------------------------------------------------------------------
-
-    def explain(self, target_kind: str = "predicted") -> None:
-        """Word attributions for the text on screen, toward the model's label or the annotator's.
-
-        During a perturbation the original is explained first, toward the same label, so that
-        the change per word can be shown.
-        """
-        if self.loaded is None or self.definition is None:
-            self.view.attribution.clear("Attributions need a loaded target model.")
-            return
-        content = self.view.editor.content()
-        if not any(content["inputs"].get(f.name, "").strip() for f in self.definition.written_inputs):
-            self.view.attribution.clear("Write something first.")
-            return
-        target = content["label"] if target_kind == "goal" else None
-        if len(self.definition.labels) == 2:
-            target = self.definition.labels[0]  # one view: toward the other label is its mirror image
-        elif target_kind == "goal" and not target:
-            self.view.attribution.clear("Choose your label first, or explain the model's label.")
-            return
-        self.view.side.setCurrentWidget(self.view.attribution)
-        original = self.original
-        if original is not None:
-            original.target = target or self._predicted_label()
-            original.attribution = original.edited_attribution = None
-            self.attribution_for = "original"
-            written = self.definition.written_inputs[0].name
-            self.inference.attribute(model_input(self.definition, {**content["inputs"], written: original.text}),
-                                     target=original.target)
-            return
-        self.attribution_for = "edited"
-        self.inference.attribute(model_input(self.definition, content["inputs"]), target=target)
-
-    def _predicted_label(self) -> str | None:
-        return self.last_prediction.prediction.label if self.last_prediction else None
-
-    def _pin(self, pinned: bool) -> None:
-        self.pinned = pinned
-        if pinned:
-            self.explain(self.view.attribution.target_choice.currentData())
-
-    def _attributed(self, result: AttributionResult) -> None:
-        attribution = result.attribution
-        if self.original is not None and self.attribution_for == "original":
-            self.original.attribution = words_scores(  # raw: both texts on one scale, not each on its own
-                self.original.text, [(w.start, w.end, w.raw) for w in attribution.words if w.segment == self._written_segment()])
-            self.attribution_for = "edited"  # now the edit, toward the same label
-            self.inference.attribute(model_input(self.definition, self.view.editor.content()["inputs"]),
-                                     target=self.original.target)
-            return
-        names = self._segment_names()
-        segments = []
-        texts = result.inputs if isinstance(result.inputs, tuple) else (result.inputs,)
-        for index, text in enumerate(texts):
-            segments.append({"name": names[index] if index < len(names) else f"Text {index + 1}", "text": text,
-                             "words": [{"text": w.text, "start": w.start, "end": w.end, "score": w.score, "raw": w.raw,
-                                        "seen": w.seen} for w in attribution.words if w.segment == index]})
-        self.view.attribution.show_attribution({
-            "segments": segments, "target": attribution.target, "predicted": attribution.predicted,
-            "method": attribution.method + (f" ({attribution.n_steps} steps)" if attribution.n_steps else ""),
-            "latency_ms": attribution.latency_ms, "truncated": attribution.truncated,
-            "convergence_delta": attribution.convergence_delta,
-            "scale": attribution.scale, "units": attribution.units,
-        })
-        if self.original is not None:
-            written = texts[self._written_segment()]
-            self.original.edited_attribution = words_scores(
-                written, [(w.start, w.end, w.raw) for w in attribution.words if w.segment == self._written_segment()])
-            self.original.units = attribution.units
-            self._show_pair()
-
-    def _segment_names(self) -> list[str]:
-        definition = self.definition
-        written = " / ".join(f.label for f in definition.written_inputs)
-        if definition.is_extractive:
-            return [written, definition.context_inputs[0].label]
-        if definition.context_inputs:
-            return [definition.context_inputs[0].label, written]
-        return [written]
-
-    def _written_segment(self) -> int:
-        return 1 if self.definition.context_inputs and not self.definition.is_extractive else 0
-
-    # --- perturbations ----------------------------------------------------------------------
-
-    def start_from_text(self, text: str, label: str | None = None, *, origin: dict | None = None,
-                        note: str | None = None) -> None:
-        """Open the editor on a text from elsewhere (a case the model failed in an evaluation), with
-        the model's prediction and attributions: a starting point for a new adversarial example."""
-        if self.round is None or self.definition is None or not self.definition.written_inputs:
-            self._problem("This task has no open round to write an example in.")
-            return
-        self.save_draft()
-        self.original = None
-        person = self.desk.current_person_id
-        self.draft = DraftRef(self.task_code, self.round.number, person, origin=origin or {"kind": "evaluation"})
-        name = self.definition.written_inputs[0].name
-        label = label if label in (self.definition.labels or []) else None
-        self.view.editor.set_content({"inputs": {name: text}, "label": label, "answer": None}, record_undo=True)
-        self.view.form.set_values({})
-        self.view.form.set_label(label)
-        if note:
-            self.view.message.show_message(note, "OK")
-        self._text_edited()
-        self.explain()
-
-    def start_perturbation(self, example_id: uuid.UUID) -> None:
-        """Open the editor on a copy of a submitted example, to make a minimal edit that flips its label."""
-        self.save_draft()
-        self._load_original(example_id, start=True)
-
-    def _load_original(self, example_id: uuid.UUID, start: bool = False) -> None:
-        examples = self.desk.examples
-
-        def load():
-            return examples.get(example_id)
-
-        def show(example) -> None:
-            if start:
-                if self.round is None:
-                    self._problem("This task has no open round to add a perturbation to.")
-                    return
-                person = self.desk.current_person_id
-                self.draft = DraftRef(self.task_code, self.round.number, person, context_id=example.context_id,
-                                      perturbation_of=example.id, origin={"kind": "perturbation", "of": str(example.id)})
-                self.view.editor.set_content({"inputs": dict(example.inputs), "label": example.true_label,
-                                              "answer": example.answer}, record_undo=True)
-                self.view.form.set_values({})
-            outputs = example.outputs
-            prediction = None
-            if outputs:
-                probabilities = mean_probabilities([ModelOutput(o.model_id, o.model_sha256, o.label, o.probabilities)
-                                                    for o in outputs])
-                prediction = {"label": ensemble_label([ModelOutput(o.model_id, o.model_sha256, o.label, o.probabilities)
-                                                       for o in outputs]), "probabilities": probabilities}
-            self.original = Original(example.id, example.text, example.true_label, prediction)
-            self.view.side.setCurrentWidget(self.view.perturbation)
-            self.view.message.show_message("Perturbation: make a minimal edit that flips the true label, then choose "
-                                           "the new label.", "OK")
-            self._show_pair()
-            self._text_edited()
-
-        self.db.submit(load, on_done=show, on_error=self._show_error)
-
-    def _show_pair(self) -> None:
-        original = self.original
-        content = self.view.editor.content()
-        edited_text = "\n".join(content["inputs"].get(f.name, "") for f in self.definition.written_inputs)
-        prediction = None
-        if self.last_prediction is not None and self._current_prediction_matches():
-            prediction = {"label": self.last_prediction.prediction.label,
-                          "probabilities": self.last_prediction.prediction.probabilities}
-        changes, scale = None, None
-        if original.attribution is not None and original.edited_attribution is not None:
-            changes = [{"word": word, "before": before, "after": after}
-                       for word, before, after in word_alignment(original.attribution, original.edited_attribution)]
-            changes.sort(key=lambda c: -abs((c["after"] or 0.0) - (c["before"] or 0.0)))  # biggest moves first
-            scale = full_colour_scale([(c["after"] or 0.0) - (c["before"] or 0.0) for c in changes])
-        self.view.perturbation.show_pair({
-            "labels": list(self.definition.labels), "target": original.target,
-            "diff": diff_pieces(original.text, edited_text), "edit_distance": word_edits(original.text, edited_text)[1],
-            "original": {"label": original.label, "prediction": original.prediction},
-            "edited": {"label": content["label"], "prediction": prediction},
-            "attribution_change": changes, "scale": scale, "units": original.units,
-        })
 
     # --- messages ---------------------------------------------------------------------------
 
