@@ -25,6 +25,7 @@ class SerialWorker(QObject):
         super().__init__(parent)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._closed = False
+        self._latest: dict[str, int] = {}  # per key of submit_latest: the newest job's number
         self._delivered.connect(self._deliver)  # queued: emitted from the worker thread
 
     def submit(self, fn: Callable[..., Any], *args, on_done: Callable[[Any], None] | None = None,
@@ -40,6 +41,22 @@ class SerialWorker(QObject):
             return result
 
         return self._executor.submit(job)
+
+    def submit_latest(self, key: str, fn: Callable[..., Any], *args,
+                      on_done: Callable[[Any], None] | None = None,
+                      on_error: Callable[[BaseException], None] | None = None) -> Future:
+        """Like submit, but the newest request wins: a job's answer (or error) is dropped when a newer job
+        of the same key was submitted after it, so a page never shows figures for a request already replaced."""
+        number = self._latest[key] = self._latest.get(key, 0) + 1
+
+        def current(callback):
+            def deliver(value):
+                if self._latest.get(key) == number and callback is not None:
+                    callback(value)
+            return deliver
+
+        # an error of a replaced job is dropped too, not reported as unhandled
+        return self.submit(fn, *args, on_done=current(on_done), on_error=current(on_error or self.failed.emit))
 
     def _deliver(self, callback, result, error) -> None:
         if self._closed:  # the owner is closing: its widgets want no more answers
