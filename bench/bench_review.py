@@ -52,18 +52,18 @@ def scroll_test(desk: Desk, flt: ExampleFilter, steps: int) -> tuple[int, int, l
     Returns rows loaded after ``steps`` page-down scrolls, the total, and ms per step."""
     from PySide6.QtWidgets import QApplication
 
-    from app.gui.browser import row_dict
+    from app.views.example import row_view
     from widgets.example_table import PAGE_SIZE, ExampleTableModel, ExampleTableView
 
     app = QApplication.instance() or QApplication([])
     model = ExampleTableModel()
     model.page_wanted.connect(lambda offset, limit: model.add_page(
-        offset, [row_dict(r) for r in desk.review.rows(flt, offset=offset, limit=limit)]))
+        offset, [row_view(r) for r in desk.review.rows(flt, offset=offset, limit=limit)]))
     view = ExampleTableView(model)
     view.resize(1200, 700)
     view.show()
     total = desk.review.count(flt)
-    model.reset(total, [row_dict(r) for r in desk.review.rows(flt, limit=PAGE_SIZE)])
+    model.reset(total, [row_view(r) for r in desk.review.rows(flt, limit=PAGE_SIZE)])
     app.processEvents()
     bar = view.verticalScrollBar()
     samples = []

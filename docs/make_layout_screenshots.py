@@ -39,7 +39,7 @@ def main() -> None:
         window.refresh()
         wait_until(lambda: window.table_model.rowCount() == 10)
         rows = [window.table_model.row_data(r) for r in range(window.table_model.rowCount())]
-        window.table.selectRow(next(i for i, r in enumerate(rows) if r.get("perturbation_of")))
+        window.table.selectRow(next(i for i, r in enumerate(rows) if r.perturbation_of))
         wait(800)
         window.grab().save(str(OUT / "layout-data.png"))
         for name, page in (("validate", window.validate_view), ("review", window.review_view),

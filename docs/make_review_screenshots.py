@@ -36,7 +36,7 @@ def main() -> None:
 
         # the lead returns two examples of one author; that author opens the app
         first = review.model.row_data(0)
-        author_id = desk.examples.get(first["id"]).author_id
+        author_id = desk.examples.get(first.id).author_id
         from app.services.review import ExampleFilter
 
         theirs = [r.id for r in desk.review.rows(ExampleFilter(author_ids=[author_id]), limit=2)]

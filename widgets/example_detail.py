@@ -6,6 +6,9 @@ import html
 
 from PySide6.QtWidgets import QTextBrowser
 
+from app.domain import ReviewAction
+from app.views.example import ExampleDetailView
+
 
 FOOLED_COLOUR = "#1e6b35"  # success: the writer found a weakness of the model
 
@@ -15,55 +18,54 @@ def _esc(value) -> str:
 
 
 class ExampleDetail(QTextBrowser):
-    """Shows the dict the controller builds; bidirectional text keeps its own direction."""
+    """Shows an example's detail view-model; bidirectional text keeps its own direction."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setOpenLinks(False)
         self.show_example(None)
 
-    def show_example(self, example: dict | None) -> None:
+    def show_example(self, example: ExampleDetailView | None) -> None:
         if example is None:
             self.setHtml("<p style='color:#6b6b6b'>Select an example to see it here.</p>")
             return
         parts = []
-        state, comment = example.get("review") or (None, None)
-        if state == "returned":
+        state, comment = example.review_state, example.review_comment
+        if state == ReviewAction.RETURNED:
             parts.append("<p style='background:#fdecea; color:#7a1a12; padding:6px'><b>⟲ Returned by a lead:</b> "
                          f"{_esc(comment)}</p>")
-        elif state == "accepted":
+        elif state == ReviewAction.ACCEPTED:
             parts.append("<p style='color:#1e6b35'><b>✓ Accepted by a lead</b>"
                          + (f": {_esc(comment)}" if comment else "") + "</p>")
-        if example.get("verdicts_first") and example.get("validations"):  # a lead adjudicating reads these first
-            items = "".join(f"<li>{_esc(v)}</li>" for v in example["validations"])
+        if example.verdicts_first and example.validations:  # a lead adjudicating reads these first
+            items = "".join(f"<li>{_esc(v)}</li>" for v in example.validations)
             parts.append(f"<h4 style='margin-bottom:2px'>Verdicts</h4><ul style='margin-top:0'>{items}</ul>")
-        original = example.get("original")
+        original = example.original
         if original is not None:  # a perturbation: the text it edits, before its own
-            said = (f"{_esc(original['text'])}<br><span style='color:#6b6b6b'>label: {_esc(original['label'])}</span>"
-                    if original["text"] is not None else "<i>not on this desk (it arrives with the next sync)</i>")
+            said = (f"{_esc(original.text)}<br><span style='color:#6b6b6b'>label: {_esc(original.label)}</span>"
+                    if original.text is not None else "<i>not on this desk (it arrives with the next sync)</i>")
             parts.append(f"<h4 style='margin-bottom:2px'>Perturbation of</h4><p style='color:#444'>{said}</p>")
-        for name, value in example["inputs"]:
+        for name, value in example.inputs:
             parts.append(f"<h4 style='margin-bottom:2px'>{_esc(name)}</h4><p>{_esc(value)}</p>")
-        label = example.get("label")
-        if label is not None:
-            parts.append(f"<p><b>Label:</b> {_esc(label)}</p>")
-        fooled = example.get("fooled")
+        if example.label is not None:
+            parts.append(f"<p><b>Label:</b> {_esc(example.label)}</p>")
+        fooled = example.fooled
         if fooled is not None:
             colour = FOOLED_COLOUR if fooled else "#444"  # fooling the model is the writer's success
             parts.append(f"<p><b>Model:</b> <span style='color:{colour}'>{'fooled' if fooled else 'not fooled'}</span></p>")
-        for name, value in example.get("meta", []):
+        for name, value in example.meta:
             colon = "" if name.endswith(("?", ":")) else ":"
             parts.append(f"<p><b>{_esc(name)}{colon}</b> {_esc(value)}</p>")
-        if example.get("outputs"):
+        if example.outputs:
             rows = "".join(
-                f"<tr><td>{_esc(o['model'])}</td><td>{_esc(o['label'])}</td><td>{_esc(o['probabilities'])}</td></tr>"
-                for o in example["outputs"]
+                f"<tr><td>{_esc(o.model)}</td><td>{_esc(o.label)}</td><td>{_esc(o.probabilities)}</td></tr>"
+                for o in example.outputs
             )
             parts.append("<h4>Model outputs</h4><table cellspacing=4><tr><th align=left>model</th>"
                          f"<th align=left>label</th><th align=left>probabilities</th></tr>{rows}</table>")
-        if example.get("validations") and not example.get("verdicts_first"):
-            items = "".join(f"<li>{_esc(v)}</li>" for v in example["validations"])
+        if example.validations and not example.verdicts_first:
+            items = "".join(f"<li>{_esc(v)}</li>" for v in example.validations)
             parts.append(f"<h4>Verdicts</h4><ul>{items}</ul>")
-        facts = "".join(f"<li>{_esc(k)}: {_esc(v)}</li>" for k, v in example.get("facts", []))
+        facts = "".join(f"<li>{_esc(k)}: {_esc(v)}</li>" for k, v in example.facts)
         parts.append(f"<h4>Record</h4><ul style='color:#444'>{facts}</ul>")
         self.setHtml("".join(parts))

@@ -1,7 +1,7 @@
 """A table of examples that fetches rows page by page as the user scrolls.
 
 The model owns no data source: it asks for pages with :attr:`ExampleTableModel.page_wanted`
-and receives them through :meth:`ExampleTableModel.add_page`. Rows are plain dicts.
+and receives them through :meth:`ExampleTableModel.add_page`. Rows are ``ExampleRowView``s.
 """
 
 from __future__ import annotations
@@ -9,6 +9,9 @@ from __future__ import annotations
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+
+from app.domain import ExampleStatus, ReviewAction, Verdict
+from app.views.example import ExampleRowView
 
 COLUMNS = [
     ("text", "Text"),
@@ -35,6 +38,17 @@ PAGE_SIZE = 200
 _FOOLED_BRUSH = QBrush(QColor("#1e6b35"))  # fooling the model is the writer's success
 _ATTENTION_BRUSH = QBrush(QColor("#b3261e"))  # returned work, objections
 _QUIET_BRUSH = QBrush(QColor("#6b6b6b"))
+# the columns shown as their value, as is
+_PLAIN = {
+    "label": lambda row: row.label,
+    "validation_state": lambda row: row.validation,
+    "status": lambda row: row.status.value,
+    "round": lambda row: row.round,
+    "author": lambda row: row.author,
+    "submitted_at": lambda row: row.submitted_at,
+    "disagreements": lambda row: row.disagreements,
+    "flags": lambda row: row.flags,
+}
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -51,7 +65,7 @@ class ExampleTableModel(QAbstractTableModel):
     def __init__(self, parent=None, columns: list[tuple[str, str]] | None = None):
         super().__init__(parent)
         self.columns = list(columns or COLUMNS)
-        self._rows: list[dict] = []
+        self._rows: list[ExampleRowView] = []
         self._total = 0
         self._pending = False
         self.sort_key = "submitted_at"
@@ -59,14 +73,14 @@ class ExampleTableModel(QAbstractTableModel):
 
     # --- feeding -------------------------------------------------------------------------
 
-    def reset(self, total: int, first_page: list[dict]) -> None:
+    def reset(self, total: int, first_page: list[ExampleRowView]) -> None:
         self.beginResetModel()
         self._rows = list(first_page)
         self._total = total
         self._pending = False
         self.endResetModel()
 
-    def add_page(self, offset: int, rows: list[dict]) -> None:
+    def add_page(self, offset: int, rows: list[ExampleRowView]) -> None:
         self._pending = False
         if offset != len(self._rows) or not rows:
             return  # a page for an older query, or nothing more
@@ -83,7 +97,7 @@ class ExampleTableModel(QAbstractTableModel):
     def total(self) -> int:
         return self._total
 
-    def row_data(self, row: int) -> dict | None:
+    def row_data(self, row: int) -> ExampleRowView | None:
         return self._rows[row] if 0 <= row < len(self._rows) else None
 
     # --- Qt model ------------------------------------------------------------------------
@@ -117,20 +131,21 @@ class ExampleTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self._display(row, key, with_disagreements="disagreements" not in self._keys)
         if role == Qt.ItemDataRole.ToolTipRole and key == "text":
-            return row["text"][:2000]
+            return row.text[:2000]
         if role == Qt.ItemDataRole.ForegroundRole:
-            if key == "fooled" and row["fooled"]:
+            if key == "fooled" and row.fooled:
                 return _FOOLED_BRUSH
-            if (key == "review_state" and row.get(key) == "returned") or (key == "objections" and row.get(key)):
+            if (key == "review_state" and row.review_state == ReviewAction.RETURNED) or (key == "objections"
+                                                                                        and row.objections):
                 return _ATTENTION_BRUSH
-            if row["status"] == "retracted":
+            if row.status == ExampleStatus.RETRACTED:
                 return _QUIET_BRUSH
-        if role == Qt.ItemDataRole.ToolTipRole and key == "objections" and row.get("objections"):
-            return f"{row['objections']} validator(s) said incorrect or flagged: they disagree with the author"
-        if role == Qt.ItemDataRole.ToolTipRole and key == "review_state" and row.get("review_comment"):
-            return f"{str(row.get('review_state') or 'reviewed').capitalize()} by a lead: {row['review_comment']}"
+        if role == Qt.ItemDataRole.ToolTipRole and key == "objections" and row.objections:
+            return f"{row.objections} validator(s) said incorrect or flagged: they disagree with the author"
+        if role == Qt.ItemDataRole.ToolTipRole and key == "review_state" and row.review_comment:
+            return f"{str(row.review_state or 'reviewed').capitalize()} by a lead: {row.review_comment}"
         if role == Qt.ItemDataRole.UserRole:
-            return row["id"]
+            return row.id
         return None
 
     @property
@@ -138,24 +153,25 @@ class ExampleTableModel(QAbstractTableModel):
         return [key for key, _ in self.columns]
 
     @staticmethod
-    def _display(row: dict, key: str, with_disagreements: bool = True) -> str:
-        value = row.get(key)
+    def _display(row: ExampleRowView, key: str, with_disagreements: bool = True) -> str:
         if key == "text":
-            prefix = "↳ " if row.get("perturbation_of") else ""
-            return prefix + _one_line(value or "")
+            prefix = "↳ " if row.perturbation_of else ""
+            return prefix + _one_line(row.text or "")
         if key == "fooled":
-            return {True: "fooled", False: "no", None: "–"}[value]
+            return {True: "fooled", False: "no", None: "–"}[row.fooled]
         if key == "review_state":
-            return {"returned": "⟲ returned", "accepted": "✓ accepted"}.get(value, "")
+            return {ReviewAction.RETURNED: "⟲ returned", ReviewAction.ACCEPTED: "✓ accepted"}.get(row.review_state, "")
         if key == "decided":  # the decision, or where validation stands until there is one
-            if not value:
-                return row.get("validation_state") or ""
-            return value + (f" → {row['decided_label']}" if value == "incorrect" and row.get("decided_label") else "")
+            if not row.decided:
+                return row.validation
+            return row.decided.value + (f" → {row.decided_label}" if row.decided == Verdict.INCORRECT
+                                        and row.decided_label else "")
         if key == "objections":  # verdicts against the author
-            return str(value) if value else ""
+            return str(row.objections) if row.objections else ""
         if key == "validations":
-            extra = f" ({row['disagreements']} disagree)" if row.get("disagreements") and with_disagreements else ""
-            return f"{value}{extra}"
+            extra = f" ({row.disagreements} disagree)" if row.disagreements and with_disagreements else ""
+            return f"{row.validations}{extra}"
+        value = _PLAIN[key](row) if key in _PLAIN else None
         return "" if value is None else str(value)
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:

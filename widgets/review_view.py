@@ -1,11 +1,13 @@
 """The Review tab for team leads: filters, a lazy table, the example with every verdict, and
 the lead's actions (a final verdict, accepting an annotator's work, returning examples).
 
-Views only: the controller (``app.gui.review_page``) fills the choices and the table and
-receives the filter as a plain dict and the actions as signals.
+Views only: the controller (``app.gui.review_page``) fills the choices, the table and the detail
+with typed view-models (``app.views.review``) and receives the filter and the actions as signals.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -24,6 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.domain import ReviewAction, ValidationState
+from app.views.example import ExampleRowView
+from app.views.review import ReviewChoicesView, ReviewFiguresView, ReviewFilterValues, ReviewItemView, accept_text
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
 from widgets.verdict_form import VerdictForm, tint
@@ -45,9 +50,9 @@ REVIEW_COLUMNS = [
 
 
 class ReviewFilters(QWidget):
-    """Every filter of the review: emits the whole set as a dict whenever one changes."""
+    """Every filter of the review: emits the whole set (ReviewFilterValues) whenever one changes."""
 
-    changed = Signal(dict)
+    changed = Signal(object)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -106,11 +111,12 @@ class ReviewFilters(QWidget):
         combo.currentIndexChanged.connect(self._emit)
         return combo
 
-    def set_choices(self, *, annotators, rounds, labels, facets) -> None:
-        """``facets``: [(field name, its question, choices)], e.g. hate type and target groups."""
+    def set_choices(self, choices: ReviewChoicesView) -> None:
+        """The task's annotators, rounds, labels and facets (e.g. hate type and target groups)."""
         self.blockSignals(True)
-        for combo, first, items in ((self.annotator, "Every annotator", annotators), (self.round, "All rounds", rounds),
-                                    (self.label, "Any label", [(label, label) for label in labels])):
+        for combo, first, items in ((self.annotator, "Every annotator", choices.annotators),
+                                    (self.round, "All rounds", choices.rounds),
+                                    (self.label, "Any label", [(label, label) for label in choices.labels])):
             combo.blockSignals(True)
             combo.clear()
             combo.addItem(first, ANY)
@@ -125,28 +131,30 @@ class ReviewFilters(QWidget):
             item = self._facet_row.takeAt(0)
             if item.widget():
                 item.widget().deleteLater()
-        for name, question, choices in facets:
-            combo = self._combo(f"facet-{name}", [(f"{question.rstrip('?:')}: any", ANY),
-                                                  *[(choice, choice) for choice in choices]])
-            self.facets[name] = combo
+        for facet in choices.facets:
+            combo = self._combo(f"facet-{facet.name}", [(f"{facet.question.rstrip('?:')}: any", ANY),
+                                                        *[(choice, choice) for choice in facet.choices]])
+            self.facets[facet.name] = combo
             self._facet_row.addWidget(combo, 1)
         self._facet_row.addStretch(2)
         self.blockSignals(False)
 
-    def value(self) -> dict:
-        return {
-            "text": self.search.text().strip(),
-            "min_disagreements": self.min_disagreements.value() or None,
-            "min_flags": self.min_flags.value() or None,
-            "annotator": self.annotator.currentData(),
-            "round": self.round.currentData(),
-            "label": self.label.currentData(),
-            "fooled": self.fooled.currentData(),
-            "validation_state": self.validation.currentData(),
-            "review_state": self.review.currentData(),
-            "objected": self.objected.currentData(),
-            "facets": {name: combo.currentData() for name, combo in self.facets.items() if combo.currentData()},
-        }
+    def value(self) -> ReviewFilterValues:
+        annotator, round_, state, review = (self.annotator.currentData(), self.round.currentData(),
+                                            self.validation.currentData(), self.review.currentData())
+        return ReviewFilterValues(
+            text=self.search.text().strip(),
+            min_disagreements=self.min_disagreements.value() or None,
+            min_flags=self.min_flags.value() or None,
+            annotator=uuid.UUID(annotator) if annotator else None,
+            round=uuid.UUID(round_) if round_ else None,
+            label=self.label.currentData(),
+            fooled=self.fooled.currentData(),
+            validation_state=ValidationState(state) if state else None,
+            review_states=(None,) if review == "none" else ((ReviewAction(review),) if review else ()),
+            objected=self.objected.currentData(),
+            facets=tuple((name, combo.currentData()) for name, combo in self.facets.items() if combo.currentData()),
+        )
 
     def _emit(self) -> None:
         self._debounce.stop()
@@ -219,6 +227,11 @@ class LeadActions(QFrame):
 
 class ReviewView(QWidget):
     selection_changed = Signal(list)  # ids of the selected rows, current one first
+    filters_changed = Signal(object)  # ReviewFilterValues
+    verdict_submitted = Signal(object)  # the lead's VerdictChoice
+    return_requested = Signal(str)  # the comment
+    accept_requested = Signal()
+    threshold_requested = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -240,6 +253,11 @@ class ReviewView(QWidget):
         self.model.modelReset.connect(lambda: self._selected_ids.clear())  # Qt clears the selection silently
         self.detail = ExampleDetail()
         self.actions_panel = LeadActions()
+        self.filters.changed.connect(self.filters_changed)
+        self.actions_panel.form.submitted.connect(self.verdict_submitted)
+        self.actions_panel.return_requested.connect(self.return_requested)
+        self.actions_panel.accept_requested.connect(self.accept_requested)
+        self.actions_panel.threshold_requested.connect(self.threshold_requested)
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.detail)
         right.addWidget(self.actions_panel)
@@ -268,17 +286,76 @@ class ReviewView(QWidget):
         if form.isEnabled() and self.current_row() is not None:
             form.choose(verdict=verdict)
 
-    def selected_ids(self) -> list:
+    def selected_ids(self) -> list[uuid.UUID]:
         current = self.model.row_data(self.table.currentIndex().row())
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
-        ids = [self.model.row_data(r)["id"] for r in rows if self.model.row_data(r) is not None]
-        if current is not None and current["id"] in ids:
-            ids.remove(current["id"])
-            ids.insert(0, current["id"])
+        ids = [row.id for row in map(self.model.row_data, rows) if row is not None]
+        if current is not None and current.id in ids:
+            ids.remove(current.id)
+            ids.insert(0, current.id)
         return ids
 
-    def current_row(self) -> dict | None:
+    def current_row(self) -> ExampleRowView | None:
         return self.model.row_data(self.table.currentIndex().row())
+
+    def shown_rows(self) -> list[ExampleRowView]:
+        """The rows loaded so far, in the order shown."""
+        return [self.model.row_data(r) for r in range(self.model.rowCount())]
+
+    def select_row(self, row: int) -> None:
+        """Select a row and give the table the keys (the verdict keys work from it)."""
+        self.table.selectRow(row)
+        self.table.setFocus()
+
+    # --- what the controller calls ---------------------------------------------------------------
+
+    def show_choices(self, choices: ReviewChoicesView) -> None:
+        self.filters.set_choices(choices)
+        self.actions_panel.set_threshold(choices.threshold, choices.default_threshold)
+
+    def filter_values(self) -> ReviewFilterValues:
+        return self.filters.value()
+
+    def show_item(self, item: ReviewItemView | None) -> None:
+        """The selected example (with every verdict) and the lead's form for it."""
+        self.detail.show_example(None if item is None else item.detail)
+        form = self.actions_panel.form
+        if item is None:
+            form.set_labels([], None)
+            return
+        form.set_labels(item.labels, item.label)
+        self.actions_panel.accept_button.setText(accept_text(item))
+
+    def set_lead(self, is_lead: bool, who: str) -> None:
+        self.actions_panel.set_lead(is_lead, who)
+
+    def set_threshold(self, threshold: int, default: int) -> None:
+        self.actions_panel.set_threshold(threshold, default)
+
+    def show_message(self, text: str, problem: bool = False) -> None:
+        self.actions_panel.show_message(text, problem)
+
+    def show_problem(self, text: str) -> None:
+        """The lead's verdict was refused (or has nothing to judge): say so in the form."""
+        self.actions_panel.form.show_problem(text)
+
+    def unlock_form(self) -> None:
+        """An action failed: the form takes input again (unless the profile may not act)."""
+        form = self.actions_panel.form
+        form.setEnabled(not form.locked)
+
+    def action_done(self, message: str) -> None:
+        """An action is stored: say so, and clear the form for the next example."""
+        self.actions_panel.show_message(message)
+        self.actions_panel.form.reset()
+
+    def ask_for_comment(self) -> None:
+        self.actions_panel.show_message("Returning work needs a comment: tell the annotator what to fix.",
+                                        problem=True)
+        self.actions_panel.comment.setFocus()
+
+    def clear_comment(self) -> None:
+        self.actions_panel.comment.clear()
 
     def _selection(self, *_args) -> None:
         ids = self.selected_ids()
@@ -286,12 +363,12 @@ class ReviewView(QWidget):
             self._selected_ids = ids
             self.selection_changed.emit(ids)
 
-    def set_figures(self, figures: dict) -> None:
-        parts = [f"<b>{figures['examples']:,}</b> examples",
-                 f"<b style='color:#b3261e'>{figures.get('objected', 0):,}</b> a validator said incorrect or flagged",
-                 f"<b style='color:#b3261e'>{figures['disagreements']:,}</b> where validators split",
-                 f"<b style='color:#8a5a00'>{figures['flagged']:,}</b> flagged",
-                 f"<b>{figures['decided']:,}</b> decided", f"{figures['unvalidated']:,} unvalidated",
-                 f"{figures['fooled']:,} fooled the model",
-                 f"{figures['accepted']:,} accepted · {figures['returned']:,} returned"]
+    def set_figures(self, figures: ReviewFiguresView) -> None:
+        parts = [f"<b>{figures.examples}</b> examples",
+                 f"<b style='color:#b3261e'>{figures.objected}</b> a validator said incorrect or flagged",
+                 f"<b style='color:#b3261e'>{figures.disagreements}</b> where validators split",
+                 f"<b style='color:#8a5a00'>{figures.flagged}</b> flagged",
+                 f"<b>{figures.decided}</b> decided", f"{figures.unvalidated} unvalidated",
+                 f"{figures.fooled} fooled the model",
+                 f"{figures.accepted} accepted · {figures.returned} returned"]
         self.figures.setText(" · ".join(parts))

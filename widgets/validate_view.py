@@ -3,12 +3,14 @@
 Shows the example, its context and the author's explanations; for a perturbation, both
 halves side by side with the word diff. The target model's output stays hidden until the
 verdict is stored when the task says so, and can then be revealed. Views only: the
-controller (``app.gui.validate``) feeds plain dicts and receives the form's signals.
+controller (``app.gui.validate``) feeds typed view-models (``app.views.validate``) and receives
+the verdict and skip as signals.
 """
 
 from __future__ import annotations
 
 import html
+import uuid
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -25,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.validate import ModelOutputView, QueueView, ValidationItemView
 from widgets.perturbation_view import DiffText
 from widgets.prediction_panel import ProbabilityBars
 from widgets.verdict_form import VerdictForm, tint
@@ -69,7 +72,6 @@ class ModelOutputBox(QFrame):
         layout.addWidget(self.reveal_button)
         layout.addWidget(self.summary)
         layout.addWidget(self.bars)
-        self._output: dict | None = None
 
     def show_hidden(self, can_reveal: bool) -> None:
         self.hidden_note.setText("Hidden until you give your verdict, so that it does not sway you."
@@ -79,22 +81,21 @@ class ModelOutputBox(QFrame):
         self.summary.hide()
         self.bars.hide()
 
-    def show_output(self, output: dict | None, author_label: str | None) -> None:
+    def show_output(self, output: ModelOutputView | None, author_label: str | None) -> None:
         self.hidden_note.hide()
         self.reveal_button.hide()
         self.summary.show()
-        if not output or not output.get("models"):
+        if output is None or not output.models:
             self.summary.setText("No model output was stored with this example.")
             self.bars.hide()
             return
-        fooled = output.get("fooled")
         verdict = {True: "<b style='color:#b3261e'>fooled</b>", False: "<b style='color:#1e6b35'>not fooled</b>",
-                   None: "–"}[fooled]
-        lines = [f"{_esc(m['model'])}: <b>{_esc(m['label'])}</b>" for m in output["models"]]
+                   None: "–"}[output.fooled]
+        lines = [f"{_esc(m.model)}: <b>{_esc(m.label)}</b>" for m in output.models]
         self.summary.setText("<br>".join(lines) + f"<br>Author's label: {_esc(author_label)} · model {verdict}")
-        first = output["models"][0]
-        if first.get("probabilities") and output.get("labels"):
-            self.bars.set_values(first["probabilities"], output["labels"], author_label, first["label"])
+        first = output.models[0]
+        if first.probabilities and output.labels:
+            self.bars.set_values(dict(first.probabilities), list(output.labels), author_label, first.label)
             self.bars.show()
         else:
             self.bars.hide()
@@ -103,6 +104,8 @@ class ModelOutputBox(QFrame):
 class ValidateView(QWidget):
     reveal_requested = Signal()
     next_requested = Signal()
+    verdict_submitted = Signal(object)  # a VerdictChoice
+    skip_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -160,6 +163,8 @@ class ValidateView(QWidget):
 
         # the verdict
         self.form = VerdictForm()
+        self.form.submitted.connect(self.verdict_submitted)
+        self.form.skipped.connect(self.skip_requested)
         self.output = ModelOutputBox()
         self.output.reveal_requested.connect(self.reveal_requested)
         self.stored = QLabel(objectName="stored", wordWrap=True)
@@ -193,7 +198,7 @@ class ValidateView(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.warning)
         layout.addWidget(self.pages, 1)
-        self._example: dict | None = None
+        self._example: ValidationItemView | None = None
         self._revealed = False
         self.show_empty("Loading the queue…")
 
@@ -207,16 +212,21 @@ class ValidateView(QWidget):
         self.empty.setText(f"<p style='font-size:14pt'>{_esc(message)}</p>")
         self.pages.setCurrentWidget(self.empty)
 
-    def show_example(self, example: dict) -> None:
-        """``example``: id, context [(name, text)], written [(name, text)], label, label_name,
-        explanations [(question, answer)], pair None or {original, edited: {text, label}, diff},
-        output {models, fooled, labels}, hide_output, content_warning, labels."""
+    def show_queue(self, queue: QueueView) -> None:
+        """The queue after a fetch: its status, and the next example or why there is none."""
+        self.set_status(queue.status)
+        if queue.example is None:
+            self.show_empty(queue.empty)
+        else:
+            self.show_example(queue.example)
+
+    def show_example(self, example: ValidationItemView) -> None:
         self._example = example
         self._revealed = False
-        warning = example.get("content_warning")
+        warning = example.content_warning
         self.warning.setText(f"⚠ Content warning: {_esc(warning)}" if warning else "")
         self.warning.setVisible(bool(warning))
-        contexts = example.get("context") or []
+        contexts = example.context
         self.context_title.setVisible(bool(contexts))
         self.context.setVisible(bool(contexts))
         self.context.setHtml("".join(_exact(text) for _name, text in contexts))
@@ -228,33 +238,33 @@ class ValidateView(QWidget):
         self.diff.setMaximumHeight(lines * 3 + 16)
         self.original.setMaximumHeight(lines * (5 if contexts else 9) + 16)
         self.edited.setMaximumHeight(lines * (5 if contexts else 9) + 16)
-        pair = example.get("pair")
+        pair = example.pair
         self.pair.setVisible(pair is not None)
         self.written.setVisible(pair is None)
         self.written_title.setVisible(pair is None)
         if pair is None:
-            written = example.get("written") or []
+            written = example.written
             self.written_title.setText(" · ".join(f"<b>{_esc(name)}</b>" for name, _ in written) or "<b>Text</b>")
             self.written.setHtml("".join(_exact(text, "large") for _name, text in written))
         else:
-            self.original_title.setText(f"<b>Original</b> · label: {_esc(pair['original']['label'])}")
-            self.edited_title.setText(f"<b>Perturbation (to validate)</b> · label: {_esc(pair['edited']['label'])}")
-            self.original.setHtml(_exact(pair["original"]["text"], "large"))
-            self.edited.setHtml(_exact(pair["edited"]["text"], "large"))
-            self.diff.show_diff(pair["diff"])
-        self.label.setText(f"Author's {_esc(example.get('label_name', 'label'))}: "
-                           f"<b style='font-size:13pt'>{_esc(example.get('label'))}</b>")
-        explanations = example.get("explanations") or []
+            self.original_title.setText(f"<b>Original</b> · label: {_esc(pair.original.label)}")
+            self.edited_title.setText(f"<b>Perturbation (to validate)</b> · label: {_esc(pair.edited.label)}")
+            self.original.setHtml(_exact(pair.original.text, "large"))
+            self.edited.setHtml(_exact(pair.edited.text, "large"))
+            self.diff.show_diff(list(pair.diff))
+        self.label.setText(f"Author's {_esc(example.label_name)}: "
+                           f"<b style='font-size:13pt'>{_esc(example.label)}</b>")
+        explanations = example.explanations
         self.explanations.setText("".join(f"<p><i>{_esc(q)}</i><br>{_esc(a)}</p>" for q, a in explanations)
                                   or "<p style='color:#6b6b6b'>The author gave no explanations.</p>")
-        self.form.set_labels(example.get("labels") or [], example.get("label"))
+        self.form.set_labels(example.labels, example.label)
         self.form.show()
         self.stored.hide()
         self.next_button.hide()
-        if example.get("hide_output", True):
+        if example.hide_output:
             self.output.show_hidden(can_reveal=False)
         else:
-            self.output.show_output(example.get("output"), example.get("label"))
+            self.output.show_output(example.output, example.label)
         self.pages.setCurrentIndex(0)
         self.setFocus()
 
@@ -264,18 +274,26 @@ class ValidateView(QWidget):
         self.stored.setText(text)
         self.stored.show()
         self.next_button.show()
-        if self._example is not None and self._example.get("hide_output", True) and not self._revealed:
+        if self._example is not None and self._example.hide_output and not self._revealed:
             self.output.show_hidden(can_reveal=True)
         self.setFocus()
 
     def reveal(self) -> None:
         if self._example is not None:
             self._revealed = True
-            self.output.show_output(self._example.get("output"), self._example.get("label"))
+            self.output.show_output(self._example.output, self._example.label)
+
+    def show_problem(self, text: str) -> None:
+        """The verdict was refused: say why in the form, next to what needs fixing."""
+        self.form.show_problem(text)
+
+    def unlock_form(self) -> None:
+        """The verdict could not be stored: the form takes input again."""
+        self.form.setEnabled(True)
 
     @property
-    def example_id(self):
-        return None if self._example is None else self._example["id"]
+    def example_id(self) -> uuid.UUID | None:
+        return None if self._example is None else self._example.id
 
     @property
     def output_visible(self) -> bool:

@@ -1,11 +1,13 @@
 """The verdict form: correct (1), incorrect (2), flagged (3), skip (S), Enter to confirm.
 
 'Incorrect' asks for the corrected label (or answer) and an explanation, 'flagged' for a
-reason; the form says so inline before anything is sent. It emits a plain dict and decides
+reason; the form says so inline before anything is sent. It emits a ``VerdictChoice`` and decides
 nothing else: the controller stores it and reports problems back with :meth:`show_problem`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -20,9 +22,12 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-VERDICTS = [("correct", "1", "Correct"), ("incorrect", "2", "Incorrect"), ("flagged", "3", "Flag")]
-KEYS = {Qt.Key.Key_1: "correct", Qt.Key.Key_2: "incorrect", Qt.Key.Key_3: "flagged"}
-_COLOURS = {"correct": "#1e6b35", "incorrect": "#b3261e", "flagged": "#8a5a00"}
+from app.domain import Verdict
+from app.views.example import VerdictChoice, verdict_problem
+
+VERDICTS = [(Verdict.CORRECT, "1", "Correct"), (Verdict.INCORRECT, "2", "Incorrect"), (Verdict.FLAGGED, "3", "Flag")]
+KEYS = {Qt.Key.Key_1: Verdict.CORRECT, Qt.Key.Key_2: Verdict.INCORRECT, Qt.Key.Key_3: Verdict.FLAGGED}
+_COLOURS = {Verdict.CORRECT: "#1e6b35", Verdict.INCORRECT: "#b3261e", Verdict.FLAGGED: "#8a5a00"}
 
 
 def tint(widget, background: str, foreground: str | None = None):
@@ -40,7 +45,7 @@ def tint(widget, background: str, foreground: str | None = None):
 
 
 class VerdictForm(QFrame):
-    submitted = Signal(dict)  # verdict, corrected_label, reason, model_note
+    submitted = Signal(object)  # a VerdictChoice
     skipped = Signal()
 
     def __init__(self, parent=None, *, allow_skip: bool = True, title: str = "Your verdict"):
@@ -50,10 +55,10 @@ class VerdictForm(QFrame):
         self.title = QLabel(f"<b>{title}</b>", objectName="verdict-title")
         self.group = QButtonGroup(self)
         self.group.setExclusive(True)
-        self.buttons: dict[str, QPushButton] = {}
+        self.buttons: dict[Verdict, QPushButton] = {}
         row = QHBoxLayout()
         for verdict, key, text in VERDICTS:
-            button = QPushButton(f"{key}  {text}", objectName=f"verdict-{verdict}", checkable=True)
+            button = QPushButton(f"{key}  {text}", objectName=f"verdict-{verdict.value}", checkable=True)
             button.setToolTip(f"Key {key}")
             button.setStyleSheet(f"QPushButton:checked {{ background:{_COLOURS[verdict]}; color:white; "
                                  "font-weight:bold; }")
@@ -95,13 +100,13 @@ class VerdictForm(QFrame):
         layout.addWidget(self.confirm)
         self._labels: list[str] = []
         self._author_label: str | None = None
-        self.verdict: str | None = None
+        self.verdict: Verdict | None = None
         self.locked = False  # e.g. lead actions for a profile that is not a lead
         self.set_labels([], None)
 
     # --- set-up ------------------------------------------------------------------------
 
-    def set_labels(self, labels: list[str], author_label: str | None) -> None:
+    def set_labels(self, labels: Sequence[str], author_label: str | None) -> None:
         """The task's labels (empty for extractive QA: a corrected answer is typed instead)."""
         self._labels, self._author_label = list(labels), author_label
         self.label_choice.clear()
@@ -131,20 +136,20 @@ class VerdictForm(QFrame):
 
     # --- choosing ------------------------------------------------------------------------
 
-    def choose(self, *, verdict: str) -> None:
-        self.verdict = verdict
+    def choose(self, *, verdict: Verdict | str) -> None:
+        verdict = self.verdict = Verdict(verdict)
         self.buttons[verdict].setChecked(True)
         self.problem.clear()
         self._show_fields()
-        if verdict == "incorrect":
+        if verdict == Verdict.INCORRECT:
             (self.label_choice if self._labels else self.answer_edit).setFocus()
-        elif verdict == "flagged":
+        elif verdict == Verdict.FLAGGED:
             self.reason.setFocus()
         else:
             self.confirm.setFocus()
 
     def _show_fields(self) -> None:
-        incorrect, flagged = self.verdict == "incorrect", self.verdict == "flagged"
+        incorrect, flagged = self.verdict == Verdict.INCORRECT, self.verdict == Verdict.FLAGGED
         self.fields.setRowVisible(self.label_choice, incorrect and bool(self._labels))
         self.fields.setRowVisible(self.answer_edit, incorrect and not self._labels)
         self.fields.setRowVisible(self.reason, incorrect or flagged)
@@ -172,22 +177,15 @@ class VerdictForm(QFrame):
 
     # --- sending -------------------------------------------------------------------------
 
-    def value(self) -> dict:
+    def value(self) -> VerdictChoice:
         corrected = None
-        if self.verdict == "incorrect":
+        if self.verdict == Verdict.INCORRECT:
             corrected = self.label_choice.currentData() if self._labels else self.answer_edit.text().strip() or None
-        return {"verdict": self.verdict, "corrected_label": corrected, "reason": self.reason.text().strip() or None,
-                "model_note": self.model_note.text().strip() or None}
+        return VerdictChoice(self.verdict, corrected, self.reason.text().strip() or None,
+                             self.model_note.text().strip() or None)
 
-    def problem_with(self, value: dict) -> str | None:
-        if value["verdict"] is None:
-            return "Choose a verdict: 1 correct, 2 incorrect, 3 flag."
-        if value["verdict"] == "incorrect" and not value["corrected_label"]:
-            return "Choose the corrected label." if self._labels else "Type the corrected answer."
-        if value["verdict"] in ("incorrect", "flagged") and not value["reason"]:
-            return ("Explain why the label is wrong." if value["verdict"] == "incorrect"
-                    else "Give a reason for the flag.")
-        return None
+    def problem_with(self, value: VerdictChoice) -> str | None:
+        return verdict_problem(value, bool(self._labels))
 
     def submit(self) -> None:
         # Enter in a text field reaches the form twice (returnPressed, then the key the field
@@ -212,7 +210,7 @@ class VerdictForm(QFrame):
     def show_problem(self, text: str) -> None:
         self.setEnabled(not self.locked)
         self.problem.setText(text)
-        if self.verdict == "incorrect" and "label" in text.lower() and self._labels:
+        if self.verdict == Verdict.INCORRECT and "label" in text.lower() and self._labels:
             self.label_choice.setFocus()
-        elif self.verdict in ("incorrect", "flagged"):
+        elif self.verdict in (Verdict.INCORRECT, Verdict.FLAGGED):
             self.reason.setFocus()

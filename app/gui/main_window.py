@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.about import version_info
 from app.desk import Desk
-from app.domain import Role
+from app.domain import ReviewAction, Role
 from app.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
 from app.gui.first_start import FirstStart
@@ -152,12 +152,12 @@ class MainWindow(QMainWindow):
         from app.services.lead import REVISION
 
         row = self.table_model.row_data(self.table.currentIndex().row())
-        if row is None or row.get("review_state") != "returned":
+        if row is None or row.review_state != ReviewAction.RETURNED:
             self.statusBar().showMessage("Select an example a lead returned to you (Data: Returned to me).", 6000)
             return
         self.tabs.setCurrentWidget(self.workspace_view)
-        self.workspace.start_from_text(row["text"], row["label"], origin={"kind": REVISION, "of": str(row["id"])},
-                                       note=f"Revising a returned example. The lead wrote: {row['review_comment']}")
+        self.workspace.start_from_text(row.text, row.label, origin={"kind": REVISION, "of": str(row.id)},
+                                       note=f"Revising a returned example. The lead wrote: {row.review_comment}")
 
     def show_returned(self) -> None:
         """The Data tab with the profile's returned examples."""
@@ -259,7 +259,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Select a submitted example to perturb.", 5000)
             return
         self.tabs.setCurrentWidget(self.workspace_view)
-        self.workspace.start_perturbation(row["id"])
+        self.workspace.start_perturbation(row.id)
 
     def _author_action(self, kind: str) -> None:
         row = self.table_model.row_data(self.table.currentIndex().row())
@@ -271,7 +271,7 @@ class MainWindow(QMainWindow):
             return
         examples, person = self.desk.examples, self.desk.current_person_id
         call = examples.retract if kind == "retract" else examples.flag
-        self.db.submit(lambda: call(row["id"], person, reason), on_done=lambda _e: self.refresh(),
+        self.db.submit(lambda: call(row.id, person, reason), on_done=lambda _e: self.refresh(),
                        on_error=self.show_error)
 
     # --- tabs ------------------------------------------------------------------------------
@@ -428,18 +428,18 @@ class MainWindow(QMainWindow):
             self.dashboard.refresh()
         self.returned_work.refresh()
         row = self.table_model.row_data(self.table.currentIndex().row())
-        self._reselect_id = row["id"] if row else None
+        self._reselect_id = row.id if row else None
         self.browser.refresh()
 
     def _reselect(self) -> None:
         keep, self._reselect_id = self._reselect_id, None
-        found = next((i for i in range(self.table_model.rowCount()) if self.table_model.row_data(i)["id"] == keep), None)
+        found = next((i for i in range(self.table_model.rowCount()) if self.table_model.row_data(i).id == keep), None)
         if keep is not None and found is not None:
             self.table.selectRow(found)
 
     def _row_selected(self, current, _previous) -> None:
         row = self.table_model.row_data(current.row())
-        self.browser.select(row["id"] if row else None)
+        self.browser.select(row.id if row else None)
 
     # --- import and export -------------------------------------------------------------------
 

@@ -16,64 +16,29 @@ from app.desk import Desk
 from app.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
 from app.gui.worker import SerialWorker
-from app.services.example_view import for_validation
-from app.services.review import NOT_DRAFT, OBJECTING, ExampleFilter
-from app.tasks.definition import MetadataKind
+from app.services.example_view import for_review
+from app.services.review import NOT_DRAFT, ExampleFilter
+from app.views.example import VerdictChoice, verdict_text
+from app.views.review import ReviewChoicesView, ReviewFilterValues, ReviewItemView, review_choices, review_figures
 from widgets.review_view import ReviewView
 
 
-def filter_from(values: dict, task_id: uuid.UUID | None) -> ExampleFilter:
-    review = values.get("review_state")
+def filter_from(values: ReviewFilterValues, task_id: uuid.UUID | None) -> ExampleFilter:
     return ExampleFilter(
         task_id=task_id,
-        round_ids=[uuid.UUID(values["round"])] if values.get("round") else (),
-        author_ids=[uuid.UUID(values["annotator"])] if values.get("annotator") else (),
-        labels=[values["label"]] if values.get("label") else (),
-        facets={name: [value] for name, value in (values.get("facets") or {}).items()},
-        fooled=values.get("fooled"),
-        validation_states=[values["validation_state"]] if values.get("validation_state") else (),
+        round_ids=[values.round] if values.round else (),
+        author_ids=[values.annotator] if values.annotator else (),
+        labels=[values.label] if values.label else (),
+        facets={name: [value] for name, value in values.facets},
+        fooled=values.fooled,
+        validation_states=[values.validation_state.value] if values.validation_state else (),
         statuses=NOT_DRAFT,
-        text=values.get("text", ""),
-        min_disagreements=values.get("min_disagreements"),
-        min_flags=values.get("min_flags"),
-        review_states=[None] if review == "none" else ([review] if review else ()),
-        objected=values.get("objected"),
+        text=values.text,
+        min_disagreements=values.min_disagreements,
+        min_flags=values.min_flags,
+        review_states=[None if s is None else s.value for s in values.review_states] if values.review_states else (),
+        objected=values.objected,
     )
-
-
-def for_review(desk: Desk, example_id: uuid.UUID) -> dict:
-    """The example as ExampleDetail shows it, with every verdict by name and the lead reviews."""
-    shown = for_validation(desk, example_id)
-    example = desk.examples.get(example_id)
-    names = {p.id: p.display_name for p in desk.people.all()}
-    verdicts = []
-    for v in example.validations:
-        who = names.get(v.validator_id, "?") + (" (LEAD, final)" if v.mode == "lead" else "")
-        verdicts.append(f"{v.verdict}{' → ' + v.corrected_label if v.corrected_label else ''}"
-                        f"{' — ' + v.reason if v.reason else ''}{' · model note: ' + v.model_note if v.model_note else ''}"
-                        f" — {who}")
-    reviews = [f"{r.action} by {r.lead} {r.at:%Y-%m-%d %H:%M}{': ' + r.comment if r.comment else ''}"
-               for r in desk.lead.history(example_id)]
-    inputs = shown["context"] + (shown["written"] if shown["pair"] is None else
-                                 [("Original", shown["pair"]["original"]["text"]),
-                                  ("Perturbation", shown["pair"]["edited"]["text"])])
-    decided = example.decided_verdict or "—"
-    if example.decided_verdict == "incorrect":
-        decided += f" → {example.decided_label}"
-    return {
-        "id": example.id, "author_id": example.author_id, "author": names.get(example.author_id, "?"),
-        "labels": shown["labels"], "review": (example.review_state, example.review_comment),
-        "inputs": inputs, "label": shown["label"], "fooled": example.model_fooled, "meta": shown["explanations"],
-        "outputs": [{"model": o["model"], "label": o["label"],
-                     "probabilities": ", ".join(f"{k} {v:.2f}" for k, v in o["probabilities"].items())}
-                    for o in shown["output"]["models"]],
-        "validations": verdicts, "verdicts_first": True,
-        "facts": [("author", names.get(example.author_id, "?")),
-                  ("validation", f"{example.validation_state.replace('_', ' ')} · decided: {decided}"),
-                  ("said incorrect or flagged", sum(v.verdict in OBJECTING for v in example.validations)),
-                  ("peer verdicts against the majority", example.disagreement_count), ("flags", example.flag_count),
-                  *[("lead review", text) for text in reviews], ("id", example.id)],
-    }
 
 
 class ReviewController(QObject):
@@ -84,7 +49,7 @@ class ReviewController(QObject):
         self.desk, self.db, self.view, self.show_error = desk, db, view, show_error
         self.task_code: str | None = None
         self.task_id: uuid.UUID | None = None
-        self.detail: dict | None = None
+        self.detail: ReviewItemView | None = None
         self.browser = ExampleBrowser(desk, db, view.model, lambda example_id: for_review(desk, example_id),
                                       show_error, self)
         self.browser.detail_ready.connect(self._show_detail)
@@ -92,13 +57,12 @@ class ReviewController(QObject):
         # after an action: the rows that followed the acted-on ones, the first still shown is next
         self._next_candidates: list | None = None
         self._acted_row = 0
-        view.filters.changed.connect(self._filters_changed)
+        view.filters_changed.connect(self._filters_changed)
         view.selection_changed.connect(lambda ids: self.browser.select(ids[0] if ids else None))
-        actions = view.actions_panel
-        actions.form.submitted.connect(self._adjudicate)
-        actions.return_requested.connect(self._return)
-        actions.accept_requested.connect(self._accept)
-        actions.threshold_requested.connect(self._set_threshold)
+        view.verdict_submitted.connect(self._adjudicate)
+        view.return_requested.connect(self._return)
+        view.accept_requested.connect(self._accept)
+        view.threshold_requested.connect(self._set_threshold)
 
     # --- filters and figures ------------------------------------------------------------------
 
@@ -108,38 +72,29 @@ class ReviewController(QObject):
         self.task_code = task_code
         desk = self.desk
 
-        def choices():
-            definition = desk.tasks.definition_by_code(task_code)
+        def choices() -> ReviewChoicesView:
             task = desk.tasks.task(task_code)
-            rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in desk.tasks.rounds(task_code)]
-            annotators = [(p.display_name, str(p.id)) for p in desk.people.all()]
-            facets = [(f.name, f.label, f.choices) for f in definition.metadata if f.kind != MetadataKind.TEXT]
-            threshold = (desk.tasks.agreement_threshold(task.id), definition.agreement_threshold)
-            return task.id, annotators, rounds, list(definition.labels), facets, threshold
+            return review_choices(task.id, desk.tasks.definition_by_code(task_code), desk.tasks.rounds(task_code),
+                                  desk.people.all(), desk.tasks.agreement_threshold(task.id))
 
-        def show(result) -> None:
-            task_id, annotators, rounds, labels, facets, threshold = result
-            self.task_id = task_id
-            self.view.filters.set_choices(annotators=annotators, rounds=rounds, labels=labels, facets=facets)
-            self.view.actions_panel.set_threshold(*threshold)
+        def show(choices: ReviewChoicesView) -> None:
+            self.task_id = choices.task_id
+            self.view.show_choices(choices)
             self.refresh()
 
         self.db.submit(choices, on_done=show, on_error=self.show_error)
 
     def refresh(self) -> None:
         self._update_lead()
-        self._filters_changed(self.view.filters.value())
+        self._filters_changed(self.view.filter_values())
 
-    def _filters_changed(self, values: dict) -> None:
+    def _filters_changed(self, values: ReviewFilterValues) -> None:
         flt = filter_from(values, self.task_id)
         self.browser.set_filter(flt)
-        review, generation = self.desk.review, self.browser.generation
-
-        def show(figures: dict) -> None:
-            if generation == self.browser.generation:  # figures of an older filter are dropped
-                self.view.set_figures(figures)
-
-        self.db.submit(lambda: review.summary(flt), on_done=show, on_error=self.show_error)
+        review = self.desk.review
+        # figures of an older filter are dropped: the newest request wins
+        self.db.submit_latest("review-figures", lambda: review_figures(review.summary(flt)),
+                              on_done=self.view.set_figures, on_error=self.show_error)
 
     def _update_lead(self) -> None:
         desk = self.desk
@@ -148,43 +103,36 @@ class ReviewController(QObject):
         def who():
             return desk.lead.is_lead(person), desk.people.get(person).display_name
 
-        self.db.submit(who, on_done=lambda r: self.view.actions_panel.set_lead(*r), on_error=self.show_error)
+        self.db.submit(who, on_done=lambda r: self.view.set_lead(*r), on_error=self.show_error)
 
     # --- the selected example -------------------------------------------------------------------
 
-    def _show_detail(self, detail: dict | None) -> None:
+    def _show_detail(self, detail: ReviewItemView | None) -> None:
         self.detail = detail
-        self.view.detail.show_example(detail)
-        form = self.view.actions_panel.form
-        if detail is None:
-            form.set_labels([], None)
-            return
-        form.set_labels(detail["labels"], detail["label"])
-        self.view.actions_panel.accept_button.setText(f"Accept {detail['author']}'s decided work…")
+        self.view.show_item(detail)
 
     def _remember_next(self, acted: list) -> None:
         """Before the table reloads: the rows after the acted-on ones, in the order shown."""
-        model = self.view.model
-        rows = [r for r in range(model.rowCount()) if model.row_data(r)["id"] in acted]
-        last = max(rows, default=self.view.table.currentIndex().row())
+        ids = [row.id for row in self.view.shown_rows()]
+        rows = [r for r, example_id in enumerate(ids) if example_id in acted]
+        current = self.view.current_row()
+        last = max(rows, default=ids.index(current.id) if current is not None else -1)
         self._acted_row = max(0, min(rows, default=last))
-        self._next_candidates = [model.row_data(r)["id"] for r in range(last + 1, model.rowCount())]
+        self._next_candidates = ids[last + 1:]
 
     def _select_next_if_wanted(self) -> None:
         """The next example after the one acted on, never back to the top: the first of the rows that
         followed it that the filter still shows; else the row now where it was."""
-        candidates, model = self._next_candidates, self.view.model
-        if candidates is None or not model.rowCount():
+        candidates, shown = self._next_candidates, self.view.shown_rows()
+        if candidates is None or not shown:
             return
         self._next_candidates = None
-        where = {model.row_data(r)["id"]: r for r in range(model.rowCount())}
-        row = next((where[i] for i in candidates if i in where), min(self._acted_row, model.rowCount() - 1))
-        self.view.table.selectRow(row)
-        self.view.table.setFocus()
+        where = {row.id: r for r, row in enumerate(shown)}
+        row = next((where[i] for i in candidates if i in where), min(self._acted_row, len(shown) - 1))
+        self.view.select_row(row)
 
     def _after_action(self, message: str, example_ids: list) -> None:
-        self.view.actions_panel.show_message(message)
-        self.view.actions_panel.form.reset()
+        self.view.action_done(message)
         self._remember_next(example_ids)
         self.refresh()
         self.verdict_stored.emit(example_ids[0])
@@ -195,7 +143,7 @@ class ReviewController(QObject):
         return "“" + (flat if len(flat) <= limit else flat[: limit - 1] + "…") + "”"
 
     def _set_threshold(self, threshold: int) -> None:
-        actions, desk, code = self.view.actions_panel, self.desk, self.task_code
+        view, desk, code = self.view, self.desk, self.task_code
         if code is None:
             return
 
@@ -206,82 +154,80 @@ class ReviewController(QObject):
 
         def done(result) -> None:
             decided, default = result
-            actions.set_threshold(threshold, default)
-            actions.show_message(f"{threshold} matching verdict{'s' if threshold != 1 else ''} now decide an "
-                                 f"example of this task; {decided:,} are decided here, and your team's "
-                                 "once you sync.")
+            view.set_threshold(threshold, default)
+            view.show_message(f"{threshold} matching verdict{'s' if threshold != 1 else ''} now decide an "
+                              f"example of this task; {decided:,} are decided here, and your team's "
+                              "once you sync.")
             self.refresh()
             self.verdict_stored.emit(None)
 
         self.db.submit(store, on_done=done,
-                       on_error=lambda error: self._refused(error, lambda t: actions.show_message(t, True)))
+                       on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))
 
     # --- the lead's actions -------------------------------------------------------------------------
 
-    def _adjudicate(self, value: dict) -> None:
-        form = self.view.actions_panel.form
+    def _adjudicate(self, choice: VerdictChoice) -> None:
+        view = self.view
         if self.detail is None:
-            form.show_problem("Select the example to adjudicate.")
+            view.show_problem("Select the example to adjudicate.")
             return
-        desk, person, example_id = self.desk, self.desk.current_person_id, self.detail["id"]
+        desk, person, example_id = self.desk, self.desk.current_person_id, self.detail.id
         which = self._quoted(self._text_of(example_id))
+        verdict = None if choice.verdict is None else choice.verdict.value
 
         def store():
-            desk.lead.adjudicate(example_id, person, value["verdict"], corrected_label=value["corrected_label"],
-                                 reason=value["reason"], model_note=value["model_note"])
+            desk.lead.adjudicate(example_id, person, verdict, corrected_label=choice.corrected_label,
+                                 reason=choice.reason, model_note=choice.model_note)
 
-        label = value["verdict"] + (f" → {value['corrected_label']}" if value["corrected_label"] else "")
+        label = verdict_text(choice)
         self.db.submit(store, on_done=lambda _r: self._after_action(f"Decided: {label} (lead verdict) for {which}.",
                                                                     [example_id]),
-                       on_error=lambda error: self._refused(error, form.show_problem))
+                       on_error=lambda error: self._refused(error, view.show_problem))
 
     def _return(self, comment: str) -> None:
-        ids = self.view.selected_ids()
-        actions = self.view.actions_panel
+        view = self.view
+        ids = view.selected_ids()
         if not ids:
-            actions.show_message("Select the examples to return.", problem=True)
+            view.show_message("Select the examples to return.", problem=True)
             return
         if not comment:
-            actions.show_message("Returning work needs a comment: tell the annotator what to fix.", problem=True)
-            actions.comment.setFocus()
+            view.ask_for_comment()
             return
         desk, person = self.desk, self.desk.current_person_id
 
         which = self._quoted(self._text_of(ids[0])) + (f" and {len(ids) - 1} more" if len(ids) > 1 else "")
 
         def done(count: int) -> None:
-            actions.comment.clear()
+            view.clear_comment()
             self._after_action(f"Returned {which} to the author with your comment.", ids)
 
         self.db.submit(lambda: desk.lead.return_examples(person, ids, comment), on_done=done,
-                       on_error=lambda error: self._refused(error, lambda t: actions.show_message(t, True)))
+                       on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))
 
     def _accept(self) -> None:
-        actions = self.view.actions_panel
+        view = self.view
         if self.detail is None:
-            actions.show_message("Select an example of the annotator whose work you accept.", problem=True)
+            view.show_message("Select an example of the annotator whose work you accept.", problem=True)
             return
-        author, author_id, task_id = self.detail["author"], self.detail["author_id"], self.task_id
+        author, author_id, task_id = self.detail.author, self.detail.author_id, self.task_id
         answer = QMessageBox.question(self.view, "Accept work",
                                       f"Accept every decided example by {author} in this task that is not accepted "
                                       "yet?", QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
         if answer != QMessageBox.StandardButton.Yes:
             return
-        desk, person, example_id = self.desk, self.desk.current_person_id, self.detail["id"]
+        desk, person, example_id = self.desk, self.desk.current_person_id, self.detail.id
         self.db.submit(lambda: desk.lead.accept_work(person, author_id, task_id=task_id),
                        on_done=lambda n: self._after_action(f"Accepted {n} decided example{'s' if n != 1 else ''} "
                                                             f"by {author}.", [example_id]),
-                       on_error=lambda error: self._refused(error, lambda t: actions.show_message(t, True)))
+                       on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))
 
     def _text_of(self, example_id) -> str:
-        model = self.view.model
-        row = next((model.row_data(r) for r in range(model.rowCount()) if model.row_data(r)["id"] == example_id), None)
-        return row["text"] if row else ""
+        row = next((row for row in self.view.shown_rows() if row.id == example_id), None)
+        return row.text if row else ""
 
     def _refused(self, error: BaseException, inline) -> None:
         if isinstance(error, DynadeskError):
             inline(str(error))
         else:
-            form = self.view.actions_panel.form
-            form.setEnabled(not form.locked)
+            self.view.unlock_form()
             self.show_error(error)

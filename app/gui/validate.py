@@ -1,8 +1,8 @@
 """The Validate tab's controller: serves the person's queue, stores verdicts, reveals outputs.
 
-Every query and write runs on the database worker; the view only gets plain dicts. Skipped
-examples are passed over for the rest of the sitting and come round again once nothing else
-is left, so the tab never says "nothing to validate" while there is something.
+Every query and write runs on the database worker; the view gets typed view-models
+(``app.views.validate``). Skipped examples are passed over for the rest of the sitting and come
+round again once nothing else is left, so the tab never says "nothing to validate" while there is something.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from app.desk import Desk
 from app.errors import DynadeskError
 from app.gui.worker import SerialWorker
 from app.services.example_view import for_validation
+from app.views.example import VerdictChoice
+from app.views.validate import QueueView, queue_view, stored_text
 from widgets.validate_view import ValidateView
 
 
@@ -29,9 +31,8 @@ class ValidateController(QObject):
         self.skipped: list[uuid.UUID] = []
         self._person: uuid.UUID | None = None
         self._shown_at = 0.0
-        self._generation = 0
-        view.form.submitted.connect(self._submit)
-        view.form.skipped.connect(self.skip)
+        view.verdict_submitted.connect(self._submit)
+        view.skip_requested.connect(self.skip)
         view.next_requested.connect(self.load_next)
         view.reveal_requested.connect(view.reveal)
 
@@ -57,60 +58,48 @@ class ValidateController(QObject):
     def load_next(self) -> None:
         if self.task_code is None:
             return
-        self._generation += 1
-        generation = self._generation
         desk, code, skipped = self.desk, self.task_code, list(self.skipped)
         person = self._person = desk.current_person_id
 
-        def find():
+        def find() -> QueueView:
             example = desk.validation.next_for(person, task_code=code, skip=skipped)
             remaining = desk.validation.remaining(person, task_code=code)
             name = desk.people.get(person).display_name
             task = desk.tasks.definition_by_code(code).name
-            return (for_validation(desk, example.id) if example else None), remaining, name, task
+            return queue_view(for_validation(desk, example.id) if example else None, remaining, name, task, skipped)
 
-        def show(result) -> None:
-            if generation != self._generation:
-                return
-            example, remaining, name, task = result
-            if example is None:
-                self.view.set_status(f"Validating as <b>{name}</b> · {task}")
-                self.view.show_empty(f"Nothing left for you to validate in {task}. Examples you wrote, examples "
-                                     "you have already validated and examples that are decided are not served.")
-                return
-            again = " · skipped examples come round again" if example["id"] in skipped else ""
-            self.view.set_status(f"Validating as <b>{name}</b> · {task} · <b>{remaining}</b> left for you "
-                                 f"(model-fooling first, then the fewest verdicts){again}")
-            self.view.show_example(example)
-            self._shown_at = time.monotonic()
+        def show(queue: QueueView) -> None:
+            self.view.show_queue(queue)
+            if queue.example is not None:
+                self._shown_at = time.monotonic()
 
-        self.db.submit(find, on_done=show, on_error=self.show_error)
+        # the newest request wins: a queue asked for before a skip or a task switch is not shown
+        self.db.submit_latest("validate-next", find, on_done=show, on_error=self.show_error)
 
-    def _submit(self, value: dict) -> None:
+    def _submit(self, choice: VerdictChoice) -> None:
         example_id = self.view.example_id
-        if example_id is None:
+        if example_id is None or choice.verdict is None:
             return
         desk, person = self.desk, self.desk.current_person_id
         spent = int((time.monotonic() - self._shown_at) * 1000)
+        verdict = choice.verdict.value
 
         def store():
-            desk.validation.validate(example_id, person, value["verdict"], corrected_label=value["corrected_label"],
-                                     reason=value["reason"], model_note=value["model_note"], time_spent_ms=spent)
+            desk.validation.validate(example_id, person, verdict, corrected_label=choice.corrected_label,
+                                     reason=choice.reason, model_note=choice.model_note, time_spent_ms=spent)
             return desk.examples.get(example_id).validation_state
 
         def stored(state: str) -> None:
             if example_id in self.skipped:
                 self.skipped.remove(example_id)
-            label = value["verdict"] + (f" → {value['corrected_label']}" if value["corrected_label"] else "")
-            decided = " The example is now decided." if state == "decided" else ""
-            self.view.show_stored(f"✓ Stored your verdict: <b>{label}</b>.{decided}")
+            self.view.show_stored(stored_text(choice, state))
             self.verdict_stored.emit(example_id)
 
         def refused(error: BaseException) -> None:
             if isinstance(error, DynadeskError):
-                self.view.form.show_problem(str(error))  # inline, next to what needs fixing
+                self.view.show_problem(str(error))  # inline, next to what needs fixing
             else:
-                self.view.form.setEnabled(True)
+                self.view.unlock_form()
                 self.show_error(error)
 
         self.db.submit(store, on_done=stored, on_error=refused)

@@ -24,7 +24,7 @@ def test_searching_filters_what_is_shown(qtbot, window):
     wait_for_count(qtbot, window, "10 examples")
     qtbot.keyClicks(window.filter_bar.search, "country")
     wait_for_count(qtbot, window, "2 examples")
-    shown = {window.table_model.row_data(r)["text"] for r in range(window.table_model.rowCount())}
+    shown = {window.table_model.row_data(r).text for r in range(window.table_model.rowCount())}
     assert shown == {"Those people should be driven out of the country", "Those people should be welcomed into the country"}
     window.filter_bar.search.clear()
     # QTest can only synthesise Latin-1 key presses; other scripts arrive as an input method commits them
@@ -39,7 +39,7 @@ def test_searching_filters_what_is_shown(qtbot, window):
     wait_for_count(qtbot, window, "5 examples")
     window.table.selectRow(0)
     row = window.table_model.row_data(0)
-    qtbot.waitUntil(lambda: row["text"] in window.detail.toPlainText(), timeout=5000)
+    qtbot.waitUntil(lambda: row.text in window.detail.toPlainText(), timeout=5000)
     assert "Type of hate" in window.detail.toPlainText() or "Target groups" in window.detail.toPlainText()
 
 
@@ -50,7 +50,7 @@ def test_scrolling_fetches_pages_lazily(qtbot, window):
     assert window.table_model.rowCount() == 200  # one page, not all rows
     window.table.scrollToBottom()
     qtbot.waitUntil(lambda: window.table_model.rowCount() == 400, timeout=5000)
-    ids = [window.table_model.row_data(r)["id"] for r in range(400)]
+    ids = [window.table_model.row_data(r).id for r in range(400)]
     assert len(set(ids)) == 400
 
 
@@ -147,11 +147,11 @@ def test_a_refresh_keeps_the_selected_example_and_its_detail(qtbot, window):
     wait_for_count(qtbot, window, "10 examples")
     window.table.selectRow(3)
     chosen = window.table_model.row_data(3)
-    qtbot.waitUntil(lambda: chosen["text"] in window.detail.toPlainText(), timeout=5000)
+    qtbot.waitUntil(lambda: chosen.text in window.detail.toPlainText(), timeout=5000)
     with qtbot.waitSignal(window.table_model.modelReset, timeout=5000):
         window.refresh()
-    qtbot.waitUntil(lambda: chosen["text"] in window.detail.toPlainText(), timeout=5000)
-    assert window.table_model.row_data(window.table.currentIndex().row())["id"] == chosen["id"]
+    qtbot.waitUntil(lambda: chosen.text in window.detail.toPlainText(), timeout=5000)
+    assert window.table_model.row_data(window.table.currentIndex().row()).id == chosen.id
     assert window.table.selectionModel().isRowSelected(window.table.currentIndex().row())
 
 
@@ -182,12 +182,12 @@ def test_the_detail_of_a_perturbation_shows_its_original(qtbot, window):
     window.refresh()
     wait_for_count(qtbot, window, "10 examples")
     rows = [window.table_model.row_data(r) for r in range(10)]
-    edited = next(r for r in rows if r["text"].startswith("Those people should be welcomed"))
+    edited = next(r for r in rows if r.text.startswith("Those people should be welcomed"))
     window.table.selectRow(rows.index(edited))
-    qtbot.waitUntil(lambda: edited["text"] in window.detail.toPlainText(), timeout=5000)
+    qtbot.waitUntil(lambda: edited.text in window.detail.toPlainText(), timeout=5000)
     shown = window.detail.toPlainText()
     assert "Perturbation of" in shown and "Those people should be driven out of the country" in shown
-    original_id = window.desk.examples.get(edited["id"]).perturbation_of
+    original_id = window.desk.examples.get(edited.id).perturbation_of
     assert str(original_id) not in shown
 
 

@@ -13,7 +13,7 @@ def open_review(qtbot, window):
 
 
 def shown_ids(view):
-    return [view.model.row_data(r)["id"] for r in range(view.model.rowCount())]
+    return [view.model.row_data(r).id for r in range(view.model.rowCount())]
 
 
 def wait_rows(qtbot, view, expected):
@@ -112,13 +112,13 @@ def test_a_lead_returns_an_example_and_the_author_sees_it_marked(qtbot, window, 
     assert (desk.examples.get(split.id).review_state, desk.examples.get(split.id).review_comment) == (
         "returned", "Say which group is attacked")
 
-    qtbot.waitUntil(lambda: any(view.model.row_data(r)["review_state"] == "returned"
+    qtbot.waitUntil(lambda: any(view.model.row_data(r).review_state == "returned"
                                 for r in range(view.model.rowCount())), timeout=5000)  # the table refreshed
     qtbot.waitUntil(lambda: window.review_page.detail is not None, timeout=5000)  # and selected its first row
     # accept the author's decided work (the question is answered Yes by the test's dialog stub)
     view.table.selectRow(shown_ids(view).index(agreed.id))
     qtbot.waitUntil(lambda: view.actions_panel.accept_button.text().startswith("Accept Ana Author"), timeout=5000)
-    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == agreed.id,
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail.id == agreed.id,
                     timeout=5000)
     with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
         view.actions_panel.accept_button.click()
@@ -133,7 +133,7 @@ def test_a_lead_returns_an_example_and_the_author_sees_it_marked(qtbot, window, 
     author = window.filter_bar.author
     author.setCurrentIndex(author.findData("returned"))
     qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=5000)
-    assert window.table_model.row_data(0)["id"] == split.id
+    assert window.table_model.row_data(0).id == split.id
     column = [key for key, _ in window.table_model.columns].index("review_state")
     assert window.table_model.data(window.table_model.index(0, column)) == "⟲ returned"
     window.table.selectRow(0)
@@ -191,7 +191,7 @@ def test_a_validator_saying_incorrect_disagrees_with_the_author_even_when_valida
     assert view.model.headerData(column, Qt.Orientation.Horizontal) == "Objected"
     assert "disagree with the author" in view.model.headerData(column, Qt.Orientation.Horizontal,
                                                                 Qt.ItemDataRole.ToolTipRole)
-    shown = {view.model.row_data(r)["id"]: view.model.data(view.model.index(r, column))
+    shown = {view.model.row_data(r).id: view.model.data(view.model.index(r, column))
              for r in range(view.model.rowCount())}
     assert shown == {split.id: "1", agreed.id: "", flagged.id: "2", both_wrong.id: "2"}
 
@@ -246,9 +246,9 @@ def test_the_selection_moves_to_the_next_example_after_a_lead_verdict_and_a_retu
     wait_rows(qtbot, view, [e.id for e in more])
     order = shown_ids(view)
     view.table.selectRow(1)
-    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == order[1],
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail.id == order[1],
                     timeout=5000)
-    acted_text = view.model.row_data(1)["text"]
+    acted_text = view.model.row_data(1).text
     form = view.actions_panel.form
     view.table.setFocus()
     qtbot.keyClick(view.table, Qt.Key.Key_1)
@@ -257,25 +257,25 @@ def test_the_selection_moves_to_the_next_example_after_a_lead_verdict_and_a_retu
         form.confirm.click()
     # decided, so it left the "unvalidated" list; the one after it is selected and shown
     qtbot.waitUntil(lambda: shown_ids(view) == [order[0], order[2]], timeout=5000)
-    qtbot.waitUntil(lambda: view.current_row() is not None and view.current_row()["id"] == order[2], timeout=5000)
-    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == order[2],
+    qtbot.waitUntil(lambda: view.current_row() is not None and view.current_row().id == order[2], timeout=5000)
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail.id == order[2],
                     timeout=5000)
     assert acted_text in view.actions_panel.message.text()  # the message names the example it is about
-    assert view.model.row_data(view.table.currentIndex().row())["text"] in view.detail.toPlainText()
+    assert view.model.row_data(view.table.currentIndex().row()).text in view.detail.toPlainText()
 
     # a return keeps the example in the list: the selection moves on to the row below it
     view.filters.validation.setCurrentIndex(0)
     qtbot.waitUntil(lambda: view.model.rowCount() == 6, timeout=5000)
     order = shown_ids(view)
     view.table.selectRow(2)
-    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == order[2],
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail.id == order[2],
                     timeout=5000)
     qtbot.keyClicks(view.actions_panel.comment, "Name the group")
     with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
         view.actions_panel.return_button.click()
-    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail["id"] == order[3],
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail.id == order[3],
                     timeout=5000)
-    assert view.current_row()["id"] == order[3]
+    assert view.current_row().id == order[3]
     assert desk.examples.get(order[2]).review_state == "returned"
 
 
@@ -296,12 +296,12 @@ def test_returned_work_is_counted_for_its_author_until_retracted(qtbot, window, 
     banner.primary.click()  # "Show them": the Data tab, filtered to them
     assert window.tabs.currentWidget() is window.data_page
     qtbot.waitUntil(lambda: window.count_label.text() == "2 examples", timeout=5000)
-    window.table.selectRow([window.table_model.row_data(r)["id"] for r in range(2)].index(split.id))
+    window.table.selectRow([window.table_model.row_data(r).id for r in range(2)].index(split.id))
     monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("rewriting it", True))
     window.retract_action.trigger()  # the author takes it back: it no longer waits for them
     qtbot.waitUntil(lambda: "1 example returned to you" in status.text(), timeout=5000)
     qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=5000)
-    assert window.table_model.row_data(0)["id"] == agreed.id
+    assert window.table_model.row_data(0).id == agreed.id
     assert [e.id for e in desk.lead.returned_to(people.author.id)] == [agreed.id]
     # the other one is revised: Create starts from its text, and the draft names what it revises
     window.table.selectRow(0)

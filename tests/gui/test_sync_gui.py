@@ -204,7 +204,7 @@ def test_a_lead_returning_an_example_elsewhere_shows_in_returned_to_me_after_syn
     # Ann syncs (Ctrl+Shift+S); her "Returned to me" list shows it, marked, with the comment.
     qtbot.keyClick(window, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=20_000)
-    assert window.table_model.row_data(0)["id"] == returned.id
+    assert window.table_model.row_data(0).id == returned.id
     column = [key for key, _ in window.table_model.columns].index("review_state")
     assert window.table_model.data(window.table_model.index(0, column)) == "⟲ returned"
     window.table.selectRow(0)

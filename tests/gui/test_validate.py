@@ -146,6 +146,8 @@ def test_anli_with_simulated_validators(qtbot, data_dir, modal_log):
 
 
 def test_the_verdict_form_for_extractive_tasks_asks_for_the_corrected_answer(qtbot):
+    from app.domain import Verdict
+    from app.views.example import VerdictChoice
     from widgets.verdict_form import VerdictForm
 
     form = VerdictForm()
@@ -161,8 +163,8 @@ def test_the_verdict_form_for_extractive_tasks_asks_for_the_corrected_answer(qtb
     qtbot.keyClicks(form.answer_edit, "26 September 1989")
     qtbot.keyClicks(form.reason, "The span misses the day")
     qtbot.keyClick(form.reason, Qt.Key.Key_Return)
-    assert sent == [{"verdict": "incorrect", "corrected_label": "26 September 1989",
-                     "reason": "The span misses the day", "model_note": None}]
+    assert sent == [VerdictChoice(Verdict.INCORRECT, corrected_label="26 September 1989",
+                                  reason="The span misses the day", model_note=None)]
 
 
 def _press(qtbot, key):

@@ -309,7 +309,7 @@ def test_my_history_lists_my_examples_and_retracts_one(qtbot, window, monkeypatc
     mine = window.filter_bar.author
     mine.setCurrentIndex(mine.findData("mine"))  # my history
     qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=10_000)
-    assert window.table_model.row_data(0)["text"] == "the small garden"
+    assert window.table_model.row_data(0).text == "the small garden"
     window.table.selectRow(0)
     monkeypatch.setattr(QInputDialog, "getText", staticmethod(lambda *a, **k: ("typo in the label", True)))
     window.retract_action.trigger()

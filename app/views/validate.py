@@ -1,0 +1,119 @@
+"""The Validate tab's view-models: one example of the person's queue as the validator sees it, and
+the queue's status line. Built by pure functions; the controller fetches on the database worker."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.domain import ReviewAction, ValidationState
+from app.tasks.definition import InputKind
+from app.text import diff_pieces
+from app.views.example import Pairs, VerdictChoice, answer_label, explanations, verdict_text
+
+if TYPE_CHECKING:
+    from app.storage.models import Example
+    from app.tasks.definition import TaskDefinition
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledText:
+    text: str
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PairView:
+    """A perturbation beside the example it edits, and the word diff between them."""
+
+    original: LabelledText
+    edited: LabelledText
+    diff: tuple[dict[str, str], ...]  # {kind: equal|delete|insert, text}, in reading order
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAnswerView:
+    model: str
+    label: str
+    probabilities: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelOutputView:
+    models: tuple[ModelAnswerView, ...]
+    fooled: bool | None
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationItemView:
+    """What a validator sees of one example (the model output travels along, hidden or not)."""
+
+    id: uuid.UUID
+    task_code: str
+    context: Pairs
+    written: Pairs
+    label: str | None
+    label_name: str  # "label", or "answer" for extractive QA
+    labels: tuple[str, ...]
+    explanations: Pairs
+    pair: PairView | None
+    output: ModelOutputView
+    hide_output: bool
+    content_warning: str | None
+    review_state: ReviewAction | None = None
+    review_comment: str | None = None
+
+
+def validation_item(example: Example, definition: TaskDefinition, models: Mapping[uuid.UUID, str],
+                    original: Example | None = None) -> ValidationItemView:
+    """``models``: names by id; ``original``: for a perturbation, the example it edits."""
+    label = answer_label(example, definition)
+    pair = None
+    if original is not None:
+        # ``text`` is what the author wrote (the written inputs), stored at submission
+        pair = PairView(LabelledText(original.text, answer_label(original, definition)),
+                        LabelledText(example.text, label), tuple(diff_pieces(original.text, example.text)))
+    labels = tuple(definition.labels)
+    return ValidationItemView(
+        id=example.id, task_code=definition.code,
+        context=tuple((f.label, str(example.inputs.get(f.name, ""))) for f in definition.inputs
+                      if f.kind == InputKind.CONTEXT and example.inputs.get(f.name)),
+        written=tuple((f.label, str(example.inputs.get(f.name, ""))) for f in definition.written_inputs),
+        label=label, label_name="answer" if definition.is_extractive else "label", labels=labels,
+        explanations=explanations(example, definition), pair=pair,
+        output=ModelOutputView(tuple(ModelAnswerView(models.get(o.model_id, "target model"), o.label,
+                                                     tuple(o.probabilities.items())) for o in example.outputs),
+                               example.model_fooled, labels),
+        hide_output=definition.hide_model_output_until_verdict, content_warning=definition.content_warning,
+        review_state=ReviewAction(example.review_state) if example.review_state else None,
+        review_comment=example.review_comment,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """The tab after a fetch: the status line and either the next example or why there is none."""
+
+    status: str
+    example: ValidationItemView | None
+    empty: str = ""
+
+
+def queue_view(example: ValidationItemView | None, remaining: int, name: str, task: str,
+               skipped: Sequence[uuid.UUID]) -> QueueView:
+    if example is None:
+        return QueueView(f"Validating as <b>{name}</b> · {task}", None,
+                         f"Nothing left for you to validate in {task}. Examples you wrote, examples "
+                         "you have already validated and examples that are decided are not served.")
+    again = " · skipped examples come round again" if example.id in skipped else ""
+    return QueueView(f"Validating as <b>{name}</b> · {task} · <b>{remaining}</b> left for you "
+                     f"(model-fooling first, then the fewest verdicts){again}", example)
+
+
+def stored_text(choice: VerdictChoice, state: str) -> str:
+    """The message once a verdict is in the database; ``state`` is the example's validation state after it."""
+    decided = " The example is now decided." if state == ValidationState.DECIDED else ""
+    return f"✓ Stored your verdict: <b>{verdict_text(choice)}</b>.{decided}"
