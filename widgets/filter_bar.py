@@ -1,16 +1,22 @@
-"""Search box and filters over examples. Emits the whole filter as a plain dict."""
+"""Search box and filters over examples. Emits the whole filter as a ``DataFilterValues``."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
+
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QWidget
+
+from app.domain import ExampleStatus, ValidationState
+from app.views.example import DataFilterValues
 
 ANY = None
 SEARCH_DEBOUNCE_MS = 250
 
 
 class FilterBar(QWidget):
-    changed = Signal(dict)
+    changed = Signal(object)  # DataFilterValues
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -43,7 +49,7 @@ class FilterBar(QWidget):
         combo.currentIndexChanged.connect(self._emit)
         return combo
 
-    def set_choices(self, rounds: list[tuple[str, object]], labels: list[str]) -> None:
+    def set_choices(self, rounds: Sequence[tuple[str, str]], labels: Sequence[str]) -> None:
         """New task: offer its rounds and labels, and clear what no longer applies."""
         for combo, items in ((self.round, [("All rounds", ANY), *rounds]),
                              (self.label, [("Any label", ANY), *[(label, label) for label in labels]])):
@@ -53,17 +59,22 @@ class FilterBar(QWidget):
                 combo.addItem(text, value)
             combo.blockSignals(False)
 
-    def value(self) -> dict:
-        return {
-            "text": self.search.text().strip(),
-            "mine": self.author.currentData() == "mine",
-            "returned": self.author.currentData() == "returned",
-            "round": self.round.currentData(),
-            "label": self.label.currentData(),
-            "fooled": self.fooled.currentData(),
-            "validation_state": self.validation.currentData(),
-            "status": self.status.currentData(),
-        }
+    def value(self) -> DataFilterValues:
+        round_, state, status = self.round.currentData(), self.validation.currentData(), self.status.currentData()
+        return DataFilterValues(
+            text=self.search.text().strip(),
+            mine=self.author.currentData() == "mine",
+            returned=self.author.currentData() == "returned",
+            round=uuid.UUID(round_) if round_ else None,
+            label=self.label.currentData(),
+            fooled=self.fooled.currentData(),
+            validation_state=ValidationState(state) if state else None,
+            status=ExampleStatus(status) if status else None,
+        )
+
+    def show_returned(self) -> None:
+        """Only the working profile's examples that a lead returned."""
+        self.author.setCurrentIndex(self.author.findData("returned"))
 
     def _emit(self) -> None:
         self._debounce.stop()

@@ -39,6 +39,7 @@ from app.gui.worker import SerialWorker
 from app.services.example_view import for_data_tab
 from app.services.review import NOT_DRAFT, ExampleFilter
 from app.services.validation import VALIDATABLE
+from app.views.example import DataFilterValues
 from widgets.elided_label import ElidedLabel
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
@@ -162,7 +163,7 @@ class MainWindow(QMainWindow):
     def show_returned(self) -> None:
         """The Data tab with the profile's returned examples."""
         self.tabs.setCurrentWidget(self.data_page)
-        self.filter_bar.author.setCurrentIndex(self.filter_bar.author.findData("returned"))
+        self.filter_bar.show_returned()
 
     # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
 
@@ -405,20 +406,20 @@ class MainWindow(QMainWindow):
             self.workspace.follow_rounds()
         return task_rounds
 
-    def _filters_changed(self, values: dict) -> None:
+    def _filters_changed(self, values: DataFilterValues) -> None:
         task_id = self._task_ids.get(self._task_code)
         self.browser.set_filter(ExampleFilter(
             task_id=task_id,
-            round_ids=[uuid.UUID(values["round"])] if values.get("round") else (),
-            author_ids=[self.desk.current_person_id] if values.get("mine") or values.get("returned") else (),
-            review_states=["returned"] if values.get("returned") else (),
-            labels=[values["label"]] if values.get("label") else (),
-            fooled=values.get("fooled"),
-            validation_states=[values["validation_state"]] if values.get("validation_state") else (),
+            round_ids=[values.round] if values.round else (),
+            author_ids=[self.desk.current_person_id] if values.mine or values.returned else (),
+            review_states=[ReviewAction.RETURNED.value] if values.returned else (),
+            labels=[values.label] if values.label else (),
+            fooled=values.fooled,
+            validation_states=[values.validation_state.value] if values.validation_state else (),
             # returned work the author retracted is dealt with
-            statuses=[values["status"]] if values.get("status") else (
-                VALIDATABLE if values.get("returned") else NOT_DRAFT),
-            text=values.get("text", ""),
+            statuses=[values.status.value] if values.status else (
+                VALIDATABLE if values.returned else NOT_DRAFT),
+            text=values.text,
         ))
 
     def refresh(self) -> None:

@@ -4,22 +4,26 @@ of ``app.views`` (the typed view-models the widgets take)."""
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 from app.errors import NotFound
 from app.views.example import ExampleDetailView, data_detail
 from app.views.review import ReviewItemView, review_item
 from app.views.validate import ValidationItemView, validation_item
 
+if TYPE_CHECKING:
+    from app.desk import Desk
 
-def _model_names(desk) -> dict[uuid.UUID, str]:
+
+def _model_names(desk: Desk) -> dict[uuid.UUID, str]:
     return {m.id: m.name for m in desk.models.all()}
 
 
-def _names(desk) -> dict[uuid.UUID, str]:
+def _names(desk: Desk) -> dict[uuid.UUID, str]:
     return {p.id: p.display_name for p in desk.people.all()}
 
 
-def for_validation(desk, example_id: uuid.UUID) -> ValidationItemView:
+def for_validation(desk: Desk, example_id: uuid.UUID) -> ValidationItemView:
     """What a validator sees of one example (the model output travels along, hidden or not)."""
     example = desk.examples.get(example_id)
     definition = desk.tasks.definition(example.task_id)
@@ -27,7 +31,7 @@ def for_validation(desk, example_id: uuid.UUID) -> ValidationItemView:
     return validation_item(example, definition, _model_names(desk), original)
 
 
-def for_review(desk, example_id: uuid.UUID) -> ReviewItemView:
+def for_review(desk: Desk, example_id: uuid.UUID) -> ReviewItemView:
     """The example as a lead reviews it, with every verdict by name and the lead reviews."""
     example = desk.examples.get(example_id)
     definition = desk.tasks.definition(example.task_id)
@@ -36,7 +40,7 @@ def for_review(desk, example_id: uuid.UUID) -> ReviewItemView:
                        desk.lead.history(example_id))
 
 
-def for_data_tab(desk, example_id: uuid.UUID) -> ExampleDetailView:
+def for_data_tab(desk: Desk, example_id: uuid.UUID) -> ExampleDetailView:
     """Everything the Data tab's detail pane shows about one example."""
     example = desk.examples.get(example_id)
     definition = desk.tasks.definition(example.task_id)

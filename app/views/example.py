@@ -166,6 +166,23 @@ def data_detail(example: Example, definition: TaskDefinition, names: Mapping[uui
     )
 
 
+# --- the Data tab's filter -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DataFilterValues:
+    """The Data tab's filter bar as the user set it (None: any)."""
+
+    text: str = ""
+    mine: bool = False  # only the working profile's examples
+    returned: bool = False  # only the working profile's examples a lead returned
+    round: uuid.UUID | None = None
+    label: str | None = None
+    fooled: bool | None = None
+    validation_state: ValidationState | None = None
+    status: ExampleStatus | None = None
+
+
 # --- what a verdict form emits ----------------------------------------------------------------
 
 

@@ -15,8 +15,7 @@ from app.views.example import ExampleDetailView, Pairs, output_rows, state_text,
 from app.views.validate import validation_item
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
+    from app.services.lead import ReviewRecord
     from app.storage.models import Example
     from app.tasks.definition import TaskDefinition
 
@@ -115,15 +114,8 @@ class ReviewItemView:
     detail: ExampleDetailView
 
 
-class _Review(Protocol):
-    action: str
-    lead: str
-    at: datetime
-    comment: str | None
-
-
 def review_item(example: Example, definition: TaskDefinition, names: Mapping[uuid.UUID, str],
-                models: Mapping[uuid.UUID, str], original: Example | None, history: Iterable[_Review]) -> ReviewItemView:
+                models: Mapping[uuid.UUID, str], original: Example | None, history: Iterable[ReviewRecord]) -> ReviewItemView:
     """``names``: people by id; ``models``: model names by id; ``original``: for a perturbation, the example
     it edits; ``history``: the lead reviews of the example, oldest first."""
     shown = validation_item(example, definition, models, original)
