@@ -61,7 +61,7 @@ def main() -> None:
         window.grab().save(str(OUT / "validate-revealed.png"))
 
         # the perturbation pair (it waits behind ~980 ANLI examples in the queue, so it is shown
-        # directly, with the same dict the controller builds)
+        # directly, with the same view-model the controller builds)
         view.show_example(for_validation(desk, pair.id))
         wait(300)
         window.grab().save(str(OUT / "validate-perturbation-pair.png"))
