@@ -16,7 +16,7 @@ SEARCH_DEBOUNCE_MS = 250
 
 
 class FilterBar(QWidget):
-    changed = Signal(object)  # DataFilterValues
+    changed = Signal(DataFilterValues)
 
     def __init__(self, parent=None):
         super().__init__(parent)

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.domain import ReviewAction, ValidationState
-from app.views.example import ExampleRowView
+from app.views.example import ExampleRowView, VerdictChoice
 from app.views.review import ReviewChoicesView, ReviewFiguresView, ReviewFilterValues, ReviewItemView, accept_text
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
@@ -52,7 +52,7 @@ REVIEW_COLUMNS = [
 class ReviewFilters(QWidget):
     """Every filter of the review: emits the whole set (ReviewFilterValues) whenever one changes."""
 
-    changed = Signal(object)
+    changed = Signal(ReviewFilterValues)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -227,8 +227,8 @@ class LeadActions(QFrame):
 
 class ReviewView(QWidget):
     selection_changed = Signal(list)  # ids of the selected rows, current one first
-    filters_changed = Signal(object)  # ReviewFilterValues
-    verdict_submitted = Signal(object)  # the lead's VerdictChoice
+    filters_changed = Signal(ReviewFilterValues)
+    verdict_submitted = Signal(VerdictChoice)  # the lead's verdict
     return_requested = Signal(str)  # the comment
     accept_requested = Signal()
     threshold_requested = Signal(int)

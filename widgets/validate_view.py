@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.example import VerdictChoice
 from app.views.validate import ModelOutputView, QueueView, ValidationItemView
 from widgets.perturbation_view import DiffText
 from widgets.prediction_panel import ProbabilityBars
@@ -104,7 +105,7 @@ class ModelOutputBox(QFrame):
 class ValidateView(QWidget):
     reveal_requested = Signal()
     next_requested = Signal()
-    verdict_submitted = Signal(object)  # a VerdictChoice
+    verdict_submitted = Signal(VerdictChoice)
     skip_requested = Signal()
 
     def __init__(self, parent=None):

@@ -45,7 +45,7 @@ def tint(widget, background: str, foreground: str | None = None):
 
 
 class VerdictForm(QFrame):
-    submitted = Signal(object)  # a VerdictChoice
+    submitted = Signal(VerdictChoice)
     skipped = Signal()
 
     def __init__(self, parent=None, *, allow_skip: bool = True, title: str = "Your verdict"):
