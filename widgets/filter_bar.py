@@ -72,6 +72,9 @@ class FilterBar(QWidget):
             status=ExampleStatus(status) if status else None,
         )
 
+    def focus_search(self) -> None:
+        self.search.setFocus()
+
     def show_returned(self) -> None:
         """Only the working profile's examples that a lead returned."""
         self.author.setCurrentIndex(self.author.findData("returned"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Protocol
 
 from app.domain import ReviewAction, ValidationMode, ValidationState, Verdict
@@ -98,8 +98,7 @@ class ReviewFiguresView:
 
 def review_figures(summary: Mapping[str, int]) -> ReviewFiguresView:
     """``summary``: ReviewService.summary's counts."""
-    names = ReviewFiguresView.__slots__
-    return ReviewFiguresView(**{name: f"{summary.get(name, 0):,}" for name in names})
+    return ReviewFiguresView(**{f.name: f"{summary.get(f.name, 0):,}" for f in fields(ReviewFiguresView)})
 
 
 @dataclass(frozen=True, slots=True)
