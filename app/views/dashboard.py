@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from app.formatting import num, pct
 
@@ -169,7 +169,7 @@ class Table:
     rows: tuple[Row, ...] = ()
 
 
-def format_value(kind: str, value: object) -> str:
+def format_value(kind: str, value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     if kind == "int":
