@@ -263,6 +263,8 @@ def build_details(doc: Mapping, model_key: str, set_key: str, failing: Sequence[
                               for k, v in functionalities),
         targets=tuple(AccuracyBar(k, v["accuracy"], f"{pct(v['accuracy'])} of {v['n']}")
                       for k, v in (f.get("targets") or {}).items()),
-        failing=tuple(FailingCase(*(str(value) for value in row)) for row in rows),
+        failing=tuple(FailingCase(id=str(case_id), functionality=functionality, target=target, text=str(text),
+                                  gold=str(gold), predicted=str(predicted), confidence=confidence)
+                      for case_id, functionality, target, text, gold, predicted, confidence in rows),
         failing_table=grid(FAILING_HEADERS, rows),
     )
