@@ -141,13 +141,14 @@ def _sort(view, repeats: int) -> Result:
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
-    from app.gui.dashboard import annotator_rows
+    from app.gui.dashboard import figures_view
     from widgets.dashboard_view import FigureTableModel
 
     _app = QApplication.instance() or QApplication([])
     model = FigureTableModel()
-    columns, rows = annotator_rows(view)
-    model.set_rows(columns, rows)
+    table = figures_view(view, "round", False).annotators
+    columns, rows = table.columns, table.rows
+    model.set_table(table)
     cycle = iter(range(10**9))
 
     def sort():

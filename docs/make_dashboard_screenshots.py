@@ -43,7 +43,8 @@ def main() -> None:
 
         # A lead looks into one label and two writers, with the agreement panel in view.
         wait_for(controller, lambda: view.set_filter(label="neutral"))
-        rows = [i for i, r in enumerate(view.annotator_model.rows) if r["name"] in ("Amara Okafor", "Emil Sørensen")]
+        model = view.annotator_model
+        rows = [i for i in range(model.rowCount()) if model.index(i, 0).data() in ("Amara Okafor", "Emil Sørensen")]
         selection = view.annotator_table.selectionModel()
         for row in rows:
             wait_for(controller, lambda row=row: selection.select(

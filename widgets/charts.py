@@ -1,4 +1,5 @@
-"""pyqtgraph charts for the review dashboard. Views only: data comes in as plain lists; clicks
+"""pyqtgraph charts for the review dashboard. Views only: data comes in as typed bars and lines
+(:mod:`app.views.dashboard`); clicks
 go out as typed signals (the key of the bar, line or time range clicked).
 
 Readability choices: MER and vMER get separate charts (the same person's lines would sit on top
@@ -11,11 +12,14 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from html import escape
+from typing import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from app.views.dashboard import Bar, Line
 
 pg.setConfigOptions(antialias=True, background="w", foreground="#333")
 
@@ -162,13 +166,13 @@ class BarChart(ChartFrame):
         self._items: list = []
         self.plot.scene().sigMouseClicked.connect(self._clicked)
 
-    def set_bars(self, bars: list[tuple[str, str, float, float | None]], selected: set[str] = frozenset()) -> None:
-        """(key, name, value, second value or None) per bar; selected bars are outlined."""
+    def set_bars(self, bars: Sequence[Bar], selected: set[str] = frozenset()) -> None:
+        """A bar (or a pair, where ``second`` is set) per category; selected bars are outlined."""
         for item in self._items:
             self.plot.removeItem(item)
         self._items = []
-        self.keys = [b[0] for b in bars]
-        self.values = [(b[2], b[3]) for b in bars]
+        self.keys = [b.key for b in bars]
+        self.values = [(b.value, b.second) for b in bars]
         self.selected = set(selected)
         if not bars:
             self.set_legend([])
@@ -177,66 +181,66 @@ class BarChart(ChartFrame):
             return
         self.empty.setText("")
         if self.horizontal:
-            self._horizontal(bars, pens=[pg.mkPen("#222", width=2.5) if b[0] in self.selected else pg.mkPen(None)
+            self._horizontal(bars, pens=[pg.mkPen("#222", width=2.5) if b.key in self.selected else pg.mkPen(None)
                                          for b in bars])
             return
-        paired = any(b[3] is not None for b in bars)
+        paired = any(b.second is not None for b in bars)
         width = 0.38 if paired else 0.7
         xs = list(range(len(bars)))
-        pens = [pg.mkPen("#222", width=2.5) if b[0] in self.selected else pg.mkPen(None) for b in bars]
+        pens = [pg.mkPen("#222", width=2.5) if b.key in self.selected else pg.mkPen(None) for b in bars]
 
         def shade(base: QColor) -> list[QColor]:  # with a bar chosen, the others fade
             faded = QColor(base)
             faded.setAlpha(90)
-            return [base if not self.selected or b[0] in self.selected else faded for b in bars]
+            return [base if not self.selected or b.key in self.selected else faded for b in bars]
 
-        first = pg.BarGraphItem(x=[x - (width / 2 if paired else 0) for x in xs], height=[b[2] for b in bars],
+        first = pg.BarGraphItem(x=[x - (width / 2 if paired else 0) for x in xs], height=[b.value for b in bars],
                                 width=width, brushes=shade(color(0)), pens=pens)
         self._add(first)
         if paired:
-            second = pg.BarGraphItem(x=[x + width / 2 for x in xs], height=[b[3] or 0 for b in bars], width=width,
+            second = pg.BarGraphItem(x=[x + width / 2 for x in xs], height=[b.second or 0 for b in bars], width=width,
                                      brushes=shade(QColor(SECOND)), pens=pens)
             self._add(second)
             self.set_legend([(self.names[0], color(0)), (self.names[1], QColor(SECOND))] if self.names else [])
         else:
             self.set_legend([])
-        top = max([b[2] for b in bars] + [b[3] or 0 for b in bars] + [1e-9])
+        top = max([b.value for b in bars] + [b.second or 0 for b in bars] + [1e-9])
         font = QFont()
         font.setPointSize(8)
         for x, bar in enumerate(bars):
-            for offset, value in ((-width / 2 if paired else 0, bar[2]), (width / 2, bar[3])):
+            for offset, value in ((-width / 2 if paired else 0, bar.value), (width / 2, bar.second)):
                 if value is None:
                     continue
                 label = pg.TextItem(self._format(value), color="#333", anchor=(0.5, 1))
                 label.setFont(font)
                 label.setPos(x + offset, value)
                 self._add(label)
-        ticks = [(x, self._short(b[1])) for x, b in enumerate(bars)]
+        ticks = [(x, self._short(b.name)) for x, b in enumerate(bars)]
         self.plot.getAxis("bottom").setTicks([ticks])
         self.plot.setXRange(-0.6, len(bars) - 0.4, padding=0)
         self.plot.setYRange(0, (1.0 if self.rate else top) * 1.18, padding=0)
         self.plot.getAxis("left").setTicks([[(v, f"{v:.0%}") for v in (0, 0.25, 0.5, 0.75, 1.0)]] if self.rate else None)
 
-    def _horizontal(self, bars, pens) -> None:
+    def _horizontal(self, bars: Sequence[Bar], pens) -> None:
         """First bar on top; value labels at the bars' ends."""
         n = len(bars)
         faded = QColor(color(0))
         faded.setAlpha(90)
-        brushes = [color(0) if not self.selected or b[0] in self.selected else faded for b in bars]
-        self._add(pg.BarGraphItem(x0=0, y=[n - 1 - i for i in range(n)], height=0.7, width=[b[2] for b in bars],
+        brushes = [color(0) if not self.selected or b.key in self.selected else faded for b in bars]
+        self._add(pg.BarGraphItem(x0=0, y=[n - 1 - i for i in range(n)], height=0.7, width=[b.value for b in bars],
                                   brushes=brushes, pens=pens))
         font = QFont()
         font.setPointSize(8)
         for i, bar in enumerate(bars):
-            label = pg.TextItem(self._format(bar[2]), color="#333", anchor=(0, 0.5))
+            label = pg.TextItem(self._format(bar.value), color="#333", anchor=(0, 0.5))
             label.setFont(font)
-            label.setPos(bar[2], n - 1 - i)
+            label.setPos(bar.value, n - 1 - i)
             self._add(label)
         self.set_legend([])
-        self.plot.getAxis("left").setTicks([[(n - 1 - i, self._short(b[1])) for i, b in enumerate(bars)]])
+        self.plot.getAxis("left").setTicks([[(n - 1 - i, self._short(b.name)) for i, b in enumerate(bars)]])
         self.plot.getAxis("bottom").setTicks(None)
         self.plot.showGrid(x=True, y=False, alpha=0.25)
-        top = max([b[2] for b in bars] + [1e-9])
+        top = max([b.value for b in bars] + [1e-9])
         self.plot.setYRange(-0.6, n - 0.4, padding=0)
         self.plot.setXRange(0, top * 1.2, padding=0)
 
@@ -282,9 +286,8 @@ class LineChart(ChartFrame):
         self.lines: dict[str, tuple[list[float], list[float]]] = {}
         self._items: list = []
 
-    def set_lines(self, xs: list[float], lines: list[tuple[str, str, list[float]]], *, note: str = "",
-                  fill: bool = False) -> None:
-        """Shared x values (unix seconds) and (key, name, y values with NaN gaps) per line."""
+    def set_lines(self, xs: Sequence[float], lines: Sequence[Line], *, note: str = "", fill: bool = False) -> None:
+        """Shared x values (unix seconds) and a line (y values with NaN gaps) per key."""
         for item in self._items:
             self.plot.removeItem(item)
         self._items = []
@@ -296,7 +299,8 @@ class LineChart(ChartFrame):
         self.empty.setText("")
         entries = []
         top = 0.0
-        for i, (key, name, ys) in enumerate(lines):
+        for i, line in enumerate(lines):
+            key, name, ys = line.key, line.name, line.values
             c = color(i)
             points = [(x, y) for x, y in zip(xs, ys) if not (y is None or math.isnan(y))]
             if not points:

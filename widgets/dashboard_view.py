@@ -1,13 +1,13 @@
 """The review dashboard: filters, the per-annotator table, a breakdown, agreement among
 validators and charts. A view only: figures come in through :meth:`DashboardView.show_figures`
-as plain data; what the user asks for goes out as signals."""
+as a typed, formatted :class:`app.views.dashboard.FiguresView`; what the user asks for goes out as
+signals (the filter as :class:`app.views.dashboard.FilterValues`)."""
 
 from __future__ import annotations
 
-import math
+from dataclasses import replace
 from datetime import datetime, timezone
 from html import escape
-from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction
@@ -28,42 +28,35 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.dashboard import (
+    AgreementView,
+    Column,
+    FiguresView,
+    FilterChoices,
+    FilterValues,
+    Line,
+    Row,
+    Table,
+    facet_values,
+)
 from widgets.charts import BarChart, ChartFrame, LineChart
 from widgets.page_tabs import PageScroll
 
 PERIODS = [("All time", None), ("Last 7 days", 7), ("Last 30 days", 30), ("Last 90 days", 90)]
 
 
-def format_value(kind: str, value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if kind == "int":
-        return f"{int(value):,}"
-    if kind == "rate":
-        return f"{value:.1%}"
-    if kind == "float1":
-        return f"{value:,.1f}"
-    if kind == "kappa":
-        return f"{value:.2f}"
-    if kind == "seconds":
-        seconds = int(round(value))
-        return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
-    return str(value)
-
-
 class FigureTableModel(QAbstractTableModel):
-    """Rows of figures (dicts with a 'key'), formatted per column kind; sorts itself, empty
-    figures last whatever the order."""
+    """A table of formatted figures; sorts itself, empty figures last whatever the order."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.columns: list[tuple[str, str, str, str]] = []
-        self.rows: list[dict] = []
+        self.columns: tuple[Column, ...] = ()
+        self.rows: tuple[Row, ...] = ()
         self._sort: tuple[int, Qt.SortOrder] | None = None
 
-    def set_rows(self, columns: list[tuple[str, str, str, str]], rows: list[dict]) -> None:
+    def set_table(self, table: Table) -> None:
         self.beginResetModel()
-        self.columns, self.rows = list(columns), list(rows)
+        self.columns, self.rows = table.columns, table.rows
         if self._sort is not None and self._sort[0] < len(self.columns):
             self._sort_rows(*self._sort)
         self.endResetModel()
@@ -77,24 +70,23 @@ class FigureTableModel(QAbstractTableModel):
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
-        name, _header, kind, _tip = self.columns[index.column()]
-        row = self.rows[index.row()]
-        value = row.get(name)
+        column = self.columns[index.column()]
+        value = self.rows[index.row()].cells[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return format_value(kind, value)
-        if role == Qt.ItemDataRole.TextAlignmentRole and kind != "text":
+            return value.text
+        if role == Qt.ItemDataRole.TextAlignmentRole and not column.text:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ToolTipRole and kind == "text":
-            return str(value)
+        if role == Qt.ItemDataRole.ToolTipRole and column.text:
+            return value.text
         return None
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation != Qt.Orientation.Horizontal or section >= len(self.columns):
             return None
         if role == Qt.ItemDataRole.DisplayRole:
-            return self.columns[section][1]
+            return self.columns[section].header
         if role == Qt.ItemDataRole.ToolTipRole:
-            return self.columns[section][3] or None
+            return self.columns[section].tip or None
         return None
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
@@ -106,19 +98,13 @@ class FigureTableModel(QAbstractTableModel):
         self.layoutChanged.emit()
 
     def _sort_rows(self, column: int, order) -> None:
-        name, _header, kind, _tip = self.columns[column]
-        present = [r for r in self.rows if r.get(name) is not None]
-        missing = [r for r in self.rows if r.get(name) is None]
-
-        def key(row):
-            value = row[name]
-            return value.casefold() if isinstance(value, str) else value
-
-        present.sort(key=key, reverse=order == Qt.SortOrder.DescendingOrder)
-        self.rows = present + missing
+        present = [r for r in self.rows if r.cells[column].sort is not None]
+        missing = [r for r in self.rows if r.cells[column].sort is None]
+        present.sort(key=lambda row: row.cells[column].sort, reverse=order == Qt.SortOrder.DescendingOrder)
+        self.rows = tuple(present + missing)
 
     def key_at(self, row: int) -> str | None:
-        return self.rows[row].get("key") if 0 <= row < len(self.rows) else None
+        return self.rows[row].key or None if 0 <= row < len(self.rows) else None
 
 
 def _table(model: FigureTableModel, name: str) -> QTableView:
@@ -142,9 +128,9 @@ def _heading(text: str) -> QLabel:
 
 
 class DashboardView(QWidget):
-    filters_changed = Signal(dict)
+    filters_changed = Signal(FilterValues)
     breakdown_changed = Signal(str)
-    chart_people_changed = Signal(list)  # person keys whose MER lines to draw; empty: the most productive
+    chart_people_changed = Signal(tuple)  # person keys whose MER lines to draw; empty: the most productive
     export_requested = Signal(str, str)  # what, path
     shown = Signal()
 
@@ -155,8 +141,7 @@ class DashboardView(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self._values: dict = {"round": None, "author": None, "label": None, "facets": {}, "since": None,
-                              "until": None, "period": None}
+        self._values = FilterValues()
         self._facet_titles: dict[str, str] = {}
         self._bin_seconds = 86400.0
         self._building = False
@@ -310,53 +295,54 @@ class DashboardView(QWidget):
         return [c for _, c in self._filter_widgets] + list(self.facet_combos.values()) + [
             self.period_combo, self.clear_button, self.summary, self.export_button]
 
-    def set_choices(self, rounds: list[tuple[str, str]], people: list[tuple[str, str]], labels: list[str],
-                    facets: dict[str, tuple[str, list[str]]]) -> None:
-        """Filter choices: (key, name) of rounds and people, labels, and per choice metadata field
-        its title and values. Current choices stay when still offered."""
+    def show_choices(self, choices: FilterChoices) -> None:
+        """Filter choices: rounds, people, labels, and per choice metadata field its title and
+        values. Current choices stay when still offered."""
         self._building = True
         try:
-            for combo, items in ((self.round_combo, rounds), (self.author_combo, people),
-                                 (self.label_combo, [(label, label) for label in labels])):
+            for combo, items in ((self.round_combo, [(c.key, c.name) for c in choices.rounds]),
+                                 (self.author_combo, [(c.key, c.name) for c in choices.people]),
+                                 (self.label_combo, [(label, label) for label in choices.labels])):
                 current = combo.currentData()
                 combo.clear()
                 combo.addItem("All", None)
                 for key, name in items:
                     combo.addItem(name, key)
                 combo.setCurrentIndex(max(0, combo.findData(current)))
-            if set(facets) != set(self.facet_combos):
+            names = [f.name for f in choices.facets]
+            if set(names) != set(self.facet_combos):
                 for combo in self.facet_combos.values():
                     combo.deleteLater()
                 self.facet_combos = {}
-                for name in facets:
+                for name in names:
                     combo = QComboBox(objectName=f"dashboard-facet-{name}")
                     combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
                     combo.setMinimumContentsLength(8)
                     combo.currentIndexChanged.connect(self._combo_changed)
                     self.facet_combos[name] = combo
-            self._facet_titles = {name: title for name, (title, _values) in facets.items()}
-            for name, (_title, values) in facets.items():
-                combo = self.facet_combos[name]
+            self._facet_titles = {f.name: f.title for f in choices.facets}
+            for facet in choices.facets:
+                combo = self.facet_combos[facet.name]
                 current = combo.currentData()
                 combo.clear()
                 combo.addItem("All", None)
-                for value in values:
+                for value in facet.values:
                     combo.addItem(value, value)
                 combo.setCurrentIndex(max(0, combo.findData(current)))
             self._lay_out_filters()
-            self._sync_facet_charts(facets)
+            self._sync_facet_charts(names)
         finally:
             self._building = False
 
-    def _sync_facet_charts(self, facets: dict[str, tuple[str, list[str]]]) -> None:
-        if list(facets) == list(self.facet_charts):
+    def _sync_facet_charts(self, names: list[str]) -> None:
+        if names == list(self.facet_charts):
             return
         for chart in self.facet_charts.values():
             self.chart_grid.removeWidget(chart)
             chart.deleteLater()
         self.facet_charts = {}
-        for column, (name, (title, _values)) in enumerate(facets.items(), start=1):
-            chart = BarChart(f"{title} (submitted examples)", horizontal=True)
+        for column, name in enumerate(names, start=1):
+            chart = BarChart(f"{self._facet_titles[name]} (submitted examples)", horizontal=True)
             chart.bar_clicked.connect(lambda key, name=name: self._toggle_facet(name, key))
             self.facet_charts[name] = chart
             self.chart_grid.addWidget(chart, 1, column)
@@ -365,15 +351,14 @@ class DashboardView(QWidget):
     def _combo_changed(self, *_args) -> None:
         if self._building:
             return
-        self._values["round"] = self.round_combo.currentData()
-        self._values["author"] = self.author_combo.currentData()
-        self._values["label"] = self.label_combo.currentData()
-        self._values["facets"] = {name: c.currentData() for name, c in self.facet_combos.items() if c.currentData()}
+        self._values = replace(
+            self._values, round=self.round_combo.currentData(), author=self.author_combo.currentData(),
+            label=self.label_combo.currentData(),
+            facets=facet_values((name, c.currentData()) for name, c in self.facet_combos.items()))
         if self.period_combo.currentIndex() < len(PERIODS):  # beyond them: a range picked on the backlog chart
             days = self.period_combo.currentData()
-            self._values["since"] = (datetime.now(timezone.utc).timestamp() - days * 86400) if days else None
-            self._values["until"] = None
-            self._values["period"] = None
+            since = (datetime.now(timezone.utc).timestamp() - days * 86400) if days else None
+            self._values = replace(self._values, since=since, until=None, period=None)
             while self.period_combo.count() > len(PERIODS):
                 self.period_combo.removeItem(len(PERIODS))
         self._emit()
@@ -381,22 +366,24 @@ class DashboardView(QWidget):
     def _emit(self) -> None:
         self.filters_changed.emit(self.values())
 
-    def values(self) -> dict:
-        return {**self._values, "facets": dict(self._values["facets"])}
+    def values(self) -> FilterValues:
+        return self._values
 
     def _select(self, combo: QComboBox, key) -> None:
         combo.setCurrentIndex(max(0, combo.findData(key)))
 
     def set_filter(self, **changes) -> None:
         """Change filters as chart clicks do (round, author, label, facets, since/until) and emit once."""
+        if "facets" in changes:
+            changes["facets"] = facet_values(changes["facets"])
         self._building = True
         try:
-            self._values.update(changes)
-            self._select(self.round_combo, self._values["round"])
-            self._select(self.author_combo, self._values["author"])
-            self._select(self.label_combo, self._values["label"])
+            self._values = replace(self._values, **changes)
+            self._select(self.round_combo, self._values.round)
+            self._select(self.author_combo, self._values.author)
+            self._select(self.label_combo, self._values.label)
             for name, combo in self.facet_combos.items():
-                self._select(combo, self._values["facets"].get(name))
+                self._select(combo, self._values.facet(name))
             if "since" in changes or "until" in changes:
                 self._show_period()
         finally:
@@ -406,22 +393,22 @@ class DashboardView(QWidget):
     def _show_period(self) -> None:
         while self.period_combo.count() > len(PERIODS):
             self.period_combo.removeItem(len(PERIODS))
-        since, until = self._values["since"], self._values["until"]
+        since, until = self._values.since, self._values.until
         if since is None and until is None:
             self.period_combo.setCurrentIndex(0)
             return
         fmt = "%d %b %Y %H:%M" if self._bin_seconds < 86400 else "%d %b %Y"
         start = datetime.fromtimestamp(since, timezone.utc).strftime(fmt) if since else "…"
         end = datetime.fromtimestamp(until, timezone.utc).strftime(fmt) if until else "now"
-        self._values["period"] = f"{start} – {end}"
+        self._values = replace(self._values, period=f"{start} – {end}")
         self.period_combo.addItem(f"Submitted {start} – {end}", "range")
         self.period_combo.setCurrentIndex(len(PERIODS))
 
     def _toggle(self, what: str, key: str) -> None:
-        self.set_filter(**{what: None if self._values.get(what) == key else key})
+        self.set_filter(**{what: None if getattr(self._values, what) == key else key})
 
     def _toggle_facet(self, name: str, key: str) -> None:
-        facets = dict(self._values["facets"])
+        facets = dict(self._values.facets)
         if facets.get(name) == key:
             facets.pop(name)
         else:
@@ -431,7 +418,7 @@ class DashboardView(QWidget):
     def _backlog_clicked(self, _key: str, x: float) -> None:
         """A backlog point stands for the examples submitted in its time bin (which ends at x)."""
         since = x - self._bin_seconds
-        if self._values["since"] == since and self._values["until"] == x:
+        if self._values.since == since and self._values.until == x:
             self.set_filter(since=None, until=None)
         else:
             self.set_filter(since=since, until=x)
@@ -440,7 +427,7 @@ class DashboardView(QWidget):
         """Back to no filters without asking for figures (another task's choices are coming)."""
         self._building = True
         try:
-            self._values.update(round=None, author=None, label=None, facets={}, since=None, until=None, period=None)
+            self._values = FilterValues()
             for combo in (self.round_combo, self.author_combo, self.label_combo, self.period_combo,
                           *self.facet_combos.values()):
                 combo.setCurrentIndex(0)
@@ -450,7 +437,7 @@ class DashboardView(QWidget):
             self._building = False
 
     def clear_filters(self) -> None:
-        self.set_filter(round=None, author=None, label=None, facets={}, since=None, until=None)
+        self.set_filter(round=None, author=None, label=None, facets=(), since=None, until=None)
 
     def _breakdown_chosen(self, *_args) -> None:
         if not self._building and self.breakdown_combo.currentData():
@@ -458,7 +445,7 @@ class DashboardView(QWidget):
 
     def _people_selected(self, *_args) -> None:
         rows = sorted({index.row() for index in self.annotator_table.selectionModel().selectedRows()})
-        self.chart_people_changed.emit([k for k in (self.annotator_model.key_at(r) for r in rows) if k])
+        self.chart_people_changed.emit(tuple(k for k in (self.annotator_model.key_at(r) for r in rows) if k))
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -470,42 +457,43 @@ class DashboardView(QWidget):
 
     # --- figures ---------------------------------------------------------------------------
 
-    def show_figures(self, data: dict) -> None:
-        """Show everything computed for the current filter (see app/gui/dashboard.py for the keys)."""
-        self._bin_seconds = data.get("bin_seconds", 86400.0)
-        self.summary.setText(data["summary"])
-        self.threshold_warning.setText(data.get("threshold_warning") or "")
-        self.threshold_warning.setVisible(bool(data.get("threshold_warning")))
+    def show_loading(self) -> None:
+        """The first build reads every example: say so until the figures come."""
+        self.summary.setText("Loading the figures…")
+
+    def show_figures(self, figures: FiguresView) -> None:
+        """Show everything computed for the current filter."""
+        self._bin_seconds = figures.bin_seconds
+        self.summary.setText(figures.summary)
+        self.threshold_warning.setText(figures.threshold_warning)
+        self.threshold_warning.setVisible(bool(figures.threshold_warning))
         selected = [self.annotator_model.key_at(i.row()) for i in self.annotator_table.selectionModel().selectedRows()]
-        self.annotator_model.set_rows(data["annotator_columns"], data["annotators"])
+        self.annotator_model.set_table(figures.annotators)
         self.annotator_table.resizeColumnsToContents()
         self._reselect(selected)
         self._building = True
         try:
-            current = data["breakdown"]
             self.breakdown_combo.clear()
-            for name, title in data["breakdown_titles"].items():
-                self.breakdown_combo.addItem(title, name)
-            self.breakdown_combo.setCurrentIndex(max(0, self.breakdown_combo.findData(current)))
+            for choice in figures.breakdowns:
+                self.breakdown_combo.addItem(choice.name, choice.key)
+            self.breakdown_combo.setCurrentIndex(max(0, self.breakdown_combo.findData(figures.breakdown)))
         finally:
             self._building = False
-        self.breakdown_model.set_rows(data["breakdown_columns"], data["breakdown_rows"])
+        self.breakdown_model.set_table(figures.breakdown_table)
         self.breakdown_table.resizeColumnsToContents()
-        self._show_agreement(data["agreement"])
-        people = data["series"]
-        note = "" if data.get("chart_people_chosen") else (
-            f"top {len(people)} by examples; select rows to choose" if people else "")
-        self.mer_chart.set_lines(data["time_edges"], [(k, n, mer) for k, n, mer, _ in people], note=note)
-        self.vmer_chart.set_lines(data["time_edges"], [(k, n, vmer) for k, n, _, vmer in people], note=note)
+        self._show_agreement(figures.agreement)
+        note = figures.people_note
+        self.mer_chart.set_lines(figures.time_edges, figures.mer_lines, note=note)
+        self.vmer_chart.set_lines(figures.time_edges, figures.vmer_lines, note=note)
         self.people_legend.setText(self.mer_chart.legend.text())
         self.mer_chart.legend.hide()
         self.vmer_chart.legend.hide()
-        self.round_chart.set_bars(data["rounds"], {self._values["round"]} - {None})
-        self.backlog_chart.set_lines(data["backlog_times"], [("backlog", "Backlog", data["backlog"])], fill=True,
+        self.round_chart.set_bars(figures.rounds, {self._values.round} - {None})
+        self.backlog_chart.set_lines(figures.backlog_times, [Line("backlog", "Backlog", figures.backlog)], fill=True,
                                      note="submitted, not yet decided")
-        self.label_chart.set_bars(data["labels"], {self._values["label"]} - {None})
+        self.label_chart.set_bars(figures.labels, {self._values.label} - {None})
         for name, chart in self.facet_charts.items():
-            chart.set_bars(data["facets"].get(name, []), {self._values["facets"].get(name)} - {None})
+            chart.set_bars(figures.facet(name), {self._values.facet(name)} - {None})
 
     def _reselect(self, keys: list) -> None:
         if not keys:
@@ -513,30 +501,29 @@ class DashboardView(QWidget):
         selection = self.annotator_table.selectionModel()
         selection.blockSignals(True)
         for row, data in enumerate(self.annotator_model.rows):
-            if data.get("key") in keys:
+            if data.key in keys:
                 selection.select(self.annotator_model.index(row, 0),
                                  selection.SelectionFlag.Select | selection.SelectionFlag.Rows)
         selection.blockSignals(False)
 
-    def _show_agreement(self, agreement: dict) -> None:
-        def fmt(value):
-            return "—" if value is None else f"{value:.2f}"
-
+    def _show_agreement(self, agreement: AgreementView) -> None:
         parts = [
-            f"Fleiss' κ <b>{fmt(agreement['fleiss'])}</b> over {agreement['fleiss_items']:,} examples with two or "
+            f"Fleiss' κ <b>{agreement.fleiss}</b> over {agreement.fleiss_items:,} examples with two or "
             f"more verdicts",
-            f"Krippendorff's α <b>{fmt(agreement['alpha'])}</b> (nominal; {agreement['ratings']:,} peer verdicts)",
+            f"Krippendorff's α <b>{agreement.alpha}</b> (nominal; {agreement.ratings:,} peer verdicts)",
         ]
-        hint = agreement.get("interpretation")
-        if hint:
-            parts.append(f"<span style='color:#555'>{escape(hint)}</span>")
+        if agreement.interpretation:
+            parts.append(f"<span style='color:#555'>{escape(agreement.interpretation)}</span>")
         parts.append(f"<span style='color:#555'>Cohen's κ for each pair sharing at least "
-                     f"{agreement['min_overlap']} examples ({len(agreement['pairs'])} pairs), lowest first:</span>")
+                     f"{agreement.min_overlap} examples ({len(agreement.pairs.rows)} pairs), lowest first:</span>")
         self.agreement_label.setText("<br>".join(parts))
-        self.pair_model.set_rows(agreement["columns"], agreement["pairs"])
+        self.pair_model.set_table(agreement.pairs)
         self.pair_table.resizeColumnsToContents()
 
     # --- export ----------------------------------------------------------------------------
+
+    def chart_names(self) -> tuple[str, ...]:
+        return tuple(self.charts())
 
     def charts(self) -> dict[str, ChartFrame]:
         charts = {"mer_over_time": self.mer_chart, "vmer_over_time": self.vmer_chart,

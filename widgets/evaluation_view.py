@@ -1,10 +1,13 @@
 """The Evaluate tab: pick models and data, run, and read the results (a view only).
 
-Data comes in as plain dicts from the controller (app/gui/evaluation.py); the view asks for
-work through signals. Charts are pyqtgraph bar charts.
+Data comes in as typed view-models (app/views/evaluation.py) from the controller
+(app/gui/evaluation.py), text already formatted; the view asks for work through signals carrying
+typed values. Charts are pyqtgraph bar charts.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -35,18 +38,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.evaluation import (
+    AccuracyBar,
+    DetailsView,
+    EvaluationSettings,
+    FailingCase,
+    Grid,
+    ModelChoice,
+    OverviewView,
+    Weight,
+)
 from widgets.page_tabs import ColumnScroll
-
-DIMENSIONS = ("performance", "throughput", "memory", "fairness", "robustness")
-DEFAULT_WEIGHTS = {"performance": 4.0, "throughput": 1.0, "memory": 1.0, "fairness": 1.0, "robustness": 1.0}
-
-
-def pct(value) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def num(value, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
 
 
 def shade(value) -> QColor:
@@ -76,23 +78,23 @@ class BarChart(pg.PlotWidget):
             self.plotItem.getAxis(axis).setPen("#888")
         self.items: list[tuple[str, float]] = []
 
-    def show_bars(self, items: list[tuple[str, float | None, str]]) -> None:
-        """(name, accuracy 0..1, note) per row, in the order given (top first)."""
+    def show_bars(self, bars: Sequence[AccuracyBar]) -> None:
+        """A row per bar, in the order given (top first)."""
         self.plotItem.clear()
-        self.items = [(name, value) for name, value, _ in items]
-        n = len(items)
+        self.items = [(bar.name, bar.accuracy) for bar in bars]
+        n = len(bars)
         if not n:
             return
         ys = [n - 1 - i for i in range(n)]
-        values = [100 * (v or 0.0) for _, v, _ in items]
-        brushes = [QBrush(shade(v)) for _, v, _ in items]
+        values = [100 * (bar.accuracy or 0.0) for bar in bars]
+        brushes = [QBrush(shade(bar.accuracy)) for bar in bars]
         self.plotItem.addItem(pg.BarGraphItem(x0=[0] * n, y=ys, height=0.72, width=values, brushes=brushes,
                                               pen=pg.mkPen("#777", width=0.5)))
-        for y, (name, value, note) in zip(ys, items):
-            label = pg.TextItem(f"{pct(value)} {note}", color="#222", anchor=(0, 0.5))
-            label.setPos(100 * (value or 0.0) + 1, y)  # right of the bar; the axis leaves room up to 125
+        for y, bar in zip(ys, bars):
+            label = pg.TextItem(bar.label, color="#222", anchor=(0, 0.5))
+            label.setPos(100 * (bar.accuracy or 0.0) + 1, y)  # right of the bar; the axis leaves room up to 125
             self.plotItem.addItem(label)
-        self.plotItem.getAxis("left").setTicks([[(y, name) for y, (name, _, _) in zip(ys, items)]])
+        self.plotItem.getAxis("left").setTicks([[(y, bar.name) for y, bar in zip(ys, bars)]])
         self.plotItem.getAxis("bottom").setTicks([[(x, str(x)) for x in range(0, 101, 20)]])
         self.plotItem.setXRange(0, 125, padding=0)
         self.plotItem.setYRange(-0.6, n - 0.4, padding=0)
@@ -100,11 +102,11 @@ class BarChart(pg.PlotWidget):
 
 
 class EvaluationView(QWidget):
-    run_requested = Signal(dict)  # the settings: models, rounds, suite, data, options, weights
+    run_requested = Signal(EvaluationSettings)
     cancel_requested = Signal()
     model_changed = Signal(str)  # the model whose details to show
     set_changed = Signal(str)  # the evaluation set whose details to show
-    case_opened = Signal(dict)  # a failing case, to open in the workspace
+    case_opened = Signal(FailingCase)  # to open in the workspace
     report_requested = Signal()
 
     def __init__(self, parent=None):
@@ -126,13 +128,8 @@ class EvaluationView(QWidget):
                                  "where it is. Test cases found in it are reported in red.")
         self.identity_swap = QCheckBox("Identity swap (fairness)", objectName="identity-swap", checked=True)
         self.robustness = QCheckBox("Spelling perturbations (robustness)", objectName="robustness", checked=True)
-        self.weights = {}
-        weights_form = QFormLayout()
-        for name in DIMENSIONS:
-            box = QDoubleSpinBox(objectName=f"weight-{name}", minimum=0.0, maximum=100.0, singleStep=0.5,
-                                 value=DEFAULT_WEIGHTS[name], decimals=1)
-            self.weights[name] = box
-            weights_form.addRow(name.capitalize(), box)
+        self.weights: dict[str, QDoubleSpinBox] = {}  # per dimension of the score (show_weights)
+        self._weights_form = weights_form = QFormLayout()
         self.run_button = QPushButton("&Evaluate", objectName="run")
         self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel", objectName="cancel", enabled=False)
@@ -233,7 +230,7 @@ class EvaluationView(QWidget):
         layout.addWidget(splitter)
         self.run_button.clicked.connect(self._run_clicked)
         self.cancel_button.clicked.connect(self.cancel_requested)
-        self.failing_rows: list[dict] = []
+        self.failing_rows: tuple[FailingCase, ...] = ()
         self.set_running(False)
 
     # --- building blocks -------------------------------------------------------------------
@@ -263,19 +260,19 @@ class EvaluationView(QWidget):
         return table
 
     @staticmethod
-    def _fill(table: QTableWidget, headers: list[str], rows: list[list], colours: list[list] | None = None,
-              stretch: int | None = None, max_width: int = 320) -> None:
+    def _fill(table: QTableWidget, grid: Grid, stretch: int | None = None, max_width: int = 320) -> None:
+        headers, rows = list(grid.headers), grid.rows
         table.clear()
         table.setColumnCount(len(headers))
         table.setRowCount(len(rows))
         table.setHorizontalHeaderLabels(headers)
         for r, row in enumerate(rows):
             for c, value in enumerate(row):
-                item = QTableWidgetItem(str(value))
-                if isinstance(value, str) and value[:1].isdigit() or value == "–":
+                item = QTableWidgetItem(value.text)
+                if value.right:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if colours and colours[r][c] is not None:
-                    item.setBackground(QBrush(shade(colours[r][c])))
+                if value.shade is not None:
+                    item.setBackground(QBrush(shade(value.shade)))
                     item.setForeground(QBrush(QColor("#111")))
                 table.setItem(r, c, item)
         table.resizeColumnsToContents()
@@ -286,31 +283,41 @@ class EvaluationView(QWidget):
             table.horizontalHeaderItem(column).setToolTip(headers[column])
         for r, row in enumerate(rows):
             for c, value in enumerate(row):
-                if len(str(value)) > 40:
-                    table.item(r, c).setToolTip(str(value))
+                if len(value.text) > 40:
+                    table.item(r, c).setToolTip(value.text)
         if stretch is not None and headers:
             header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
 
     # --- input ---------------------------------------------------------------------------------
 
-    def set_models(self, models: list[dict]) -> None:
-        """{"key", "name", "detail", "checked"} per choice; a choice with "formats" (the same
-        choices, one per format of one model) lists them under its name."""
+    def show_weights(self, weights: Sequence[Weight]) -> None:
+        """A box per dimension of the score, at its default weight."""
+        for weight in weights:
+            if weight.dimension in self.weights:
+                continue
+            box = QDoubleSpinBox(objectName=f"weight-{weight.dimension}", minimum=0.0, maximum=100.0,
+                                 singleStep=0.5, value=weight.default, decimals=1)
+            self.weights[weight.dimension] = box
+            self._weights_form.addRow(weight.title, box)
+
+    def show_models(self, models: Sequence[ModelChoice]) -> None:
+        """The model choices; a choice with formats (one per format of one model) lists them under
+        its name. What the user ticked stays ticked."""
         checked = set(self.checked_models())
         self.models.clear()
 
-        def add(parent, model: dict) -> QTreeWidgetItem:
-            item = QTreeWidgetItem(parent, [model["name"]])
-            item.setToolTip(0, model.get("detail", ""))
-            item.setData(0, Qt.ItemDataRole.UserRole, model["key"])
+        def add(parent, model: ModelChoice) -> QTreeWidgetItem:
+            item = QTreeWidgetItem(parent, [model.name])
+            item.setToolTip(0, model.detail)
+            item.setData(0, Qt.ItemDataRole.UserRole, model.key)
             flags = item.flags() | Qt.ItemFlag.ItemIsUserCheckable
-            item.setFlags(flags | Qt.ItemFlag.ItemIsAutoTristate if model.get("formats") else flags)
-            if not model.get("formats"):
-                on = model["key"] in checked if checked else model.get("checked", False)
+            item.setFlags(flags | Qt.ItemFlag.ItemIsAutoTristate if model.formats else flags)
+            if not model.formats:
+                on = model.key in checked if checked else model.checked
                 item.setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
             else:
                 item.setCheckState(0, Qt.CheckState.Unchecked)
-            for child in model.get("formats") or []:
+            for child in model.formats:
                 add(item, child)
             return item
 
@@ -344,21 +351,19 @@ class EvaluationView(QWidget):
             if item.data(0, Qt.ItemDataRole.UserRole) == key:
                 item.setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
 
-    def settings(self) -> dict:
-        return {
-            "models": self.checked_models(),
-            "rounds": self.rounds.isChecked(), "suite": self.suite.text().strip(), "data": self.data.text().strip(),
-            "training_data": self.training.text().strip(),
-            "identity_swap": self.identity_swap.isChecked(), "robustness": self.robustness.isChecked(),
-            "weights": {name: box.value() for name, box in self.weights.items()},
-        }
+    def settings(self) -> EvaluationSettings:
+        return EvaluationSettings(
+            models=tuple(self.checked_models()), rounds=self.rounds.isChecked(), suite=self.suite.text().strip(),
+            data=self.data.text().strip(), training_data=self.training.text().strip(),
+            identity_swap=self.identity_swap.isChecked(), robustness=self.robustness.isChecked(),
+            weights=tuple((name, box.value()) for name, box in self.weights.items()))
 
     def _run_clicked(self) -> None:
         settings = self.settings()
-        if not settings["models"]:
+        if not settings.models:
             self.set_status("Tick at least one model to evaluate.", error=True)
             return
-        if not (settings["rounds"] or settings["suite"] or settings["data"]):
+        if not (settings.rounds or settings.suite or settings.data):
             self.set_status("Choose what to evaluate on: the rounds, a suite or a data file.", error=True)
             return
         self.run_requested.emit(settings)
@@ -381,39 +386,39 @@ class EvaluationView(QWidget):
 
     # --- results ---------------------------------------------------------------------------------
 
-    def show_overview(self, overview: dict) -> None:
+    def set_report_ready(self, ready: bool) -> None:
+        self.report_button.setEnabled(ready)
+
+    def current_set(self) -> str:
+        """The key of the evaluation set whose details are shown ("" before any result)."""
+        return self.set_choice.currentData() or ""
+
+    def show_overview(self, overview: OverviewView) -> None:
         """Warnings, the summary table, the round matrix and the model and set choices."""
-        warnings = overview.get("warnings") or []
-        self.warnings.setText("\n".join(warnings))
-        self.warnings.setVisible(bool(warnings))
-        s = overview["summary"]
-        self._fill(self.summary, s["headers"], s["rows"], s.get("colours"))
-        self.dimensions.setText(overview.get("explanation", ""))
-        m = overview["matrix"]
-        self._fill(self.matrix, m["headers"], m["rows"], m.get("colours"))
-        self.report_button.setEnabled(bool(overview.get("report")))
-        for combo, choices in ((self.model_choice, overview["models"]), (self.set_choice, overview["sets"])):
+        self.warnings.setText("\n".join(overview.warnings))
+        self.warnings.setVisible(bool(overview.warnings))
+        self._fill(self.summary, overview.summary)
+        self.dimensions.setText(overview.explanation)
+        self._fill(self.matrix, overview.matrix)
+        self.report_button.setEnabled(overview.report)
+        for combo, choices in ((self.model_choice, overview.models), (self.set_choice, overview.sets)):
             combo.blockSignals(True)
             combo.clear()
-            for key, name in choices:
-                combo.addItem(name, key)
+            for choice in choices:
+                combo.addItem(choice.name, choice.key)
             combo.blockSignals(False)
-        preferred = next((i for i, (key, _) in enumerate(overview["sets"]) if key == "suite"), 0)
-        self.set_choice.setCurrentIndex(preferred)
+        self.set_choice.setCurrentIndex(overview.preferred_set)
 
-    def show_details(self, details: dict) -> None:
+    def show_details(self, details: DetailsView) -> None:
         """One model on one set: figures, charts and failing cases."""
-        self.set_figures.setText(details.get("figures", ""))
-        self.functionality_chart.setVisible(bool(details.get("functionalities")))
-        self.functionality_chart.show_bars(details.get("functionalities") or [])
-        self.target_chart.setVisible(bool(details.get("targets")))
-        self.target_chart.show_bars(details.get("targets") or [])
-        self.failing_rows = details.get("failing") or []
-        rows = [[r["id"], r.get("functionality") or "", r.get("target") or "", r["text"], r["gold"], r["predicted"],
-                 num(r.get("confidence"), 2)] for r in self.failing_rows]
-        self._fill(self.failing, ["Case", "Functionality", "Target", "Text", "Gold", "Predicted", "p"], rows, stretch=3,
-                   max_width=2000)
-        self.result_tabs.setTabText(3, f"Failing cases ({len(rows)})")
+        self.set_figures.setText(details.figures)
+        self.functionality_chart.setVisible(bool(details.functionalities))
+        self.functionality_chart.show_bars(details.functionalities)
+        self.target_chart.setVisible(bool(details.targets))
+        self.target_chart.show_bars(details.targets)
+        self.failing_rows = details.failing
+        self._fill(self.failing, details.failing_table, stretch=3, max_width=2000)
+        self.result_tabs.setTabText(3, f"Failing cases ({len(details.failing)})")
 
     def _open_case(self, item: QTableWidgetItem) -> None:
         row = item.row()

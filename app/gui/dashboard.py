@@ -2,15 +2,15 @@
 shows the figures in :class:`widgets.dashboard_view.DashboardView`.
 
 The first build of the snapshot takes seconds over 100k examples; later refreshes and filter
-changes take milliseconds, but still run on the worker so the GUI thread never waits. Requests
-coalesce: while one computation runs, only the newest request is kept.
+changes take milliseconds, but still run on the worker so the GUI thread never waits. The newest
+request wins (``SerialWorker.submit_latest``): figures of a request already replaced are not shown.
+The service's results become a typed :class:`app.views.dashboard.FiguresView` on the worker.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -26,60 +26,19 @@ from app.services.validation import threshold_warning
 from app.services.dashboard import DashboardView as Figures
 from app.services.dashboard_snapshot import DashboardFilter
 from app.services.dashboard_tables import ANNOTATOR_COLUMNS, BREAKDOWN_COLUMNS, export_csv
+from app.views.dashboard import FiguresView, FilterChoices, FilterValues, build_choices, build_figures
 from widgets.dashboard_view import DashboardView
 
 log = logging.getLogger(__name__)
-PAIR_COLUMNS = [
-    ("a", "Validator", "text", ""), ("b", "Validator", "text", ""),
-    ("items", "Shared", "int", "Examples both validated"),
-    ("observed", "Same", "rate", "Share of shared examples given the same verdict"),
-    ("kappa", "κ", "kappa", "Agreement beyond chance: 1 perfect, 0 chance level, below 0 worse than chance"),
-]
+LATEST = "figures"  # the worker's key for newest-wins figure requests
 
 
-def interpretation(value: float | None) -> str:
-    """Landis and Koch's (1977) words for a κ or α, as reviewers usually read them."""
-    if value is None:
-        return ""
-    for limit, words in ((0, "poor"), (0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
-        if value < limit:
-            return f"Agreement is {words} (Landis & Koch)."
-    return "Agreement is almost perfect (Landis & Koch)."
-
-
-def annotator_rows(figures: Figures) -> tuple[list, list[dict]]:
-    return ANNOTATOR_COLUMNS, [asdict(g) for g in figures.annotators]
-
-
-def figures_for_view(figures: Figures, breakdown: str, chart_people_chosen: bool) -> dict:
-    """The plain data DashboardView.show_figures takes."""
-    agreement = figures.agreement
-    pairs = sorted(agreement.pairs, key=lambda p: (p.kappa is None, p.kappa if p.kappa is not None else 0))
-    names = figures.rater_names
-    columns, rows = annotator_rows(figures)
-    filtered = figures.matching != figures.total_examples
-    return {
-        "summary": (f"{figures.matching:,} of {figures.total_examples:,} examples" if filtered
-                    else f"{figures.total_examples:,} examples"),
-        "annotator_columns": columns, "annotators": rows,
-        "breakdown": breakdown, "breakdown_titles": figures.breakdown_titles,
-        "breakdown_columns": BREAKDOWN_COLUMNS, "breakdown_rows": [asdict(g) for g in figures.breakdowns[breakdown]],
-        "agreement": {
-            "fleiss": agreement.fleiss_kappa, "fleiss_items": agreement.fleiss_items,
-            "alpha": agreement.krippendorff_alpha, "ratings": agreement.ratings, "min_overlap": MIN_OVERLAP,
-            "interpretation": interpretation(agreement.krippendorff_alpha),
-            "columns": PAIR_COLUMNS,
-            "pairs": [{"key": f"{p.rater_a}-{p.rater_b}", "a": names.get(p.rater_a, "?"), "b": names.get(p.rater_b, "?"),
-                       "items": p.items, "observed": p.observed, "kappa": p.kappa} for p in pairs],
-        },
-        "time_edges": figures.time_edges, "bin_seconds": figures.bin_seconds,
-        "series": [(s.key, s.name, s.mer, s.vmer) for s in figures.time_series],
-        "chart_people_chosen": chart_people_chosen,
-        "rounds": [(b.key, b.name, b.value, b.second) for b in figures.fooling_by_round],
-        "labels": [(b.key, b.name, b.value, None) for b in figures.labels],
-        "facets": {name: [(b.key, b.name, b.value, None) for b in bars] for name, bars in figures.facets.items()},
-        "backlog_times": figures.backlog_times, "backlog": [float(v) for v in figures.backlog],
-    }
+def figures_view(figures: Figures, breakdown: str, chart_people_chosen: bool,
+                 threshold_warning: str | None = None) -> FiguresView:
+    """What DashboardView.show_figures takes, with the service's column definitions."""
+    return build_figures(figures, breakdown=breakdown, chart_people_chosen=chart_people_chosen,
+                         annotator_columns=ANNOTATOR_COLUMNS, breakdown_columns=BREAKDOWN_COLUMNS,
+                         min_overlap=MIN_OVERLAP, threshold_warning=threshold_warning)
 
 
 class DashboardController(QObject):
@@ -92,14 +51,14 @@ class DashboardController(QObject):
         self.desk, self.view, self._task_code, self.show_error = desk, view, task_code, show_error
         self.worker = SerialWorker("dynadesk-dashboard", self)
         self.breakdown = "round"
-        self.chart_people: list[str] = []
-        self.values: dict = view.values()
+        self.chart_people: tuple[str, ...] = ()
+        self.values: FilterValues = view.values()
         self.figures: Figures | None = None  # the figures on screen
         self._shown_filter: DashboardFilter | None = None  # and the filter they are for
-        self._busy = False
-        self._pending: tuple[bool, bool] | None = None  # (load, thorough) of a request waiting its turn
-        self._stale = (True, True)  # a refresh is owed for when the view is next shown
-        self._choices_task: str | None = None
+        self._stale: tuple[bool, bool] | None = (True, True)  # (load, thorough) owed for when the view is next shown
+        self._asked_task: str | None = None  # the task of the newest request
+        self._choices_task: str | None = None  # the task whose filter choices are shown
+        self._choices_owed = False  # a request that wanted new choices may have been replaced by a newer one
         view.filters_changed.connect(self._filters_changed)
         view.breakdown_changed.connect(self._breakdown_changed)
         view.chart_people_changed.connect(self._people_changed)
@@ -119,7 +78,7 @@ class DashboardController(QObject):
         """Also look for rows changed elsewhere (sync); the user's explicit refresh."""
         self._request(load=True, thorough=True)
 
-    def _filters_changed(self, values: dict) -> None:
+    def _filters_changed(self, values: FilterValues) -> None:
         self.values = values
         self._request(load=False)
 
@@ -127,8 +86,8 @@ class DashboardController(QObject):
         self.breakdown = name
         self._request(load=False)
 
-    def _people_changed(self, keys: list) -> None:
-        self.chart_people = list(keys)
+    def _people_changed(self, keys: tuple) -> None:
+        self.chart_people = tuple(keys)
         self._request(load=False)
 
     def _shown(self) -> None:
@@ -144,20 +103,19 @@ class DashboardController(QObject):
         if self._stale is not None:
             load, thorough = load or self._stale[0], thorough or self._stale[1]
             self._stale = None
-        if self._busy:
-            previous = self._pending or (False, False)
-            self._pending = (previous[0] or load, previous[1] or thorough)
-            return
-        self._busy = True
+        # Requests are answered newest first: an older request still running finishes (a refresh it
+        # made stays made), but only the newest one's figures are shown.
         if self.figures is None:
-            self.view.summary.setText("Loading the figures…")  # the first build reads every example
+            self.view.show_loading()  # the first build reads every example
         desk, task_code = self.desk, self._task_code()
-        if self._choices_task is not None and task_code != self._choices_task:
+        if self._asked_task is not None and task_code != self._asked_task:
             # Another task: its rounds, labels and fields differ; start without filters.
             self.view.reset_filters()
-            self.values, self.chart_people = self.view.values(), []
-        values, breakdown, people = dict(self.values), self.breakdown, list(self.chart_people)
-        wants_choices = task_code != self._choices_task or load
+            self.values, self.chart_people = self.view.values(), ()
+        self._asked_task = task_code
+        values, breakdown, people = self.values, self.breakdown, self.chart_people
+        wants_choices = task_code != self._choices_task or load or self._choices_owed
+        self._choices_owed = wants_choices
 
         def compute():
             service = desk.dashboard
@@ -167,64 +125,57 @@ class DashboardController(QObject):
             flt = self._filter(task_id, values)
             figures = service.view(flt, breakdown=breakdown, chart_people=people)
             choices = self._choices(task_code, task_id) if wants_choices else None
-            data = figures_for_view(figures, figures_breakdown(figures, breakdown), bool(people))
-            data["threshold_warning"] = threshold_warning(desk.tasks.agreement_threshold(task_id),
-                                                          len(desk.people.all())) if task_id else None
-            return task_code, figures, data, choices, flt
+            warning = threshold_warning(desk.tasks.agreement_threshold(task_id),
+                                        len(desk.people.all())) if task_id else None
+            view = figures_view(figures, breakdown, bool(people), warning)
+            return task_code, figures, view, choices, flt, wants_choices
 
-        self.worker.submit(compute, on_done=self._computed, on_error=self._failed)
+        self.worker.submit_latest(LATEST, compute, on_done=self._computed, on_error=self._failed)
 
     @staticmethod
-    def _filter(task_id, values: dict) -> DashboardFilter:
+    def _filter(task_id, values: FilterValues) -> DashboardFilter:
         def when(seconds):
             return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
 
         return DashboardFilter(
             task_id=task_id,
-            round_ids=[uuid.UUID(values["round"])] if values.get("round") else (),
-            author_ids=[uuid.UUID(values["author"])] if values.get("author") else (),
-            labels=[values["label"]] if values.get("label") else (),
-            facets={name: [value] for name, value in (values.get("facets") or {}).items() if value},
-            since=when(values.get("since")), until=when(values.get("until")),
+            round_ids=[uuid.UUID(values.round)] if values.round else (),
+            author_ids=[uuid.UUID(values.author)] if values.author else (),
+            labels=[values.label] if values.label else (),
+            facets={name: [value] for name, value in values.facets if value},
+            since=when(values.since), until=when(values.until),
         )
 
-    def _choices(self, task_code: str | None, task_id) -> dict | None:
-        """Filter choices for the task, from the catalogue and what the snapshot has seen."""
+    def _choices(self, task_code: str | None, task_id) -> FilterChoices | None:
+        """Filter choices for the task, from the catalogue and what the snapshot has seen (on the worker)."""
         if task_code is None:
             return None
         desk = self.desk
         definition = desk.tasks.definition_by_code(task_code)
-        rounds = [(r.id.hex, f"Round {r.number}") for r in desk.tasks.rounds(task_code)]
-        people = sorted(((p.id.hex, p.display_name) for p in desk.people.all()), key=lambda p: p[1].casefold())
         _titles, facet_titles = desk.dashboard.breakdown_titles(task_id)
-        facets = {}
+        facets = []
         for spec in definition.metadata:
             if spec.name in facet_titles:
                 seen = desk.dashboard.facet_fields.get(spec.name)
-                extra = [v for v in (seen.values if seen else []) if v not in spec.choices]
-                facets[spec.name] = (spec.label, list(spec.choices) + sorted(extra))
-        return {"task": task_code, "rounds": rounds, "people": people, "labels": list(definition.labels),
-                "facets": facets}
+                facets.append((spec.name, spec.label, tuple(spec.choices), seen.values if seen else ()))
+        return build_choices(((r.id.hex, r.number) for r in desk.tasks.rounds(task_code)),
+                             ((p.id.hex, p.display_name) for p in desk.people.all()), definition.labels, facets)
 
     def _computed(self, result) -> None:
-        self._busy = False
-        task_code, figures, data, choices, self._shown_filter = result
+        task_code, figures, view, choices, self._shown_filter, asked_choices = result
+        if asked_choices:
+            self._choices_owed = False
         if choices is not None:
             self._choices_task = task_code
-            self.view.set_choices(choices["rounds"], choices["people"], choices["labels"], choices["facets"])
+            self.view.show_choices(choices)
+        elif asked_choices:
+            self._choices_task = task_code
         self.figures = figures
-        self.breakdown = data["breakdown"]
-        self.view.show_figures(data)
-        if self._pending is not None:
-            load, thorough = self._pending
-            self._pending = None
-            self._request(load=load, thorough=thorough)
-        else:
-            self.updated.emit()
+        self.breakdown = view.breakdown
+        self.view.show_figures(view)
+        self.updated.emit()
 
     def _failed(self, error: BaseException) -> None:
-        self._busy = False
-        self._pending = None
         self.show_error(error)
 
     # --- export ----------------------------------------------------------------------------
@@ -235,7 +186,7 @@ class DashboardController(QObject):
         if self.figures is None:
             raise DynadeskError("The dashboard has no figures yet; wait for them to load.")
         path = Path(path)
-        charts = self.view.charts()
+        charts = self.view.chart_names()
         if what == "all":
             try:
                 path.mkdir(parents=True, exist_ok=True)
@@ -285,10 +236,6 @@ class DashboardController(QObject):
     def shutdown(self) -> None:
         # Not waiting: a first build still reading would hold the window open for seconds; it only reads.
         self.worker.shutdown(wait=False)
-
-
-def figures_breakdown(figures: Figures, wanted: str) -> str:
-    return wanted if wanted in figures.breakdowns else next(iter(figures.breakdowns))
 
 
 def install(window) -> DashboardController:

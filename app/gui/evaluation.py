@@ -1,6 +1,7 @@
 """The Evaluate tab's controller: picks come from the view, database work runs on the desk's
 serial worker, model work runs as a job of the one inference service (its own worker thread),
-and the results go back to the view as plain dicts. The GUI thread never waits on either.
+and the results go back to the view as typed view-models (app/views/evaluation.py). The GUI thread
+never waits on either.
 
     controller = EvaluationController(desk, db, inference, view)
     controller.refresh(task_code)          # the model choices of the task
@@ -23,9 +24,18 @@ from app.gui.inference import InferenceFailure, InferenceService
 from app.gui.worker import SerialWorker
 from app.services import evaluation as ev
 from app.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
-from app.services.evaluation_scoring import DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
+from app.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
 from app.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
-from widgets.evaluation_view import EvaluationView, num, pct
+from app.views.evaluation import (
+    EvaluationSettings,
+    FailingCase,
+    ModelChoice,
+    build_details,
+    build_overview,
+    model_choice,
+    weights,
+)
+from widgets.evaluation_view import EvaluationView
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +65,13 @@ class EvaluationController(QObject):
         self.out_dir: Path | None = None
         self._model_key = ""
         self._set_key = ""
+        self._failing: list[dict] = []  # the failing cases shown, as the evaluation wrote them
+        view.show_weights(weights(DIMENSIONS, DEFAULT_WEIGHTS))
         view.run_requested.connect(self.run)
         view.cancel_requested.connect(self.cancel)
         view.model_changed.connect(self._model_chosen)
         view.set_changed.connect(self._set_chosen)
-        view.case_opened.connect(lambda case: self.case_opened.emit(self.task_code, case))
+        view.case_opened.connect(self._case_opened)
         view.report_requested.connect(self.open_report)
         inference.job_progress.connect(self._progress)
         inference.job_message.connect(self._message)
@@ -83,26 +95,27 @@ class EvaluationController(QObject):
             families = model_families(runnable)
             bundled = next((f for f in families if any(
                 (r.provenance or {}).get("default_model") and r.format == ModelFormat.ONNX.value for r in f)), None)
-            choices = []
+            choices: list[ModelChoice] = []
             if code == DEFAULT_TASK and bundled is None:
-                choices.append({"key": "default", "name": "Bundled default model (hate speech R1)",
-                                "detail": "Prepared on first use if it is not yet.", "checked": True})
+                choices.append(ModelChoice("default", "Bundled default model (hate speech R1)",
+                                           "Prepared on first use if it is not yet.", checked=True))
             elif code == DEFAULT_TASK:
                 choices.append(family_choice(bundled, "Bundled default model (hate speech R1)", checked=True))
             for round_ in desk.tasks.rounds(code):
                 members = desk.models.round_models(round_.id)
                 if members:
-                    choices.append({"key": f"round:{round_.number}",
-                                    "name": f"Round {round_.number} targets: " + " + ".join(m.name for m in members),
-                                    "detail": "The round's target models, answering together."})
+                    choices.append(ModelChoice(
+                        f"round:{round_.number}", f"Round {round_.number} targets: " + " + ".join(m.name for m in members),
+                        "The round's target models, answering together."))
             choices += [family_choice(f) for f in families if f is not bundled or code != DEFAULT_TASK]
-            return choices
+            return tuple(choices)
 
-        self.db.submit(collect, on_done=self.view.set_models, on_error=self._error)
+        # the newest request wins: a task changed twice shows the second task's models
+        self.db.submit_latest("evaluation-models", collect, on_done=self.view.show_models, on_error=self._error)
 
     # --- running ------------------------------------------------------------------------------
 
-    def run(self, settings: dict) -> None:
+    def run(self, settings: EvaluationSettings) -> None:
         if self.job_id is not None:
             self.view.set_status("An evaluation is running; cancel it first.", error=True)
             return
@@ -110,26 +123,26 @@ class EvaluationController(QObject):
         self.view.set_running(True)
         self.view.set_status("Reading the data and preparing the models…")
         try:
-            options = ev.EvaluationOptions(weights=settings["weights"], identity_swap=settings["identity_swap"],
-                                           robustness=settings["robustness"],
-                                           training_data=settings.get("training_data") or None)
+            options = ev.EvaluationOptions(weights=settings.weight_map(), identity_swap=settings.identity_swap,
+                                           robustness=settings.robustness,
+                                           training_data=settings.training_data or None)
         except DynadeskError as exc:
             self.view.set_running(False)
             self._error(exc)
             return
 
         def prepare():
-            sets = round_sets(desk, code, "all") if settings["rounds"] else []
-            if settings["suite"]:
-                sets.append(read_hatecheck_suite(Path(settings["suite"])))
-            if settings["data"]:
-                sets.append(read_labelled_file(Path(settings["data"])))
+            sets = round_sets(desk, code, "all") if settings.rounds else []
+            if settings.suite:
+                sets.append(read_hatecheck_suite(Path(settings.suite)))
+            if settings.data:
+                sets.append(read_labelled_file(Path(settings.data)))
             if options.training_data and not Path(options.training_data).is_file():
                 raise EvaluationError(f"There is no training data file at {options.training_data}.")
             if not any(s.cases for s in sets):
                 raise EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
                                          "and no suite or data file was chosen.")
-            choices = resolve_models(desk, settings["models"], code)
+            choices = resolve_models(desk, list(settings.models), code)
             return choices, sets, desk.models.all()
 
         def start(prepared) -> None:
@@ -147,7 +160,7 @@ class EvaluationController(QObject):
         def prepare_on_db() -> None:
             self.db.submit(prepare, on_done=start, on_error=failed)
 
-        if "default" in settings["models"]:
+        if "default" in settings.models:
             # the first use assembles and exports the default model (tens of seconds): a job, not the database thread
             from app.services.target_models import prepare_default_files
 
@@ -195,7 +208,7 @@ class EvaluationController(QObject):
         self.view.set_running(False)
         self.view.set_progress(1, 1)
         self.view.set_status(f"Done. Wrote {folder / 'evaluation.json'} and report.html.")
-        self.view.report_button.setEnabled(True)
+        self.view.set_report_ready(True)
         self.finished.emit(doc)
 
     def open_report(self) -> None:
@@ -206,9 +219,9 @@ class EvaluationController(QObject):
 
     def show(self, doc: dict) -> None:
         self.doc = doc
-        self.view.show_overview(overview(doc))
+        self.view.show_overview(build_overview(doc, DIMENSIONS, PERFORMANCE_WEIGHTING))
         self._model_key = doc["models"][0]["key"]
-        self._set_key = self.view.set_choice.currentData() or doc["sets"][0]["key"]
+        self._set_key = self.view.current_set() or doc["sets"][0]["key"]
         self._show_details()
 
     def _model_chosen(self, key: str) -> None:
@@ -221,7 +234,13 @@ class EvaluationController(QObject):
 
     def _show_details(self) -> None:
         if self.doc is not None and self._model_key and self._set_key:
-            self.view.show_details(details(self.doc, self._model_key, self._set_key))
+            self._failing = failing_cases(self.doc, self._model_key, self._set_key)
+            self.view.show_details(build_details(self.doc, self._model_key, self._set_key, self._failing))
+
+    def _case_opened(self, case: FailingCase) -> None:
+        found = next((c for c in self._failing if str(c["id"]) == case.id), None)
+        if found is not None:
+            self.case_opened.emit(self.task_code, found)
 
     def _error(self, error: BaseException) -> None:
         if isinstance(error, DynadeskError):
@@ -232,120 +251,7 @@ class EvaluationController(QObject):
         self.failed.emit(str(error))
 
 
-def family_choice(members: list, name: str = "", *, checked: bool = False) -> dict:
+def family_choice(members: list, name: str = "", *, checked: bool = False) -> ModelChoice:
     """One entry per model (``name``, or the name its records share); a model held in several
     formats lists them under it, the fastest (ONNX, int8 before fp32) ticked when ``checked``."""
-    def detail(record) -> str:
-        return f"{record.name}: {record.format}, sha256 {record.sha256[:12]}…"
-
-    if len(members) == 1:
-        return {"key": str(members[0].id), "name": name or members[0].name, "detail": detail(members[0]),
-                "checked": checked}
-    labels = [format_label(r) for r in members]
-    fastest = min(range(len(members)), key=lambda i: ("ONNX int8", "ONNX").index(labels[i])
-                  if labels[i].startswith("ONNX") else 9)
-    return {"key": "", "name": name or family_name(members),
-            "detail": f"{family_name(members)}: one model in {len(members)} formats; tick the ones to evaluate.",
-            "formats": [{"key": str(r.id), "name": label, "detail": detail(r), "checked": checked and i == fastest}
-                        for i, (r, label) in enumerate(zip(members, labels))]}
-
-
-def overview(doc: dict) -> dict:
-    """The view's summary, matrix and choices, from an evaluation document."""
-    models = doc["models"]
-    sets = [s for s in doc["sets"] if s["cases"]]
-    rest = [d for d in DIMENSIONS if d != "performance"]
-    headers = (["Model", "Score", f"Performance\nmean of {len(sets)} sets" if len(sets) > 1 else "Performance"]
-               + [f"{set_label(s)}\nF1, n={len(s['cases']):,}" for s in sets]
-               + [d.capitalize() for d in rest] + ["Inputs/s", "p95 ms", "Memory MB"])
-    rows, colours = [], []
-    for m in models:
-        r = doc["results"][m["key"]]
-        u = r["score"]["utilities"]
-        run = r.get("run") or {}
-        f1s = [r["sets"][s["key"]]["macro_f1"] for s in sets]
-        rows.append([m["name"], num(r["score"]["score"], 1), num(u["performance"], 2)] + [num(f, 2) for f in f1s]
-                    + [num(u[d], 2) for d in rest]
-                    + [f"{run.get('items_per_second', 0):.0f}", num(run.get("latency_p95_ms"), 1),
-                       num(run.get("memory_mb"), 0)])
-        colours.append([None, None, u["performance"]] + f1s + [u[d] for d in rest] + [None, None, None])
-    weights = doc["options"]["weights"]
-    first = doc["results"][models[0]["key"]]
-    lines = [f"<b>Score</b> = 100 × Σ weight × utility ÷ Σ weight (weights: "
-             + ", ".join(f"{d} {weights[d]:g}" for d in DIMENSIONS) + ")."]
-    lines.append(performance_note(sets))
-    if first.get("identity_swap"):
-        s = first["identity_swap"]
-        lines.append(f"Identity swap ({models[0]['name']}): prediction unchanged in {pct(s['consistency'])} "
-                     f"of {s['variants']} swaps.")
-    if first.get("robustness"):
-        rb = first["robustness"]
-        kinds = ", ".join(f"{k.replace('_', ' ')} {pct(v['accuracy'])}" for k, v in rb["kinds"].items())
-        lines.append(f"Spelling perturbations: accuracy {pct(rb['accuracy'])} vs {pct(rb['clean_accuracy'])} clean ({kinds}).")
-    notes = doc.get("notes") or []
-    lines += [f"<span style='color:#555'>{n}</span>" for n in notes]
-    m_headers = ["Round", "n"] + [elide(m["name"]) for m in models]
-    m_rows, m_colours = [], []
-    for row in doc["matrix"]["rows"]:
-        cells = [row["cells"][m["key"]] for m in models]
-        m_rows.append([row["name"], str(row["n"])] + [f"{pct(c['accuracy'])} / F1 {num(c['macro_f1'], 2)}" for c in cells])
-        m_colours.append([None, None] + [c["accuracy"] for c in cells])
-    if doc["matrix"]["rows"]:
-        totals = [doc["results"][m["key"]].get("all_rounds") or {} for m in models]
-        m_rows.append(["All rounds", str(sum(r["n"] for r in doc["matrix"]["rows"]))]
-                      + [f"{pct(t.get('accuracy'))} / F1 {num(t.get('macro_f1'), 2)}" for t in totals])
-        m_colours.append([None, None] + [t.get("accuracy") for t in totals])
-    else:
-        m_rows.append(["(no round has validated examples yet)", ""] + ["" for _ in models])
-        m_colours.append([None] * (2 + len(models)))
-    return {
-        "warnings": doc.get("warnings") or [], "summary": {"headers": headers, "rows": rows, "colours": colours},
-        "explanation": "<br>".join(lines), "matrix": {"headers": m_headers, "rows": m_rows, "colours": m_colours},
-        "models": [(m["key"], m["name"]) for m in models],
-        "sets": [(s["key"], s["name"]) for s in doc["sets"]], "report": True,
-    }
-
-
-SMALL_SET = 30  # fewer cases than this: one case moves the set's F1 by several points
-
-
-def set_label(eval_set: dict) -> str:
-    """A set's short name: "Round 2", "test_suite_cases_dev", "held-out.csv" (the count goes beside it)."""
-    return eval_set["name"].split(" (")[0]
-
-
-def performance_note(sets: list[dict]) -> str:
-    """How Performance is weighted, with each set's size: a few round examples count as much as a suite."""
-    sized = ", ".join(f"{set_label(s)} (n={len(s['cases']):,})" for s in sets)
-    if len(sets) == 1:
-        return f"<b>Performance</b> = macro-F1 on {sized}."
-    note = (f"<b>Performance</b> = mean of the macro-F1 of {len(sets)} sets, {PERFORMANCE_WEIGHTING}: "
-            f"{sized}. Each set's own F1 is in its column.")
-    small = [set_label(s) for s in sets if len(s["cases"]) < SMALL_SET]
-    if small:
-        note += f" {', '.join(small)}: under {SMALL_SET} cases, a rough figure that still counts fully."
-    return note
-
-
-def elide(name: str, width: int = 36) -> str:
-    """Headers do not elide by themselves: keep the start and the end (where ONNX / PyTorch is)."""
-    return name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2):]
-
-
-def details(doc: dict, model_key: str, set_key: str) -> dict:
-    f = doc["results"][model_key]["sets"][set_key]
-    parts = [f"Accuracy <b>{pct(f['accuracy'])}</b>, macro-F1 <b>{num(f['macro_f1'])}</b> over {f['n']} cases."]
-    if f.get("target_gap"):
-        g = f["target_gap"]
-        parts.append(f"Largest gap between target groups: <b>{pct(g['gap'])}</b> ({g['best']} vs {g['worst']}).")
-    if f.get("pairs"):
-        p = f["pairs"]
-        parts.append(f"Pairs: both right in {pct(p['consistency'])} of {p['n']}; prediction flipped with the label "
-                     f"in {pct(p['flip_sensitivity'])} of {p['label_flipping']}.")
-    functionalities = sorted((f.get("functionalities") or {}).items(), key=lambda kv: (kv[1]["accuracy"], kv[0]))
-    return {
-        "figures": " ".join(parts),
-        "functionalities": [(k, v["accuracy"], f"of {v['n']}") for k, v in functionalities],
-        "targets": [(k, v["accuracy"], f"of {v['n']}") for k, v in (f.get("targets") or {}).items()],
-        "failing": failing_cases(doc, model_key, set_key),
-    }
+    return model_choice(members, [format_label(r) for r in members], family_name(members), name, checked=checked)

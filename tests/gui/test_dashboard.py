@@ -12,15 +12,29 @@ from PySide6.QtWidgets import QFileDialog
 from tests.simulation import small_team
 
 
-def rows_by_name(view) -> dict[str, dict]:
-    return {row["name"]: row for row in view.annotator_model.rows}
+def column(model, header: str) -> int:
+    return next(i for i, c in enumerate(model.columns) if c.header == header)
+
+
+def names(model) -> list[str]:
+    """The first column (annotator, group) of a figure table, top to bottom."""
+    return [model.index(row, 0).data() for row in range(model.rowCount())]
+
+
+def table(model, header: str) -> dict[str, str]:
+    """A figure table's first column -> its text in the column ``header``."""
+    c = column(model, header)
+    return {model.index(row, 0).data(): model.index(row, c).data() for row in range(model.rowCount())}
+
+
+def submitted(model) -> dict[str, int]:
+    """Name -> submitted examples, for rows with any."""
+    return {name: int(value.replace(",", "")) for name, value in table(model, "Submitted").items()
+            if value not in ("0", "—")}
 
 
 def cell(view, name: str, header: str) -> str:
-    model = view.annotator_model
-    row = next(i for i, r in enumerate(model.rows) if r["name"] == name)
-    column = next(i for i, c in enumerate(model.columns) if c[1] == header)
-    return model.index(row, column).data()
+    return table(view.annotator_model, header)[name]
 
 
 @pytest.fixture
@@ -44,7 +58,7 @@ def test_ctrl_5_opens_the_dashboard_with_the_per_annotator_figures(dashboard):
     assert cell(view, "Ana Author", "Per hour") == "51.4"
     assert cell(view, "Xia Validator", "Agreement") == "50.0%"
     assert cell(view, "Xia Validator", "MER") == "—"
-    assert [r["name"] for r in view.breakdown_model.rows] == ["Round 1", "Round 2"]
+    assert names(view.breakdown_model) == ["Round 1", "Round 2"]
     assert "Fleiss' κ" in view.agreement_label.text() and "Krippendorff's α" in view.agreement_label.text()
     assert set(view.facet_charts) == {"hate_type", "target_groups"}  # both distributions, not only the first field
     assert view.label_chart.keys == ["not hate", "hate"]
@@ -69,8 +83,7 @@ def test_the_dashboard_updates_after_new_verdicts(qtbot, dashboard, desk, people
     assert cell(view, "Ana Author", "Rejected") == "33.3%" and cell(view, "Ana Author", "vMER") == "40.0%"
     assert cell(view, "Xia Validator", "Agreement") == "33.3%"  # 1 of 3 decided
     assert cell(view, "Vic Validator", "Verdicts") == "4"
-    round1 = next(r for r in view.breakdown_model.rows if r["name"] == "Round 1")
-    assert round1["undecided"] == 2
+    assert table(view.breakdown_model, "Backlog")["Round 1"] == "2"
 
 
 def test_clicking_chart_elements_filters_the_table(qtbot, dashboard, people):
@@ -84,7 +97,7 @@ def test_clicking_chart_elements_filters_the_table(qtbot, dashboard, people):
     # Round 2's bar in the fooling-rate chart: only Vic wrote there.
     click(view.round_chart, view.round_chart.bar_center(1))
     assert view.round_combo.currentText() == "Round 2"
-    assert [r["name"] for r in view.annotator_model.rows if r["submitted"]] == ["Vic Validator"]
+    assert list(submitted(view.annotator_model)) == ["Vic Validator"]
     assert view.summary.text() == "1 of 7 examples"
     click(view.round_chart, view.round_chart.bar_center(1))  # clicking it again takes the filter off
     assert view.round_combo.currentText() == "All" and view.summary.text() == "7 examples"
@@ -93,7 +106,7 @@ def test_clicking_chart_elements_filters_the_table(qtbot, dashboard, people):
     groups = view.facet_charts["target_groups"]
     click(groups, groups.bar_center(groups.keys.index("immigrants")))
     assert view.facet_combos["target_groups"].currentText() == "immigrants"
-    assert {r["name"]: r["submitted"] for r in view.annotator_model.rows if r["submitted"]} == {"Ana Author": 1}
+    assert submitted(view.annotator_model) == {"Ana Author": 1}
     assert groups.selected == {"immigrants"}
     qtbot.mouseClick(view.clear_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: view.summary.text() == "7 examples", timeout=20_000)
@@ -101,28 +114,28 @@ def test_clicking_chart_elements_filters_the_table(qtbot, dashboard, people):
     # A label bar, then a point on an annotator's MER line.
     click(view.label_chart, view.label_chart.bar_center(view.label_chart.keys.index("hate")))
     assert view.label_combo.currentText() == "hate"
-    assert {r["name"]: r["submitted"] for r in view.annotator_model.rows if r["submitted"]} == {"Ana Author": 2}
+    assert submitted(view.annotator_model) == {"Ana Author": 2}
     click(view.label_chart, view.label_chart.bar_center(view.label_chart.keys.index("hate")))
     vic = people.val1.id.hex
     click(view.mer_chart, view.mer_chart.point_position(vic, -1))
     assert view.author_combo.currentText() == "Vic Validator"
-    assert [r["name"] for r in view.annotator_model.rows] == ["Vic Validator"]
+    assert names(view.annotator_model) == ["Vic Validator"]
 
 
 def test_sorting_and_choosing_people_for_the_time_charts(qtbot, dashboard, people):
     window, _team = dashboard
     view = window.dashboard_view
     header = view.annotator_table.horizontalHeader()
-    column = next(i for i, c in enumerate(view.annotator_model.columns) if c[1] == "Agreement")
+    agreement = column(view.annotator_model, "Agreement")
     qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
-                     pos=QPoint(header.sectionViewportPosition(column) + 5, 5))
-    values = [r["agreement_with_decision"] for r in view.annotator_model.rows]
+                     pos=QPoint(header.sectionViewportPosition(agreement) + 5, 5))
+    values = [r.cells[agreement].sort for r in view.annotator_model.rows]
     present = [v for v in values if v is not None]
     assert present == sorted(present) or present == sorted(present, reverse=True)
     assert values[len(present):] == [None] * (len(values) - len(present))  # empty figures last
     assert {s for s in view.mer_chart.lines} == {people.author.id.hex, people.val1.id.hex}
     # Selecting Ana's row draws only her lines.
-    row = next(i for i, r in enumerate(view.annotator_model.rows) if r["name"] == "Ana Author")
+    row = names(view.annotator_model).index("Ana Author")
     with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
         view.annotator_table.selectRow(row)
     assert set(view.mer_chart.lines) == {people.author.id.hex}
@@ -134,7 +147,7 @@ def test_breakdown_selector_and_export(qtbot, dashboard, tmp_path, monkeypatch):
     view = window.dashboard_view
     with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
         view.breakdown_combo.setCurrentIndex(view.breakdown_combo.findData("target_groups"))
-    assert {r["name"]: r["submitted"] for r in view.breakdown_model.rows} == {"women": 2, "immigrants": 1}
+    assert {name: int(n) for name, n in table(view.breakdown_model, "Submitted").items()} == {"women": 2, "immigrants": 1}
     # The export menu, as a user picks a file name in the dialog.
     target = tmp_path / "groups.csv"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), "CSV files (*.csv)"))
@@ -182,7 +195,7 @@ def test_period_choices_and_another_task(qtbot, dashboard):
         window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
     qtbot.waitUntil(lambda: view.summary.text() == "0 examples" and view.label_combo.currentText() == "All",
                     timeout=20_000)
-    assert view.facet_charts == {} and view.annotator_model.rows == []
+    assert view.facet_charts == {} and view.annotator_model.rows == ()
     assert view.label_combo.count() == 4  # All + entailment, neutral, contradiction
 
 
