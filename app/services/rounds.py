@@ -16,8 +16,7 @@ from sqlalchemy import delete, func, select, update
 
 from app.domain import ExampleStatus, FooledRule, ModelFormat, Role, RoundStatus, utcnow
 from app.errors import DynadeskError, ImportProblem, NotFound
-from app.io.importers import read_text
-from app.io.rows import csv_table, json_line
+from app.io.rows import csv_table, json_lines, read_text
 from app.limits import record_problems
 from app.services.models import ModelService
 from app.services.tasks import TaskService
@@ -342,13 +341,9 @@ class RoundService:
                     raise DynadeskError(f"{path}, {row}.")
                 yield line, row[column], tag, None
         elif format == "jsonl":
-            for line, raw in enumerate(text.splitlines(), start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    item = json_line(raw)
-                except ValueError as exc:
-                    raise DynadeskError(f"{path}, line {line}: {exc}.") from None
+            for line, item in json_lines(text):
+                if isinstance(item, ImportProblem):
+                    raise DynadeskError(f"{path}, {item}.")
                 if isinstance(item, str):
                     yield line, item, tag, None
                 elif isinstance(item, dict) and isinstance(item.get(column or "text"), str):
