@@ -70,9 +70,14 @@ def sql_counts(fooled: Any, decided_verdict: Any) -> tuple[Any, Any, Any]:
     whose WHERE is ``sql_submitted``; portable (SQLite and PostgreSQL)."""
     from sqlalchemy import and_, func
 
-    fooling = fooled.is_(True)
+    fooling = sql_fooling(fooled)
     return (func.count(), sql_total(fooling),
             sql_total(and_(fooling, decided_verdict == VALIDATING_VERDICT.value)))
+
+
+def sql_fooling(fooled: Any) -> Any:
+    """Whether the row fooled the model (a SQLAlchemy condition over a "fooled" column)."""
+    return fooled.is_(True)
 
 
 def sql_total(condition: Any) -> Any:
