@@ -16,6 +16,7 @@ import click
 from app import paths
 from app.domain import MAX_ROUND_NUMBER
 from app.errors import DynadeskError
+from app.formatting import pct
 from app.logs import log_file, setup_logging
 from app.text import printable
 
@@ -169,7 +170,7 @@ def stats(obj: Context, groupings: tuple[str, ...], task_code: str | None, as_js
         click.echo(f"\nBy {by}")
         click.echo(format_table(
             ["", "submitted", "fooled", "MER", "validated fooling", "vMER"],
-            [[f.name, f.submitted, f.fooled, _pct(f.mer), f.validated_fooling, _pct(f.vmer)] for f in rows],
+            [[f.name, f.submitted, f.fooled, pct(f.mer), f.validated_fooling, pct(f.vmer)] for f in rows],
         ))
 
 
@@ -261,10 +262,6 @@ def format_table(headers: list[str], rows: list[list]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) if rows else "\n".join(lines) + "\n(none)"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -220,7 +220,8 @@ def train(data_path: str, text_column: str, label_column: str, out_dir: str, lab
         --name "Hate speech round 1 (Davidson et al. 2017, binary)"
     """
     from local_models.errors import ModelError
-    from local_models.train import TrainingConfig, read_labelled_csv, train_classifier
+    from app.io.training import read_labelled_csv
+    from local_models.train import TrainingConfig, train_classifier
 
     config = TrainingConfig(seed=seed, epochs=epochs, train_layers=train_layers, batch_size=batch_size,
                             learning_rate=learning_rate, max_length=max_length, class_weighting=class_weighting,

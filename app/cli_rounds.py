@@ -12,7 +12,9 @@ import click
 
 from app.cli import Context, format_table, pass_context
 from app.errors import DynadeskError
+from app.formatting import pct
 from app.services.rounds import POLICIES, parse_settings
+from app.tasks import figures
 
 
 def resolve_models(desk, references: tuple[str, ...]) -> list[uuid.UUID]:
@@ -50,7 +52,7 @@ def rounds_list(obj: Context, task_code: str | None) -> None:
     for code in codes:
         for round_ in desk.tasks.rounds(code):
             s = desk.rounds.summary(code, round_.number)
-            mer = f"{100 * s.fooled / s.examples:.1f}%" if s.examples else "-"
+            mer = pct(figures.mer(s.fooled, s.examples)) if s.examples else "-"  # the CLI's "-": an empty round
             rows.append([code, s.number, s.status, ", ".join(name for _, name, _ in s.models) or "(none)",
                          s.contexts, s.examples, mer])
     click.echo(format_table(["task", "round", "status", "target models", "contexts", "examples", "MER"], rows))

@@ -515,7 +515,8 @@ def _first_writer(duplicate: dict) -> str:
 @pass_context
 def sync_team(obj, by: str, team: str | None, show_duplicates: bool, as_json: bool) -> None:
     """Leads: the team's figures on the server (MER, vMER, duplicates), or its duplicate texts."""
-    from app.cli import _pct, format_table
+    from app.cli import format_table
+    from app.formatting import pct
 
     params = {"team": team} if team else {}
     with _client(obj.desk) as client:
@@ -532,5 +533,5 @@ def sync_team(obj, by: str, team: str | None, show_duplicates: bool, as_json: bo
     else:
         click.echo(f"Team {data['team']}, by {by}")
         click.echo(format_table(["", "submitted", "fooled", "MER", "validated fooling", "vMER", "duplicates"],
-                                [[r["name"], r["submitted"], r["fooled"], _pct(r["mer"]), r["validated_fooling"],
-                                  _pct(r["vmer"]), r["duplicates"]] for r in data["rows"]]))
+                                [[r["name"], r["submitted"], r["fooled"], pct(r["mer"]), r["validated_fooling"],
+                                  pct(r["vmer"]), r["duplicates"]] for r in data["rows"]]))

@@ -1,8 +1,10 @@
 """Words with their character offsets, and minimal word-level edits between two texts.
 
-A word is a run of letters/digits (with inner apostrophes, as in "don't"), or a run of other
-visible characters (punctuation, emoji with their joiners). Offsets index the original string,
-so results map back onto the annotator's exact text.
+A word is what ``local_models.words.split_words`` says it is, the one definition shared with the
+heatmap's grouping of tokens: a run of non-space characters, with emoji (and their joiners) apart
+from letters and opening/closing punctuation split off its ends, so that obfuscated words such as
+"sh!t", "f*ck" or "n1gga" stay one word and zero-width characters stay inside the word they sit in.
+Offsets index the original string, so results map back onto the annotator's exact text.
 """
 
 from __future__ import annotations
@@ -12,20 +14,16 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-_WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]+", re.UNICODE)
+from local_models.words import WordSpan as Word
+from local_models.words import split_words
+
 # Zero-width characters that are invisible but meaningful (joiners, marks); kept inside words.
 ZERO_WIDTH = {"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"}
 
 
-@dataclass(frozen=True)
-class Word:
-    text: str
-    start: int
-    end: int
-
-
 def words(text: str) -> list[Word]:
-    return [Word(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
+    """The words of ``text`` (``Word``: text, start, end), as the heatmap groups them."""
+    return split_words(text)
 
 
 def clean_text(text: str) -> str:

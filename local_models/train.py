@@ -14,7 +14,6 @@ together into an ordinary Hugging Face folder at first use.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import html
 import json
@@ -25,7 +24,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -85,38 +84,31 @@ def parse_label_map(spec: str | None) -> dict[str, str] | None:
     return mapping
 
 
-def read_labelled_csv(path: Path, text_column: str, label_column: str, *,
-                      label_map: Mapping[str, str] | None = None, unescape_html: bool = False,
-                      drop_duplicates: bool = True) -> LabelledData:
-    """Texts and integer labels from a CSV file; every problem is a ``TrainingFailed``."""
+def labelled_data(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, str]], text_column: str,
+                  label_column: str, *, label_map: Mapping[str, str] | None = None, unescape_html: bool = False,
+                  drop_duplicates: bool = True) -> LabelledData:
+    """Texts and integer labels from the rows of a labelled file (``columns``: its header), as
+    ``app.io.training.read_labelled_csv`` reads them; every problem is a ``TrainingFailed``."""
     path = Path(path)
-    if not path.is_file():
-        raise TrainingFailed(f"There is no CSV file at {path}.")
     texts, raw_labels, skipped, seen = [], [], 0, set()
     duplicates = 0
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle)
-            columns = reader.fieldnames or []
-            for column in (text_column, label_column):
-                if column not in columns:
-                    raise TrainingFailed(f"{path.name} has no column '{column}'; it has {', '.join(columns)}.")
-            for row in reader:
-                text, label = (row.get(text_column) or ""), (row.get(label_column) or "").strip()
-                if unescape_html:
-                    text = html.unescape(text)
-                if not text.strip() or not label:
-                    skipped += 1
-                    continue
-                if drop_duplicates:
-                    if text in seen:
-                        duplicates += 1
-                        continue
-                    seen.add(text)
-                texts.append(text)
-                raw_labels.append(label)
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise TrainingFailed(f"{path.name} is not a readable UTF-8 CSV file ({exc}).") from exc
+    for column in (text_column, label_column):
+        if column not in columns:
+            raise TrainingFailed(f"{path.name} has no column '{column}'; it has {', '.join(columns)}.")
+    for row in rows:
+        text, label = (row.get(text_column) or ""), (row.get(label_column) or "").strip()
+        if unescape_html:
+            text = html.unescape(text)
+        if not text.strip() or not label:
+            skipped += 1
+            continue
+        if drop_duplicates:
+            if text in seen:
+                duplicates += 1
+                continue
+            seen.add(text)
+        texts.append(text)
+        raw_labels.append(label)
     if label_map:
         unknown = sorted(set(raw_labels) - set(label_map))
         if unknown:

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from app.domain import MAX_ROUND_NUMBER, ExampleStatus, ModelFormat, ModelOutput, Role, Span, SyncState, utcnow
 from app.errors import DynadeskError, ImportFailed, ImportProblem, InvalidExample
 from app.io.records import RecordWriter, read_record
-from app.io.rows import csv_table, json_line, whole_number
+from app.io.rows import csv_table, json_lines, read_text, whole_number
 from app.limits import record_problems
 from app.services.examples import Content, check_content, facet_rows, written_text
 from app.services.models import imported_model_sha
@@ -32,7 +32,6 @@ from app.tasks.fooling import is_fooled
 from app.text import content_hash, printable, word_edits
 
 NAMESPACE = uuid.UUID("6f1c7a52-4a8e-4bb5-9d57-0e8d3c1c5a10")
-MAX_FILE_BYTES = 2 * 1024**3
 
 
 def stable_id(*parts: str) -> uuid.UUID:
@@ -232,28 +231,6 @@ def repeated(first_seen: dict, key: str, line: int, row: dict, what: str) -> Imp
     if earlier_row == row:
         return f"line {line} repeats line {earlier} exactly; it was read once"
     return ImportProblem(line, f"{what} {key} is also on line {earlier}, with different content; keep one of the two")
-
-
-def read_text(path: Path, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
-    """A whole UTF-8 text file (a BOM is dropped); every way it can fail is a message naming ``what``."""
-    path = Path(path)
-    if not path.exists():
-        raise DynadeskError(f"There is no {what} at {path}.")
-    if path.is_dir():
-        raise DynadeskError(f"{path} is a folder, not a {what}.")
-    try:
-        size = path.stat().st_size
-        raw = path.read_bytes() if size <= max_bytes else b""
-    except OSError as exc:
-        raise DynadeskError(f"{path} cannot be read: {exc.strerror or exc}.") from exc
-    if size > max_bytes:
-        raise DynadeskError(f"{path} is {size / 2**20:,.0f} MB; Dynadesk reads a {what} of up to "
-                            f"{max_bytes // 2**20:,} MB. Split it.")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise DynadeskError(f"{path}, line {line}: the {what} is not UTF-8 text ({exc.reason}).") from exc
 
 
 # --- HateCheck ---------------------------------------------------------------------------
@@ -457,11 +434,12 @@ class JsonlImporter(Importer):
     def parse(self):
         text = read_text(self.path)
         first_seen: dict[str, tuple[int, dict]] = {}
-        for line, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
+        for line, value in json_lines(text):
+            if isinstance(value, ImportProblem):
+                yield line, value
                 continue
             try:
-                record = read_record(json_line(raw))
+                record = read_record(value)
             except ValueError as exc:
                 yield line, ImportProblem(line, str(exc))
                 continue

@@ -1,8 +1,10 @@
-"""Rows of CSV and JSON-lines files, where every bad row becomes "line N: what is wrong".
+"""The one reader of text files with rows (CSV and JSON lines), where every bad row becomes
+"line N: what is wrong".
 
-Importers, evaluation readers and context imports share these, so that no row of a hostile
-file surfaces as a Python exception: the caller decides whether a bad row stops the work or
-is skipped.
+Importers, evaluation readers, context imports and the training data reader share these
+(``read_text`` for the file, ``csv_table`` and ``json_lines`` for its rows), so that no row of a
+hostile file surfaces as a Python exception: the caller decides whether a bad row stops the work
+or is skipped.
 """
 
 from __future__ import annotations
@@ -11,11 +13,47 @@ import csv
 import io
 import json
 import math
+from pathlib import Path
 from typing import Any, Iterator
 
-from app.errors import ImportProblem
+from app.errors import DynadeskError, ImportProblem
 
 INT64 = 2**63  # what SQLite and PostgreSQL store in an integer column
+MAX_FILE_BYTES = 2 * 1024**3
+
+
+def read_text(path: Path, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
+    """A whole UTF-8 text file (a BOM is dropped); every way it can fail is a message naming ``what``."""
+    path = Path(path)
+    if not path.exists():
+        raise DynadeskError(f"There is no {what} at {path}.")
+    if path.is_dir():
+        raise DynadeskError(f"{path} is a folder, not a {what}.")
+    try:
+        size = path.stat().st_size
+        raw = path.read_bytes() if size <= max_bytes else b""
+    except OSError as exc:
+        raise DynadeskError(f"{path} cannot be read: {exc.strerror or exc}.") from exc
+    if size > max_bytes:
+        raise DynadeskError(f"{path} is {size / 2**20:,.0f} MB; Dynadesk reads a {what} of up to "
+                            f"{max_bytes // 2**20:,} MB. Split it.")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DynadeskError(f"{path}, line {line}: the {what} is not UTF-8 text ({exc.reason}).") from exc
+
+
+def json_lines(text: str) -> Iterator[tuple[int, Any | ImportProblem]]:
+    """(line, value) for each non-blank line of a JSON-lines text, or (line, problem) for a line
+    that ``json_line`` refuses."""
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield line, json_line(raw)
+        except ValueError as exc:
+            yield line, ImportProblem(line, str(exc))
 
 
 def csv_table(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str] | ImportProblem]]]:

@@ -7,7 +7,7 @@ load only what changed: rows added since (by rowid) and rows whose ``updated_at`
 the last one seen. Every figure is then computed from the arrays with numpy, so filtering and
 recomputing over 100k examples takes milliseconds (DESIGN.md §5).
 
-Definitions (DESIGN.md §1 and app/services/stats.py):
+Definitions (DESIGN.md §1; MER and vMER once, in app/tasks/figures.py):
 - *submitted*: status submitted or flagged (drafts and retracted examples are not).
 - *MER*: model-fooling ÷ submitted. *vMER*: model-fooling and decided 'correct' ÷ submitted.
 - *rejection rate*: decided 'incorrect' ÷ decided examples.
@@ -31,8 +31,9 @@ from typing import Sequence
 import numpy as np
 
 from app.services.agreement import Agreement
-from app.services.dashboard_snapshot import DECIDED_CORRECT, RETRACTED, DashboardFilter
+from app.services.dashboard_snapshot import DECIDED_CODES, STATUS_CODES, DashboardFilter
 from app.services.dashboard_tables import DashboardTables, Group
+from app.tasks import figures as rule
 from app.tasks.definition import MetadataKind
 
 CHART_ANNOTATORS = 6  # lines in the MER/vMER-over-time charts unless people are chosen
@@ -115,7 +116,7 @@ class DashboardService(DashboardTables):
             breakdown = "round"
         breakdowns = {breakdown: self.breakdown(breakdown, flt, mask)}
         agreement_result, rater_names = self.agreement(flt, mask)
-        counted = mask & (ex["status"] != RETRACTED)
+        counted = mask & rule.submitted_mask(ex["status"], STATUS_CODES)
 
         def chart(name: str, **without) -> list[Group]:
             """A chart's bars ignore the chart's own filter, so that the other bars stay to click
@@ -168,18 +169,15 @@ class DashboardService(DashboardTables):
         mine = usable & (slots >= 0)
         bins = ((times[mine] - start) // width).astype(np.int64)
         cells = slots[mine] * n_bins + bins
-        fooled = ex["fooled"][mine] == 1
-        correct = ex["decided"][mine] == DECIDED_CORRECT
+        fooled = rule.fooling_mask(ex["fooled"][mine])
+        validated = rule.validated_mask(fooled, ex["decided"][mine], DECIDED_CODES)
         size = len(wanted) * n_bins
 
         def cumulative(selection) -> np.ndarray:
             return np.cumsum(np.bincount(cells[selection], minlength=size)[:size].reshape(len(wanted), n_bins), axis=1)
 
         submitted = cumulative(slice(None))
-        fooling, valid = cumulative(fooled), cumulative(fooled & correct)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mer = np.where(submitted > 0, fooling / np.maximum(submitted, 1), np.nan)
-            vmer = np.where(submitted > 0, valid / np.maximum(submitted, 1), np.nan)
+        mer, vmer = rule.rates(cumulative(fooled), submitted), rule.rates(cumulative(validated), submitted)
         for slot, key in enumerate(wanted):
             if submitted[slot, -1]:
                 series.append(Series(key, self.names.get(key, key), mer[slot].tolist(), vmer[slot].tolist()))

@@ -12,8 +12,9 @@ import numpy as np
 
 from app.services.agreement import MIN_OVERLAP, Agreement, agreement
 from app.services.dashboard_snapshot import (
-    DECIDED_CORRECT, DECIDED_INCORRECT, RETRACTED, DashboardFilter, DashboardSnapshot,
+    DECIDED_CODES, DECIDED_INCORRECT, STATUS_CODES, DashboardFilter, DashboardSnapshot,
 )
+from app.tasks import figures as rule
 
 
 @dataclass
@@ -82,12 +83,14 @@ class DashboardTables(DashboardSnapshot):
         ex = self.examples
         keep = mask[rows] & (codes >= 0)
         rows, codes = rows[keep], codes[keep]
-        counted = ex["status"][rows] != RETRACTED
-        fooled_here = (ex["fooled"][rows] if fooled is None else fooled[keep]) == 1
+        counted = rule.submitted_mask(ex["status"][rows], STATUS_CODES)
+        fooled_here = rule.fooling_mask(ex["fooled"][rows] if fooled is None else fooled[keep])
         decided = ex["decided"][rows]
         perturbed = counted & ex["perturbation"][rows]
-        # One pass: every (group, flags) pair counted at once; the figures are sums over flags.
-        flags = (counted.astype(np.int64) | (fooled_here << 1) | ((decided == DECIDED_CORRECT) << 2)
+        # One pass: every (group, flags) pair counted at once; the figures are sums over flags
+        # (bit 4 marks validated fooling only together with bit 2, fooling).
+        flags = (counted.astype(np.int64) | (fooled_here << 1)
+                 | (rule.validated_mask(fooled_here, decided, DECIDED_CODES) << 2)
                  | ((decided == DECIDED_INCORRECT) << 3) | ((decided >= 0) << 4))
         table = np.bincount(codes * 32 + flags, minlength=n_groups * 32)[:n_groups * 32].reshape(n_groups, 32)
 
@@ -124,7 +127,7 @@ class DashboardTables(DashboardSnapshot):
                 key=key, name=name, submitted=submitted, retracted=retracted, fooled=int(stats["fooled"][i]),
                 validated_fooling=int(stats["validated_fooling"][i]), decided=decided,
                 rejected=int(stats["rejected"][i]), undecided=submitted - decided,
-                mer=_ratio(stats["fooled"][i], submitted), vmer=_ratio(stats["validated_fooling"][i], submitted),
+                mer=rule.mer(stats["fooled"][i], submitted), vmer=rule.vmer(stats["validated_fooling"][i], submitted),
                 rejection_rate=_ratio(stats["rejected"][i], decided),
                 retraction_rate=_ratio(retracted, submitted + retracted),
                 median_seconds=None if math.isnan(stats["median_ms"][i]) else float(stats["median_ms"][i]) / 1000,

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from app.errors import DynadeskError, ImportProblem
-from app.io.importers import read_text
-from app.io.rows import csv_table, json_line
+from app.io.rows import csv_table, json_lines, read_text
 
 HATECHECK_COLUMNS = ("functionality", "case_id", "test_case", "label_gold")
 HATECHECK_GOLD = {"hateful": "hate", "non-hateful": "not hate"}
@@ -124,13 +123,9 @@ def _is_jsonl(path: Path) -> bool:
 
 def _jsonl_objects(path: Path, content: str) -> Iterable[tuple[int, dict]]:
     """(line number, object) for each non-blank line; anything but a JSON object is an error naming its line."""
-    for number, line in enumerate(content.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json_line(line)
-        except ValueError as exc:
-            raise EvaluationInputError(f"{path}, line {number}: not a JSON object ({exc}).") from None
+    for number, value in json_lines(content):
+        if isinstance(value, ImportProblem):
+            raise EvaluationInputError(f"{path}, line {number}: not a JSON object ({value.reason}).")
         if not isinstance(value, dict):
             raise EvaluationInputError(f"{path}, line {number}: not a JSON object.")
         yield number, value

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from app.formatting import num, pct
 from app.services.evaluation_scoring import DIMENSIONS, PERFORMANCE_WEIGHTING
 
 CSS = """
@@ -22,12 +23,6 @@ th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 """
 
 
-def _pct(value) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def _num(value, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
 
 
 def _colour(value: float | None) -> str:
@@ -59,8 +54,8 @@ def bar_chart(items: list[tuple[str, float | None, str]], *, title: str, width: 
         if value is not None:
             parts.append(f'<rect x="{left}" y="{y + 2}" width="{max(value, 0) * span:.1f}" height="{row - 5}" '
                          f'fill="{_colour(value)}" stroke="#888" stroke-width="0.5"><title>{escape(label)}: '
-                         f'{_pct(value)} {escape(note)}</title></rect>')
-        parts.append(f'<text x="{left + span + 4}" y="{y + 11}">{_pct(value)} {escape(note)}</text>')
+                         f'{pct(value)} {escape(note)}</title></rect>')
+        parts.append(f'<text x="{left + span + 4}" y="{y + 11}">{pct(value)} {escape(note)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -92,22 +87,22 @@ def render_html(doc: dict) -> str:
     for m in models:
         r = doc["results"][m["key"]]
         u = r["score"]["utilities"]
-        rows.append([escape(m["name"]), _num(r["score"]["score"], 1)] + [_num(u[d], 3) for d in DIMENSIONS])
+        rows.append([escape(m["name"]), num(r["score"]["score"], 1)] + [num(u[d], 3) for d in DIMENSIONS])
     out.append(_table(["Model", "Score (0–100)"] + [d.capitalize() for d in DIMENSIONS], rows))
     weights = doc["options"]["weights"]
     out.append("<p class='muted'>Score = 100 × Σ weight × utility ÷ Σ weight over the dimensions measured; weights: "
                + ", ".join(f"{d} {weights[d]:g}" for d in DIMENSIONS) + ". See docs/evaluation.md.</p>")
     out.append("<p class='muted'>Performance = mean of the sets' macro-F1, " + escape(PERFORMANCE_WEIGHTING) + ": "
                + "; ".join(escape(m["name"]) + ": " + ", ".join(
-                   f"{escape(sets[part['set']]['name'])} {_num(part['macro_f1'])} (n={part['n']:,})"
+                   f"{escape(sets[part['set']]['name'])} {num(part['macro_f1'])} (n={part['n']:,})"
                    for part in (doc["results"][m["key"]].get("performance") or {}).get("sets", []))
                    for m in models) + ".</p>")
     rows = []
     for m in models:
         run = doc["results"][m["key"]]["run"] or {}
-        rows.append([escape(m["name"]), f"{run.get('items_per_second', 0):.0f}", _num(run.get("latency_p50_ms"), 1),
-                     _num(run.get("latency_p95_ms"), 1), _num(run.get("memory_mb"), 0), _num(run.get("peak_rss_mb"), 0),
-                     str(run.get("distinct_inputs", "")), _num(run.get("seconds"), 1)])
+        rows.append([escape(m["name"]), f"{run.get('items_per_second', 0):.0f}", num(run.get("latency_p50_ms"), 1),
+                     num(run.get("latency_p95_ms"), 1), num(run.get("memory_mb"), 0), num(run.get("peak_rss_mb"), 0),
+                     str(run.get("distinct_inputs", "")), num(run.get("seconds"), 1)])
     out.append(_table(["Model", "Inputs/s (batched)", "Latency p50 ms", "Latency p95 ms", "Memory added MB",
                        "Peak RSS MB", "Distinct inputs", "Seconds"], rows))
 
@@ -118,11 +113,11 @@ def render_html(doc: dict) -> str:
         for row in doc["matrix"]["rows"]:
             cells = "".join(
                 f"<td class='num' style='background:{_colour(row['cells'][m['key']]['accuracy'])}'>"
-                f"{_pct(row['cells'][m['key']]['accuracy'])} / {_num(row['cells'][m['key']]['macro_f1'])}</td>"
+                f"{pct(row['cells'][m['key']]['accuracy'])} / {num(row['cells'][m['key']]['macro_f1'])}</td>"
                 for m in models)
             body.append(f"<tr><td>{escape(row['name'])}</td><td class='num'>{row['n']}</td>{cells}</tr>")
-        all_cells = "".join(f"<td class='num'>{_pct((doc['results'][m['key']].get('all_rounds') or {}).get('accuracy'))} / "
-                            f"{_num((doc['results'][m['key']].get('all_rounds') or {}).get('macro_f1'))}</td>" for m in models)
+        all_cells = "".join(f"<td class='num'>{pct((doc['results'][m['key']].get('all_rounds') or {}).get('accuracy'))} / "
+                            f"{num((doc['results'][m['key']].get('all_rounds') or {}).get('macro_f1'))}</td>" for m in models)
         body.append(f"<tr><th>All rounds</th><td></td>{all_cells}</tr>")
         out.append(f"<table>{head}{''.join(body)}</table>")
 
@@ -132,8 +127,8 @@ def render_html(doc: dict) -> str:
         for key, f in r["sets"].items():
             s = sets[key]
             out.append(f"<h3>{escape(s['name'])}</h3>")
-            out.append(f"<p>Accuracy <b>{_pct(f['accuracy'])}</b>, macro-F1 <b>{_num(f['macro_f1'])}</b> over {f['n']} cases. "
-                       + "; ".join(f"{escape(k)}: {_pct(v['accuracy'])} of {v['n']}" for k, v in f["per_label"].items())
+            out.append(f"<p>Accuracy <b>{pct(f['accuracy'])}</b>, macro-F1 <b>{num(f['macro_f1'])}</b> over {f['n']} cases. "
+                       + "; ".join(f"{escape(k)}: {pct(v['accuracy'])} of {v['n']}" for k, v in f["per_label"].items())
                        + ".</p>")
             if f.get("functionalities"):
                 items = sorted(f["functionalities"].items(), key=lambda kv: kv[1]["accuracy"])
@@ -144,13 +139,13 @@ def render_html(doc: dict) -> str:
                                      title="Accuracy per target group"))
                 gap = f.get("target_gap")
                 if gap:
-                    out.append(f"<p>Largest gap between target groups: <b>{_pct(gap['gap'])}</b> "
+                    out.append(f"<p>Largest gap between target groups: <b>{pct(gap['gap'])}</b> "
                                f"({escape(gap['best'])} vs {escape(gap['worst'])}; groups with ≥ {gap['min_cases']} cases).</p>")
             if f.get("pairs"):
                 p = f["pairs"]
-                out.append(f"<p>Pairs: {p['n']}; both halves right in <b>{_pct(p['consistency'])}</b>; of the "
+                out.append(f"<p>Pairs: {p['n']}; both halves right in <b>{pct(p['consistency'])}</b>; of the "
                            f"{p['label_flipping']} pairs whose labels differ, the prediction flipped in "
-                           f"<b>{_pct(p['flip_sensitivity'])}</b>.</p>")
+                           f"<b>{pct(p['flip_sensitivity'])}</b>.</p>")
             failing = [c for c in s["cases"] if c["id"] in set(f["failing"])]
             if failing:
                 preds = m["predictions"][key]
@@ -164,14 +159,14 @@ def render_html(doc: dict) -> str:
         if swap:
             out.append("<h3>Identity swap</h3>")
             out.append(f"<p>{swap['cases']} sentences naming a group, each rewritten to name the others "
-                       f"({swap['variants']} swaps): the prediction stayed the same in <b>{_pct(swap['consistency'])}</b>.</p>")
+                       f"({swap['variants']} swaps): the prediction stayed the same in <b>{pct(swap['consistency'])}</b>.</p>")
             out.append(bar_chart([(k, v["accuracy"], f"of {v['n']}") for k, v in swap["groups"].items()],
                                  title="Accuracy when the sentence names this group"))
         robust = r.get("robustness")
         if robust:
             out.append("<h3>Robustness to spelling</h3>")
             items = [("clean (same cases)", robust["clean_accuracy"], "")] + [
-                (k.replace("_", " "), v["accuracy"], f"flips {_pct(v['flip_rate'])}") for k, v in robust["kinds"].items()]
+                (k.replace("_", " "), v["accuracy"], f"flips {pct(v['flip_rate'])}") for k, v in robust["kinds"].items()]
             out.append(bar_chart(items, title="Accuracy under spelling perturbations"))
         out.append("<h3>Training data overlap</h3><ul>")
         for check in m["overlap"]["checks"]:

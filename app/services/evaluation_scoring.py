@@ -6,6 +6,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any, Sequence
 
+from app.formatting import num, pct
 from app.services.evaluation_data import PERTURBATIONS, EvalSet, Variant
 
 DIMENSIONS = ("performance", "throughput", "memory", "fairness", "robustness")
@@ -20,24 +21,23 @@ MIN_GROUP_CASES = 10  # target groups with fewer cases are listed but left out o
 
 
 def accuracy(gold: Sequence[str], predicted: Sequence[str]) -> float | None:
+    """scikit-learn's accuracy_score; None without cases."""
     if not gold:
         return None
-    return sum(g == p for g, p in zip(gold, predicted)) / len(gold)
+    from sklearn.metrics import accuracy_score  # a second to import: only when figures are computed
+
+    return float(accuracy_score(gold, predicted))
 
 
 def macro_f1(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str] | None = None) -> float | None:
-    """Unweighted mean of per-label F1 over ``labels`` (default: every label in gold or predicted,
-    as scikit-learn's f1_score(average='macro') does); a label never predicted nor gold scores 0."""
+    """scikit-learn's f1_score(average='macro') over ``labels`` (default: every label in gold or
+    predicted); a label never predicted nor gold scores 0. None without cases."""
     if not gold:
         return None
-    labels = sorted(set(gold) | set(predicted)) if labels is None else list(labels)
-    scores = []
-    for label in labels:
-        tp = sum(g == label and p == label for g, p in zip(gold, predicted))
-        fp = sum(g != label and p == label for g, p in zip(gold, predicted))
-        fn = sum(g == label and p != label for g, p in zip(gold, predicted))
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return sum(scores) / len(scores)
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(gold, predicted, labels=None if labels is None else list(labels), average="macro",
+                          zero_division=0))
 
 
 def _group_figures(items: list[tuple[str | None, bool]]) -> dict[str, dict]:
@@ -231,35 +231,27 @@ def summary_lines(doc: dict) -> list[str]:
         lines.append(f"{model['name']}")
         for key, f in r["sets"].items():
             name = next(s["name"] for s in doc["sets"] if s["key"] == key)
-            lines.append(f"  {name}: accuracy {_pct(f['accuracy'])}, macro-F1 {_num(f['macro_f1'])} (n={f['n']})")
+            lines.append(f"  {name}: accuracy {pct(f['accuracy'])}, macro-F1 {num(f['macro_f1'])} (n={f['n']})")
             if f.get("functionalities"):
                 ordered = sorted(f["functionalities"].items(), key=lambda kv: kv[1]["accuracy"])
-                worst = ", ".join(k + " " + _pct(v["accuracy"]) for k, v in ordered[:3])
-                best = ", ".join(k + " " + _pct(v["accuracy"]) for k, v in ordered[::-1][:3])
+                worst = ", ".join(k + " " + pct(v["accuracy"]) for k, v in ordered[:3])
+                best = ", ".join(k + " " + pct(v["accuracy"]) for k, v in ordered[::-1][:3])
                 lines.append(f"    worst: {worst}")
                 lines.append(f"    best: {best}")
             if f.get("target_gap"):
                 g = f["target_gap"]
-                lines.append(f"    target-group gap {_pct(g['gap'])} ({g['best']} vs {g['worst']})")
+                lines.append(f"    target-group gap {pct(g['gap'])} ({g['best']} vs {g['worst']})")
         if r.get("identity_swap"):
             s = r["identity_swap"]
-            lines.append(f"  identity swap: {_pct(s['consistency'])} unchanged over {s['variants']} swaps")
+            lines.append(f"  identity swap: {pct(s['consistency'])} unchanged over {s['variants']} swaps")
         if r.get("robustness"):
             rb = r["robustness"]
-            lines.append(f"  spelling perturbations: accuracy {_pct(rb['accuracy'])} vs {_pct(rb['clean_accuracy'])} clean")
+            lines.append(f"  spelling perturbations: accuracy {pct(rb['accuracy'])} vs {pct(rb['clean_accuracy'])} clean")
         run = r.get("run") or {}
-        lines.append(f"  {run.get('items_per_second', 0):.0f} inputs/s, p95 latency {_num(run.get('latency_p95_ms'), 1)} ms, "
-                     f"memory {_num(run.get('memory_mb'), 0)} MB")
+        lines.append(f"  {run.get('items_per_second', 0):.0f} inputs/s, p95 latency {num(run.get('latency_p95_ms'), 1)} ms, "
+                     f"memory {num(run.get('memory_mb'), 0)} MB")
         if len(r["sets"]) > 1:
-            lines.append(f"  performance {_num(r['score']['utilities']['performance'])}: mean macro-F1 of "
+            lines.append(f"  performance {num(r['score']['utilities']['performance'])}: mean macro-F1 of "
                          f"{len(r['sets'])} sets, {PERFORMANCE_WEIGHTING}")
-        lines.append(f"  score {_num(r['score']['score'], 1)} / 100")
+        lines.append(f"  score {num(r['score']['score'], 1)} / 100")
     return lines
-
-
-def _pct(value) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def _num(value, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"

@@ -16,12 +16,12 @@ from sqlalchemy import delete, func, select, update
 
 from app.domain import ExampleStatus, FooledRule, ModelFormat, Role, RoundStatus, utcnow
 from app.errors import DynadeskError, ImportProblem, NotFound
-from app.io.importers import read_text
-from app.io.rows import csv_table, json_line
+from app.io.rows import csv_table, json_lines, read_text
 from app.limits import record_problems
 from app.services.models import ModelService
 from app.services.tasks import TaskService
 from app.storage.db import Database
+from app.tasks import figures
 from app.text import content_hash
 from app.storage.models import Context, Example, ModelRecord, Person, Round, RoundModel, Task
 
@@ -79,7 +79,7 @@ class ContextStats:
 
     @property
     def fooling_rate(self) -> float | None:
-        return self.fooled / self.examples if self.examples else None
+        return figures.mer(self.fooled, self.examples)
 
 
 @dataclass
@@ -119,10 +119,9 @@ class RoundService:
         task_code = self.tasks.task_code(round_.task_id)
         with self.db.read() as session:
             contexts = session.scalar(select(func.count()).where(Context.round_id == round_.id))
-            examples, fooled = session.execute(
-                select(func.count(), func.coalesce(func.sum(func.iif(Example.model_fooled.is_(True), 1, 0)), 0))
-                .where(Example.round_id == round_.id,
-                       Example.status.in_([ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value]))
+            examples, fooled, _validated = session.execute(
+                select(*figures.sql_counts(Example.model_fooled, Example.decided_verdict))
+                .where(Example.round_id == round_.id, figures.sql_submitted(Example.status))
             ).one()
         models = [(m.id, m.name, m.sha256) for m in self.models.round_models(round_.id)]
         return RoundSummary(round_.id, task_code, round_.number, round_.status, round_.description,
@@ -142,11 +141,10 @@ class RoundService:
 
     def context_stats(self, round_id: uuid.UUID, *, limit: int | None = None) -> list[ContextStats]:
         """Each context with how often it was served and how often it led to a fooling example."""
-        counted = [ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value]
+        submitted, fooled, _validated = figures.sql_counts(Example.model_fooled, Example.decided_verdict)
         per_context = (
-            select(Example.context_id.label("context_id"), func.count().label("examples"),
-                   func.sum(func.iif(Example.model_fooled.is_(True), 1, 0)).label("fooled"))
-            .where(Example.round_id == round_id, Example.status.in_(counted), Example.context_id.is_not(None))
+            select(Example.context_id.label("context_id"), submitted.label("examples"), fooled.label("fooled"))
+            .where(Example.round_id == round_id, figures.sql_submitted(Example.status), Example.context_id.is_not(None))
             .group_by(Example.context_id)
             .subquery()
         )
@@ -342,13 +340,9 @@ class RoundService:
                     raise DynadeskError(f"{path}, {row}.")
                 yield line, row[column], tag, None
         elif format == "jsonl":
-            for line, raw in enumerate(text.splitlines(), start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    item = json_line(raw)
-                except ValueError as exc:
-                    raise DynadeskError(f"{path}, line {line}: {exc}.") from None
+            for line, item in json_lines(text):
+                if isinstance(item, ImportProblem):
+                    raise DynadeskError(f"{path}, {item}.")
                 if isinstance(item, str):
                     yield line, item, tag, None
                 elif isinstance(item, dict) and isinstance(item.get(column or "text"), str):
@@ -397,16 +391,14 @@ class RoundService:
         # least fooled: the lowest share of fooling examples so far; never-used contexts count as 0
         stats = session.execute(
             select(Context.id, Context.times_used,
-                   func.coalesce(func.sum(func.iif(Example.model_fooled.is_(True), 1, 0)), 0),
-                   func.count(Example.id))
-            .outerjoin(Example, (Example.context_id == Context.id) & Example.status.in_(
-                [ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value]))
+                   figures.sql_total(figures.sql_fooling(Example.model_fooled)), func.count(Example.id))
+            .outerjoin(Example, (Example.context_id == Context.id) & figures.sql_submitted(Example.status))
             .where(Context.id.in_(pool))
             .group_by(Context.id)
         ).all()
         if not stats:
             return []
-        keyed = [((fooled / count if count else 0.0), used, context_id) for context_id, used, fooled, count in stats]
+        keyed = [(figures.mer(fooled, count) or 0.0, used, context_id) for context_id, used, fooled, count in stats]
         best = min((rate, used) for rate, used, _ in keyed)
         return [context_id for rate, used, context_id in keyed if (rate, used) == best]
 

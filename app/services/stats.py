@@ -1,8 +1,7 @@
 """Dynabench's figures: MER (model-fooling ÷ submitted) and vMER (validated as genuinely
 fooling ÷ submitted), per round, annotator, target model and task.
 
-An example counts as submitted unless it is a draft or retracted. It counts toward vMER
-when it fooled the model and the decision on it is 'correct' (the author's label stands).
+What counts and how it divides is defined once, in ``app.tasks.figures``; this is its SQL on the desk.
 """
 
 from __future__ import annotations
@@ -11,13 +10,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import and_, func, select, text
+from sqlalchemy import select, text
 
-from app.domain import ExampleStatus, Verdict
 from app.storage.db import Database
 from app.storage.models import Example, ModelRecord, Person, Round, Task
+from app.tasks import figures as rule
 
-COUNTED = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)
 Grouping = Literal["round", "annotator", "model", "task"]
 GROUPINGS: tuple[Grouping, ...] = ("round", "annotator", "model", "task")
 
@@ -32,28 +30,25 @@ class Figures:
 
     @property
     def mer(self) -> float | None:
-        return self.fooled / self.submitted if self.submitted else None
+        return rule.mer(self.fooled, self.submitted)
 
     @property
     def vmer(self) -> float | None:
-        return self.validated_fooling / self.submitted if self.submitted else None
+        return rule.vmer(self.validated_fooling, self.submitted)
 
 
 # Per target model. CROSS JOIN fixes SQLite's loop order (examples outside, their outputs
 # inside, both through covering indexes); the planner's own choice is five times slower.
+_MODEL_COUNTS, _MODEL_COUNTED = rule.sqlite_counts("e.status", "o.fooled", "e.decided_verdict")
 MODEL_FIGURES = text(
     f"""
-    SELECT o.model_id, count(*), sum(o.fooled IS 1), sum(o.fooled IS 1 AND e.decided_verdict = '{Verdict.CORRECT.value}')
+    SELECT o.model_id, {_MODEL_COUNTS}
     FROM examples AS e CROSS JOIN model_outputs AS o ON o.example_id = e.id
-    WHERE e.status IN ({", ".join(f"'{s}'" for s in COUNTED)})
+    WHERE {_MODEL_COUNTED}
       AND (:task_id IS NULL OR e.task_id = :task_id) AND (:round_id IS NULL OR e.round_id = :round_id)
     GROUP BY o.model_id
     """
 )
-
-
-def _sum_if(condition):
-    return func.coalesce(func.sum(func.iif(condition, 1, 0)), 0)
 
 
 class StatsService:
@@ -71,11 +66,9 @@ class StatsService:
                 counts = [(uuid.UUID(k), s, f, v) for k, s, f, v in counts]
             else:
                 key = {"round": Example.round_id, "annotator": Example.author_id, "task": Example.task_id}[by]
-                fooled = Example.model_fooled.is_(True)
                 query = (
-                    select(key, func.count(), _sum_if(fooled),
-                           _sum_if(and_(fooled, Example.decided_verdict == Verdict.CORRECT.value)))
-                    .where(Example.status.in_(COUNTED))
+                    select(key, *rule.sql_counts(Example.model_fooled, Example.decided_verdict))
+                    .where(rule.sql_submitted(Example.status))
                     .group_by(key)
                 )
                 if task_id is not None:

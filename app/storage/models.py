@@ -103,6 +103,53 @@ class Synced(Stamped):
         self.revision = (self.revision or 0) + 1
 
 
+# --- columns desks and the server define alike (sync.server.models uses these mixins too) -----------
+
+
+class PersonColumns:
+    display_name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(20))
+
+
+class TaskColumns:
+    code: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    definition: Mapped[dict[str, Any]]
+    fingerprint: Mapped[str] = mapped_column(String(64))
+
+
+class RoundColumns:
+    """A round's columns but its task and opening time (the desk stamps ``opened_at`` itself)."""
+
+    number: Mapped[int] = mapped_column(Integer)
+    description: Mapped[str] = mapped_column(Text, default="")
+    goal_message: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default=RoundStatus.OPEN.value)
+    fooled_rule: Mapped[str] = mapped_column(String(16), default=FooledRule.MEAN.value)
+
+
+class ContextColumns:
+    """A context's columns but its round (indexed on desks only)."""
+
+    text: Mapped[str] = mapped_column(Text)
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    tag: Mapped[str] = mapped_column(String(200), default="")
+    source: Mapped[str] = mapped_column(String(500), default="")
+    content_hash: Mapped[str] = mapped_column(String(64))
+    times_used: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ModelColumns:
+    """A model record's columns that desks and the server share (the desk adds its file path and
+    task id; the server the task code and the uploaded files)."""
+
+    name: Mapped[str] = mapped_column(String(200))
+    format: Mapped[str] = mapped_column(String(32))
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    label_map: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    provenance: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
 class Meta(Base):
     """Database-wide values, such as the secret salt behind export pseudonyms."""
 
@@ -111,19 +158,13 @@ class Meta(Base):
     value: Mapped[str] = mapped_column(Text)
 
 
-class Person(Synced, Base):
+class Person(PersonColumns, Synced, Base):
     __tablename__ = "people"
     __table_args__ = (Index(None, "display_name", "id"),)  # sorting review rows by author
-    display_name: Mapped[str] = mapped_column(String(200))
-    role: Mapped[str] = mapped_column(String(20))
 
 
-class Task(Synced, Base):
+class Task(TaskColumns, Synced, Base):
     __tablename__ = "tasks"
-    code: Mapped[str] = mapped_column(String(64), unique=True)
-    name: Mapped[str] = mapped_column(String(200))
-    definition: Mapped[dict[str, Any]]
-    fingerprint: Mapped[str] = mapped_column(String(64))
 
     rounds: Mapped[list["Round"]] = relationship(back_populates="task", order_by="Round.number")
 
@@ -137,15 +178,10 @@ class RoundModel(Base):
     position: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class Round(Synced, Base):
+class Round(RoundColumns, Synced, Base):
     __tablename__ = "rounds"
     __table_args__ = (UniqueConstraint("task_id", "number"),)
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"), index=True)
-    number: Mapped[int] = mapped_column(Integer)
-    description: Mapped[str] = mapped_column(Text, default="")
-    goal_message: Mapped[str] = mapped_column(Text, default="")
-    status: Mapped[str] = mapped_column(String(16), default=RoundStatus.OPEN.value)
-    fooled_rule: Mapped[str] = mapped_column(String(16), default=FooledRule.MEAN.value)
     opened_at: Mapped[datetime | None] = mapped_column(default=utcnow)
     closed_at: Mapped[datetime | None]
     settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
@@ -156,27 +192,16 @@ class Round(Synced, Base):
     )
 
 
-class Context(Synced, Base):
+class Context(ContextColumns, Synced, Base):
     __tablename__ = "contexts"
     __table_args__ = (UniqueConstraint("round_id", "content_hash"),)
     round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"), index=True)
-    text: Mapped[str] = mapped_column(Text)
-    data: Mapped[dict[str, Any] | None]
-    tag: Mapped[str] = mapped_column(String(200), default="")
-    source: Mapped[str] = mapped_column(String(500), default="")
-    content_hash: Mapped[str] = mapped_column(String(64))
-    times_used: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class ModelRecord(Synced, Base):
+class ModelRecord(ModelColumns, Synced, Base):
     __tablename__ = "model_records"
-    name: Mapped[str] = mapped_column(String(200))
-    format: Mapped[str] = mapped_column(String(32))
     path: Mapped[str] = mapped_column(Text, default="")
-    sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    label_map: Mapped[dict[str, Any]] = mapped_column(default=dict)
     task_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("tasks.id"), index=True)
-    provenance: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
 # Literal (not bound) so that SQLite can prove a query is covered by the partial queue index.

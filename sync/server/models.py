@@ -17,7 +17,7 @@ from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, Me
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from app.domain import new_id, utcnow
-from app.storage.models import NAMING, UTCDateTime
+from app.storage.models import NAMING, ContextColumns, ModelColumns, PersonColumns, RoundColumns, TaskColumns, UTCDateTime
 
 CHANGE_SEQ = "change_seq"
 
@@ -44,60 +44,38 @@ class Counter(Base):
     value: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
-class Person(Stamped, Base):
+class Person(PersonColumns, Stamped, Base):
     __tablename__ = "people"
-    display_name: Mapped[str] = mapped_column(String(200))
-    role: Mapped[str] = mapped_column(String(20))
     team: Mapped[str] = mapped_column(String(64), index=True)
     # sha256 of the API token; None for people who only appear as authors of imported data sets.
     token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
 
 
-class Task(Stamped, Base):
+class Task(TaskColumns, Stamped, Base):
     __tablename__ = "tasks"
-    code: Mapped[str] = mapped_column(String(64), unique=True)
-    name: Mapped[str] = mapped_column(String(200))
-    definition: Mapped[dict[str, Any]]
-    fingerprint: Mapped[str] = mapped_column(String(64))
 
 
-class ModelRecord(Stamped, Base):
+class ModelRecord(ModelColumns, Stamped, Base):
     __tablename__ = "models"
-    name: Mapped[str] = mapped_column(String(200))
-    format: Mapped[str] = mapped_column(String(32))
-    sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    label_map: Mapped[dict[str, Any]] = mapped_column(default=dict)
     task_code: Mapped[str | None] = mapped_column(String(64))
-    provenance: Mapped[dict[str, Any]] = mapped_column(default=dict)
     files: Mapped[list[Any] | None]  # [{"name", "sha256", "size"}]; None until an owner uploads them
 
 
-class Round(Stamped, Base):
+class Round(RoundColumns, Stamped, Base):
     __tablename__ = "rounds"
     __table_args__ = (UniqueConstraint("task_id", "number"),)
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
-    number: Mapped[int] = mapped_column(Integer)
-    description: Mapped[str] = mapped_column(Text, default="")
-    goal_message: Mapped[str] = mapped_column(Text, default="")
-    status: Mapped[str] = mapped_column(String(16), default="open")
-    fooled_rule: Mapped[str] = mapped_column(String(16), default="mean")
     opened_at: Mapped[datetime | None]
     closed_at: Mapped[datetime | None]
     settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
     target_models: Mapped[list[Any]] = mapped_column(default=list)  # server model ids, in order
 
 
-class Context(Stamped, Base):
+class Context(ContextColumns, Stamped, Base):
     __tablename__ = "contexts"
     __table_args__ = (UniqueConstraint("round_id", "content_hash"),)
     round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"))
-    text: Mapped[str] = mapped_column(Text)
-    data: Mapped[Any | None] = mapped_column(JSON)
-    tag: Mapped[str] = mapped_column(String(200), default="")
-    source: Mapped[str] = mapped_column(String(500), default="")
-    content_hash: Mapped[str] = mapped_column(String(64))
-    times_used: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class Example(Stamped, Base):

@@ -54,6 +54,8 @@ def test_accuracy_and_macro_f1_by_hand():
     # a label that is gold but never predicted scores 0, and still counts in the mean
     assert macro_f1(["a", "b"], ["a", "a"]) == pytest.approx((2 / 3 + 0) / 2)
     assert accuracy([], []) is None and macro_f1([], []) is None
+    # named labels: one neither gold nor predicted scores 0 and counts in the mean
+    assert macro_f1(["a"], ["a"], labels=["a", "b"]) == pytest.approx(0.5)
 
 
 def test_metrics_match_scikit_learn_on_random_labels():

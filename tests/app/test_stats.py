@@ -48,3 +48,29 @@ def test_mer_and_vmer_by_round_annotator_model_and_task(desk, people, target_mod
     assert desk.stats.figures("model", task_id=desk.tasks.task("nli").id) == []
     [only_round2] = [f for f in desk.stats.figures("model", round_id=round2.id) if f.name == "second"]
     assert (only_round2.submitted, only_round2.fooled, only_round2.validated_fooling) == (1, 1, 1)
+
+
+def test_one_definition_of_mer_and_vmer_in_python_and_numpy():
+    """app.tasks.figures: the rule by row, over numpy codes (the dashboard's) and as a ratio."""
+    import numpy as np
+
+    from app.services.dashboard_snapshot import DECIDED_CODES, STATUS_CODES
+    from app.tasks import figures
+
+    rows = [("submitted", True, "correct"), ("flagged", True, "incorrect"), ("submitted", False, "correct"),
+            ("retracted", True, "correct"), ("submitted", None, None), ("flagged", True, None)]
+    counted = [r for r in rows if figures.is_submitted(r[0])]
+    fooled = sum(figures.is_fooling(f) for _, f, _ in counted)
+    validated = sum(figures.is_validated_fooling(f, v) for _, f, v in counted)
+    assert (len(counted), fooled, validated) == (5, 3, 1)
+    assert figures.mer(fooled, len(counted)) == 3 / 5 and figures.vmer(validated, len(counted)) == 1 / 5
+    assert figures.mer(0, 0) is None and figures.vmer(0, 0) is None
+
+    status = np.array([STATUS_CODES[s] for s, _, _ in rows], dtype=np.int8)
+    fooled_codes = np.array([-1 if f is None else int(f) for _, f, _ in rows], dtype=np.int8)
+    decided = np.array([DECIDED_CODES[v] for _, _, v in rows], dtype=np.int8)
+    mask = figures.submitted_mask(status, STATUS_CODES)
+    fooling = figures.fooling_mask(fooled_codes) & mask
+    assert (mask.sum(), fooling.sum(), figures.validated_mask(fooling, decided, DECIDED_CODES).sum()) == (5, 3, 1)
+    rates = figures.rates(np.array([3, 0]), np.array([5, 0]))
+    assert rates[0] == 3 / 5 and np.isnan(rates[1])

@@ -42,3 +42,17 @@ def test_word_alignment_pairs_words_through_the_edit():
     after = [("Women", 0.5), ("can", 0.1), ("lead", 0.0)]
     assert word_alignment(before, after) == [("Women", 0.3, 0.5), ("can't", 0.9, None), ("can", None, 0.1),
                                              ("lead", 0.1, 0.0)]
+
+
+def test_one_segmentation_for_edit_distance_and_heatmaps():
+    """The edit distance counts the words the heatmap shows (local_models.words): obfuscated
+    words, emoji with joiners, zero-width characters and right-to-left words each count once."""
+    from local_models.words import split_words
+
+    text = "ur sh!t f*ck n1gga 👨\u200d👩\u200d👧 n\u200bice مرحبا، don't"
+    assert words(text) == split_words(text)
+    assert [w.text for w in words(text)] == ["ur", "sh!t", "f*ck", "n1gga", "👨\u200d👩\u200d👧", "n\u200bice", "مرحبا",
+                                             "،", "don't"]
+    ops, distance = word_edits("that is sh!t", "that is f*cking sh!t")
+    assert distance == 1 and [(o.op, o.new) for o in ops] == [("insert", "f*cking")]
+    assert word_edits("you n1gga", "you n!gga")[1] == 1

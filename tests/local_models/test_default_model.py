@@ -86,7 +86,8 @@ def test_the_reported_test_figures_are_reproduced_by_the_model_the_desk_runs(pre
     """Rebuild the held-out split from the recorded seed and score the model the desk runs."""
     from tests.conftest import shared_file
 
-    from local_models.train import TrainingConfig, classification_metrics, read_labelled_csv, stratified_split
+    from app.io.training import read_labelled_csv
+    from local_models.train import TrainingConfig, classification_metrics, stratified_split
 
     description = json.loads((PART / "dynadesk_model.json").read_text())
     training = description["training"]

@@ -158,9 +158,16 @@ def test_question_answering_is_fooled_below_an_f1_of_0_4(team):
 
 @sqlite_only
 def test_desks_and_the_server_give_the_same_figures_and_a_forged_flag_is_undone(team, tmp_path):
-    """One definition of MER and vMER: the server's team figures are the desk's figures over the
-    same examples, on the author's desk (whose forged flags the push undid) and on a team mate's."""
+    """One definition of MER and vMER (app.tasks.figures), tied: the server's team figures are the
+    desk's figures over the same examples, on the author's desk (whose forged flags the push undid)
+    and on a team mate's, through the statistics service, the dashboard and `dynadesk stats`."""
+    import json
+
+    from click.testing import CliRunner
     from sqlalchemy import select, update
+
+    from app.cli import cli
+    from app.services.dashboard_snapshot import DashboardFilter
 
     from app.storage.models import Example as DeskExample
     from sync.client import SyncClient
@@ -185,16 +192,22 @@ def test_desks_and_the_server_give_the_same_figures_and_a_forged_flag_is_undone(
         with SyncClient(desk, team.url, team.ann.token, policy=QUICK) as client:
             client.run(fetch_models=False)
         on_author_desk = {f.name: f for f in desk.stats.figures("annotator")}["Ann Annotator"]
+        desk.dashboard.refresh()
+        on_dashboard = {g.name: g for g in desk.dashboard.annotators(DashboardFilter())}["Ann Annotator"]
     with prepare_desk(tmp_path / "bob", team.bob) as desk:  # a team mate's desk pulls it all
         with SyncClient(desk, team.url, team.bob.token, policy=QUICK) as client:
             client.run(fetch_models=False)
         on_team_desk = {f.name: f for f in desk.stats.figures("annotator")}["Ann Annotator"]
+    printed = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "bob"), "stats", "--by", "annotator", "--json"])
+    assert printed.exit_code == 0, printed.output
+    on_command_line = {r["name"]: r for r in json.loads(printed.stdout)["annotator"]}["Ann Annotator"]
     stats = httpx.get(f"{team.url}/v1/team/stats", params={"by": "annotator"}, headers=auth(team.lead)).json()
     on_server = {r["name"]: r for r in stats["rows"]}["Ann Annotator"]
-    for figures in (on_author_desk, on_team_desk):
-        assert (figures.submitted, figures.fooled, figures.validated_fooling, figures.mer, figures.vmer) == (
-            on_server["submitted"], on_server["fooled"], on_server["validated_fooling"], on_server["mer"],
-            on_server["vmer"])
+    fields = ("submitted", "fooled", "validated_fooling", "mer", "vmer")
+    expected = tuple(on_server[name] for name in fields)
+    for figures in (on_author_desk, on_dashboard, on_team_desk):
+        assert tuple(getattr(figures, name) for name in fields) == expected
+    assert tuple(on_command_line[name] for name in fields) == expected
     assert on_server["submitted"] == 16 and 0 < on_server["vmer"] < on_server["mer"] < 1
 
 

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.domain import ExampleStatus, Role
+from app.domain import Role
 from app.errors import DynadeskError
 from sync.protocol import RecordError
 from sync.server.models import (
@@ -26,7 +26,6 @@ from sync.server.models import (
 
 
 LEADS = (Role.LEAD.value, Role.OWNER.value)
-COUNTED = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)
 TRANSITIONS = {("submitted", "flagged"), ("submitted", "retracted"), ("flagged", "retracted")}
 # Ids that each desk maps to its own rows (compared through round_number, context_hash, model_sha256).
 MAPPED = {"round", "context", "duplicate_of"}

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import select
 
-from app.domain import Role, Verdict
+from app.domain import Role
 from app.services.stats import Figures
+from app.tasks import figures as rule
 from sync.protocol import Duplicate, FigureRow
 from sync.server.db import ServerDatabase
 from sync.server.models import Example, Person, Round, Task
-from sync.server.store.rules import COUNTED, LEADS, Forbidden, fetch
+from sync.server.store.rules import LEADS, Forbidden, fetch
 
 
 def _team_scope(me: Person, team: str | None) -> str | None:
@@ -25,23 +26,18 @@ def _team_scope(me: Person, team: str | None) -> str | None:
 def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = None) -> tuple[str, list[FigureRow]]:
     team = _team_scope(me, team)
     key = {"round": Example.round_id, "annotator": Example.author_id}[by]
-    fooled = Example.model_fooled.is_(True)
-
-    def total(condition):
-        return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
-
     with db.read() as session:
         rows = session.execute(
-            select(key, func.count(), total(fooled), total(and_(fooled, Example.decided_verdict == Verdict.CORRECT.value)),
-                   total(Example.duplicate_of.is_not(None)))
-            .where(Example.team == team, Example.status.in_(COUNTED)).group_by(key)).all()
+            select(key, *rule.sql_counts(Example.model_fooled, Example.decided_verdict),
+                   rule.sql_total(Example.duplicate_of.is_not(None)))
+            .where(Example.team == team, rule.sql_submitted(Example.status)).group_by(key)).all()
         ids = [row[0] for row in rows]
         if by == "round":
             names = {rid: f"{name} · round {number}" for rid, name, number in session.execute(
                 select(Round.id, Task.name, Round.number).join(Task, Task.id == Round.task_id).where(Round.id.in_(ids)))}
         else:
             names = dict(session.execute(select(Person.id, Person.display_name).where(Person.id.in_(ids))).all())
-    # MER and vMER as the desk defines them (``Figures``), over "fooled" as the server judged it at push.
+    # MER and vMER as the desk defines them (``app.tasks.figures``, through ``Figures``), over "fooled" as the server judged it at push.
     figures = []
     for k, s, f, v, d in rows:
         counts = Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v))
