@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.views.create import FormFieldView
+from app.views.create import FormFieldView, MetadataValues
 
 CHOOSE = "— choose —"
 
@@ -113,8 +113,8 @@ class MetadataForm(QFrame):
     def applicable(self) -> list[FormFieldView]:
         return [f for f in self.fields if f.applies(self.label)]
 
-    def values(self) -> dict:
-        values = {}
+    def values(self) -> MetadataValues:
+        values: MetadataValues = {}
         for field in self.applicable():
             editor = self.editors[field.name]
             if field.is_text:
@@ -132,7 +132,7 @@ class MetadataForm(QFrame):
                 values[field.name] = value
         return values
 
-    def set_values(self, values: dict) -> None:
+    def set_values(self, values: MetadataValues) -> None:
         for field in self.fields:
             editor, value = self.editors[field.name], values.get(field.name)
             if field.is_text:

@@ -26,6 +26,7 @@ from app.views.create import (
     AttributionView,
     EditorContent,
     ExplainTarget,
+    MetadataValues,
     PairView,
     PredictionView,
     TaskView,
@@ -71,7 +72,7 @@ class WorkspaceView(QWidget):
     text_edited = Signal()  # a keystroke (or undo) in a written input: the live-prediction trigger
     next_context_requested = Signal()
     prompt_requested = Signal()
-    metadata_confirmed = Signal(dict)  # the metadata form's values, all required ones filled in
+    metadata_confirmed = Signal(dict)  # the metadata form's values (MetadataValues), all required ones filled in
     explain_requested = Signal(object)  # an ExplainTarget
     pinned_changed = Signal(bool)  # the heatmap follows the text
     warning_acknowledged = Signal()
@@ -197,7 +198,7 @@ class WorkspaceView(QWidget):
     def show_content(self, content: EditorContent, *, record_undo: bool = False) -> None:
         self.editor.set_content(content, record_undo=record_undo)
 
-    def show_context(self, names, text: str) -> None:
+    def show_context(self, names: list[str], text: str) -> None:
         """The round's context (premise, passage) in each of the inputs ``names``."""
         for name in names:
             self.editor.set_context(name, text)
@@ -205,7 +206,7 @@ class WorkspaceView(QWidget):
     def focus_editor(self) -> None:
         self.editor.focus_first_written()
 
-    def set_metadata(self, values: dict, label: str | None) -> None:
+    def set_metadata(self, values: MetadataValues, label: str | None) -> None:
         """The metadata form's values, and the label that decides which fields apply."""
         self.form.set_values(values)
         self.form.set_label(label)
@@ -213,7 +214,7 @@ class WorkspaceView(QWidget):
     def set_metadata_label(self, label: str | None) -> None:
         self.form.set_label(label)
 
-    def metadata(self) -> dict:
+    def metadata(self) -> MetadataValues:
         return self.form.values()
 
     def confirm_metadata(self) -> None:

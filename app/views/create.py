@@ -45,6 +45,7 @@ class Attribution(Protocol):
     def scale(self) -> float: ...
 
 TYPE_TO_SEE = "Type to see what the model predicts."
+MetadataValues = dict[str, "str | list[str]"]  # an example's metadata as stored: field name -> text or texts
 
 
 class ExplainTarget(StrEnum):
