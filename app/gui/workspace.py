@@ -39,7 +39,7 @@ class WorkspaceController(QObject):
         super().__init__(view)
         self.desk, self.db, self.inference, self.view, self.undo_stack = desk, db, inference, view, undo_stack
         self.session = CreateSession()
-        self.no_model_message = NO_MODEL
+        self.no_model_message = NO_MODEL  # what the prediction panel says while the round has no target (FirstStart sets it)
         self._autosave = QTimer(self, singleShot=True, interval=desk.settings.draft_autosave_ms)
         self._autosave.timeout.connect(self.save_draft)
         self.rounds = RoundFollower(self)
@@ -124,7 +124,7 @@ class WorkspaceController(QObject):
         session = self.session
         session.models_requested()
         if not session.records:
-            self.view.clear_prediction(NO_MODEL)
+            self.view.clear_prediction(self.no_model_message)
             self.status_changed.emit("No target model")
             return
         try:
