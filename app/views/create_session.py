@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from app.domain import ModelOutput
     from app.tasks.definition import TaskDefinition
+    from app.views.create import PredictedView
 
 IDLE_GAP_S = 60  # pauses longer than this do not count as time spent writing
 
@@ -49,7 +50,7 @@ class Original:
     id: uuid.UUID
     text: str
     label: str | None
-    prediction: Any | None  # its stored outputs' ensemble (app.views.create.PredictedView)
+    prediction: PredictedView | None  # its stored outputs' ensemble
     attribution: list[tuple[str, float]] | None = None  # per word of ``text``, once explained (raw units)
     edited_attribution: list[tuple[str, float]] | None = None
     target: str | None = None
@@ -122,7 +123,7 @@ class CreateSession:
         self.pending_round: Any = None  # a round noticed, waiting for its target to answer
         self.pending_records: list = []
         self.pending_load: int | None = None  # the load request of the pending round's target
-        self.offered: list = []  # drafts offered for restoring, newest first
+        self.offered: list = []  # drafts offered for restoring, newest first, as (draft, its round's number)
         self.clock = WritingClock(idle_gap_s)
 
     # --- task and round -----------------------------------------------------------------------
@@ -233,7 +234,7 @@ class CreateSession:
         self.offered = list(drafts)
 
     def take_offered(self) -> Any:
-        """The newest draft offered, taken off the offer (None when none is left)."""
+        """The newest draft offered, as (draft, round number), taken off the offer (None when none is left)."""
         return self.offered.pop(0) if self.offered else None
 
     def text_changed(self, now: float) -> None:
