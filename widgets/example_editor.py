@@ -23,6 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.domain import Span
+from app.views.create import EditorContent, EditorSpec
+
 # the chosen label in the colour the prediction bars use for "your label"
 CHOSEN_LABEL_STYLE = "QPushButton:checked { background:#c77c02; color:white; font-weight:bold; border-radius:3px; padding:3px 10px }"
 MERGE_WINDOW_S = 1.0  # keystrokes closer together than this undo as one step
@@ -81,7 +84,7 @@ class _LabelChange(QUndoCommand):
 
 
 class ExampleEditor(QWidget):
-    content_changed = Signal(dict)  # {"inputs", "label", "answer"} after every change
+    content_changed = Signal(object)  # the EditorContent after every change
     text_edited = Signal()  # a keystroke in a written input (the live-prediction trigger)
     next_context_requested = Signal()
     prompt_requested = Signal()
@@ -89,12 +92,12 @@ class ExampleEditor(QWidget):
     def __init__(self, undo_stack: QUndoStack, parent=None):
         super().__init__(parent)
         self.undo_stack = undo_stack
-        self.spec: dict = {}
+        self.spec = EditorSpec()
         self.fields: dict[str, QPlainTextEdit] = {}
         self.counters: dict[str, QLabel] = {}
         self._texts: dict[str, str] = {}
         self._label: str | None = None
-        self._answer: dict | None = None
+        self._answer: Span | None = None
         self._applying = False
         self.form = QFormLayout()
         self.label_group = QButtonGroup(self)
@@ -119,39 +122,38 @@ class ExampleEditor(QWidget):
 
     # --- building from a task definition ----------------------------------------------------
 
-    def configure(self, spec: dict) -> None:
-        """``spec``: inputs [{name, label, kind, placeholder, max_chars}], labels, extractive, span_of,
-        prompt_enabled."""
+    def configure(self, spec: EditorSpec) -> None:
+        """Lay out the task's inputs and labels."""
         self.spec = spec
         while self.form.rowCount():
             self.form.removeRow(0)
         self.fields, self.counters, self._texts = {}, {}, {}
-        for field in spec["inputs"]:
-            edit = QPlainTextEdit(objectName=f"input_{field['name']}")
-            edit.setPlaceholderText(field.get("placeholder", ""))
+        for field in spec.inputs:
+            edit = QPlainTextEdit(objectName=f"input_{field.name}")
+            edit.setPlaceholderText(field.placeholder)
             edit.setUndoRedoEnabled(False)  # the window's undo stack covers text and label alike
             edit.installEventFilter(self)
             edit.setTabChangesFocus(True)
-            if field["kind"] == "context":
+            if field.is_context:
                 edit.setReadOnly(True)
                 edit.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                              | Qt.TextInteractionFlag.TextSelectableByKeyboard)
-                if spec.get("extractive") and field["name"] == spec.get("span_of"):
-                    edit.selectionChanged.connect(lambda name=field["name"]: self._selection_changed(name))
+                if spec.extractive and field.name == spec.span_of:
+                    edit.selectionChanged.connect(lambda name=field.name: self._selection_changed(name))
             else:
-                edit.textChanged.connect(lambda name=field["name"]: self._text_changed(name))
+                edit.textChanged.connect(lambda name=field.name: self._text_changed(name))
                 font = edit.font()
                 font.setPointSizeF(font.pointSizeF() * 1.25)
                 edit.setFont(font)
-            counter = QLabel(objectName=f"count_{field['name']}")
+            counter = QLabel(objectName=f"count_{field.name}")
             column = QVBoxLayout()
             column.addWidget(edit)
             column.addWidget(counter, 0, Qt.AlignmentFlag.AlignRight)
-            self.form.addRow(field["label"], column)
-            self.fields[field["name"]] = edit
-            self.counters[field["name"]] = counter
-            self._texts[field["name"]] = ""
-            self._update_counter(field["name"])
+            self.form.addRow(field.label, column)
+            self.fields[field.name] = edit
+            self.counters[field.name] = counter
+            self._texts[field.name] = ""
+            self._update_counter(field.name)
         for button in self.label_group.buttons():
             self.label_group.removeButton(button)
             button.deleteLater()
@@ -159,9 +161,9 @@ class ExampleEditor(QWidget):
             item = self.label_row.takeAt(0)
             if item.widget():
                 item.widget().deleteLater()
-        if spec.get("labels"):
+        if spec.labels:
             self.label_row.addWidget(QLabel("Your label:"))
-            for index, label in enumerate(spec["labels"]):
+            for index, label in enumerate(spec.labels):
                 button = QPushButton(label, objectName=f"label_{index}")
                 button.setCheckable(True)
                 button.setStyleSheet(CHOSEN_LABEL_STYLE)
@@ -174,15 +176,14 @@ class ExampleEditor(QWidget):
             shortcut.setEnabled(False)
             shortcut.deleteLater()
         self.label_shortcuts = []
-        for index, label in enumerate(spec.get("labels") or []):
+        for index, label in enumerate(spec.labels):
             shortcut = QShortcut(QKeySequence(f"Alt+{index + 1}"), self)
             shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             shortcut.activated.connect(lambda value=label: self.choose_label(value))
             self.label_shortcuts.append(shortcut)
-        has_context = any(f["kind"] == "context" for f in spec["inputs"])
-        self.next_context_button.setVisible(has_context)
-        self.prompt_button.setVisible(bool(spec.get("prompt_enabled")) and not has_context)
-        self.answer_label.setVisible(bool(spec.get("extractive")))
+        self.next_context_button.setVisible(spec.has_context)
+        self.prompt_button.setVisible(spec.prompt_enabled and not spec.has_context)
+        self.answer_label.setVisible(spec.extractive)
         self._label, self._answer = None, None
         self._show_answer()
 
@@ -201,31 +202,37 @@ class ExampleEditor(QWidget):
 
     # --- the content ------------------------------------------------------------------------
 
-    def content(self) -> dict:
-        return {"inputs": dict(self._texts), "label": self._label, "answer": self._answer}
+    def current(self) -> EditorContent:
+        return EditorContent(dict(self._texts), self._label, self._answer)
 
-    def set_content(self, content: dict, *, record_undo: bool = False) -> None:
-        """Show ``content`` (a restored draft, a perturbation's start, a prompt)."""
-        before = self.content()
+    def content(self) -> dict:
+        """The content as plain JSON-like data: {"inputs", "label", "answer"} (what tests compare)."""
+        return {"inputs": dict(self._texts), "label": self._label,
+                "answer": self._answer.to_json() if self._answer else None}
+
+    def set_content(self, content: EditorContent, *, record_undo: bool = False) -> None:
+        """Show ``content`` (a restored draft, a perturbation's start, a prompt); inputs it does not
+        name keep their text, the label and answer are replaced."""
+        before = dict(self._texts)
         self._applying = True
         try:
-            for name, text in content.get("inputs", {}).items():
+            for name, text in content.inputs.items():
                 if name in self.fields:
                     self.fields[name].setPlainText(text)
                     self._texts[name] = text
                     self._update_counter(name)
-            self._apply_label(content.get("label"), emit=False)
-            self._answer = content.get("answer")
+            self._apply_label(content.label, emit=False)
+            self._answer = content.answer
             self._show_answer()
         finally:
             self._applying = False
         if record_undo:
             for name in self.fields:
-                if before["inputs"].get(name, "") != self._texts[name]:
-                    command = _TextEdit(self, name, before["inputs"].get(name, ""), self._texts[name], len(self._texts[name]))
+                if before.get(name, "") != self._texts[name]:
+                    command = _TextEdit(self, name, before.get(name, ""), self._texts[name], len(self._texts[name]))
                     command.stamp = -1e9  # never merges with typing
                     self.undo_stack.push(command)
-        self.content_changed.emit(self.content())
+        self.content_changed.emit(self.current())
 
     def set_context(self, name: str, text: str) -> None:
         self._applying = True
@@ -236,7 +243,7 @@ class ExampleEditor(QWidget):
             self._show_answer()
         finally:
             self._applying = False
-        self.content_changed.emit(self.content())
+        self.content_changed.emit(self.current())
 
     def choose_label(self, label: str | None) -> None:
         if label == self._label:
@@ -245,9 +252,9 @@ class ExampleEditor(QWidget):
         self.undo_stack.push(_LabelChange(self, self._label, label))
 
     def focus_first_written(self) -> None:
-        for field in self.spec.get("inputs", []):
-            if field["kind"] == "written":
-                self.fields[field["name"]].setFocus()
+        for field in self.spec.inputs:
+            if not field.is_context:
+                self.fields[field.name].setFocus()
                 return
 
     # --- internals --------------------------------------------------------------------------
@@ -263,7 +270,7 @@ class ExampleEditor(QWidget):
         self._update_counter(name)
         self.undo_stack.push(_TextEdit(self, name, before, after, edit.textCursor().position()))
         self.text_edited.emit()
-        self.content_changed.emit(self.content())
+        self.content_changed.emit(self.current())
 
     def _apply_text(self, name: str, text: str, cursor: int | None) -> None:
         self._applying = True
@@ -278,20 +285,20 @@ class ExampleEditor(QWidget):
         finally:
             self._applying = False
         self.text_edited.emit()
-        self.content_changed.emit(self.content())
+        self.content_changed.emit(self.current())
 
     def _apply_label(self, label: str | None, emit: bool = True) -> None:
         self._label = label
         self._sync_buttons()
         if emit:
-            self.content_changed.emit(self.content())
+            self.content_changed.emit(self.current())
 
     def _sync_buttons(self) -> None:
         for button in self.label_group.buttons():
             button.setChecked(button.text() == self._label)
 
     def _update_counter(self, name: str) -> None:
-        limit = next((f.get("max_chars") for f in self.spec.get("inputs", []) if f["name"] == name), None)
+        limit = self.spec.limit(name)
         count = len(self._texts.get(name, ""))
         counter = self.counters[name]
         counter.setText(f"{count:,} / {limit:,}" if limit else f"{count:,}")
@@ -310,22 +317,22 @@ class ExampleEditor(QWidget):
             end -= 1
         if start == end:
             return
-        self._answer = {"start": start, "end": end, "text": text[start:end]}
+        self._answer = Span(start, end, text[start:end])
         self._show_answer()
-        self.content_changed.emit(self.content())
+        self.content_changed.emit(self.current())
 
     def _show_answer(self) -> None:
-        if not self.spec.get("extractive"):
+        if not self.spec.extractive:
             return
-        name = self.spec.get("span_of")
+        name = self.spec.span_of
         edit = self.fields.get(name)
         if edit is None:
             return
         selections = []
         if self._answer:
-            self.answer_label.setText(f"Your answer: “{self._answer['text']}”")
+            self.answer_label.setText(f"Your answer: “{self._answer.text}”")
             text = self._texts.get(name, "")
-            selections.append(_highlight(edit, utf16(text, self._answer["start"]), utf16(text, self._answer["end"])))
+            selections.append(_highlight(edit, utf16(text, self._answer.start), utf16(text, self._answer.end)))
         else:
             self.answer_label.setText("Select the answer in the passage.")
         edit.setExtraSelections(selections)

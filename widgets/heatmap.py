@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.create import AttributionView, ExplainTarget, SegmentView
+
 # A diverging scale (ColorBrewer RdBu): blue against the label, white neutral, red for it.
 NEGATIVE = QColor(33, 102, 172)
 NEUTRAL = QColor(247, 247, 247)
@@ -99,7 +101,7 @@ class HeatmapText(QTextEdit):
         self.setFont(font)
         self.words: list[dict] = []  # as shown, with Qt positions, for tooltips and tests
 
-    def show_segments(self, segments: list[dict], scale: float | None = None, measure: str = "") -> None:
+    def show_segments(self, segments: tuple[SegmentView, ...], scale: float | None = None, measure: str = "") -> None:
         """``scale``: the raw effect shown at full colour (None: the words' normalised scores);
         ``measure``: what raw scores measure, for the tooltips ("probability of hate")."""
         self.clear()
@@ -111,34 +113,35 @@ class HeatmapText(QTextEdit):
             if len(segments) > 1:
                 heading = QTextCharFormat()
                 heading.setFontWeight(700)
-                cursor.insertText(f"{segment['name']}\n", heading)
+                cursor.insertText(f"{segment.name}\n", heading)
             base = cursor.position()
-            cursor.insertText(segment["text"], QTextCharFormat())
-            for word in segment["words"]:
-                start = base + utf16_offset(segment["text"], word["start"])
-                end = base + utf16_offset(segment["text"], word["end"])
+            cursor.insertText(segment.text, QTextCharFormat())
+            for word in segment.words:
+                start = base + utf16_offset(segment.text, word.start)
+                end = base + utf16_offset(segment.text, word.end)
                 fmt = QTextCharFormat()
-                if word.get("seen", True):
-                    shade = word["score"] if scale is None else word["raw"] / scale
+                if word.seen:
+                    shade = word.score if scale is None else (word.raw or 0.0) / scale
                     fmt.setBackground(score_colour(shade))
                     if abs(shade) > 0.6:
                         fmt.setForeground(QColor("white"))
                     if scale is None:
-                        tip = f"{word['text']}: {word['score']:+.2f}"
-                        if word.get("raw") is not None:
-                            tip += f" (raw {word['raw']:+.4f})"
+                        tip = f"{word.text}: {word.score:+.2f}"
+                        if word.raw is not None:
+                            tip += f" (raw {word.raw:+.4f})"
                     else:
-                        tip = f"{word['text']}: {word['raw']:+.3f} {measure}".rstrip()
+                        tip = f"{word.text}: {word.raw or 0.0:+.3f} {measure}".rstrip()
                 else:
                     fmt.setForeground(QColor("#999"))
-                    tip = f"{word['text']}: not read by the model (beyond its length limit)"
+                    tip = f"{word.text}: not read by the model (beyond its length limit)"
                 fmt.setToolTip(tip)
                 span = QTextCursor(self.document())
                 span.setPosition(start)
                 span.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
                 span.mergeCharFormat(fmt)
-                self.words.append({**word, "qt_start": start, "qt_end": end, "tooltip": tip,
-                                   "shown": span.selectedText()})
+                self.words.append({"text": word.text, "start": word.start, "end": word.end, "score": word.score,
+                                   "raw": word.raw, "seen": word.seen, "qt_start": start, "qt_end": end,
+                                   "tooltip": tip, "shown": span.selectedText()})
         self.moveCursor(QTextCursor.MoveOperation.Start)
 
     def tooltip_at(self, point) -> str:
@@ -162,21 +165,21 @@ class HeatmapText(QTextEdit):
 class AttributionPanel(QFrame):
     """Heatmap with its controls: which label to explain, pin to follow the text, refresh."""
 
-    explain_requested = Signal(str)  # "predicted" or "goal"
+    explain_requested = Signal(object)  # the ExplainTarget
     pinned_changed = Signal(bool)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.target_choice = QComboBox(objectName="explain_target")
-        self.target_choice.addItem("Explain the model's label", "predicted")
-        self.target_choice.addItem("Explain my label", "goal")
+        self.target_choice.addItem("Explain the model's label", ExplainTarget.PREDICTED)
+        self.target_choice.addItem("Explain my label", ExplainTarget.GOAL)
         # two labels: one view only, as "toward the other label" is its mirror image
         self.fixed_target = QLabel(objectName="explain_fixed_target", wordWrap=True)
         self.fixed_target.hide()
         self.explain_button = QPushButton("Explain", objectName="explain")
         self.explain_button.setToolTip("Compute word attributions (Ctrl+Shift+A)")
-        self.explain_button.clicked.connect(lambda: self.explain_requested.emit(self.target_choice.currentData()))
+        self.explain_button.clicked.connect(lambda: self.explain_requested.emit(self.explain_target()))
         self.pin = QCheckBox("Follow the text", objectName="pin")
         self.pin.setToolTip("Recompute the heatmap whenever the text changes")
         self.pin.toggled.connect(self.pinned_changed)
@@ -200,7 +203,11 @@ class AttributionPanel(QFrame):
         layout.addWidget(self.scale_note)
         self.clear()
 
-    def set_labels(self, labels: list[str]) -> None:
+    def explain_target(self) -> ExplainTarget:
+        """Which label the writer chose to explain."""
+        return ExplainTarget(self.target_choice.currentData())
+
+    def set_labels(self, labels: tuple[str, ...] | list[str]) -> None:
         """The task's labels: with two, the heatmap always explains the first, and offers no choice."""
         two = len(labels) == 2
         self.target_choice.setVisible(not two)
@@ -211,7 +218,7 @@ class AttributionPanel(QFrame):
 
     def clear(self, message: str = "Press Explain to see which words drive the prediction.") -> None:
         self.header.setText(message)
-        self.text.show_segments([])
+        self.text.show_segments(())
         self.legend.set_target("the label")
         self.scale_note.clear()
         self.stale.hide()
@@ -219,31 +226,26 @@ class AttributionPanel(QFrame):
     def set_stale(self, stale: bool) -> None:
         self.stale.setVisible(stale)
 
-    def show_attribution(self, data: dict) -> None:
-        """``data``: segments [{name, text, words [{text, start, end, score, raw, seen}]}], target, predicted,
-        method, latency_ms, truncated, convergence_delta; scale (raw effect at full colour) and units
-        (what raw measures: "probability") when the colours are to be absolute."""
-        details = [f"Method: {data['method']}"]
-        if data.get("convergence_delta") is not None:
-            details.append(f"convergence delta {data['convergence_delta']:+.3f}")
-        if data.get("latency_ms") is not None:
-            details.append(f"{data['latency_ms']:.0f} ms")
-        header = f"Why the model {'leans to' if data['target'] == data['predicted'] else 'is kept from'} " \
-                 f"<b>{data['target']}</b> (it predicts {data['predicted']}). " + " · ".join(details)
-        if data.get("truncated"):
+    def show_attribution(self, view: AttributionView) -> None:
+        details = [f"Method: {view.method}"]
+        if view.convergence_delta is not None:
+            details.append(f"convergence delta {view.convergence_delta:+.3f}")
+        if view.latency_ms is not None:
+            details.append(f"{view.latency_ms:.0f} ms")
+        header = f"Why the model {'leans to' if view.target == view.predicted else 'is kept from'} " \
+                 f"<b>{view.target}</b> (it predicts {view.predicted}). " + " · ".join(details)
+        if view.truncated:
             header += "<br>Only the start of the text was read; grey words were not."
         self.header.setText(header)
-        scale = data.get("scale")
-        measure = f"{data.get('units', 'probability')} of {data['target']}"
-        self.text.show_segments(data["segments"], scale, measure)
-        self.legend.set_target(data["target"], scale)
+        scale = view.scale
+        self.text.show_segments(view.segments, scale, view.measure)
+        self.legend.set_target(view.target, scale)
         if scale is None:
             self.scale_note.setText("Colours are relative: the strongest word is at full colour.")
         else:
-            raws = [w["raw"] for segment in data["segments"] for w in segment["words"] if w.get("seen", True)]
-            strongest = max(raws, key=abs, default=0.0)
+            strongest = view.strongest()
             weak = abs(strongest) < scale * 0.999  # below the minimum full scale: say how weak
-            self.scale_note.setText(f"Colour: each word's effect on the {measure}; full colour is ±{scale:.2f}"
+            self.scale_note.setText(f"Colour: each word's effect on the {view.measure}; full colour is ±{scale:.2f}"
                                     + (f", the strongest word here only {strongest:+.3f}." if weak
                                        else " (the strongest word here)."))
         self.stale.hide()

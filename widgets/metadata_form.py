@@ -1,7 +1,8 @@
 """The metadata an example needs, shown field by field as the task's conditions say.
 
-Fields come as plain dicts from the task definition; a field whose ``applies_to`` labels do not
-include the current label is hidden (hate type and targets only for 'hate').
+Fields come as typed view-models (app.views.create.FormFieldView); a field whose ``applies_to``
+labels do not include the current label is hidden (hate type and targets only for 'hate').
+Values are the example's metadata as stored: {field name: text or list of texts}.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.create import FormFieldView, MetadataValues
 
 CHOOSE = "— choose —"
 
@@ -50,53 +52,52 @@ class MetadataForm(QFrame):
         layout.addLayout(self.form)
         layout.addStretch(1)  # spare height below the fields, not between them
         layout.addLayout(buttons)
-        self.fields: list[dict] = []
+        self.fields: tuple[FormFieldView, ...] = ()
         self.editors: dict[str, object] = {}
         self.rows: dict[str, tuple[QLabel, QWidget]] = {}
         self.label: str | None = None
 
-    def configure(self, fields: list[dict]) -> None:
-        """``fields``: [{name, label, kind: choice|multi_choice|text, choices, allow_other, required,
-        applies_to (labels or None), help}]"""
+    def configure(self, fields: tuple[FormFieldView, ...]) -> None:
+        """Lay out the task's metadata fields (emptied)."""
         while self.form.rowCount():
             self.form.removeRow(0)
         self.fields, self.editors, self.rows = fields, {}, {}
         for field in fields:
             widget, editor = self._editor_for(field)
-            caption = QLabel(field["label"] + (" *" if field.get("required") else ""), wordWrap=True)
+            caption = QLabel(field.label + (" *" if field.required else ""), wordWrap=True)
             caption.setFixedWidth(240)  # a long question wraps instead of widening the window
-            caption.setToolTip(field.get("help", ""))
-            widget.setToolTip(field.get("help", ""))
+            caption.setToolTip(field.help)
+            widget.setToolTip(field.help)
             self.form.addRow(caption, widget)
-            self.editors[field["name"]] = editor
-            self.rows[field["name"]] = (caption, widget)
+            self.editors[field.name] = editor
+            self.rows[field.name] = (caption, widget)
         self.set_label(self.label)
 
-    def _editor_for(self, field: dict):
-        name = field["name"]
-        if field["kind"] == "text":
+    def _editor_for(self, field: FormFieldView):
+        name = field.name
+        if field.is_text:
             edit = QPlainTextEdit(objectName=f"meta_{name}")
             edit.setTabChangesFocus(True)
             edit.setMaximumHeight(edit.fontMetrics().height() * 4)
             return edit, edit
-        if field["kind"] == "choice":
+        if field.is_choice:
             combo = QComboBox(objectName=f"meta_{name}")
             combo.addItem(CHOOSE, None)
-            for choice in field["choices"]:
+            for choice in field.choices:
                 combo.addItem(choice, choice)
-            if field.get("allow_other"):
+            if field.allow_other:
                 combo.setEditable(True)
             return combo, combo
         box = QWidget(objectName=f"meta_{name}")
         grid = QGridLayout(box)
         grid.setContentsMargins(0, 0, 0, 0)
         checks = []
-        for index, choice in enumerate(field["choices"]):
+        for index, choice in enumerate(field.choices):
             check = QCheckBox(choice, objectName=f"meta_{name}_{index}")
             grid.addWidget(check, index // 3, index % 3)
             checks.append(check)
         other = None
-        if field.get("allow_other"):
+        if field.allow_other:
             other = QLineEdit(objectName=f"meta_{name}_other", placeholderText="Others, separated by commas")
             grid.addWidget(other, (len(checks) + 2) // 3, 0, 1, 3)
         return box, (checks, other)
@@ -105,20 +106,20 @@ class MetadataForm(QFrame):
         """Show only the fields that apply to ``label``."""
         self.label = label
         for field in self.fields:
-            applies = field.get("applies_to") is None or label in field["applies_to"]
-            for widget in self.rows[field["name"]]:
+            applies = field.applies(label)
+            for widget in self.rows[field.name]:
                 widget.setVisible(applies)
 
-    def applicable(self) -> list[dict]:
-        return [f for f in self.fields if f.get("applies_to") is None or self.label in f["applies_to"]]
+    def applicable(self) -> list[FormFieldView]:
+        return [f for f in self.fields if f.applies(self.label)]
 
-    def values(self) -> dict:
-        values = {}
+    def values(self) -> MetadataValues:
+        values: MetadataValues = {}
         for field in self.applicable():
-            editor = self.editors[field["name"]]
-            if field["kind"] == "text":
+            editor = self.editors[field.name]
+            if field.is_text:
                 value = editor.toPlainText().strip()
-            elif field["kind"] == "choice":
+            elif field.is_choice:
                 value = editor.currentText().strip()  # a choice's text is its value; or the typed "other"
                 if value == CHOOSE:
                     value = None
@@ -128,15 +129,15 @@ class MetadataForm(QFrame):
                 if other is not None:
                     value += [part.strip() for part in other.text().split(",") if part.strip()]
             if value:
-                values[field["name"]] = value
+                values[field.name] = value
         return values
 
-    def set_values(self, values: dict) -> None:
+    def set_values(self, values: MetadataValues) -> None:
         for field in self.fields:
-            editor, value = self.editors[field["name"]], values.get(field["name"])
-            if field["kind"] == "text":
+            editor, value = self.editors[field.name], values.get(field.name)
+            if field.is_text:
                 editor.setPlainText(value or "")
-            elif field["kind"] == "choice":
+            elif field.is_choice:
                 index = editor.findData(value) if value else 0
                 if index >= 0:
                     editor.setCurrentIndex(index)
@@ -152,7 +153,7 @@ class MetadataForm(QFrame):
 
     def missing(self) -> list[str]:
         values = self.values()
-        return [f["label"] for f in self.applicable() if f.get("required") and f["name"] not in values]
+        return [f.label for f in self.applicable() if f.required and f.name not in values]
 
     def confirm(self) -> None:
         missing = self.missing()
@@ -164,6 +165,6 @@ class MetadataForm(QFrame):
 
     def focus_first(self) -> None:
         for field in self.applicable():
-            editor = self.editors[field["name"]]
+            editor = self.editors[field.name]
             (editor[0][0] if isinstance(editor, tuple) else editor).setFocus(Qt.FocusReason.OtherFocusReason)
             return

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.views.create import DiffKind, DiffPiece, PairView
 from widgets.heatmap import score_colour
 from widgets.prediction_panel import ProbabilityBars
 
@@ -33,26 +34,31 @@ class DiffText(QTextEdit):
         self.setUndoRedoEnabled(False)
 
     def show_diff(self, pieces: list[dict]) -> None:
-        """``pieces``: [{kind: equal|delete|insert, text}] in reading order."""
+        """``pieces``: [{kind: equal|delete|insert, text}] in reading order (as app.text.diff_pieces
+        gives them; the Validate page's until it has a view-model)."""
+        self.show_pieces(tuple(DiffPiece(DiffKind(p["kind"]), p["text"]) for p in pieces))
+
+    def show_pieces(self, pieces: tuple[DiffPiece, ...]) -> None:
+        """The edit in reading order."""
         self.clear()
         cursor = QTextCursor(self.document())
         previous = None
         for piece in pieces:
-            if previous == "delete" and piece["kind"] == "insert":
+            if previous is DiffKind.DELETE and piece.kind is DiffKind.INSERT:
                 cursor.insertText(" ", QTextCharFormat())  # keep a replaced word apart from its replacement
-            previous = piece["kind"]
+            previous = piece.kind
             fmt = QTextCharFormat()
-            if piece["kind"] == "delete":
+            if piece.kind is DiffKind.DELETE:
                 fmt.setFontStrikeOut(True)
                 fmt.setBackground(DELETED_BG)
                 fmt.setForeground(DELETED_FG)
                 fmt.setToolTip("removed")
-            elif piece["kind"] == "insert":
+            elif piece.kind is DiffKind.INSERT:
                 fmt.setFontUnderline(True)
                 fmt.setBackground(INSERTED_BG)
                 fmt.setForeground(INSERTED_FG)
                 fmt.setToolTip("added")
-            cursor.insertText(piece["text"], fmt)
+            cursor.insertText(piece.text, fmt)
 
 
 class PerturbationView(QFrame):
@@ -100,23 +106,20 @@ class PerturbationView(QFrame):
         self.changes.setRowCount(0)
         self.changes_note.setText("")
 
-    def show_pair(self, data: dict) -> None:
-        """``data``: labels, diff [{kind, text}], edit_distance, original/edited {label, prediction
-        {label, probabilities} or None}, attribution_change [{word, before, after}] or None, target;
-        scale (the change shown at full colour) and units, for raw attributions of both texts on one scale."""
-        labels = data["labels"]
-        original, edited = data["original"], data["edited"]
-        self.diff.show_diff(data["diff"])
-        words = data["edit_distance"]
+    def show_pair(self, pair: PairView) -> None:
+        labels = list(pair.labels)
+        original, edited = pair.original, pair.edited
+        self.diff.show_pieces(pair.diff)
+        words = pair.edit_distance
         lines = [f"{words} word{'s' if words != 1 else ''} changed."]
-        if original["label"] and edited["label"]:
-            flipped = original["label"] != edited["label"]
-            lines.append(f"True label: {original['label']} → {edited['label']}"
+        if original.label and edited.label:
+            flipped = original.label != edited.label
+            lines.append(f"True label: {original.label} → {edited.label}"
                          + (" (flipped)." if flipped else " (not flipped: a perturbation should flip it)."))
-            before = (original.get("prediction") or {}).get("label")
-            after = (edited.get("prediction") or {}).get("label")
+            before = original.prediction.label if original.prediction else None
+            after = edited.prediction.label if edited.prediction else None
             if before and after:
-                if after == edited["label"]:
+                if after == edited.label:
                     lines.append(f"The model followed: {before} → {after}.")
                 else:
                     lines.append(f"<b style='color:#b3261e'>The model did not follow</b>: it says {after} — "
@@ -124,28 +127,27 @@ class PerturbationView(QFrame):
         self.summary.setText(" ".join(lines))
         for title, bars, side, name in ((self.original_title, self.original_bars, original, "Original"),
                                         (self.edited_title, self.edited_bars, edited, "Edited")):
-            prediction = side.get("prediction") or {}
-            title.setText(f"<b>{name}</b> · your label: {side['label'] or '–'} · model: {prediction.get('label') or '…'}")
-            bars.set_values(prediction.get("probabilities", {}), labels, side["label"], prediction.get("label"))
-        changes = data.get("attribution_change")
+            predicted = side.prediction.label if side.prediction else None
+            title.setText(f"<b>{name}</b> · your label: {side.label or '–'} · model: {predicted or '…'}")
+            bars.set_values(side.prediction.probabilities if side.prediction else {}, labels, side.label, predicted)
+        changes = pair.changes
         if changes is None:
             self.changes.setRowCount(0)
             self.changes_note.setText("Press Explain to compare the words' attributions in both texts.")
             return
-        scale = data.get("scale")
+        scale = pair.scale
         if scale is None:
-            self.changes_note.setText(f"Attributions toward {data.get('target')}; "
+            self.changes_note.setText(f"Attributions toward {pair.target}; "
                                       "missing means the word is not in that text.")
         else:
-            self.changes_note.setText(f"Each word's effect on the {data.get('units', 'probability')} of "
-                                      f"{data.get('target')}, on one scale for both texts (full colour "
+            self.changes_note.setText(f"Each word's effect on the {pair.units} of "
+                                      f"{pair.target}, on one scale for both texts (full colour "
                                       f"±{scale:.2f}); – means the word is not in that text.")
         digits = 2 if scale is None else 3
         self.changes.setRowCount(len(changes))
         for row, change in enumerate(changes):
-            before, after = change.get("before"), change.get("after")
-            delta = (after or 0.0) - (before or 0.0)
-            cells = [change["word"], "–" if before is None else f"{before:+.{digits}f}",
+            before, after, delta = change.before, change.after, change.delta
+            cells = [change.word, "–" if before is None else f"{before:+.{digits}f}",
                      "–" if after is None else f"{after:+.{digits}f}", f"{delta:+.{digits}f}"]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)

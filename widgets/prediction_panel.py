@@ -1,14 +1,18 @@
 """What the target model(s) say about the text on screen, as labelled probability bars.
 
-The panel shows what it is given: ``show_prediction`` with a plain dict, ``set_stale`` while a
+The panel shows what it is given: ``show_prediction`` with a PredictionView, ``set_stale`` while a
 newer prediction is being computed. It decides nothing itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from app.views.create import MemberView, PredictionView
 
 FOOLED = QColor("#1e6b35")  # fooling the model is the writer's success
 HELD = QColor("#5f6b7a")  # the model held: not an error, just not there yet
@@ -29,7 +33,8 @@ class ProbabilityBars(QWidget):
         self.predicted: str | None = None
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
-    def set_values(self, probabilities: dict[str, float], labels: list[str], goal: str | None, predicted: str | None):
+    def set_values(self, probabilities: Mapping[str, float], labels: Sequence[str], goal: str | None,
+                   predicted: str | None):
         self.rows = [(label, float(probabilities.get(label, 0.0))) for label in labels]
         self.goal, self.predicted = goal, predicted
         self.updateGeometry()
@@ -113,7 +118,7 @@ class PredictionPanel(QFrame):
         self.combined_title.hide()
         self.combined.set_values({}, [], None, None)
         self.answer.hide()
-        self._set_members([])
+        self._set_members(())
         self.note.setText("")
         self.set_stale(False)
 
@@ -131,45 +136,27 @@ class PredictionPanel(QFrame):
             self.verdict.setStyleSheet(f"color:white; background:{colour.name()}; border:1px solid {colour.name()};"
                                        "border-radius:4px; padding:4px; font-weight:bold")  # the same box as above
 
-    def show_prediction(self, data: dict) -> None:
-        """``data``: labels, members [{name, label, probabilities, answer?}], combined {label, probabilities},
-        goal, fooled (None when no goal is chosen), latency_ms, device, truncated, answer_f1 (QA)."""
-        goal, fooled = data.get("goal"), data.get("fooled")
-        if fooled is None:
-            self._set_verdict("Choose your label to see whether the model is fooled", None)
-        elif fooled:
-            self._set_verdict("Model fooled", True)
-        else:
-            self._set_verdict("Not fooled yet", False)
-        labels = data.get("labels") or []
-        members = data.get("members") or []
-        combined = data.get("combined") or {}
+    def show_prediction(self, view: PredictionView) -> None:
+        self._set_verdict(view.verdict, view.fooled)
+        labels, goal, combined = list(view.labels), view.goal, view.combined
         if labels:
-            title = "Ensemble (mean)" if len(members) > 1 else members[0]["name"] if members else "Prediction"
             yours = f" · <span style='color:{GOAL_BAR.name()}'>■</span> your label" if goal else ""
-            self.combined_title.setText(f"<b>{title}</b>: {combined.get('label') or '–'}{yours}")
+            self.combined_title.setText(f"<b>{view.title}</b>: {combined.label or '–'}{yours}")
             self.combined_title.show()
-            self.combined.set_values(combined.get("probabilities", {}), labels, goal, combined.get("label"))
+            self.combined.set_values(combined.probabilities, labels, goal, combined.label)
             self.answer.hide()
         else:  # extractive QA: an answer span, and its overlap with the annotator's
             self.combined_title.hide()
             self.combined.set_values({}, [], None, None)
-            f1 = data.get("answer_f1")
+            f1 = view.answer_f1
             overlap = "" if f1 is None else f"\nWord overlap with your answer: F1 {f1:.2f}"
-            self.answer.setText(f"Model's answer: {combined.get('answer') or '(none)'}{overlap}")
+            self.answer.setText(f"Model's answer: {combined.answer or '(none)'}{overlap}")
             self.answer.show()
-        self._set_members(members if len(members) > 1 else [], labels, goal)
-        notes = []
-        if data.get("latency_ms") is not None:
-            notes.append(f"{data['latency_ms']:.1f} ms")
-        if data.get("device"):
-            notes.append(data["device"])
-        if data.get("truncated"):
-            notes.append("the text is longer than the model reads: only its start was used")
-        self.note.setText(" · ".join(notes))
+        self._set_members(view.members if len(view.members) > 1 else (), labels, goal)
+        self.note.setText(view.note)
         self.set_stale(False)
 
-    def _set_members(self, members: list[dict], labels: list[str] | None = None, goal: str | None = None) -> None:
+    def _set_members(self, members: Sequence[MemberView], labels: Sequence[str] = (), goal: str | None = None) -> None:
         while len(self.member_bars) > len(members):
             title, bars = self.member_bars.pop()
             title.deleteLater()
@@ -180,7 +167,7 @@ class PredictionPanel(QFrame):
             self.members_layout.addWidget(bars)
             self.member_bars.append((title, bars))
         for (title, bars), member in zip(self.member_bars, members):
-            shown = member.get("label") if labels else member.get("answer")
-            title.setText(f"{member['name']}: {shown or '–'}")
-            bars.set_values(member.get("probabilities", {}), labels or [], goal, member.get("label"))
+            shown = member.label if labels else member.answer
+            title.setText(f"{member.name}: {shown or '–'}")
+            bars.set_values(member.probabilities, labels, goal, member.label)
             bars.setVisible(bool(labels))

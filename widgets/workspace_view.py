@@ -1,7 +1,9 @@
 """The Create page: the editor with its live prediction, the heatmap, the perturbation
 comparison, the metadata form, and the banners (round goal, content warning, draft recovery).
 
-A layout of views only; the workspace controller feeds it.
+A layout of views only; the workspace controller feeds it through intent-level methods
+(``show_task``, ``show_prediction``, ``offer_drafts`` …) and hears it through typed signals. The
+children stay attributes for tests; controllers do not reach into them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.create import (
+    AttributionView,
+    EditorContent,
+    ExplainTarget,
+    MetadataValues,
+    PairView,
+    PredictionView,
+    TaskView,
+)
 from widgets.example_editor import ExampleEditor
 from widgets.heatmap import AttributionPanel
 from widgets.metadata_form import MetadataForm
@@ -57,6 +68,18 @@ class Banner(QFrame):
 class WorkspaceView(QWidget):
     submit_requested = Signal()
     discard_requested = Signal()
+    content_changed = Signal(object)  # the EditorContent, after every change of text, label or answer
+    text_edited = Signal()  # a keystroke (or undo) in a written input: the live-prediction trigger
+    next_context_requested = Signal()
+    prompt_requested = Signal()
+    metadata_confirmed = Signal(dict)  # the metadata form's values (MetadataValues), all required ones filled in
+    explain_requested = Signal(object)  # an ExplainTarget
+    pinned_changed = Signal(bool)  # the heatmap follows the text
+    warning_acknowledged = Signal()
+    restore_draft_requested = Signal()
+    discard_drafts_requested = Signal()
+    move_requested = Signal()  # move the example to the open round
+    keep_requested = Signal()  # keep it as a draft of its own round
 
     def __init__(self, undo_stack: QUndoStack, parent=None):
         super().__init__(parent)
@@ -118,6 +141,152 @@ class WorkspaceView(QWidget):
         layout.addWidget(self.message)
         layout.addWidget(self.returned)
         layout.addWidget(splitter, 1)
+
+        self.editor.content_changed.connect(self.content_changed)
+        self.editor.text_edited.connect(self.text_edited)
+        self.editor.next_context_requested.connect(self.next_context_requested)
+        self.editor.prompt_requested.connect(self.prompt_requested)
+        self.form.confirmed.connect(self.metadata_confirmed)
+        self.form.cancelled.connect(lambda: self.show_form(False))
+        self.attribution.explain_requested.connect(self.explain_requested)
+        self.attribution.pinned_changed.connect(self.pinned_changed)
+        self.warning.primary.clicked.connect(self.warning_acknowledged)
+        self.draft_offer.primary.clicked.connect(self.restore_draft_requested)
+        self.draft_offer.secondary.clicked.connect(self.discard_drafts_requested)
+        self.move_offer.primary.clicked.connect(self.move_requested)
+        self.move_offer.secondary.clicked.connect(self.keep_requested)
+
+    # --- the task ---------------------------------------------------------------------------
+
+    def show_task(self, task: TaskView) -> None:
+        """Lay the page out for a task: its inputs, labels, metadata and guidelines; nothing shown
+        of a previous task remains."""
+        self.round_notice.hide()
+        self.move_offer.hide()
+        self.editor.configure(task.editor)
+        self.form.configure(task.form)
+        self.show_form(False)
+        self.guidelines.setMarkdown(task.guidelines)
+        self.prediction.clear("Type to see what the model predicts.")
+        self.attribution.clear()
+        self.attribution.set_labels(task.labels)
+        self.perturbation.clear()
+        self.message.hide()
+
+    def show_goal(self, html: str) -> None:
+        self.goal.setText(html)
+
+    def show_warning(self, html: str | None) -> None:
+        """A content warning to read first (None: none), with the guidelines beside it."""
+        if html is None:
+            self.warning.hide()
+            return
+        self.warning.show_message(html, "I understand")
+        self.side.setCurrentWidget(self.guidelines)
+
+    def warning_shown(self) -> bool:
+        return not self.warning.isHidden()
+
+    def show_guidelines(self) -> None:
+        self.side.setCurrentWidget(self.guidelines)
+
+    # --- the example ------------------------------------------------------------------------
+
+    def content(self) -> EditorContent:
+        return self.editor.current()
+
+    def show_content(self, content: EditorContent, *, record_undo: bool = False) -> None:
+        self.editor.set_content(content, record_undo=record_undo)
+
+    def show_context(self, names: list[str], text: str) -> None:
+        """The round's context (premise, passage) in each of the inputs ``names``."""
+        for name in names:
+            self.editor.set_context(name, text)
+
+    def focus_editor(self) -> None:
+        self.editor.focus_first_written()
+
+    def set_metadata(self, values: MetadataValues, label: str | None) -> None:
+        """The metadata form's values, and the label that decides which fields apply."""
+        self.form.set_values(values)
+        self.form.set_label(label)
+
+    def set_metadata_label(self, label: str | None) -> None:
+        self.form.set_label(label)
+
+    def metadata(self) -> MetadataValues:
+        return self.form.values()
+
+    def confirm_metadata(self) -> None:
+        self.form.confirm()
+
+    def show_metadata_problem(self, text: str) -> None:
+        self.form.problem.setText(text)
+
+    def can_submit(self) -> bool:
+        return self.submit_button.isEnabled()
+
+    def set_status(self, text: str) -> None:
+        self.status.setText(text)
+
+    # --- prediction, heatmap, perturbation ----------------------------------------------------
+
+    def show_prediction(self, view: PredictionView) -> None:
+        self.prediction.show_prediction(view)
+
+    def clear_prediction(self, message: str) -> None:
+        self.prediction.clear(message)
+
+    def set_prediction_stale(self, stale: bool) -> None:
+        self.prediction.set_stale(stale)
+
+    def explain_target(self) -> ExplainTarget:
+        return self.attribution.explain_target()
+
+    def show_attribution(self, view: AttributionView) -> None:
+        self.attribution.show_attribution(view)
+
+    def clear_attribution(self, message: str | None = None) -> None:
+        if message is None:
+            self.attribution.clear()
+        else:
+            self.attribution.clear(message)
+
+    def set_attribution_stale(self, stale: bool) -> None:
+        self.attribution.set_stale(stale)
+
+    def show_heatmap(self) -> None:
+        self.side.setCurrentWidget(self.attribution)
+
+    def show_pair(self, pair: PairView, *, bring_forward: bool = False) -> None:
+        self.perturbation.show_pair(pair)
+        if bring_forward:
+            self.side.setCurrentWidget(self.perturbation)
+
+    def clear_pair(self) -> None:
+        self.perturbation.clear()
+
+    # --- banners ----------------------------------------------------------------------------
+
+    def show_message(self, html: str) -> None:
+        self.message.show_message(html, "OK")
+
+    def show_round_notice(self, html: str) -> None:
+        self.round_notice.show_message(html, "OK")
+
+    def offer_drafts(self, html: str | None) -> None:
+        """Offer to restore an unfinished draft (None: nothing to offer)."""
+        if html is None:
+            self.draft_offer.hide()
+        else:
+            self.draft_offer.show_message(html, "Restore it", "Discard")
+
+    def offer_move(self, html: str | None, number: int | None = None) -> None:
+        """Offer to move the example to round ``number`` (None: withdraw the offer)."""
+        if html is None:
+            self.move_offer.hide()
+        else:
+            self.move_offer.show_message(html, f"Move to round {number}", "Keep as draft")
 
     def show_form(self, shown: bool) -> None:
         self.editing.setCurrentWidget(self.form if shown else self.editor)

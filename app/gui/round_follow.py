@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from app.errors import DynadeskError
 from app.services.target_models import TargetModelError, model_spec
+from app.views.create_session import RoundChange
 
 
 class RoundFollower:
-    """Follows the task's open round for a WorkspaceController, whose state it reads and sets."""
+    """Follows the task's open round for a WorkspaceController: reads and changes its session,
+    and shows what happened on its view."""
 
     def __init__(self, ws) -> None:
         self.ws = ws
@@ -16,9 +18,10 @@ class RoundFollower:
     def follow(self) -> None:
         """The task's rounds may have changed: when the round on screen is no longer the open one,
         hold the prediction and switch to the open round once its target model answers."""
-        if self.ws.task_code is None:
-            return
-        tasks, models, code = self.ws.desk.tasks, self.ws.desk.models, self.ws.task_code
+        session = self.ws.session
+        if session.task_code is None or session.task_asked != session.task_code:
+            return  # no task yet, or one being opened: what it looks up is the newest already
+        tasks, models, code = self.ws.desk.tasks, self.ws.desk.models, self.ws.session.task_code
 
         def find():
             try:
@@ -30,109 +33,101 @@ class RoundFollower:
         self.ws.db.submit(find, on_done=lambda found: self._round_found(*found), on_error=self.ws._show_error)
 
     def _round_found(self, current, records: list) -> None:
-        if self.ws.round is None:  # nothing could be written: start afresh in the new round
-            if current is not None:
-                self.ws.set_task(self.ws.task_code)
+        ws, session, view = self.ws, self.ws.session, self.ws.view
+        before = session.round
+        change = session.round_noticed(current, records)
+        if change is RoundChange.SAME:
             return
-        if self.ws.pending_round is not None:
-            waiting_for, targets = self.ws.pending_round, self.ws.pending_records
-        else:
-            waiting_for, targets = self.ws.round, self.ws.records
-        if current is not None and current.id == waiting_for.id and [r.id for r in records] == [r.id for r in targets]:
+        if change is RoundChange.RESTART:  # nothing could be written: start afresh in the new round
+            ws.set_task(session.task_code)
             return
-        self.ws.save_draft()  # what is on screen is kept in the round it was written in
-        self.ws.loaded, self.ws.last_prediction, self.ws.last_outputs = None, None, []  # never judge by the old target
-        self.ws.frozen_outputs, self.ws.pending_submit = None, False
-        if self.ws.view.form_shown():
-            self.ws.view.show_form(False)  # the form keeps its values; it comes back at the next submit
-        self.ws.view.attribution.clear()
-        if current is None:
-            self.ws.pending_round, self.ws.pending_records, self.ws._pending_load = None, [], None
-            self.ws.view.prediction.clear(f"Round {self.ws.round.number} is closed and no round is open.")
-            self.ws.view.set_locked(True, f"Round {self.ws.round.number} has closed; your text is kept as a draft. "
-                                    "A lead can open the next round (Round menu).")
-            self.ws.status_changed.emit("No open round")
+        ws.save_draft()  # what is on screen is kept in the round it was written in
+        if view.form_shown():
+            view.show_form(False)  # the form keeps its values; it comes back at the next submit
+        view.clear_attribution()
+        if change is RoundChange.CLOSED:
+            view.clear_prediction(f"Round {before.number} is closed and no round is open.")
+            view.set_locked(True, f"Round {before.number} has closed; your text is kept as a draft. "
+                            "A lead can open the next round (Round menu).")
+            ws.status_changed.emit("No open round")
             return
-        self.ws.pending_round, self.ws.pending_records = current, records
         number = current.number
-        what = f"Round {number}'s target changed" if current.id == self.ws.round.id else f"Round {number} is open"
-        self.ws.view.prediction.clear(f"{what} — loading its target…")
-        self.ws.view.status.setText("Your example is kept; it is judged by the new target once that answers.")
+        what = f"Round {number}'s target changed" if current.id == before.id else f"Round {number} is open"
+        view.clear_prediction(f"{what} — loading its target…")
+        view.set_status("Your example is kept; it is judged by the new target once that answers.")
         if not records:
             self.switch_round()
             return
         try:
             specs = [model_spec(record) for record in records]
         except TargetModelError as exc:
-            self.ws.view.prediction.clear(str(exc))
+            view.clear_prediction(str(exc))
             self.switch_round()
             return
-        self.ws.status_changed.emit(f"Round {current.number}: loading " + ", ".join(r.name for r in records) + "…")
-        self.ws._pending_load = self.ws.inference.load(specs)
+        ws.status_changed.emit(f"Round {number}: loading " + ", ".join(r.name for r in records) + "…")
+        session.models_requested(ws.inference.load(specs))
 
     def switch_round(self) -> None:
         """The new round's target answered (or it has none): write against it from now on."""
-        new, old = self.ws.pending_round, self.ws.round
-        self.ws.round, self.ws.records = new, self.ws.pending_records
-        self.ws.pending_round, self.ws.pending_records, self.ws._pending_load = None, [], None
-        goal = new.goal_message or self.ws.definition.description
-        self.ws.view.goal.setText(f"<b>Round {new.number}</b> · {goal}")
-        targets = ", ".join(r.name for r in self.ws.records) or "no target model yet"
+        ws, session, view = self.ws, self.ws.session, self.ws.view
+        old = session.switch_round()
+        new = session.round
+        view.show_goal(f"<b>Round {new.number}</b> · {new.goal_message or session.definition.description}")
+        targets = ", ".join(r.name for r in session.records) or "no target model yet"
         change = ("'s target changed" if new.id == old.id else " is open" if new.number > old.number
                   else " is now the open round")
-        self.ws.view.round_notice.show_message(
-            f"<b>Round {new.number}{change}.</b> You now write against its target: {targets}.", "OK")
-        if not self.ws.records:
-            self.ws.view.prediction.clear(self.ws.no_model_message)
-        self.ws.view.status.setText("")
-        if self.ws.view.warning.isHidden():  # a content warning not yet read keeps the editor locked
-            self.ws.view.set_locked(False)
+        view.show_round_notice(f"<b>Round {new.number}{change}.</b> You now write against its target: {targets}.")
+        if not session.records:
+            view.clear_prediction(ws.no_model_message)
+        view.set_status("")
+        if not view.warning_shown():  # a content warning not yet read keeps the editor locked
+            view.set_locked(False)
         if new.id == old.id:
             return  # the same round: the text stays, and the new target predicts it (see _models_loaded)
-        if self.ws.draft is not None and self.ws.draft.round_number != new.number and self._written():
-            self.offer_move(self.ws.draft.round_number)
+        draft = session.draft
+        if draft is not None and draft.round_number != new.number and view.content().written(session.definition):
+            self.offer_move(draft.round_number)
         else:
-            self.ws.original = None
-            self.ws.view.perturbation.clear()
-            self.ws._new_example(after_submit=False)
-
-    def _written(self) -> bool:
-        inputs = self.ws.view.editor.content()["inputs"]
-        return any(inputs.get(f.name, "").strip() for f in self.ws.definition.written_inputs)
+            session.perturbation_ended()
+            view.clear_pair()
+            ws._new_example(after_submit=False)
 
     def offer_move(self, number: int) -> None:
-        self.ws.view.move_offer.show_message(
+        current = self.ws.session.round.number
+        self.ws.view.offer_move(
             f"This example was written in round {number}, which is no longer open. Move it to round "
-            f"{self.ws.round.number} (text, label and metadata are kept; its target predicts again), or keep it "
-            f"as a draft.", f"Move to round {self.ws.round.number}", "Keep as draft")
+            f"{current} (text, label and metadata are kept; its target predicts again), or keep it "
+            f"as a draft.", current)
 
     def move_to_current_round(self) -> None:
         """Move the example on screen to the open round; its prediction comes from that round's target."""
-        ref, examples, number = self.ws.draft, self.ws.desk.examples, self.ws.round.number
-        self.ws.view.move_offer.hide()
-        self.ws._autosave.stop()
+        ws, session = self.ws, self.ws.session
+        ref, examples, number = session.draft, ws.desk.examples, session.round.number
+        ws.view.offer_move(None)
+        ws.hold_autosave()
 
         def move():
             if ref.id is not None:
                 examples.move_draft(ref.id, number)
-            ref.round_number = number
+            ref.round_number = number  # on the worker: saves queued after this one store it in the new round
 
         def moved(_result) -> None:
-            self.ws.prediction_text, self.ws.last_prediction, self.ws.last_outputs = None, None, []
-            self.ws.view.message.show_message(f"Moved to round {number}: the prediction shown is its target's.", "OK")
-            self.ws._text_edited()
-            self.ws.save_draft()
+            session.moved_to_round(number)
+            ws.view.show_message(f"Moved to round {number}: the prediction shown is its target's.")
+            ws._text_edited()
+            ws.save_draft()
 
-        self.ws.db.submit(move, on_done=moved, on_error=self.ws._show_error)
+        ws.db.submit(move, on_done=moved, on_error=ws._show_error)
 
     def keep_as_draft(self) -> None:
         """Leave the example in its round as a draft (offered again later) and start afresh here."""
-        number = self.ws.draft.round_number
-        self.ws.view.move_offer.hide()
-        self.ws.save_draft()
-        self.ws.draft = None
-        self.ws.original = None
-        self.ws.view.perturbation.clear()
-        self.ws._new_example(after_submit=False)
-        self.ws.view.message.show_message(f"Kept as a draft of round {number}: it is offered again when you come "
-                                          "back to this task.", "OK")
+        ws, session, view = self.ws, self.ws.session, self.ws.view
+        number = session.draft.round_number
+        view.offer_move(None)
+        ws.save_draft()
+        session.use_draft(None)
+        session.perturbation_ended()
+        view.clear_pair()
+        ws._new_example(after_submit=False)
+        view.show_message(f"Kept as a draft of round {number}: it is offered again when you come "
+                          "back to this task.")

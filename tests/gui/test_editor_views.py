@@ -3,14 +3,16 @@
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor, QUndoStack
 
+from app.tasks.definition import InputKind, MetadataKind
+from app.views.create import EditorSpec, FormFieldView, InputFieldView
 from widgets.example_editor import ExampleEditor, code_points, utf16
 from widgets.metadata_form import MetadataForm
 
-HATE = {"inputs": [{"name": "text", "label": "Statement", "kind": "written", "max_chars": 20, "placeholder": "Write"}],
-        "labels": ["hate", "not hate"], "extractive": False, "prompt_enabled": True}
-QA = {"inputs": [{"name": "context", "label": "Passage", "kind": "context", "max_chars": 1000},
-                 {"name": "question", "label": "Question", "kind": "written", "max_chars": 200}],
-      "labels": [], "extractive": True, "span_of": "context"}
+HATE = EditorSpec((InputFieldView("text", "Statement", InputKind.WRITTEN, "Write", 20),),
+                  ("hate", "not hate"), extractive=False, prompt_enabled=True)
+QA = EditorSpec((InputFieldView("context", "Passage", InputKind.CONTEXT, max_chars=1000),
+                 InputFieldView("question", "Question", InputKind.WRITTEN, max_chars=200)),
+                (), extractive=True, span_of="context")
 
 
 def make_editor(qtbot, spec):
@@ -50,7 +52,7 @@ def test_typing_and_labels_share_one_undo_history(qtbot):
     stack.redo()
     assert editor.content() == {"inputs": {"text": "they are"}, "label": "hate", "answer": None}
     assert box.toPlainText() == "they are" and editor.label_group.buttons()[0].isChecked()
-    assert changes[-1]["label"] == "hate"
+    assert changes[-1].label == "hate"
 
 
 def test_the_counter_warns_past_the_limit_without_cutting_text(qtbot):
@@ -75,14 +77,13 @@ def test_an_answer_is_chosen_by_selecting_the_passage(qtbot):
     assert not editor.prompt_button.isVisibleTo(editor) and editor.next_context_button.isVisibleTo(editor)
 
 
-FIELDS = [
-    {"name": "hate_type", "label": "Type of hate", "kind": "choice", "choices": ["animosity", "derogation"],
-     "required": True, "applies_to": ["hate"]},
-    {"name": "target_groups", "label": "Target groups", "kind": "multi_choice", "choices": ["women", "Muslims"],
-     "allow_other": True, "required": True, "applies_to": ["hate"]},
-    {"name": "label_explanation", "label": "Why is this label right?", "kind": "text", "required": True,
-     "applies_to": None},
-]
+FIELDS = (
+    FormFieldView("hate_type", "Type of hate", MetadataKind.CHOICE, ("animosity", "derogation"), required=True,
+                  applies_to=("hate",)),
+    FormFieldView("target_groups", "Target groups", MetadataKind.MULTI_CHOICE, ("women", "Muslims"),
+                  allow_other=True, required=True, applies_to=("hate",)),
+    FormFieldView("label_explanation", "Why is this label right?", MetadataKind.TEXT, required=True),
+)
 
 
 def test_the_form_shows_only_what_applies_and_asks_for_what_is_required(qtbot):

@@ -1,8 +1,23 @@
-"""The workspace's views, fed plain data as the controllers will feed them."""
+"""The workspace's views, fed typed view-models as the controllers feed them."""
+
+from dataclasses import replace
 
 from PySide6.QtGui import QColor, QTextCursor
 
 from app.text import words
+from app.views.create import (
+    AttributionChange,
+    AttributionView,
+    DiffKind,
+    DiffPiece,
+    MemberView,
+    PairSide,
+    PairView,
+    PredictedView,
+    PredictionView,
+    SegmentView,
+    WordView,
+)
 from widgets.heatmap import AttributionPanel, score_colour, utf16_offset
 from widgets.perturbation_view import PerturbationView
 from widgets.prediction_panel import PredictionPanel
@@ -26,12 +41,12 @@ def test_prediction_panel_shows_fooled_ensembles_and_staleness(qtbot):
     panel = PredictionPanel()
     qtbot.addWidget(panel)
     assert "Type to see" in panel.verdict.text()
-    data = {
-        "labels": LABELS, "goal": "hate", "fooled": True, "latency_ms": 3.2, "device": "CPU",
-        "members": [{"name": "small", "label": "not hate", "probabilities": {"hate": 0.2, "not hate": 0.8}},
-                    {"name": "big", "label": "hate", "probabilities": {"hate": 0.6, "not hate": 0.4}}],
-        "combined": {"label": "not hate", "probabilities": {"hate": 0.4, "not hate": 0.6}},
-    }
+    data = PredictionView(
+        labels=tuple(LABELS), goal="hate", fooled=True, latency_ms=3.2, device="CPU",
+        members=(MemberView("small", "not hate", {"hate": 0.2, "not hate": 0.8}),
+                 MemberView("big", "hate", {"hate": 0.6, "not hate": 0.4})),
+        combined=MemberView("", "not hate", {"hate": 0.4, "not hate": 0.6}),
+    )
     panel.show_prediction(data)
     assert panel.verdict.text() == "Model fooled"
     assert panel.combined.rows == [("hate", 0.4), ("not hate", 0.6)] and panel.combined.goal == "hate"
@@ -39,34 +54,32 @@ def test_prediction_panel_shows_fooled_ensembles_and_staleness(qtbot):
     assert "3.2 ms" in panel.note.text() and "CPU" in panel.note.text()
     panel.set_stale(True)
     assert not panel.stale.isHidden()
-    panel.show_prediction({**data, "fooled": False, "members": data["members"][:1], "truncated": True})
+    panel.show_prediction(replace(data, fooled=False, members=data.members[:1], truncated=True))
     assert panel.verdict.text() == "Not fooled yet" and panel.stale.isHidden() and panel.member_bars == []
     assert "only its start was used" in panel.note.text()
-    panel.show_prediction({**data, "fooled": None})
+    panel.show_prediction(replace(data, fooled=None))
     assert "Choose your label" in panel.verdict.text()
-    panel.show_prediction({"labels": [], "goal": None, "fooled": True, "answer_f1": 0.25,
-                           "members": [{"name": "qa", "answer": "Paris"}], "combined": {"answer": "Paris"}})
+    panel.show_prediction(PredictionView(labels=(), goal=None, fooled=True, answer_f1=0.25,
+                                         members=(MemberView("qa", None, {}, "Paris"),),
+                                         combined=MemberView("", None, {}, "Paris")))
     assert "Model's answer: Paris" in panel.answer.text() and "F1 0.25" in panel.answer.text()
 
-
-def attribution_for(text: str, strongest: str) -> dict:
+def attribution_for(text: str, strongest: str, raw=lambda word: 0.1, seen=lambda index: True) -> AttributionView:
     found = words(text)
-    return {
-        "segments": [{"name": "Statement", "text": text, "words": [
-            {"text": w.text, "start": w.start, "end": w.end, "score": 1.0 if w.text == strongest else -0.2,
-             "raw": 0.1, "seen": True} for w in found]}],
-        "target": "hate", "predicted": "hate", "method": "integrated gradients (32 steps)", "latency_ms": 80.0,
-        "convergence_delta": 0.004, "truncated": False,
-    }
+    return AttributionView(
+        (SegmentView("Statement", text, tuple(
+            WordView(w.text, w.start, w.end, 1.0 if w.text == strongest else -0.2, raw(w.text), seen(i))
+            for i, w in enumerate(found))),),
+        target="hate", predicted="hate", method="integrated gradients (32 steps)", latency_ms=80.0,
+        convergence_delta=0.004, truncated=False)
 
 
 def test_the_heatmap_shows_a_weak_effect_pale_and_names_its_scale(qtbot):
     panel = AttributionPanel()
     qtbot.addWidget(panel)
-    data = attribution_for("women are great", "great")
-    for word in data["segments"][0]["words"]:  # the strongest word moves P(hate) by 0.017 only
-        word["raw"] = 0.017 if word["text"] == "great" else -0.002
-    panel.show_attribution({**data, "scale": 0.2, "units": "probability"})
+    # the strongest word moves P(hate) by 0.017 only
+    data = attribution_for("women are great", "great", raw=lambda word: 0.017 if word == "great" else -0.002)
+    panel.show_attribution(replace(data, scale=0.2, units="probability"))
     great = next(w for w in panel.text.words if w["text"] == "great")
     assert great["tooltip"] == "great: +0.017 probability of hate"
     cursor = QTextCursor(panel.text.document())
@@ -114,10 +127,8 @@ def test_the_heatmap_draws_the_annotators_own_words_emoji_and_rtl_included(qtbot
 def test_words_the_model_did_not_read_are_marked(qtbot):
     panel = AttributionPanel()
     qtbot.addWidget(panel)
-    data = attribution_for("short text here", "text")
-    data["segments"][0]["words"][-1]["seen"] = False
-    data["truncated"] = True
-    panel.show_attribution(data)
+    data = attribution_for("short text here", "text", seen=lambda index: index < 2)
+    panel.show_attribution(replace(data, truncated=True))
     assert "not read by the model" in panel.text.words[-1]["tooltip"]
     assert "Only the start" in panel.header.text()
 
@@ -125,22 +136,22 @@ def test_words_the_model_did_not_read_are_marked(qtbot):
 def test_the_perturbation_view_shows_the_diff_the_flip_and_whether_the_model_followed(qtbot):
     view = PerturbationView()
     qtbot.addWidget(view)
-    view.show_pair(data := {
-        "labels": LABELS, "edit_distance": 1, "target": "hate",
-        "diff": [{"kind": "equal", "text": "Women "}, {"kind": "delete", "text": "can't"},
-                 {"kind": "insert", "text": "can"}, {"kind": "equal", "text": " lead"}],
-        "original": {"label": "hate", "prediction": {"label": "hate", "probabilities": {"hate": 0.9, "not hate": 0.1}}},
-        "edited": {"label": "not hate", "prediction": {"label": "hate", "probabilities": {"hate": 0.7, "not hate": 0.3}}},
-        "attribution_change": [{"word": "can't", "before": 0.9, "after": None}, {"word": "can", "before": None, "after": 0.1},
-                               {"word": "Women", "before": 0.3, "after": 0.5}],
-    })
+    view.show_pair(data := PairView(
+        labels=tuple(LABELS), edit_distance=1, target="hate",
+        diff=(DiffPiece(DiffKind.EQUAL, "Women "), DiffPiece(DiffKind.DELETE, "can't"),
+              DiffPiece(DiffKind.INSERT, "can"), DiffPiece(DiffKind.EQUAL, " lead")),
+        original=PairSide("hate", PredictedView("hate", {"hate": 0.9, "not hate": 0.1})),
+        edited=PairSide("not hate", PredictedView("hate", {"hate": 0.7, "not hate": 0.3})),
+        changes=(AttributionChange("can't", 0.9, None), AttributionChange("can", None, 0.1),
+                 AttributionChange("Women", 0.3, 0.5)),
+    ))
     assert view.diff.toPlainText() == "Women can't can lead"
     assert "1 word changed" in view.summary.text() and "(flipped)" in view.summary.text()
     assert "did not follow" in view.summary.text()
     assert [view.changes.item(r, 3).text() for r in range(3)] == ["-0.90", "+0.10", "+0.20"]
     assert view.edited_bars.rows == [("hate", 0.7), ("not hate", 0.3)]
     narrow = view.minimumSizeHint().width()
-    view.show_pair({**data, "scale": 0.9, "units": "probability"})  # raw effects, one scale for both texts
+    view.show_pair(replace(data, scale=0.9, units="probability"))  # raw effects, one scale for both texts
     assert [view.changes.item(r, 3).text() for r in range(3)] == ["-0.900", "+0.100", "+0.200"]
     assert "one scale for both texts" in view.changes_note.text() and "±0.90" in view.changes_note.text()
     assert view.minimumSizeHint().width() == narrow  # the longer note wraps: the window must not widen
