@@ -143,7 +143,12 @@ def hate_content(text: str, label: str, **meta):
 
 # "path/from/repo/root.py:function" of GUI frames still known to query on the main thread; each is to be moved
 # onto the page's SerialWorker, and its entry removed here when it is.
-KNOWN_VIOLATIONS: set[str] = set()
+KNOWN_VIOLATIONS: set[str] = {
+    # helper H1 (Create page): WorkspaceController reads the task, round and models on the GUI thread
+    "app/gui/workspace.py:set_task",
+    "app/gui/workspace.py:_load_models",
+    "app/gui/workspace.py:_new_example",
+}
 
 _GUI_PACKAGES = ("app.gui", "widgets")
 _gui_thread_violations: list[str] = []

@@ -27,10 +27,17 @@ class RoundsController(QObject):
         self.dialog: RoundDialog | None = None
         self._task_code = ""
 
-    def open_dialog(self, task_code: str, parent) -> RoundDialog:
+    def open_dialog(self, task_code: str, parent) -> None:
+        """The round dialog of the task, once its definition and the profile are read (on the worker)."""
         desk = self.desk
-        definition = desk.tasks.definition_by_code(task_code)
-        person = desk.current_person()
+
+        def read():
+            return desk.tasks.definition_by_code(task_code), desk.current_person()
+
+        self.worker.submit(read, on_done=lambda found: self._open_dialog(task_code, parent, *found),
+                           on_error=self.show_error)
+
+    def _open_dialog(self, task_code: str, parent, definition, person) -> RoundDialog:
         self._task_code = task_code
         self.dialog = dialog = RoundDialog(definition.name, definition.labels, person.role in (Role.LEAD, Role.OWNER),
                                            parent)

@@ -85,6 +85,7 @@ def test_an_empty_import_path_is_refused_in_the_dialog(qtbot, window):
 
 def test_creating_and_switching_profiles(qtbot, window):
     window.findChild(QAction, "profiles").trigger()
+    qtbot.waitUntil(lambda: window.findChild(ProfileDialog) is not None, timeout=5000)  # once the people are read
     dialog = window.findChild(ProfileDialog)
     qtbot.keyClicks(dialog.name, "Grace Hopper")
     dialog.role.setCurrentText("lead")
