@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
-from datetime import datetime
 
 from typing import Callable
 
@@ -25,27 +23,13 @@ from PySide6.QtWidgets import QWidget
 from app.errors import DynadeskError
 from app.gui.pages import Menu, MenuAction, Page
 from app.gui.worker import SerialWorker
-from app.text import printable
+from app.views.sync import SyncLight, settings_view, sync_view, syncing_view
 
 log = logging.getLogger(__name__)
 
 FIRST_SYNC_MS = 3_000  # after start, once the window is up
 POLL_MS = 5_000  # how often the waiting count is refreshed between syncs
 RETRY_MIN_S = 15
-
-
-@dataclass(frozen=True)
-class SyncView:
-    """What the status widget shows."""
-
-    state: str  # off, synced, waiting (synced, but records the server put off), syncing, offline, error
-    pending: int
-    last_success: datetime | None
-    message: str = ""
-    problems: int = 0
-    held: int = 0
-    deferred: int = 0
-    reasons: tuple[str, ...] = ()  # why the deferred records wait and what fixes each
 
 
 class SyncController(QObject):
@@ -69,7 +53,7 @@ class SyncController(QObject):
         self.poll = QTimer(self, interval=POLL_MS, timeout=self.refresh)
         self.running = False
         self.failures = 0
-        self.state = "off"
+        self.state = SyncLight.OFF
         self.message = ""
         self._status = None  # the last LocalStatus read
         self._handle = None
@@ -111,14 +95,14 @@ class SyncController(QObject):
         if self.running or self._stopped:
             return
         if not self.configured:
-            self._set("off", "")
+            self._set(SyncLight.OFF, "")
             if asked:
                 self.settings_needed.emit("Sync is off: no server is set. Enter your team's server and the token "
                                           "your owner gave you, then sync.")
             return
         self.timer.stop()
         self.running = True
-        self._set("syncing", "")
+        self._set(SyncLight.SYNCING, "")
         self.progress.emit("sync", 0, 0)
         self.worker.submit(self._run, on_done=self._succeeded, on_error=self._failed)
 
@@ -140,7 +124,7 @@ class SyncController(QObject):
     def _succeeded(self, report) -> None:
         self.running = False
         self.failures = 0
-        self._set("synced", "; ".join(report.warnings[:3]))
+        self._set(SyncLight.SYNCED, "; ".join(report.warnings[:3]))
         self.finished.emit(report)
         self._schedule(self.desk.settings.sync_interval_s)
 
@@ -149,17 +133,17 @@ class SyncController(QObject):
 
         self.running = False
         if isinstance(error, Cancelled):
-            self._set("synced" if self.state == "synced" else "offline", "")
+            self._set(SyncLight.SYNCED if self.state is SyncLight.SYNCED else SyncLight.OFFLINE, "")
             return
         self.failures += 1
         if isinstance(error, Offline):
-            self._set("offline", str(error))
+            self._set(SyncLight.OFFLINE, str(error))
         else:
             if isinstance(error, DynadeskError):  # explained in its message
                 log.info("sync failed: %s", error)
             else:
                 log.error("sync failed", exc_info=(type(error), error, error.__traceback__))
-            self._set("error", str(error) or error.__class__.__name__)
+            self._set(SyncLight.ERROR, str(error) or error.__class__.__name__)
         # Back off while the server is away, but never wait longer than the usual interval.
         interval = self.desk.settings.sync_interval_s
         self._schedule(min(interval, RETRY_MIN_S * 2 ** (self.failures - 1)))
@@ -191,22 +175,12 @@ class SyncController(QObject):
         if self.running:
             return
         self._status = status
-        state = self.state if self.configured else "off"
-        if state == "syncing":
-            state = "synced"
-        if state == "synced" and status.deferred:  # never a green "Synced" over work the server put off
-            state = "waiting"
-        reasons = tuple(printable(f"{w.count:,} because {w.reason}") + "\n      fix: " + printable(w.fix)
-                        for w in status.waiting)
-        self.status_changed.emit(SyncView(state, status.pending, status.last_success, self.message,
-                                          status.rejected + status.conflicts, status.held, status.deferred, reasons))
+        self.status_changed.emit(sync_view(self.state if self.configured else SyncLight.OFF, status, self.message))
 
-    def _set(self, state: str, message: str) -> None:
+    def _set(self, state: SyncLight, message: str) -> None:
         self.state, self.message = state, message
-        if state == "syncing":
-            status = self._status
-            self.status_changed.emit(SyncView("syncing", status.pending if status else 0,
-                                              status.last_success if status else None))
+        if state is SyncLight.SYNCING:
+            self.status_changed.emit(syncing_view(self._status))
         else:
             self.refresh()
 
@@ -221,7 +195,7 @@ class SyncController(QObject):
         try:
             refuse_token_in_clear(url)
         except SyncError as exc:
-            self._set("error", str(exc))
+            self._set(SyncLight.ERROR, str(exc))
             return
         self.desk.settings.server_url = url.rstrip("/")
         self.desk.settings.sync_interval_s = interval_s
@@ -263,8 +237,8 @@ class SyncController(QObject):
                 dialog.raise_()
                 return
         url = self.desk.settings.server_url
-        dialog = SyncDialog(url, bool(url and self.tokens.get(url)), self.desk.settings.sync_interval_s,
-                            self.tokens.where, parent)
+        dialog = SyncDialog(settings_view(url, bool(url and self.tokens.get(url)), self.desk.settings.sync_interval_s,
+                                          self.tokens.where), parent)
         dialog.test_requested.connect(self.test_connection)
         self.test_finished.connect(dialog.show_test_result)
         dialog.accepted_with.connect(self.configure)
@@ -295,15 +269,11 @@ def sync_page(controller: SyncController, parent: QWidget, show_message: Callabl
 
     widget = SyncStatusWidget()
 
-    def show(view: SyncView) -> None:
-        widget.set_status(view.state, pending=view.pending, last_success=view.last_success, message=view.message,
-                          problems=view.problems, held=view.held, deferred=view.deferred, reasons=view.reasons)
-
     def settings_needed(why: str) -> None:
         show_message(why, 15_000)
         controller.open_settings(parent, why)
 
-    controller.status_changed.connect(show)
+    controller.status_changed.connect(widget.show_status)
     controller.progress.connect(widget.set_progress)
     widget.sync_requested.connect(controller.sync_now)
     widget.settings_requested.connect(lambda: controller.open_settings(parent))
