@@ -46,6 +46,7 @@ from app.gui.worker import SerialWorker
 from app.services.example_view import for_data_tab
 from app.services.review import NOT_DRAFT, ExampleFilter
 from app.services.validation import VALIDATABLE
+from app.views.shell import Choice, ExportView, import_view, profiles_view, task_choices
 from widgets.elided_label import ElidedLabel
 from widgets.evaluation_view import EvaluationView
 from widgets.example_detail import ExampleDetail
@@ -73,7 +74,7 @@ class MainWindow(QMainWindow):
         self.db.failed.connect(self.show_error)
         self._task_code: str | None = None
         self._task_ids: dict[str, uuid.UUID] = {}
-        self._tasks: list[tuple[str, str]] = []  # (code, name) of the tasks, read at start
+        self._tasks: tuple[Choice, ...] = ()  # the tasks (name, code), read at start
         self.setWindowTitle("Dynadesk")
         self.resize(1280, 800)
         self.setMinimumSize(960, 560)  # below this nothing is usable; pages scroll down to it
@@ -395,8 +396,7 @@ class MainWindow(QMainWindow):
         self.db.submit(self.desk.people.all, on_done=self._open_profiles, on_error=self.show_error)
 
     def _open_profiles(self, everyone: list) -> None:
-        people = [(str(p.id), p.display_name, p.role) for p in everyone]
-        dialog = ProfileDialog(people, self.desk.settings.current_person_id, [r.value for r in Role], self)
+        dialog = ProfileDialog(profiles_view(everyone, self.desk.settings.current_person_id), self)
         dialog.chosen.connect(self._profile_chosen)
         dialog.created.connect(self._profile_created)
         dialog.open()
@@ -406,7 +406,7 @@ class MainWindow(QMainWindow):
         self.db.submit(lambda: desk.switch_person(uuid.UUID(person_id)) or desk.current_person(),
                        on_done=self._show_person, on_error=self.show_error)
 
-    def _profile_created(self, name: str, role: str) -> None:
+    def _profile_created(self, name: str, role: Role) -> None:
         def create():
             return self.desk.people.create(name, role)
 
@@ -433,7 +433,7 @@ class MainWindow(QMainWindow):
     def _load_tasks(self, tasks: list, code: str | None, definition, task_rounds: list) -> None:
         self.task_combo.blockSignals(True)
         self.task_combo.clear()
-        self._tasks = [(task.code, task.name) for task in tasks]
+        self._tasks = task_choices(tasks)
         self._task_ids = {task.code: task.id for task in tasks}
         for task in tasks:
             self.task_combo.addItem(task.name, task.code)
@@ -525,8 +525,7 @@ class MainWindow(QMainWindow):
     def open_import(self) -> None:
         from app.io.importers import IMPORTERS
 
-        formats = [(cls.name, cls.description) for cls in IMPORTERS.values()]
-        dialog = ImportDialog(formats, list(self._tasks), self)
+        dialog = ImportDialog(import_view(IMPORTERS.values(), self._tasks), self)
         dialog.accepted_with.connect(self.run_import)
         dialog.open()
 
@@ -545,7 +544,7 @@ class MainWindow(QMainWindow):
                        on_done=done, on_error=self.show_error)
 
     def open_export(self) -> None:
-        dialog = ExportDialog(list(self._tasks), self._task_code, self)
+        dialog = ExportDialog(ExportView(self._tasks, self._task_code), self)
         dialog.accepted_with.connect(self.run_export)
         dialog.open()
 
