@@ -450,8 +450,9 @@ class MainWindow(QMainWindow):
             return
         self._task_code = code
         tasks = self.desk.tasks
-        self.db.submit_latest("task", lambda: (tasks.definition_by_code(code), tasks.rounds(code)),
-                              on_done=lambda found: self._show_task(code, *found), on_error=self.show_error)
+        # every answer is shown, in order (the worker is serial): the newest choice is shown last
+        self.db.submit(lambda: (tasks.definition_by_code(code), tasks.rounds(code)),
+                       on_done=lambda found: self._show_task(code, *found), on_error=self.show_error)
 
     def _show_task(self, code: str, definition, task_rounds: list) -> None:
         self._show_rounds(code, task_rounds)
@@ -466,12 +467,10 @@ class MainWindow(QMainWindow):
         if code is None:
             return
         rounds = self.desk.tasks.rounds
-        self.db.submit_latest("rounds", lambda: rounds(code), on_done=lambda found: self._show_rounds(code, found),
-                              on_error=self.show_error)
+        self.db.submit(lambda: rounds(code), on_done=lambda found: self._show_rounds(code, found),
+                       on_error=self.show_error)
 
     def _show_rounds(self, code: str, task_rounds: list) -> None:
-        if code != self._task_code:  # another task was chosen meanwhile
-            return
         open_rounds = [r for r in task_rounds if r.status == "open"]
         if open_rounds:
             current = open_rounds[-1]
