@@ -503,7 +503,8 @@ class MainWindow(QMainWindow):
     def refresh(self) -> None:
         """Re-run the query (answers to older queries are dropped when they arrive); the selected
         example stays selected, so a sync in the background does not take it from under the user."""
-        self.dashboard.refresh()
+        if getattr(self, "dashboard", None) is not None:
+            self.dashboard.refresh()
         self.returned_work.refresh()
         row = self.table_model.row_data(self.table.currentIndex().row())
         self._reselect_id = row["id"] if row else None
