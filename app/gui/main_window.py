@@ -34,7 +34,7 @@ from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
 from app.gui.dashboard import dashboard_page
 from app.gui.evaluation import EvaluationController
-from app.gui.menus import build_menus, make_action, table_menu, window_actions
+from app.gui.menus import build_menus, example_actions, make_action, table_menu, window_actions
 from app.gui.pages import Menu, MenuAction, Page, Tab
 from app.gui.returned_work import ReturnedWork
 from app.gui.review_page import ReviewController
@@ -132,7 +132,7 @@ class MainWindow(QMainWindow):
         self.model_label = ElidedLabel(objectName="models")
         self.workspace.status_changed.connect(self.model_label.setText)
         self.mount(Page(self.workspace, self.workspace_view, Tab("&Create", "Ctrl+1", "tab-create"),
-                        actions=self._example_actions(), status=(self.model_label,), shutdown=self._close_workspace))
+                        actions=example_actions(self), status=(self.model_label,), shutdown=self._close_workspace))
 
         self.count_label = QLabel(objectName="count")
         self.browser = ExampleBrowser(desk, self.db, self.table_model, lambda example_id: for_data_tab(desk, example_id),
@@ -225,29 +225,6 @@ class MainWindow(QMainWindow):
         if declared.name:
             self.actions[declared.name] = action
         return action
-
-    def _example_actions(self) -> tuple[MenuAction, ...]:
-        """The Example menu: the Create page's entries, and those acting on the example selected in Data."""
-        workspace, view = self.workspace, self.workspace_view
-        return (
-            MenuAction(Menu.EXAMPLE, "&Submit", workspace.submit, "Ctrl+Return", "submit", ("Ctrl+Enter",)),
-            MenuAction(Menu.EXAMPLE, "Back to editing", lambda: view.show_form(False), "Esc", "back"),
-            MenuAction(Menu.EXAMPLE, "&Explain (attribution heatmap)",
-                       lambda: workspace.explain(view.attribution.target_choice.currentData()), "Ctrl+Shift+A",
-                       "explain"),
-            MenuAction(Menu.EXAMPLE, "&Next context", workspace.next_context, "Ctrl+Shift+N", "next-context"),
-            MenuAction(Menu.EXAMPLE, "Start from a &prompt", workspace.prompt, "Ctrl+Shift+O", "prompt"),
-            MenuAction(Menu.EXAMPLE, "&Perturb the selected example", self.start_perturbation, "Ctrl+Shift+E",
-                       "perturb"),
-            MenuAction(Menu.EXAMPLE, "&Retract the selected example…", lambda: self._author_action("retract"),
-                       name="retract"),
-            MenuAction(Menu.EXAMPLE, "Re&vise a returned example and submit it again", self.revise_returned,
-                       name="revise"),
-            MenuAction(Menu.EXAMPLE, "&Flag the selected example…", lambda: self._author_action("flag"), name="flag"),
-            MenuAction(Menu.EXAMPLE, "&Discard this draft", workspace.discard, name="discard"),
-            MenuAction(Menu.EXAMPLE, "Show &guidelines", lambda: view.side.setCurrentWidget(view.guidelines), "Ctrl+G",
-                       "guidelines"),
-        )
 
     def _close_workspace(self) -> None:
         self.workspace.save_draft()

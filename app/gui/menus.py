@@ -71,6 +71,29 @@ def window_actions(window) -> tuple[MenuAction, ...]:
     )
 
 
+def example_actions(window) -> tuple[MenuAction, ...]:
+    """The Example menu: the Create page's entries, and those acting on the example selected in Data."""
+    workspace, view = window.workspace, window.workspace_view
+    return (
+        MenuAction(Menu.EXAMPLE, "&Submit", workspace.submit, "Ctrl+Return", "submit", ("Ctrl+Enter",)),
+        MenuAction(Menu.EXAMPLE, "Back to editing", lambda: view.show_form(False), "Esc", "back"),
+        MenuAction(Menu.EXAMPLE, "&Explain (attribution heatmap)",
+                   lambda: workspace.explain(view.attribution.target_choice.currentData()), "Ctrl+Shift+A", "explain"),
+        MenuAction(Menu.EXAMPLE, "&Next context", workspace.next_context, "Ctrl+Shift+N", "next-context"),
+        MenuAction(Menu.EXAMPLE, "Start from a &prompt", workspace.prompt, "Ctrl+Shift+O", "prompt"),
+        MenuAction(Menu.EXAMPLE, "&Perturb the selected example", window.start_perturbation, "Ctrl+Shift+E",
+                   "perturb"),
+        MenuAction(Menu.EXAMPLE, "&Retract the selected example…", lambda: window._author_action("retract"),
+                   name="retract"),
+        MenuAction(Menu.EXAMPLE, "Re&vise a returned example and submit it again", window.revise_returned,
+                   name="revise"),
+        MenuAction(Menu.EXAMPLE, "&Flag the selected example…", lambda: window._author_action("flag"), name="flag"),
+        MenuAction(Menu.EXAMPLE, "&Discard this draft", workspace.discard, name="discard"),
+        MenuAction(Menu.EXAMPLE, "Show &guidelines", lambda: view.side.setCurrentWidget(view.guidelines), "Ctrl+G",
+                   "guidelines"),
+    )
+
+
 def table_menu(window, actions: dict[str, QAction], position) -> None:
     """The Data table's context menu: perturb, revise, retract, flag."""
     menu = QMenu(window)
