@@ -119,7 +119,7 @@ class MainWindow(QMainWindow):
         # Every part of the window is a Page (app/gui/pages.py), mounted the same way: its tab, its menu
         # entries (the menus are built here and kept by reference), its status-bar widgets.
         self.pages: list[Page] = []
-        self.actions: dict[str, QAction] = {}  # the named menu actions, by object name
+        self.named_actions: dict[str, QAction] = {}  # the named menu actions, by object name
         self.undo_stack = QUndoStack(self)
         self.inference = InferenceService(self)
         self.menus = build_menus(self)
@@ -141,9 +141,10 @@ class MainWindow(QMainWindow):
         self.browser.detail_ready.connect(self.detail.show_example)
         self.mount(Page(self.browser, data_page, Tab("&Data", "Ctrl+2", "tab-data"), status=(self.count_label,)))
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.table.customContextMenuRequested.connect(lambda position: table_menu(self, self.actions, position))
+        self.table.customContextMenuRequested.connect(
+            lambda position: table_menu(self, self.named_actions, position))
         (self.import_action, self.export_action, self.submit_action, self.perturb_action, self.retract_action,
-         self.revise_action, self.flag_action) = (self.actions[name] for name in (
+         self.revise_action, self.flag_action) = (self.named_actions[name] for name in (
              "import", "export", "submit", "perturb", "retract", "revise", "flag"))
 
         returned_label = QLabel(objectName="returned-count")
@@ -223,7 +224,7 @@ class MainWindow(QMainWindow):
     def _add_action(self, declared: MenuAction) -> QAction:
         action = make_action(self, self.menus[declared.menu], declared)
         if declared.name:
-            self.actions[declared.name] = action
+            self.named_actions[declared.name] = action
         return action
 
     def _close_workspace(self) -> None:

@@ -36,7 +36,7 @@ Shortcut = str | QKeySequence.StandardKey | None
 @dataclass(frozen=True, slots=True)
 class MenuAction:
     """An entry of one of the window's menus; ``name`` is the action's object name (and its key in
-    ``MainWindow.actions``)."""
+    ``MainWindow.named_actions``)."""
 
     menu: Menu
     text: str
