@@ -136,7 +136,7 @@ def hate_content(text: str, label: str, **meta):
     return Content({"text": text}, label, meta=meta)
 
 
-# --- The GUI-thread guard: GUI code (a frame in app.gui or widgets) never runs SQL on the Qt main thread ---
+# The GUI-thread guard: GUI code (a frame in app.gui or widgets) never runs SQL on the Qt main thread.
 # A listener on every Engine records such a query; the test then fails at teardown, naming the statement and
 # the GUI frame that reached it. Test code setting up data through a Desk on the main thread is fine (no GUI
 # frame on the stack). Only queries on the main thread, with a QApplication alive, pay for the stack walk.
@@ -210,4 +210,3 @@ def no_query_on_gui_thread(_gui_thread_listener):
     if found:
         pytest.fail("GUI code ran SQL on the Qt main thread (move it onto the page's SerialWorker):\n  "
                     + "\n  ".join(found), pytrace=False)
-# --- end of the GUI-thread guard ---
