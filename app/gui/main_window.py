@@ -399,7 +399,8 @@ class MainWindow(QMainWindow):
     def _read_start(self):
         """On the worker: the profile, the tasks, and the task the window opens on with its rounds."""
         desk = self.desk
-        person = desk.current_person()
+        # the desk keeps the profile's id once read: GUI code asks for it later without a query
+        person = desk.people.get(desk.current_person_id)
         tasks = desk.tasks.tasks()
         codes = [task.code for task in tasks]
         code = desk.settings.last_task or DEFAULT_TASK
