@@ -134,3 +134,69 @@ def hate_content(text: str, label: str, **meta):
         meta.setdefault("target_groups", ["women"])
     meta.setdefault("label_explanation", "because")
     return Content({"text": text}, label, meta=meta)
+
+
+# The GUI-thread guard: GUI code (a frame in app.gui or widgets) never runs SQL on the Qt main thread.
+# A listener on every Engine records such a query; the test then fails at teardown, naming the statement and
+# the GUI frame that reached it. Test code setting up data through a Desk on the main thread is fine (no GUI
+# frame on the stack). Only queries on the main thread, with a QApplication alive, pay for the stack walk.
+
+_GUI_PACKAGES = ("app.gui", "widgets")
+_gui_thread_violations: list[str] = []
+
+
+def _gui_frame(frame):
+    """The innermost frame of GUI code on the stack, or None."""
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if any(name == package or name.startswith(package + ".") for package in _GUI_PACKAGES):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _where(frame) -> str:
+    path = Path(frame.f_code.co_filename)
+    try:
+        path = path.resolve().relative_to(ROOT)
+    except ValueError:
+        pass
+    return f"{path.as_posix()}:{frame.f_code.co_name}"
+
+
+def _on_cursor_execute(conn, cursor, statement, parameters, context, executemany) -> None:
+    import sys
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    widgets = sys.modules.get("PySide6.QtWidgets")
+    if widgets is None or widgets.QApplication.instance() is None:
+        return
+    frame = _gui_frame(sys._getframe(1))
+    if frame is None:
+        return
+    first_line = next((line.strip() for line in str(statement).splitlines() if line.strip()), "")
+    _gui_thread_violations.append(f"{first_line[:100]}  <- {_where(frame)} line {frame.f_lineno}")
+
+
+@pytest.fixture(scope="session")
+def _gui_thread_listener():
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    event.listen(Engine, "before_cursor_execute", _on_cursor_execute)
+    yield
+    event.remove(Engine, "before_cursor_execute", _on_cursor_execute)
+
+
+@pytest.fixture(autouse=True)
+def no_query_on_gui_thread(_gui_thread_listener):
+    """Fails the test (at teardown) when GUI code ran SQL on the Qt main thread."""
+    _gui_thread_violations.clear()
+    yield
+    found = list(dict.fromkeys(_gui_thread_violations))
+    _gui_thread_violations.clear()
+    if found:
+        pytest.fail("GUI code ran SQL on the Qt main thread (move it onto the page's SerialWorker):\n  "
+                    + "\n  ".join(found), pytrace=False)

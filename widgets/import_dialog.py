@@ -17,6 +17,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.shell import ExportView, ImportView
+
 
 def _path_row(line: QLineEdit, browse) -> QWidget:
     row = QWidget()
@@ -32,17 +34,17 @@ def _path_row(line: QLineEdit, browse) -> QWidget:
 class ImportDialog(QDialog):
     accepted_with = Signal(str, str, object, bool)  # path, format, task code or None, skip bad rows
 
-    def __init__(self, formats: list[tuple[str, str]], tasks: list[tuple[str, str]], parent=None):
+    def __init__(self, view: ImportView, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Import a data set")
         self.path = QLineEdit(objectName="path", placeholderText="File to import")
         self.format = QComboBox(objectName="format")
-        for name, description in formats:
-            self.format.addItem(description, name)
+        for choice in view.formats:
+            self.format.addItem(choice.text, choice.value)
         self.task = QComboBox(objectName="task")
         self.task.addItem("The format's own task", None)
-        for code, name in tasks:
-            self.task.addItem(name, code)
+        for choice in view.tasks:
+            self.task.addItem(choice.text, choice.value)
         self.skip_bad = QCheckBox("Skip bad rows (otherwise one bad row stops the whole import)", objectName="skip")
         self.problem = QLabel(objectName="problem", styleSheet="color:#b3261e")
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -76,7 +78,7 @@ class ImportDialog(QDialog):
 class ExportDialog(QDialog):
     accepted_with = Signal(str, str, object, bool)  # path, format, task code or None, keep identities
 
-    def __init__(self, tasks: list[tuple[str, str]], current_task: str | None, parent=None):
+    def __init__(self, view: ExportView, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Export")
         self.path = QLineEdit(objectName="path", placeholderText="File (jsonl, csv) or folder (hf)")
@@ -86,10 +88,10 @@ class ExportDialog(QDialog):
             self.format.addItem(text, value)
         self.task = QComboBox(objectName="task")
         self.task.addItem("All tasks (JSONL only)", None)
-        for code, name in tasks:
-            self.task.addItem(name, code)
-        if current_task:
-            self.task.setCurrentIndex(max(0, self.task.findData(current_task)))
+        for choice in view.tasks:
+            self.task.addItem(choice.text, choice.value)
+        if view.current_task:
+            self.task.setCurrentIndex(max(0, self.task.findData(view.current_task)))
         self.keep = QCheckBox("Keep real names (only for moving work between your own desks)", objectName="keep")
         self.problem = QLabel(objectName="problem", styleSheet="color:#b3261e")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)

@@ -18,25 +18,28 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.domain import Role
+from app.views.shell import ProfilesView
+
 
 class ProfileDialog(QDialog):
     chosen = Signal(str)  # person id
-    created = Signal(str, str)  # display name, role
+    created = Signal(str, object)  # display name, Role
 
-    def __init__(self, people: list[tuple[str, str, str]], current_id: str | None, roles: list[str], parent=None):
+    def __init__(self, view: ProfilesView, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Profiles")
         self.people = QListWidget(objectName="people")
-        for person_id, name, role in people:
-            item = QListWidgetItem(f"{name} — {role}")
-            item.setData(Qt.ItemDataRole.UserRole, person_id)
+        for person in view.people:
+            item = QListWidgetItem(person.text)
+            item.setData(Qt.ItemDataRole.UserRole, person.value)
             self.people.addItem(item)
-            if person_id == current_id:
+            if person.value == view.current_id:
                 self.people.setCurrentItem(item)
         self.people.itemDoubleClicked.connect(lambda *_: self._choose())
         self.name = QLineEdit(objectName="name", placeholderText="Display name")
         self.role = QComboBox(objectName="role")
-        self.role.addItems(roles)
+        self.role.addItems([role.value for role in view.roles])
         self.problem = QLabel(objectName="problem", styleSheet="color:#b3261e")
         add = QPushButton("Add and switch", objectName="add")
         add.clicked.connect(self._create)
@@ -71,5 +74,5 @@ class ProfileDialog(QDialog):
         if not name:
             self.problem.setText("A profile needs a name.")
             return
-        self.created.emit(name, self.role.currentText())
+        self.created.emit(name, Role(self.role.currentText()))
         self.accept()

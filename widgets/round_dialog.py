@@ -1,7 +1,7 @@
 """The round dialog: a lead sets up a round (models, goal, contexts); an annotator reads it.
 
-Data arrives as plain dicts through :meth:`RoundDialog.show_round`; every change leaves as a
-signal. The dialog never stores anything itself.
+Data arrives as typed view-models (app.views.rounds) through :meth:`RoundDialog.set_rounds` and
+:meth:`RoundDialog.show_round`; every change leaves as a signal. The dialog never stores anything itself.
 """
 
 from __future__ import annotations
@@ -30,11 +30,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.domain import FooledRule
+from app.views.rounds import ContextRow, RoundChanges, RoundItem, RoundView
+
 LABEL_STARTS = [("Blank: the annotator chooses", "blank"), ("Fixed label", "fixed"),
                 ("Random, balancing labels", "random")]
 POLICIES = [("Least used first", "least_used"), ("Uniform random (each once per pass)", "random"),
             ("Least fooled so far", "least_fooled")]
-FOOLED_RULES = [("Ensemble mean", "mean"), ("Every member fooled", "all"), ("Any member fooled", "any")]
+FOOLED_RULES = [("Ensemble mean", FooledRule.MEAN.value), ("Every member fooled", FooledRule.ALL.value),
+                ("Any member fooled", FooledRule.ANY.value)]
 
 
 def _combo(name: str, items) -> QComboBox:
@@ -46,13 +50,13 @@ def _combo(name: str, items) -> QComboBox:
 
 class RoundDialog(QDialog):
     round_selected = Signal(object)  # round id
-    save_requested = Signal(object, dict)  # round id, changes
+    save_requested = Signal(object, object)  # round id, RoundChanges
     models_requested = Signal(object, list)  # round id, model ids in order
     close_requested = Signal(object)
     open_next_requested = Signal(list, str, str)  # model ids, description, goal message
     import_requested = Signal(object, str, str, str)  # round id, path, column, tag
 
-    def __init__(self, task_name: str, labels: list[str], editable: bool, parent=None):
+    def __init__(self, task_name: str, labels: tuple[str, ...], editable: bool, parent=None):
         super().__init__(parent)
         self.setWindowTitle(f"Rounds · {task_name}")
         self.editable = editable
@@ -163,14 +167,14 @@ class RoundDialog(QDialog):
 
     # --- data in ---------------------------------------------------------------------------
 
-    def set_rounds(self, rounds: list[dict], select_id=None) -> None:
+    def set_rounds(self, rounds: tuple[RoundItem, ...], select_id=None) -> None:
         self.rounds.blockSignals(True)
         self.rounds.clear()
-        for info in rounds:
-            item = QListWidgetItem(f"Round {info['number']} · {info['status']}")
-            item.setData(Qt.ItemDataRole.UserRole, info["id"])
+        for round_ in rounds:
+            item = QListWidgetItem(round_.text)
+            item.setData(Qt.ItemDataRole.UserRole, round_.id)
             self.rounds.addItem(item)
-            if info["id"] == select_id:
+            if round_.id == select_id:
                 self.rounds.setCurrentItem(item)
         if self.rounds.currentItem() is None and self.rounds.count():
             self.rounds.setCurrentRow(self.rounds.count() - 1)
@@ -178,49 +182,41 @@ class RoundDialog(QDialog):
         if self.rounds.currentItem() is not None:
             self.round_selected.emit(self.rounds.currentItem().data(Qt.ItemDataRole.UserRole))
 
-    def show_round(self, info: dict) -> None:
-        if info["id"] != self._round_id:
+    def show_round(self, view: RoundView) -> None:
+        if view.id != self._round_id:
             self.problem.clear()  # a message belongs to the round it was about
-        self._round_id = info["id"]
-        self._round_open = info["status"] == "open"
-        dates = f"opened {info['opened']}" + (f", closed {info['closed']}" if info["closed"] else "")
-        self.status.setText(f"<b>Round {info['number']}</b> · {info['status']} · {dates} · "
-                            f"{info['examples']} examples, {info['fooled']} fooled the model")
-        self.description.setPlainText(info["description"])
-        self.goal.setText(info["goal_message"])
-        settings = info["settings"]
-        for combo, value in ((self.fooled_rule, info["fooled_rule"]), (self.label_start, settings["label_start"]),
-                             (self.policy, settings["context_policy"]), (self.fixed_label, settings["fixed_label"])):
+        self._round_id = view.id
+        self._round_open = view.is_open
+        self.status.setText(view.heading)
+        self.description.setPlainText(view.description)
+        self.goal.setText(view.goal_message)
+        for combo, value in ((self.fooled_rule, view.fooled_rule.value), (self.label_start, view.label_start),
+                             (self.policy, view.context_policy), (self.fixed_label, view.fixed_label)):
             index = combo.findData(value)
             if index >= 0:
                 combo.setCurrentIndex(index)
-        self.keep_label.setChecked(settings["keep_label_after_submit"])
-        self.tag.setText(settings["context_tag"] or "")
-        chosen = [m[0] for m in info["models"]]
+        self.keep_label.setChecked(view.keep_label_after_submit)
+        self.tag.setText(view.context_tag)
         self.models.clear()
-        ordered = sorted(info["available_models"], key=lambda m: (m[0] not in chosen,
-                                                                  chosen.index(m[0]) if m[0] in chosen else 0))
-        for model_id, name, sha in ordered:
-            item = QListWidgetItem(f"{name}  ({sha[:12]})")
-            item.setData(Qt.ItemDataRole.UserRole, model_id)
+        for model in view.models:
+            item = QListWidgetItem(model.text)
+            item.setData(Qt.ItemDataRole.UserRole, model.id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(Qt.CheckState.Checked if model_id in chosen else Qt.CheckState.Unchecked)
+            item.setCheckState(Qt.CheckState.Checked if model.checked else Qt.CheckState.Unchecked)
             self.models.addItem(item)
-        self.show_contexts(info["contexts"], info["context_total"])
+        self.show_contexts(view.contexts, view.context_count)
         self.models_button.setEnabled(self._round_open)
         self.close_button.setEnabled(self._round_open)
         self.import_button.setEnabled(True)
 
-    def show_contexts(self, rows: list[dict], total: int) -> None:
-        self.context_count.setText(f"{total:,} contexts" + (f" (the {len(rows)} most served shown)" if total > len(rows)
-                                                           else ""))
+    def show_contexts(self, rows: tuple[ContextRow, ...], count: str) -> None:
+        self.context_count.setText(count)
         self.contexts.setRowCount(len(rows))
         for r, row in enumerate(rows):
-            rate = "–" if row["fooling_rate"] is None else f"{100 * row['fooling_rate']:.0f}%"
-            for c, value in enumerate((" ".join(row["text"].split()), row["tag"], row["served"], row["examples"], rate)):
-                item = QTableWidgetItem(str(value))
+            for c, value in enumerate((row.text, row.tag, row.served, row.examples, row.fooling_rate)):
+                item = QTableWidgetItem(value)
                 if c == 0:
-                    item.setToolTip(row["text"][:2000])
+                    item.setToolTip(row.tooltip)
                 self.contexts.setItem(r, c, item)
 
     def show_problem(self, text: str) -> None:
@@ -242,18 +238,17 @@ class RoundDialog(QDialog):
             self.round_selected.emit(current.data(Qt.ItemDataRole.UserRole))
 
     def _save(self) -> None:
-        self.save_requested.emit(self._round_id, {
-            "description": self.description.toPlainText(),
-            "goal_message": self.goal.text(),
-            "fooled_rule": self.fooled_rule.currentData(),
-            "settings": {
-                "label_start": self.label_start.currentData(),
-                "fixed_label": self.fixed_label.currentData() if self.label_start.currentData() == "fixed" else None,
-                "keep_label_after_submit": self.keep_label.isChecked(),
-                "context_policy": self.policy.currentData(),
-                "context_tag": self.tag.text().strip() or None,
-            },
-        })
+        fixed = self.label_start.currentData() == "fixed"
+        self.save_requested.emit(self._round_id, RoundChanges(
+            description=self.description.toPlainText(),
+            goal_message=self.goal.text(),
+            fooled_rule=FooledRule(self.fooled_rule.currentData()),
+            label_start=self.label_start.currentData(),
+            fixed_label=self.fixed_label.currentData() if fixed else None,
+            keep_label_after_submit=self.keep_label.isChecked(),
+            context_policy=self.policy.currentData(),
+            context_tag=self.tag.text().strip() or None,
+        ))
 
     def _use_models(self) -> None:
         if not self.checked_models():

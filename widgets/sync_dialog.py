@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.views.sync import SyncSettingsView
+
 ERROR, OK, INFO = "#b3261e", "#2e7d32", "#555555"
 
 
@@ -27,14 +29,14 @@ class SyncDialog(QDialog):
     test_requested = Signal(str, str)  # url, token ("" = the stored one)
     accepted_with = Signal(str, str, int)  # url, token ("" = keep the stored one), interval in seconds
 
-    def __init__(self, url: str | None, token_stored: bool, interval_s: int, token_place: str, parent=None):
+    def __init__(self, settings: SyncSettingsView, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Sync settings")
         self.setMinimumWidth(520)
-        self.token_stored = token_stored
-        self.url = QLineEdit(url or "", objectName="server-url", placeholderText="https://sync.example.org")
+        self.token_stored = settings.token_stored
+        self.url = QLineEdit(settings.url, objectName="server-url", placeholderText="https://sync.example.org")
         self.token = QLineEdit(objectName="token", echoMode=QLineEdit.EchoMode.Password)
-        self.token.setPlaceholderText("stored — leave empty to keep it" if token_stored
+        self.token.setPlaceholderText("stored — leave empty to keep it" if settings.token_stored
                                       else "the token your team's owner gave you")
         self.show_token = QCheckBox("Show", objectName="show-token")
         self.show_token.toggled.connect(lambda on: self.token.setEchoMode(
@@ -43,14 +45,15 @@ class SyncDialog(QDialog):
         token_row.addWidget(self.token, 1)
         token_row.addWidget(self.show_token)
         self.interval = QSpinBox(objectName="interval", minimum=1, maximum=1440, suffix=" min")
-        self.interval.setValue(max(1, round(interval_s / 60)))
+        self.interval.setValue(settings.interval_min)
         self.test = QPushButton("Test connection", objectName="test-connection")
         self.test.clicked.connect(self._test)
         self.result = QLabel(objectName="test-result", wordWrap=True)
         test_row = QHBoxLayout()
         test_row.addWidget(self.test)
         test_row.addWidget(self.result, 1)
-        where = QLabel(f"The token is kept in {token_place}, never in the settings file.", objectName="token-place",
+        where = QLabel(f"The token is kept in {settings.token_place}, never in the settings file.",
+                       objectName="token-place",
                        wordWrap=True, styleSheet=f"color: {INFO}")
         form = QFormLayout()
         form.addRow("Server", self.url)

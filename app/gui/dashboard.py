@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence
 
 from app.desk import Desk
 from app.errors import DynadeskError
+from app.gui.pages import Menu, MenuAction, Page, Tab
 from app.gui.worker import SerialWorker
 from app.services.agreement import MIN_OVERLAP
 from app.services.validation import threshold_warning
@@ -238,15 +238,12 @@ class DashboardController(QObject):
         self.worker.shutdown(wait=False)
 
 
-def install(window) -> DashboardController:
-    """The Dashboard tab (Ctrl+5) in the main window."""
+def dashboard_page(desk: Desk, task_code: Callable[[], str | None], show_error, parent) -> Page:
+    """The Dashboard tab (Ctrl+5), declared for MainWindow.mount."""
     view = DashboardView()
     view.setObjectName("dashboard")
-    controller = DashboardController(window.desk, view, lambda: window._task_code, window.show_error, window)
-    window.dashboard_view = view
-    window.add_tab(view, "Dash&board", "Ctrl+5", "tab-dashboard")
-    refresh = QAction("Refresh the dashboard (also changes from sync)", window, objectName="dashboard-refresh")
-    refresh.triggered.connect(controller.refresh_thoroughly)
-    window.view_menu.addAction(refresh)
-    window.task_combo.currentIndexChanged.connect(lambda *_: controller.refresh())
-    return controller
+    controller = DashboardController(desk, view, task_code, show_error, parent)
+    refresh = MenuAction(Menu.VIEW, "Refresh the dashboard (also changes from sync)", controller.refresh_thoroughly,
+                         name="dashboard-refresh")
+    return Page(controller, view, Tab("Dash&board", "Ctrl+5", "tab-dashboard"), actions=(refresh,),
+                task_changed=controller.refresh, shutdown=controller.shutdown)

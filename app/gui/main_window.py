@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QUndoStack
+from PySide6.QtGui import QAction, QFont, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
     QInputDialog,
@@ -32,21 +32,32 @@ from app.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
 from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
-from app.gui.menus import add_action, build_menus
+from app.gui.dashboard import dashboard_page
+from app.gui.evaluation import EvaluationController
+from app.gui.menus import build_menus, example_actions, make_action, table_menu, window_actions
+from app.gui.pages import Menu, MenuAction, Page, Tab
+from app.gui.returned_work import ReturnedWork
+from app.gui.review_page import ReviewController
 from app.gui.rounds_controller import RoundsController
+from app.gui.sync_controller import SyncController, sync_page
+from app.gui.validate import ValidateController
 from app.gui.workspace import WorkspaceController
 from app.gui.worker import SerialWorker
 from app.services.example_view import for_data_tab
 from app.services.review import NOT_DRAFT, ExampleFilter
 from app.services.validation import VALIDATABLE
 from app.views.example import DataFilterValues
+from app.views.shell import Choice, ExportView, import_view, profiles_view, task_choices
 from widgets.elided_label import ElidedLabel
+from widgets.evaluation_view import EvaluationView
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
 from widgets.filter_bar import FilterBar
 from widgets.import_dialog import ExportDialog, ImportDialog
 from widgets.page_tabs import PageTabs
 from widgets.profile_dialog import ProfileDialog
+from widgets.review_view import ReviewView
+from widgets.validate_view import ValidateView
 from widgets.workspace_view import WorkspaceView
 
 log = logging.getLogger(__name__)
@@ -64,6 +75,7 @@ class MainWindow(QMainWindow):
         self.db.failed.connect(self.show_error)
         self._task_code: str | None = None
         self._task_ids: dict[str, uuid.UUID] = {}
+        self._tasks: tuple[Choice, ...] = ()  # the tasks (name, code), read at start
         self.setWindowTitle("Dynadesk")
         self.resize(1280, 800)
         self.setMinimumSize(960, 560)  # below this nothing is usable; pages scroll down to it
@@ -103,49 +115,124 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.filter_bar)
         layout.addWidget(splitter, 1)
         self.tabs = PageTabs(objectName="tabs")  # pages scroll: the window never outgrows a laptop screen
-        self._install_workspace()
-        self.tabs.addTab(data_page, "&Data")
         self.setCentralWidget(self.tabs)
+
+        # Every part of the window is a Page (app/gui/pages.py), mounted the same way: its tab, its menu
+        # entries (the menus are built here and kept by reference), its status-bar widgets.
+        self.pages: list[Page] = []
+        self.named_actions: dict[str, QAction] = {}  # the named menu actions, by object name
+        self.undo_stack = QUndoStack(self)
+        self.inference = InferenceService(self)
+        self.menus = build_menus(self)
+        for declared in window_actions(self):
+            self._add_action(declared)
+        self.menus[Menu.VIEW].addSeparator()  # the pages' entries follow
+        self.workspace_view = WorkspaceView(self.undo_stack)
+        self.workspace = WorkspaceController(self.desk, self.db, self.inference, self.workspace_view, self.undo_stack)
+        self.workspace.example_stored.connect(lambda _id: self.refresh())
+        self.model_label = ElidedLabel(objectName="models")
+        self.workspace.status_changed.connect(self.model_label.setText)
+        self.mount(Page(self.workspace, self.workspace_view, Tab("&Create", "Ctrl+1", "tab-create"),
+                        actions=example_actions(self), status=(self.model_label,), shutdown=self._close_workspace))
+
         self.count_label = QLabel(objectName="count")
         self.browser = ExampleBrowser(desk, self.db, self.table_model, lambda example_id: for_data_tab(desk, example_id),
                                       self.show_error, self)
         self.browser.counted.connect(lambda total: self.count_label.setText(f"{total:,} example{'s' if total != 1 else ''}"))
         self.browser.detail_ready.connect(self.detail.show_example)
-        self.model_label = ElidedLabel(objectName="models")
-        self.statusBar().addPermanentWidget(self.model_label)
-        self.statusBar().addPermanentWidget(self.count_label)
-        self._install_returned_work()
+        self.mount(Page(self.browser, data_page, Tab("&Data", "Ctrl+2", "tab-data"), status=(self.count_label,)))
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(
+            lambda position: table_menu(self, self.named_actions, position))
+        (self.import_action, self.export_action, self.submit_action, self.perturb_action, self.retract_action,
+         self.revise_action, self.flag_action) = (self.named_actions[name] for name in (
+             "import", "export", "submit", "perturb", "retract", "revise", "flag"))
+
+        returned_label = QLabel(objectName="returned-count")
+        self.returned_work = ReturnedWork(self.desk, self.db, self.workspace_view.returned, returned_label,
+                                          self.show_returned, self.show_error, self)
+        self.mount(Page(self.returned_work, status=(returned_label,)))
         self.statusBar().messageChanged.connect(self._make_room_for_message)
-        self.workspace.status_changed.connect(self.model_label.setText)
         self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
 
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
-        build_menus(self)
-        self._install_validate()
-        self._install_review()
-        self._install_dashboard()
-        self._install_evaluation()
+
+        self.validate_view = ValidateView()
+        self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self)
+        self.validate.verdict_stored.connect(lambda _id: self.refresh())
+        self.mount(Page(self.validate, self.validate_view, Tab("&Validate", "Ctrl+3", "tab-validate"),
+                        shown=self._validate_shown))
+        self.review_view = ReviewView()
+        self.review_page = ReviewController(self.desk, self.db, self.review_view, self.show_error, self)
+        self.review_page.verdict_stored.connect(lambda _id: self.refresh())
+        self.mount(Page(self.review_page, self.review_view, Tab("&Review", "Ctrl+4", "tab-review"),
+                        shown=self._review_shown))
+        dashboard = self.mount(dashboard_page(desk, lambda: self._task_code, self.show_error, self))
+        self.dashboard, self.dashboard_view = dashboard.controller, dashboard.view
+        self.evaluation_view = EvaluationView()
+        self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
+        self.evaluation.case_opened.connect(self.open_evaluation_case)
+        self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),
+                        shown=lambda: self.evaluation.refresh(self.task_combo.currentData())))
+
         self._restore_settings()
-        self._show_person()
-        self._load_tasks()
+        # The first read waits for the database worker (the GUI thread runs no query): the window opens on
+        # its profile, task and rounds, before it is shown.
+        person, tasks, task_code, definition, task_rounds = self.db.submit(self._read_start).result()
+        self._show_person(person)
+        self._load_tasks(tasks, task_code, definition, task_rounds)
         if desk.settings_store.problem:
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
-        self._install_sync()
+
+        self.sync = SyncController(desk, self)
+        self.sync_status = self.mount(sync_page(self.sync, self, self.statusBar().showMessage)).status[0]
+        self.sync.finished.connect(self._pulled)
+        self.sync.identity_changed.connect(self._show_person)
+        self.sync.identity_changed.connect(self.workspace.writer_renamed)
+        self.sync.start()
         self.first_start = FirstStart(self)
         self._damage_shown: str | None = None
         self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
         desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
 
-    # --- returned work (issue #15): its author sees it in Create and the status bar ---
+    # --- mounting the window's parts ----------------------------------------------------------
 
-    def _install_returned_work(self) -> None:
-        from app.gui.returned_work import ReturnedWork
+    def mount(self, page: Page) -> Page:
+        """A part of the window: its tab (with its View-menu entry and shortcut), its menu entries and its
+        status-bar widgets. ``page.shown`` runs when the tab comes into view and when the task changes while
+        it is in view (pages load only when looked at); ``page.task_changed`` whenever the task changes."""
+        view = page.view
+        if page.tab is not None and view is not None:
+            self.tabs.addTab(view, page.tab.title)
+            self._add_action(MenuAction(Menu.VIEW, page.tab.menu_text or page.tab.title,
+                                        lambda: self.tabs.setCurrentWidget(view), page.tab.shortcut, page.tab.name))
+        for declared in page.actions:
+            self._add_action(declared)
+        for widget in page.status:
+            self.statusBar().addPermanentWidget(widget)
+        if page.shown is not None:
+            shown = page.shown
+            when_in_view = lambda *_: self.tabs.currentWidget() is view and shown()  # noqa: E731
+            self.tabs.currentChanged.connect(when_in_view)
+            self.task_combo.currentIndexChanged.connect(when_in_view)
+        if page.task_changed is not None:
+            task_changed = page.task_changed
+            self.task_combo.currentIndexChanged.connect(lambda *_: task_changed())
+        self.pages.append(page)
+        return page
 
-        label = QLabel(objectName="returned-count")
-        self.statusBar().addPermanentWidget(label)
-        self.returned_work = ReturnedWork(self.desk, self.db, self.workspace_view.returned, label,
-                                          self.show_returned, self.show_error, self)
+    def _add_action(self, declared: MenuAction) -> QAction:
+        action = make_action(self, self.menus[declared.menu], declared)
+        if declared.name:
+            self.named_actions[declared.name] = action
+        return action
+
+    def _close_workspace(self) -> None:
+        self.workspace.save_draft()
+        self.inference.shutdown()
+
+    # --- returned work: its author sees it in Create and the status bar -----------------------
 
     def revise_returned(self) -> None:
         """Create, starting from the selected returned example; once submitted, the original no longer
@@ -165,24 +252,7 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.data_page)
         self.filter_bar.show_returned()
 
-    # --- sync (issue #6): status widget, Sync menu and settings; see app/gui/sync_controller.py ---
-
-    def _install_sync(self) -> None:
-        from app.gui.sync_controller import install
-
-        self.sync = install(self)
-    # --- end of sync ---
-
-    # --- validation (issue #5): the Validate tab; see app/gui/validate.py ---
-
-    def _install_validate(self) -> None:
-        from app.gui.validate import ValidateController
-        from widgets.validate_view import ValidateView
-
-        self.validate_view = ValidateView()
-        self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self)
-        self.validate.verdict_stored.connect(lambda _id: self.refresh())
-        self.add_tab(self.validate_view, "&Validate", "Ctrl+3", "tab-validate", shown=self._validate_shown)
+    # --- the pages' hooks ----------------------------------------------------------------------
 
     def _validate_shown(self) -> None:
         code = self.task_combo.currentData()
@@ -192,40 +262,23 @@ class MainWindow(QMainWindow):
             self.validate.refresh()
         self.validate_view.setFocus()
 
-    def _install_review(self) -> None:
-        from app.gui.review_page import ReviewController
-        from widgets.review_view import ReviewView
-
-        self.review_view = ReviewView()
-        self.review_page = ReviewController(self.desk, self.db, self.review_view, self.show_error, self)
-        self.review_page.verdict_stored.connect(lambda _id: self.refresh())
-        self.add_tab(self.review_view, "&Review", "Ctrl+4", "tab-review", shown=self._review_shown)
-
     def _review_shown(self) -> None:
         code = self.task_combo.currentData()
         if code != self.review_page.task_code:
             self.review_page.set_task(code)
         else:
             self.review_page.refresh()
-    # --- end of validation ---
-    # --- review dashboard (issue #5): the Dashboard tab; see app/gui/dashboard.py ---
 
-    def _install_dashboard(self) -> None:
-        from app.gui.dashboard import install
+    def open_sync_settings(self, why: str = "") -> None:
+        self.sync.open_settings(self, why)
 
-        self.dashboard = install(self)
-    # --- end of review dashboard ---
-    # --- evaluation (issue #7): the Evaluate tab; see app/gui/evaluation.py ---
+    def _pulled(self, report) -> None:
+        if report.pulled:  # what arrived (a lead's return, a verdict) shows without touching a filter
+            self.refresh()
+            self.show_rounds()  # a round opened or closed on the server reaches the open app
 
-    def _install_evaluation(self) -> None:
-        from app.gui.evaluation import EvaluationController
-        from widgets.evaluation_view import EvaluationView
-
-        self.evaluation_view = EvaluationView()
-        self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
-        self.evaluation.case_opened.connect(self.open_evaluation_case)
-        self.add_tab(self.evaluation_view, "Evaluate", "Ctrl+6", "tab-evaluate", menu_text="E&valuate",
-                     shown=lambda: self.evaluation.refresh(self.task_combo.currentData()))
+    def find_in_data(self) -> None:
+        self.filter_bar.focus_search()
 
     def open_evaluation_case(self, task_code: str, case: dict) -> None:
         """A case the model failed in an evaluation: open it in Create, with its attributions."""
@@ -238,17 +291,8 @@ class MainWindow(QMainWindow):
                                                    "functionality": case.get("functionality")},
             note=f"From the evaluation{' (' + where + ')' if where else ''}: the model said “{case.get('predicted')}”, "
                  f"the gold label is “{case.get('gold')}”. Edit it into a new example that fools the model.")
-    # --- end of evaluation ---
 
-    # --- the annotation workspace (issue #4) --------------------------------------------------
-
-    def _install_workspace(self) -> None:
-        self.undo_stack = QUndoStack(self)
-        self.inference = InferenceService(self)
-        self.workspace_view = WorkspaceView(self.undo_stack)
-        self.workspace = WorkspaceController(self.desk, self.db, self.inference, self.workspace_view, self.undo_stack)
-        self.workspace.example_stored.connect(lambda _id: self.refresh())
-        self.tabs.addTab(self.workspace_view, "&Create")
+    # --- first start, perturbation, retract and flag ------------------------------------------
 
     def prepare_first_start(self) -> None:
         """A fresh desk: prepare the bundled target model (see FirstStart.prepare)."""
@@ -274,20 +318,6 @@ class MainWindow(QMainWindow):
         call = examples.retract if kind == "retract" else examples.flag
         self.db.submit(lambda: call(row.id, person, reason), on_done=lambda _e: self.refresh(),
                        on_error=self.show_error)
-
-    # --- tabs ------------------------------------------------------------------------------
-
-    def add_tab(self, view, title: str, shortcut: str, name: str, *, menu_text: str | None = None,
-                shown=None) -> None:
-        """A tab with its View-menu entry and shortcut. ``shown`` runs when the tab comes into view
-        and when the task changes while it is in view: pages load only when looked at."""
-        self.tabs.addTab(view, title)
-        add_action(self, self.view_menu, menu_text or title, lambda: self.tabs.setCurrentWidget(view), shortcut, name)
-        if shown is None:
-            return
-        when_in_view = lambda *_: self.tabs.currentWidget() is view and shown()  # noqa: E731
-        self.tabs.currentChanged.connect(when_in_view)
-        self.task_combo.currentIndexChanged.connect(when_in_view)
 
     # --- settings --------------------------------------------------------------------------
 
@@ -324,33 +354,38 @@ class MainWindow(QMainWindow):
             self.desk.save_settings()
         except OSError as exc:
             log.warning("could not save settings: %s", exc)
-        self.sync.stop()  # cancels a running sync; it resumes at the next start
-        self.dashboard.shutdown()
         self.first_start.shutdown()  # the next start finishes it
-        self.workspace.save_draft()
-        self.inference.shutdown()
+        for page in reversed(self.pages):  # a running sync is cancelled first; it resumes at the next start
+            if page.shutdown is not None:
+                page.shutdown()
         self.db.shutdown(wait=True)
         super().closeEvent(event)
 
     # --- profile ---------------------------------------------------------------------------
 
-    def _show_person(self) -> None:
-        person = self.desk.current_person()
+    def _show_person(self, person=None) -> None:
+        """The working profile in the toolbar (read on the worker unless given)."""
+        if person is None:
+            self.db.submit(self.desk.current_person, on_done=self._show_person, on_error=self.show_error)
+            return
         self.person_label.setText(f"{person.display_name} · {person.role} ")
         self.returned_work.refresh()
 
     def open_profiles(self) -> None:
-        people = [(str(p.id), p.display_name, p.role) for p in self.desk.people.all()]
-        dialog = ProfileDialog(people, self.desk.settings.current_person_id, [r.value for r in Role], self)
+        self.db.submit(self.desk.people.all, on_done=self._open_profiles, on_error=self.show_error)
+
+    def _open_profiles(self, everyone: list) -> None:
+        dialog = ProfileDialog(profiles_view(everyone, self.desk.settings.current_person_id), self)
         dialog.chosen.connect(self._profile_chosen)
         dialog.created.connect(self._profile_created)
         dialog.open()
 
     def _profile_chosen(self, person_id: str) -> None:
-        self.desk.switch_person(uuid.UUID(person_id))
-        self._show_person()
+        desk = self.desk
+        self.db.submit(lambda: desk.switch_person(uuid.UUID(person_id)) or desk.current_person(),
+                       on_done=self._show_person, on_error=self.show_error)
 
-    def _profile_created(self, name: str, role: str) -> None:
+    def _profile_created(self, name: str, role: Role) -> None:
         def create():
             return self.desk.people.create(name, role)
 
@@ -362,36 +397,60 @@ class MainWindow(QMainWindow):
 
     # --- tasks and the data browser ---------------------------------------------------------
 
-    def _load_tasks(self) -> None:
+    def _read_start(self):
+        """On the worker: the profile, the tasks, and the task the window opens on with its rounds."""
+        desk = self.desk
+        # the desk keeps the profile's id once read: GUI code asks for it later without a query
+        person = desk.people.get(desk.current_person_id)
+        tasks = desk.tasks.tasks()
+        codes = [task.code for task in tasks]
+        code = desk.settings.last_task or DEFAULT_TASK
+        code = code if code in codes else (codes[0] if codes else None)
+        if code is None:
+            return person, tasks, None, None, []
+        return person, tasks, code, desk.tasks.definition_by_code(code), desk.tasks.rounds(code)
+
+    def _load_tasks(self, tasks: list, code: str | None, definition, task_rounds: list) -> None:
         self.task_combo.blockSignals(True)
         self.task_combo.clear()
-        tasks = self.desk.tasks.tasks()
+        self._tasks = task_choices(tasks)
         self._task_ids = {task.code: task.id for task in tasks}
         for task in tasks:
             self.task_combo.addItem(task.name, task.code)
         self.task_combo.blockSignals(False)
-        index = self.task_combo.findData(self.desk.settings.last_task or DEFAULT_TASK)
-        self.task_combo.setCurrentIndex(max(0, index))
-        self._task_chosen()
+        self.task_combo.setCurrentIndex(max(0, self.task_combo.findData(code)))
+        if code is not None:
+            self._task_code = code
+            self._show_task(code, definition, task_rounds)
 
-    def _task_chosen(self, *_):
+    def _task_chosen(self, *_) -> None:
+        """Another task (or its rounds changed): its definition and rounds are read on the worker."""
         code = self.task_combo.currentData()
         if code is None:
             return
         self._task_code = code
-        definition = self.desk.tasks.definition_by_code(code)
-        task_rounds = self.show_rounds()
+        tasks = self.desk.tasks
+        # every answer is shown, in order (the worker is serial): the newest choice is shown last
+        self.db.submit(lambda: (tasks.definition_by_code(code), tasks.rounds(code)),
+                       on_done=lambda found: self._show_task(code, *found), on_error=self.show_error)
+
+    def _show_task(self, code: str, definition, task_rounds: list) -> None:
+        self._show_rounds(code, task_rounds)
         rounds = [(f"Round {r.number} ({r.status})", str(r.id)) for r in task_rounds]
         self.filter_bar.set_choices(rounds, definition.labels)
         self._filters_changed(self.filter_bar.value())
 
-    def show_rounds(self) -> list:
+    def show_rounds(self) -> None:
         """The task's open round in the toolbar and in Create (after a sync, a round may have opened
-        or closed: the workspace switches once the new target answers). Returns the task's rounds."""
+        or closed: the workspace switches once the new target answers)."""
         code = self._task_code
         if code is None:
-            return []
-        task_rounds = self.desk.tasks.rounds(code)
+            return
+        rounds = self.desk.tasks.rounds
+        self.db.submit(lambda: rounds(code), on_done=lambda found: self._show_rounds(code, found),
+                       on_error=self.show_error)
+
+    def _show_rounds(self, code: str, task_rounds: list) -> None:
         open_rounds = [r for r in task_rounds if r.status == "open"]
         if open_rounds:
             current = open_rounds[-1]
@@ -404,7 +463,6 @@ class MainWindow(QMainWindow):
             self.workspace.set_task(code)
         else:
             self.workspace.follow_rounds()
-        return task_rounds
 
     def _filters_changed(self, values: DataFilterValues) -> None:
         task_id = self._task_ids.get(self._task_code)
@@ -447,9 +505,7 @@ class MainWindow(QMainWindow):
     def open_import(self) -> None:
         from app.io.importers import IMPORTERS
 
-        formats = [(cls.name, cls.description) for cls in IMPORTERS.values()]
-        tasks = [(t.code, t.name) for t in self.desk.tasks.tasks()]
-        dialog = ImportDialog(formats, tasks, self)
+        dialog = ImportDialog(import_view(IMPORTERS.values(), self._tasks), self)
         dialog.accepted_with.connect(self.run_import)
         dialog.open()
 
@@ -468,8 +524,7 @@ class MainWindow(QMainWindow):
                        on_done=done, on_error=self.show_error)
 
     def open_export(self) -> None:
-        tasks = [(t.code, t.name) for t in self.desk.tasks.tasks()]
-        dialog = ExportDialog(tasks, self._task_code, self)
+        dialog = ExportDialog(ExportView(self._tasks, self._task_code), self)
         dialog.accepted_with.connect(self.run_export)
         dialog.open()
 

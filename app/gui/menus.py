@@ -1,11 +1,13 @@
-"""The main window's menus and actions: File, View, Edit, Example, Round, Profile and Help, the Data
-table's context menu and the keyboard-shortcut list."""
+"""The main window's menus: the menu bar (File, View, Edit, Example, Round, Profile, Sync and Help, built
+once and kept by reference), the window's own entries, the Data table's context menu and the
+keyboard-shortcut list. Pages declare their entries (app/gui/pages.py); MainWindow.mount adds them."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QMessageBox
+
+from app.gui.pages import Menu, MenuAction
 
 SHORTCUTS = [
     ("Ctrl+Enter", "submit the example; in the form, store it"), ("Esc", "back from the form to editing"),
@@ -22,83 +24,84 @@ SHORTCUTS = [
 ]
 
 
-def add_action(window, menu, text: str, slot, shortcut=None, name: str | None = None) -> QAction:
-    """An action of the window in ``menu``, with its shortcut and object name."""
-    action = QAction(text, window)
-    if shortcut is not None:
-        action.setShortcut(QKeySequence(shortcut))
-    action.triggered.connect(slot)
-    if name:
-        action.setObjectName(name)
+def make_action(window, menu: QMenu, declared: MenuAction) -> QAction:
+    """The window's action for a declared menu entry, added to ``menu``."""
+    if declared.separator_before:
+        menu.addSeparator()
+    action = QAction(declared.text, window)
+    if declared.shortcut is not None:
+        action.setShortcut(QKeySequence(declared.shortcut))
+    if declared.more_shortcuts:
+        action.setShortcuts([action.shortcut(), *(QKeySequence(key) for key in declared.more_shortcuts)])
+    action.triggered.connect(declared.slot)
+    if declared.name:
+        action.setObjectName(declared.name)
     menu.addAction(action)
     return action
 
 
-def build_menus(window) -> None:
-    """The menu bar; the actions tests and other parts trigger are kept on the window."""
-    file_menu = window.menuBar().addMenu("&File")
-    window.import_action = add_action(window, file_menu, "&Import data set…", window.open_import, "Ctrl+I", "import")
-    window.export_action = add_action(window, file_menu, "&Export…", window.open_export, "Ctrl+E", "export")
-    file_menu.addSeparator()
-    add_action(window, file_menu, "&Quit", window.close, QKeySequence.StandardKey.Quit)
-    window.view_menu = view_menu = window.menuBar().addMenu("&View")
-    add_action(window, view_menu, "&Refresh", window.refresh, QKeySequence.StandardKey.Refresh, "refresh")
-    add_action(window, view_menu, "Find", lambda: window.filter_bar.search.setFocus(), QKeySequence.StandardKey.Find)
-    add_action(window, view_menu, "Larger text", lambda: window.change_font_size(+1), QKeySequence.StandardKey.ZoomIn,
-               "larger-text")
-    add_action(window, view_menu, "Smaller text", lambda: window.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
-               "smaller-text")
-    edit_menu = window.menuBar().addMenu("&Edit")
+def build_menus(window) -> dict[Menu, QMenu]:
+    """The menu bar, every menu in its place (pages add their entries when mounted); the Edit menu's undo
+    and redo come from the window's undo stack."""
+    menus = {menu: window.menuBar().addMenu(menu.value) for menu in Menu}
     undo = window.undo_stack.createUndoAction(window, "&Undo")
     undo.setShortcut(QKeySequence.StandardKey.Undo)
     redo = window.undo_stack.createRedoAction(window, "&Redo")
     redo.setShortcut(QKeySequence.StandardKey.Redo)
-    edit_menu.addActions([undo, redo])
-    example_menu = window.menuBar().addMenu("E&xample")
-    workspace = window.workspace
-    window.submit_action = add_action(window, example_menu, "&Submit", workspace.submit, "Ctrl+Return", "submit")
-    window.submit_action.setShortcuts([QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")])
-    add_action(window, example_menu, "Back to editing", lambda: window.workspace_view.show_form(False), "Esc", "back")
-    add_action(window, example_menu, "&Explain (attribution heatmap)",
-               lambda: workspace.explain(window.workspace_view.attribution.target_choice.currentData()),
-               "Ctrl+Shift+A", "explain")
-    add_action(window, example_menu, "&Next context", workspace.next_context, "Ctrl+Shift+N", "next-context")
-    add_action(window, example_menu, "Start from a &prompt", workspace.prompt, "Ctrl+Shift+O", "prompt")
-    window.perturb_action = add_action(window, example_menu, "&Perturb the selected example", window.start_perturbation,
-                                       "Ctrl+Shift+E", "perturb")
-    window.retract_action = add_action(window, example_menu, "&Retract the selected example…",
-                                       lambda: window._author_action("retract"), None, "retract")
-    window.revise_action = add_action(window, example_menu, "Re&vise a returned example and submit it again",
-                                      window.revise_returned, None, "revise")
-    window.flag_action = add_action(window, example_menu, "&Flag the selected example…",
-                                    lambda: window._author_action("flag"), None, "flag")
-    add_action(window, example_menu, "&Discard this draft", workspace.discard, None, "discard")
-    add_action(window, example_menu, "Show &guidelines",
-               lambda: window.workspace_view.side.setCurrentWidget(window.workspace_view.guidelines), "Ctrl+G",
-               "guidelines")
-    view_menu.addSeparator()
-    add_action(window, view_menu, "&Create", lambda: window.tabs.setCurrentWidget(window.workspace_view), "Ctrl+1", "tab-create")
-    add_action(window, view_menu, "&Data", lambda: window.tabs.setCurrentIndex(window.tabs.indexOf(window.data_page)),
-               "Ctrl+2", "tab-data")
-    round_menu = window.menuBar().addMenu("&Round")
-    add_action(window, round_menu, "Round &settings, models and contexts…", window.open_rounds, "Ctrl+Shift+R", "rounds")
-    profile_menu = window.menuBar().addMenu("&Profile")
-    add_action(window, profile_menu, "&Switch or create profile…", window.open_profiles, "Ctrl+Shift+P", "profiles")
-    help_menu = window.menuBar().addMenu("&Help")
-    add_action(window, help_menu, "&Keyboard shortcuts", lambda: show_shortcuts(window), "F1", "shortcuts")
-    add_action(window, help_menu, "&About Dynadesk", window.show_about)
-    window.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-    window.table.customContextMenuRequested.connect(lambda position: table_menu(window, position))
+    menus[Menu.EDIT].addActions([undo, redo])
+    return menus
 
 
-def table_menu(window, position) -> None:
+def window_actions(window) -> tuple[MenuAction, ...]:
+    """The window's own entries: File, the View menu's first part, Round, Profile and Help."""
+    return (
+        MenuAction(Menu.FILE, "&Import data set…", window.open_import, "Ctrl+I", "import"),
+        MenuAction(Menu.FILE, "&Export…", window.open_export, "Ctrl+E", "export"),
+        MenuAction(Menu.FILE, "&Quit", window.close, QKeySequence.StandardKey.Quit, separator_before=True),
+        MenuAction(Menu.VIEW, "&Refresh", window.refresh, QKeySequence.StandardKey.Refresh, "refresh"),
+        MenuAction(Menu.VIEW, "Find", window.find_in_data, QKeySequence.StandardKey.Find),
+        MenuAction(Menu.VIEW, "Larger text", lambda: window.change_font_size(+1), QKeySequence.StandardKey.ZoomIn,
+                   "larger-text"),
+        MenuAction(Menu.VIEW, "Smaller text", lambda: window.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
+                   "smaller-text"),
+        MenuAction(Menu.ROUND, "Round &settings, models and contexts…", window.open_rounds, "Ctrl+Shift+R", "rounds"),
+        MenuAction(Menu.PROFILE, "&Switch or create profile…", window.open_profiles, "Ctrl+Shift+P", "profiles"),
+        MenuAction(Menu.HELP, "&Keyboard shortcuts", lambda: show_shortcuts(window), "F1", "shortcuts"),
+        MenuAction(Menu.HELP, "&About Dynadesk", window.show_about),
+    )
+
+
+def example_actions(window) -> tuple[MenuAction, ...]:
+    """The Example menu: the Create page's entries, and those acting on the example selected in Data."""
+    workspace, view = window.workspace, window.workspace_view
+    return (
+        MenuAction(Menu.EXAMPLE, "&Submit", workspace.submit, "Ctrl+Return", "submit", ("Ctrl+Enter",)),
+        MenuAction(Menu.EXAMPLE, "Back to editing", lambda: view.show_form(False), "Esc", "back"),
+        MenuAction(Menu.EXAMPLE, "&Explain (attribution heatmap)",
+                   lambda: workspace.explain(view.explain_target()), "Ctrl+Shift+A", "explain"),
+        MenuAction(Menu.EXAMPLE, "&Next context", workspace.next_context, "Ctrl+Shift+N", "next-context"),
+        MenuAction(Menu.EXAMPLE, "Start from a &prompt", workspace.prompt, "Ctrl+Shift+O", "prompt"),
+        MenuAction(Menu.EXAMPLE, "&Perturb the selected example", window.start_perturbation, "Ctrl+Shift+E",
+                   "perturb"),
+        MenuAction(Menu.EXAMPLE, "&Retract the selected example…", lambda: window._author_action("retract"),
+                   name="retract"),
+        MenuAction(Menu.EXAMPLE, "Re&vise a returned example and submit it again", window.revise_returned,
+                   name="revise"),
+        MenuAction(Menu.EXAMPLE, "&Flag the selected example…", lambda: window._author_action("flag"), name="flag"),
+        MenuAction(Menu.EXAMPLE, "&Discard this draft", workspace.discard, name="discard"),
+        MenuAction(Menu.EXAMPLE, "Show &guidelines", view.show_guidelines, "Ctrl+G",
+                   "guidelines"),
+    )
+
+
+def table_menu(window, actions: dict[str, QAction], position) -> None:
     """The Data table's context menu: perturb, revise, retract, flag."""
     menu = QMenu(window)
-    menu.addAction(window.perturb_action)
-    menu.addAction(window.revise_action)
+    menu.addAction(actions["perturb"])
+    menu.addAction(actions["revise"])
     menu.addSeparator()
-    menu.addAction(window.retract_action)
-    menu.addAction(window.flag_action)
+    menu.addAction(actions["retract"])
+    menu.addAction(actions["flag"])
     menu.exec(window.table.viewport().mapToGlobal(position))
 
 

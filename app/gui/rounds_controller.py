@@ -11,6 +11,7 @@ from app.domain import Role
 from app.errors import DynadeskError
 from app.gui.worker import SerialWorker
 from app.services.rounds import parse_settings
+from app.views.rounds import RoundChanges, round_items, round_view
 from widgets.round_dialog import RoundDialog
 
 CONTEXT_ROWS = 200  # the most-served contexts shown in the dialog
@@ -27,13 +28,20 @@ class RoundsController(QObject):
         self.dialog: RoundDialog | None = None
         self._task_code = ""
 
-    def open_dialog(self, task_code: str, parent) -> RoundDialog:
+    def open_dialog(self, task_code: str, parent) -> None:
+        """The round dialog of the task, once its definition and the profile are read (on the worker)."""
         desk = self.desk
-        definition = desk.tasks.definition_by_code(task_code)
-        person = desk.current_person()
+
+        def read():
+            return desk.tasks.definition_by_code(task_code), desk.current_person()
+
+        self.worker.submit(read, on_done=lambda found: self._open_dialog(task_code, parent, *found),
+                           on_error=self.show_error)
+
+    def _open_dialog(self, task_code: str, parent, definition, person) -> RoundDialog:
         self._task_code = task_code
-        self.dialog = dialog = RoundDialog(definition.name, definition.labels, person.role in (Role.LEAD, Role.OWNER),
-                                           parent)
+        lead = person.role in (Role.LEAD, Role.OWNER)
+        self.dialog = dialog = RoundDialog(definition.name, tuple(definition.labels), lead, parent)
         dialog.round_selected.connect(self._load_round)
         dialog.save_requested.connect(self._save)
         dialog.models_requested.connect(self._set_models)
@@ -51,33 +59,22 @@ class RoundsController(QObject):
         rounds = self.desk.tasks
 
         def load():
-            return [{"id": r.id, "number": r.number, "status": r.status} for r in rounds.rounds(code)]
+            return round_items(rounds.rounds(code))
 
-        self.worker.submit(load, on_done=lambda infos: self.dialog and self.dialog.set_rounds(infos, select_id),
+        self.worker.submit(load, on_done=lambda items: self.dialog and self.dialog.set_rounds(items, select_id),
                            on_error=self._failed)
 
     def _load_round(self, round_id, message: str = "") -> None:
         desk, code = self.desk, self._task_code
 
         def load():
-            summary = desk.rounds.summary_by_id(round_id)
-            contexts = desk.rounds.context_stats(round_id, limit=CONTEXT_ROWS)
-            return {
-                "id": summary.id, "number": summary.number, "status": summary.status,
-                "opened": f"{summary.opened_at:%Y-%m-%d}" if summary.opened_at else "–",
-                "closed": f"{summary.closed_at:%Y-%m-%d}" if summary.closed_at else "",
-                "description": summary.description, "goal_message": summary.goal_message,
-                "fooled_rule": summary.fooled_rule, "settings": summary.settings.model_dump(),
-                "examples": summary.examples, "fooled": summary.fooled, "models": summary.models,
-                "available_models": [(m.id, m.name, m.sha256) for m in desk.rounds.target_candidates(code)],
-                "context_total": summary.contexts,
-                "contexts": [{"text": c.text, "tag": c.tag, "served": c.times_used, "examples": c.examples,
-                              "fooling_rate": c.fooling_rate} for c in contexts],
-            }
+            rounds = desk.rounds
+            return round_view(rounds.summary_by_id(round_id), rounds.context_stats(round_id, limit=CONTEXT_ROWS),
+                              rounds.target_candidates(code))
 
-        def show(info) -> None:
+        def show(view) -> None:
             if self.dialog is not None:
-                self.dialog.show_round(info)
+                self.dialog.show_round(view)
                 if message:
                     self.dialog.show_note(message)
 
@@ -96,12 +93,12 @@ class RoundsController(QObject):
     def _person(self) -> uuid.UUID:
         return self.desk.current_person_id
 
-    def _save(self, round_id, changes: dict) -> None:
+    def _save(self, round_id, changes: RoundChanges) -> None:
         rounds, by = self.desk.rounds, self._person()
 
         def save():
-            return rounds.update(round_id, by, description=changes["description"], goal_message=changes["goal_message"],
-                                 fooled_rule=changes["fooled_rule"], settings=parse_settings(changes["settings"]))
+            return rounds.update(round_id, by, description=changes.description, goal_message=changes.goal_message,
+                                 fooled_rule=changes.fooled_rule, settings=parse_settings(changes.settings()))
 
         self.worker.submit(save, on_done=self._after_change(round_id, "Settings saved."), on_error=self._failed)
 

@@ -6,42 +6,30 @@ never blocks the editor; the client itself writes in short units of work. Offlin
 a state, not an error, and retried with backoff (never more often than every 15 s, never less
 often than the interval).
 
-``install(window)`` adds the status widget, the Sync menu and the settings dialog to the main
-window and returns the controller.
+``sync_page`` declares the status widget, the Sync menu and the settings dialog for the main window
+(MainWindow.mount).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
-from datetime import datetime
+
+from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QWidget
 
 from app.errors import DynadeskError
-from app.text import printable
+from app.gui.pages import Menu, MenuAction, Page
 from app.gui.worker import SerialWorker
+from app.views.sync import SyncLight, settings_view, sync_view, syncing_view
 
 log = logging.getLogger(__name__)
 
 FIRST_SYNC_MS = 3_000  # after start, once the window is up
 POLL_MS = 5_000  # how often the waiting count is refreshed between syncs
 RETRY_MIN_S = 15
-
-
-@dataclass(frozen=True)
-class SyncView:
-    """What the status widget shows."""
-
-    state: str  # off, synced, waiting (synced, but records the server put off), syncing, offline, error
-    pending: int
-    last_success: datetime | None
-    message: str = ""
-    problems: int = 0
-    held: int = 0
-    deferred: int = 0
-    reasons: tuple[str, ...] = ()  # why the deferred records wait and what fixes each
 
 
 class SyncController(QObject):
@@ -65,7 +53,7 @@ class SyncController(QObject):
         self.poll = QTimer(self, interval=POLL_MS, timeout=self.refresh)
         self.running = False
         self.failures = 0
-        self.state = "off"
+        self.state = SyncLight.OFF
         self.message = ""
         self._status = None  # the last LocalStatus read
         self._handle = None
@@ -107,14 +95,14 @@ class SyncController(QObject):
         if self.running or self._stopped:
             return
         if not self.configured:
-            self._set("off", "")
+            self._set(SyncLight.OFF, "")
             if asked:
                 self.settings_needed.emit("Sync is off: no server is set. Enter your team's server and the token "
                                           "your owner gave you, then sync.")
             return
         self.timer.stop()
         self.running = True
-        self._set("syncing", "")
+        self._set(SyncLight.SYNCING, "")
         self.progress.emit("sync", 0, 0)
         self.worker.submit(self._run, on_done=self._succeeded, on_error=self._failed)
 
@@ -136,7 +124,7 @@ class SyncController(QObject):
     def _succeeded(self, report) -> None:
         self.running = False
         self.failures = 0
-        self._set("synced", "; ".join(report.warnings[:3]))
+        self._set(SyncLight.SYNCED, "; ".join(report.warnings[:3]))
         self.finished.emit(report)
         self._schedule(self.desk.settings.sync_interval_s)
 
@@ -145,17 +133,17 @@ class SyncController(QObject):
 
         self.running = False
         if isinstance(error, Cancelled):
-            self._set("synced" if self.state == "synced" else "offline", "")
+            self._set(SyncLight.SYNCED if self.state is SyncLight.SYNCED else SyncLight.OFFLINE, "")
             return
         self.failures += 1
         if isinstance(error, Offline):
-            self._set("offline", str(error))
+            self._set(SyncLight.OFFLINE, str(error))
         else:
             if isinstance(error, DynadeskError):  # explained in its message
                 log.info("sync failed: %s", error)
             else:
                 log.error("sync failed", exc_info=(type(error), error, error.__traceback__))
-            self._set("error", str(error) or error.__class__.__name__)
+            self._set(SyncLight.ERROR, str(error) or error.__class__.__name__)
         # Back off while the server is away, but never wait longer than the usual interval.
         interval = self.desk.settings.sync_interval_s
         self._schedule(min(interval, RETRY_MIN_S * 2 ** (self.failures - 1)))
@@ -187,22 +175,12 @@ class SyncController(QObject):
         if self.running:
             return
         self._status = status
-        state = self.state if self.configured else "off"
-        if state == "syncing":
-            state = "synced"
-        if state == "synced" and status.deferred:  # never a green "Synced" over work the server put off
-            state = "waiting"
-        reasons = tuple(printable(f"{w.count:,} because {w.reason}") + "\n      fix: " + printable(w.fix)
-                        for w in status.waiting)
-        self.status_changed.emit(SyncView(state, status.pending, status.last_success, self.message,
-                                          status.rejected + status.conflicts, status.held, status.deferred, reasons))
+        self.status_changed.emit(sync_view(self.state if self.configured else SyncLight.OFF, status, self.message))
 
-    def _set(self, state: str, message: str) -> None:
+    def _set(self, state: SyncLight, message: str) -> None:
         self.state, self.message = state, message
-        if state == "syncing":
-            status = self._status
-            self.status_changed.emit(SyncView("syncing", status.pending if status else 0,
-                                              status.last_success if status else None))
+        if state is SyncLight.SYNCING:
+            self.status_changed.emit(syncing_view(self._status))
         else:
             self.refresh()
 
@@ -217,7 +195,7 @@ class SyncController(QObject):
         try:
             refuse_token_in_clear(url)
         except SyncError as exc:
-            self._set("error", str(exc))
+            self._set(SyncLight.ERROR, str(exc))
             return
         self.desk.settings.server_url = url.rstrip("/")
         self.desk.settings.sync_interval_s = interval_s
@@ -233,18 +211,41 @@ class SyncController(QObject):
                 with SyncClient(self.desk, url, token or self.tokens.get(url) or "", **self.client_options) as client:
                     me = client.me()
                     client.adopt_identity(me)
-                    return me
             except Offline:
-                return None  # it will say so when it syncs
-
-        def stored(me) -> None:
-            if me is not None and self.desk.settings.current_person_id != str(me.id):
+                return False  # it will say so when it syncs
+            if self.desk.settings.current_person_id != str(me.id):
                 self.desk.switch_person(me.id)  # new work is written as the person the server knows
+                return True
+            return False
+
+        def stored(switched: bool) -> None:
+            if switched:
                 self.identity_changed.emit()
             self.sync_now()
 
         self.failures = 0
         self.worker.submit(store, on_done=stored, on_error=self._failed)
+
+    def open_settings(self, parent: QWidget, why: str = "") -> None:
+        """The sync settings dialog (``why``: what to explain in it); one already open says it there."""
+        from widgets.sync_dialog import SyncDialog
+
+        for dialog in parent.findChildren(SyncDialog):
+            if dialog.isVisible():
+                if why:
+                    dialog.explain(why)
+                dialog.raise_()
+                return
+        url = self.desk.settings.server_url
+        dialog = SyncDialog(settings_view(url, bool(url and self.tokens.get(url)), self.desk.settings.sync_interval_s,
+                                          self.tokens.where), parent)
+        dialog.test_requested.connect(self.test_connection)
+        self.test_finished.connect(dialog.show_test_result)
+        dialog.accepted_with.connect(self.configure)
+        dialog.finished.connect(lambda _code: self.test_finished.disconnect(dialog.show_test_result))
+        if why:
+            dialog.explain(why)
+        dialog.open()
 
     def test_connection(self, url: str, token: str) -> None:
         def check():
@@ -261,68 +262,23 @@ class SyncController(QObject):
         self.worker.submit(check, on_done=done, on_error=lambda exc: self.test_finished.emit(False, str(exc)))
 
 
-def install(window) -> SyncController:
-    """Add sync to the main window: status widget, Sync menu, settings dialog. Returns the controller."""
-    from PySide6.QtGui import QAction, QKeySequence
-
-    from widgets.sync_dialog import SyncDialog
+def sync_page(controller: SyncController, parent: QWidget, show_message: Callable[[str, int], None]) -> Page:
+    """Sync in the main window, declared for MainWindow.mount: the status widget in the status bar, the
+    Sync menu and the settings dialog."""
     from widgets.sync_status import SyncStatusWidget
 
-    controller = SyncController(window.desk, window)
     widget = SyncStatusWidget()
-    window.sync_status = widget
-    window.statusBar().addPermanentWidget(widget)
-
-    def show(view: SyncView) -> None:
-        widget.set_status(view.state, pending=view.pending, last_success=view.last_success, message=view.message,
-                          problems=view.problems, held=view.held, deferred=view.deferred, reasons=view.reasons)
-
-    def open_settings(why: str = "") -> None:
-        for dialog in window.findChildren(SyncDialog):  # already open: say it there
-            if dialog.isVisible():
-                if why:
-                    dialog.explain(why)
-                dialog.raise_()
-                return
-        url = window.desk.settings.server_url
-        dialog = SyncDialog(url, bool(url and controller.tokens.get(url)), window.desk.settings.sync_interval_s,
-                            controller.tokens.where, window)
-        dialog.test_requested.connect(controller.test_connection)
-        controller.test_finished.connect(dialog.show_test_result)
-        dialog.accepted_with.connect(controller.configure)
-        dialog.finished.connect(lambda _code: controller.test_finished.disconnect(dialog.show_test_result))
-        if why:
-            dialog.explain(why)
-        dialog.open()
 
     def settings_needed(why: str) -> None:
-        window.statusBar().showMessage(why, 15_000)
-        open_settings(why)
+        show_message(why, 15_000)
+        controller.open_settings(parent, why)
 
-    def pulled(report) -> None:
-        if report.pulled:  # what arrived (a lead's return, a verdict) shows without touching a filter
-            window.refresh()
-            window.show_rounds()  # a round opened or closed on the server reaches the open app
-
-    controller.status_changed.connect(show)
-    controller.finished.connect(pulled)
-    controller.identity_changed.connect(window._show_person)
-    controller.identity_changed.connect(window.workspace.writer_renamed)
+    controller.status_changed.connect(widget.show_status)
     controller.progress.connect(widget.set_progress)
     widget.sync_requested.connect(controller.sync_now)
-    widget.settings_requested.connect(open_settings)
+    widget.settings_requested.connect(lambda: controller.open_settings(parent))
     controller.settings_needed.connect(settings_needed)
-
-    menu = window.menuBar().addMenu("S&ync")
-    help_menu = next((a for a in window.menuBar().actions() if a.text().replace("&", "") == "Help"), None)
-    if help_menu is not None:  # keep Help last
-        window.menuBar().insertMenu(help_menu, menu)
-    now = QAction("Sync &now", window, objectName="sync-now", shortcut=QKeySequence("Ctrl+Shift+S"))
-    now.triggered.connect(lambda: controller.sync_now())
-    settings = QAction("Sync &settings…", window, objectName="sync-settings")
-    settings.triggered.connect(lambda: open_settings())
-    menu.addAction(now)
-    menu.addAction(settings)
-    window.open_sync_settings = open_settings
-    controller.start()
-    return controller
+    return Page(controller, status=(widget,), shutdown=controller.stop, actions=(
+        MenuAction(Menu.SYNC, "Sync &now", lambda: controller.sync_now(), "Ctrl+Shift+S", "sync-now"),
+        MenuAction(Menu.SYNC, "Sync &settings…", lambda: controller.open_settings(parent), name="sync-settings"),
+    ))

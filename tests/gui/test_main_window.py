@@ -4,6 +4,7 @@ from PySide6.QtWidgets import QDialogButtonBox, QLabel, QPushButton
 
 from app.desk import Desk
 from app.gui.main_window import MainWindow
+from app.gui.pages import Menu
 from app.io.importers import import_file
 from tests.conftest import FIXTURES, shared_file
 from widgets.import_dialog import ImportDialog
@@ -85,6 +86,7 @@ def test_an_empty_import_path_is_refused_in_the_dialog(qtbot, window):
 
 def test_creating_and_switching_profiles(qtbot, window):
     window.findChild(QAction, "profiles").trigger()
+    qtbot.waitUntil(lambda: window.findChild(ProfileDialog) is not None, timeout=5000)  # once the people are read
     dialog = window.findChild(ProfileDialog)
     qtbot.keyClicks(dialog.name, "Grace Hopper")
     dialog.role.setCurrentText("lead")
@@ -205,3 +207,15 @@ def test_a_status_message_is_shown_whole_beside_a_long_model_status(qtbot, windo
     assert bar.fontMetrics().horizontalAdvance(message) < shown_from
     window.statusBar().clearMessage()
     qtbot.waitUntil(lambda: window.model_label.isVisible() and "…" not in QLabel.text(window.model_label))
+
+
+def test_every_page_is_mounted_with_its_tab_menu_entries_and_status(window):
+    assert [a.text() for a in window.menuBar().actions()] == [
+        "&File", "&View", "&Edit", "E&xample", "&Round", "&Profile", "S&ync", "&Help"]
+    assert [a.text() for a in window.menus[Menu.VIEW].actions() if not a.isSeparator()] == [
+        "&Refresh", "Find", "Larger text", "Smaller text", "&Create", "&Data", "&Validate", "&Review", "Dash&board",
+        "Refresh the dashboard (also changes from sync)", "E&valuate"]
+    assert [window.tabs.tabText(i) for i in range(window.tabs.count())] == [
+        "&Create", "&Data", "&Validate", "&Review", "Dash&board", "Evaluate"]
+    assert window.named_actions["sync-now"] in window.menus[Menu.SYNC].actions()
+    assert window.sync_status in window.statusBar().findChildren(type(window.sync_status))

@@ -25,6 +25,7 @@ def lead_window(qtbot, data_dir, modal_log):
 
 def open_dialog(qtbot, window) -> RoundDialog:
     window.findChild(QAction, "rounds").trigger()
+    qtbot.waitUntil(lambda: window.findChild(RoundDialog) is not None, timeout=5000)  # opened once read
     dialog = window.findChild(RoundDialog)
     qtbot.waitUntil(lambda: dialog.status.text().startswith("<b>Round 1</b>"), timeout=5000)
     return dialog

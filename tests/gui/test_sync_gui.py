@@ -15,10 +15,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDialogButtonBox
 
+from app.views.sync import SyncLight, SyncView, when
 from tests.conftest import hate_content, hate_output
 from tests.sync.helpers import ThreadServer, add_account, publish_basics, server_counts, server_database
 from widgets.sync_dialog import SyncDialog
-from widgets.sync_status import SyncStatusWidget, when
+from widgets.sync_status import SyncStatusWidget
 
 
 @pytest.fixture
@@ -88,15 +89,16 @@ def test_the_status_widget_says_where_sync_stands(qtbot):
     widget.show()
     assert widget.text.text() == "Sync off — set a server"
     earlier = datetime.now(timezone.utc) - timedelta(minutes=5)
-    widget.set_status("synced", pending=0, last_success=earlier)
+    widget.show_status(SyncView(SyncLight.SYNCED, pending=0, last_success=earlier))
     assert widget.text.text() == "Synced 5 min ago · 0 waiting"
-    widget.set_status("offline", pending=1234, last_success=earlier, message="cannot reach the server")
+    widget.show_status(SyncView(SyncLight.OFFLINE, pending=1234, last_success=earlier, message="cannot reach the server"))
     assert widget.text.text() == "Offline · 1,234 waiting · last sync 5 min ago"
     assert "cannot reach the server" in widget.text.toolTip()
     widget.set_progress("push", 1500, 10000)
     assert widget.text.text() == "Sending 1,500 / 10,000" and widget.bar.isVisible() and widget.bar.value() == 1500
     assert not widget.button.isEnabled()  # one sync at a time
-    widget.set_status("error", pending=3, last_success=None, message="The server refused the sync token", problems=2)
+    widget.show_status(SyncView(SyncLight.ERROR, pending=3, last_success=None,
+                                message="The server refused the sync token", problems=2))
     assert widget.text.text() == "Sync failed · 3 waiting · last sync never · 2 refused"
     assert not widget.bar.isVisible() and widget.button.isEnabled()
     with qtbot.waitSignal(widget.sync_requested, timeout=1000):
