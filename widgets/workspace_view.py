@@ -42,6 +42,9 @@ from widgets.prediction_panel import PredictionPanel
 class Banner(QFrame):
     """A line of text with up to two buttons, shown above the editor."""
 
+    primary_clicked = Signal()
+    secondary_clicked = Signal()
+
     def __init__(self, name: str, colour: str, parent=None):
         super().__init__(parent)
         self.setObjectName(name)
@@ -50,6 +53,8 @@ class Banner(QFrame):
         self.text.setTextFormat(Qt.TextFormat.RichText)
         self.primary = QPushButton(objectName=f"{name}_primary")
         self.secondary = QPushButton(objectName=f"{name}_secondary")
+        self.primary.clicked.connect(self.primary_clicked)
+        self.secondary.clicked.connect(self.secondary_clicked)
         layout = QHBoxLayout(self)
         layout.addWidget(self.text, 1)
         layout.addWidget(self.secondary)

@@ -47,8 +47,8 @@ class FirstStart(QObject):
         def start(needed: bool) -> None:
             if not needed:
                 return
-            workspace.no_model_message = ("Preparing the bundled target model (first start only, about half a "
-                                          "minute; progress in the status bar). You can start writing now.")
+            workspace.set_no_model_message("Preparing the bundled target model (first start only, about half a "
+                                            "minute; progress in the status bar). You can start writing now.")
             workspace.reload_models()
             bar.setValue(0)
             bar.show()
@@ -62,7 +62,7 @@ class FirstStart(QObject):
 
         def adopted(record) -> None:
             bar.hide()
-            workspace.no_model_message = "This round has no target model yet: a lead can attach one (Round menu)."
+            workspace.set_no_model_message("This round has no target model yet: a lead can attach one (Round menu).")
             status_bar.showMessage("The target model is ready." if record else "", 8000)
             if workspace.task_code == target_models.DEFAULT_TASK:
                 workspace.reload_models()
@@ -70,7 +70,7 @@ class FirstStart(QObject):
         def failed(error: BaseException) -> None:
             bar.hide()
             status_bar.clearMessage()
-            workspace.no_model_message = f"The bundled target model could not be prepared: {error}"
+            workspace.set_no_model_message(f"The bundled target model could not be prepared: {error}")
             workspace.reload_models()
             if not isinstance(error, DynadeskError):
                 log.error("first start failed", exc_info=(type(error), error, error.__traceback__))

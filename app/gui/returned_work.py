@@ -30,8 +30,8 @@ class ReturnedWork(QObject):
         self.desk, self.db, self.banner, self.label, self.show_error = desk, db, banner, status_label, show_error
         self.count = 0
         self._hidden_at: int | None = None  # the count when the writer hid the notice
-        banner.primary.clicked.connect(show_them)
-        banner.secondary.clicked.connect(self._hide)
+        banner.primary_clicked.connect(show_them)
+        banner.secondary_clicked.connect(self._hide)
         status_label.setOpenExternalLinks(False)
         status_label.linkActivated.connect(lambda _link: show_them())
         status_label.setToolTip("Examples a lead sent back with a comment: open them in the Data tab")

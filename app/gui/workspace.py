@@ -39,7 +39,7 @@ class WorkspaceController(QObject):
         super().__init__(view)
         self.desk, self.db, self.inference, self.view, self.undo_stack = desk, db, inference, view, undo_stack
         self.session = CreateSession()
-        self.no_model_message = NO_MODEL  # what the prediction panel says while the round has no target (FirstStart sets it)
+        self.no_model_message = NO_MODEL  # what the prediction panel says while the round has no target
         self._autosave = QTimer(self, singleShot=True, interval=desk.settings.draft_autosave_ms)
         self._autosave.timeout.connect(self.save_draft)
         self.rounds = RoundFollower(self)
@@ -118,6 +118,10 @@ class WorkspaceController(QObject):
         view.set_locked(bool(warned), "Read the content warning and the guidelines first." if warned else "")
         self._new_example(after_submit=False, label=label)
         self._offer_drafts()
+
+    def set_no_model_message(self, message: str) -> None:
+        """What the prediction panel says while the round has no target model (the first start's progress)."""
+        self.no_model_message = message
 
     def _load_models(self) -> None:
         """Load the open round's target models (the session's records)."""
