@@ -147,7 +147,7 @@ class SyncClient(ModelFiles):
         key = local.cursor_key(self.url, me.id)
         with self.db.read() as session:
             cursor = int(local.get_meta(session, key) or 0)
-        on_server = set() if cursor == 0 else None
+        on_server: set[tuple[str, int]] | None = set() if cursor == 0 else None
         done = 0
         while True:
             handle.check()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 import uuid
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from sqlalchemy import exists, func, or_, select, text
 from sqlalchemy.orm import Session, selectinload
@@ -27,7 +27,19 @@ def verdict_key(validation: Validation) -> tuple[str, str | None]:
     return validation.verdict, validation.corrected_label if validation.verdict == Verdict.INCORRECT else None
 
 
-def summarise(example: Example, validations: Sequence[Validation], threshold: int) -> None:
+class Summarised(Protocol):
+    """What ``summarise`` reads and writes: a desk example, a server example, or a row about to be inserted."""
+
+    true_label: str | None
+    validation_count: int
+    flag_count: int
+    disagreement_count: int
+    validation_state: str
+    decided_verdict: str | None
+    decided_label: str | None
+
+
+def summarise(example: Summarised, validations: Sequence[Validation], threshold: int) -> None:
     """Bring the example's validation summary in step with its verdicts."""
     peer = [v for v in validations if v.mode == ValidationMode.PEER]
     lead = [v for v in validations if v.mode == ValidationMode.LEAD]
