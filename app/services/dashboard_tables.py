@@ -6,6 +6,7 @@ import csv
 import functools
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -250,7 +251,7 @@ EXPORT_EXTRA_COLUMNS = [
 ]
 
 
-def export_csv(rows: Sequence[Group], path, *, per_person: bool) -> "Path":
+def export_csv(rows: Sequence[Group], path, *, per_person: bool) -> Path:
     """Write the per-annotator table (``per_person``) or a breakdown as CSV: rates as fractions,
     times in seconds, empty cells where a figure is undefined."""
     from pathlib import Path

@@ -118,7 +118,7 @@ class RoundService:
         round_ = self.tasks.round_by_id(round_id)
         task_code = self.tasks.task_code(round_.task_id)
         with self.db.read() as session:
-            contexts = session.scalar(select(func.count()).where(Context.round_id == round_.id))
+            contexts = session.scalar(select(func.count()).where(Context.round_id == round_.id)) or 0
             examples, fooled = session.execute(
                 select(func.count(), func.coalesce(func.sum(func.iif(Example.model_fooled.is_(True), 1, 0)), 0))
                 .where(Example.round_id == round_.id,
@@ -303,7 +303,8 @@ class RoundService:
         path = Path(path)
         format = format or {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}.get(path.suffix.lower(), "txt")
         rows = list(self._context_rows(path, format, column, tag))
-        report = ContextImportReport(problems=[])
+        skipped: list[ImportProblem] = []
+        report = ContextImportReport(problems=skipped)
         with self.db.write() as session:
             self._require_lead(session, by)
             self._round(session, round_id)
@@ -311,11 +312,11 @@ class RoundService:
             for line, text, row_tag, data in rows:
                 text = text.strip()
                 if not text or len(text) > MAX_CONTEXT_CHARS:
-                    report.problems.append(ImportProblem(line, "empty" if not text else f"longer than {MAX_CONTEXT_CHARS:,} characters"))
+                    skipped.append(ImportProblem(line, "empty" if not text else f"longer than {MAX_CONTEXT_CHARS:,} characters"))
                     continue
                 problems = record_problems("context", {"data": data})
                 if problems:  # no server would take the context when its round is published
-                    report.problems.append(ImportProblem(line, "; ".join(problems)))
+                    skipped.append(ImportProblem(line, "; ".join(problems)))
                     continue
                 digest = content_hash(text)
                 if digest in existing:

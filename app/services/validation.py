@@ -195,7 +195,7 @@ class ValidationService:
                 select(func.count()).select_from(Validation).join(Example, Example.id == Validation.example_id)
                 .where(Validation.validator_id == validator_id, Validation.mode == ValidationMode.PEER.value,
                        Example.author_id != validator_id, *conditions))
-            return undecided - own - done
+            return (undecided or 0) - (own or 0) - (done or 0)  # counts: never None
 
     def _rule_conditions(self, task_id: uuid.UUID | None, round_id: uuid.UUID | None) -> list:
         """The task rules and choices that narrow the queue (besides person and decision)."""

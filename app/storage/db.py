@@ -21,7 +21,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from alembic import command
 from alembic.config import Config
@@ -89,7 +89,9 @@ def alembic_config(connection=None, migrations: Path = MIGRATIONS_DIR) -> Config
 
 
 def head_revision(migrations: Path = MIGRATIONS_DIR) -> str:
-    return ScriptDirectory.from_config(alembic_config(migrations=migrations)).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config(migrations=migrations)).get_current_head()
+    assert head is not None  # the migrations folder always holds the initial schema
+    return head
 
 
 class Database:
@@ -153,7 +155,7 @@ class Database:
         Returns whether statistics were gathered.
         """
         with self._write_lock, self.engine.connect() as connection:
-            rows = connection.exec_driver_sql("SELECT count(*) FROM examples").scalar()
+            rows = connection.exec_driver_sql("SELECT count(*) FROM examples").scalar_one()
             known = connection.exec_driver_sql("SELECT value FROM meta WHERE key = 'analyzed_rows'").scalar()
             if rows == 0 or (not force and known is not None and rows < int(known) * 1.25 + 1000):
                 return False
@@ -312,7 +314,7 @@ class Database:
             with self.engine.connect() as connection:
                 # Table rebuilds during migrations need foreign keys off (a no-op inside a
                 # transaction, hence on the driver connection); they are checked afterwards.
-                driver = connection.connection.driver_connection
+                driver: Any = connection.connection.driver_connection  # a sqlite3 connection
                 driver.execute("PRAGMA foreign_keys = OFF")
                 with connection.begin():
                     command.upgrade(alembic_config(connection), revision)
@@ -349,7 +351,7 @@ class Database:
 
     def integrity_check(self) -> str:
         with self.engine.connect() as connection:
-            return connection.exec_driver_sql("PRAGMA integrity_check").scalar()
+            return connection.exec_driver_sql("PRAGMA integrity_check").scalar_one()
 
     # --- database-wide values -------------------------------------------------------------
 

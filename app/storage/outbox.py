@@ -41,7 +41,7 @@ def enqueue_all(session: Session, records: Sequence[Example | Validation | Examp
                 sender: uuid.UUID | None = None) -> None:
     """:func:`enqueue` for many records at once, with one look-up for their entries (a lead
     accepting a whole round of someone's work writes thousands of reviews in one unit of work)."""
-    wanted = []
+    wanted: list[tuple[Example | Validation | ExampleReview, str, uuid.UUID]] = []
     for record in records:
         if record.sync_state != SyncState.PENDING.value:
             continue
