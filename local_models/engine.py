@@ -92,7 +92,6 @@ class InferenceEngine:
         self.name = name or runtime.path.name
         self.head: Head = runtime.head_type(label_map if runtime.head_type.has_labels else None)
 
-    # What the engine is -------------------------------------------------------------------
     @property
     def sha256(self) -> str:
         return self.runtime.sha256
@@ -130,7 +129,6 @@ class InferenceEngine:
     def encoder(self) -> TextEncoder:
         return self.runtime.encoder
 
-    # Answers -----------------------------------------------------------------------------
     def encode(self, inputs: Sequence[ModelInput]) -> EncodedBatch:
         return self.runtime.encoder.encode(inputs)
 

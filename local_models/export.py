@@ -84,10 +84,6 @@ class ExportReport:
     seconds: float
     parent_sha256: str
 
-    @property
-    def parity_ok(self) -> bool:
-        return self.max_difference <= MAX_PARITY_DIFFERENCE
-
 
 def export_onnx(
     model_dir: str | os.PathLike[str],

@@ -148,9 +148,6 @@ class TextEncoder:
                           else truncation["max_length"] if truncation else 512)
         return cls(tokenizer, max_length, mask_token=mask, **kwargs)
 
-    def token_id(self, token: str) -> int | None:
-        return self._tokenizer.token_to_id(token)
-
     def encode(self, inputs: Sequence[ModelInput]) -> EncodedBatch:
         items = [_check_input(x) for x in inputs]
         if not items:

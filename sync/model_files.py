@@ -37,7 +37,7 @@ class ModelFiles(Connection):
         from app.services.models import export_twin_key, merge_model_records
 
         with self.db.read() as session:
-            groups: dict[tuple, list[ModelRecord]] = {}
+            groups: dict[tuple[Any, ...], list[ModelRecord]] = {}
             for record in session.scalars(select(ModelRecord).order_by(ModelRecord.created_at)):
                 key = export_twin_key(record)
                 if key is not None:
@@ -156,7 +156,7 @@ class ModelFiles(Connection):
             handle.sleep(self.policy.delay(attempt))
         raise Interrupted(f"A model file could not be downloaded ({last}); the next sync tries again.")
 
-    def _upload_model_files(self, model: ModelRecord, handle: SyncHandle) -> list[dict]:
+    def _upload_model_files(self, model: ModelRecord, handle: SyncHandle) -> list[dict[str, Any]]:
         from local_models.backends import backend_named  # heavy; only owners publishing models need it
 
         runtime = (model.provenance or {}).get("runtime") or {}

@@ -91,9 +91,6 @@ def bounded(kind: str) -> Any:
     return field_validator(*FREE_FORM_FIELDS[kind])(_bounded)
 
 
-# --- records --------------------------------------------------------------------------------
-
-
 class PersonRecord(Stamped):
     record: Literal["person"]
     display_name: Name
@@ -257,9 +254,6 @@ AnyRecord = Annotated[
 RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyRecord)
 
 
-# --- requests and responses -------------------------------------------------------------------
-
-
 class PushRequest(Strict):
     """Examples, validations and lead reviews written at a desk (and, for owners pushing an imported data set,
     the records' pseudonymous authors)."""
@@ -375,9 +369,6 @@ class BlobStored(Strict):
     sha256: str
     size: int
     created: bool
-
-
-# --- helpers ---------------------------------------------------------------------------------
 
 
 def manifest_sha256(files: Iterable[tuple[str, str]]) -> str:

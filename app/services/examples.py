@@ -132,8 +132,6 @@ class ExampleService:
         self.db = db
         self.tasks = tasks
 
-    # --- drafts --------------------------------------------------------------------------
-
     def start_draft(
         self,
         author_id: uuid.UUID,
@@ -258,8 +256,6 @@ class ExampleService:
         with self.db.write() as session:
             session.delete(self._draft(session, draft_id))
 
-    # --- submission ----------------------------------------------------------------------
-
     def submit(
         self,
         draft_id: uuid.UUID,
@@ -357,8 +353,6 @@ class ExampleService:
         session.add_all(facet_rows(definition, example.id, checked.meta))
         outbox.enqueue(session, example)  # same unit of work: submitted means queued for sync
 
-    # --- after submission ----------------------------------------------------------------
-
     def retract(self, example_id: uuid.UUID, person_id: uuid.UUID, reason: str | None = None) -> Example:
         return self._author_transition(example_id, person_id, ExampleStatus.RETRACTED, reason,
                                        allowed_from=(ExampleStatus.SUBMITTED, ExampleStatus.FLAGGED))
@@ -400,8 +394,6 @@ class ExampleService:
         with self.db.read() as session:
             return list(session.scalars(select(Example).where(Example.perturbation_of == example_id)
                                         .options(selectinload(Example.outputs))))
-
-    # --- helpers -------------------------------------------------------------------------
 
     @staticmethod
     def _draft_inputs(inputs: dict[str, str]) -> dict[str, str]:

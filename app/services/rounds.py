@@ -104,8 +104,6 @@ class RoundService:
         # Per (round, person): contexts not yet served in the current pass of a random policy.
         self._bags: dict[tuple[uuid.UUID, uuid.UUID], list[uuid.UUID]] = {}
 
-    # --- reading --------------------------------------------------------------------------
-
     def settings(self, round_: Round) -> RoundSettings:
         return RoundSettings.model_validate(round_.settings or {})
 
@@ -161,8 +159,6 @@ class RoundService:
             query = query.limit(limit)
         with self.db.read() as session:
             return [ContextStats(*row) for row in session.execute(query)]
-
-    # --- changing rounds (leads and owners) -------------------------------------------------
 
     def _require_lead(self, session, person_id: uuid.UUID) -> Person:
         person = session.get(Person, person_id)
@@ -295,8 +291,6 @@ class RoundService:
             raise NotFound(f"There is no round with id {round_id}.")
         return round_
 
-    # --- contexts ---------------------------------------------------------------------------
-
     def import_contexts(self, round_id: uuid.UUID, by: uuid.UUID, path: str | Path, *, format: str | None = None,
                         column: str | None = None, tag: str = "") -> ContextImportReport:
         """Contexts from a text file (one per line), a CSV column, or JSONL ({"text", "tag", ...} or strings)."""
@@ -423,8 +417,6 @@ class RoundService:
         chosen = bag.pop()
         self._bags[key] = bag
         return chosen
-
-    # --- goal labels ------------------------------------------------------------------------
 
     def starting_label(self, round_id: uuid.UUID, person_id: uuid.UUID, *, previous: str | None = None,
                        after_submit: bool = False, rng: random.Random | None = None) -> str | None:

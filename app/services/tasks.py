@@ -82,8 +82,6 @@ class TaskService:
                 if not session.scalar(select(Round.id).where(Round.task_id == task.id).limit(1)):
                     session.add(Round(task_id=task.id, number=1, description=f"{task.name}: round 1"))
 
-    # --- look-ups ------------------------------------------------------------------------
-
     def task(self, code: str) -> Task:
         with self.db.read() as session:
             task = session.scalar(select(Task).where(Task.code == code))

@@ -147,8 +147,6 @@ class ValidationService:
         if verdict == Verdict.FLAGGED and not reason:
             raise ValidationRuleError("A flag needs a reason.")
 
-    # --- the queue -----------------------------------------------------------------------
-
     def queue_query(self, validator_id: uuid.UUID, *, task_id: uuid.UUID | None = None, round_id: uuid.UUID | None = None):
         """Examples this person may validate: model-fooling first, then the least validated,
         then the oldest. Runs off the partial index ``ix_examples_queue``."""

@@ -124,8 +124,6 @@ class Database:
             self.engine.dispose()
             raise
 
-    # --- sessions -------------------------------------------------------------------------
-
     @contextmanager
     def read(self) -> Iterator[Session]:
         with self._readers() as session:
@@ -167,8 +165,6 @@ class Database:
             connection.commit()
             return True
 
-    # --- schema ---------------------------------------------------------------------------
-
     def _check_readable(self) -> None:
         try:
             with self.engine.connect() as connection:
@@ -183,8 +179,6 @@ class Database:
             return
         raise DatabaseError(f"{self.path} cannot be opened as a Dynadesk database: {problem}. "
                             f"If it is damaged, restore a backup. {restore_advice(self.path)}")
-
-    # --- damage, read-only files and backups -------------------------------------------------
 
     def _explain_error(self, context) -> None:
         """SQLAlchemy's error hook: a damaged or read-only file becomes a message for the person at
@@ -352,8 +346,6 @@ class Database:
     def integrity_check(self) -> str:
         with self.engine.connect() as connection:
             return connection.exec_driver_sql("PRAGMA integrity_check").scalar_one()
-
-    # --- database-wide values -------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
         with self.read() as session:

@@ -106,7 +106,8 @@ def queue_local(session: Session, sender: uuid.UUID, *, source: str | None = Non
     return queued
 
 
-def _queue(session: Session, model, records: list, sender: uuid.UUID | None) -> int:
+def _queue(session: Session, model: type[Example] | type[Validation] | type[ExampleReview],
+           records: Sequence[Example | Validation | ExampleReview], sender: uuid.UUID | None) -> int:
     if not records:
         return 0
     # updated_at stays as it was: it is part of the record as the server will store it.
