@@ -219,7 +219,8 @@ class WordAblation(AttributionMethod):
         return ids[keep], types[keep]
 
 
-def _stack(batch: EncodedBatch, rows: list[tuple[np.ndarray, np.ndarray]], pad_id: int, with_original: bool) -> EncodedBatch:
+def _stack(batch: EncodedBatch, rows: list[tuple[np.ndarray, np.ndarray]], pad_id: int,
+           with_original: bool) -> EncodedBatch:
     n = batch.lengths[0]
     if with_original:
         rows = [(batch.input_ids[0, :n], batch.token_type_ids[0, :n])] + rows

@@ -330,8 +330,9 @@ def _copy_companions(source: InferenceEngine, staging: Path) -> None:
 def _description(source: InferenceEngine, int8: bool, difference: float, texts: int,
                  forced: bool) -> dict[str, Any]:
     parent = source.runtime.metadata
-    described: dict[str, Any] = {key: parent[key] for key in ("name", "id2label", "max_length", "base", "training", "metrics")
-                 if key in parent}
+    described: dict[str, Any] = {key: parent[key]
+                                 for key in ("name", "id2label", "max_length", "base", "training", "metrics")
+                                 if key in parent}
     return {
         **described,
         "format": "onnx",

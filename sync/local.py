@@ -91,7 +91,8 @@ def waiting_reasons(session: Session, person_id: uuid.UUID | None) -> tuple[Wait
         query = query.where(OutboxEntry.person_id == person_id)
     # last_error is never NULL here: the query keeps 'deferred:%' errors only
     rows = cast("list[tuple[str, int, uuid.UUID | None]]", session.execute(query).all())
-    codes: dict[uuid.UUID | None, str] = dict(session.execute(select(Task.id, Task.code).where(Task.id.in_({r[2] for r in rows if r[2]}))).all())
+    codes: dict[uuid.UUID | None, str] = dict(
+        session.execute(select(Task.id, Task.code).where(Task.id.in_({r[2] for r in rows if r[2]}))).all())
     out = [WaitingReason(error.removeprefix("deferred:").strip(), n,
                          fix_for(error, codes.get(task_id))) for error, n, task_id in rows]
     return tuple(sorted(out, key=lambda w: (-w.count, w.reason)))

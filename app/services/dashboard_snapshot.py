@@ -19,8 +19,9 @@ from app.storage.db import Database
 STATUSES = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value, ExampleStatus.RETRACTED.value)
 RETRACTED = STATUSES.index(ExampleStatus.RETRACTED.value)
 DECIDED_CORRECT, DECIDED_INCORRECT, DECIDED_FLAGGED = 0, 1, 2
-VERDICT_CODES: dict[str | None, int] = {Verdict.CORRECT.value: DECIDED_CORRECT, Verdict.INCORRECT.value: DECIDED_INCORRECT,
-                 Verdict.FLAGGED.value: DECIDED_FLAGGED}
+VERDICT_CODES: dict[str | None, int] = {Verdict.CORRECT.value: DECIDED_CORRECT,
+                                        Verdict.INCORRECT.value: DECIDED_INCORRECT,
+                                        Verdict.FLAGGED.value: DECIDED_FLAGGED}
 STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
 DECIDED_CODES: dict[str | None, int] = {None: -1, **VERDICT_CODES}
 JULIAN_UNIX_EPOCH = 2440587.5

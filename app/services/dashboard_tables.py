@@ -6,8 +6,7 @@ import csv
 import functools
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -15,6 +14,9 @@ from app.services.agreement import MIN_OVERLAP, Agreement, agreement
 from app.services.dashboard_snapshot import (
     DECIDED_CORRECT, DECIDED_INCORRECT, RETRACTED, DashboardFilter, DashboardSnapshot,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @dataclass

@@ -80,8 +80,9 @@ def register_model(
                 f"{'an extractive-qa' if definition.is_extractive else 'a classification'} model."
             )
         runtime = engine.runtime
-        details: dict[str, Any] = {key: runtime.metadata[key] for key in ("name", "base", "training", "metrics", "export")
-                   if key in runtime.metadata}
+        details: dict[str, Any] = {key: runtime.metadata[key]
+                                   for key in ("name", "base", "training", "metrics", "export")
+                                   if key in runtime.metadata}
         record_provenance: dict[str, Any] = {
             **details,
             "runtime": {
