@@ -20,6 +20,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/python -m mypy
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

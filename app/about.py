@@ -17,6 +17,7 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from app import __version__
 
@@ -31,7 +32,7 @@ _DISTRIBUTIONS = {
 }
 
 
-def build_info() -> dict:
+def build_info() -> dict[str, Any]:
     """What the build wrote into the bundle; empty when running from source."""
     try:
         data = json.loads(BUILD_INFO_FILE.read_text(encoding="utf-8"))

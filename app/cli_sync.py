@@ -46,9 +46,6 @@ def _server_options(command):
                              "postgresql+psycopg://user@host/db for teams [env: DYNADESK_SERVER_DB].")(command)
 
 
-# --- the server ------------------------------------------------------------------------------
-
-
 @click.group()
 def serve() -> None:
     """The central sync server: run it, and manage who may use it."""
@@ -262,9 +259,6 @@ def serve_quarantine_drop(obj, record_id: str, db: str | None, data: str | None)
     finally:
         database.close()
     click.echo(f"Dropped {said} from the server.")
-
-
-# --- this desk ----------------------------------------------------------------------------------
 
 
 def _tokens(desk):

@@ -6,13 +6,14 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 MAX_ROUND_NUMBER = 10_000  # a round number beyond this is a typo or a hostile file
 
 
 class StrEnum(str, enum.Enum):
     def __str__(self) -> str:
-        return self.value
+        return str(self.value)
 
 
 class Role(StrEnum):
@@ -95,11 +96,11 @@ class Span:
     end: int
     text: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"start": self.start, "end": self.end, "text": self.text}
 
     @classmethod
-    def from_json(cls, data: dict | None) -> "Span | None":
+    def from_json(cls, data: dict[str, Any] | None) -> "Span | None":
         return None if data is None else cls(int(data["start"]), int(data["end"]), str(data["text"]))
 
 

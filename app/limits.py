@@ -42,7 +42,7 @@ def nesting_depth(value: Any) -> int:
     while stack:
         item, level = stack.pop()
         if isinstance(item, dict):
-            children: Iterable = item.values()
+            children: Iterable[Any] = item.values()
         elif isinstance(item, (list, tuple)):
             children = item
         else:

@@ -15,7 +15,7 @@ DATABASE_FILENAME = "dynadesk.sqlite"
 SETTINGS_FILENAME = "settings.json"
 
 
-def data_dir(override: str | os.PathLike | None = None) -> Path:
+def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
     """The folder that holds the database, settings, user tasks and cached models."""
     chosen = override or os.environ.get(DATA_DIR_ENV) or platformdirs.user_data_dir(APP_NAME, appauthor=False)
     path = Path(chosen).expanduser().resolve()

@@ -12,7 +12,7 @@ import os
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -35,17 +35,17 @@ class Settings(BaseModel):
     window_state: str | None = None  # base64 of QMainWindow.saveState()
     acknowledged_warnings: list[str] = Field(default_factory=list)  # task codes
     draft_autosave_ms: int = Field(default=400, ge=50, le=10_000)
-    # Sync (issue #6). The token is never stored here: see sync.client.TokenStore.
+    # Sync. The token is never stored here: see sync.client.TokenStore.
     server_url: str | None = None
     server_ca_file: str | None = None  # a team's own certificate authority (PEM), trusted besides the usual ones
     sync_interval_s: int = Field(default=300, ge=30, le=86_400)
 
 
 # version N -> function turning a version-N dict into a version-(N+1) dict
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
-def migrate(raw: dict) -> dict:
+def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     version = int(raw.get("version", 1))
     if version > SETTINGS_VERSION:
         raise ValueError(f"settings version {version} is newer than this Dynadesk understands ({SETTINGS_VERSION})")

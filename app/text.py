@@ -170,7 +170,7 @@ def word_alignment(before: list[tuple[str, float]], after: list[tuple[str, float
     """Per-word values of two texts lined up by the word edit: (word, before, after); a word that
     exists in only one text has None on the other side."""
     steps, _ = _alignment([w for w, _ in before], [w for w, _ in after])
-    out = []
+    out: list[tuple[str, float | None, float | None]] = []
     for kind, i, j in steps:
         if kind == "equal":
             out.append((before[i][0], before[i][1], after[j][1]))

@@ -1,4 +1,4 @@
-"""Screenshots of a new round reaching an open app (issue 15), taken offscreen from the real window:
+"""Screenshots of a new round reaching an open app, taken offscreen from the real window:
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_round_screenshots.py
 

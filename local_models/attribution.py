@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence, cast
 
 import numpy as np
 
@@ -29,7 +29,11 @@ from local_models.tokenization import EncodedBatch, ModelInput
 from local_models.words import WordUnit, group_tokens
 
 if TYPE_CHECKING:
+    from local_models.backends.hf_torch import TorchRuntime
     from local_models.engine import InferenceEngine
+
+# What a method gives: (raw score per unit, label probabilities of the original input, target index, details).
+Outcome = tuple[np.ndarray, np.ndarray, int, dict[str, Any]]
 
 # Gauss-Legendre with this many points keeps a 32-token MiniLM attribution within the 150 ms
 # budget on two CPU cores; bench_models measures it next to 50 steps and reports the deltas.
@@ -106,7 +110,7 @@ class AttributionMethod(ABC):
         return engine.supports_gradients or not cls.requires_gradients
 
     @abstractmethod
-    def run(self, problem: _Problem, **options) -> tuple[np.ndarray, np.ndarray, int, dict]:
+    def run(self, problem: _Problem, **options: Any) -> Outcome:
         """(raw score per unit, label probabilities of the original input, target index, details)."""
 
 
@@ -125,7 +129,7 @@ class IntegratedGradients(AttributionMethod):
     preference = 2
 
     def run(self, problem: _Problem, *, n_steps: int = DEFAULT_IG_STEPS, output: str = DEFAULT_IG_OUTPUT,
-            **options):
+            **options: Any) -> Outcome:
         import torch
         from captum.attr import LayerIntegratedGradients
 
@@ -135,8 +139,8 @@ class IntegratedGradients(AttributionMethod):
             raise ValueError("n_steps must be at least 1")
         if output not in ("probability", "log_probability"):
             raise ValueError("output is 'probability' or 'log_probability'")
-        runtime = problem.engine.runtime
-        head: ClassificationHead = problem.engine.head  # type: ignore[assignment]
+        runtime = cast("TorchRuntime", problem.engine.runtime)  # applicable() admits only gradient back-ends
+        head = cast(ClassificationHead, problem.engine.head)
         module = runtime.module
         columns = torch.tensor(head._columns, dtype=torch.float32, device=module.device)
         feeds = runtime.feeds(problem.batch)
@@ -146,11 +150,11 @@ class IntegratedGradients(AttributionMethod):
         baseline[0, ordinary] = problem.engine.encoder.pad_token_id
         names = list(feeds)
 
-        def label_probabilities(ids, *extra):
+        def label_probabilities(ids: torch.Tensor, *extra: torch.Tensor) -> torch.Tensor:
             logits = module(input_ids=ids, **dict(zip(names, extra))).logits
             return torch.softmax(logits.float(), dim=-1) @ columns
 
-        def explained(ids, *extra):
+        def explained(ids: torch.Tensor, *extra: torch.Tensor) -> torch.Tensor:
             probabilities = label_probabilities(ids, *extra)
             return probabilities if output == "probability" else torch.log(probabilities.clamp_min(1e-12))
 
@@ -177,7 +181,7 @@ class WordAblation(AttributionMethod):
     requires_gradients = False
     preference = 1
 
-    def run(self, problem: _Problem, *, mode: str = "remove", **options):
+    def run(self, problem: _Problem, *, mode: str = "remove", **options: Any) -> Outcome:
         if options:
             raise TypeError(f"unknown option(s) for ablation: {', '.join(options)}")
         if mode not in ("remove", "mask"):
@@ -199,10 +203,12 @@ class WordAblation(AttributionMethod):
                 target = int(original.argmax()) if target is None else target
             for k, p in zip(seen[first:first + MAX_ABLATION_ROWS], probabilities):
                 raw[k] = original[target] - p[target]
+        assert original is not None and target is not None  # the loop runs at least once
         return raw, original, target, {"mode": mode}
 
     @staticmethod
-    def _variant(batch: EncodedBatch, positions: Sequence[int], mode: str, mask_id: int | None):
+    def _variant(batch: EncodedBatch, positions: Sequence[int], mode: str,
+                 mask_id: int | None) -> tuple[np.ndarray, np.ndarray]:
         n = batch.lengths[0]
         ids, types = batch.input_ids[0, :n].copy(), batch.token_type_ids[0, :n].copy()
         if mode == "mask":
@@ -213,7 +219,8 @@ class WordAblation(AttributionMethod):
         return ids[keep], types[keep]
 
 
-def _stack(batch: EncodedBatch, rows: list, pad_id: int, with_original: bool) -> EncodedBatch:
+def _stack(batch: EncodedBatch, rows: list[tuple[np.ndarray, np.ndarray]], pad_id: int,
+           with_original: bool) -> EncodedBatch:
     n = batch.lengths[0]
     if with_original:
         rows = [(batch.input_ids[0, :n], batch.token_type_ids[0, :n])] + rows
@@ -245,7 +252,7 @@ def choose_method(engine: "InferenceEngine", method: str) -> AttributionMethod:
 
 
 def attribute(engine: "InferenceEngine", item: ModelInput, *, target: str | None = None, method: str = "auto",
-              segments: Sequence[int] | None = None, **options) -> Attribution:
+              segments: Sequence[int] | None = None, **options: Any) -> Attribution:
     """Score every word of ``item`` for ``target`` (default: the predicted label).
 
     ``segments`` limits scoring to some texts of a pair (for example only the hypothesis the

@@ -19,7 +19,7 @@ import statistics
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput
@@ -37,14 +37,14 @@ class BatchStats:
     peak_rss_mb: float | None  # the process's peak resident memory during the run
     rss_increase_mb: float | None  # peak minus the resident memory when the run began
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
 class BatchRun:
     """Runs an ``InferenceEngine`` or an ``Ensemble`` (anything with ``predict(list)``) over many inputs."""
 
-    def __init__(self, predictor, *, batch_size: int = 64, latency_samples: int = 50, seed: int = 0):
+    def __init__(self, predictor: Any, *, batch_size: int = 64, latency_samples: int = 50, seed: int = 0):
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.predictor = predictor
@@ -61,10 +61,10 @@ class BatchRun:
         lengths = [len(e.ids) for e in encoder._tokenizer.encode_batch(firsts, add_special_tokens=False)]
         return sorted(range(len(inputs)), key=lambda i: lengths[i])
 
-    def run(self, inputs: Sequence[ModelInput], progress: Progress | None = None) -> tuple[list, BatchStats]:
+    def run(self, inputs: Sequence[ModelInput], progress: Progress | None = None) -> tuple[list[Any], BatchStats]:
         progress = progress or Progress()
         total = len(inputs)
-        results: list = [None] * total
+        results: list[Any] = [None] * total
         progress.report(0, total)
         sampler = _RssSampler()
         sampler.start()
@@ -133,7 +133,7 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def _encoder_of(predictor):
+def _encoder_of(predictor: Any) -> Any:
     encoder = getattr(predictor, "encoder", None)
     if encoder is None and getattr(predictor, "engines", None):
         encoder = predictor.engines[0].encoder

@@ -15,6 +15,7 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Sequence
 
 from local_models.backends.base import METADATA_FILE
 from local_models.errors import ExportFailed, ParityCheckFailed
@@ -32,7 +33,7 @@ class PreparedModel:
     torch_dir: Path
     onnx_dir: Path | None
     onnx_int8: bool  # False when int8 failed its parity check and fp32 was exported instead
-    description: dict  # the trained part's description: labels, training, held-out metrics
+    description: dict[str, Any]  # the trained part's description: labels, training, held-out metrics
     notes: tuple[str, ...] = ()
 
 
@@ -89,7 +90,7 @@ STEPS = (("Assembling the model from the base encoder and its trained part", 20)
          ("Trying an int8 version and checking it", 100))
 
 
-def _stage(progress: Progress, steps, index: int) -> Progress:
+def _stage(progress: Progress, steps: Sequence[tuple[str, int]], index: int) -> Progress:
     start = steps[index - 1][1] if index else 0
     text, end = steps[index]
     return progress.stage(index + 1, len(steps), text, start, end)

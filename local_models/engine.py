@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -32,7 +32,10 @@ from local_models.errors import (
 from local_models.heads import AnswerSpan, ClassificationHead, Head
 from local_models.labels import resolve_label_map
 from local_models.progress import Progress
-from local_models.tokenization import EncodedBatch, ModelInput
+from local_models.tokenization import EncodedBatch, ModelInput, TextEncoder
+
+if TYPE_CHECKING:
+    from local_models.attribution import Attribution
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +92,6 @@ class InferenceEngine:
         self.name = name or runtime.path.name
         self.head: Head = runtime.head_type(label_map if runtime.head_type.has_labels else None)
 
-    # What the engine is -------------------------------------------------------------------
     @property
     def sha256(self) -> str:
         return self.runtime.sha256
@@ -124,10 +126,9 @@ class InferenceEngine:
         return self.runtime.encoder.max_length
 
     @property
-    def encoder(self):
+    def encoder(self) -> TextEncoder:
         return self.runtime.encoder
 
-    # Answers -----------------------------------------------------------------------------
     def encode(self, inputs: Sequence[ModelInput]) -> EncodedBatch:
         return self.runtime.encoder.encode(inputs)
 
@@ -183,7 +184,8 @@ class InferenceEngine:
             progress.report(min(first + batch_size, len(order)), len(inputs))
         return results  # type: ignore[return-value]
 
-    def attribute(self, item: ModelInput, *, target: str | None = None, method: str = "auto", **options):
+    def attribute(self, item: ModelInput, *, target: str | None = None, method: str = "auto",
+                  **options: Any) -> Attribution:
         """Word-level attribution for ``target`` (default: the predicted label); see attribution.py."""
         from local_models.attribution import attribute
 
@@ -197,11 +199,11 @@ class InferenceEngine:
 
 
 def load_engine(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     format: str | None = None,
     device: str = "cpu",
-    tokenizer_dir: str | os.PathLike | None = None,
+    tokenizer_dir: str | os.PathLike[str] | None = None,
     task_labels: Sequence[str] | None = None,
     label_map: Mapping[str, str] | None = None,
     max_length: int | None = None,
@@ -233,8 +235,8 @@ def load_engine(
     return InferenceEngine(runtime, mapping, name=name)
 
 
-def model_sha256(path: str | os.PathLike, *, format: str | None = None,
-                 tokenizer_dir: str | os.PathLike | None = None) -> str:
+def model_sha256(path: str | os.PathLike[str], *, format: str | None = None,
+                 tokenizer_dir: str | os.PathLike[str] | None = None) -> str:
     """The checksum a loaded model would have, from its files alone (nothing is loaded)."""
     from local_models.files import files_sha256
 

@@ -20,7 +20,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -32,6 +32,11 @@ from local_models.files import install_dir, make_staging_dir
 from local_models.heads import softmax
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput, tokenizer_files
+
+if TYPE_CHECKING:
+    import onnx
+
+    from local_models.backends.hf_torch import TorchRuntime
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +84,10 @@ class ExportReport:
     seconds: float
     parent_sha256: str
 
-    @property
-    def parity_ok(self) -> bool:
-        return self.max_difference <= MAX_PARITY_DIFFERENCE
-
 
 def export_onnx(
-    model_dir: str | os.PathLike,
-    out_dir: str | os.PathLike,
+    model_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
     *,
     int8: bool = False,
     sample_texts: Sequence[ModelInput] | None = None,
@@ -153,16 +154,17 @@ def export_onnx(
 def _export_graph(source: InferenceEngine, path: Path) -> None:
     import torch
 
-    runtime = source.runtime
+    runtime = cast("TorchRuntime", source.runtime)  # exports start from a PyTorch model
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if runtime.takes_token_types else [])
     outputs = list(runtime.head_type.output_names)
 
     class Exported(torch.nn.Module):
-        def __init__(self, module):
+        def __init__(self, module: torch.nn.Module) -> None:
             super().__init__()
             self.module = module
 
-        def forward(self, input_ids, attention_mask, token_type_ids=None):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
             given = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
             result = self.module(**{name: given[name] for name in names})
             return tuple(getattr(result, name) for name in outputs)
@@ -182,6 +184,7 @@ def _export_graph(source: InferenceEngine, path: Path) -> None:
                 dynamic_shapes=dynamic, dynamo=True, optimize=True,
                 opset_version=OPSET, verbose=False,
             )
+            assert program is not None  # dynamo=True always returns a program
             program.save(str(path), external_data=False)
     except Exception as exc:
         raise ExportFailed(f"PyTorch could not export {source.name} to ONNX: {_first_line(exc)}") from exc
@@ -250,13 +253,13 @@ def _write_metadata(path: Path, source: InferenceEngine, int8: bool) -> None:
     onnx.checker.check_model(str(path))
 
 
-def strip_build_details(model) -> None:
+def strip_build_details(model: onnx.ModelProto) -> None:
     """Remove what the exporter notes about the machine that built the graph (stack traces with
     absolute source paths, FX node dumps, doc strings), everywhere in the model, so that the same
     weights give the same bytes, and so the same sha256, on every desk whatever its install path.
     Running it twice changes nothing; nothing it removes affects the model's answers."""
 
-    def graph(g) -> None:
+    def graph(g: onnx.GraphProto) -> None:
         g.doc_string = ""
         del g.metadata_props[:]
         for info in (*g.input, *g.output, *g.value_info):
@@ -267,7 +270,7 @@ def strip_build_details(model) -> None:
             del tensor.metadata_props[:]
         nodes(g.node)
 
-    def nodes(items) -> None:
+    def nodes(items: Iterable[onnx.NodeProto]) -> None:
         for node in items:
             node.doc_string = ""
             del node.metadata_props[:]
@@ -324,10 +327,12 @@ def _copy_companions(source: InferenceEngine, staging: Path) -> None:
     shutil.copy2(folder / "config.json", staging / "config.json")
 
 
-def _description(source: InferenceEngine, int8: bool, difference: float, texts: int, forced: bool) -> dict:
+def _description(source: InferenceEngine, int8: bool, difference: float, texts: int,
+                 forced: bool) -> dict[str, Any]:
     parent = source.runtime.metadata
-    described = {key: parent[key] for key in ("name", "id2label", "max_length", "base", "training", "metrics")
-                 if key in parent}
+    described: dict[str, Any] = {key: parent[key]
+                                 for key in ("name", "id2label", "max_length", "base", "training", "metrics")
+                                 if key in parent}
     return {
         **described,
         "format": "onnx",
@@ -344,7 +349,7 @@ def _description(source: InferenceEngine, int8: bool, difference: float, texts: 
 
 
 @contextlib.contextmanager
-def _quiet(*names: str, level: int = logging.ERROR):
+def _quiet(*names: str, level: int = logging.ERROR) -> Iterator[None]:
     loggers = [logging.getLogger(None if n == "root" else n) for n in names]
     before = [lg.level for lg in loggers]
     for lg in loggers:
@@ -361,7 +366,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-def read_export_description(folder: Path) -> dict:
+def read_export_description(folder: Path) -> dict[str, Any]:
     path = Path(folder) / METADATA_FILE
     return read_json_file(path, "model description") if path.is_file() else {}
 

@@ -51,7 +51,8 @@ class Head(ABC):
 def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
     shifted = logits - logits.max(axis=axis, keepdims=True)
     exp = np.exp(shifted)
-    return exp / exp.sum(axis=axis, keepdims=True)
+    out: np.ndarray = exp / exp.sum(axis=axis, keepdims=True)
+    return out
 
 
 class ClassificationHead(Head):
@@ -77,7 +78,7 @@ class ClassificationHead(Head):
             )
         return softmax(logits) @ self._columns
 
-    def decode(self, outputs, batch) -> list[Decoded]:
+    def decode(self, outputs: dict[str, np.ndarray], batch: EncodedBatch) -> list[Decoded]:
         probs = self.label_probabilities(outputs)
         return [
             Decoded(self.labels[int(row.argmax())], {label: float(p) for label, p in zip(self.labels, row)})
@@ -95,7 +96,7 @@ class ExtractiveQAHead(Head):
     has_labels = False
     max_answer_tokens = 30
 
-    def decode(self, outputs, batch) -> list[Decoded]:
+    def decode(self, outputs: dict[str, np.ndarray], batch: EncodedBatch) -> list[Decoded]:
         start_p = softmax(outputs["start_logits"].astype(np.float64))
         end_p = softmax(outputs["end_logits"].astype(np.float64))
         decoded = []

@@ -12,11 +12,14 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence, Union
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
 from local_models.errors import CorruptModel, InputTooLarge, TokenizerMissing
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ def tokenizer_files(folder: Path) -> list[Path]:
     return [folder / name for name in TOKENIZER_FILES if (folder / name).is_file()]
 
 
-def load_tokenizer(folder: Path):
+def load_tokenizer(folder: Path) -> Tokenizer:
     """A ``tokenizers.Tokenizer`` from a model or tokenizer folder, never from the network."""
     from tokenizers import Tokenizer
 
@@ -67,7 +70,7 @@ def load_tokenizer(folder: Path):
         slow_or_fast = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     except Exception as exc:
         raise TokenizerMissing(f"The tokenizer in {folder} could not be loaded ({_first_line(exc)}).") from exc
-    backend = getattr(slow_or_fast, "backend_tokenizer", None)
+    backend: Tokenizer | None = getattr(slow_or_fast, "backend_tokenizer", None)
     if backend is None:
         raise TokenizerMissing(
             f"The tokenizer in {folder} has no fast (offset-keeping) version; Dynadesk needs one "
@@ -111,7 +114,7 @@ class EncodedBatch:
 class TextEncoder:
     """Turns texts and pairs into padded model inputs; safe to share within one thread."""
 
-    def __init__(self, tokenizer, max_length: int, *, pair_truncation: str = "longest_first",
+    def __init__(self, tokenizer: Tokenizer, max_length: int, *, pair_truncation: str = "longest_first",
                  pad_token_id: int | None = None, mask_token: str | None = None):
         if pair_truncation not in ("longest_first", "only_second", "only_first"):
             raise ValueError(f"unknown pair truncation {pair_truncation!r}")
@@ -133,7 +136,7 @@ class TextEncoder:
             raise ValueError(f"max_length {max_length} leaves no room for text")
 
     @classmethod
-    def from_folder(cls, folder: Path, max_length: int | None = None, **kwargs) -> "TextEncoder":
+    def from_folder(cls, folder: Path, max_length: int | None = None, **kwargs: Any) -> "TextEncoder":
         tokenizer = load_tokenizer(folder)
         config = _read_json(Path(folder) / "tokenizer_config.json")
         special = _read_json(Path(folder) / "special_tokens_map.json")
@@ -145,9 +148,6 @@ class TextEncoder:
                           else truncation["max_length"] if truncation else 512)
         return cls(tokenizer, max_length, mask_token=mask, **kwargs)
 
-    def token_id(self, token: str) -> int | None:
-        return self._tokenizer.token_to_id(token)
-
     def encode(self, inputs: Sequence[ModelInput]) -> EncodedBatch:
         items = [_check_input(x) for x in inputs]
         if not items:
@@ -158,8 +158,9 @@ class TextEncoder:
         cut_first = [len(t) > char_bound for t in firsts]
         cut_second = [s is not None and len(s) > char_bound for s in seconds]
         enc_first = self._tokenizer.encode_batch([t[:char_bound] for t in firsts], add_special_tokens=False)
-        pair_idx = [i for i, s in enumerate(seconds) if s is not None]
-        enc_second_list = self._tokenizer.encode_batch([seconds[i][:char_bound] for i in pair_idx],
+        second_of = {i: s for i, s in enumerate(seconds) if s is not None}
+        pair_idx = list(second_of)
+        enc_second_list = self._tokenizer.encode_batch([second_of[i][:char_bound] for i in pair_idx],
                                                        add_special_tokens=False) if pair_idx else []
         enc_second = dict(zip(pair_idx, enc_second_list))
 
@@ -174,7 +175,7 @@ class TextEncoder:
                 a.truncate(keep_a)
             seen_i = [seen_a]
             if b is not None:
-                seen_i.append(len(seconds[i]) if not cut_b else (b.offsets[keep_b - 1][1] if keep_b else 0))
+                seen_i.append(len(second_of[i]) if not cut_b else (b.offsets[keep_b - 1][1] if keep_b else 0))
                 if keep_b < len(b):
                     b.truncate(keep_b)
             final = self._tokenizer.post_process(a, b, add_special_tokens=True)
@@ -217,7 +218,8 @@ class TextEncoder:
         return room // 2, room - room // 2
 
 
-def _segment_offsets(token_offsets, special_mask, first_count: int) -> list[tuple[int, int, int] | None]:
+def _segment_offsets(token_offsets: Sequence[tuple[int, int]], special_mask: Sequence[int],
+                     first_count: int) -> list[tuple[int, int, int] | None]:
     """Post-processors only add special tokens, in order: the first ``first_count`` ordinary
     tokens belong to segment 0 and the rest to segment 1, whatever the template."""
     out: list[tuple[int, int, int] | None] = []
@@ -231,7 +233,8 @@ def _segment_offsets(token_offsets, special_mask, first_count: int) -> list[tupl
     return out
 
 
-def _check_input(item) -> ModelInput:
+def _check_input(item: object) -> ModelInput:
+    parts: tuple[str, ...]
     if isinstance(item, str):
         parts = (item,)
     elif isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(p, str) for p in item):
@@ -248,20 +251,20 @@ def _check_input(item) -> ModelInput:
     return item
 
 
-def _first_not_none(*values):
+def _first_not_none(*values: Any) -> Any:
     for value in values:
         if value is not None:
             return value
     return None
 
 
-def _token_text(value) -> str | None:
+def _token_text(value: object) -> str | None:
     if isinstance(value, dict):  # {"content": "[MASK]", ...} in newer files
         value = value.get("content")
     return value if isinstance(value, str) else None
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:

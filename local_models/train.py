@@ -24,7 +24,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -136,13 +136,13 @@ def stratified_split(labels: Sequence[int], config: TrainingConfig) -> tuple[lis
     from sklearn.model_selection import train_test_split
 
     indices = np.arange(len(labels))
-    labels = np.asarray(labels)
+    label_array = np.asarray(labels)
     held = config.dev_fraction + config.test_fraction
     if not 0 < held < 1:
         raise TrainingFailed("dev and test fractions must add up to between 0 and 1.")
     try:
-        train, rest = train_test_split(indices, test_size=held, stratify=labels, random_state=config.seed)
-        dev, test = train_test_split(rest, test_size=config.test_fraction / held, stratify=labels[rest],
+        train, rest = train_test_split(indices, test_size=held, stratify=label_array, random_state=config.seed)
+        dev, test = train_test_split(rest, test_size=config.test_fraction / held, stratify=label_array[rest],
                                      random_state=config.seed)
     except ValueError as exc:
         raise TrainingFailed(f"The data cannot be split by label ({exc}); add examples of the rare labels.") from exc
@@ -267,7 +267,7 @@ def train_classifier(
 
     rng = random.Random(config.seed)
     labels_t = torch.tensor(data.labels)
-    best = {"macro_f1": -1.0, "epoch": 0, "state": None}
+    best: dict[str, Any] = {"macro_f1": -1.0, "epoch": 0, "state": None}
     history = []
     with _top_only(model, frozen_count):
         for epoch in range(1, config.epochs + 1):

@@ -93,8 +93,8 @@ def _split_chunk(text: str, start: int, end: int) -> list[tuple[int, int]]:
         else:
             pieces.append([k, k + 1, emoji])
     out: list[tuple[int, int]] = []
-    for s, e, emoji in pieces:
-        out.extend([(s, e)] if emoji else _trim_punctuation(text, s, e))
+    for s, e, is_emoji in pieces:
+        out.extend([(s, e)] if is_emoji else _trim_punctuation(text, s, e))
     return out
 
 

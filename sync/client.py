@@ -27,7 +27,7 @@ from __future__ import annotations
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from sqlalchemy import select
 
@@ -42,11 +42,13 @@ from sync.outgoing import pending_batch, settle, unfit_published
 from sync.protocol import API, ChangesResponse, Me, PushResponse
 from sync.transport import Cancelled, Offline, Refused, SyncError, SyncHandle, SyncReport, _errors, _expect, _record_error
 
+if TYPE_CHECKING:
+    from app.desk import Desk
+    from sync.tokens import TokenStore
+
 
 class SyncClient(ModelFiles):
     """Push the outbox, pull changes, publish; model files come from ``ModelFiles``, HTTP from ``Connection``."""
-
-    # --- a whole sync ---------------------------------------------------------------------------
 
     def run(self, handle: SyncHandle | None = None, *, fetch_models: bool = True) -> SyncReport:
         """Push the outbox, pull changes, download the target models of open rounds."""
@@ -82,8 +84,6 @@ class SyncClient(ModelFiles):
             elif person.role != me.role.value:
                 person.role = me.role.value  # the server decides what this person may do
             local.set_meta(session, local.PERSON, str(me.id))
-
-    # --- push -------------------------------------------------------------------------------------
 
     def push(self, me: Me, handle: SyncHandle, report: SyncReport) -> None:
         total = local.local_status(self.db, me.id).pending
@@ -139,15 +139,13 @@ class SyncClient(ModelFiles):
                 done += len(batch.entries)
                 handle.progress("push", done, max(total, done))
 
-    # --- pull -------------------------------------------------------------------------------------
-
     def pull(self, me: Me, handle: SyncHandle, report: SyncReport) -> set[tuple[str, int]] | None:
         """Pull the change feed. On the first pull from this server (the whole feed), returns the
         rounds the server has, as (task code, number)."""
         key = local.cursor_key(self.url, me.id)
         with self.db.read() as session:
             cursor = int(local.get_meta(session, key) or 0)
-        on_server = set() if cursor == 0 else None
+        on_server: set[tuple[str, int]] | None = set() if cursor == 0 else None
         done = 0
         while True:
             handle.check()
@@ -196,8 +194,6 @@ class SyncClient(ModelFiles):
             report.warnings += [f"publishing '{code}': {r.record} {r.id}: {r.status}: {r.reason or ''}"
                                 for r in refused]
             report.published.append(f"'{code}' round {', '.join(map(str, numbers))}")
-
-    # --- owners: publishing ------------------------------------------------------------------------
 
     def publish(self, task_code: str, round_numbers: Sequence[int] | None = None, *, handle: SyncHandle | None = None,
                 with_files: bool = True) -> PushResponse:
@@ -253,8 +249,6 @@ class SyncClient(ModelFiles):
             handle.progress("publish", n + 1, len(chunks))
         return PushResponse(results=results, server_time=utcnow())
 
-    # --- imported data sets -----------------------------------------------------------------------
-
     def queue_imported(self, *, source: str | None = None, task_code: str | None = None) -> int:
         """Queue an imported data set for the next push (owners only: it goes out under its own authors)."""
         me = self.me()
@@ -271,7 +265,7 @@ class SyncClient(ModelFiles):
             return outbox.queue_local(session, me.id, source=source, task_id=task_id)
 
 
-def new_client(desk, tokens, **kwargs) -> SyncClient:
+def new_client(desk: Desk, tokens: TokenStore, **kwargs: Any) -> SyncClient:
     """A client for this desk's configured server, or a clear error when sync is not set up."""
     url = desk.settings.server_url
     if not url:
@@ -280,7 +274,7 @@ def new_client(desk, tokens, **kwargs) -> SyncClient:
     return SyncClient(desk, url, tokens.get(url) or "", **kwargs)
 
 
-def person_id(desk) -> uuid.UUID | None:
+def person_id(desk: Desk) -> uuid.UUID | None:
     """The server identity this desk last synced as, if any."""
     value = desk.db.get_meta(local.PERSON)
     return uuid.UUID(value) if value else None

@@ -6,9 +6,9 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import Table, bindparam, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
@@ -167,6 +167,7 @@ class PulledRecordWriter(RecordWriter):
             self.report.already_present += 1
             if self._changed(r):
                 existing = self.session.get(Example, example_id)
+                assert existing is not None  # self.present says it is here
                 if int(r["revision"]) > existing.revision and r["status"] != existing.status:
                     existing.status, existing.status_reason = r["status"], r.get("status_reason")
                     existing.revision = int(r["revision"])
@@ -275,7 +276,7 @@ class PulledRecordWriter(RecordWriter):
                                 "b_at": review.created_at})
         if not changes:
             return
-        table = Example.__table__
+        table = cast(Table, Example.__table__)
         # updated_at stays as it was: it is part of the example as its author wrote it
         self.session.execute(table.update().where(table.c.id == bindparam("b_id"))
                              .values(review_state=bindparam("b_state"), review_comment=bindparam("b_comment"),
@@ -295,7 +296,7 @@ class PulledRecordWriter(RecordWriter):
             ids = self.synced[kind]
             if not ids:
                 continue
-            table = model.__table__
+            table = cast(Table, model.__table__)
             self.session.execute(table.update().where(table.c.id == bindparam("b_id"))
                                  .values(sync_state=SyncState.SYNCED.value, updated_at=table.c.updated_at),
                                  [{"b_id": i} for i in ids])

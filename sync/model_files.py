@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import httpx
 from sqlalchemy import select
@@ -36,7 +37,7 @@ class ModelFiles(Connection):
         from app.services.models import export_twin_key, merge_model_records
 
         with self.db.read() as session:
-            groups: dict[tuple, list[ModelRecord]] = {}
+            groups: dict[tuple[Any, ...], list[ModelRecord]] = {}
             for record in session.scalars(select(ModelRecord).order_by(ModelRecord.created_at)):
                 key = export_twin_key(record)
                 if key is not None:
@@ -155,13 +156,14 @@ class ModelFiles(Connection):
             handle.sleep(self.policy.delay(attempt))
         raise Interrupted(f"A model file could not be downloaded ({last}); the next sync tries again.")
 
-    def _upload_model_files(self, model: ModelRecord, handle: SyncHandle) -> list[dict]:
-        from local_models.engine import backend_named  # heavy; only owners publishing models need it
+    def _upload_model_files(self, model: ModelRecord, handle: SyncHandle) -> list[dict[str, Any]]:
+        from local_models.backends import backend_named  # heavy; only owners publishing models need it
 
         runtime = (model.provenance or {}).get("runtime") or {}
         tokenizer = runtime.get("tokenizer_dir")
         named = backend_named(model.format).model_files(Path(model.path), Path(tokenizer) if tokenizer else None)
-        files = [{"name": name, "sha256": file_sha256(path), "size": path.stat().st_size} for name, path in named]
+        files: list[dict[str, Any]] = [{"name": name, "sha256": file_sha256(path), "size": path.stat().st_size}
+                                       for name, path in named]
         if manifest_sha256((f["name"], f["sha256"]) for f in files) != model.sha256:
             raise SyncError(f"The files of {model.name} changed since it was registered; register it again.")
         for (name, path), f in zip(named, files):

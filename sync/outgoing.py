@@ -6,9 +6,9 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.domain import SyncState
@@ -76,7 +76,8 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
         round_ids = {x.round_id for x in examples.values()}
         numbers = dict(session.execute(select(Round.id, Round.number).where(Round.id.in_(round_ids))).all())
         context_ids = {x.context_id for x in examples.values() if x.context_id}
-        hashes = dict(session.execute(select(Context.id, Context.content_hash).where(Context.id.in_(context_ids))).all())
+        hashes: dict[uuid.UUID | None, str] = dict(session.execute(
+            select(Context.id, Context.content_hash).where(Context.id.in_(context_ids))).all())
         authors = {x.author_id for x in examples.values()} | {v.validator_id for v in validations.values()}
         others = [p for p in session.scalars(select(Person).where(Person.id.in_(authors - {person_id})))]
 
@@ -120,7 +121,8 @@ def _queued_settings(session: Session, codes) -> dict[uuid.UUID, dict]:
 
 
 # The records that go through the outbox, by kind: each has a revision and a sync_state.
-SYNCED_TABLES = {"example": Example, "validation": Validation, "example_review": ExampleReview}
+SYNCED_TABLES: dict[str, type[Example] | type[Validation] | type[ExampleReview]] = {
+    "example": Example, "validation": Validation, "example_review": ExampleReview}
 
 
 @dataclass
@@ -197,24 +199,24 @@ def settle(db: Database, batch: Outgoing, results: Sequence[RecordResult], *,
                       "b_error": f"rejected: {reason}"})
         out.problems.append(f"{entry.kind} {entry.record_id}: rejected: {reason}")
 
-    entries = OutboxEntry.__table__
+    entries = cast(Table, OutboxEntry.__table__)
     with db.write() as session:
         if done_entries:
             # Only if it was not changed again meanwhile (a retraction raises the entry's revision).
             session.execute(entries.delete().where(entries.c.seq == bindparam("b_seq"),
                                                    entries.c.revision <= bindparam("b_rev")), done_entries)
         for kind, rows in done.items():
-            table = SYNCED_TABLES[kind].__table__
+            table = cast(Table, SYNCED_TABLES[kind].__table__)
             if rows:  # updated_at stays as it was: it is part of the record as the server stores it
                 session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.revision == bindparam("b_rev"))
                                 .values(sync_state=SyncState.SYNCED.value, updated_at=table.c.updated_at), rows)
         if judged:  # the server judges "fooled"; this desk shows its judgement
-            table = Example.__table__
+            table = cast(Table, Example.__table__)
             session.execute(table.update().where(table.c.id == bindparam("b_id"))
                             .values(model_fooled=bindparam("b_fooled"), updated_at=table.c.updated_at), judged)
         _settle_settings(session, arrived["task_setting"])
         if arrived["example_review"]:
-            table = ExampleReview.__table__
+            table = cast(Table, ExampleReview.__table__)
             session.execute(table.update().where(table.c.id == bindparam("b_id"), table.c.received_at.is_(None))
                             .values(received_at=bindparam("b_at"), updated_at=table.c.updated_at),
                             arrived["example_review"])
@@ -234,5 +236,6 @@ def _settle_settings(session: Session, arrived: list[dict]) -> None:
             setting = task_setting_in(session, code)
             if setting is not None and setting["id"] == str(item["b_id"]):
                 row = session.get(Meta, SETTING_KEY.format(code=code))
+                assert row is not None  # task_setting_in just read it
                 row.value = json.dumps({**setting, "sync_state": SyncState.SYNCED.value,
                                         "received_at": item["b_at"].isoformat()})

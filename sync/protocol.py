@@ -79,18 +79,16 @@ class Stamped(Strict):
 
 
 def _bounded(value: Any, info: ValidationInfo) -> Any:
+    assert info.field_name is not None  # always set for a field validator
     problem = free_form_problem(info.field_name, value)
     if problem:
         raise ValueError(problem)
     return value
 
 
-def bounded(kind: str):
+def bounded(kind: str) -> Any:
     """The validator that keeps a record kind's free-form fields within ``app.limits``."""
     return field_validator(*FREE_FORM_FIELDS[kind])(_bounded)
-
-
-# --- records --------------------------------------------------------------------------------
 
 
 class PersonRecord(Stamped):
@@ -253,10 +251,7 @@ AnyRecord = Annotated[
           ExampleReviewRecord, TaskSettingRecord],
     Field(discriminator="record"),
 ]
-RECORD_ADAPTER: TypeAdapter = TypeAdapter(AnyRecord)
-
-
-# --- requests and responses -------------------------------------------------------------------
+RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyRecord)
 
 
 class PushRequest(Strict):
@@ -374,9 +369,6 @@ class BlobStored(Strict):
     sha256: str
     size: int
     created: bool
-
-
-# --- helpers ---------------------------------------------------------------------------------
 
 
 def manifest_sha256(files: Iterable[tuple[str, str]]) -> str:

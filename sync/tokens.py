@@ -10,6 +10,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +18,7 @@ SERVICE = "dynadesk-sync"
 TOKEN_FILE = "sync-token.json"
 
 
-def _keyring():
+def _keyring() -> Any:
     """The keyring module when a real backend is available, else None."""
     try:
         import keyring
@@ -62,7 +63,7 @@ class TokenStore:
             try:
                 token = self._keyring.get_password(SERVICE, self._user(server_url))
                 if token:
-                    return token
+                    return str(token)
             except Exception as exc:  # a locked or failing keyring: fall back to the file
                 log.warning("the system keyring could not be read (%s); trying the token file", exc)
         return self._read_file().get(server_url.rstrip("/"))
@@ -88,8 +89,6 @@ class TokenStore:
             except Exception:
                 pass
         self._forget_in_file(server_url)
-
-    # --- the file --------------------------------------------------------------------------
 
     def _forget_in_file(self, server_url: str) -> None:
         tokens = self._read_file()

@@ -299,7 +299,7 @@ def tls_context(ca_file: str | Path | None) -> ssl.SSLContext | bool:
 
 def _certificate_problem(exc: BaseException) -> str | None:
     """A clear sentence when a connection failed because the server's certificate is not trusted."""
-    seen = exc
+    seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ssl.SSLCertVerificationError):
             reason = seen.verify_message or seen.reason or "not trusted"

@@ -16,10 +16,9 @@ Requests coalesce: each kind of request (load, predict, attribute) keeps only it
 request, and the worker takes that one when it is free, so while the annotator types only the
 latest text is computed. A result is delivered only if no newer request of its kind (and no
 newer model load) was made in the meantime, checked on the GUI thread at delivery time: a
-stale result is never shown. Batch predictions queue instead of coalescing, run a chunk at a
-time, let interactive requests go first between chunks, and can be cancelled. Jobs (an
-evaluation: a plain function taking a ``Progress``, which loads its own models) run on the same
-worker; whenever they report progress, pending interactive requests are served first.
+stale result is never shown. Jobs (an evaluation: a plain function taking a ``Progress``, which
+loads its own models) queue instead of coalescing and run on the same worker; whenever they
+report progress, pending interactive requests are served first. They can be cancelled.
 """
 
 from __future__ import annotations
@@ -69,15 +68,9 @@ class AttributionResult:
 
 
 @dataclass(frozen=True)
-class BatchResult:
-    request_id: int
-    predictions: tuple[EnsemblePrediction, ...]  # in the order of the inputs
-
-
-@dataclass(frozen=True)
 class InferenceFailure:
     request_id: int
-    operation: str  # "load", "predict", "attribute" or "batch"
+    operation: str  # "load", "predict", "attribute" or "job"
     message: str  # written for the user
     error: BaseException = field(repr=False)
 
@@ -96,21 +89,6 @@ class _Request:
 
 
 @dataclass
-class _BatchJob:
-    request_id: int
-    load_id: int
-    inputs: list
-    order: list[int]
-    batch_size: int
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    position: int = 0
-    results: dict = field(default_factory=dict)
-
-    def cancel(self) -> None:
-        self.cancelled.set()
-
-
-@dataclass
 class _Job:
     request_id: int
     fn: Callable[[Progress], Any]
@@ -121,30 +99,30 @@ class _Job:
 
 
 class _Mailbox:
-    """Newest request per interactive kind, and a queue of batch jobs; shared by both threads."""
+    """Newest request per interactive kind, and a queue of jobs; shared by both threads."""
 
     INTERACTIVE = ("load", "predict", "attribute")  # taken in this order
 
     def __init__(self):
         self._lock = threading.Lock()
         self._latest: dict[str, _Request] = {}
-        self._batches: deque[_BatchJob] = deque()
+        self._jobs: deque[_Job] = deque()
         self.closing = False
 
     def put(self, request: _Request) -> None:
         with self._lock:
             self._latest[request.kind] = request
 
-    def put_batch(self, job: _BatchJob) -> None:
+    def put_job(self, job: _Job) -> None:
         with self._lock:
-            self._batches.append(job)
+            self._jobs.append(job)
 
-    def take(self) -> _Request | _BatchJob | _Job | None:
+    def take(self) -> _Request | _Job | None:
         with self._lock:
             request = self._take_interactive()
             if request is not None:
                 return request
-            return self._batches[0] if self._batches else None
+            return self._jobs[0] if self._jobs else None
 
     def take_interactive(self) -> _Request | None:
         with self._lock:
@@ -156,14 +134,14 @@ class _Mailbox:
                 return self._latest.pop(kind)
         return None
 
-    def finish_batch(self, job: _BatchJob | _Job) -> None:
+    def finish_job(self, job: _Job) -> None:
         with self._lock:
-            if self._batches and self._batches[0] is job:
-                self._batches.popleft()
+            if self._jobs and self._jobs[0] is job:
+                self._jobs.popleft()
 
-    def batches(self) -> list[_BatchJob | _Job]:
+    def jobs(self) -> list[_Job]:
         with self._lock:
-            return list(self._batches)
+            return list(self._jobs)
 
 
 class _Worker(QObject):
@@ -172,12 +150,10 @@ class _Worker(QObject):
     loaded = Signal(object, object)  # _Request, LoadedModels
     predicted = Signal(object, object)  # _Request, PredictionResult
     attributed = Signal(object, object)  # _Request, AttributionResult
-    batch_progress = Signal(int, int, int)
-    batch_done = Signal(object)  # BatchResult
     job_done = Signal(int, object)  # request id, what the job returned
     job_progress_raw = Signal(int, int, int)
     job_message_raw = Signal(int, str)
-    failed = Signal(object, object)  # _Request | _BatchJob | _Job, InferenceFailure
+    failed = Signal(object, object)  # _Request | _Job, InferenceFailure
     closed = Signal()
 
     def __init__(self, mailbox: _Mailbox):
@@ -192,9 +168,7 @@ class _Worker(QObject):
             job = self._mailbox.take()
             if job is None:
                 return
-            if isinstance(job, _BatchJob):
-                self._batch_step(job)
-            elif isinstance(job, _Job):
+            if isinstance(job, _Job):
                 self._run_job(job)
             else:
                 getattr(self, f"_{job.kind}")(job)
@@ -250,36 +224,16 @@ class _Worker(QObject):
             return
         self.attributed.emit(request, AttributionResult(request.request_id, request.payload, attribution, index))
 
-    def _batch_step(self, job: _BatchJob) -> None:
-        if job.cancelled.is_set() or self._models is None:
-            self._mailbox.finish_batch(job)
-            error = Cancelled("Cancelled.") if job.cancelled.is_set() else RuntimeError("No model is loaded.")
-            self._fail(job, "batch", error)
-            return
-        chunk = job.order[job.position:job.position + job.batch_size]
-        try:
-            for i, prediction in zip(chunk, self._models.predict([job.inputs[i] for i in chunk])):
-                job.results[i] = prediction
-        except Exception as exc:
-            self._mailbox.finish_batch(job)
-            self._fail(job, "batch", exc)
-            return
-        job.position += len(chunk)
-        self.batch_progress.emit(job.request_id, job.position, len(job.inputs))
-        if job.position >= len(job.inputs):
-            self._mailbox.finish_batch(job)
-            self.batch_done.emit(BatchResult(job.request_id, tuple(job.results[i] for i in range(len(job.inputs)))))
-
     def _run_job(self, job: _Job) -> None:
         """Run a whole job here; its progress reports let waiting interactive requests in first."""
         try:
             job.progress.check()
             result = job.fn(job.progress)
         except BaseException as exc:  # reported to the GUI thread, which tells the user
-            self._mailbox.finish_batch(job)
+            self._mailbox.finish_job(job)
             self._fail(job, "job", exc)
             return
-        self._mailbox.finish_batch(job)
+        self._mailbox.finish_job(job)
         self.job_done.emit(job.request_id, result)
 
     def serve_interactive(self) -> None:
@@ -313,8 +267,6 @@ class InferenceService(QObject):
     prediction_ready = Signal(object)  # PredictionResult
     attribution_ready = Signal(object)  # AttributionResult
     failed = Signal(object)  # InferenceFailure
-    batch_progress = Signal(int, int, int)  # request id, done, total
-    batch_ready = Signal(object)  # BatchResult
     job_progress = Signal(int, int, int)  # request id, done, total
     job_message = Signal(int, str)  # request id, what the job is doing now
     job_done = Signal(int, object)  # request id, what the job returned
@@ -339,8 +291,6 @@ class InferenceService(QObject):
         self._worker.loaded.connect(self._on_loaded)
         self._worker.predicted.connect(self._on_predicted)
         self._worker.attributed.connect(self._on_attributed)
-        self._worker.batch_progress.connect(self.batch_progress)
-        self._worker.batch_done.connect(self.batch_ready)
         self._worker.job_done.connect(self.job_done)
         self._worker.job_progress_raw.connect(self.job_progress)
         self._worker.job_message_raw.connect(self.job_message)
@@ -367,23 +317,9 @@ class InferenceService(QObject):
         """Word attributions from one member model (``method``: auto, gradients or ablation)."""
         return self._post("attribute", inputs, target=target, method=method, model_index=model_index, **options)
 
-    def predict_batch(self, inputs: Sequence[ModelInput], *, batch_size: int = 32) -> int:
-        """Predictions for many inputs (evaluation), reported through batch_progress and batch_ready."""
-        request_id = next(self._ids)
-        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]) if isinstance(inputs[i], str)
-                       else sum(map(len, inputs[i])))
-        self._mailbox.put_batch(_BatchJob(request_id, self._latest.get("load", 0), list(inputs), order, batch_size))
-        self._wake.emit()
-        return request_id
-
-    def cancel_batch(self, request_id: int) -> None:
-        for job in self._mailbox.batches():
-            if job.request_id == request_id:
-                job.cancel()
-
     def run_job(self, fn: Callable[[Progress], Any]) -> int:
         """Run ``fn(progress)`` on the inference thread (an evaluation with its own models), after
-        the batches already queued. Reports come through job_progress, job_message and job_done;
+        the jobs already queued. Reports come through job_progress, job_message and job_done;
         a failure or a cancel (``cancel_job``) through ``failed`` with operation "job"."""
         request_id = next(self._ids)
         worker = self._worker
@@ -393,22 +329,21 @@ class InferenceService(QObject):
             worker.serve_interactive()
 
         progress = Progress(report, lambda text: worker.job_message_raw.emit(request_id, text))
-        self._mailbox.put_batch(_Job(request_id, fn, progress))
+        self._mailbox.put_job(_Job(request_id, fn, progress))
         self._wake.emit()
         return request_id
 
     def cancel_job(self, request_id: int) -> None:
-        self.cancel_batch(request_id)
-
-    def is_current(self, request_id: int, kind: str = "predict") -> bool:
-        return self._latest.get(kind) == request_id
+        for job in self._mailbox.jobs():
+            if job.request_id == request_id:
+                job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Stop the worker after the step it is in; models are released on their own thread."""
         if not self._thread.isRunning():
             return
         self._mailbox.closing = True
-        for job in self._mailbox.batches():
+        for job in self._mailbox.jobs():
             job.cancel()
         self._close.emit()
         if not self._thread.wait(timeout_ms):

@@ -427,7 +427,7 @@ class WorkspaceController(QObject):
                                                   loaded.devices, content, self._fooled(content)))
 
     def _inference_failed(self, failure: InferenceFailure) -> None:
-        if failure.cancelled or failure.operation in ("job", "batch"):  # evaluation work reports its own
+        if failure.cancelled or failure.operation == "job":  # evaluation work reports its own
             return
         if failure.operation == "load":
             if self.session.load_failed():  # the round changes all the same; its model's problem is shown

@@ -138,7 +138,7 @@ def _uuid(value: Any, what: str) -> uuid.UUID:
 
 
 def _stamp_fields(record: dict) -> dict:
-    out = {}
+    out: dict[str, Any] = {}
     for key in ("created_at", "updated_at"):
         if record.get(key):
             out[key] = _parse_time(record[key])
@@ -337,7 +337,7 @@ class RecordWriter:
 
     def finish(self) -> None:
         for example_id in self.touched:
-            example = self.session.get(Example, example_id)
+            example = self.session.get_one(Example, example_id)
             threshold = self.desk.tasks.agreement_threshold(example.task_id)
             self.session.refresh(example, ["validations"])
             summarise_on_desk(example, list(example.validations), threshold)

@@ -8,7 +8,7 @@ from itertools import repeat
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -19,10 +19,11 @@ from app.storage.db import Database
 STATUSES = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value, ExampleStatus.RETRACTED.value)
 RETRACTED = STATUSES.index(ExampleStatus.RETRACTED.value)
 DECIDED_CORRECT, DECIDED_INCORRECT, DECIDED_FLAGGED = 0, 1, 2
-VERDICT_CODES = {Verdict.CORRECT.value: DECIDED_CORRECT, Verdict.INCORRECT.value: DECIDED_INCORRECT,
-                 Verdict.FLAGGED.value: DECIDED_FLAGGED}
+VERDICT_CODES: dict[str | None, int] = {Verdict.CORRECT.value: DECIDED_CORRECT,
+                                        Verdict.INCORRECT.value: DECIDED_INCORRECT,
+                                        Verdict.FLAGGED.value: DECIDED_FLAGGED}
 STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
-DECIDED_CODES = {None: -1, **VERDICT_CODES}
+DECIDED_CODES: dict[str | None, int] = {None: -1, **VERDICT_CODES}
 JULIAN_UNIX_EPOCH = 2440587.5
 
 
@@ -84,7 +85,7 @@ class DashboardFilter:
 class _Table:
     """Parallel numpy columns with an id → row index, grown in place as rows arrive."""
 
-    def __init__(self, columns: dict[str, np.dtype]):
+    def __init__(self, columns: dict[str, type[np.generic]]):
         self.dtypes = columns
         self.columns = {name: np.zeros(0, dtype=dtype) for name, dtype in columns.items()}
         self.row_of: dict[str, int] = {}
@@ -175,7 +176,7 @@ class DashboardSnapshot:
         """
         # one read transaction: every query below sees the same state, so the counts can be trusted
         with self._lock, self.db.engine.connect() as connection, connection.begin():
-            raw = connection.connection.driver_connection  # plain tuples: 100k rows without Row objects
+            raw: Any = connection.connection.driver_connection  # plain tuples: 100k rows without Row objects
 
             def sql(query: str, params: tuple = ()) -> _Rows:
                 return _Rows(raw.execute(query, params))
@@ -227,8 +228,8 @@ class DashboardSnapshot:
                                "GROUP BY status").all())
             if any(counted.get(name, 0) != known[name] for name in ("retracted", "flagged")):
                 marked = {i for (i,) in sql("SELECT id FROM examples WHERE status IN ('retracted', 'flagged')")}
-                ids = self.examples.ids
-                known_marked = {ids[r] for r in np.nonzero(status != STATUSES.index(ExampleStatus.SUBMITTED.value))[0]}
+                example_ids = self.examples.ids
+                known_marked = {example_ids[r] for r in np.nonzero(status != STATUSES.index(ExampleStatus.SUBMITTED.value))[0]}
                 wanted |= (marked ^ known_marked) - seen
             for start in range(0, len(wanted), 500):
                 chunk = tuple(sorted(wanted))[start:start + 500]

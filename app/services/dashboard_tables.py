@@ -6,7 +6,7 @@ import csv
 import functools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -15,6 +15,9 @@ from app.services.dashboard_snapshot import (
     DECIDED_CODES, DECIDED_INCORRECT, STATUS_CODES, DashboardFilter, DashboardSnapshot,
 )
 from app.tasks import figures as rule
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @dataclass
@@ -253,7 +256,7 @@ EXPORT_EXTRA_COLUMNS = [
 ]
 
 
-def export_csv(rows: Sequence[Group], path, *, per_person: bool) -> "Path":
+def export_csv(rows: Sequence[Group], path, *, per_person: bool) -> Path:
     """Write the per-annotator table (``per_person``) or a breakdown as CSV: rates as fractions,
     times in seconds, empty cells where a figure is undefined."""
     from pathlib import Path

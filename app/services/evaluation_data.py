@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 from app.errors import DynadeskError, ImportProblem
 from app.io.rows import csv_table, json_lines, read_text
@@ -69,8 +69,8 @@ class Case:
 
     @classmethod
     def from_json(cls, data: dict) -> "Case":
-        return cls(**{k: data.get(k) for k in ("id", "text", "gold", "functionality", "target", "input")},
-                   extra=data.get("extra") or {})
+        fields: dict[str, Any] = {k: data.get(k) for k in ("id", "text", "gold", "functionality", "target", "input")}
+        return cls(**fields, extra=data.get("extra") or {})
 
 
 @dataclass
@@ -238,7 +238,7 @@ def read_labelled_file(path: str | Path, *, text_column: str | None = None, labe
     return EvalSet(key, f"{path.name} ({len(cases)} examples)", "dataset", cases, str(path))
 
 
-def round_sets(desk, task_code: str, rounds: str | Sequence[int] = "all", *,
+def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "all", *,
                include_unvalidated: bool = False) -> list[EvalSet]:
     """One set per round: the examples validated as correct or corrected (gold: the decided label).
 
@@ -335,7 +335,9 @@ def identity_swaps(set_key: str, cases: Sequence[Case], *, seed: int = 0, limit:
     variants = []
     for case in picked:
         group = by_id[case.id]
-        form_index, match = _group_form(case.text, group)
+        found = _group_form(case.text, group)
+        assert found is not None  # eligible cases name their group
+        form_index, match = found
         for other in others:
             if other == group:
                 continue

@@ -166,9 +166,10 @@ def utilities(figures: dict) -> dict[str, float | None]:
 
 
 def weighted_score(utility: dict[str, float | None], weights: dict[str, float]) -> dict:
-    used = {d: weights.get(d, 0.0) for d, u in utility.items() if u is not None and weights.get(d, 0.0) > 0}
+    known = {d: u for d, u in utility.items() if u is not None}
+    used = {d: weights.get(d, 0.0) for d in known if weights.get(d, 0.0) > 0}
     total = sum(used.values())
-    score = 100 * sum(utility[d] * w for d, w in used.items()) / total if total else None
+    score = 100 * sum(known[d] * w for d, w in used.items()) / total if total else None
     left_out = [d for d in DIMENSIONS if weights.get(d, 0.0) > 0 and utility.get(d) is None]
     return {"score": score, "weights": dict(weights), "utilities": utility, "left_out": left_out}
 

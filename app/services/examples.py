@@ -65,6 +65,7 @@ def check_content(definition: TaskDefinition, content: Content, *, require_metad
     if definition.is_extractive:
         if answer is None:
             raise InvalidExample("Select the answer in the passage.")
+        assert definition.answer is not None  # is_extractive
         passage = inputs[definition.answer.span_of]
         if not (0 <= answer.start < answer.end <= len(passage)) or passage[answer.start:answer.end] != answer.text:
             raise InvalidExample("The answer must be a span of the passage (its text and position must match).")
@@ -117,7 +118,7 @@ def written_text(definition: TaskDefinition, inputs: dict[str, str]) -> str:
 
 
 def facet_rows(definition: TaskDefinition, example_id: uuid.UUID, meta: dict[str, Any]) -> list[ExampleFacet]:
-    rows = []
+    rows: list[ExampleFacet] = []
     for spec in definition.metadata:
         if spec.kind == MetadataKind.TEXT or spec.name not in meta:
             continue
@@ -130,8 +131,6 @@ class ExampleService:
     def __init__(self, db: Database, tasks: TaskService):
         self.db = db
         self.tasks = tasks
-
-    # --- drafts --------------------------------------------------------------------------
 
     def start_draft(
         self,
@@ -257,8 +256,6 @@ class ExampleService:
         with self.db.write() as session:
             session.delete(self._draft(session, draft_id))
 
-    # --- submission ----------------------------------------------------------------------
-
     def submit(
         self,
         draft_id: uuid.UUID,
@@ -315,7 +312,7 @@ class ExampleService:
 
     def _finish(self, session: Session, example: Example, content: Content, outputs: Sequence[ModelOutput]) -> None:
         definition = self.tasks.definition(example.task_id)
-        round_ = session.get(Round, example.round_id)
+        round_ = session.get_one(Round, example.round_id)
         if round_.status != RoundStatus.OPEN:
             raise InvalidExample(f"Round {round_.number} is closed; examples can no longer be submitted to it.")
         checked = check_content(definition, content)
@@ -355,8 +352,6 @@ class ExampleService:
         session.execute(delete(ExampleFacet).where(ExampleFacet.example_id == example.id))
         session.add_all(facet_rows(definition, example.id, checked.meta))
         outbox.enqueue(session, example)  # same unit of work: submitted means queued for sync
-
-    # --- after submission ----------------------------------------------------------------
 
     def retract(self, example_id: uuid.UUID, person_id: uuid.UUID, reason: str | None = None) -> Example:
         return self._author_transition(example_id, person_id, ExampleStatus.RETRACTED, reason,
@@ -399,8 +394,6 @@ class ExampleService:
         with self.db.read() as session:
             return list(session.scalars(select(Example).where(Example.perturbation_of == example_id)
                                         .options(selectinload(Example.outputs))))
-
-    # --- helpers -------------------------------------------------------------------------
 
     @staticmethod
     def _draft_inputs(inputs: dict[str, str]) -> dict[str, str]:

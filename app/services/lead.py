@@ -145,9 +145,9 @@ class LeadReviewService:
 
     def history(self, example_id: uuid.UUID) -> list[ReviewRecord]:
         with self.db.read() as session:
-            rows = session.execute(
+            rows = list(session.execute(
                 select(ExampleReview, Person.display_name).join(Person, Person.id == ExampleReview.lead_id)
-                .where(ExampleReview.example_id == example_id)).all()
+                .where(ExampleReview.example_id == example_id)).all())
             rows.sort(key=lambda row: review_order(row[0]))  # the last is the one the example shows
             return [ReviewRecord(r.example_id, name, r.action, r.comment, r.created_at) for r, name in rows]
 

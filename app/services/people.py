@@ -45,12 +45,3 @@ class PeopleService:
     def by_name(self, display_name: str) -> Person | None:
         with self.db.read() as session:
             return session.scalar(select(Person).where(Person.display_name == display_name).limit(1))
-
-    def set_role(self, person_id: uuid.UUID, role: Role | str) -> Person:
-        with self.db.write() as session:
-            person = session.get(Person, person_id)
-            if person is None:
-                raise NotFound(f"There is no profile with id {person_id}.")
-            person.role = Role(role).value
-            person.bump()
-            return person

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
 
-from sqlalchemy import Select, and_, func, literal_column, or_, select, text
+from sqlalchemy import ColumnClause, ColumnElement, Select, and_, func, literal_column, or_, select, text
 from sqlalchemy.orm import aliased
 
 from app.domain import ExampleStatus, Verdict
@@ -68,7 +68,7 @@ class ExampleRow:
 
 # A validator who says "incorrect" or "flagged" disagrees with the author, whatever the others said.
 OBJECTING = (Verdict.INCORRECT.value, Verdict.FLAGGED.value)
-ROWID = literal_column("examples.rowid")
+ROWID: ColumnClause[int] = literal_column("examples.rowid")
 SORT_KEYS = {
     "submitted_at": Example.submitted_at,
     "text": Example.text,
@@ -89,7 +89,8 @@ SORT_KEYS = {
 
 def fts_terms(query: str) -> tuple[list[str], list[str]]:
     """Split a search box's text into FTS phrases and short substrings; quotes keep phrases whole."""
-    long_terms, short_terms = [], []
+    long_terms: list[str] = []
+    short_terms: list[str] = []
     for quoted, bare in _TERMS.findall(query):
         term = (quoted or bare).strip()
         if term:
@@ -107,7 +108,7 @@ class ReviewQueries:
 
     def _filtered(self, columns, flt: ExampleFilter) -> Select:
         query = select(*columns).select_from(Example)
-        conditions = [Example.status.in_(list(flt.statuses))]
+        conditions: list[ColumnElement[bool]] = [Example.status.in_(list(flt.statuses))]
         if flt.task_id is not None:
             conditions.append(Example.task_id == flt.task_id)
         if flt.round_ids:

@@ -104,8 +104,6 @@ class RoundService:
         # Per (round, person): contexts not yet served in the current pass of a random policy.
         self._bags: dict[tuple[uuid.UUID, uuid.UUID], list[uuid.UUID]] = {}
 
-    # --- reading --------------------------------------------------------------------------
-
     def settings(self, round_: Round) -> RoundSettings:
         return RoundSettings.model_validate(round_.settings or {})
 
@@ -118,7 +116,7 @@ class RoundService:
         round_ = self.tasks.round_by_id(round_id)
         task_code = self.tasks.task_code(round_.task_id)
         with self.db.read() as session:
-            contexts = session.scalar(select(func.count()).where(Context.round_id == round_.id))
+            contexts = session.scalar(select(func.count()).where(Context.round_id == round_.id)) or 0
             examples, fooled, _validated = session.execute(
                 select(*figures.sql_counts(Example.model_fooled, Example.decided_verdict))
                 .where(Example.round_id == round_.id, figures.sql_submitted(Example.status))
@@ -159,8 +157,6 @@ class RoundService:
             query = query.limit(limit)
         with self.db.read() as session:
             return [ContextStats(*row) for row in session.execute(query)]
-
-    # --- changing rounds (leads and owners) -------------------------------------------------
 
     def _require_lead(self, session, person_id: uuid.UUID) -> Person:
         person = session.get(Person, person_id)
@@ -293,15 +289,14 @@ class RoundService:
             raise NotFound(f"There is no round with id {round_id}.")
         return round_
 
-    # --- contexts ---------------------------------------------------------------------------
-
     def import_contexts(self, round_id: uuid.UUID, by: uuid.UUID, path: str | Path, *, format: str | None = None,
                         column: str | None = None, tag: str = "") -> ContextImportReport:
         """Contexts from a text file (one per line), a CSV column, or JSONL ({"text", "tag", ...} or strings)."""
         path = Path(path)
         format = format or {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}.get(path.suffix.lower(), "txt")
         rows = list(self._context_rows(path, format, column, tag))
-        report = ContextImportReport(problems=[])
+        skipped: list[ImportProblem] = []
+        report = ContextImportReport(problems=skipped)
         with self.db.write() as session:
             self._require_lead(session, by)
             self._round(session, round_id)
@@ -309,11 +304,11 @@ class RoundService:
             for line, text, row_tag, data in rows:
                 text = text.strip()
                 if not text or len(text) > MAX_CONTEXT_CHARS:
-                    report.problems.append(ImportProblem(line, "empty" if not text else f"longer than {MAX_CONTEXT_CHARS:,} characters"))
+                    skipped.append(ImportProblem(line, "empty" if not text else f"longer than {MAX_CONTEXT_CHARS:,} characters"))
                     continue
                 problems = record_problems("context", {"data": data})
                 if problems:  # no server would take the context when its round is published
-                    report.problems.append(ImportProblem(line, "; ".join(problems)))
+                    skipped.append(ImportProblem(line, "; ".join(problems)))
                     continue
                 digest = content_hash(text)
                 if digest in existing:
@@ -414,8 +409,6 @@ class RoundService:
         chosen = bag.pop()
         self._bags[key] = bag
         return chosen
-
-    # --- goal labels ------------------------------------------------------------------------
 
     def starting_label(self, round_id: uuid.UUID, person_id: uuid.UUID, *, previous: str | None = None,
                        after_submit: bool = False, rng: random.Random | None = None) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import select, text
 
@@ -86,6 +86,7 @@ class StatsService:
             rows = session.execute(select(Round.id, Task.name, Round.number).join(Task, Task.id == Round.task_id)
                                    .where(Round.id.in_(ids)))
             return {rid: f"{name} · round {number}" for rid, name, number in rows}
+        table: Any
         table, column = {"annotator": (Person, Person.display_name), "model": (ModelRecord, ModelRecord.name),
                          "task": (Task, Task.name)}[by]
         return dict(session.execute(select(table.id, column).where(table.id.in_(ids))).all())

@@ -80,9 +80,10 @@ def register_model(
                 f"{'an extractive-qa' if definition.is_extractive else 'a classification'} model."
             )
         runtime = engine.runtime
-        details = {key: runtime.metadata[key] for key in ("name", "base", "training", "metrics", "export")
-                   if key in runtime.metadata}
-        record_provenance = {
+        details: dict[str, Any] = {key: runtime.metadata[key]
+                                   for key in ("name", "base", "training", "metrics", "export")
+                                   if key in runtime.metadata}
+        record_provenance: dict[str, Any] = {
             **details,
             "runtime": {
                 "kind": engine.kind, "architecture": runtime.architecture, "max_length": engine.max_length,
@@ -157,6 +158,7 @@ def model_input(definition: TaskDefinition, inputs: Mapping[str, str]) -> ModelI
     """
     written = [inputs.get(f.name, "") for f in definition.inputs if f.kind == InputKind.WRITTEN]
     if definition.is_extractive:
+        assert definition.answer is not None  # is_extractive
         return (" ".join(written), inputs.get(definition.answer.span_of, ""))
     contexts = [inputs.get(f.name, "") for f in definition.inputs if f.kind == InputKind.CONTEXT]
     text = " ".join(written)
@@ -242,6 +244,7 @@ def ensure_default_model(desk, *, variant: str = "onnx", progress: Progress | No
         if variant == "torch":
             return torch_record
         flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
+        assert prepared.onnx_dir is not None  # prepared with_onnx
         onnx_sha = model_sha256(prepared.onnx_dir, format="onnx")
         onnx_record = find_by_sha(desk, onnx_sha) or _usable_twin(desk, ModelRecord(
             name=f"{DEFAULT_MODEL_NAME}, {flavour}", format=ModelFormat.ONNX.value, sha256=onnx_sha,

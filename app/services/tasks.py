@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import uuid
 
+from typing import Any
+
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
@@ -80,8 +82,6 @@ class TaskService:
                 if not session.scalar(select(Round.id).where(Round.task_id == task.id).limit(1)):
                     session.add(Round(task_id=task.id, number=1, description=f"{task.name}: round 1"))
 
-    # --- look-ups ------------------------------------------------------------------------
-
     def task(self, code: str) -> Task:
         with self.db.read() as session:
             task = session.scalar(select(Task).where(Task.code == code))
@@ -117,7 +117,7 @@ class TaskService:
         and the team's desks decide with it once it is synced."""
         definition = self.definition_by_code(task_code)
         now = utcnow().isoformat()
-        setting = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
+        setting: dict[str, Any] = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
                    "agreement_threshold": threshold, "lead": str(lead_id), "created_at": now, "updated_at": now,
                    "revision": 1, "received_at": None, "sync_state": SyncState.PENDING.value}
         with self.db.write() as session:

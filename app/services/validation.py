@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 import uuid
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from sqlalchemy import exists, func, or_, select, text
 from sqlalchemy.orm import Session, selectinload
@@ -27,7 +27,19 @@ def verdict_key(validation: Validation) -> tuple[str, str | None]:
     return validation.verdict, validation.corrected_label if validation.verdict == Verdict.INCORRECT else None
 
 
-def summarise(example: Example, validations: Sequence[Validation], threshold: int) -> None:
+class Summarised(Protocol):
+    """What ``summarise`` reads and writes: a desk example, a server example, or a row about to be inserted."""
+
+    true_label: str | None
+    validation_count: int
+    flag_count: int
+    disagreement_count: int
+    validation_state: str
+    decided_verdict: str | None
+    decided_label: str | None
+
+
+def summarise(example: Summarised, validations: Sequence[Validation], threshold: int) -> None:
     """Bring the example's validation summary in step with its verdicts."""
     peer = [v for v in validations if v.mode == ValidationMode.PEER]
     lead = [v for v in validations if v.mode == ValidationMode.LEAD]
@@ -135,8 +147,6 @@ class ValidationService:
         if verdict == Verdict.FLAGGED and not reason:
             raise ValidationRuleError("A flag needs a reason.")
 
-    # --- the queue -----------------------------------------------------------------------
-
     def queue_query(self, validator_id: uuid.UUID, *, task_id: uuid.UUID | None = None, round_id: uuid.UUID | None = None):
         """Examples this person may validate: model-fooling first, then the least validated,
         then the oldest. Runs off the partial index ``ix_examples_queue``."""
@@ -183,7 +193,7 @@ class ValidationService:
                 select(func.count()).select_from(Validation).join(Example, Example.id == Validation.example_id)
                 .where(Validation.validator_id == validator_id, Validation.mode == ValidationMode.PEER.value,
                        Example.author_id != validator_id, *conditions))
-            return undecided - own - done
+            return (undecided or 0) - (own or 0) - (done or 0)  # counts: never None
 
     def _rule_conditions(self, task_id: uuid.UUID | None, round_id: uuid.UUID | None) -> list:
         """The task rules and choices that narrow the queue (besides person and decision)."""

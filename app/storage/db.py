@@ -21,7 +21,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from alembic import command
 from alembic.config import Config
@@ -89,7 +89,9 @@ def alembic_config(connection=None, migrations: Path = MIGRATIONS_DIR) -> Config
 
 
 def head_revision(migrations: Path = MIGRATIONS_DIR) -> str:
-    return ScriptDirectory.from_config(alembic_config(migrations=migrations)).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config(migrations=migrations)).get_current_head()
+    assert head is not None  # the migrations folder always holds the initial schema
+    return head
 
 
 class Database:
@@ -122,8 +124,6 @@ class Database:
             self.engine.dispose()
             raise
 
-    # --- sessions -------------------------------------------------------------------------
-
     @contextmanager
     def read(self) -> Iterator[Session]:
         with self._readers() as session:
@@ -153,7 +153,7 @@ class Database:
         Returns whether statistics were gathered.
         """
         with self._write_lock, self.engine.connect() as connection:
-            rows = connection.exec_driver_sql("SELECT count(*) FROM examples").scalar()
+            rows = connection.exec_driver_sql("SELECT count(*) FROM examples").scalar_one()
             known = connection.exec_driver_sql("SELECT value FROM meta WHERE key = 'analyzed_rows'").scalar()
             if rows == 0 or (not force and known is not None and rows < int(known) * 1.25 + 1000):
                 return False
@@ -164,8 +164,6 @@ class Database:
             connection.exec_driver_sql("INSERT OR REPLACE INTO meta (key, value) VALUES ('analyzed_rows', ?)", (str(rows),))
             connection.commit()
             return True
-
-    # --- schema ---------------------------------------------------------------------------
 
     def _check_readable(self) -> None:
         try:
@@ -181,8 +179,6 @@ class Database:
             return
         raise DatabaseError(f"{self.path} cannot be opened as a Dynadesk database: {problem}. "
                             f"If it is damaged, restore a backup. {restore_advice(self.path)}")
-
-    # --- damage, read-only files and backups -------------------------------------------------
 
     def _explain_error(self, context) -> None:
         """SQLAlchemy's error hook: a damaged or read-only file becomes a message for the person at
@@ -312,7 +308,7 @@ class Database:
             with self.engine.connect() as connection:
                 # Table rebuilds during migrations need foreign keys off (a no-op inside a
                 # transaction, hence on the driver connection); they are checked afterwards.
-                driver = connection.connection.driver_connection
+                driver: Any = connection.connection.driver_connection  # a sqlite3 connection
                 driver.execute("PRAGMA foreign_keys = OFF")
                 with connection.begin():
                     command.upgrade(alembic_config(connection), revision)
@@ -349,9 +345,7 @@ class Database:
 
     def integrity_check(self) -> str:
         with self.engine.connect() as connection:
-            return connection.exec_driver_sql("PRAGMA integrity_check").scalar()
-
-    # --- database-wide values -------------------------------------------------------------
+            return connection.exec_driver_sql("PRAGMA integrity_check").scalar_one()
 
     def get_meta(self, key: str) -> str | None:
         with self.read() as session:

@@ -41,7 +41,7 @@ def enqueue_all(session: Session, records: Sequence[Example | Validation | Examp
                 sender: uuid.UUID | None = None) -> None:
     """:func:`enqueue` for many records at once, with one look-up for their entries (a lead
     accepting a whole round of someone's work writes thousands of reviews in one unit of work)."""
-    wanted = []
+    wanted: list[tuple[Example | Validation | ExampleReview, str, uuid.UUID]] = []
     for record in records:
         if record.sync_state != SyncState.PENDING.value:
             continue
@@ -106,7 +106,8 @@ def queue_local(session: Session, sender: uuid.UUID, *, source: str | None = Non
     return queued
 
 
-def _queue(session: Session, model, records: list, sender: uuid.UUID | None) -> int:
+def _queue(session: Session, model: type[Example] | type[Validation] | type[ExampleReview],
+           records: Sequence[Example | Validation | ExampleReview], sender: uuid.UUID | None) -> int:
     if not records:
         return 0
     # updated_at stays as it was: it is part of the record as the server will store it.

@@ -9,7 +9,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Iterator
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
@@ -172,7 +172,7 @@ def builtin_tasks_dir() -> Path:
     return resources.ROOT / "tasks"
 
 
-def _field_path(loc: tuple) -> str:
+def _field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "(top level)"
 
 
@@ -220,7 +220,7 @@ class TaskCatalog:
     def __getitem__(self, code: str) -> TaskDefinition:
         return self.tasks[code]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[TaskDefinition]:
         return iter(self.tasks.values())
 
     def __len__(self) -> int:

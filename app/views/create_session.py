@@ -39,7 +39,7 @@ class DraftRef:
     author_id: uuid.UUID
     context_id: uuid.UUID | None = None
     perturbation_of: uuid.UUID | None = None
-    origin: dict | None = None
+    origin: dict[str, Any] | None = None
     id: uuid.UUID | None = None
 
 
@@ -108,22 +108,22 @@ class CreateSession:
         self.task_asked: str | None = None  # the task chosen last (open, or being looked up)
         self.definition: TaskDefinition | None = None
         self.round: Any = None  # the open round written in (app.services round record)
-        self.records: list = []  # its target models, in load order
+        self.records: list[Any] = []  # its target models, in load order
         self.loaded: Any = None  # the loaded target (app.gui.inference.LoadedModels)
         self.draft: DraftRef | None = None
         self.original: Original | None = None
         self.last_prediction: Any = None  # the newest prediction shown (PredictionResult)
         self.last_outputs: list[ModelOutput] = []  # it, as the outputs an example stores
-        self.prediction_inputs: dict | None = None  # the inputs it is for
-        self._requested: tuple[int, dict] | None = None  # the newest prediction request: id and inputs
+        self.prediction_inputs: dict[str, str] | None = None  # the inputs it is for
+        self._requested: tuple[int, dict[str, str]] | None = None  # the newest prediction request: id and inputs
         self.pending_submit = False
         self.frozen_outputs: list[ModelOutput] | None = None
         self.pinned = False
         self.explaining_original = False  # the attribution awaited is the original's (of a perturbation)
         self.pending_round: Any = None  # a round noticed, waiting for its target to answer
-        self.pending_records: list = []
+        self.pending_records: list[Any] = []
         self.pending_load: int | None = None  # the load request of the pending round's target
-        self.offered: list = []  # drafts offered for restoring, newest first, as (draft, its round's number)
+        self.offered: list[Any] = []  # drafts offered for restoring, newest first, as (draft, its round's number)
         self.clock = WritingClock(idle_gap_s)
 
     # --- task and round -----------------------------------------------------------------------
@@ -132,7 +132,7 @@ class CreateSession:
         """The writer chose a task; it is open once ``open_task`` gets what was looked up for it."""
         self.task_asked = task_code
 
-    def open_task(self, task_code: str, definition: TaskDefinition, round_: Any, records: Sequence) -> None:
+    def open_task(self, task_code: str, definition: TaskDefinition, round_: Any, records: Sequence[Any]) -> None:
         """A task is opened (``round_`` None: it has no open round). Forgets everything of the
         previous task but the draft, which the caller saved before."""
         self.task_code = self.task_asked = task_code
@@ -142,7 +142,7 @@ class CreateSession:
         self.original = None
         self._forget_target()
 
-    def targets_changed(self, records: Sequence) -> None:
+    def targets_changed(self, records: Sequence[Any]) -> None:
         """The open round's target models changed (a lead attached one); load them next."""
         if self.round is None:
             raise TransitionError("no round is open")
@@ -172,7 +172,7 @@ class CreateSession:
         self.pending_submit = False
         return self.pending_round is not None
 
-    def round_noticed(self, current: Any, records: Sequence) -> RoundChange:
+    def round_noticed(self, current: Any, records: Sequence[Any]) -> RoundChange:
         """The task's open round as found after a sync or a lead's change (``current`` None: none is
         open), with its target models. Unless nothing changed, the old target judges nothing more."""
         if self.round is None:
@@ -230,7 +230,7 @@ class CreateSession:
         example; None: no draft)."""
         self.draft = draft
 
-    def drafts_offered(self, drafts: Sequence) -> None:
+    def drafts_offered(self, drafts: Sequence[Any]) -> None:
         self.offered = list(drafts)
 
     def take_offered(self) -> Any:

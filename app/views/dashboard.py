@@ -197,7 +197,7 @@ def cell(kind: str, value: object) -> Cell:
 
 def build_table(columns: Sequence[ColumnSpec], rows: Iterable[object | Mapping[str, object]]) -> Table:
     """Rows (objects with the columns' fields as attributes, or mappings) as formatted cells."""
-    def get(row, name):
+    def get(row: object, name: str) -> object:
         return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
 
     return Table(
@@ -234,7 +234,7 @@ def build_agreement(agreement: Agreement, names: Mapping[int, str], min_overlap:
     rows = [{"key": f"{p.rater_a}-{p.rater_b}", "a": names.get(p.rater_a, "?"), "b": names.get(p.rater_b, "?"),
              "items": p.items, "observed": p.observed, "kappa": p.kappa} for p in pairs]
 
-    def kappa(value):
+    def kappa(value: float | None) -> str:
         return MISSING if value is None else num(value, 2)
 
     return AgreementView(

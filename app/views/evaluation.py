@@ -40,7 +40,7 @@ def model_choice(members: Sequence[_Record], labels: Sequence[str], family: str,
     """One entry per model (``name``, or the ``family`` name its records share); a model held in several
     formats (``labels``: "ONNX int8", ...) lists them under it, the fastest (ONNX, int8 before fp32)
     ticked when ``checked``."""
-    def detail(record) -> str:
+    def detail(record: Any) -> str:
         return f"{record.name}: {record.format}, sha256 {record.sha256[:12]}…"
 
     if len(members) == 1:
@@ -160,12 +160,12 @@ class DetailsView:
     failing_table: Grid
 
 
-def set_label(eval_set: Mapping) -> str:
+def set_label(eval_set: Mapping[str, Any]) -> str:
     """A set's short name: "Round 2", "test_suite_cases_dev", "held-out.csv" (the count goes beside it)."""
-    return eval_set["name"].split(" (")[0]
+    return str(eval_set["name"]).split(" (")[0]
 
 
-def performance_note(sets: Sequence[Mapping], weighting: str) -> str:
+def performance_note(sets: Sequence[Mapping[str, Any]], weighting: str) -> str:
     """How Performance is weighted, with each set's size: a few round examples count as much as a suite."""
     sized = ", ".join(f"{set_label(s)} (n={len(s['cases']):,})" for s in sets)
     if len(sets) == 1:
@@ -183,7 +183,7 @@ def elide(name: str, width: int = 36) -> str:
     return name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width // 2):]
 
 
-def build_overview(doc: Mapping, dimensions: Sequence[str], weighting: str) -> OverviewView:
+def build_overview(doc: Mapping[str, Any], dimensions: Sequence[str], weighting: str) -> OverviewView:
     """The summary, matrix and choices of an evaluation document (``dimensions`` of the score,
     performance first; ``weighting``: how the sets' F1 make Performance)."""
     models = doc["models"]
@@ -243,7 +243,8 @@ def build_overview(doc: Mapping, dimensions: Sequence[str], weighting: str) -> O
 FAILING_HEADERS = ("Case", "Functionality", "Target", "Text", "Gold", "Predicted", "p")
 
 
-def build_details(doc: Mapping, model_key: str, set_key: str, failing: Sequence[Mapping]) -> DetailsView:
+def build_details(doc: Mapping[str, Any], model_key: str, set_key: str,
+                  failing: Sequence[Mapping[str, Any]]) -> DetailsView:
     """One model on one set; ``failing``: its failing cases (evaluation_scoring.failing_cases)."""
     f = doc["results"][model_key]["sets"][set_key]
     parts = [f"Accuracy <b>{pct(f['accuracy'])}</b>, macro-F1 <b>{num(f['macro_f1'])}</b> over {f['n']} cases."]

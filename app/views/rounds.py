@@ -125,7 +125,7 @@ class RoundChanges:
     context_policy: str
     context_tag: str | None
 
-    def settings(self) -> dict:
+    def settings(self) -> dict[str, object]:
         """The round settings' fields (for app.services.rounds.parse_settings)."""
         return {"label_start": self.label_start, "fixed_label": self.fixed_label,
                 "keep_label_after_submit": self.keep_label_after_submit, "context_policy": self.context_policy,

@@ -113,7 +113,7 @@ def backend_for(path: Path) -> type[Backend]:
     raise UnsupportedModel(f"{path} is not a model Dynadesk can run ({described}).")
 
 
-def read_json_file(path: Path, what: str) -> dict:
+def read_json_file(path: Path, what: str) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -123,7 +123,7 @@ def read_json_file(path: Path, what: str) -> dict:
     return data
 
 
-def labels_from_config(config: dict, count: int | None = None) -> list[str]:
+def labels_from_config(config: dict[str, Any], count: int | None = None) -> list[str]:
     """The class names of a Hugging Face config, by output index."""
     raw = config.get("id2label")
     if isinstance(raw, dict) and raw:

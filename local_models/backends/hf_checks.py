@@ -13,6 +13,7 @@ import json
 import math
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
 
 from local_models.errors import CorruptModel, UnsafeModelFile
 
@@ -33,12 +34,12 @@ _TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "text", "boo
 Shapes = dict[str, tuple[int, ...]]
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def check_config_fields(config: dict, config_file: Path) -> None:
+def check_config_fields(config: dict[str, Any], config_file: Path) -> None:
     """Sizes and counts must be whole numbers of at least 1 (``true`` and ``3.0`` are not)."""
     for name in SIZE_FIELDS:
         if name in config:
@@ -71,7 +72,7 @@ def weights_root(folder: Path) -> Path:
     return folder.parent.parent if folder.parent.name == "snapshots" else folder
 
 
-def indexed_weight_file(folder: Path, name, index_name: str) -> Path:
+def indexed_weight_file(folder: Path, name: object, index_name: str) -> Path:
     """A file named in a weight index, which must lie inside the model folder."""
     if not isinstance(name, str) or not name:
         raise CorruptModel(f"{folder / index_name} names a weight file {_shown(name)} that is not a file name.")
@@ -95,7 +96,7 @@ def check_inside(folder: Path, file: Path) -> None:
         )
 
 
-def check_config_fits_weights(config: dict, shapes: Shapes, weights: str, *, labelled: bool) -> None:
+def check_config_fits_weights(config: dict[str, Any], shapes: Shapes, weights: str, *, labelled: bool) -> None:
     """Hold the layer and label counts of config.json against the tensors in the weights.
 
     ``weights`` names the weights in messages ("model.safetensors"). Runs before transformers
@@ -132,7 +133,7 @@ def check_config_fits_weights(config: dict, shapes: Shapes, weights: str, *, lab
                            f"has that many rows.")
 
 
-def check_skeleton_fits(model_cls, folder: Path, shapes: Shapes) -> None:
+def check_skeleton_fits(model_cls: Any, folder: Path, shapes: Shapes) -> None:
     """Build the model on the meta device (shapes only, no memory) and compare every tensor the
     weights hold with the shape the config gives it."""
     import torch

@@ -12,7 +12,7 @@ import inspect
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,8 +40,11 @@ from local_models.errors import (
     UnsafeModelFile,
     UnsupportedModel,
 )
-from local_models.heads import head_for_architecture
+from local_models.heads import Head, head_for_architecture
 from local_models.tokenization import EncodedBatch, TextEncoder, tokenizer_files
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +154,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-def model_class(config: dict, folder: Path):
+def model_class(config: dict[str, Any], folder: Path) -> tuple[Any, type[Head], str]:
     architectures = config.get("architectures") or []
     if not architectures:
         raise UnsupportedModel(f"{folder}/config.json names no architecture, so Dynadesk cannot tell what the model does.")
@@ -174,9 +177,9 @@ def model_class(config: dict, folder: Path):
 class TorchRuntime(Runtime):
     module: Any = None
     takes_token_types: bool = True
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
-    def feeds(self, batch: EncodedBatch) -> dict:
+    def feeds(self, batch: EncodedBatch) -> dict[str, Any]:
         import torch
 
         device = self.module.device
@@ -195,7 +198,7 @@ class TorchRuntime(Runtime):
             out = self.module(**self.feeds(batch))
         return {name: getattr(out, name).float().cpu().numpy() for name in self.head_type.output_names}
 
-    def embedding_layer(self):
+    def embedding_layer(self) -> Any:
         return self.module.get_input_embeddings()
 
     def close(self) -> None:
@@ -305,7 +308,7 @@ class HFTorchBackend(Backend):
         )
 
 
-def _torch_device(device: str):
+def _torch_device(device: str) -> torch.device:
     import torch
 
     if device == "cpu":
@@ -319,7 +322,8 @@ def _torch_device(device: str):
     raise DeviceUnavailable(f"Unknown device '{device}'; use cpu or cuda.")
 
 
-def _max_length(config: dict, tokenizer_home: Path, explicit: int | None, metadata: dict) -> int:
+def _max_length(config: dict[str, Any], tokenizer_home: Path, explicit: int | None,
+                metadata: dict[str, Any]) -> int:
     positions = config.get("max_position_embeddings")
     limit = int(positions) if isinstance(positions, int) and positions > 0 else None
     if config.get("model_type") in ("roberta", "xlm-roberta", "camembert") and limit:

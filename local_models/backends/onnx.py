@@ -94,11 +94,12 @@ def _first_line(exc: BaseException) -> str:
 @dataclass
 class OnnxRuntime(Runtime):
     session: Any = None
-    input_types: dict | None = None
+    input_types: dict[str, Any] | None = None
 
     def run(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
         available = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
                      "token_type_ids": batch.token_type_ids}
+        assert self.input_types is not None, "set by load()"
         feeds = {name: available[name].astype(dtype, copy=False) for name, dtype in self.input_types.items()}
         names = list(self.head_type.output_names)
         values = self.session.run(names, feeds)
@@ -193,7 +194,7 @@ class OnnxBackend(Backend):
         )
 
 
-def _session(file: Path, device: str, num_threads: int | None):
+def _session(file: Path, device: str, num_threads: int | None) -> Any:
     import onnxruntime
 
     kind = device.split(":")[0]
@@ -212,7 +213,7 @@ def _session(file: Path, device: str, num_threads: int | None):
     if num_threads:
         options.intra_op_num_threads = int(num_threads)
     options.log_severity_level = 3
-    providers: list = ["CPUExecutionProvider"]
+    providers: list[Any] = ["CPUExecutionProvider"]
     if kind == "cuda":
         index = int(device.split(":")[1]) if ":" in device else 0
         providers = [(provider, {"device_id": index}), "CPUExecutionProvider"]
@@ -222,7 +223,7 @@ def _session(file: Path, device: str, num_threads: int | None):
         raise CorruptModel(f"onnxruntime cannot run {file} ({_first_line(exc)}).") from exc
 
 
-def _device_in_use(session, requested: str) -> str:
+def _device_in_use(session: Any, requested: str) -> str:
     """Read back the provider the session really uses; a silent fallback is an error."""
     in_use = session.get_providers()[0]
     kind = requested.split(":")[0]
@@ -237,12 +238,12 @@ def _device_in_use(session, requested: str) -> str:
     return "cpu"
 
 
-def _static_label_count(session) -> int | None:
+def _static_label_count(session: Any) -> int | None:
     shape = session.get_outputs()[0].shape
     return shape[-1] if shape and isinstance(shape[-1], int) else None
 
 
-def _config_beside(file: Path, tokenizer_home: Path) -> dict:
+def _config_beside(file: Path, tokenizer_home: Path) -> dict[str, Any]:
     for folder in (file.parent, tokenizer_home):
         if (folder / "config.json").is_file():
             config = read_json_file(folder / "config.json", "model configuration")
@@ -251,12 +252,12 @@ def _config_beside(file: Path, tokenizer_home: Path) -> dict:
     return {}
 
 
-def _config_length(config: dict) -> int | None:
+def _config_length(config: dict[str, Any]) -> int | None:
     value = config.get("max_position_embeddings")
     return min(int(value), 512) if isinstance(value, int) else None
 
 
-def _int_or_none(value) -> int | None:
+def _int_or_none(value: Any) -> int | None:
     try:
         return int(value) if value is not None else None
     except ValueError:

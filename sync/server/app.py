@@ -174,7 +174,8 @@ class Gate:
 def _record_errors(exc: RequestValidationError) -> tuple[str, list[RecordError]]:
     """Pydantic's errors grouped by record: which record, and what is wrong with it."""
     body = exc.body if isinstance(exc.body, dict) else {}
-    raw = body.get("records") if isinstance(body.get("records"), list) else []
+    records = body.get("records")
+    raw = records if isinstance(records, list) else []
     by_record: dict[int | None, list[str]] = {}
     for error in exc.errors():
         loc = list(error.get("loc", ()))

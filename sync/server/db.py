@@ -21,8 +21,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, select
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import create_engine
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -58,7 +58,7 @@ def database_url(value: str | Path) -> str:
     return text
 
 
-def alembic_config(connection=None) -> Config:
+def alembic_config(connection: Connection | None = None) -> Config:
     return storage_alembic_config(connection, MIGRATIONS_DIR)
 
 
@@ -96,8 +96,6 @@ class ServerDatabase:
         self._local_lock = threading.Lock() if self.dialect == "sqlite" else None
         self.races = 0  # transactions run again after losing a race (for tests and benchmarks)
 
-    # --- sessions -------------------------------------------------------------------------
-
     @contextmanager
     def read(self) -> Iterator[Session]:
         with self._readers() as session:
@@ -131,8 +129,6 @@ class ServerDatabase:
     def close(self) -> None:
         self.engine.dispose()
 
-    # --- schema ---------------------------------------------------------------------------
-
     def current_revision(self) -> str | None:
         with self.engine.connect() as connection:
             return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE}).get_current_revision()
@@ -164,6 +160,3 @@ class ServerDatabase:
     def describe(self) -> str:
         return make_url(self.url).render_as_string(hide_password=True)
 
-    def ping(self) -> None:
-        with self.read() as session:
-            session.execute(select(1))

@@ -18,6 +18,10 @@ import math
 import re
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 PERIODS = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0, "h": 3600.0, "hour": 3600.0}
 DEFAULT_PER_TOKEN = "1200/min"
@@ -61,7 +65,7 @@ class Rate:
 class Buckets:
     """Token buckets by key: each holds up to ``rate.requests`` and refills at the rate."""
 
-    def __init__(self, rate: Rate, clock=time.monotonic):
+    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic):
         self.rate = rate
         self.clock = clock
         self.capacity = float(rate.requests)
@@ -98,7 +102,7 @@ class Buckets:
 class RequestLimits:
     """ASGI middleware: requests under ``/v1`` over a limit get 429 with ``Retry-After`` (seconds)."""
 
-    def __init__(self, app, per_token: Rate, per_address: Rate):
+    def __init__(self, app: ASGIApp, per_token: Rate, per_address: Rate):
         from sync.protocol import API
 
         self.app = app
@@ -106,7 +110,7 @@ class RequestLimits:
         self.tokens = Buckets(per_token)
         self.addresses = Buckets(per_address)
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
             return await self.app(scope, receive, send)
         address = client_key((scope.get("client") or ("unknown", 0))[0])
@@ -137,7 +141,7 @@ def client_key(address: str) -> str:
     return str(ip)
 
 
-async def _too_many(scope, receive, send, wait: float) -> None:
+async def _too_many(scope: Scope, receive: Receive, send: Send, wait: float) -> None:
     from fastapi.responses import JSONResponse
 
     from sync.protocol import ErrorBody

@@ -1,4 +1,4 @@
-"""Bad desk files (issue 16, items 6 and 9): a database damaged mid-file, a read-only database
+"""Bad desk files: a database damaged mid-file, a read-only database
 file, a read-only data folder. Each gives one clear message, and a damaged file takes no writes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile import files (issue 16, items 7, 8 and one of 10): every bad row is "line N: what is
+"""Hostile import files: every bad row is "line N: what is
 wrong", never a Python exception, and --skip-bad-rows imports the rest; an id reused with other
 content is a conflict naming both lines; one bad task file does not stop the desk.
 
@@ -181,7 +181,7 @@ def test_one_bad_task_file_is_reported_and_the_rest_of_the_desk_works(capsys, tm
 
 def test_imported_author_names_keep_no_control_characters(capsys, tmp_path, data_dir):
     """Imported authors go out as person records when a data set is shared, and the server refuses
-    a name with control characters (issue 16, section 10): they are written as escapes on import."""
+    a name with control characters: they are written as escapes on import."""
     from app.desk import Desk
     from app.storage.models import Person
     from app.text import control_characters

@@ -137,41 +137,6 @@ def test_failures_arrive_as_signals_with_messages(qtbot, service, tiny_classifie
     assert failed.args[0].operation == "attribute" and "not a label" in failed.args[0].message
 
 
-def test_batches_report_progress_yield_to_typing_and_cancel(qtbot, service, tiny_classifier_dir):
-    load(qtbot, service, spec(tiny_classifier_dir))
-    texts = [f"text {i} " + "word " * (i % 5) for i in range(20)]
-    progress = []
-    service.batch_progress.connect(lambda rid, done, total: progress.append((done, total)))
-    with qtbot.waitSignal(service.batch_ready, timeout=SIGNAL_TIMEOUT) as done:
-        request_id = service.predict_batch(texts, batch_size=8)
-    result = done.args[0]
-    assert result.request_id == request_id and len(result.predictions) == 20
-    assert progress == [(8, 20), (16, 20), (20, 20)]
-    direct = service._worker._models.predict(texts)  # the worker is idle now; same answers in the same order
-    # batches of 8 and of 20 pad differently, which moves float sums in the last digits
-    for batched, alone in zip(result.predictions, direct):
-        assert batched.probabilities == pytest.approx(alone.probabilities, abs=1e-6)
-        assert batched.label == alone.label
-
-    gated = GatedSpec(spec(tiny_classifier_dir))
-    load(qtbot, service, gated)
-    events = []
-    service.prediction_ready.connect(lambda r: events.append(("prediction", r.inputs)))
-    service.batch_progress.connect(lambda rid, d, t: events.append(("batch", d)))
-    service.failed.connect(lambda f: events.append(("failed", f.operation, f.cancelled)))
-    first = service.predict_batch(texts, batch_size=8)
-    qtbot.waitUntil(lambda: len(gated.calls) == 1, timeout=SIGNAL_TIMEOUT)  # first chunk in progress
-    service.predict("typed while the batch runs")
-    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT):
-        gated.allow(2)  # the first chunk, then the typed text before the rest of the batch
-    qtbot.waitUntil(lambda: len(gated.calls) == 3, timeout=SIGNAL_TIMEOUT)  # second chunk in progress
-    service.cancel_batch(first)
-    gated.allow()
-    qtbot.waitUntil(lambda: ("failed", "batch", True) in events, timeout=SIGNAL_TIMEOUT)
-    assert events == [("batch", 8), ("prediction", "typed while the batch runs"), ("batch", 16),
-                      ("failed", "batch", True)]
-
-
 def test_shutdown_stops_the_worker_thread(qtbot, tiny_classifier_dir):
     service = InferenceService()
     load(qtbot, service, spec(tiny_classifier_dir))

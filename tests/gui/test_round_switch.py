@@ -1,4 +1,4 @@
-"""A new round reaching an open app (issue 15): the owner publishes round 2 with another target on a
+"""A new round reaching an open app: the owner publishes round 2 with another target on a
 real loopback server while Ann is filling in an example of round 1, and Ann presses Sync now.
 The Create tab switches to round 2 once its target answers, says so, and offers to move the unfinished example, which is predicted again by the new
 target and stored in round 2. Nothing is retyped."""

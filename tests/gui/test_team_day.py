@@ -1,4 +1,4 @@
-"""A team's day, scripted (issue 15): a real server on loopback with an owner, a lead and two
+"""A team's day, scripted: a real server on loopback with an owner, a lead and two
 annotators, set up in the order docs/sync.md gives. The owner's first sync publishes round 1 (no
 hidden step); Ann writes in the app, Bob and the lead work from the command line and their desks;
 a verdict and a return travel; the owner opens round 2 while Ann's app is open with a draft in

@@ -57,9 +57,6 @@ def wait_until(condition, *, timeout: float = 30.0, interval: float = 0.02, what
         time.sleep(interval)
 
 
-# --- databases ---------------------------------------------------------------------------------
-
-
 @contextmanager
 def postgres_schema(base_url: str) -> Iterator[str]:
     """A URL whose connections see only a fresh schema, dropped afterwards."""
@@ -81,9 +78,6 @@ def server_database(url: str) -> ServerDatabase:
     db = ServerDatabase(url)
     db.upgrade()
     return db
-
-
-# --- servers -----------------------------------------------------------------------------------------
 
 
 def _listening_socket() -> socket.socket:
@@ -184,9 +178,6 @@ class ProcessServer:
         self.sock.close()
 
 
-# --- people and published records -------------------------------------------------------------------
-
-
 @dataclass
 class Account:
     id: uuid.UUID
@@ -229,9 +220,6 @@ def publish_basics(url: str, owner: Account, tmp_root: Path, verify=True) -> Non
                           headers={"Authorization": f"Bearer {owner.token}"}, timeout=60, verify=verify)
     assert response.status_code == 200, response.text
     assert {r["status"] for r in response.json()["results"]} <= {"stored", "already_stored"}, response.text
-
-
-# --- desks with many pending examples -----------------------------------------------------------------
 
 
 def prepare_desk(path: Path, person: Account) -> Desk:
@@ -305,9 +293,6 @@ def copy_desk(template: Path, target: Path) -> Desk:
     return Desk(target)
 
 
-# --- comparing what each side holds -------------------------------------------------------------------
-
-
 def desk_records(desk: Desk, author_id: uuid.UUID | None = None) -> dict[str, dict]:
     """The desk's submitted examples (``author_id``'s, or all) in comparable wire form."""
     from sqlalchemy.orm import selectinload
@@ -355,9 +340,6 @@ def server_counts(db: ServerDatabase) -> dict[str, int]:
                                               .where(server_models.Change.kind == "example")),
             "people": session.scalar(select(func.count()).select_from(server_models.Person)),
         }
-
-
-# --- fault injectors ---------------------------------------------------------------------------------
 
 
 class CuttingProxy:

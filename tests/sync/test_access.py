@@ -1,4 +1,4 @@
-"""Access (issue #6): every request is authenticated (401 otherwise); each role is tried against
+"""Access: every request is authenticated (401 otherwise); each role is tried against
 each action it may not take and gets 403 with nothing stored; nobody writes as someone else;
 an annotator sees neither another team's data nor anyone's drafts."""
 

@@ -1,4 +1,4 @@
-"""Bad input (issue #6): malformed JSON, wrong types, a huge text, invalid UTF-8, unknown fields,
+"""Bad input: malformed JSON, wrong types, a huge text, invalid UTF-8, unknown fields,
 SQL-looking strings, NaN, a body over the limit. Each gets a 4xx with a reason; nothing is
 stored; the server stays up."""
 

@@ -110,8 +110,6 @@ def test_sync_without_a_server_says_how_to_set_one(tmp_path):
     assert "not set" in result.stdout and "Waiting:       0 record(s)" in result.stdout
 
 
-# --- in-process: what sync waits for, and configure as all or nothing ---------------------------
-
 sqlite_only = pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)
 
 

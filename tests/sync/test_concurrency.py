@@ -1,4 +1,4 @@
-"""Concurrency (issue #6): 20 desks, each pushing 500 records while all of them pull, against a
+"""Concurrency: 20 desks, each pushing 500 records while all of them pull, against a
 real server process (`serve run --workers 4` on PostgreSQL, as a team that outgrows one server
 process runs it; SQLite with one). Nothing is lost, the per-round
 totals are right, every desk ends with exactly its team's work, and texts written on several

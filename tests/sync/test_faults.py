@@ -1,4 +1,4 @@
-"""Fault injection (issue #6): 10,000 records pushed through a proxy that cuts connections, a
+"""Fault injection: 10,000 records pushed through a proxy that cuts connections, a
 server killed and restarted mid-push, injected 500/503 answers, and duplicated deliveries.
 Afterwards the server holds exactly the client's 10,000 records, none missing, none twice,
 every field equal. Runs on SQLite, and on PostgreSQL when DYNADESK_TEST_PG_URL is set; the cut

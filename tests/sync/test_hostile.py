@@ -1,4 +1,4 @@
-"""Hostile records (issue #16): a record nested deep enough to break JSON serialisers, and records
+"""Hostile records: a record nested deep enough to break JSON serialisers, and records
 large enough to blow up one pull page. No single record may stop anyone else's sync."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The server decides what counts (issue 16, section 3): "fooled" is judged on the server from the
+"""The server decides what counts: "fooled" is judged on the server from the
 stored outputs of the round's target models, the true label and the round's rule, with the one
 definition in ``app.tasks.fooling``; a client's ``model_fooled`` never reaches the figures that rate
 annotators. Each test runs on SQLite, and on PostgreSQL when DYNADESK_TEST_PG_URL is set."""

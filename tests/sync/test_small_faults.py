@@ -1,4 +1,4 @@
-"""The smaller faults of issue 16 (section 10), each as it was found: a cursor past 64 bits,
+"""Small faults, each as it was found: a cursor past 64 bits,
 another team's author named in the duplicates, times far in the future (and a forged review time
 winning on the desks), a perturbation of another team's example, control characters in names,
 a suggestion of a command that does not exist, and empty folders left by a failed upload.

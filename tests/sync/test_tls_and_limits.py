@@ -1,4 +1,4 @@
-"""TLS and request limits (issue 16, item 4): `serve run --certfile/--keyfile` serves HTTPS that a
+"""TLS and request limits: `serve run --certfile/--keyfile` serves HTTPS that a
 desk trusting the team's own certificate authority syncs with; `sync configure` refuses to send
 a token over plain http:// to another machine; a server answers 429 with Retry-After past its
 per-token and per-address limits, and the client waits it out without counting a failure."""
@@ -87,9 +87,6 @@ def make_certificates(folder):
     return paths
 
 
-# --- TLS ---------------------------------------------------------------------------------------------
-
-
 def test_serve_run_with_tls_and_a_desk_that_trusts_the_teams_authority(tmp_path, dynadesk):
     ca, certificate, key = make_certificates(tmp_path)
     database = tmp_path / "server" / "server.sqlite"
@@ -172,9 +169,6 @@ def test_configure_refuses_plain_http_to_another_machine_unless_told_insecure(tm
                               "--no-test", data_dir=desk_dir)
     assert code == 0, err
     assert json.loads(settings.read_text())["server_url"] == "http://sync.example.org:8765"
-
-
-# --- request limits -------------------------------------------------------------------------------------
 
 
 def test_rates_and_buckets():

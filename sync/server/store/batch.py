@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
+from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -98,10 +99,10 @@ class Batch:
         return record_changes(self.session, self.changes, self.updated)
 
 
-_TIME_FIELDS: dict[type, tuple[str, ...]] = {}
+_TIME_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {}
 
 
-def _time_fields(kind: type) -> tuple[str, ...]:
+def _time_fields(kind: type[BaseModel]) -> tuple[str, ...]:
     """The fields of a record kind that hold a time the sender chose (created_at, submitted_at, ...)."""
     if kind not in _TIME_FIELDS:
         _TIME_FIELDS[kind] = tuple(name for name, f in kind.model_fields.items()

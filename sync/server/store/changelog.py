@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import bindparam, delete, insert, update
+from typing import Collection, cast
+
+from sqlalchemy import Table, bindparam, delete, insert, update
 from sqlalchemy.orm import Session
 
 from sync.server.models import CHANGE_SEQ, Change, Counter, Quarantined
@@ -20,14 +22,14 @@ def take_numbers(session: Session, n: int) -> list[int]:
 
 
 def write_changes(session: Session, changes: list[tuple[uuid.UUID, str, str | None, uuid.UUID | None]],
-                   seqs: list[int], updated: set[uuid.UUID]) -> None:
+                   seqs: list[int], updated: Collection[uuid.UUID]) -> None:
     fresh = [{"record_id": rid, "kind": kind, "seq": seq, "team": team, "owner_id": owner}
              for (rid, kind, team, owner), seq in zip(changes, seqs) if rid not in updated]
     if fresh:
         session.execute(insert(Change), fresh)
     moved = [{"b_id": rid, "b_seq": seq} for (rid, *_), seq in zip(changes, seqs) if rid in updated]
     if moved:
-        table = Change.__table__
+        table = cast(Table, Change.__table__)
         session.execute(table.update().where(table.c.record_id == bindparam("b_id")).values(seq=bindparam("b_seq")),
                         moved)
         # A changed record gets another chance in the feed (a round published again with fixed settings).
@@ -36,7 +38,7 @@ def write_changes(session: Session, changes: list[tuple[uuid.UUID, str, str | No
 
 
 def record_changes(session: Session, changes: list[tuple[uuid.UUID, str, str | None, uuid.UUID | None]],
-                    updated: set[uuid.UUID] = frozenset()) -> list[int]:
+                    updated: Collection[uuid.UUID] = frozenset()) -> list[int]:
     """Give each change the next number (in order) and point its record's change row at it.
     Must be the last thing a write does."""
     seqs = take_numbers(session, len(changes))

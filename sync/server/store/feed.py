@@ -69,7 +69,7 @@ def changes(db: ServerDatabase, me: Person, since: int, limit: int,
         rows = rows[:_fitting(session, rows, max_bytes)]
         cursor = rows[-1].seq if rows else since
         remaining = session.scalar(select(func.count()).select_from(Change)
-                                   .where(Change.seq > cursor, _visible(me), _not_quarantined()))
+                                   .where(Change.seq > cursor, _visible(me), _not_quarantined())) or 0
         ids: dict[str, list[uuid.UUID]] = defaultdict(list)
         for record_id, kind, _seq in rows:
             ids[kind].append(record_id)
@@ -99,7 +99,7 @@ HEAVY_COLUMNS = {"example": ("inputs", "meta", "origin", "edit_ops", "outputs", 
 
 def _weight(session: Session, kind: str) -> Any:
     model = KIND_MODELS[kind]
-    total = RECORD_OVERHEAD
+    total: Any = RECORD_OVERHEAD  # a SQL expression once a column is added
     for name in HEAVY_COLUMNS[kind]:
         text = cast(getattr(model, name), Text)
         size = func.octet_length(text) if session.get_bind().dialect.name == "postgresql" else \

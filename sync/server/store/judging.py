@@ -52,7 +52,7 @@ def judgement_note(e: Example | PendingRow, r: ExampleRecord) -> dict | None:
     return None if e.model_fooled is r.model_fooled else {"model_fooled": e.model_fooled}
 
 
-def verdict_problem(definition: TaskDefinition, example: Example, r: ValidationRecord) -> str | None:
+def verdict_problem(definition: TaskDefinition, example: Example | PendingRow, r: ValidationRecord) -> str | None:
     """The verdict rules of ``ValidationService`` that do not depend on what else arrived first."""
     if r.verdict == Verdict.INCORRECT:
         if not r.corrected_label:

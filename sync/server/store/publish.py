@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 from sqlalchemy import select
 
@@ -28,7 +28,7 @@ class _Publish(Batch):
         for i, r in sorted(self.in_time(records), key=lambda pair: KIND_ORDER[pair[1].record]):
             getattr(self, f"_{r.record}")(i, r)
         self.finish()
-        return self.results
+        return cast("list[RecordResult]", self.results)  # every record has its result by now
 
     def _bump(self, row, kind: str, i: int, r) -> None:
         row.revision += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from datetime import datetime
-from typing import Sequence
+from typing import Sequence, cast
 
 from sqlalchemy import insert, select
 
@@ -91,7 +91,7 @@ class _Push(Batch):
         for i, r in reviews:
             self._review(i, r)
         self.finish()
-        return self.results
+        return cast("list[RecordResult]", self.results)  # every record has its result by now
 
     def finish(self) -> list[int]:
         if self.forbidden:
@@ -115,7 +115,7 @@ class _Push(Batch):
         return seqs
 
     def _definition_of(self, task_id: uuid.UUID) -> TaskDefinition:
-        task = self.session.get(Task, task_id)
+        task = self.session.get_one(Task, task_id)
         return self.definition(task)
 
     def _threshold(self, team: str, task_id: uuid.UUID) -> int:
@@ -134,8 +134,8 @@ class _Push(Batch):
             return
         existing = self.session.get(TaskSetting, r.id)
         if existing is not None:
-            task = self.session.get(Task, existing.task_id)
-            server = task_setting_wire(existing, task.code).model_dump(mode="json", exclude={"received_at"})
+            code = self.session.get_one(Task, existing.task_id).code
+            server = task_setting_wire(existing, code).model_dump(mode="json", exclude={"received_at"})
             if server == r.model_dump(mode="json", exclude={"received_at"}):
                 return self.result(i, r, "already_stored", revision=existing.revision,
                                    server={"received_at": existing.received_at.isoformat()})
@@ -358,8 +358,8 @@ class _Push(Batch):
         return None
 
     def _server_form(self, e: Example) -> dict:
-        task = self.session.get(Task, e.task_id)
-        round_ = self.session.get(Round, e.round_id)
+        task = self.session.get_one(Task, e.task_id)
+        round_ = self.session.get_one(Round, e.round_id)
         context = self.session.get(Context, e.context_id) if e.context_id else None
         record = example_wire(e, task.code, round_.number, context.content_hash if context else None)
         return hide_foreign(record, other_teams(self.session, self.me, [e.duplicate_of])).model_dump(mode="json")

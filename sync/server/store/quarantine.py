@@ -50,7 +50,7 @@ def quarantined(db: ServerDatabase) -> list[QuarantineEntry]:
     """The records the change feed leaves out, oldest first, with who sent them and why."""
     with db.read() as session:
         rows = list(session.scalars(select(Quarantined).order_by(Quarantined.quarantined_at)))
-        names = dict(session.execute(select(Person.id, Person.display_name)
+        names: dict[uuid.UUID | None, str] = dict(session.execute(select(Person.id, Person.display_name)
                                      .where(Person.id.in_({r.owner_id for r in rows if r.owner_id}))).all())
     return [QuarantineEntry(r.record_id, r.kind, r.team, names.get(r.owner_id), r.reason, r.quarantined_at)
             for r in rows]

@@ -47,14 +47,14 @@ def chunks(items: list, size: int = 1000):
         yield items[start:start + size]
 
 
-def fetch(session: Session, model, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Any]:
+def fetch(session: Session, model: Any, ids: Iterable[uuid.UUID | None]) -> dict[Any, Any]:
     ids = list(dict.fromkeys(ids))
-    out = {}
+    out: dict[Any, Any] = {}
     for start in range(0, len(ids), 1000):
         out.update((row.id, row) for row in session.scalars(select(model).where(model.id.in_(ids[start:start + 1000]))))
     return out
 
 
-KIND_MODELS = {"person": Person, "task": Task, "model": ModelRecord, "round": Round, "context": Context,
+KIND_MODELS: dict[str, Any] = {"person": Person, "task": Task, "model": ModelRecord, "round": Round, "context": Context,
                "example": Example, "validation": Validation, "example_review": ExampleReview,
                "task_setting": TaskSetting}

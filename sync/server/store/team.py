@@ -13,7 +13,7 @@ from sync.server.models import Example, Person, Round, Task
 from sync.server.store.rules import LEADS, Forbidden, fetch
 
 
-def _team_scope(me: Person, team: str | None) -> str | None:
+def _team_scope(me: Person, team: str | None) -> str:
     if me.role not in LEADS:
         raise Forbidden("Only leads and owners read team figures.")
     if team is None:

@@ -70,7 +70,7 @@ def upgrade() -> None:
         task_id: _facet_fields(json.loads(definition) if isinstance(definition, str) else definition)
         for task_id, definition in connection.exec_driver_sql("SELECT id, definition FROM tasks")
     }
-    facets = []
+    facets: list[tuple[str, str, str]] = []
     for example_id, task_id, meta in connection.exec_driver_sql("SELECT id, task_id, meta FROM examples"):
         meta = json.loads(meta) if isinstance(meta, str) else (meta or {})
         for field in fields_by_task.get(task_id, []):

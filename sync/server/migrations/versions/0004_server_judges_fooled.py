@@ -1,4 +1,4 @@
-"""The server judges "fooled" itself (issue 16). Examples stored before kept their desk's claim;
+"""The server judges "fooled" itself. Examples stored before kept their desk's claim;
 judge them again as a push now does (``store.judge``: the outputs of the round's target models,
 the true label or answer, the round's rule), and send those that change to desks again. Examples of
 imported data sets' token-less authors keep their data set's flag, as at push.

@@ -1,5 +1,5 @@
 """A lead's agreement threshold for their team's examples of a task, pushed from their desk: the
-server and the team's desks decide examples with the latest one (issue 15).
+server and the team's desks decide examples with the latest one.
 
 Revision ID: 0005
 Revises: 0004
