@@ -45,8 +45,6 @@ def set_meta(session: Session, key: str, value: str) -> None:
         row.value = value
 
 
-# --- status --------------------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class WaitingReason:

@@ -27,8 +27,6 @@ class ModelFiles(Connection):
     """Model files of a desk's rounds: fetched from the server, uploaded when an owner publishes."""
 
 
-    # --- one model, one identity --------------------------------------------------------------------
-
     def unify_models(self, handle: SyncHandle, report: SyncReport) -> int:
         """Records of one model under two checksums (exports by older versions differed by the
         exporting desk's paths) become one: the checksum the server knows wins, and the desk's
@@ -57,8 +55,6 @@ class ModelFiles(Connection):
                         merged += 1
             log.info("%s: %d other checksum(s) of it now name %s…", keep.name, len(records) - 1, keep.sha256[:12])
         return merged
-
-    # --- model files ------------------------------------------------------------------------------
 
     def fetch_models(self, handle: SyncHandle, report: SyncReport) -> None:
         """Download the files of open rounds' target models that this desk does not have."""

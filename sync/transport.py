@@ -168,8 +168,6 @@ class Connection:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # --- requests with retries ---------------------------------------------------------------
-
     def _call(self, method: str, path: str, handle: SyncHandle, *, body: object = None, params: dict | None = None,
               content=None, headers: dict | None = None, report: SyncReport | None = None) -> httpx.Response:
         if body is not None:
@@ -238,8 +236,6 @@ class Connection:
         return me
 
 
-    # --- lead views --------------------------------------------------------------------------------
-
     def get_json(self, path: str, params: dict | None = None) -> dict:
         response = self._call("GET", f"{API}{path}", SyncHandle(), params=params)
         if response.status_code == 403:
@@ -247,8 +243,6 @@ class Connection:
         _expect(response, 200)
         return response.json()
 
-
-# --- helpers ------------------------------------------------------------------------------------
 
 
 def is_loopback(host: str) -> bool:

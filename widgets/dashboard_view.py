@@ -147,7 +147,6 @@ class DashboardView(QWidget):
         self._building = False
         self._sized = False
 
-        # --- filters -------------------------------------------------------------------------
         self.round_combo = QComboBox(objectName="dashboard-round")
         self.author_combo = QComboBox(objectName="dashboard-author")
         self.label_combo = QComboBox(objectName="dashboard-label")
@@ -176,7 +175,6 @@ class DashboardView(QWidget):
                                 ("Label", self.label_combo)]
         self._lay_out_filters()
 
-        # --- tables --------------------------------------------------------------------------
         self.annotator_model = FigureTableModel(self)
         self.annotator_table = _table(self.annotator_model, "dashboard-annotators")
         self.annotator_table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -217,7 +215,6 @@ class DashboardView(QWidget):
         tables.setStretchFactor(0, 5)
         tables.setStretchFactor(1, 2)
 
-        # --- charts --------------------------------------------------------------------------
         # MER and vMER side by side under one legend: in one plot the same person's two lines overlap.
         self.mer_chart = LineChart("MER (model-fooling ÷ submitted)", rate=True)
         self.vmer_chart = LineChart("vMER (validated fooling ÷ submitted)", rate=True)
@@ -272,8 +269,6 @@ class DashboardView(QWidget):
         layout.addWidget(self.threshold_warning)
         layout.addWidget(self.splitter, 1)
         self._build_export_menu()
-
-    # --- filters ---------------------------------------------------------------------------
 
     def _lay_out_filters(self) -> None:
         parts = self._filter_parts()
@@ -455,8 +450,6 @@ class DashboardView(QWidget):
             self.splitter.setSizes([int(height * 0.42), int(height * 0.58)])
         self.shown.emit()
 
-    # --- figures ---------------------------------------------------------------------------
-
     def show_loading(self) -> None:
         """The first build reads every example: say so until the figures come."""
         self.summary.setText("Loading the figures…")
@@ -519,8 +512,6 @@ class DashboardView(QWidget):
         self.agreement_label.setText("<br>".join(parts))
         self.pair_model.set_table(agreement.pairs)
         self.pair_table.resizeColumnsToContents()
-
-    # --- export ----------------------------------------------------------------------------
 
     def chart_names(self) -> tuple[str, ...]:
         return tuple(self.charts())

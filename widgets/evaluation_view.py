@@ -112,7 +112,6 @@ class EvaluationView(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("evaluation")
-        # --- what to evaluate ---
         self.models = QTreeWidget(objectName="models")  # a model held in several formats lists them under it
         self.models.setHeaderHidden(True)
         self.models.setIndentation(16)
@@ -163,7 +162,6 @@ class EvaluationView(QWidget):
         setup.setMinimumWidth(300)
         setup.setMaximumWidth(420)
 
-        # --- results ---
         self.warnings = QLabel(objectName="warnings", wordWrap=True)
         self.warnings.setTextFormat(Qt.TextFormat.PlainText)
         self.warnings.setStyleSheet("background:#fde2e1;border:2px solid #c62828;color:#7f1010;"
@@ -233,8 +231,6 @@ class EvaluationView(QWidget):
         self.failing_rows: tuple[FailingCase, ...] = ()
         self.set_running(False)
 
-    # --- building blocks -------------------------------------------------------------------
-
     def _file_row(self, edit: QLineEdit, text: str, title: str, filters: str) -> QHBoxLayout:
         row = QHBoxLayout()
         row.addWidget(edit, 1)
@@ -287,8 +283,6 @@ class EvaluationView(QWidget):
                     table.item(r, c).setToolTip(value.text)
         if stretch is not None and headers:
             header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
-
-    # --- input ---------------------------------------------------------------------------------
 
     def show_weights(self, weights: Sequence[Weight]) -> None:
         """A box per dimension of the score, at its default weight."""
@@ -368,8 +362,6 @@ class EvaluationView(QWidget):
             return
         self.run_requested.emit(settings)
 
-    # --- progress -------------------------------------------------------------------------------
-
     def set_running(self, running: bool) -> None:
         self.run_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
@@ -383,8 +375,6 @@ class EvaluationView(QWidget):
     def set_status(self, text: str, *, error: bool = False) -> None:
         self.status.setStyleSheet("color:#b3261e;" if error else "")
         self.status.setText(text)
-
-    # --- results ---------------------------------------------------------------------------------
 
     def set_report_ready(self, ready: bool) -> None:
         self.report_button.setEnabled(ready)

@@ -120,8 +120,6 @@ class ExampleEditor(QWidget):
         layout.addLayout(self.label_row)
         layout.addLayout(buttons)
 
-    # --- building from a task definition ----------------------------------------------------
-
     def configure(self, spec: EditorSpec) -> None:
         """Lay out the task's inputs and labels."""
         self.spec = spec
@@ -200,8 +198,6 @@ class ExampleEditor(QWidget):
                     return True
         return super().eventFilter(watched, event)
 
-    # --- the content ------------------------------------------------------------------------
-
     def current(self) -> EditorContent:
         return EditorContent(dict(self._texts), self._label, self._answer)
 
@@ -256,8 +252,6 @@ class ExampleEditor(QWidget):
             if not field.is_context:
                 self.fields[field.name].setFocus()
                 return
-
-    # --- internals --------------------------------------------------------------------------
 
     def _text_changed(self, name: str) -> None:
         if self._applying:

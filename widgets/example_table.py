@@ -71,8 +71,6 @@ class ExampleTableModel(QAbstractTableModel):
         self.sort_key = "submitted_at"
         self.descending = True
 
-    # --- feeding -------------------------------------------------------------------------
-
     def reset(self, total: int, first_page: list[ExampleRowView]) -> None:
         self.beginResetModel()
         self._rows = list(first_page)
@@ -99,8 +97,6 @@ class ExampleTableModel(QAbstractTableModel):
 
     def row_data(self, row: int) -> ExampleRowView | None:
         return self._rows[row] if 0 <= row < len(self._rows) else None
-
-    # --- Qt model ------------------------------------------------------------------------
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)

@@ -307,8 +307,6 @@ class ReviewView(QWidget):
         self.table.selectRow(row)
         self.table.setFocus()
 
-    # --- what the controller calls ---------------------------------------------------------------
-
     def show_choices(self, choices: ReviewChoicesView) -> None:
         self.filters.set_choices(choices)
         self.actions_panel.set_threshold(choices.threshold, choices.default_threshold)

@@ -165,8 +165,6 @@ class RoundDialog(QDialog):
         for widget in (self.save_button, self.models_button, self.close_button, self.next_button, self.import_row):
             widget.setVisible(self.editable)
 
-    # --- data in ---------------------------------------------------------------------------
-
     def set_rounds(self, rounds: tuple[RoundItem, ...], select_id=None) -> None:
         self.rounds.blockSignals(True)
         self.rounds.clear()
@@ -226,8 +224,6 @@ class RoundDialog(QDialog):
     def show_note(self, text: str) -> None:
         self.problem.setStyleSheet("color:#1e6b35")
         self.problem.setText(text)
-
-    # --- requests out ----------------------------------------------------------------------
 
     def checked_models(self) -> list:
         return [self.models.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.models.count())

@@ -203,8 +203,6 @@ class ValidateView(QWidget):
         self._revealed = False
         self.show_empty("Loading the queue…")
 
-    # --- what the controller calls -------------------------------------------------------
-
     def set_status(self, text: str) -> None:
         self.status.setText(text)
 
@@ -299,8 +297,6 @@ class ValidateView(QWidget):
     @property
     def output_visible(self) -> bool:
         return self.output.summary.isVisible()
-
-    # --- keys ------------------------------------------------------------------------------
 
     def keyPressEvent(self, event) -> None:
         key = event.key()

@@ -104,8 +104,6 @@ class VerdictForm(QFrame):
         self.locked = False  # e.g. lead actions for a profile that is not a lead
         self.set_labels([], None)
 
-    # --- set-up ------------------------------------------------------------------------
-
     def set_labels(self, labels: Sequence[str], author_label: str | None) -> None:
         """The task's labels (empty for extractive QA: a corrected answer is typed instead)."""
         self._labels, self._author_label = list(labels), author_label
@@ -133,8 +131,6 @@ class VerdictForm(QFrame):
         """Locked forms stay disabled whatever is loaded into them."""
         self.locked = locked
         self.setEnabled(not locked)
-
-    # --- choosing ------------------------------------------------------------------------
 
     def choose(self, *, verdict: Verdict | str) -> None:
         verdict = self.verdict = Verdict(verdict)
@@ -174,8 +170,6 @@ class VerdictForm(QFrame):
     def keyPressEvent(self, event) -> None:
         if not self.handle_key(event.key()):
             super().keyPressEvent(event)
-
-    # --- sending -------------------------------------------------------------------------
 
     def value(self) -> VerdictChoice:
         corrected = None

@@ -161,8 +161,6 @@ class WorkspaceView(QWidget):
         self.move_offer.primary.clicked.connect(self.move_requested)
         self.move_offer.secondary.clicked.connect(self.keep_requested)
 
-    # --- the task ---------------------------------------------------------------------------
-
     def show_task(self, task: TaskView) -> None:
         """Lay the page out for a task: its inputs, labels, metadata and guidelines; nothing shown
         of a previous task remains."""
@@ -194,8 +192,6 @@ class WorkspaceView(QWidget):
 
     def show_guidelines(self) -> None:
         self.side.setCurrentWidget(self.guidelines)
-
-    # --- the example ------------------------------------------------------------------------
 
     def content(self) -> EditorContent:
         return self.editor.current()
@@ -234,8 +230,6 @@ class WorkspaceView(QWidget):
     def set_status(self, text: str) -> None:
         self.status.setText(text)
 
-    # --- prediction, heatmap, perturbation ----------------------------------------------------
-
     def show_prediction(self, view: PredictionView) -> None:
         self.prediction.show_prediction(view)
 
@@ -270,8 +264,6 @@ class WorkspaceView(QWidget):
 
     def clear_pair(self) -> None:
         self.perturbation.clear()
-
-    # --- banners ----------------------------------------------------------------------------
 
     def show_message(self, html: str) -> None:
         self.message.show_message(html, "OK")

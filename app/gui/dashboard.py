@@ -67,8 +67,6 @@ class DashboardController(QObject):
         self.exported.connect(lambda files: self._tell(f"Exported {len(files)} more breakdown tables to "
                                                        f"{files[0].parent}" if files else ""))
 
-    # --- requests --------------------------------------------------------------------------
-
     @Slot()
     def refresh(self) -> None:
         """New data may be stored (a verdict, an example, an import): bring the figures up to date."""
@@ -177,8 +175,6 @@ class DashboardController(QObject):
 
     def _failed(self, error: BaseException) -> None:
         self.show_error(error)
-
-    # --- export ----------------------------------------------------------------------------
 
     def export_to(self, what: str, path: str | Path) -> list[Path]:
         """Write what is on screen: 'annotators' or 'breakdown' as CSV, a chart (its name) as

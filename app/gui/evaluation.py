@@ -78,8 +78,6 @@ class EvaluationController(QObject):
         inference.job_done.connect(self._done)
         inference.failed.connect(self._inference_failed)
 
-    # --- choices ----------------------------------------------------------------------------
-
     def refresh(self, task_code: str | None = None) -> None:
         """The models this task can be evaluated with: the default model, each round's targets, every runnable model."""
         self.task_code = task_code or self.task_code
@@ -112,8 +110,6 @@ class EvaluationController(QObject):
 
         # the newest request wins: a task changed twice shows the second task's models
         self.db.submit_latest("evaluation-models", collect, on_done=self.view.show_models, on_error=self._error)
-
-    # --- running ------------------------------------------------------------------------------
 
     def run(self, settings: EvaluationSettings) -> None:
         if self.job_id is not None:
@@ -214,8 +210,6 @@ class EvaluationController(QObject):
     def open_report(self) -> None:
         if self.out_dir is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.out_dir / "report.html")))
-
-    # --- showing ------------------------------------------------------------------------------
 
     def show(self, doc: dict) -> None:
         self.doc = doc

@@ -196,8 +196,6 @@ class MainWindow(QMainWindow):
         self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
         desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
 
-    # --- mounting the window's parts ----------------------------------------------------------
-
     def mount(self, page: Page) -> Page:
         """A part of the window: its tab (with its View-menu entry and shortcut), its menu entries and its
         status-bar widgets. ``page.shown`` runs when the tab comes into view and when the task changes while
@@ -232,8 +230,6 @@ class MainWindow(QMainWindow):
         self.workspace.save_draft()
         self.inference.shutdown()
 
-    # --- returned work: its author sees it in Create and the status bar -----------------------
-
     def revise_returned(self) -> None:
         """Create, starting from the selected returned example; once submitted, the original no longer
         counts as waiting for its author (LeadReviewService.returned_to)."""
@@ -251,8 +247,6 @@ class MainWindow(QMainWindow):
         """The Data tab with the profile's returned examples."""
         self.tabs.setCurrentWidget(self.data_page)
         self.filter_bar.show_returned()
-
-    # --- the pages' hooks ----------------------------------------------------------------------
 
     def _validate_shown(self) -> None:
         code = self.task_combo.currentData()
@@ -292,8 +286,6 @@ class MainWindow(QMainWindow):
             note=f"From the evaluation{' (' + where + ')' if where else ''}: the model said “{case.get('predicted')}”, "
                  f"the gold label is “{case.get('gold')}”. Edit it into a new example that fools the model.")
 
-    # --- first start, perturbation, retract and flag ------------------------------------------
-
     def prepare_first_start(self) -> None:
         """A fresh desk: prepare the bundled target model (see FirstStart.prepare)."""
         self.first_start.prepare()
@@ -318,8 +310,6 @@ class MainWindow(QMainWindow):
         call = examples.retract if kind == "retract" else examples.flag
         self.db.submit(lambda: call(row.id, person, reason), on_done=lambda _e: self.refresh(),
                        on_error=self.show_error)
-
-    # --- settings --------------------------------------------------------------------------
 
     def _restore_settings(self) -> None:
         settings = self.desk.settings
@@ -361,8 +351,6 @@ class MainWindow(QMainWindow):
         self.db.shutdown(wait=True)
         super().closeEvent(event)
 
-    # --- profile ---------------------------------------------------------------------------
-
     def _show_person(self, person=None) -> None:
         """The working profile in the toolbar (read on the worker unless given)."""
         if person is None:
@@ -394,8 +382,6 @@ class MainWindow(QMainWindow):
     def open_rounds(self) -> None:
         if self._task_code:
             self.rounds.open_dialog(self._task_code, self)
-
-    # --- tasks and the data browser ---------------------------------------------------------
 
     def _read_start(self):
         """On the worker: the profile, the tasks, and the task the window opens on with its rounds."""
@@ -500,8 +486,6 @@ class MainWindow(QMainWindow):
         row = self.table_model.row_data(current.row())
         self.browser.select(row.id if row else None)
 
-    # --- import and export -------------------------------------------------------------------
-
     def open_import(self) -> None:
         from app.io.importers import IMPORTERS
 
@@ -535,8 +519,6 @@ class MainWindow(QMainWindow):
         self.db.submit(lambda: export(desk, path, format_, task_code=task_code, keep_identities=keep_identities),
                        on_done=lambda report: QMessageBox.information(self, "Export finished", report.summary()),
                        on_error=self.show_error)
-
-    # --- messages -----------------------------------------------------------------------------
 
     def _make_room_for_message(self, message: str) -> None:
         """A status-bar message is shown whole: the model status beside it shortens while it is up

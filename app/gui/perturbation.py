@@ -99,8 +99,6 @@ class PairController:
                 attribution.units)
             self.show_pair()
 
-    # --- perturbations ----------------------------------------------------------------------
-
     def start_from_text(self, text: str, label: str | None = None, *, origin: dict | None = None,
                         note: str | None = None) -> None:
         """Open the editor on a text from elsewhere (a case the model failed in an evaluation), with

@@ -64,8 +64,6 @@ class ReviewController(QObject):
         view.accept_requested.connect(self._accept)
         view.threshold_requested.connect(self._set_threshold)
 
-    # --- filters and figures ------------------------------------------------------------------
-
     def set_task(self, task_code: str | None) -> None:
         if task_code is None:
             return
@@ -104,8 +102,6 @@ class ReviewController(QObject):
             return desk.lead.is_lead(person), desk.people.get(person).display_name
 
         self.db.submit(who, on_done=lambda r: self.view.set_lead(*r), on_error=self.show_error)
-
-    # --- the selected example -------------------------------------------------------------------
 
     def _show_detail(self, detail: ReviewItemView | None) -> None:
         self.detail = detail
@@ -163,8 +159,6 @@ class ReviewController(QObject):
 
         self.db.submit(store, on_done=done,
                        on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))
-
-    # --- the lead's actions -------------------------------------------------------------------------
 
     def _adjudicate(self, choice: VerdictChoice) -> None:
         view = self.view

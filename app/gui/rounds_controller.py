@@ -52,8 +52,6 @@ class RoundsController(QObject):
         dialog.open()
         return dialog
 
-    # --- loading -----------------------------------------------------------------------------
-
     def _load_rounds(self, select_id=None) -> None:
         code = self._task_code
         rounds = self.desk.tasks
@@ -79,8 +77,6 @@ class RoundsController(QObject):
                     self.dialog.show_note(message)
 
         self.worker.submit(load, on_done=show, on_error=self._failed)
-
-    # --- changes -----------------------------------------------------------------------------
 
     def _after_change(self, round_id, message: str):
         def done(_result) -> None:

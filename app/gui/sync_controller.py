@@ -61,8 +61,6 @@ class SyncController(QObject):
         self._lock = threading.Lock()
         self._stopped = False
 
-    # --- life ---------------------------------------------------------------------------------
-
     def start(self) -> None:
         self.poll.start()
         self.refresh()
@@ -87,8 +85,6 @@ class SyncController(QObject):
     @property
     def configured(self) -> bool:
         return bool(self.desk.settings.server_url)
-
-    # --- syncing ------------------------------------------------------------------------------
 
     def sync_now(self, asked: bool = True) -> None:
         """Sync now; ``asked``: a person asked (Sync now), so a sync that cannot start says why."""
@@ -152,8 +148,6 @@ class SyncController(QObject):
         if not self._stopped and self.configured:
             self.timer.start(int(seconds * 1000))
 
-    # --- status ---------------------------------------------------------------------------------
-
     def refresh(self) -> None:
         """Re-read the waiting count and last sync time (on the sync worker, never here)."""
         if self.running or self._stopped:
@@ -183,8 +177,6 @@ class SyncController(QObject):
             self.status_changed.emit(syncing_view(self._status))
         else:
             self.refresh()
-
-    # --- settings -------------------------------------------------------------------------------
 
     def configure(self, url: str, token: str, interval_s: int) -> None:
         """Save the server and interval (settings) and the token (keyring or private file); make the

@@ -64,8 +64,6 @@ class WorkspaceController(QObject):
         inference.attribution_ready.connect(self.pairs.attributed)
         inference.failed.connect(self._inference_failed)
 
-    # --- the session's state, read-only (tests and the window read these) --------------------
-
     task_code = property(lambda self: self.session.task_asked)  # the task chosen, open or being opened
     definition = property(lambda self: self.session.definition)
     round = property(lambda self: self.session.round)
@@ -80,8 +78,6 @@ class WorkspaceController(QObject):
 
     def _current_prediction_matches(self) -> bool:
         return self.session.matches(self.view.content().inputs)
-
-    # --- task and round -------------------------------------------------------------------
 
     def set_task(self, task_code: str) -> None:
         """Open a task: its definition, open round, target models and starting label are looked
@@ -194,8 +190,6 @@ class WorkspaceController(QObject):
         self.view.set_locked(False)
         self.view.focus_editor()
 
-    # --- a new example ----------------------------------------------------------------------
-
     def _new_example(self, *, after_submit: bool, previous_label: str | None = None, label=_UNKNOWN) -> None:
         """A fresh example in the open round, on screen at once. Its starting label, unless given
         (or the task has none), is looked up on the database worker and chosen when it arrives."""
@@ -263,8 +257,6 @@ class WorkspaceController(QObject):
             self.view.show_content(EditorContent({name: context.text}), record_undo=True)
 
         self.db.submit(lambda: rounds.next_context(round_id, person), on_done=show, on_error=self._show_error)
-
-    # --- drafts -----------------------------------------------------------------------------
 
     def _content_changed(self, content: EditorContent) -> None:
         session = self.session
@@ -358,8 +350,6 @@ class WorkspaceController(QObject):
         self.view.clear_pair()
         self._new_example(after_submit=True)
 
-    # --- live predictions -------------------------------------------------------------------
-
     def _text_edited(self) -> None:
         """Every keystroke asks for a prediction; the service keeps only the newest request."""
         session, view = self.session, self.view
@@ -440,8 +430,6 @@ class WorkspaceController(QObject):
             self.view.clear_prediction(f"No prediction: {failure.message}")
         self.session.prediction_failed()
 
-    # --- submitting -------------------------------------------------------------------------
-
     def submit(self) -> None:
         """Ctrl+Enter: check the example, freeze the outputs for exactly this text, ask for metadata."""
         session, view = self.session, self.view
@@ -510,8 +498,6 @@ class WorkspaceController(QObject):
             self.view.show_metadata_problem(str(error))
         else:
             self._show_error(error)
-
-    # --- messages ---------------------------------------------------------------------------
 
     def _problem(self, text: str) -> None:
         self.view.set_status(f"<span style='color:#b3261e'>{text}</span>")

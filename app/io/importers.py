@@ -84,8 +84,6 @@ class Importer:
     def store(self, session: Session, rows: list[tuple[int, Any]]) -> None:
         raise NotImplementedError
 
-    # --- shared helpers ------------------------------------------------------------------
-
     def csv_rows(self, required: set[str]) -> Iterator[tuple[int, dict[str, str] | ImportProblem]]:
         header, rows = csv_table(read_text(self.path))
         missing = required - set(header)
@@ -233,8 +231,6 @@ def repeated(first_seen: dict, key: str, line: int, row: dict, what: str) -> Imp
     return ImportProblem(line, f"{what} {key} is also on line {earlier}, with different content; keep one of the two")
 
 
-# --- HateCheck ---------------------------------------------------------------------------
-
 
 class HateCheckImporter(Importer):
     name = "hatecheck"
@@ -286,8 +282,6 @@ class HateCheckImporter(Importer):
         self.report.count("suite cases", len(rows))
 
 
-# --- ANLI -------------------------------------------------------------------------------
-
 
 class AnliImporter(Importer):
     name = "anli"
@@ -332,8 +326,6 @@ class AnliImporter(Importer):
                         "tags": row.get("tags", "")},
             )
 
-
-# --- Dynamically Generated Hate Speech Dataset -------------------------------------------------
 
 
 class DynaHateImporter(Importer):
@@ -423,8 +415,6 @@ class DynaHateImporter(Importer):
             example.edit_distance = distance
             self.report.count("perturbation links")
 
-
-# --- our own JSONL -------------------------------------------------------------------------
 
 
 class JsonlImporter(Importer):

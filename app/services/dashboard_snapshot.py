@@ -163,8 +163,6 @@ class DashboardSnapshot:
         self.names: dict[str, str] = {}  # person / model / round id (hex) -> display name
         self.round_numbers: dict[str, tuple[str, int]] = {}  # round id hex -> (task id hex, number)
 
-    # --- loading ----------------------------------------------------------------------------
-
     def refresh(self, *, thorough: bool = False, _retry: bool = True) -> int:
         """Bring the snapshot up to date; returns how many example and validation rows changed.
 
@@ -341,8 +339,6 @@ class DashboardSnapshot:
                 self._changed_rows = None
             else:
                 self._changed_rows.update(rows.tolist())
-
-    # --- figures ----------------------------------------------------------------------------
 
     def _code(self, codes: Codes, value) -> int:
         return codes.index.get(value.hex if isinstance(value, uuid.UUID) else value, -2)

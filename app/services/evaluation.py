@@ -67,8 +67,6 @@ class EvaluationOptions:
             raise EvaluationError("At least one weight must be above zero.")
 
 
-# --- keeping tests out of training -----------------------------------------------------------------
-
 
 def training_source(record: ModelRecord, records_by_id: dict[str, ModelRecord] | None = None) -> dict | None:
     """What the record says it was trained on (its own provenance, or its parent model's)."""
@@ -130,8 +128,6 @@ def unknown_training_note(model_name: str, file_name: str | None) -> str:
             "--training-data PATH to dynadesk eval (CSV or JSON lines; the text column is found by name: "
             f"{', '.join(TEXT_COLUMNS)}, or --training-text-column NAME).")
 
-
-# --- running ------------------------------------------------------------------------------------
 
 
 def derive_variants(sets: list[EvalSet], options: EvaluationOptions) -> list[Variant]:
@@ -227,8 +223,6 @@ def evaluate(choices: Sequence[ModelChoice], sets: Sequence[EvalSet], options: E
     return doc
 
 
-
-# --- files ----------------------------------------------------------------------------------------
 
 
 def write_json(doc: dict, path: str | Path) -> Path:

@@ -107,8 +107,6 @@ class Variant:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-# --- reading files -----------------------------------------------------------------------------
-
 
 def _read_text(path: Path, what: str) -> str:
     try:
@@ -286,8 +284,6 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
     return sets
 
 
-# --- derived cases -----------------------------------------------------------------------------
-
 
 def _case_rng(seed: int, *parts: str) -> random.Random:
     return random.Random("\x1f".join([str(seed), *parts]))
@@ -399,8 +395,6 @@ def spelling_perturbations(set_key: str, cases: Sequence[Case], *, seed: int = 0
                 variants.append(Variant(f"{kind}:{set_key}:{case.id}", set_key, case.id, kind, text))
     return variants
 
-
-# --- keeping tests out of training ---------------------------------------------------------------
 
 
 def normalised_text(text: str) -> str:

@@ -31,8 +31,6 @@ class ModelChoice:
             for r in self.records]}
 
 
-# --- choosing models --------------------------------------------------------------------------
-
 
 def resolve_models(desk, specs: Sequence[str], task_code: str | None = None) -> list[ModelChoice]:
     """``default`` (the bundled model), ``round:N`` (that round's target models), a model's name,

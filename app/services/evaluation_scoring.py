@@ -17,8 +17,6 @@ MEMORY_HALF_MB = 1024.0  # resident memory that scores 0.5 on memory
 MIN_GROUP_CASES = 10  # target groups with fewer cases are listed but left out of the gap
 
 
-# --- metrics ------------------------------------------------------------------------------------
-
 
 def accuracy(gold: Sequence[str], predicted: Sequence[str]) -> float | None:
     """scikit-learn's accuracy_score; None without cases."""

@@ -103,8 +103,6 @@ class Synced(Stamped):
         self.revision = (self.revision or 0) + 1
 
 
-# --- columns desks and the server define alike (sync.server.models uses these mixins too) -----------
-
 
 class PersonColumns:
     display_name: Mapped[str] = mapped_column(String(200))

@@ -57,8 +57,6 @@ def rates(part: Any, submitted: Any) -> Any:
         return np.where(submitted > 0, part / np.maximum(submitted, 1), np.nan)
 
 
-# --- the same rule as SQL, for GROUP BY queries on desk and server tables -----------------------
-
 
 def sql_submitted(status: Any) -> Any:
     """The WHERE clause of the examples that count (a SQLAlchemy expression over a status column)."""
@@ -95,8 +93,6 @@ def sqlite_counts(status: str, fooled: str, decided_verdict: str) -> tuple[str, 
             f"sum({fooled} IS 1 AND {decided_verdict} = '{VALIDATING_VERDICT.value}')",
             f"{status} IN ({counted})")
 
-
-# --- the same rule over numpy columns of small integer codes, for the dashboard ---------------
 
 
 def submitted_mask(status: Any, code_of: Mapping[str, int]) -> Any:

@@ -61,8 +61,6 @@ class DiffKind(StrEnum):
     INSERT = "insert"
 
 
-# --- the editor and the metadata form ----------------------------------------------------------
-
 @dataclass(frozen=True, slots=True)
 class InputFieldView:
     name: str
@@ -160,8 +158,6 @@ def task_view(definition: TaskDefinition) -> TaskView:
                     definition.guidelines or "_This task has no guidelines._")
 
 
-# --- the prediction panel ----------------------------------------------------------------------
-
 @dataclass(frozen=True, slots=True)
 class MemberView:
     """One model's (or the ensemble's) say: a label with its probabilities, or an answer (QA)."""
@@ -222,8 +218,6 @@ def prediction_view(definition: TaskDefinition, prediction: EnsemblePrediction, 
         latency_ms=prediction.latency_ms, device=", ".join(sorted(set(devices))),
         truncated=any(m.truncated for m in members), answer_f1=answer_f1)
 
-
-# --- the heatmap -------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class WordView:
@@ -291,8 +285,6 @@ def attribution_view(definition: TaskDefinition, attribution: Attribution, texts
         attribution.latency_ms, attribution.truncated, attribution.convergence_delta,
         attribution.scale, attribution.units)
 
-
-# --- the perturbation pair ---------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class DiffPiece:

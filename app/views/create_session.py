@@ -126,8 +126,6 @@ class CreateSession:
         self.offered: list[Any] = []  # drafts offered for restoring, newest first, as (draft, its round's number)
         self.clock = WritingClock(idle_gap_s)
 
-    # --- task and round -----------------------------------------------------------------------
-
     def task_chosen(self, task_code: str) -> None:
         """The writer chose a task; it is open once ``open_task`` gets what was looked up for it."""
         self.task_asked = task_code
@@ -197,8 +195,6 @@ class CreateSession:
         self.round, self.records = self.pending_round, self.pending_records
         self.pending_round, self.pending_records, self.pending_load = None, [], None
         return old
-
-    # --- the example on screen ---------------------------------------------------------------
 
     def new_example(self, author_id: uuid.UUID, *, after_submit: bool) -> DraftRef:
         """A fresh example in the open round; after a submit it keeps the context written against."""
@@ -274,8 +270,6 @@ class CreateSession:
         """Whether the heatmap follows the text."""
         self.pinned = pinned
 
-    # --- predictions --------------------------------------------------------------------------
-
     def can_predict(self) -> bool:
         return bool(self.records) and self.loaded is not None
 
@@ -317,8 +311,6 @@ class CreateSession:
             self.draft.round_number = number
         self.last_prediction, self.prediction_inputs, self.last_outputs = None, None, []
 
-    # --- submitting ---------------------------------------------------------------------------
-
     def submit_requested(self, inputs: Mapping[str, str]) -> Submit:
         """The writer asks to submit ``inputs`` (already checked for content): freeze the outputs
         for exactly this text, or say what it waits for."""
@@ -345,8 +337,6 @@ class CreateSession:
     def submitted(self) -> None:
         """The example was stored: the pair (if any) is done; a new example follows."""
         self.original = None
-
-    # --- internals ----------------------------------------------------------------------------
 
     def _forget_target(self) -> None:
         self.loaded = None

@@ -79,8 +79,6 @@ class Figures(Protocol):
     bin_seconds: float
 
 
-# --- the filter -------------------------------------------------------------------------------
-
 @dataclass(frozen=True, slots=True)
 class FilterValues:
     """What the filter row says: keys of a round and an author, a label, choice-metadata values,
@@ -141,8 +139,6 @@ def build_choices(rounds: Iterable[tuple[str, int]], people: Iterable[tuple[str,
         people=tuple(Choice(key, name) for key, name in sorted(people, key=lambda p: p[1].casefold())),
         labels=tuple(labels), facets=tuple(facet_choices))
 
-
-# --- tables -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class Column:
@@ -206,8 +202,6 @@ def build_table(columns: Sequence[ColumnSpec], rows: Iterable[object | Mapping[s
                    for row in rows))
 
 
-# --- agreement --------------------------------------------------------------------------------
-
 def interpretation(value: float | None) -> str:
     """Landis and Koch's (1977) words for a κ or α, as reviewers usually read them."""
     if value is None:
@@ -243,8 +237,6 @@ def build_agreement(agreement: Agreement, names: Mapping[int, str], min_overlap:
         interpretation=interpretation(agreement.krippendorff_alpha), min_overlap=min_overlap,
         pairs=build_table(PAIR_COLUMNS, rows))
 
-
-# --- charts and the whole page ----------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class Bar:

@@ -15,8 +15,6 @@ from app.formatting import MISSING, num, pct
 SMALL_SET = 30  # fewer cases than this: one case moves the set's F1 by several points
 
 
-# --- choosing and running ---------------------------------------------------------------------
-
 @dataclass(frozen=True, slots=True)
 class ModelChoice:
     """An entry of the model list: a model to tick, or (``formats``) one model held in several formats."""
@@ -83,8 +81,6 @@ class EvaluationSettings:
     def weight_map(self) -> dict[str, float]:
         return dict(self.weights)
 
-
-# --- results ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class GridCell:

@@ -33,8 +33,6 @@ def state_text(state: str | None) -> str:
     return (state or "").replace("_", " ")
 
 
-# --- a row of the example table ----------------------------------------------------------------
-
 
 @dataclass(frozen=True, slots=True)
 class ExampleRowView:
@@ -70,8 +68,6 @@ def row_view(row: ExampleRow) -> ExampleRowView:
         perturbation_of=row.perturbation_of,
     )
 
-
-# --- the read-only detail of one example ------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +162,6 @@ def data_detail(example: Example, definition: TaskDefinition, names: Mapping[uui
     )
 
 
-# --- the Data tab's filter -------------------------------------------------------------------
-
 
 @dataclass(frozen=True, slots=True)
 class DataFilterValues:
@@ -182,8 +176,6 @@ class DataFilterValues:
     validation_state: ValidationState | None = None
     status: ExampleStatus | None = None
 
-
-# --- what a verdict form emits ----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,8 +42,6 @@ from tests.conftest import hate_content, hate_output, shared_file
 HATECHECK = ("hatecheck", "test_suite_cases_dev.csv")
 
 
-# --- metrics ---------------------------------------------------------------------------------
-
 
 def test_accuracy_and_macro_f1_by_hand():
     gold = ["hate", "hate", "hate", "not hate", "not hate"]
@@ -101,8 +99,6 @@ def test_weighted_score_uses_only_measured_dimensions():
     with pytest.raises(EvaluationError, match="above zero"):
         EvaluationOptions(weights={d: 0 for d in ("performance", "throughput", "memory", "fairness", "robustness")})
 
-
-# --- suites and files ------------------------------------------------------------------------------
 
 
 def test_the_shared_hatecheck_file_reads_as_a_suite():
@@ -167,8 +163,6 @@ def test_labelled_files_csv_and_jsonl(tmp_path):
         read_labelled_file(broken)
 
 
-# --- derived cases -------------------------------------------------------------------------------
-
 
 def test_identity_swaps_replace_the_group_term_only():
     cases = [Case("1", "I hate women.", "hate", target="women"),
@@ -202,8 +196,6 @@ def test_spelling_perturbations_are_seeded_and_change_the_text():
     assert all(v.text != cases[int(v.case)].text for v in first)
     assert normalised_text("I&amp;you  ARE\tgreat!!") == normalised_text("i & you are great")
 
-
-# --- running models -------------------------------------------------------------------------------
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """What the server does with records: push, publish, pull, team figures. No HTTP here.
 
-Rules (issue #6):
+Rules:
 - Push is idempotent by record id and revision. The same revision with the same content is
   ``already_stored``; anything else that disagrees with what the server holds is a
   ``conflict``, reported with the server's version and never overwritten.

@@ -126,8 +126,6 @@ class _Push(Batch):
             self.thresholds[key] = chosen if chosen is not None else self._definition_of(task_id).agreement_threshold
         return self.thresholds[key]
 
-    # --- a lead's agreement threshold for the team ---------------------------------------------
-
     def _task_setting(self, i: int, r: TaskSettingRecord) -> None:
         lead = self._lead(i, r, "set how many matching verdicts decide an example")
         if lead is None:
@@ -170,8 +168,6 @@ class _Push(Batch):
             if (example.validation_state, example.decided_verdict, example.decided_label) != before:
                 self.examples.setdefault(example.id, example)
                 self.changed(example, "example", example.team, example.author_id, is_new=False)
-
-    # --- people (owners publishing an imported data set's pseudonymous authors) -----------
 
     def _person(self, i: int, r: PersonRecord) -> None:
         if self.me.role != Role.OWNER.value:
@@ -221,8 +217,6 @@ class _Push(Batch):
                 f"{lead.display_name} is an {lead.role} on this server: only team leads and owners {may}")))
             return None
         return lead
-
-    # --- examples -----------------------------------------------------------------------------
 
     def _example(self, i: int, r: ExampleRecord) -> None:
         author = self._author(i, r, r.author, "author", imported=r.source is not None)
@@ -399,8 +393,6 @@ class _Push(Batch):
         self.changed(e, "example", e.team, self.me.id, is_new=False)
         self.result(i, r, "stored", revision=e.revision)
 
-    # --- validations --------------------------------------------------------------------------
-
     def _validation(self, i: int, r: ValidationRecord):
         example = self.examples.get(r.example)
         imported = example is not None and example.source is not None
@@ -453,8 +445,6 @@ class _Push(Batch):
         self.result(i, r, "stored", revision=r.revision)
         return example
 
-    # --- lead reviews (accept / return) -------------------------------------------------------
-
     def _review(self, i: int, r: ExampleReviewRecord) -> None:
         lead = self._lead(i, r, "accept or return work")
         if lead is None:
@@ -486,8 +476,6 @@ class _Push(Batch):
         self.new_reviews[r.id] = row
         self.changed(row, "example_review", example.team, self.me.id, is_new=True)
         self.result(i, r, "stored", revision=r.revision)
-
-    # --- duplicates ---------------------------------------------------------------------------
 
     def _mark_duplicates(self) -> None:
         """Each new example whose text an earlier example of its round already has points at the
