@@ -16,12 +16,12 @@ from datetime import timedelta
 
 from sqlalchemy import insert, text
 
-from app.desk import Desk
-from app.domain import ModelOutput
-from app.services.dashboard import DashboardService
-from app.services.dashboard_snapshot import DashboardFilter
-from app.services.examples import Content
-from app.storage.models import Validation
+from app.core.desk import Desk
+from app.core.domain import ModelOutput
+from app.core.services.dashboard import DashboardService
+from app.core.services.dashboard_snapshot import DashboardFilter
+from app.core.services.examples import Content
+from app.core.storage.models import Validation
 from bench.bench_storage import fill
 from bench.common import BenchContext, Result, summarise, time_calls
 

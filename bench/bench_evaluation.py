@@ -28,7 +28,7 @@ SHARED = ROOT.parent / "shared" / "data" / "hatecheck" / "test_suite_cases_dev.c
 
 
 def hatecheck_size_suite(target: Path, size: int = SUITE_SIZE) -> Path:
-    from app.services.evaluation_data import perturb
+    from app.core.services.evaluation_data import perturb
 
     with open(SHARED, encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
@@ -58,9 +58,9 @@ def hatecheck_size_suite(target: Path, size: int = SUITE_SIZE) -> Path:
 
 def run(ctx: BenchContext) -> list[Result]:
     import resources
-    from app.services import evaluation as ev
-    from app.services.evaluation_models import ModelChoice
-    from app.services.evaluation_data import read_hatecheck_suite
+    from app.core.services import evaluation as ev
+    from app.core.services.evaluation_models import ModelChoice
+    from app.core.services.evaluation_data import read_hatecheck_suite
     from local_models.backends.hf_torch import quiet_transformers
     from local_models.batch_run import BatchRun
     from local_models.default_model import prepare_default_model

@@ -12,8 +12,8 @@ import time
 
 from sqlalchemy import text
 
-from app.desk import Desk
-from app.services.review import ExampleFilter
+from app.core.desk import Desk
+from app.core.services.review import ExampleFilter
 from bench.bench_storage import fill
 from bench.common import BenchContext, Result, summarise, time_calls
 

@@ -10,11 +10,11 @@ from datetime import timedelta
 
 from sqlalchemy import insert
 
-from app.desk import Desk
-from app.domain import ModelOutput, utcnow
-from app.services.examples import Content
-from app.services.review import ExampleFilter
-from app.storage.models import Example, ExampleFacet, ModelOutputRow
+from app.core.desk import Desk
+from app.core.domain import ModelOutput, utcnow
+from app.core.services.examples import Content
+from app.core.services.review import ExampleFilter
+from app.core.storage.models import Example, ExampleFacet, ModelOutputRow
 from bench.common import BenchContext, Result, summarise, time_calls
 
 BUDGET_MS = 100

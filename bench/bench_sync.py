@@ -250,7 +250,7 @@ def concurrency_large(ctx: BenchContext, kind: str, desks: int, per_desk: int, t
             pulled = 0
             from sqlalchemy import func, select
 
-            from app.storage.models import Example
+            from app.core.storage.models import Example
 
             for desk, person in zip(opened, people):
                 with desk.db.read() as session:
@@ -274,7 +274,7 @@ def pull_memory(ctx: BenchContext, n: int) -> list[Result]:
     for ``/v1/changes``, with pages capped by bytes and, for reference, capped only by records (as before)."""
     import tracemalloc
 
-    from app.limits import MAX_FIELD_BYTES
+    from app.core.limits import MAX_FIELD_BYTES
     from sync.protocol import MAX_PULL_BYTES, PublishRequest, PushRequest
     from sync.server import store
     from tests.sync.helpers import basics_records

@@ -30,7 +30,7 @@ import json, sys, time
 started = float(sys.argv[1])
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
-from app.desk import Desk
+from app.core.desk import Desk
 from app.gui.main_window import MainWindow
 desk = Desk(sys.argv[2])
 window = MainWindow(desk)
@@ -49,8 +49,8 @@ print(json.dumps({"window_s": shown - started, "model_s": loaded - started, "dev
 
 
 def _prepare_desk(ctx: BenchContext) -> Path:
-    from app.desk import Desk
-    from app.services.target_models import adopt_default_model
+    from app.core.desk import Desk
+    from app.core.services.target_models import adopt_default_model
 
     data = ctx.work_dir / "desk"
     with Desk(data) as desk:
@@ -81,7 +81,7 @@ def _keystrokes(data: Path, n: int) -> tuple[list[float], str]:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from app.desk import Desk
+    from app.core.desk import Desk
     from app.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])

@@ -94,8 +94,8 @@ def hate_speech_team(desk, seed: int = 3):
 
     from sqlalchemy import text
 
-    from app.domain import ModelOutput
-    from app.services.examples import Content
+    from app.core.domain import ModelOutput
+    from app.core.services.examples import Content
     from tests.simulation import SimulatedTeam
 
     rng = random.Random(seed)

@@ -39,7 +39,7 @@ ROUND_2 = [
 
 
 def add_round(desk, lead, author, rows, number):
-    from app.services.examples import Content
+    from app.core.services.examples import Content
 
     for text, label, target in rows:
         meta = {"label_explanation": "Written for the screenshots."}
@@ -52,9 +52,9 @@ def add_round(desk, lead, author, rows, number):
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app import paths
-    from app.desk import Desk
-    from app.services.target_models import adopt_default_model, ensure_default_model
+    from app.core import paths
+    from app.core.desk import Desk
+    from app.core.services.target_models import adopt_default_model, ensure_default_model
 
     with tempfile.TemporaryDirectory() as scratch:
         if len(sys.argv) > 1:

@@ -15,7 +15,7 @@ def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
     from PySide6.QtWidgets import QProgressBar
 
-    from app.io.importers import import_file
+    from app.core.io.importers import import_file
 
     with tempfile.TemporaryDirectory() as scratch:
         desk = lead_desk(scratch)

@@ -17,7 +17,7 @@ from screenshot_kit import anli_desk, application, show_window, snap, wait, wait
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     with tempfile.TemporaryDirectory() as scratch:
         desk, sim = anli_desk(scratch)
@@ -37,7 +37,7 @@ def main() -> None:
         # the lead returns two examples of one author; that author opens the app
         first = review.model.row_data(0)
         author_id = desk.examples.get(first.id).author_id
-        from app.services.review import ExampleFilter
+        from app.core.services.review import ExampleFilter
 
         theirs = [r.id for r in desk.review.rows(ExampleFilter(author_ids=[author_id]), limit=2)]
         desk.lead.return_examples(sim.lead.id, theirs, "Say which words of the context support the label.")

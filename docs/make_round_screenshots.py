@@ -28,9 +28,9 @@ def tiny_model(folder: Path, seed: int) -> Path:
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app.domain import utcnow
-    from app.io.records import dump_round
-    from app.services.target_models import register_model
+    from app.core.domain import utcnow
+    from app.core.io.records import dump_round
+    from app.core.services.target_models import register_model
     from sync.transport import SyncReport
     from sync.incoming import apply_page
 

@@ -14,7 +14,7 @@ from screenshot_kit import OUT, ROOT, application, lead_desk, show_window, wait,
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app.io.importers import import_file
+    from app.core.io.importers import import_file
 
     with tempfile.TemporaryDirectory() as scratch:
         desk = lead_desk(scratch)
@@ -44,7 +44,7 @@ def main() -> None:
 
 def workspace_screenshots(scratch: Path) -> None:
     """First start, live prediction, heatmap, metadata form and a perturbation, on the real default model."""
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     desk = Desk(scratch)
     window = show_window(desk, 1440, 860)

@@ -15,8 +15,8 @@ from screenshot_kit import OUT, ROOT, application, show_window, wait, wait_until
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app.desk import Desk
-    from app.io.importers import import_file
+    from app.core.desk import Desk
+    from app.core.io.importers import import_file
     from tests.conftest import hate_content, hate_output
     from tests.sync.helpers import ThreadServer, add_account, publish_basics, server_database
     from widgets.sync_dialog import SyncDialog

@@ -18,9 +18,9 @@ from screenshot_kit import OUT, ROOT, anli_desk, application, show_window, wait
 
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
-    from app.domain import ModelOutput
-    from app.services.examples import Content
-    from app.services.example_view import for_validation
+    from app.core.domain import ModelOutput
+    from app.core.services.examples import Content
+    from app.gui.example_fetch import for_validation
 
     with tempfile.TemporaryDirectory() as scratch:
         desk, sim = anli_desk(scratch)
@@ -67,7 +67,7 @@ def main() -> None:
         window.grab().save(str(OUT / "validate-perturbation-pair.png"))
 
         # hate speech (the project's DynaHate-layout fixture): the task's content warning on top
-        from app.io.importers import import_file
+        from app.core.io.importers import import_file
 
         import_file(desk, ROOT / "tests" / "fixtures" / "dynahate_sample.csv", "dynahate")
         window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))

@@ -40,7 +40,7 @@ def wait_until(condition, seconds: float = 120) -> None:
 
 def lead_desk(folder):
     """A desk in ``folder`` with Ada Lovelace, a team lead, as the current profile."""
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     desk = Desk(folder)
     desk.switch_person(desk.people.create("Ada Lovelace", "lead").id)
@@ -60,7 +60,7 @@ def show_window(desk, width: int, height: int):
 def anli_desk(folder, examples: int = 80):
     """A desk in ``folder`` with the ANLI round-1 development set, validated by four simulated people
     (tests/validation_sim.py); returns the desk and the simulation."""
-    from app.desk import Desk
+    from app.core.desk import Desk
     from tests.validation_sim import import_anli, simulate
 
     desk = Desk(folder)

@@ -88,7 +88,7 @@ def labelled_data(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str
                   label_column: str, *, label_map: Mapping[str, str] | None = None, unescape_html: bool = False,
                   drop_duplicates: bool = True) -> LabelledData:
     """Texts and integer labels from the rows of a labelled file (``columns``: its header), as
-    ``app.io.training.read_labelled_csv`` reads them; every problem is a ``TrainingFailed``."""
+    ``app.core.io.training.read_labelled_csv`` reads them; every problem is a ``TrainingFailed``."""
     path = Path(path)
     texts, raw_labels, skipped, seen = [], [], 0, set()
     duplicates = 0

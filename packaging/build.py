@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app import __version__  # noqa: E402
-from app.about import git_revision  # noqa: E402
+from app.core.about import git_revision  # noqa: E402
 
 BUILD, DIST = ROOT / "build", ROOT / "dist"
 NAME = f"dynadesk-{__version__}-linux-x86_64"

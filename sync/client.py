@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from sqlalchemy import select
 
-from app.domain import ModelFormat, Role, RoundStatus, utcnow
-from app.io.records import dump_context, dump_model, dump_round
-from app.storage import outbox
-from app.storage.models import Context, ModelRecord, Person, Round, RoundModel, Task
+from app.core.domain import ModelFormat, Role, RoundStatus, utcnow
+from app.core.io.records import dump_context, dump_model, dump_round
+from app.core.storage import outbox
+from app.core.storage.models import Context, ModelRecord, Person, Round, RoundModel, Task
 from sync import local
 from sync.incoming import apply_page
 from sync.model_files import ModelFiles
@@ -43,7 +43,7 @@ from sync.protocol import API, ChangesResponse, Me, PushResponse
 from sync.transport import Cancelled, Offline, Refused, SyncError, SyncHandle, SyncReport, _errors, _expect, _record_error
 
 if TYPE_CHECKING:
-    from app.desk import Desk
+    from app.core.desk import Desk
     from sync.tokens import TokenStore
 
 

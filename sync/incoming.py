@@ -13,14 +13,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from app.domain import ReviewAction, SyncState
-from app.errors import DynadeskError
-from app.io.records import RecordWriter
-from app.services.lead import review_order
-from app.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
-from app.storage.db import Database
-from app.storage.models import Example, ExampleReview, Person, Round, RoundModel, Task
-from app.tasks.definition import TaskDefinition
+from app.core.domain import ReviewAction, SyncState
+from app.core.errors import DynadeskError
+from app.core.io.records import RecordWriter
+from app.core.services.lead import review_order
+from app.core.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
+from app.core.storage.db import Database
+from app.core.storage.models import Example, ExampleReview, Person, Round, RoundModel, Task
+from app.core.tasks.definition import TaskDefinition
 from sync.local import set_meta
 from sync.outgoing import SYNCED_TABLES
 

@@ -17,9 +17,9 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.orm import Session
 
-from app.storage import outbox
-from app.storage.db import Database
-from app.storage.models import Example, Meta, OutboxEntry, Task
+from app.core.storage import outbox
+from app.core.storage.db import Database
+from app.core.storage.models import Example, Meta, OutboxEntry, Task
 
 
 LAST_SUCCESS = "sync.last_success"

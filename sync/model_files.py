@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from app import paths
-from app.domain import ModelFormat, RoundStatus
-from app.storage.models import ModelRecord, Round, RoundModel
+from app.core import paths
+from app.core.domain import ModelFormat, RoundStatus
+from app.core.storage.models import ModelRecord, Round, RoundModel
 from local_models.files import file_sha256
 from sync.protocol import API, ModelRecordWire, manifest_sha256
 from sync.transport import (CHUNK, RETRY_STATUS, Connection, Interrupted, Refused, SyncError, SyncHandle, SyncReport,
@@ -32,7 +32,7 @@ class ModelFiles(Connection):
         exporting desk's paths) become one: the checksum the server knows wins, and the desk's
         predictions move to it, so examples written against the other are no longer put off.
         Returns how many records were merged."""
-        from app.services.models import export_twin_key, merge_model_records
+        from app.core.services.models import export_twin_key, merge_model_records
 
         with self.db.read() as session:
             groups: dict[tuple[Any, ...], list[ModelRecord]] = {}

@@ -11,13 +11,13 @@ from typing import Iterable, Sequence, cast
 from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session, selectinload
 
-from app.domain import SyncState
-from app.limits import record_problems
-from app.io.records import dump_example, dump_example_review, dump_person, dump_validation
-from app.services.tasks import SETTING_KEY, task_setting_in
-from app.storage import outbox
-from app.storage.db import Database
-from app.storage.models import (
+from app.core.domain import SyncState
+from app.core.limits import record_problems
+from app.core.io.records import dump_example, dump_example_review, dump_person, dump_validation
+from app.core.services.tasks import SETTING_KEY, task_setting_in
+from app.core.storage import outbox
+from app.core.storage.db import Database
+from app.core.storage.models import (
     Context,
     Example,
     ExampleReview,

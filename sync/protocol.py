@@ -1,6 +1,6 @@
 """The sync protocol: request and response schemas shared by the server and the client.
 
-Records on the wire are Dynadesk's own record format (``app.io.records``: ``dump_example``,
+Records on the wire are Dynadesk's own record format (``app.core.io.records``: ``dump_example``,
 ``dump_validation``, ``dump_example_review``, ...), tagged by ``record``, with three additions
 that let a server map what a desk refers to onto its own rows: a ``task`` record kind, and ``round_number`` and
 ``context_hash`` on examples (``task``/``round_number`` on contexts). Incoming records forbid
@@ -9,7 +9,7 @@ unknown fields, so a typo is a 422 with the field named, never a silently droppe
 Limits: a request body is at most ``MAX_BODY_BYTES``; one push carries at most
 ``MAX_PUSH_RECORDS`` records; one input text at most ``MAX_TEXT_CHARS`` characters (a task's
 own ``max_chars`` is checked on top of that when the record is stored); free-form JSON fields
-(``origin``, ``meta``, ``settings``, ...) as deep and as large as ``app.limits`` allows. A page of
+(``origin``, ``meta``, ``settings``, ...) as deep and as large as ``app.core.limits`` allows. A page of
 changes stops adding records once it holds about ``MAX_PULL_BYTES`` (always at least one change).
 """
 
@@ -31,7 +31,7 @@ from pydantic import (
     field_validator,
 )
 
-from app.domain import (
+from app.core.domain import (
     ExampleStatus,
     FooledRule,
     ModelFormat,
@@ -41,7 +41,7 @@ from app.domain import (
     ValidationMode,
     Verdict,
 )
-from app.limits import FREE_FORM_FIELDS, free_form_problem
+from app.core.limits import FREE_FORM_FIELDS, free_form_problem
 
 PROTOCOL_VERSION = 1
 API = "/v1"
@@ -87,7 +87,7 @@ def _bounded(value: Any, info: ValidationInfo) -> Any:
 
 
 def bounded(kind: str) -> Any:
-    """The validator that keeps a record kind's free-form fields within ``app.limits``."""
+    """The validator that keeps a record kind's free-form fields within ``app.core.limits``."""
     return field_validator(*FREE_FORM_FIELDS[kind])(_bounded)
 
 

@@ -18,8 +18,8 @@ import httpx
 from pydantic import ValidationError
 
 from app import __version__
-from app.domain import utcnow
-from app.errors import DynadeskError
+from app.core.domain import utcnow
+from app.core.errors import DynadeskError
 from sync.protocol import API, MAX_PUSH_RECORDS, PROTOCOL_VERSION, ErrorBody, Me, RecordError
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,7 @@ def data_dir(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def desk(data_dir):
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     with Desk(data_dir) as opened:
         yield opened
@@ -120,14 +120,14 @@ def submit(desk, people, target_model):
 
 
 def hate_output(model, label: str, p_hate: float | None = None):
-    from app.domain import ModelOutput
+    from app.core.domain import ModelOutput
 
     p = p_hate if p_hate is not None else (0.9 if label == "hate" else 0.1)
     return ModelOutput(model.id, model.sha256, label, {"hate": p, "not hate": 1 - p}, 4.2)
 
 
 def hate_content(text: str, label: str, **meta):
-    from app.services.examples import Content
+    from app.core.services.examples import Content
 
     if label == "hate":
         meta.setdefault("hate_type", "derogation")

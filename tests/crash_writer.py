@@ -5,9 +5,9 @@ Prints a line only *after* each call returns, so every printed record must survi
 
 import sys
 
-from app.desk import Desk
-from app.domain import ModelOutput
-from app.services.examples import Content
+from app.core.desk import Desk
+from app.core.domain import ModelOutput
+from app.core.services.examples import Content
 
 
 def main(data_dir: str, run: int) -> None:

@@ -115,7 +115,7 @@ def write_trigger_csv(path: Path, labels) -> Path:
 
 def train_trigger_model(tmp_path_factory, base_dir: Path, data_csv: Path, name: str) -> tuple[Path, Path]:
     """(trained part, assembled model folder) of a tiny classifier trained on ``data_csv``."""
-    from app.io.training import read_labelled_csv
+    from app.core.io.training import read_labelled_csv
     from local_models.train import TrainingConfig, assemble, train_classifier
 
     data = read_labelled_csv(data_csv, "sentence", "kind")

@@ -17,9 +17,9 @@ from types import SimpleNamespace
 
 from sqlalchemy import text
 
-from app.errors import ValidationRuleError
-from app.io.importers import import_file
-from app.services.dashboard_snapshot import DashboardFilter
+from app.core.errors import ValidationRuleError
+from app.core.io.importers import import_file
+from app.core.services.dashboard_snapshot import DashboardFilter
 from tests.conftest import hate_content, hate_output
 
 WRITERS = [  # name, seconds per example (median), share of the examples they wrote

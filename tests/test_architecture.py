@@ -21,11 +21,13 @@ def test_the_contracts_hold_for_the_real_tree_and_catch_violations(tmp_path):
     for package in ("app", "widgets", "local_models", "sync", "resources"):
         shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
-    with (tree / "app" / "services" / "stats.py").open("a") as handle:
-        handle.write("\nfrom PySide6 import QtCore  # noqa\n")
+    with (tree / "app" / "core" / "services" / "stats.py").open("a") as handle:
+        handle.write("\nfrom PySide6 import QtCore  # noqa\nimport sync.client  # noqa\n")
     with (tree / "widgets" / "filter_bar.py").open("a") as handle:
-        handle.write("\nimport sqlalchemy  # noqa\n")
+        handle.write("\nimport sqlalchemy  # noqa\nfrom app.core.services import review  # noqa\n")
     result = run_lint(tree)
     assert result.returncode != 0
-    assert "app.services.stats -> PySide6" in result.stdout
+    assert "app.core.services.stats -> PySide6" in result.stdout
     assert "widgets.filter_bar -> sqlalchemy" in result.stdout
+    assert "app.core is not allowed to import sync" in result.stdout  # the layers: an arrow back up
+    assert "widgets.filter_bar -> app.core.services.review" in result.stdout  # widgets take view-models only

@@ -97,9 +97,9 @@ def record(kind, value, tb):  # errors inside slots, and at the top
     sys.__excepthook__(kind, value, tb)
 sys.excepthook = record
 from PySide6.QtWidgets import QApplication
-from app.desk import Desk
+from app.core.desk import Desk
 from app.gui.main_window import MainWindow
-import app.cli, app.services.evaluation_report  # the CLI (with eval) and the report, imported lazily in the app
+import app.cli, app.core.services.evaluation_report  # the CLI (with eval) and the report, imported lazily in the app
 app = QApplication([])
 window = MainWindow(Desk(sys.argv[1]))
 window.show()

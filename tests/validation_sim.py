@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from app.domain import Verdict
-from app.errors import ValidationRuleError
-from app.io.importers import import_file
+from app.core.domain import Verdict
+from app.core.errors import ValidationRuleError
+from app.core.io.importers import import_file
 from tests.conftest import shared_file
 
 LABELS = ("entailment", "neutral", "contradiction")

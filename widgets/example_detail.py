@@ -6,7 +6,7 @@ import html
 
 from PySide6.QtWidgets import QTextBrowser
 
-from app.domain import ReviewAction
+from app.core.domain import ReviewAction
 from app.views.example import ExampleDetailView
 
 

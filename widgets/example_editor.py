@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.domain import Span
+from app.core.domain import Span
 from app.views.create import EditorContent, EditorSpec
 
 # the chosen label in the colour the prediction bars use for "your label"

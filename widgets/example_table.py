@@ -10,7 +10,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from app.domain import ExampleStatus, ReviewAction, Verdict
+from app.core.domain import ExampleStatus, ReviewAction, Verdict
 from app.views.example import ExampleRowView
 
 COLUMNS = [

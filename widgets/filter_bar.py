@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QWidget
 
-from app.domain import ExampleStatus, ValidationState
+from app.core.domain import ExampleStatus, ValidationState
 from app.views.example import DataFilterValues
 
 ANY = None

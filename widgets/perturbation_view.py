@@ -34,7 +34,7 @@ class DiffText(QTextEdit):
         self.setUndoRedoEnabled(False)
 
     def show_diff(self, pieces: list[dict]) -> None:
-        """``pieces``: [{kind: equal|delete|insert, text}] in reading order (as app.text.diff_pieces
+        """``pieces``: [{kind: equal|delete|insert, text}] in reading order (as app.core.text.diff_pieces
         gives them; the Validate page's until it has a view-model)."""
         self.show_pieces(tuple(DiffPiece(DiffKind(p["kind"]), p["text"]) for p in pieces))
 

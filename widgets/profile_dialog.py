@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app.domain import Role
+from app.core.domain import Role
 from app.views.shell import ProfilesView
 
 

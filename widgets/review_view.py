@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.domain import ReviewAction, ValidationState
+from app.core.domain import ReviewAction, ValidationState
 from app.views.example import ExampleRowView, VerdictChoice
 from app.views.review import ReviewChoicesView, ReviewFiguresView, ReviewFilterValues, ReviewItemView, accept_text
 from widgets.example_detail import ExampleDetail

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.domain import FooledRule
+from app.core.domain import FooledRule
 from app.views.rounds import ContextRow, RoundChanges, RoundItem, RoundView
 
 LABEL_STARTS = [("Blank: the annotator chooses", "blank"), ("Fixed label", "fixed"),

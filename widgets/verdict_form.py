@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app.domain import Verdict
+from app.core.domain import Verdict
 from app.views.example import VerdictChoice, verdict_problem
 
 VERDICTS = [(Verdict.CORRECT, "1", "Correct"), (Verdict.INCORRECT, "2", "Incorrect"), (Verdict.FLAGGED, "3", "Flag")]

@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from app.desk import Desk
+from app.core.desk import Desk
 from app.gui.worker import SerialWorker
-from app.services.review import ExampleFilter
+from app.core.services.review import ExampleFilter
 from app.views.example import ExampleRowView, row_view
 from widgets.example_table import PAGE_SIZE, ExampleTableModel
 

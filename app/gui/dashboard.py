@@ -17,15 +17,15 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from app.desk import Desk
-from app.errors import DynadeskError
+from app.core.desk import Desk
+from app.core.errors import DynadeskError
 from app.gui.pages import Menu, MenuAction, Page, Tab
 from app.gui.worker import SerialWorker
-from app.services.agreement import MIN_OVERLAP
-from app.services.validation import threshold_warning
-from app.services.dashboard import DashboardView as Figures
-from app.services.dashboard_snapshot import DashboardFilter
-from app.services.dashboard_tables import ANNOTATOR_COLUMNS, BREAKDOWN_COLUMNS, export_csv
+from app.core.services.agreement import MIN_OVERLAP
+from app.core.services.validation import threshold_warning
+from app.core.services.dashboard import DashboardView as Figures
+from app.core.services.dashboard_snapshot import DashboardFilter
+from app.core.services.dashboard_tables import ANNOTATOR_COLUMNS, BREAKDOWN_COLUMNS, export_csv
 from app.views.dashboard import FiguresView, FilterChoices, FilterValues, build_choices, build_figures
 from widgets.dashboard_view import DashboardView
 

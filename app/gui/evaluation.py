@@ -18,14 +18,14 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 
-from app.desk import Desk
-from app.errors import DynadeskError
+from app.core.desk import Desk
+from app.core.errors import DynadeskError
 from app.gui.inference import InferenceFailure, InferenceService
 from app.gui.worker import SerialWorker
-from app.services import evaluation as ev
-from app.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
-from app.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
-from app.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
+from app.core.services import evaluation as ev
+from app.core.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
+from app.core.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
+from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
 from app.views.evaluation import (
     EvaluationSettings,
     FailingCase,
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 def evaluate_and_write(evaluate, out: Path) -> tuple[dict, Path]:
     """Run the evaluation and write its JSON and HTML report, all on the inference worker."""
-    from app.services.evaluation_report import write_html
+    from app.core.services.evaluation_report import write_html
 
     doc = evaluate()
     ev.write_json(doc, out / "evaluation.json")
@@ -84,8 +84,8 @@ class EvaluationController(QObject):
         desk, code = self.desk, self.task_code
 
         def collect():
-            from app.domain import ModelFormat
-            from app.services.target_models import DEFAULT_TASK
+            from app.core.domain import ModelFormat
+            from app.core.services.target_models import DEFAULT_TASK
 
             task_id = desk.tasks.task(code).id
             runnable = [r for r in desk.models.all()
@@ -158,7 +158,7 @@ class EvaluationController(QObject):
 
         if "default" in settings.models:
             # the first use assembles and exports the default model (tens of seconds): a job, not the database thread
-            from app.services.target_models import prepare_default_files
+            from app.core.services.target_models import prepare_default_files
 
             self._after_job = prepare_on_db
             self.job_id = self.inference.run_job(lambda progress: prepare_default_files(desk, progress=progress))

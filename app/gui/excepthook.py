@@ -10,7 +10,7 @@ import threading
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app.logs import log_file
+from app.core.logs import log_file
 
 log = logging.getLogger("dynadesk.crash")
 

@@ -8,7 +8,7 @@ import logging
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QProgressBar
 
-from app.errors import DynadeskError
+from app.core.errors import DynadeskError
 from app.gui.worker import SerialWorker
 from local_models.progress import Progress
 
@@ -29,7 +29,7 @@ class FirstStart(QObject):
     def prepare(self) -> None:
         """A fresh desk: build the bundled model once (about 20 s, off the GUI thread), then make it
         the target of hate-speech round 1, so the window is ready to annotate with nothing to set up."""
-        from app.services import target_models
+        from app.core.services import target_models
 
         window = self.window
         desk, workspace, status_bar = window.desk, window.workspace, window.statusBar()

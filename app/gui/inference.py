@@ -251,7 +251,7 @@ class _Worker(QObject):
         return True
 
     def _fail(self, request, operation: str, exc: BaseException) -> None:
-        from app.errors import DynadeskError
+        from app.core.errors import DynadeskError
         from local_models.errors import ModelError
 
         if not isinstance(exc, (ModelError, Cancelled, DynadeskError)):

@@ -7,14 +7,14 @@ import sys
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
-from app.errors import DynadeskError
+from app.core.errors import DynadeskError
 
 
 def run_gui(data_dir: str | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Dynadesk")
     app.setApplicationVersion(__version__)
-    from app.desk import Desk
+    from app.core.desk import Desk
     from app.gui import excepthook
     from app.gui.main_window import MainWindow
 

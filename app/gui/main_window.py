@@ -25,10 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.about import version_info
-from app.desk import Desk
-from app.domain import ReviewAction, Role
-from app.errors import DynadeskError
+from app.core.about import version_info
+from app.core.desk import Desk
+from app.core.domain import ReviewAction, Role
+from app.core.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
 from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
@@ -43,9 +43,9 @@ from app.gui.sync_controller import SyncController, sync_page
 from app.gui.validate import ValidateController
 from app.gui.workspace import WorkspaceController
 from app.gui.worker import SerialWorker
-from app.services.example_view import for_data_tab
-from app.services.review import NOT_DRAFT, ExampleFilter
-from app.services.validation import VALIDATABLE
+from app.gui.example_fetch import for_data_tab
+from app.core.services.review import NOT_DRAFT, ExampleFilter
+from app.core.services.validation import VALIDATABLE
 from app.views.example import DataFilterValues
 from app.views.shell import Choice, ExportView, import_view, profiles_view, task_choices
 from widgets.elided_label import ElidedLabel
@@ -233,7 +233,7 @@ class MainWindow(QMainWindow):
     def revise_returned(self) -> None:
         """Create, starting from the selected returned example; once submitted, the original no longer
         counts as waiting for its author (LeadReviewService.returned_to)."""
-        from app.services.lead import REVISION
+        from app.core.services.lead import REVISION
 
         row = self.table_model.row_data(self.table.currentIndex().row())
         if row is None or row.review_state != ReviewAction.RETURNED:
@@ -487,14 +487,14 @@ class MainWindow(QMainWindow):
         self.browser.select(row.id if row else None)
 
     def open_import(self) -> None:
-        from app.io.importers import IMPORTERS
+        from app.core.io.importers import IMPORTERS
 
         dialog = ImportDialog(import_view(IMPORTERS.values(), self._tasks), self)
         dialog.accepted_with.connect(self.run_import)
         dialog.open()
 
     def run_import(self, path: str, format_: str, task_code: str | None, skip_bad_rows: bool) -> None:
-        from app.io.importers import import_file
+        from app.core.io.importers import import_file
 
         self.statusBar().showMessage(f"Importing {Path(path).name}…")
         desk = self.desk
@@ -513,7 +513,7 @@ class MainWindow(QMainWindow):
         dialog.open()
 
     def run_export(self, path: str, format_: str, task_code: str | None, keep_identities: bool) -> None:
-        from app.io.exporters import export
+        from app.core.io.exporters import export
 
         desk = self.desk
         self.db.submit(lambda: export(desk, path, format_, task_code=task_code, keep_identities=keep_identities),

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import uuid
 
-from app.domain import ModelOutput, Span
+from app.core.domain import ModelOutput, Span
 from app.gui.inference import AttributionResult
-from app.services.target_models import model_input
-from app.tasks.fooling import ensemble_label, mean_probabilities
-from app.text import words
+from app.core.services.target_models import model_input
+from app.core.tasks.fooling import ensemble_label, mean_probabilities
+from app.core.text import words
 from app.views.create import (
     EditorContent,
     ExplainTarget,

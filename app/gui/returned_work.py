@@ -12,7 +12,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel
 
-from app.desk import Desk
+from app.core.desk import Desk
 from app.gui.worker import SerialWorker
 from widgets.workspace_view import Banner
 

@@ -12,12 +12,12 @@ import uuid
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMessageBox
 
-from app.desk import Desk
-from app.errors import DynadeskError
+from app.core.desk import Desk
+from app.core.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
 from app.gui.worker import SerialWorker
-from app.services.example_view import for_review
-from app.services.review import NOT_DRAFT, ExampleFilter
+from app.gui.example_fetch import for_review
+from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.views.example import VerdictChoice, verdict_text
 from app.views.review import ReviewChoicesView, ReviewFilterValues, ReviewItemView, review_choices, review_figures
 from widgets.review_view import ReviewView

@@ -3,8 +3,8 @@ switch once its target answers, and moving a draft written in an older round."""
 
 from __future__ import annotations
 
-from app.errors import DynadeskError
-from app.services.target_models import TargetModelError, model_spec
+from app.core.errors import DynadeskError
+from app.core.services.target_models import TargetModelError, model_spec
 from app.views.create_session import RoundChange
 
 

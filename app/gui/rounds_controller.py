@@ -6,11 +6,11 @@ import uuid
 
 from PySide6.QtCore import QObject, Signal
 
-from app.desk import Desk
-from app.domain import Role
-from app.errors import DynadeskError
+from app.core.desk import Desk
+from app.core.domain import Role
+from app.core.errors import DynadeskError
 from app.gui.worker import SerialWorker
-from app.services.rounds import parse_settings
+from app.core.services.rounds import parse_settings
 from app.views.rounds import RoundChanges, round_items, round_view
 from widgets.round_dialog import RoundDialog
 

@@ -23,7 +23,7 @@ def run_smoke_test(data_dir: str | None, screenshot: str, *, timeout: float = 30
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Dynadesk")
 
-    from app.desk import Desk
+    from app.core.desk import Desk
     from app.gui.main_window import MainWindow
 
     def wait(what: str, condition, *, limit: float | None = None) -> float:

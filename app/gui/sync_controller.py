@@ -20,7 +20,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
-from app.errors import DynadeskError
+from app.core.errors import DynadeskError
 from app.gui.pages import Menu, MenuAction, Page
 from app.gui.worker import SerialWorker
 from app.views.sync import SyncLight, settings_view, sync_view, syncing_view

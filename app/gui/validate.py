@@ -12,10 +12,10 @@ import uuid
 
 from PySide6.QtCore import QObject, Signal
 
-from app.desk import Desk
-from app.errors import DynadeskError
+from app.core.desk import Desk
+from app.core.errors import DynadeskError
 from app.gui.worker import SerialWorker
-from app.services.example_view import for_validation
+from app.gui.example_fetch import for_validation
 from app.views.example import VerdictChoice
 from app.views.validate import QueueView, queue_view, stored_text
 from widgets.validate_view import ValidateView

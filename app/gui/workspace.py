@@ -12,16 +12,16 @@ import uuid
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.desk import Desk
-from app.domain import FooledRule, Span
-from app.errors import DynadeskError, InvalidExample
+from app.core.desk import Desk
+from app.core.domain import FooledRule, Span
+from app.core.errors import DynadeskError, InvalidExample
 from app.gui.inference import InferenceFailure, InferenceService, LoadedModels, PredictionResult
 from app.gui.perturbation import PairController
 from app.gui.round_follow import RoundFollower
 from app.gui.worker import SerialWorker
-from app.services.examples import Content, check_content
-from app.services.target_models import TargetModelError, model_input, model_spec, to_model_output
-from app.tasks.fooling import is_fooled
+from app.core.services.examples import Content, check_content
+from app.core.services.target_models import TargetModelError, model_input, model_spec, to_model_output
+from app.core.tasks.fooling import is_fooled
 from app.views.create import TYPE_TO_SEE, EditorContent, ExplainTarget, prediction_view, task_view
 from app.views.create_session import CreateSession, DraftRef, LoadOutcome, Submit
 from widgets.workspace_view import WorkspaceView

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.domain import Span, StrEnum
-from app.tasks.definition import InputKind, MetadataKind, TaskDefinition
-from app.tasks.fooling import span_f1
-from app.text import diff_pieces, word_alignment, word_edits
+from app.core.domain import Span, StrEnum
+from app.core.tasks.definition import InputKind, MetadataKind, TaskDefinition
+from app.core.tasks.fooling import span_f1
+from app.core.text import diff_pieces, word_alignment, word_edits
 
 
 class EnsemblePrediction(Protocol):

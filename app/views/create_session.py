@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.domain import ModelOutput
-    from app.tasks.definition import TaskDefinition
+    from app.core.domain import ModelOutput
+    from app.core.tasks.definition import TaskDefinition
     from app.views.create import PredictedView
 
 IDLE_GAP_S = 60  # pauses longer than this do not count as time spent writing
@@ -107,7 +107,7 @@ class CreateSession:
         self.task_code: str | None = None  # the task open on the page
         self.task_asked: str | None = None  # the task chosen last (open, or being looked up)
         self.definition: TaskDefinition | None = None
-        self.round: Any = None  # the open round written in (app.services round record)
+        self.round: Any = None  # the open round written in (app.core.services round record)
         self.records: list[Any] = []  # its target models, in load order
         self.loaded: Any = None  # the loaded target (app.gui.inference.LoadedModels)
         self.draft: DraftRef | None = None

@@ -1,6 +1,6 @@
 """What the Dashboard tab shows, as typed values: the filter the user chose, the choices the filters
 offer, and the figures for one filter with every cell already formatted. Built by pure functions
-from the dashboard service's results (:class:`app.services.dashboard.DashboardView`), which the
+from the dashboard service's results (:class:`app.core.services.dashboard.DashboardView`), which the
 controller fetches on its worker; nothing here touches the database or Qt."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
-from app.formatting import num, pct
+from app.core.formatting import num, pct
 
 MISSING = "—"  # a dashboard figure that cannot be computed (the tables' own dash, wider than formatting's)
 ColumnSpec = tuple[str, str, str, str]  # field, header, kind (text, int, rate, float1, kappa, seconds), tooltip
@@ -22,7 +22,7 @@ PAIR_COLUMNS: tuple[ColumnSpec, ...] = (
 )
 
 
-# --- what the builders read from the service (app.services.dashboard, app.services.agreement) --
+# --- what the builders read from the service (app.core.services.dashboard, app.core.services.agreement) --
 # Described here, not imported: widgets import this module, and the service reaches the storage layer.
 
 class _Pair(Protocol):

@@ -1,7 +1,7 @@
 """What the Evaluate tab shows and sends, as typed values: the model choices, the settings of a run,
 and an evaluation document's overview and per-model, per-set details with their text formatted.
 
-Built by pure functions from the evaluation document (app/services/evaluation.py writes it) and model
+Built by pure functions from the evaluation document (app/core/services/evaluation.py writes it) and model
 records; the scoring's definitions (its dimensions, how sets are weighted, the failing cases) are
 handed in by the controller, because widgets import this module and the services reach the storage layer."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
-from app.formatting import MISSING, num, pct
+from app.core.formatting import MISSING, num, pct
 
 SMALL_SET = 30  # fewer cases than this: one case moves the set's F1 by several points
 
@@ -201,7 +201,7 @@ def build_overview(doc: Mapping[str, Any], dimensions: Sequence[str], weighting:
         colours.append([None, None, u["performance"]] + f1s + [u[d] for d in rest] + [None, None, None])
     weights_used = doc["options"]["weights"]
     first = doc["results"][models[0]["key"]]
-    lines = [f"<b>Score</b> = 100 × Σ weight × utility ÷ Σ weight (weights: "
+    lines = ["<b>Score</b> = 100 × Σ weight × utility ÷ Σ weight (weights: "
              + ", ".join(f"{d} {weights_used[d]:g}" for d in dimensions) + ")."]
     lines.append(performance_note(sets, weighting))
     if first.get("identity_swap"):

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.domain import ExampleStatus, ReviewAction, ValidationState, Verdict
+from app.core.domain import ExampleStatus, ReviewAction, ValidationState, Verdict
 
 if TYPE_CHECKING:
-    from app.services.review import ExampleRow
-    from app.storage.models import Example
-    from app.tasks.definition import TaskDefinition
+    from app.core.services.review import ExampleRow
+    from app.core.storage.models import Example
+    from app.core.tasks.definition import TaskDefinition
 
 Pairs = tuple[tuple[str, str], ...]  # (name, text) in the order shown
 

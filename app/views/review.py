@@ -9,15 +9,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Protocol
 
-from app.domain import ReviewAction, ValidationMode, ValidationState, Verdict
-from app.tasks.definition import MetadataKind
+from app.core.domain import ReviewAction, ValidationMode, ValidationState, Verdict
+from app.core.tasks.definition import MetadataKind
 from app.views.example import ExampleDetailView, Pairs, output_rows, state_text, text_of
 from app.views.validate import validation_item
 
 if TYPE_CHECKING:
-    from app.services.lead import ReviewRecord
-    from app.storage.models import Example
-    from app.tasks.definition import TaskDefinition
+    from app.core.services.lead import ReviewRecord
+    from app.core.storage.models import Example
+    from app.core.tasks.definition import TaskDefinition
 
 # A validator who says "incorrect" or "flagged" disagrees with the author, whatever the others said.
 OBJECTING = (Verdict.INCORRECT, Verdict.FLAGGED)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, Sequence
 
-from app.domain import FooledRule, RoundStatus
-from app.formatting import MISSING
+from app.core.domain import FooledRule, RoundStatus
+from app.core.formatting import MISSING
 
 CONTEXT_TOOLTIP_CHARS = 2000
 
@@ -126,7 +126,7 @@ class RoundChanges:
     context_tag: str | None
 
     def settings(self) -> dict[str, object]:
-        """The round settings' fields (for app.services.rounds.parse_settings)."""
+        """The round settings' fields (for app.core.services.rounds.parse_settings)."""
         return {"label_start": self.label_start, "fixed_label": self.fixed_label,
                 "keep_label_after_submit": self.keep_label_after_submit, "context_policy": self.context_policy,
                 "context_tag": self.context_tag}

@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from app.domain import Role
+from app.core.domain import Role
 
 
 class _Person(Protocol):

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Protocol, Sequence
 
-from app.domain import StrEnum
-from app.text import printable
+from app.core.domain import StrEnum
+from app.core.text import printable
 
 
 class WaitingReason(Protocol):

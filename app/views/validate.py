@@ -8,14 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.domain import ReviewAction, ValidationState
-from app.tasks.definition import InputKind
-from app.text import diff_pieces
+from app.core.domain import ReviewAction, ValidationState
+from app.core.tasks.definition import InputKind
+from app.core.text import diff_pieces
 from app.views.example import Pairs, VerdictChoice, answer_label, explanations, verdict_text
 
 if TYPE_CHECKING:
-    from app.storage.models import Example
-    from app.tasks.definition import TaskDefinition
+    from app.core.storage.models import Example
+    from app.core.tasks.definition import TaskDefinition
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__
-from app.domain import utcnow
-from app.errors import DynadeskError
-from app.io.rows import finite_float
+from app.core.domain import utcnow
+from app.core.errors import DynadeskError
+from app.core.io.rows import finite_float
 from sync.protocol import (
     API,
     MAX_BLOB_BYTES,

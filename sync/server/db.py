@@ -26,10 +26,10 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.errors import DynadeskError
-from app.storage.db import WRITE_OPTION, sqlite_engine
-from app.storage.db import alembic_config as storage_alembic_config
-from app.storage.db import head_revision as storage_head_revision
+from app.core.errors import DynadeskError
+from app.core.storage.db import WRITE_OPTION, sqlite_engine
+from app.core.storage.db import alembic_config as storage_alembic_config
+from app.core.storage.db import head_revision as storage_head_revision
 
 log = logging.getLogger(__name__)
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"

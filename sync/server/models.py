@@ -1,4 +1,4 @@
-"""The server's tables: its own metadata, separate from a desk's (``app.storage.models``).
+"""The server's tables: its own metadata, separate from a desk's (``app.core.storage.models``).
 
 The server keeps what desks pushed (examples, validations, lead reviews), what owners published (tasks,
 rounds, contexts, model records) and who may do what (people, with hashed tokens). ``changes``
@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from app.domain import new_id, utcnow
-from app.storage.models import NAMING, ContextColumns, ModelColumns, PersonColumns, RoundColumns, TaskColumns, UTCDateTime
+from app.core.domain import new_id, utcnow
+from app.core.storage.models import NAMING, ContextColumns, ModelColumns, PersonColumns, RoundColumns, TaskColumns, UTCDateTime
 
 CHANGE_SEQ = "change_seq"
 

@@ -11,7 +11,9 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from app import __version__, about
+from app import __version__
+
+from app.core import about
 from app.cli import cli
 
 
@@ -62,7 +64,7 @@ def test_cli_version_imports_no_runtime():
 def test_about_dialog_shows_the_version_info(tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from app.desk import Desk
+    from app.core.desk import Desk
     from app.gui.main_window import MainWindow
 
     shown = []

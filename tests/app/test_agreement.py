@@ -12,7 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from app.services.agreement import agreement, cohen_kappas, fleiss_kappa, krippendorff_alpha
+from app.core.services.agreement import agreement, cohen_kappas, fleiss_kappa, krippendorff_alpha
 
 
 def from_matrix(matrix):

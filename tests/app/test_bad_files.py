@@ -15,11 +15,11 @@ import time
 
 import pytest
 
-from app import logs
+from app.core import logs
 from app.cli import main
-from app.desk import Desk
-from app.errors import DatabaseError
-from app.storage.db import DAILY_BACKUPS_KEPT, Database, daily_backups
+from app.core.desk import Desk
+from app.core.errors import DatabaseError
+from app.core.storage.db import DAILY_BACKUPS_KEPT, Database, daily_backups
 from tests.conftest import ROOT
 
 PAGE = 4096
@@ -38,7 +38,7 @@ def healthy_desk(tmp_path_factory):
     """A data folder holding 300 imported examples and its first daily copy (made at the second open)."""
     folder = tmp_path_factory.mktemp("healthy") / "data"
     with Desk(folder) as desk:
-        from app.io.importers import import_file
+        from app.core.io.importers import import_file
 
         import_file(desk, dynahate_csv(folder.parent / "first.csv", 300, "old"), "dynahate")
     with Desk(folder) as desk:
@@ -245,8 +245,8 @@ def test_a_sync_checks_the_database_first_and_sends_nothing_from_a_damaged_one(h
 
 
 def test_settings_in_a_read_only_folder_are_refused_with_a_sentence(tmp_path, make_read_only):
-    from app.errors import DynadeskError
-    from app.settings import Settings, SettingsStore
+    from app.core.errors import DynadeskError
+    from app.core.settings import Settings, SettingsStore
 
     (tmp_path / "settings-folder").mkdir()
     folder = make_read_only(tmp_path / "settings-folder")

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from app.cli import main
-from app.services.evaluation_data import EvaluationInputError, read_hatecheck_suite, read_labelled_file
+from app.core.services.evaluation_data import EvaluationInputError, read_hatecheck_suite, read_labelled_file
 
 ANLI = ["context", "statement", "reason", "adversary_pred", "gold_label", "uid"]
 DYNAHATE = ["acl.id", "X1", "text", "label", "type", "target", "level", "split", "round.base", "annotator", "round",
@@ -182,9 +182,9 @@ def test_one_bad_task_file_is_reported_and_the_rest_of_the_desk_works(capsys, tm
 def test_imported_author_names_keep_no_control_characters(capsys, tmp_path, data_dir):
     """Imported authors go out as person records when a data set is shared, and the server refuses
     a name with control characters: they are written as escapes on import."""
-    from app.desk import Desk
-    from app.storage.models import Person
-    from app.text import control_characters
+    from app.core.desk import Desk
+    from app.core.storage.models import Person
+    from app.core.text import control_characters
 
     row = GOOD_ROWS["dynahate"](1)
     row[DYNAHATE.index("annotator")] = "GNZ\x1b[2J\x07"

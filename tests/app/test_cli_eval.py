@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-from app import paths
-from app.desk import Desk
-from app.services.evaluation_scoring import compute_results
-from app.services.target_models import register_model
+from app.core import paths
+from app.core.desk import Desk
+from app.core.services.evaluation_scoring import compute_results
+from app.core.services.target_models import register_model
 from tests.app.test_cli import assert_clean_failure, dynadesk
 from tests.conftest import shared_file
 

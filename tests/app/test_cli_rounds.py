@@ -1,4 +1,4 @@
-from app.desk import Desk
+from app.core.desk import Desk
 from tests.app.test_cli import assert_clean_failure, dynadesk
 
 

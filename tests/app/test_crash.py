@@ -11,8 +11,8 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from app.desk import Desk
-from app.storage.models import Example, ExampleFacet
+from app.core.desk import Desk
+from app.core.storage.models import Example, ExampleFacet
 from tests.conftest import ROOT
 
 KILLS = 24

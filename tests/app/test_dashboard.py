@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from app.services.dashboard import DashboardService
-from app.services.dashboard_snapshot import DashboardFilter
+from app.core.services.dashboard import DashboardService
+from app.core.services.dashboard_snapshot import DashboardFilter
 from tests.conftest import hate_content, hate_output
 from tests.simulation import small_team
 
@@ -205,8 +205,8 @@ def test_deleted_rows_trigger_a_rebuild(desk, people, team):
 
 
 def test_csv_export_of_the_table_and_breakdowns(desk, team, tmp_path):
-    from app.errors import DynadeskError
-    from app.services.dashboard_tables import export_csv
+    from app.core.errors import DynadeskError
+    from app.core.services.dashboard_tables import export_csv
 
     desk.dashboard.refresh()
     view = desk.dashboard.view(team.flt, breakdown="target_groups")
@@ -224,7 +224,7 @@ def test_csv_export_of_the_table_and_breakdowns(desk, team, tmp_path):
 
 
 def test_group_median_matches_numpy():
-    from app.services.dashboard_tables import _group_median
+    from app.core.services.dashboard_tables import _group_median
 
     rng = np.random.default_rng(4)
     codes, values = rng.integers(0, 6, 500), rng.random(500)

@@ -10,9 +10,9 @@ import random
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from app.services.evaluation import EvaluationOptions, evaluate, read_json, write_json
-from app.services.evaluation_models import EvaluationError, resolve_models
-from app.services.evaluation_scoring import (
+from app.core.services.evaluation import EvaluationOptions, evaluate, read_json, write_json
+from app.core.services.evaluation_models import EvaluationError, resolve_models
+from app.core.services.evaluation_scoring import (
     accuracy,
     compute_results,
     failing_cases,
@@ -20,7 +20,7 @@ from app.services.evaluation_scoring import (
     set_figures,
     weighted_score,
 )
-from app.services.evaluation_data import (
+from app.core.services.evaluation_data import (
     PERTURBATIONS,
     Case,
     EvalSet,
@@ -33,8 +33,8 @@ from app.services.evaluation_data import (
     round_sets,
     spelling_perturbations,
 )
-from app.services.evaluation_report import render_html
-from app.services.target_models import register_model
+from app.core.services.evaluation_report import render_html
+from app.core.services.target_models import register_model
 from local_models.errors import Cancelled
 from local_models.progress import Progress
 from tests.conftest import hate_content, hate_output, shared_file
@@ -357,7 +357,7 @@ def test_batch_work_uses_every_core_only_when_the_machine_is_idle(monkeypatch):
 
 
 def test_a_training_file_line_that_is_not_an_object_is_named_not_a_crash(tmp_path):
-    from app.services.evaluation_data import read_training_texts
+    from app.core.services.evaluation_data import read_training_texts
 
     training = tmp_path / "train.jsonl"
     training.write_text('{"text": "fine"}\n\n3\n', encoding="utf-8")

@@ -3,10 +3,10 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from app.domain import ModelOutput, Span
-from app.errors import InvalidExample, NotFound
-from app.services.examples import Content
-from app.storage.models import ExampleFacet
+from app.core.domain import ModelOutput, Span
+from app.core.errors import InvalidExample, NotFound
+from app.core.services.examples import Content
+from app.core.storage.models import ExampleFacet
 from tests.conftest import hate_content, hate_output
 
 
@@ -61,7 +61,7 @@ def test_bad_content_gets_a_clear_message_and_stores_nothing(desk, people, conte
 
 
 def desk_filter():
-    from app.services.review import ExampleFilter
+    from app.core.services.review import ExampleFilter
 
     return ExampleFilter()
 
@@ -129,7 +129,7 @@ def test_a_perturbation_is_linked_with_its_word_edits(desk, people, target_model
 
 
 def test_a_closed_round_takes_no_more_examples(desk, people):
-    from app.storage.models import Round
+    from app.core.storage.models import Round
 
     round_ = desk.tasks.round("hate_speech")
     with desk.db.write() as session:

@@ -2,9 +2,9 @@ import uuid
 
 import pytest
 
-from app.domain import FooledRule, ModelOutput, Span
-from app.tasks.definition import builtin_tasks_dir, load_catalog
-from app.tasks.fooling import is_fooled, normalize_answer, span_f1
+from app.core.domain import FooledRule, ModelOutput, Span
+from app.core.tasks.definition import builtin_tasks_dir, load_catalog
+from app.core.tasks.fooling import is_fooled, normalize_answer, span_f1
 
 CATALOG = load_catalog(builtin_tasks_dir())
 

@@ -5,12 +5,12 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from app.desk import Desk
-from app.errors import DynadeskError, ImportFailed
-from app.io.exporters import export
-from app.io.importers import import_file
-from app.services.review import ExampleFilter
-from app.storage.models import Context, Example, Person, Suite, SuiteCase, Validation
+from app.core.desk import Desk
+from app.core.errors import DynadeskError, ImportFailed
+from app.core.io.exporters import export
+from app.core.io.importers import import_file
+from app.core.services.review import ExampleFilter
+from app.core.storage.models import Context, Example, Person, Suite, SuiteCase, Validation
 from tests.conftest import FIXTURES, hate_content, hate_output, shared_file
 
 DYNAHATE = FIXTURES / "dynahate_sample.csv"

@@ -2,9 +2,9 @@
 
 import pytest
 
-from app.errors import ValidationRuleError
-from app.services.lead import NotALead
-from app.services.review import ExampleFilter
+from app.core.errors import ValidationRuleError
+from app.core.services.lead import NotALead
+from app.core.services.review import ExampleFilter
 from tests.conftest import hate_content, hate_output
 from tests.validation_sim import simulate, import_anli
 
@@ -130,7 +130,7 @@ def test_sorting_by_round_pages_like_a_plain_sort(desk, people, target_model):
     plain ORDER BY round number, rowid gives."""
     import random
 
-    from app.services.review import SORT_KEYS
+    from app.core.services.review import SORT_KEYS
 
     task = desk.tasks.task("hate_speech")
     rng = random.Random(3)
@@ -151,8 +151,8 @@ def test_sorting_by_round_pages_like_a_plain_sort(desk, people, target_model):
 
 
 def test_the_agreement_threshold_is_a_leads_choice_kept_on_the_desk(desk, data_dir, people, submit):
-    from app.desk import Desk
-    from app.services.validation import threshold_warning
+    from app.core.desk import Desk
+    from app.core.services.validation import threshold_warning
 
     example = submit()
     desk.validation.validate(example.id, people.val1.id, "correct")
@@ -188,8 +188,8 @@ def test_returned_work_leaves_the_authors_list_when_retracted(desk, people, subm
 def test_a_desk_from_before_objection_counts_gets_them_on_upgrade(data_dir, desk, people, submit):
     import sqlite3
 
-    from app import paths
-    from app.desk import Desk
+    from app.core import paths
+    from app.core.desk import Desk
 
     objected, quiet = submit("a"), submit("b")
     desk.validation.validate(objected.id, people.val1.id, "incorrect", corrected_label="not hate", reason="r")

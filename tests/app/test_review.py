@@ -1,7 +1,7 @@
 import pytest
 
-from app.errors import DynadeskError
-from app.services.review import ExampleFilter, fts_terms
+from app.core.errors import DynadeskError
+from app.core.services.review import ExampleFilter, fts_terms
 from tests.conftest import hate_content, hate_output
 
 TEXTS = [

@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from app.errors import DynadeskError, NotFound
-from app.services.rounds import RoundSettings
+from app.core.errors import DynadeskError, NotFound
+from app.core.services.rounds import RoundSettings
 from tests.conftest import hate_content, hate_output, shared_file
 
 

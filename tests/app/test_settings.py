@@ -1,6 +1,6 @@
 import json
 
-from app.settings import SETTINGS_VERSION, MIGRATIONS, Settings, SettingsStore, migrate
+from app.core.settings import SETTINGS_VERSION, MIGRATIONS, Settings, SettingsStore, migrate
 
 
 def test_settings_round_trip_as_text(tmp_path):
@@ -25,7 +25,7 @@ def test_an_unreadable_file_is_kept_aside_and_defaults_are_used(tmp_path):
 
 
 def test_older_versions_are_migrated_step_by_step(monkeypatch):
-    monkeypatch.setattr("app.settings.SETTINGS_VERSION", 3)
+    monkeypatch.setattr("app.core.settings.SETTINGS_VERSION", 3)
     def rename(old, new):
         def step(raw):
             raw[new] = raw.pop(old)

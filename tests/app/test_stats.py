@@ -51,11 +51,11 @@ def test_mer_and_vmer_by_round_annotator_model_and_task(desk, people, target_mod
 
 
 def test_one_definition_of_mer_and_vmer_in_python_and_numpy():
-    """app.tasks.figures: the rule by row, over numpy codes (the dashboard's) and as a ratio."""
+    """app.core.tasks.figures: the rule by row, over numpy codes (the dashboard's) and as a ratio."""
     import numpy as np
 
-    from app.services.dashboard_snapshot import DECIDED_CODES, STATUS_CODES
-    from app.tasks import figures
+    from app.core.services.dashboard_snapshot import DECIDED_CODES, STATUS_CODES
+    from app.core.tasks import figures
 
     rows = [("submitted", True, "correct"), ("flagged", True, "incorrect"), ("submitted", False, "correct"),
             ("retracted", True, "correct"), ("submitted", None, None), ("flagged", True, None)]

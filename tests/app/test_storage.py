@@ -8,9 +8,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import select
 
-from app.errors import DatabaseError
-from app.storage.db import Database, head_revision
-from app.storage.models import Base, Example, Person, include_name
+from app.core.errors import DatabaseError
+from app.core.storage.db import Database, head_revision
+from app.core.storage.models import Base, Example, Person, include_name
 
 
 def test_sqlite_runs_with_wal_foreign_keys_and_a_busy_timeout(tmp_path):
@@ -153,7 +153,7 @@ def test_review_queries_are_served_by_their_indexes(desk, people):
     """Guards the plans that keep review queries within budget at 100k rows (bench/bench_storage.py)."""
     from sqlalchemy import func
 
-    from app.services.review import ROWID, ExampleFilter
+    from app.core.services.review import ROWID, ExampleFilter
     from tests.conftest import hate_content
 
     for i in range(30):

@@ -2,8 +2,8 @@ import textwrap
 
 import pytest
 
-from app.errors import TaskDefinitionError
-from app.tasks.definition import MetadataKind, builtin_tasks_dir, load_catalog, load_task_file
+from app.core.errors import TaskDefinitionError
+from app.core.tasks.definition import MetadataKind, builtin_tasks_dir, load_catalog, load_task_file
 
 GOOD = """
 code: toxicity
@@ -51,7 +51,7 @@ def test_four_tasks_ship_and_match_the_design():
 def test_a_user_adds_a_task_by_dropping_a_yaml_file(tmp_path, data_dir):
     (data_dir / "tasks").mkdir()
     write(data_dir / "tasks", GOOD, "toxicity.yaml")
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     with Desk(data_dir) as desk:
         assert "toxicity" in {t.code for t in desk.tasks.tasks()}
@@ -95,7 +95,7 @@ def test_two_files_with_one_code_are_refused(tmp_path):
 
 
 def test_a_changed_definition_bumps_the_task_revision(tmp_path, data_dir):
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     (data_dir / "tasks").mkdir()
     path = write(data_dir / "tasks", GOOD, "toxicity.yaml")

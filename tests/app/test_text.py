@@ -1,4 +1,4 @@
-from app.text import clean_text, diff_pieces, word_alignment, word_edits, words
+from app.core.text import clean_text, diff_pieces, word_alignment, word_edits, words
 
 
 def test_words_keep_exact_character_offsets_for_any_script():

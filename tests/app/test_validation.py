@@ -4,8 +4,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from app.errors import ValidationRuleError
-from app.storage.models import Example
+from app.core.errors import ValidationRuleError
+from app.core.storage.models import Example
 from tests.conftest import hate_content, hate_output
 
 
@@ -82,8 +82,8 @@ def test_the_queue_serves_fooling_examples_first_then_the_least_validated(desk, 
 
 def test_non_fooling_examples_are_queued_only_when_the_task_says_so(desk, people):
     nli_model = desk.models.register("nli", "hf-torch", "12" * 32)
-    from app.domain import ModelOutput
-    from app.services.examples import Content
+    from app.core.domain import ModelOutput
+    from app.core.services.examples import Content
 
     content = Content({"context": "A cat sat.", "hypothesis": "An animal sat."}, "entailment",
                       meta={"label_explanation": "cats are animals"})

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from app.domain import ModelOutput
-from app.services.examples import Content
-from app.storage.models import Example
+from app.core.domain import ModelOutput
+from app.core.services.examples import Content
+from app.core.storage.models import Example
 from tests.conftest import hate_content, hate_output
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.desk import Desk
+from app.core.desk import Desk
 from app.gui.main_window import MainWindow
-from app.services.target_models import register_model
+from app.core.services.target_models import register_model
 
 
 def open_window(qtbot, data_dir, *, closed_by_test: bool = True) -> MainWindow:

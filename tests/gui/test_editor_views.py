@@ -3,7 +3,7 @@
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor, QUndoStack
 
-from app.tasks.definition import InputKind, MetadataKind
+from app.core.tasks.definition import InputKind, MetadataKind
 from app.views.create import EditorSpec, FormFieldView, InputFieldView
 from widgets.example_editor import ExampleEditor, code_points, utf16
 from widgets.metadata_form import MetadataForm

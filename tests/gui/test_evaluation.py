@@ -40,7 +40,7 @@ def small_suite(tmp_path):
 @pytest.fixture
 def trigger_exports(data_dir, hate_model):
     """Two ONNX exports of the trigger model on record (fp32 by its id, int8 by its checksum)."""
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     with Desk(data_dir) as desk:
         for name, parent in (("Trigger model (ONNX)", {"id": str(hate_model.id)}),
@@ -127,7 +127,7 @@ def test_evaluate_a_round_target_on_a_suite_and_open_a_failing_case(qtbot, windo
 
 
 def test_cancel_a_running_evaluation(qtbot, window, data_dir, small_suite, monkeypatch):
-    from app.services import evaluation as ev
+    from app.core.services import evaluation as ev
 
     # Hold the worker after its first batch until the test has pressed Cancel: no race with a fast model.
     real, gate = ev.evaluate, threading.Event()

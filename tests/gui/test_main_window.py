@@ -2,10 +2,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDialogButtonBox, QLabel, QPushButton
 
-from app.desk import Desk
+from app.core.desk import Desk
 from app.gui.main_window import MainWindow
 from app.gui.pages import Menu
-from app.io.importers import import_file
+from app.core.io.importers import import_file
 from tests.conftest import FIXTURES, shared_file
 from widgets.import_dialog import ImportDialog
 from widgets.profile_dialog import ProfileDialog

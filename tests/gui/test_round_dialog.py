@@ -2,7 +2,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 
-from app.desk import Desk
+from app.core.desk import Desk
 from app.gui.main_window import MainWindow
 from widgets.round_dialog import RoundDialog
 

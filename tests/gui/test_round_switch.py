@@ -10,9 +10,9 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
-from app.desk import Desk
-from app.domain import Role
-from app.services.target_models import register_model
+from app.core.desk import Desk
+from app.core.domain import Role
+from app.core.services.target_models import register_model
 from tests.gui.conftest import close_window, open_window
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction
 

@@ -175,7 +175,7 @@ def test_sync_now_sends_the_outbox_without_blocking_the_editor(qtbot, window, se
 
 
 def test_a_lead_returning_an_example_elsewhere_shows_in_returned_to_me_after_sync(qtbot, window, server, tmp_path):
-    from app.services.review import ExampleFilter
+    from app.core.services.review import ExampleFilter
     from sync.client import SyncClient
     from sync.transport import RetryPolicy
     from tests.sync.helpers import prepare_desk

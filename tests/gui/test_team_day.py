@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from PySide6.QtCore import Qt
 
 from app.cli import cli
-from app.desk import Desk
-from app.services.target_models import register_model
+from app.core.desk import Desk
+from app.core.services.target_models import register_model
 from sync import local
 from tests.conftest import hate_content, hate_output
 from tests.gui.conftest import close_window, open_window

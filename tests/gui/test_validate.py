@@ -3,7 +3,7 @@
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.services.examples import Content
+from app.core.services.examples import Content
 from tests.conftest import hate_content, hate_output
 from tests.gui.conftest import close_window, open_window
 from tests.validation_sim import import_anli, simulate
@@ -13,7 +13,7 @@ from tests.validation_sim import import_anli, simulate
 def _all_validations(desk):
     from sqlalchemy import select
 
-    from app.storage.models import Validation
+    from app.core.storage.models import Validation
 
     with desk.db.read() as session:
         return list(session.scalars(select(Validation)))
@@ -122,7 +122,7 @@ def test_model_output_is_shown_at_once_where_the_task_allows_and_pairs_show_both
 def test_anli_with_simulated_validators(qtbot, data_dir, modal_log):
     """Real text: ANLI r1 dev, four simulated validators; a fifth person gets the least-validated
     model-fooling example first, with its context and the author's reason."""
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     with Desk(data_dir) as desk:
         import_anli(desk)
@@ -146,7 +146,7 @@ def test_anli_with_simulated_validators(qtbot, data_dir, modal_log):
 
 
 def test_the_verdict_form_for_extractive_tasks_asks_for_the_corrected_answer(qtbot):
-    from app.domain import Verdict
+    from app.core.domain import Verdict
     from app.views.example import VerdictChoice
     from widgets.verdict_form import VerdictForm
 

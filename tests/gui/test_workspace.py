@@ -11,9 +11,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app import paths
-from app.desk import Desk
-from app.io.importers import import_file
+from app.core import paths
+from app.core.desk import Desk
+from app.core.io.importers import import_file
 from tests.conftest import FIXTURES
 from tests.gui.conftest import close_window, open_window
 
@@ -50,7 +50,7 @@ def stored_examples(window):
         from sqlalchemy import select
         from sqlalchemy.orm import selectinload
 
-        from app.storage.models import Example
+        from app.core.storage.models import Example
 
         return list(session.scalars(select(Example).where(Example.status != "draft")
                                     .options(selectinload(Example.outputs)).order_by(Example.created_at)))
@@ -334,7 +334,7 @@ def test_first_start_makes_the_bundled_model_round_one_target(qtbot, data_dir, d
         close_window(win)
     # A second start finds round 1 set up and prepares nothing.
     with Desk(data_dir) as desk:
-        from app.services.target_models import needs_default_model
+        from app.core.services.target_models import needs_default_model
 
         assert not needs_default_model(desk)
         round_ = desk.tasks.round("hate_speech")

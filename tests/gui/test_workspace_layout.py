@@ -54,8 +54,8 @@ def test_first_start_shows_the_preparation_steps_and_percentage(qtbot, data_dir,
 
     from PySide6.QtWidgets import QProgressBar
 
-    from app import paths
-    from app.services import target_models
+    from app.core import paths
+    from app.core.services import target_models
     from tests.gui.conftest import close_window, open_window
 
     shutil.copytree(default_model_cache, paths.models_cache_dir(data_dir))  # the real work, already done

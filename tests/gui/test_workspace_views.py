@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from PySide6.QtGui import QColor, QTextCursor
 
-from app.text import words
+from app.core.text import words
 from app.views.create import (
     AttributionChange,
     AttributionView,

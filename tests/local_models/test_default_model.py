@@ -86,7 +86,7 @@ def test_the_reported_test_figures_are_reproduced_by_the_model_the_desk_runs(pre
     """Rebuild the held-out split from the recorded seed and score the model the desk runs."""
     from tests.conftest import shared_file
 
-    from app.io.training import read_labelled_csv
+    from app.core.io.training import read_labelled_csv
     from local_models.train import TrainingConfig, classification_metrics, stratified_split
 
     description = json.loads((PART / "dynadesk_model.json").read_text())
@@ -108,8 +108,8 @@ def test_the_reported_test_figures_are_reproduced_by_the_model_the_desk_runs(pre
 
 
 def test_ensure_default_model_registers_both_variants(desk, default_cache):
-    from app import paths
-    from app.services.target_models import ensure_default_model, load_engine_for, to_model_output
+    from app.core import paths
+    from app.core.services.target_models import ensure_default_model, load_engine_for, to_model_output
 
     shutil.copytree(default_cache, paths.models_cache_dir(desk.root))  # skip rebuilding in every data folder
     record = ensure_default_model(desk)
@@ -132,7 +132,7 @@ def test_ensure_default_model_registers_both_variants(desk, default_cache):
 
 
 def test_init_makes_the_default_model_round_one_target_once(data_dir, default_cache):
-    from app import paths
+    from app.core import paths
     from tests.app.test_cli import dynadesk
 
     shutil.copytree(default_cache, paths.models_cache_dir(data_dir))
@@ -144,7 +144,7 @@ def test_init_makes_the_default_model_round_one_target_once(data_dir, default_ca
 
 
 def test_a_round_a_lead_has_changed_never_takes_the_default_model(desk):
-    from app.services.target_models import adopt_default_model, needs_default_model
+    from app.core.services.target_models import adopt_default_model, needs_default_model
 
     lead = desk.people.create("Lee Lead", "lead")
     round_ = desk.tasks.round("hate_speech")

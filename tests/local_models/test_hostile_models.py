@@ -157,7 +157,7 @@ def test_onnx_config_beside_is_checked(trigger_onnx_dir, copy_model):
 
 
 def test_training_base_with_an_absurd_config(tiny_base_dir, copy_model, trigger_csv, tmp_path, nothing_built):
-    from app.io.training import read_labelled_csv
+    from app.core.io.training import read_labelled_csv
     from local_models.train import train_classifier
 
     base = edit_config(copy_model(tiny_base_dir), num_hidden_layers=100_000)

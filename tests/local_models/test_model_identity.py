@@ -77,9 +77,9 @@ def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_o
                                                                                           tmp_path):
     import sqlite3
 
-    from app.desk import Desk
-    from app.paths import database_path
-    from app.storage.db import Database, head_revision
+    from app.core.desk import Desk
+    from app.core.paths import database_path
+    from app.core.storage.db import Database, head_revision
     from tests.conftest import hate_content, hate_output
 
     old = _with_build_details(trigger_onnx_dir, tmp_path / "models" / "old-export")
@@ -110,8 +110,8 @@ def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_o
 @pytest.mark.slow
 def test_a_desk_holding_the_bundled_model_under_the_servers_checksum_does_not_list_it_twice(desk,
                                                                                           default_model_cache):
-    from app import paths
-    from app.services.target_models import DEFAULT_MODEL_NAME, ensure_default_model
+    from app.core import paths
+    from app.core.services.target_models import DEFAULT_MODEL_NAME, ensure_default_model
     from local_models.default_model import prepare_default_model
     from local_models.export import read_export_description
 

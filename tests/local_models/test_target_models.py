@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from app.domain import ModelFormat
-from app.services.target_models import (
+from app.core.domain import ModelFormat
+from app.core.services.target_models import (
     TargetModelError,
     load_engine_for,
     model_input,

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from app.io.training import read_labelled_csv
+from app.core.io.training import read_labelled_csv
 from local_models.errors import CorruptModel, TrainingFailed
 from local_models.train import (
     TRAINED_PART_FILE,
@@ -62,7 +62,7 @@ def test_csv_problems_are_named(tmp_path):
     (tmp_path / "latin1.csv").write_bytes("text,label\ncaf\xe9,x\n".encode("latin-1"))
     with pytest.raises(TrainingFailed, match="not a readable UTF-8 CSV"):
         read_labelled_csv(tmp_path / "latin1.csv", "text", "label")
-    # the one strict row reader (app.io.rows): a quote left open is named, not swallowed
+    # the one strict row reader (app.core.io.rows): a quote left open is named, not swallowed
     broken = write_csv(tmp_path / "q.csv", 'text,label\n"a,x\nb,y\n')
     with pytest.raises(TrainingFailed, match="not a readable UTF-8 CSV file .line 2: a quoted field opens"):
         read_labelled_csv(broken, "text", "label")

@@ -28,10 +28,10 @@ import httpx
 from sqlalchemy import create_engine, insert, select
 from sqlalchemy.engine import make_url
 
-from app.desk import Desk
-from app.domain import utcnow
-from app.io.records import dump_example
-from app.storage.models import Context, Example, ExampleFacet, ModelOutputRow, OutboxEntry, Round, Task
+from app.core.desk import Desk
+from app.core.domain import utcnow
+from app.core.io.records import dump_example
+from app.core.storage.models import Context, Example, ExampleFacet, ModelOutputRow, OutboxEntry, Round, Task
 from sync.protocol import ExampleRecord
 from sync.server import store
 from sync.server import models as server_models
@@ -198,7 +198,7 @@ _PUBLISH_CACHE: dict[str, list] = {}
 def basics_records(tmp_root: Path) -> list[dict]:
     """What an owner publishes for the tests: the hate-speech task, one target model, rounds 1 and 2."""
     if "basics" not in _PUBLISH_CACHE:
-        from app.io.records import dump_model, dump_round
+        from app.core.io.records import dump_model, dump_round
 
         with Desk(tmp_root / "publisher-template") as desk:
             task = desk.tasks.task("hate_speech")

@@ -10,7 +10,7 @@ import uuid
 import httpx
 import pytest
 
-from app.domain import utcnow
+from app.core.domain import utcnow
 from tests.sync.helpers import server_counts
 from tests.sync.test_server import auth, changes, example, push, statuses, validation
 

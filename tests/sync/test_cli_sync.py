@@ -52,7 +52,7 @@ def test_a_team_sets_up_and_syncs_from_the_command_line(tmp_path):
         assert owner_token not in (owner_desk / "settings.json").read_text()
         assert json.loads((owner_desk / "settings.json").read_text())["server_url"] == server.url
 
-        from app.desk import Desk
+        from app.core.desk import Desk
 
         with Desk(owner_desk) as desk:  # the owner's round 1 gets its target model
             task = desk.tasks.task("hate_speech")
@@ -97,7 +97,7 @@ def test_a_team_sets_up_and_syncs_from_the_command_line(tmp_path):
 
 
 def _set_targets(desk, model) -> None:
-    from app.storage.models import RoundModel
+    from app.core.storage.models import RoundModel
 
     with desk.db.write() as session:
         session.add(RoundModel(round_id=desk.tasks.round("hate_speech", 1).id, model_id=model.id, position=0))
@@ -156,7 +156,7 @@ class BrokenStdout(io.StringIO):
 
 @sqlite_only
 def test_sync_configure_adopts_nothing_when_it_fails_half_way(team, data_dir):
-    from app.desk import Desk
+    from app.core.desk import Desk
     from sync.tokens import TokenStore
 
     def nothing_adopted() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.storage.models import Round as DeskRound
+from app.core.storage.models import Round as DeskRound
 from sync.client import SyncClient
 from sync.transport import AuthError, Cancelled, Offline, RetryPolicy, SyncHandle
 from sync.local import local_status
@@ -206,7 +206,7 @@ def test_open_rounds_target_models_are_downloaded_and_verified(team, tmp_path, s
 
 
 def test_an_owner_shares_an_imported_data_set_under_its_own_authors(team, tmp_path, server_db):
-    from app.io.importers import import_file
+    from app.core.io.importers import import_file
     from sync.transport import Refused
 
     desk = prepare_desk(tmp_path / "owner", team.owner)
@@ -279,9 +279,9 @@ def test_without_a_keyring_tokens_go_to_a_file_only_its_owner_reads(tmp_path):
 
 
 def test_published_contexts_reach_annotators_and_their_examples_refer_to_them(team, tmp_path, server_db):
-    from app.services.examples import Content
-    from app.storage.models import Context
-    from app.text import content_hash
+    from app.core.services.examples import Content
+    from app.core.storage.models import Context
+    from app.core.text import content_hash
 
     passage = "The Vistula is the longest river in Poland, at 1,047 km.\nIt flows through Kraków and Warsaw."
     owner = prepare_desk(tmp_path / "owner", team.owner)

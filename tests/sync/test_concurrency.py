@@ -18,7 +18,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.storage.models import Example as DeskExample
+from app.core.storage.models import Example as DeskExample
 from sync.client import SyncClient
 from sync.transport import RetryPolicy
 from sync.local import local_status

@@ -12,12 +12,12 @@ from click.testing import CliRunner
 from sqlalchemy import select, update
 
 from app.cli import cli
-from app.errors import DynadeskError, ImportFailed
-from app.io.importers import import_file
-from app.io.records import dump_example
-from app.limits import MAX_FIELD_BYTES, FreeFormTooLarge, free_form_problem
-from app.storage import outbox
-from app.storage.models import Example as DeskExample
+from app.core.errors import DynadeskError, ImportFailed
+from app.core.io.importers import import_file
+from app.core.io.records import dump_example
+from app.core.limits import MAX_FIELD_BYTES, FreeFormTooLarge, free_form_problem
+from app.core.storage import outbox
+from app.core.storage.models import Example as DeskExample
 from sync.client import SyncClient
 from sync.local import problems as desk_problems
 from sync.protocol import MAX_PULL_BYTES
@@ -199,8 +199,8 @@ def test_a_poison_round_is_quarantined_and_leaves_quarantine_when_published_agai
 
 
 def test_a_desk_refuses_to_publish_records_no_server_takes_before_any_request(tmp_path):
-    from app.desk import Desk
-    from app.storage.models import Context, Round
+    from app.core.desk import Desk
+    from app.core.storage.models import Context, Round
     from sync.transport import Offline, SyncError
     from tests.sync.test_client import QUICK, free_port
 

@@ -1,6 +1,6 @@
 """The desk's outbox: written in the same unit of work as the record, one entry per record,
 drafts and imported data sets never queued unless asked, older databases backfilled; and
-the record format on the wire is the desk's own (``app.io.records``)."""
+the record format on the wire is the desk's own (``app.core.io.records``)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
-from app.errors import InvalidExample
-from app.io.importers import import_file
-from app.io.records import dump_example
-from app.storage import outbox
-from app.storage.db import Database
-from app.storage.models import Example, OutboxEntry
+from app.core.errors import InvalidExample
+from app.core.io.importers import import_file
+from app.core.io.records import dump_example
+from app.core.storage import outbox
+from app.core.storage.db import Database
+from app.core.storage.models import Example, OutboxEntry
 from sync.local import local_status
 from sync.outgoing import settle
 from sync.protocol import ExampleRecord, RecordResult, manifest_sha256

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.domain import utcnow
-from app.services.lead import NotALead
-from app.services.review import ExampleFilter
-from app.storage.db import Database
-from app.storage.models import Example, ExampleReview, OutboxEntry, Person
+from app.core.domain import utcnow
+from app.core.services.lead import NotALead
+from app.core.services.review import ExampleFilter
+from app.core.storage.db import Database
+from app.core.storage.models import Example, ExampleReview, OutboxEntry, Person
 from sync import local
 from sync.server import models as server_models
 from tests.conftest import ROOT, hate_content, hate_output
@@ -214,7 +214,7 @@ def test_an_annotator_cannot_push_a_review_and_the_outbox_says_why(team, tmp_pat
 
 KILLED_AFTER_RETURNING = """
 import os, signal, sys, uuid
-from app.desk import Desk
+from app.core.desk import Desk
 desk = Desk(sys.argv[1])
 desk.lead.return_examples(uuid.UUID(sys.argv[2]), [uuid.UUID(sys.argv[3])], "Written, then the power went.")
 print("RETURNED", flush=True)
@@ -237,7 +237,7 @@ def test_a_review_written_just_before_the_desk_was_killed_still_goes_out(team, t
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == -9 and "RETURNED" in done.stdout, done.stderr[-2000:]
 
-    from app.desk import Desk
+    from app.core.desk import Desk
 
     lead = Desk(tmp_path / "lead")
     [entry] = outbox(lead)

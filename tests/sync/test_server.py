@@ -14,7 +14,7 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 
-from app.domain import utcnow
+from app.core.domain import utcnow
 from sync.protocol import manifest_sha256
 from tests.sync.helpers import MODEL_SHA, server_counts
 
@@ -269,7 +269,7 @@ def test_the_server_schema_is_its_migrations_and_a_newer_one_is_refused(server_d
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from app.errors import DynadeskError
+    from app.core.errors import DynadeskError
     from sync.server.db import VERSION_TABLE, ServerDatabase, head_revision
     from sync.server.models import Base
 

@@ -1,6 +1,6 @@
 """The server decides what counts: "fooled" is judged on the server from the
 stored outputs of the round's target models, the true label and the round's rule, with the one
-definition in ``app.tasks.fooling``; a client's ``model_fooled`` never reaches the figures that rate
+definition in ``app.core.tasks.fooling``; a client's ``model_fooled`` never reaches the figures that rate
 annotators. Each test runs on SQLite, and on PostgreSQL when DYNADESK_TEST_PG_URL is set."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import uuid
 import httpx
 import pytest
 
-from app.domain import utcnow
+from app.core.domain import utcnow
 
 from tests.sync.helpers import MODEL_SHA
 from tests.sync.test_server import auth, changes, example, push
@@ -127,7 +127,7 @@ def test_ensembles_follow_the_rounds_rule_and_every_target_must_answer(team):
 
 @sqlite_only
 def test_question_answering_is_fooled_below_an_f1_of_0_4(team):
-    from app.tasks.definition import builtin_tasks_dir, load_task_file
+    from app.core.tasks.definition import builtin_tasks_dir, load_task_file
 
     definition = load_task_file(builtin_tasks_dir() / "extractive_qa.yaml")
     now = utcnow().isoformat()
@@ -158,7 +158,7 @@ def test_question_answering_is_fooled_below_an_f1_of_0_4(team):
 
 @sqlite_only
 def test_desks_and_the_server_give_the_same_figures_and_a_forged_flag_is_undone(team, tmp_path):
-    """One definition of MER and vMER (app.tasks.figures), tied: the server's team figures are the
+    """One definition of MER and vMER (app.core.tasks.figures), tied: the server's team figures are the
     desk's figures over the same examples, on the author's desk (whose forged flags the push undid)
     and on a team mate's, through the statistics service, the dashboard and `dynadesk stats`."""
     import json
@@ -167,9 +167,9 @@ def test_desks_and_the_server_give_the_same_figures_and_a_forged_flag_is_undone(
     from sqlalchemy import select, update
 
     from app.cli import cli
-    from app.services.dashboard_snapshot import DashboardFilter
+    from app.core.services.dashboard_snapshot import DashboardFilter
 
-    from app.storage.models import Example as DeskExample
+    from app.core.storage.models import Example as DeskExample
     from sync.client import SyncClient
     from tests.sync.helpers import fill_outbox, prepare_desk
     from tests.sync.test_client import QUICK
@@ -217,7 +217,7 @@ def test_examples_stored_before_the_server_judged_are_judged_on_upgrade(team, se
     from alembic import command
     from sqlalchemy import select, update
 
-    from app.storage.models import Example as DeskExample
+    from app.core.storage.models import Example as DeskExample
     from sync.client import SyncClient
     from sync.server import models
     from sync.server.db import alembic_config

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import cli
-from app.domain import utcnow
-from app.errors import DynadeskError
+from app.core.domain import utcnow
+from app.core.errors import DynadeskError
 from sync.server import store
 from sync.server.db import VERSION_TABLE, ServerDatabase
 from sync.server.models import Person
@@ -196,7 +196,7 @@ def test_a_failed_upload_leaves_no_empty_folders(team, server):
 
 
 def test_sync_status_escapes_control_characters_in_what_the_server_said(data_dir):
-    from app.desk import Desk
+    from app.core.desk import Desk
     from sync import local
 
     with Desk(data_dir) as desk:
@@ -212,8 +212,8 @@ def test_a_review_sent_again_keeps_the_time_it_first_reached_the_server(team, tm
     order it by when the server first got it, as the server and every other desk do, not by the resend."""
     from sqlalchemy import select
 
-    from app.storage.models import ExampleReview as DeskReview
-    from app.storage.models import OutboxEntry
+    from app.core.storage.models import ExampleReview as DeskReview
+    from app.core.storage.models import OutboxEntry
     from tests.sync.test_review_sync import server_reviews
 
     ann, lead = prepare_desk(tmp_path / "ann", team.ann), prepare_desk(tmp_path / "lead", team.lead)

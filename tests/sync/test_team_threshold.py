@@ -10,7 +10,7 @@ import uuid
 
 import httpx
 
-from app.domain import utcnow
+from app.core.domain import utcnow
 from tests.sync.helpers import prepare_desk
 from tests.sync.test_client import client_for
 from tests.sync.test_review_sync import ann_writes_bob_says_correct, outbox

@@ -36,9 +36,9 @@ def dynadesk(monkeypatch, capsys):
     file): returns (exit code, stdout, stderr)."""
     import io
 
-    import app.cli
+    import app.cli.desk
 
-    monkeypatch.setattr(app.cli, "setup_logging", lambda root: root)
+    monkeypatch.setattr(app.cli.desk, "setup_logging", lambda root: root)
 
     def run(*args, data_dir, input: str = "") -> tuple[int, str, str]:
         monkeypatch.setattr(sys, "stdin", io.StringIO(input))
@@ -119,7 +119,7 @@ def test_serve_run_with_tls_and_a_desk_that_trusts_the_teams_authority(tmp_path,
         assert code == 1 and "is not a PEM certificate" in err  # and the good one stays
         assert json.loads((tmp_path / "desk" / "settings.json").read_text())["server_ca_file"] == str(ca)
 
-        from app.desk import Desk
+        from app.core.desk import Desk
         from sync.tokens import TokenStore
 
         with Desk(tmp_path / "desk") as desk:  # the desk's settings say whom to trust: no option needed
@@ -133,8 +133,8 @@ def test_serve_run_with_tls_and_a_desk_that_trusts_the_teams_authority(tmp_path,
 
 
 def test_serve_run_refuses_a_certificate_and_key_that_do_not_belong_together(tmp_path):
-    from app.cli_sync import _check_tls_pair
-    from app.errors import DynadeskError
+    from app.cli.sync import _check_tls_pair
+    from app.core.errors import DynadeskError
 
     _, certificate, _ = make_certificates(tmp_path)
     other = tmp_path / "other"

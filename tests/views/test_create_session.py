@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from app.domain import ModelOutput
-from app.tasks.definition import builtin_tasks_dir, load_task_file
+from app.core.domain import ModelOutput
+from app.core.tasks.definition import builtin_tasks_dir, load_task_file
 from app.views.create_session import (
     CreateSession,
     LoadOutcome,

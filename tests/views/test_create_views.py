@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.domain import Span
-from app.tasks.definition import InputKind, MetadataKind, builtin_tasks_dir, load_task_file
+from app.core.domain import Span
+from app.core.tasks.definition import InputKind, MetadataKind, builtin_tasks_dir, load_task_file
 from app.views.create import (
     DiffKind,
     EditorContent,

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from types import SimpleNamespace
 
-from app.domain import ReviewAction
+from app.core.domain import ReviewAction
 from app.views.example import data_detail
 from app.views.review import accept_text, review_choices, review_figures, review_item
 from tests.views.test_validate_views import HATE, MODEL, example

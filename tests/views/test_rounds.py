@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
-from app.domain import FooledRule, RoundStatus
+from app.core.domain import FooledRule, RoundStatus
 from app.views.rounds import RoundChanges, round_items, round_view
 
 A, B, C = (uuid.UUID(int=i) for i in (1, 2, 3))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from types import SimpleNamespace
 
-from app.domain import Role
+from app.core.domain import Role
 from app.views.shell import Choice, import_view, profiles_view, task_choices
 
 

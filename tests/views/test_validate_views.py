@@ -6,8 +6,8 @@ import uuid
 from datetime import datetime
 from types import SimpleNamespace
 
-from app.domain import ExampleStatus, ReviewAction, Verdict
-from app.tasks.definition import TaskDefinition
+from app.core.domain import ExampleStatus, ReviewAction, Verdict
+from app.core.tasks.definition import TaskDefinition
 from app.views.example import VerdictChoice, row_view, verdict_problem, verdict_text
 from app.views.validate import queue_view, stored_text, validation_item
 

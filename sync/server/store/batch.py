@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.domain import utcnow
-from app.tasks.definition import TaskDefinition
+from app.core.domain import utcnow
+from app.core.tasks.definition import TaskDefinition
 from sync.protocol import RecordError, RecordResult
 from sync.server.models import ModelRecord, Person, Round, Task
 from sync.server.store.changelog import record_changes

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from sqlalchemy import LargeBinary, Text, and_, cast, exists, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.domain import Role
+from app.core.domain import Role
 from sync.protocol import MAX_PULL_BYTES, ChangesResponse
 from sync.server.db import ServerDatabase
 from sync.server.models import (

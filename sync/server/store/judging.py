@@ -6,9 +6,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Sequence
 
-from app.domain import FooledRule, ModelOutput, Span, Verdict
-from app.tasks.definition import TaskDefinition
-from app.tasks.fooling import is_fooled
+from app.core.domain import FooledRule, ModelOutput, Span, Verdict
+from app.core.tasks.definition import TaskDefinition
+from app.core.tasks.fooling import is_fooled
 from sync.protocol import ExampleRecord, ValidationRecord
 from sync.server.models import Example
 from sync.server.store.batch import PendingRow

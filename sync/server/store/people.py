@@ -10,9 +10,9 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.domain import Role
-from app.errors import DynadeskError
-from app.text import control_characters
+from app.core.domain import Role
+from app.core.errors import DynadeskError
+from app.core.text import control_characters
 from sync.protocol import TOKEN_PREFIX
 from sync.server.db import ServerDatabase
 from sync.server.models import Person

@@ -8,9 +8,9 @@ from typing import Any, Sequence, cast
 
 from sqlalchemy import select
 
-from app.domain import Role, utcnow
-from app.tasks.definition import TaskDefinition
-from app.text import content_hash
+from app.core.domain import Role, utcnow
+from app.core.tasks.definition import TaskDefinition
+from app.core.text import content_hash
 from sync.protocol import ContextRecord, ModelRecordWire, RecordResult, RoundRecord, TaskRecord, manifest_sha256
 from sync.server.db import ServerDatabase
 from sync.server.models import Context, ModelRecord, Person, Round, Task

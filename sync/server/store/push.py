@@ -9,11 +9,11 @@ from typing import Sequence, cast
 
 from sqlalchemy import insert, select
 
-from app.domain import ReviewAction, Role, Span, ValidationMode, utcnow
-from app.errors import InvalidExample
-from app.services.examples import Content, check_content, written_text
-from app.services.validation import summarise
-from app.tasks.definition import TaskDefinition
+from app.core.domain import ReviewAction, Role, Span, ValidationMode, utcnow
+from app.core.errors import InvalidExample
+from app.core.services.examples import Content, check_content, written_text
+from app.core.services.validation import summarise
+from app.core.tasks.definition import TaskDefinition
 from sync.protocol import (
     ExampleRecord,
     ExampleReviewRecord,

@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.errors import DynadeskError
+from app.core.errors import DynadeskError
 from sync.server.db import ServerDatabase
 from sync.server.models import Change, Context, Example, ExampleReview, Person, Quarantined, TaskSetting, Validation
 from sync.server.store.rules import KIND_MODELS, chunks

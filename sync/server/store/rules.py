@@ -9,8 +9,8 @@ from typing import Any, Iterable, Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.domain import Role
-from app.errors import DynadeskError
+from app.core.domain import Role
+from app.core.errors import DynadeskError
 from sync.protocol import RecordError
 from sync.server.models import (
     Context,

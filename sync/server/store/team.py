@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from app.domain import Role
-from app.services.stats import Figures
-from app.tasks import figures as rule
+from app.core.domain import Role
+from app.core.services.stats import Figures
+from app.core.tasks import figures as rule
 from sync.protocol import Duplicate, FigureRow
 from sync.server.db import ServerDatabase
 from sync.server.models import Example, Person, Round, Task
@@ -37,7 +37,7 @@ def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = Non
                 select(Round.id, Task.name, Round.number).join(Task, Task.id == Round.task_id).where(Round.id.in_(ids)))}
         else:
             names = dict(session.execute(select(Person.id, Person.display_name).where(Person.id.in_(ids))).all())
-    # MER and vMER as the desk defines them (``app.tasks.figures``, through ``Figures``), over "fooled" as the server judged it at push.
+    # MER and vMER as the desk defines them (``app.core.tasks.figures``, through ``Figures``), over "fooled" as the server judged it at push.
     figures = []
     for k, s, f, v, d in rows:
         counts = Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v))

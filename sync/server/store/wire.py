@@ -8,7 +8,7 @@ from typing import Iterable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.domain import Role
+from app.core.domain import Role
 from sync.protocol import (
     ContextRecord,
     ExampleRecord,

@@ -13,8 +13,8 @@ import uuid
 import sqlalchemy as sa
 from alembic import op
 
-from app.domain import Span
-from app.tasks.definition import TaskDefinition
+from app.core.domain import Span
+from app.core.tasks.definition import TaskDefinition
 from sync.server.store.judging import judge
 
 revision = '0004'

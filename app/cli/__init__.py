@@ -1,0 +1,50 @@
+"""The ``dynadesk`` command: the GUI by default, subcommands for work at the command line.
+
+Every failure ends with a readable message and a non-zero exit status; tracebacks go to the
+log file, never to the terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from app.cli.desk import cli
+from app.cli.evaluate import eval_
+from app.cli.models import models, train
+from app.cli.rounds import rounds
+from app.cli.smoke import smoke_test
+from app.cli.sync import serve, sync
+from app.core.errors import DynadeskError
+from app.core.logs import log_file
+
+log = logging.getLogger("dynadesk")
+
+for command in (models, train, rounds, serve, sync, smoke_test, eval_):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        code = cli.main(args=argv, prog_name="dynadesk", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        code = 1
+    except DynadeskError as exc:
+        log.info("command failed: %s", exc)
+        click.echo(f"Error: {exc}", err=True)
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    except Exception as exc:  # the last line of defence: a message, never a traceback
+        log.exception("unexpected error")
+        where = log_file()
+        click.echo(f"Unexpected error: {exc.__class__.__name__}: {exc}\n"
+                   f"Nothing was left half-written. Details are in {where}.", err=True)
+        code = 2
+    sys.exit(code if isinstance(code, int) else 0)

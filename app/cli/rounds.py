@@ -1,0 +1,177 @@
+"""``dynadesk rounds``: list, show, open, close and configure rounds; attach models; import contexts.
+
+Changes are made as the desk's current profile, which must be a lead or an owner.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import click
+
+from app.cli.base import Context, format_table, pass_context
+from app.core.errors import DynadeskError
+from app.core.formatting import pct
+from app.core.services.rounds import POLICIES, parse_settings
+from app.core.tasks import figures
+
+
+def resolve_models(desk, references: tuple[str, ...]) -> list[uuid.UUID]:
+    """Models named by id, by unique name, or by a sha256 prefix of at least 8 characters."""
+    records = desk.models.all()
+    chosen = []
+    for reference in references:
+        matches = [m for m in records if str(m.id) == reference or m.name == reference
+                   or (len(reference) >= 8 and m.sha256.startswith(reference.lower()))]
+        if len(matches) != 1:
+            known = ", ".join(f"{m.name} ({m.sha256[:8]})" for m in records) or "none registered"
+            problem = "matches no registered model" if not matches else "matches several models"
+            raise DynadeskError(f"'{reference}' {problem}. Registered models: {known}.")
+        chosen.append(matches[0].id)
+    return chosen
+
+
+def _round_id(desk, task: str, number: int | None) -> uuid.UUID:
+    return desk.rounds.summary(task, number).id
+
+
+@click.group()
+def rounds() -> None:
+    """Rounds of a task: their target models, goal settings and contexts."""
+
+
+@rounds.command("list")
+@click.option("--task", "task_code", help="Only this task.")
+@pass_context
+def rounds_list(obj: Context, task_code: str | None) -> None:
+    """Every round with its state, models and progress."""
+    desk = obj.desk
+    codes = [task_code] if task_code else [t.code for t in desk.tasks.tasks()]
+    rows = []
+    for code in codes:
+        for round_ in desk.tasks.rounds(code):
+            s = desk.rounds.summary(code, round_.number)
+            mer = pct(figures.mer(s.fooled, s.examples)) if s.examples else "-"  # the CLI's "-": an empty round
+            rows.append([code, s.number, s.status, ", ".join(name for _, name, _ in s.models) or "(none)",
+                         s.contexts, s.examples, mer])
+    click.echo(format_table(["task", "round", "status", "target models", "contexts", "examples", "MER"], rows))
+
+
+@rounds.command("show")
+@click.option("--task", "task_code", required=True)
+@click.option("--round", "number", type=int, help="Default: the latest round.")
+@click.option("--contexts", "context_rows", type=int, default=10, show_default=True,
+              help="How many contexts to list (most used first).")
+@pass_context
+def rounds_show(obj: Context, task_code: str, number: int | None, context_rows: int) -> None:
+    """A round's settings, target models and contexts with their use and fooling rates."""
+    desk = obj.desk
+    s = desk.rounds.summary(task_code, number)
+    click.echo(f"{task_code} round {s.number} ({s.status})")
+    click.echo(f"  description:   {s.description}")
+    click.echo(f"  goal message:  {s.goal_message or '-'}")
+    opened = f"{s.opened_at:%Y-%m-%d %H:%M}" if s.opened_at else "-"
+    closed = f", closed {s.closed_at:%Y-%m-%d %H:%M}" if s.closed_at else ""
+    click.echo(f"  opened:        {opened}{closed}")
+    click.echo(f"  fooled rule:   {s.fooled_rule} (ensembles)")
+    settings = s.settings
+    start = settings.label_start + (f" ({settings.fixed_label})" if settings.label_start == "fixed" else "")
+    click.echo(f"  goal label:    starts {start}; {'kept' if settings.keep_label_after_submit else 'reset'} after submit")
+    click.echo(f"  contexts:      {s.contexts}, served by {settings.context_policy}"
+               + (f" (tag {settings.context_tag})" if settings.context_tag else ""))
+    click.echo(f"  examples:      {s.examples}, {s.fooled} fooled the model")
+    click.echo("  target models: " + ("; ".join(f"{name} ({sha[:12]})" for _, name, sha in s.models) or "none"))
+    stats = desk.rounds.context_stats(s.id, limit=context_rows)
+    if stats:
+        click.echo("")
+        click.echo(format_table(
+            ["context", "tag", "served", "examples", "fooling rate"],
+            [[(" ".join(c.text.split()))[:60], c.tag, c.times_used, c.examples,
+              "-" if c.fooling_rate is None else f"{100 * c.fooling_rate:.0f}%"] for c in stats]))
+
+
+@rounds.command("open")
+@click.option("--task", "task_code", required=True)
+@click.option("--model", "models", multiple=True, required=True,
+              help="Target model (id, name or sha256 prefix); repeat for an ensemble.")
+@click.option("--description")
+@click.option("--goal", "goal_message", help="The goal message annotators see.")
+@click.option("--keep-previous-open", is_flag=True, help="Do not close the previous round.")
+@pass_context
+def rounds_open(obj: Context, task_code: str, models: tuple[str, ...], description: str | None,
+                goal_message: str | None, keep_previous_open: bool) -> None:
+    """Open the next round with new target models; its settings are copied from the previous one."""
+    desk = obj.desk
+    new = desk.rounds.open_next(task_code, desk.current_person().id, resolve_models(desk, models),
+                                description=description, goal_message=goal_message,
+                                close_previous=not keep_previous_open)
+    click.echo(f"Opened {task_code} round {new.number}.")
+
+
+@rounds.command("close")
+@click.option("--task", "task_code", required=True)
+@click.option("--round", "number", type=int, help="Default: the latest round.")
+@pass_context
+def rounds_close(obj: Context, task_code: str, number: int | None) -> None:
+    """Close a round: it takes no more examples; its data stays for validation and evaluation."""
+    desk = obj.desk
+    closed = desk.rounds.close(_round_id(desk, task_code, number), desk.current_person().id)
+    click.echo(f"Closed {task_code} round {closed.number}.")
+
+
+@rounds.command("attach")
+@click.option("--task", "task_code", required=True)
+@click.option("--round", "number", type=int)
+@click.option("--model", "models", multiple=True, required=True, help="Repeat for an ensemble, in order.")
+@pass_context
+def rounds_attach(obj: Context, task_code: str, number: int | None, models: tuple[str, ...]) -> None:
+    """Make these models the round's targets (replacing the current ones)."""
+    desk = obj.desk
+    desk.rounds.set_models(_round_id(desk, task_code, number), desk.current_person().id, resolve_models(desk, models))
+    click.echo(f"{task_code} round targets: {', '.join(models)}")
+
+
+@rounds.command("set")
+@click.option("--task", "task_code", required=True)
+@click.option("--round", "number", type=int)
+@click.option("--description")
+@click.option("--goal", "goal_message")
+@click.option("--fooled-rule", type=click.Choice(["mean", "all", "any"]), help="How an ensemble decides 'fooled'.")
+@click.option("--label-start", type=click.Choice(["blank", "fixed", "random"]))
+@click.option("--fixed-label")
+@click.option("--keep-label/--reset-label", default=None, help="Keep the goal label after a submit.")
+@click.option("--policy", type=click.Choice(POLICIES), help="How the next context is chosen.")
+@click.option("--context-tag", help="Serve only contexts with this tag ('' for all).")
+@pass_context
+def rounds_set(obj: Context, task_code: str, number: int | None, description, goal_message, fooled_rule, label_start,
+               fixed_label, keep_label, policy, context_tag) -> None:
+    """Change a round's description, goal message and settings."""
+    desk = obj.desk
+    summary = desk.rounds.summary(task_code, number)
+    settings = summary.settings.model_dump()
+    for key, value in (("label_start", label_start), ("fixed_label", fixed_label), ("keep_label_after_submit", keep_label),
+                       ("context_policy", policy), ("context_tag", context_tag)):
+        if value is not None:
+            settings[key] = value
+    settings["context_tag"] = settings["context_tag"] or None  # '' clears the filter
+    desk.rounds.update(summary.id, desk.current_person().id, description=description, goal_message=goal_message,
+                       fooled_rule=fooled_rule, settings=parse_settings(settings))
+    click.echo(f"Updated {task_code} round {summary.number}.")
+
+
+@rounds.command("import-contexts")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--task", "task_code", required=True)
+@click.option("--round", "number", type=int)
+@click.option("--format", "format_", type=click.Choice(["txt", "csv", "jsonl"]), help="Default: from the file name.")
+@click.option("--column", help="CSV column (or JSONL field) holding the text.")
+@click.option("--tag", default="", help="Tag for every imported context.")
+@pass_context
+def rounds_import_contexts(obj: Context, file: str, task_code: str, number: int | None, format_: str | None,
+                           column: str | None, tag: str) -> None:
+    """Import contexts or prompts: one per line, a CSV column, or JSONL. Duplicates are skipped."""
+    desk = obj.desk
+    report = desk.rounds.import_contexts(_round_id(desk, task_code, number), desk.current_person().id, Path(file),
+                                         format=format_, column=column, tag=tag)
+    click.echo(report.summary())

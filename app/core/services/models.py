@@ -1,0 +1,117 @@
+"""Registered models: every stored prediction names exactly the model (by sha256) that made it."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from app.core.domain import ModelFormat
+from app.core.errors import NotFound
+from app.core.storage.db import Database
+from app.core.storage.models import ModelOutputRow, ModelRecord, RoundModel
+
+
+def imported_model_sha(name: str) -> str:
+    """Models known only by their recorded predictions get a stable stand-in checksum."""
+    return hashlib.sha256(f"imported-model:{name}".encode()).hexdigest()
+
+
+def export_twin_key(record: ModelRecord) -> tuple | None:
+    """What makes two records of the bundled model's export the same model whatever their bytes:
+    older exports held the exporting desk's source paths, so each desk computed its own sha256 for
+    identical weights. Same name, format, parent weights, quantization and opset: the same model.
+    None for other models (their checksum alone names them)."""
+    provenance = record.provenance or {}
+    export = provenance.get("export") or {}
+    if not provenance.get("default_model") or not export.get("parent_sha256"):
+        return None
+    return (record.name, record.format, export["parent_sha256"], export.get("quantization"), export.get("opset"))
+
+
+def merge_model_records(session: Session, keep: ModelRecord, twin: ModelRecord) -> None:
+    """Make ``twin`` one with ``keep``: its predictions and round targets now name ``keep`` (and its
+    checksum), and its row goes. Predictions of both on one example keep ``keep``'s."""
+    both = select(ModelOutputRow.example_id).where(ModelOutputRow.model_id == keep.id)
+    session.execute(delete(ModelOutputRow).where(ModelOutputRow.model_id == twin.id,
+                                                 ModelOutputRow.example_id.in_(both)))
+    session.execute(update(ModelOutputRow).where(ModelOutputRow.model_id == twin.id)
+                    .values(model_id=keep.id, model_sha256=keep.sha256))
+    targets = select(RoundModel.round_id).where(RoundModel.model_id == keep.id)
+    session.execute(delete(RoundModel).where(RoundModel.model_id == twin.id, RoundModel.round_id.in_(targets)))
+    session.execute(update(RoundModel).where(RoundModel.model_id == twin.id).values(model_id=keep.id))
+    session.delete(twin)
+    session.flush()
+
+
+def reidentify_model(session: Session, record: ModelRecord, sha256: str) -> ModelRecord:
+    """``record``'s files now have checksum ``sha256`` (their bytes were made canonical): it and its
+    predictions take it; a record that already has it absorbs this one. Returns the record kept."""
+    if record.sha256 == sha256:
+        return record
+    same = session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
+    if same is not None:
+        merge_model_records(session, same, record)
+        return same
+    session.execute(update(ModelOutputRow).where(ModelOutputRow.model_id == record.id).values(model_sha256=sha256))
+    record.sha256 = sha256
+    session.flush()
+    return record
+
+
+class ModelService:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def register(
+        self,
+        name: str,
+        format: ModelFormat | str,
+        sha256: str,
+        *,
+        path: str = "",
+        label_map: dict[str, Any] | None = None,
+        task_id: uuid.UUID | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> ModelRecord:
+        """Register a model, or return the record that already has this checksum."""
+        with self.db.write() as session:
+            record = session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
+            if record is None:
+                record = ModelRecord(
+                    name=name,
+                    format=ModelFormat(format).value,
+                    sha256=sha256,
+                    path=path,
+                    label_map=label_map or {},
+                    task_id=task_id,
+                    provenance=provenance or {},
+                )
+                session.add(record)
+                session.flush()
+            return record
+
+    def get(self, model_id: uuid.UUID) -> ModelRecord:
+        with self.db.read() as session:
+            record = session.get(ModelRecord, model_id)
+        if record is None:
+            raise NotFound(f"There is no registered model with id {model_id}.")
+        return record
+
+    def all(self) -> list[ModelRecord]:
+        with self.db.read() as session:
+            return list(session.scalars(select(ModelRecord).order_by(ModelRecord.name)))
+
+    def round_models(self, round_id: uuid.UUID) -> list[ModelRecord]:
+        with self.db.read() as session:
+            return list(
+                session.scalars(
+                    select(ModelRecord)
+                    .join(RoundModel, RoundModel.model_id == ModelRecord.id)
+                    .where(RoundModel.round_id == round_id)
+                    .order_by(RoundModel.position)
+                )
+            )

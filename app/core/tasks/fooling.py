@@ -1,0 +1,77 @@
+"""Deciding whether the target model(s) were fooled, as the task and the round define it."""
+
+from __future__ import annotations
+
+import collections
+import re
+import string
+from typing import Sequence
+
+from app.core.domain import FooledRule, ModelOutput, Span
+from app.core.tasks.definition import FooledMetric, TaskDefinition
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalisation: lower-case, drop punctuation and articles, fold white space."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def span_f1(prediction: str, truth: str) -> float:
+    """Word-overlap F1 between two answers, computed as the SQuAD evaluation script does."""
+    pred_tokens = normalize_answer(prediction).split()
+    true_tokens = normalize_answer(truth).split()
+    if not pred_tokens or not true_tokens:
+        return float(pred_tokens == true_tokens)
+    common = collections.Counter(pred_tokens) & collections.Counter(true_tokens)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision = overlap / len(pred_tokens)
+    recall = overlap / len(true_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def mean_probabilities(outputs: Sequence[ModelOutput]) -> dict[str, float]:
+    labels = sorted({label for out in outputs for label in out.probabilities})
+    return {label: sum(out.probabilities.get(label, 0.0) for out in outputs) / len(outputs) for label in labels}
+
+
+def ensemble_label(outputs: Sequence[ModelOutput]) -> str:
+    """The label of the mean of the members' probabilities (the first member's label when none are given)."""
+    mean = mean_probabilities(outputs)
+    if not mean:
+        return outputs[0].label
+    return max(mean, key=mean.__getitem__)
+
+
+def is_fooled(
+    definition: TaskDefinition,
+    outputs: Sequence[ModelOutput],
+    true_label: str | None = None,
+    answer: Span | None = None,
+    rule: FooledRule = FooledRule.MEAN,
+) -> bool | None:
+    """Whether the model(s) disagree with the annotator. ``None`` when there is no model output to judge."""
+    if not outputs:
+        return None
+    if definition.fooled.metric == FooledMetric.SPAN_F1:
+        if answer is None:
+            raise ValueError("an extractive example needs the annotator's answer span")
+        scores = [span_f1(out.answer.text if out.answer else out.label, answer.text) for out in outputs]
+        threshold = definition.fooled.threshold
+        if rule == FooledRule.MEAN:
+            return sum(scores) / len(scores) < threshold
+        member_fooled = [score < threshold for score in scores]
+    else:
+        if true_label is None:
+            raise ValueError("a classification example needs a true label")
+        if rule == FooledRule.MEAN:
+            return ensemble_label(outputs) != true_label
+        member_fooled = [out.label != true_label for out in outputs]
+    return all(member_fooled) if rule == FooledRule.ALL else any(member_fooled)

@@ -1,0 +1,53 @@
+"""Fetches what the example views show (run on the database worker by the Validate, Review and Data pages) and
+hands it to the pure builders of ``app.views``: the typed view-models the widgets take."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from app.core.errors import NotFound
+from app.views.example import ExampleDetailView, data_detail
+from app.views.review import ReviewItemView, review_item
+from app.views.validate import ValidationItemView, validation_item
+
+if TYPE_CHECKING:
+    from app.core.desk import Desk
+
+
+def _model_names(desk: Desk) -> dict[uuid.UUID, str]:
+    return {m.id: m.name for m in desk.models.all()}
+
+
+def _names(desk: Desk) -> dict[uuid.UUID, str]:
+    return {p.id: p.display_name for p in desk.people.all()}
+
+
+def for_validation(desk: Desk, example_id: uuid.UUID) -> ValidationItemView:
+    """What a validator sees of one example (the model output travels along, hidden or not)."""
+    example = desk.examples.get(example_id)
+    definition = desk.tasks.definition(example.task_id)
+    original = desk.examples.get(example.perturbation_of) if example.perturbation_of is not None else None
+    return validation_item(example, definition, _model_names(desk), original)
+
+
+def for_review(desk: Desk, example_id: uuid.UUID) -> ReviewItemView:
+    """The example as a lead reviews it, with every verdict by name and the lead reviews."""
+    example = desk.examples.get(example_id)
+    definition = desk.tasks.definition(example.task_id)
+    original = desk.examples.get(example.perturbation_of) if example.perturbation_of is not None else None
+    return review_item(example, definition, _names(desk), _model_names(desk), original,
+                       desk.lead.history(example_id))
+
+
+def for_data_tab(desk: Desk, example_id: uuid.UUID) -> ExampleDetailView:
+    """Everything the Data tab's detail pane shows about one example."""
+    example = desk.examples.get(example_id)
+    definition = desk.tasks.definition(example.task_id)
+    original = None
+    if example.perturbation_of is not None:
+        try:
+            original = desk.examples.get(example.perturbation_of)
+        except NotFound:  # it arrives with the next sync
+            original = None
+    return data_detail(example, definition, _names(desk), _model_names(desk), original)
