@@ -21,8 +21,11 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/lint-imports
 
+# Two pytest-xdist workers (the CI machine has 2 cores); PYTEST_WORKERS=0 runs in this process.
+PYTEST_WORKERS ?= 2
+
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
