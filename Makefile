@@ -22,8 +22,11 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m mypy
 
+# Two pytest-xdist workers (the CI machine has 2 cores); PYTEST_WORKERS=0 runs in this process.
+PYTEST_WORKERS ?= 2
+
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)

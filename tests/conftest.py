@@ -16,6 +16,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# --- pytest-xdist (`make test` runs two workers) -------------------------------------------------
+# Each worker is a process with its own QApplication, data folders (tmp_path), PostgreSQL schemas
+# (uuid names) and loopback ports (bound to port 0); session-built models are shared through
+# tests.model_fixtures.built_once. Two workers share the 2 cores, so PyTorch's OpenMP pool gets one
+# thread per worker (two spinning threads per process on a shared core are many times slower; see
+# local_models.engine.default_num_threads). Set before anything imports torch; children inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+# --- end pytest-xdist ------------------------------------------------------------------------------
+
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402

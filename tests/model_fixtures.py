@@ -12,14 +12,20 @@ Tiny ones have random weights, a few layers and the MiniLM tokenizer:
 - ``default_model_cache``: a models folder with the real default model prepared in it (assembled
   and exported once per session, about 20 s); copy it into a data folder to skip first-start work.
   ``default_model_first_preparation`` also holds what that preparation reported as it went.
+
+Each is built once per test run, also under pytest-xdist (where a session fixture runs once in
+every worker): see :func:`built_once`. Tests only read them; one that damages a model copies it first.
 """
 
 from __future__ import annotations
 
 import csv
+import json
+import os
 import random
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -49,6 +55,33 @@ def copy_tokenizer(target: Path, model_max_length: int | None = None) -> None:
         (target / "tokenizer_config.json").write_text(json.dumps(config))
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> Path:
+    """A folder ``build`` fills once per test run; returns it.
+
+    Alone, pytest runs a session fixture once. Under pytest-xdist every worker would run it again
+    (each worker has its own session and its own temporary folder): twenty seconds for the default
+    model, a training run for each trigger model. So there the first worker to need the folder builds
+    it, under a file lock in the run's temporary folder (the parent of the workers' own), and the
+    others wait for it and read the same files.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / "built-once"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker that died half-way
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 def tiny_config(**overrides):
     from transformers import BertConfig
 
@@ -75,15 +108,19 @@ def save_tiny(model_cls, folder: Path, seed: int = 0, **overrides) -> Path:
 def tiny_classifier_dir(tmp_path_factory) -> Path:
     from transformers import BertForSequenceClassification
 
-    return save_tiny(BertForSequenceClassification, tmp_path_factory.mktemp("models") / "tiny-classifier",
-                     num_labels=2, id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)})
+    def build(root: Path) -> None:
+        save_tiny(BertForSequenceClassification, root / "tiny-classifier", num_labels=2,
+                  id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)})
+
+    return built_once(tmp_path_factory, "tiny-classifier", build) / "tiny-classifier"
 
 
 @pytest.fixture(scope="session")
 def tiny_qa_dir(tmp_path_factory) -> Path:
     from transformers import BertForQuestionAnswering
 
-    return save_tiny(BertForQuestionAnswering, tmp_path_factory.mktemp("models") / "tiny-qa")
+    return built_once(tmp_path_factory, "tiny-qa",
+                      lambda root: save_tiny(BertForQuestionAnswering, root / "tiny-qa")) / "tiny-qa"
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +128,8 @@ def tiny_base_dir(tmp_path_factory) -> Path:
     """A random encoder without a head, like the sentence-transformers folder training starts from."""
     from transformers import BertModel
 
-    return save_tiny(BertModel, tmp_path_factory.mktemp("models") / "tiny-base", seed=1)
+    return built_once(tmp_path_factory, "tiny-base", lambda root: save_tiny(BertModel, root / "tiny-base", seed=1)) \
+        / "tiny-base"
 
 
 def trigger_sentences(n: int, seed: int, labels=TRIGGER_LABELS) -> list[tuple[str, str]]:
@@ -113,17 +151,18 @@ def write_trigger_csv(path: Path, labels) -> Path:
     return path
 
 
-def train_trigger_model(tmp_path_factory, base_dir: Path, data_csv: Path, name: str) -> tuple[Path, Path]:
-    """(trained part, assembled model folder) of a tiny classifier trained on ``data_csv``."""
+def train_trigger_model(root: Path, base_dir: Path, data_csv: Path, name: str) -> tuple[Path, Path]:
+    """(trained part, assembled model folder) of a tiny classifier trained on ``data_csv``, in ``root``."""
     from app.core.io.training import read_labelled_csv
     from local_models.train import TrainingConfig, assemble, train_classifier
 
     data = read_labelled_csv(data_csv, "sentence", "kind")
-    part = tmp_path_factory.mktemp("parts") / name
+    part = root / "parts" / name
+    part.parent.mkdir(parents=True, exist_ok=True)
     config = TrainingConfig(seed=3, train_layers=1, epochs=6, batch_size=16, learning_rate=2e-3, max_length=32,
                             warmup_fraction=0.1, class_weighting="none", num_threads=1)
     train_classifier(data, part, base_dir=base_dir, config=config, name=name)
-    return part, assemble(part, tmp_path_factory.mktemp("models") / name, base_dir=base_dir)
+    return part, assemble(part, root / "models" / name, base_dir=base_dir)
 
 
 @pytest.fixture(scope="session")
@@ -133,7 +172,9 @@ def trigger_csv(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def trigger_model(tmp_path_factory, tiny_base_dir, trigger_csv) -> tuple[Path, Path]:
-    return train_trigger_model(tmp_path_factory, tiny_base_dir, trigger_csv, "trigger")
+    root = built_once(tmp_path_factory, "trigger",
+                      lambda root: train_trigger_model(root, tiny_base_dir, trigger_csv, "trigger"))
+    return root / "parts" / "trigger", root / "models" / "trigger"
 
 
 @pytest.fixture(scope="session")
@@ -148,8 +189,11 @@ def trigger_model_dir(trigger_model) -> Path:
 
 @pytest.fixture(scope="session")
 def hate_trigger_model_dir(tmp_path_factory, tiny_base_dir) -> Path:
-    data = write_trigger_csv(tmp_path_factory.mktemp("data") / "hate-trigger.csv", LABELS)
-    return train_trigger_model(tmp_path_factory, tiny_base_dir, data, "hate-trigger")[1]
+    def build(root: Path) -> None:
+        data = write_trigger_csv(root / "hate-trigger.csv", LABELS)
+        train_trigger_model(root, tiny_base_dir, data, "hate-trigger")
+
+    return built_once(tmp_path_factory, "hate-trigger", build) / "models" / "hate-trigger"
 
 
 @pytest.fixture(scope="session")
@@ -160,11 +204,16 @@ def default_model_first_preparation(tmp_path_factory) -> tuple[Path, list, list]
     from local_models.default_model import prepare_default_model
     from local_models.progress import Progress
 
-    cache = tmp_path_factory.mktemp("default-model-cache")
-    reports, lines = [], []
-    prepare_default_model(resources.ROOT / "models" / "hate_speech_r1", cache,
-                          progress=Progress(lambda done, total: reports.append((done, total)), lines.append))
-    return cache, reports, lines
+    def build(root: Path) -> None:
+        cache, reports, lines = root / "cache", [], []
+        cache.mkdir()
+        prepare_default_model(resources.ROOT / "models" / "hate_speech_r1", cache,
+                              progress=Progress(lambda done, total: reports.append((done, total)), lines.append))
+        (root / "progress.json").write_text(json.dumps({"reports": reports, "lines": lines}), encoding="utf-8")
+
+    root = built_once(tmp_path_factory, "default-model", build)
+    progress = json.loads((root / "progress.json").read_text(encoding="utf-8"))
+    return root / "cache", [tuple(report) for report in progress["reports"]], progress["lines"]
 
 
 @pytest.fixture(scope="session")
@@ -176,14 +225,17 @@ def default_model_cache(default_model_first_preparation) -> Path:
 def trigger_onnx_dir(tmp_path_factory, trigger_model_dir) -> Path:
     from local_models.export import export_onnx
 
-    return export_onnx(trigger_model_dir, tmp_path_factory.mktemp("models") / "trigger-onnx").path
+    return built_once(tmp_path_factory, "trigger-onnx",
+                      lambda root: export_onnx(trigger_model_dir, root / "trigger-onnx")) / "trigger-onnx"
 
 
 @pytest.fixture(scope="session")
 def tiny_onnx_int8_dir(tmp_path_factory, tiny_classifier_dir) -> Path:
     from local_models.export import export_onnx
 
-    return export_onnx(tiny_classifier_dir, tmp_path_factory.mktemp("models") / "tiny-onnx-int8", int8=True).path
+    return built_once(tmp_path_factory, "tiny-onnx-int8",
+                      lambda root: export_onnx(tiny_classifier_dir, root / "tiny-onnx-int8", int8=True)) \
+        / "tiny-onnx-int8"
 
 
 @pytest.fixture
