@@ -1,3 +1,4 @@
-"""Dynadesk application core. Everything here except ``app.gui`` is Qt-free."""
+"""The desk application, in layers: ``cli`` and ``gui`` (the shell, on top), ``views`` (typed view-models for the
+widgets) and ``core`` (the Qt-free ground floor that sync builds on). pyproject.toml's layers contract keeps them so."""
 
 __version__ = "0.1.0"

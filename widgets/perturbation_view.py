@@ -33,11 +33,6 @@ class DiffText(QTextEdit):
         self.setReadOnly(True)
         self.setUndoRedoEnabled(False)
 
-    def show_diff(self, pieces: list[dict]) -> None:
-        """``pieces``: [{kind: equal|delete|insert, text}] in reading order (as app.core.text.diff_pieces
-        gives them; the Validate page's until it has a view-model)."""
-        self.show_pieces(tuple(DiffPiece(DiffKind(p["kind"]), p["text"]) for p in pieces))
-
     def show_pieces(self, pieces: tuple[DiffPiece, ...]) -> None:
         """The edit in reading order."""
         self.clear()

@@ -250,7 +250,7 @@ class ValidateView(QWidget):
             self.edited_title.setText(f"<b>Perturbation (to validate)</b> · label: {_esc(pair.edited.label)}")
             self.original.setHtml(_exact(pair.original.text, "large"))
             self.edited.setHtml(_exact(pair.edited.text, "large"))
-            self.diff.show_diff(list(pair.diff))
+            self.diff.show_pieces(pair.diff)
         self.label.setText(f"Author's {_esc(example.label_name)}: "
                            f"<b style='font-size:13pt'>{_esc(example.label)}</b>")
         explanations = example.explanations

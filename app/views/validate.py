@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from app.core.domain import ReviewAction, ValidationState
 from app.core.tasks.definition import InputKind
-from app.core.text import diff_pieces
+from app.views.create import DiffPiece, diff_view
 from app.views.example import Pairs, VerdictChoice, answer_label, explanations, verdict_text
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class PairView:
 
     original: LabelledText
     edited: LabelledText
-    diff: tuple[dict[str, str], ...]  # {kind: equal|delete|insert, text}, in reading order
+    diff: tuple[DiffPiece, ...]  # in reading order
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,7 @@ def validation_item(example: Example, definition: TaskDefinition, models: Mappin
     if original is not None:
         # ``text`` is what the author wrote (the written inputs), stored at submission
         pair = PairView(LabelledText(original.text, answer_label(original, definition)),
-                        LabelledText(example.text, label), tuple(diff_pieces(original.text, example.text)))
+                        LabelledText(example.text, label), diff_view(original.text, example.text))
     labels = tuple(definition.labels)
     return ValidationItemView(
         id=example.id, task_code=definition.code,

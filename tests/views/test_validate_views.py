@@ -48,7 +48,7 @@ def test_a_perturbation_shows_both_halves_and_the_diff():
     shown = validation_item(edited, HATE, {}, original)
     assert (shown.pair.original.text, shown.pair.original.label) == ("they are all the same", "hate")
     assert (shown.pair.edited.text, shown.pair.edited.label) == ("they are not all the same", "not hate")
-    assert [(p["kind"], p["text"]) for p in shown.pair.diff] == [("equal", "they are "), ("insert", "not"),
+    assert [(p.kind, p.text) for p in shown.pair.diff] == [("equal", "they are "), ("insert", "not"),
                                                                  ("equal", " all the same")]
     assert shown.output.models[0].model == "target model"  # a model not on this desk
     assert shown.review_state is ReviewAction.RETURNED
