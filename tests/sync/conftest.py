@@ -21,6 +21,20 @@ from tests.sync.helpers import (
 )
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+REQUEST_TIMEOUT_S = 60  # httpx's own default (5 s) is shorter than a busy 2-core machine may take to answer
+
+
+@pytest.fixture(autouse=True)
+def patient_requests(monkeypatch):
+    """The tests' direct requests (httpx.get/post/...) wait as long as the desk's client would, not 5 s."""
+    import functools
+
+    import httpx
+
+    for name in ("get", "post", "put", "patch", "delete", "request"):
+        original = getattr(httpx, name)
+        if not isinstance(original, functools.partial):
+            monkeypatch.setattr(httpx, name, functools.partial(original, timeout=REQUEST_TIMEOUT_S))
 
 
 def _database_url(kind: str, tmp_path: Path):
