@@ -54,7 +54,7 @@ def test_the_interval_is_the_percentile_of_brute_force_paired_resamples():
     gold = [rng.choice(labels) for _ in range(40)]
     current = [g if rng.random() < 0.6 else rng.choice(labels) for g in gold]
     candidate = [g if rng.random() < 0.7 else rng.choice(labels[:2]) for g in gold]
-    resamples, seed, stream = 400, 11, "round-1"
+    resamples, seed, stream = 200, 11, "round-1"
     # the same draws, one resample at a time, scored by scikit-learn
     generator = np.random.default_rng([seed, __import__("zlib").crc32(stream.encode())])
     draws = generator.integers(0, len(gold), size=(resamples, len(gold)))
@@ -253,3 +253,15 @@ def test_the_cli_prints_the_table_and_writes_the_report(desk, rounds_desk, data_
               str(rounds_desk["candidate"]), "--base-test", str(out / "comparison.json")])
     assert exited.value.code != 0
     assert "--text-column" in capsys.readouterr().err
+
+
+def test_a_trained_part_of_the_current_model_compares_equal_and_is_not_worse(desk, rounds_desk, hate_trigger_model_dir,
+                                                                             tmp_path):
+    part = tmp_path / "part"  # what dynadesk train --out writes: assembled with its base, as registering does
+    shutil.copytree(hate_trigger_model_dir.parent.parent / "parts" / "hate-trigger", part)
+    report = compare_candidate(desk, "hate_speech", part, resamples=200)
+    assert report.candidate_sha256 == rounds_desk["current"].sha256  # the very same weights
+    assert report.pooled.items > 0 and not report.worse
+    for d in report.differences:
+        assert (d.difference, d.low, d.high) == ((0.0, 0.0, 0.0) if d.items else (None, None, None))
+    assert report.document["candidate"]["name"].endswith("(candidate)")

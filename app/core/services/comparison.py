@@ -29,6 +29,7 @@ from local_models.progress import Progress
 
 FORMAT = "dynadesk-comparison"
 VERSION = 1
+BASE_KEY = "base-test"
 POOLED_SPLIT = "held-out"  # every round's held-out split taken together
 FOOLING_METRIC = "fooling_right"  # share of the round's validated fooling examples the model gets right
 METRIC_NAMES = {"accuracy": "accuracy", "macro_f1": "macro-F1", FOOLING_METRIC: "fooling examples now right"}
@@ -157,11 +158,32 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
 
     options = EvaluationOptions(identity_swap=False, robustness=False, seed=seed, latency_samples=0,
                                 num_threads=num_threads)
-    evaluation = evaluate([current, ModelChoice("candidate", [candidate])], [s for s in sets if s.cases], options,
-                          task_code=task_code, records=desk.models.all(), progress=progress, loader=loader)
+    records = desk.models.all()
+    choices = [ModelChoice("candidate", [candidate]), current]  # a candidate that cannot load fails first
+    evaluation = evaluate(choices, [s for s in sets if s.cases], options, task_code=task_code, records=records,
+                          progress=progress, loader=loader)
+    evaluation["warnings"], evaluation["notes"] = _overlap(choices, sets, options, records)
     document = _document(task_code, sets, held_out, evaluation, current, candidate, seed, resamples, rounds,
                          base_test, base_options, suite)
     return report_from_document(document)
+
+
+def _overlap(choices: Sequence[Any], sets: Sequence[EvalSet], options: Any,
+             records: Sequence[ModelRecord]) -> tuple[list[str], list[str]]:
+    """(warnings, notes) of the training-data overlap check, without the base data's test split: it
+    comes from the very file the models were trained on, so the file contains it by design; the
+    seeded split keeps it out of training."""
+    from app.core.services.evaluation import overlap_check
+
+    checked = [s for s in sets if s.cases and s.key != BASE_KEY]
+    by_id = {str(r.id): r for r in records}
+    checks = [c for choice in choices for c in overlap_check(choice, checked, options, by_id)["checks"]] if checked else []
+    warnings = [c["message"] for c in checks if c["status"] == "overlap"]
+    notes = [c["message"] for c in checks if c["status"] != "overlap"]
+    if any(s.key == BASE_KEY for s in sets):
+        notes.append("The base data's test split is not checked for overlap: it is part of the training file, "
+                     "and dynadesk train's seeded split keeps it out of training.")
+    return warnings, notes
 
 
 def _current_targets(desk: Any, task_code: str) -> list[ModelRecord]:
@@ -169,7 +191,7 @@ def _current_targets(desk: Any, task_code: str) -> list[ModelRecord]:
     records: list[ModelRecord] = desk.models.round_models(open_round.id)
     if not records:
         raise ComparisonError(f"Round {open_round.number} of {task_code} has no target model to compare with; "
-                              "attach one with dynadesk rounds set-models.")
+                              f"attach one with dynadesk rounds attach --task {task_code} --model NAME.")
     return records
 
 
@@ -249,7 +271,7 @@ def _base_set(path: Path, options: BaseTestOptions | None, task_labels: Sequence
         raise ComparisonError(str(exc)) from exc
     cases = [Case(f"row-{i}", data.texts[i], data.label_names[data.labels[i]]) for i in indices]
     what = f"test split (seed {options.split_seed})" if options.split == "test" else "all rows"
-    return EvalSet("base-test", f"{path.name}, {what}", "dataset", cases, str(path))
+    return EvalSet(BASE_KEY, f"{path.name}, {what}", "dataset", cases, str(path))
 
 
 def _check_gold_labels(sets: Sequence[EvalSet], task_labels: Sequence[str]) -> None:
@@ -281,7 +303,7 @@ def _differences(split: str, cases: Sequence[Case], current: Mapping[str, Any], 
 def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSet], evaluation: dict[str, Any],
               current: Any, candidate: ModelRecord, seed: int, resamples: int, rounds: Sequence[int] | None,
               base_test: Path | None, base_options: BaseTestOptions | None, suite: Path | None) -> dict[str, Any]:
-    current_entry, candidate_entry = evaluation["models"]
+    candidate_entry, current_entry = evaluation["models"]
     splits, differences = [], []
     for eval_set in sets:
         now = current_entry["predictions"].get(eval_set.key, {})
@@ -317,7 +339,8 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
         "differences": [asdict(d) for d in pooled_rows + differences],
         "pooled": asdict(pooled),
         "worse": pooled.high is not None and pooled.high < 0,
-        "evaluation": {"results": evaluation["results"], "warnings": evaluation["warnings"], "notes": evaluation["notes"],
+        "evaluation": {"results": {"current": evaluation["results"][current_entry["key"]],
+                                   "candidate": evaluation["results"][candidate_entry["key"]]}, "warnings": evaluation["warnings"], "notes": evaluation["notes"],
                        "runs": {"current": current_entry["run"], "candidate": candidate_entry["run"]}},
     }
     return document
