@@ -265,3 +265,10 @@ def test_a_trained_part_of_the_current_model_compares_equal_and_is_not_worse(des
     for d in report.differences:
         assert (d.difference, d.low, d.high) == ((0.0, 0.0, 0.0) if d.items else (None, None, None))
     assert report.document["candidate"]["name"].endswith("(candidate)")
+    from local_models.errors import Cancelled
+    from local_models.progress import Progress
+
+    cancelled = Progress()
+    cancelled.cancel()
+    with pytest.raises(Cancelled):
+        compare_candidate(desk, "hate_speech", part, resamples=200, progress=cancelled)

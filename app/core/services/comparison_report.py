@@ -68,7 +68,7 @@ def render_html(report: ComparisonReport) -> str:
     for warning in doc["evaluation"].get("warnings", []):
         out.append(f"<div class='warning'>{escape(warning)}</div>")
     rows = [[escape(d.split), escape(METRIC_NAMES.get(d.metric, d.metric)), pct(d.current), pct(d.candidate),
-             f"{_points(d.difference)} pt", f"[{_points(d.low)}, {_points(d.high)}]", f"{d.items:,}"]
+             _points(d.difference) + (" pt" if d.difference is not None else ""), f"[{_points(d.low)}, {_points(d.high)}]", f"{d.items:,}"]
             for d in report.differences]
     out.append("<h2>Differences (candidate − current)</h2>")
     out.append(_table(["split", "metric", "current", "candidate", "difference", "95 % interval", "n"], rows,
