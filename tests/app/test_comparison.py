@@ -74,6 +74,31 @@ def test_the_interval_is_the_percentile_of_brute_force_paired_resamples():
     assert empty.items == 0 and empty.difference is None and empty.low is None
 
 
+def test_pairs_are_drawn_together():
+    """With groups, a resample draws whole groups (a perturbation pair is one): brute force over the same draws."""
+    rng = random.Random(5)
+    gold = [rng.choice(["a", "b"]) for _ in range(30)]
+    current = [g if rng.random() < 0.5 else rng.choice("ab") for g in gold]
+    candidate = [g if rng.random() < 0.8 else rng.choice("ab") for g in gold]
+    groups = [f"g{i // 2}" if i < 20 else f"single{i}" for i in range(30)]  # ten pairs, ten singles
+    members: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    order = list(members)
+    generator = np.random.default_rng([2, __import__("zlib").crc32(b"pairs")])
+    brute = []
+    for draw in generator.integers(0, len(order), size=(300, len(order))):
+        items = [i for k in draw for i in members[order[k]]]
+        brute.append(f1_score([gold[i] for i in items], [candidate[i] for i in items], average="macro", zero_division=0)
+                     - f1_score([gold[i] for i in items], [current[i] for i in items], average="macro", zero_division=0))
+    interval = paired_bootstrap(gold, current, candidate, "macro_f1", groups=groups, resamples=300, seed=2,
+                                stream="pairs")
+    assert interval.items == 30
+    assert (interval.low, interval.high) == pytest.approx((np.percentile(brute, 2.5), np.percentile(brute, 97.5)))
+    assert interval.difference == pytest.approx(f1_score(gold, candidate, average="macro")
+                                                - f1_score(gold, current, average="macro"))
+
+
 def _texts(seed: int, count: int) -> list[tuple[str, str]]:
     """Filler sentences; every other one carries the trigger word the current model calls hate."""
     rng = random.Random(seed)

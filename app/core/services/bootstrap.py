@@ -23,7 +23,7 @@ import numpy as np
 
 METRICS = ("accuracy", "macro_f1")
 CONFIDENCE = 0.95
-_BLOCK_CELLS = 4_000_000  # resample indices held at once (resamples x items), about 32 MB
+_BLOCK_CELLS = 2_000_000  # counts held at once (resamples x groups x labels), about 16 MB per table
 
 
 @dataclass(frozen=True)
@@ -36,24 +36,24 @@ class Interval:
     items: int
 
 
-def _scores(gold: np.ndarray, predicted: np.ndarray, label_count: int, metric: str) -> np.ndarray:
-    """The metric of each row of a (resamples x items) matrix of gold and predicted label codes."""
+def _scores(gold: np.ndarray, predicted: np.ndarray, right: np.ndarray, metric: str) -> np.ndarray:
+    """The metric of each row, from per-label counts summed over a resample's groups (rows x labels):
+    gold items, predicted items, and items predicted right, of each label."""
     if metric == "accuracy":
-        return np.asarray((gold == predicted).mean(axis=1), dtype=float)
+        return np.asarray(right.sum(axis=-1) / np.maximum(gold.sum(axis=-1), 1), dtype=float)
     if metric != "macro_f1":
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
-    f1_sum = np.zeros(gold.shape[0])
-    present = np.zeros(gold.shape[0])
-    for label in range(label_count):
-        is_gold, is_predicted = gold == label, predicted == label
-        true_positive = (is_gold & is_predicted).sum(axis=1)
-        gold_count, predicted_count = is_gold.sum(axis=1), is_predicted.sum(axis=1)
-        denominator = gold_count + predicted_count  # = 2tp + fp + fn
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f1 = np.where(denominator > 0, 2 * true_positive / np.maximum(denominator, 1), 0.0)
-        f1_sum += f1
-        present += denominator > 0  # sklearn's labels=None: the labels seen in gold or predicted
-    return np.asarray(f1_sum / np.maximum(present, 1), dtype=float)
+    denominator = gold + predicted  # = 2tp + fp + fn, per label
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(denominator > 0, 2 * right / np.maximum(denominator, 1), 0.0)
+    present = (denominator > 0).sum(axis=-1)  # sklearn's labels=None: the labels seen in gold or predicted
+    return np.asarray(f1.sum(axis=-1) / np.maximum(present, 1), dtype=float)
+
+
+def _counts(group: np.ndarray, codes: np.ndarray, group_count: int, label_count: int) -> np.ndarray:
+    table = np.zeros((group_count, label_count), dtype=np.int32)
+    np.add.at(table, (group, codes), 1)
+    return table
 
 
 def _generator(seed: int, stream: str) -> np.random.Generator:
@@ -62,12 +62,16 @@ def _generator(seed: int, stream: str) -> np.random.Generator:
 
 
 def paired_bootstrap(gold: Sequence[str], current: Sequence[str], candidate: Sequence[str], metric: str, *,
-                     resamples: int = 2000, seed: int = 0, stream: str = "",
+                     groups: Sequence[str] | None = None, resamples: int = 2000, seed: int = 0, stream: str = "",
                      confidence: float = CONFIDENCE) -> Interval:
     """The candidate's minus the current model's ``metric`` on the items, with a paired bootstrap
-    ``confidence`` interval; every figure is None when there are no items."""
-    if not len(gold) == len(current) == len(candidate):
-        raise ValueError("gold, current and candidate must have one label per item each")
+    ``confidence`` interval; every figure is None when there are no items.
+
+    ``groups`` names each item's group (a perturbation pair shares one): a resample draws whole
+    groups, since items that belong together are not independent. Without it each item is its own.
+    """
+    if not len(gold) == len(current) == len(candidate) == len(groups if groups is not None else gold):
+        raise ValueError("gold, current, candidate (and groups) must have one entry per item each")
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
     if not 0 < confidence < 1:
@@ -76,20 +80,34 @@ def paired_bootstrap(gold: Sequence[str], current: Sequence[str], candidate: Seq
     if n == 0:
         return Interval(None, None, None, None, None, 0)
     codes = {label: i for i, label in enumerate(dict.fromkeys([*gold, *current, *candidate]))}
+    if groups is None:
+        group = np.arange(n)
+    else:
+        numbers: dict[str, int] = {}
+        group = np.array([numbers.setdefault(g, len(numbers)) for g in groups])
+    group_count, label_count = int(group.max()) + 1, len(codes)
     gold_codes = np.array([codes[g] for g in gold])
-    current_codes = np.array([codes[p] for p in current])
-    candidate_codes = np.array([codes[p] for p in candidate])
-    whole = np.arange(n)[None, :]
-    current_score = float(_scores(gold_codes[whole], current_codes[whole], len(codes), metric)[0])
-    candidate_score = float(_scores(gold_codes[whole], candidate_codes[whole], len(codes), metric)[0])
+    gold_table = _counts(group, gold_codes, group_count, label_count)
+    tables = []
+    for predicted in (current, candidate):
+        predicted_codes = np.array([codes[p] for p in predicted])
+        right = predicted_codes == gold_codes
+        tables.append((_counts(group, predicted_codes, group_count, label_count),
+                       _counts(group[right], gold_codes[right], group_count, label_count)))
+    (current_predicted, current_right), (candidate_predicted, candidate_right) = tables
+    current_score = float(_scores(gold_table.sum(axis=0), current_predicted.sum(axis=0), current_right.sum(axis=0), metric))
+    candidate_score = float(_scores(gold_table.sum(axis=0), candidate_predicted.sum(axis=0),
+                                    candidate_right.sum(axis=0), metric))
     rng = _generator(seed, stream)
     differences = np.empty(resamples)
-    block = max(1, _BLOCK_CELLS // n)
+    block = max(1, _BLOCK_CELLS // (group_count * label_count))
     for first in range(0, resamples, block):
         count = min(block, resamples - first)
-        draw = rng.integers(0, n, size=(count, n))
-        differences[first:first + count] = (_scores(gold_codes[draw], candidate_codes[draw], len(codes), metric)
-                                            - _scores(gold_codes[draw], current_codes[draw], len(codes), metric))
+        draw = rng.integers(0, group_count, size=(count, group_count))
+        drawn_gold = gold_table[draw].sum(axis=1)
+        differences[first:first + count] = (
+            _scores(drawn_gold, candidate_predicted[draw].sum(axis=1), candidate_right[draw].sum(axis=1), metric)
+            - _scores(drawn_gold, current_predicted[draw].sum(axis=1), current_right[draw].sum(axis=1), metric))
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(differences, [tail, 100 - tail])
     return Interval(current_score, candidate_score, candidate_score - current_score, float(low), float(high), n)

@@ -126,7 +126,7 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     if definition.is_extractive:
         raise ComparisonError(f"{definition.name} is an extractive QA task; comparison scores classifiers.")
     current = ModelChoice("current", _current_targets(desk, task_code))
-    candidate_path, candidate = _candidate_record(desk, Path(candidate_dir), task_code)
+    candidate_path, candidate = _candidate_record(desk, Path(candidate_dir))
     try:
         held_out = _held_out_sets(desk, task_code, round_sets(desk, task_code, "all" if rounds is None else rounds))
         sets = list(held_out)
@@ -195,7 +195,7 @@ def _current_targets(desk: Any, task_code: str) -> list[ModelRecord]:
     return records
 
 
-def _candidate_record(desk: Any, folder: Path, task_code: str) -> tuple[Path, ModelRecord]:
+def _candidate_record(desk: Any, folder: Path) -> tuple[Path, ModelRecord]:
     """The model folder to load (a trained part is assembled first, as registering does) and an
     unsaved record naming it; its provenance lets the overlap check find its training data."""
     from app.core.services.target_models import TargetModelError, assemble_trained_part
@@ -280,7 +280,8 @@ def _check_gold_labels(sets: Sequence[EvalSet], task_labels: Sequence[str]) -> N
         if unknown:
             raise ComparisonError(
                 f"{eval_set.name} has labels the task does not know ({', '.join(unknown)}; the task's are "
-                f"{', '.join(task_labels)}). Map them with --label-map, e.g. \"0=hate,1=not hate\".")
+                f"{', '.join(task_labels)}). A base data file's labels are mapped with --label-map, "
+                "e.g. \"0=hate,1=not hate\"; a suite must use the task's labels.")
 
 
 def _differences(split: str, cases: Sequence[Case], current: Mapping[str, Any], candidate: Mapping[str, Any],
@@ -288,14 +289,17 @@ def _differences(split: str, cases: Sequence[Case], current: Mapping[str, Any], 
     gold = [c.gold for c in cases]
     now = [current[c.id]["label"] for c in cases]
     new = [candidate[c.id]["label"] for c in cases]
+    # both halves of a perturbation pair are drawn together: they are not independent items
+    groups = [c.extra.get("perturbation_of") or c.id for c in cases]
     out = []
     for metric in ("accuracy", "macro_f1"):
-        interval = paired_bootstrap(gold, now, new, metric, resamples=resamples, seed=seed, stream=split)
+        interval = paired_bootstrap(gold, now, new, metric, groups=groups, resamples=resamples, seed=seed, stream=split)
         out.append(Difference(split, metric, **asdict(interval)))
     if fooling:
         chosen = [i for i, c in enumerate(cases) if c.extra.get("fooled")]
         interval = paired_bootstrap([gold[i] for i in chosen], [now[i] for i in chosen], [new[i] for i in chosen],
-                                    "accuracy", resamples=resamples, seed=seed, stream=f"{split}:fooling")
+                                    "accuracy", groups=[groups[i] for i in chosen], resamples=resamples, seed=seed,
+                                    stream=f"{split}:fooling")
         out.append(Difference(split, FOOLING_METRIC, **asdict(interval)))
     return out
 
