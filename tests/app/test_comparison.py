@@ -161,6 +161,7 @@ def test_the_service_on_two_rounds_matches_a_hand_count(desk, rounds_desk, tmp_p
     engine = load_engine(rounds_desk["candidate"], task_labels=["hate", "not hate"])
     assert report.candidate_sha256 == engine.sha256
     splits = {s["key"]: s for s in doc["splits"]}
+    assert doc["current"]["round"] == 2 and splits["held-out-1"]["round"] == 1  # round 2 is open, with the same target
     pooled_right = {"current": 0, "candidate": 0, "n": 0}
     for number, made in rounds_desk["rounds"].items():
         held = [m for m in made if m["held_out"] and m["gold"] is not None]

@@ -125,7 +125,8 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     definition = desk.tasks.definition_by_code(task_code)
     if definition.is_extractive:
         raise ComparisonError(f"{definition.name} is an extractive QA task; comparison scores classifiers.")
-    current = ModelChoice("current", _current_targets(desk, task_code))
+    open_round, targets = _current_targets(desk, task_code)
+    current = ModelChoice("current", targets)
     candidate_path, candidate = _candidate_record(desk, Path(candidate_dir))
     try:
         held_out = _held_out_sets(desk, task_code, round_sets(desk, task_code, "all" if rounds is None else rounds))
@@ -163,7 +164,7 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     evaluation = evaluate(choices, [s for s in sets if s.cases], options, task_code=task_code, records=records,
                           progress=progress, loader=loader)
     evaluation["warnings"], evaluation["notes"] = _overlap(choices, sets, options, records)
-    document = _document(task_code, sets, held_out, evaluation, current, candidate, seed, resamples, rounds,
+    document = _document(task_code, sets, held_out, evaluation, current, open_round.number, candidate, seed, resamples, rounds,
                          base_test, base_options, suite)
     return report_from_document(document)
 
@@ -186,13 +187,13 @@ def _overlap(choices: Sequence[Any], sets: Sequence[EvalSet], options: Any,
     return warnings, notes
 
 
-def _current_targets(desk: Any, task_code: str) -> list[ModelRecord]:
+def _current_targets(desk: Any, task_code: str) -> tuple[Any, list[ModelRecord]]:
     open_round = desk.tasks.round(task_code)  # the newest open round; NotFound names the task
     records: list[ModelRecord] = desk.models.round_models(open_round.id)
     if not records:
         raise ComparisonError(f"Round {open_round.number} of {task_code} has no target model to compare with; "
                               f"attach one with dynadesk rounds attach --task {task_code} --model NAME.")
-    return records
+    return open_round, records
 
 
 def _candidate_record(desk: Any, folder: Path) -> tuple[Path, ModelRecord]:
@@ -305,8 +306,10 @@ def _differences(split: str, cases: Sequence[Case], current: Mapping[str, Any], 
 
 
 def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSet], evaluation: dict[str, Any],
-              current: Any, candidate: ModelRecord, seed: int, resamples: int, rounds: Sequence[int] | None,
+              current: Any, current_round: int, candidate: ModelRecord, seed: int, resamples: int, rounds: Sequence[int] | None,
               base_test: Path | None, base_options: BaseTestOptions | None, suite: Path | None) -> dict[str, Any]:
+    from local_models.files import file_sha256
+
     candidate_entry, current_entry = evaluation["models"]
     splits, differences = [], []
     for eval_set in sets:
@@ -316,9 +319,10 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
         items = [{"id": c.id, "text": c.text, "gold": c.gold, **({"fooled": bool(c.extra.get("fooled"))} if is_round else {}),
                   **({"functionality": c.functionality} if c.functionality else {}),
                   **({"templ_id": c.extra["templ_id"]} if c.extra.get("templ_id") else {}),
+                  **({"perturbation_of": c.extra["perturbation_of"]} if c.extra.get("perturbation_of") else {}),
                   "current": now[c.id], "candidate": new[c.id]} for c in eval_set.cases]
         splits.append({"key": eval_set.key, "name": eval_set.name, "kind": eval_set.kind, "source": eval_set.source,
-                       "items": items})
+                       **({"round": int(eval_set.key.rsplit("-", 1)[1])} if is_round else {}), "items": items})
         differences += _differences(eval_set.key, eval_set.cases, now, new, seed=seed, resamples=resamples,
                                     fooling=is_round)
     pooled_cases = [c for s in held_out for c in s.cases]
@@ -330,15 +334,17 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
     document: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "task": task_code,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "current": {"name": current.name, "members": [{"id": str(r.id), "name": r.name, "format": r.format,
+        "current": {"name": current.name, "round": current_round, "members": [{"id": str(r.id), "name": r.name, "format": r.format,
                                                         "sha256": r.sha256, "path": r.path} for r in current.records]},
         "candidate": {"name": candidate.name, "sha256": candidate.sha256, "path": candidate.path},
-        "options": {"seed": seed, "resamples": resamples, "confidence": CONFIDENCE, "interval": "paired bootstrap, percentile",
+        "options": {"seed": seed, "resamples": resamples, "confidence": CONFIDENCE, "interval": "paired bootstrap, percentile; perturbation pairs drawn together",
                     "rounds": list(rounds) if rounds is not None else "all",
                     "base_test": str(base_test) if base_test else None,
+                    "base_test_sha256": file_sha256(Path(base_test)) if base_test else None,
                     "base_options": ({**asdict(base_options), "label_map": dict(base_options.label_map or {}) or None}
                                      if base_options and base_test else None),
-                    "suite": str(suite) if suite else None},
+                    "suite": str(suite) if suite else None,
+                    "suite_sha256": file_sha256(Path(suite)) if suite else None},
         "splits": splits,
         "differences": [asdict(d) for d in pooled_rows + differences],
         "pooled": asdict(pooled),
