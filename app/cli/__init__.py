@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from app.cli.compare import compare
 from app.cli.desk import cli
 from app.cli.evaluate import eval_
 from app.cli.models import models, train
@@ -24,6 +25,7 @@ log = logging.getLogger("dynadesk")
 
 for command in (models, train, rounds, serve, sync, smoke_test, eval_):
     cli.add_command(command)
+rounds.add_command(compare)  # dynadesk rounds compare
 
 
 def main(argv: list[str] | None = None) -> None:

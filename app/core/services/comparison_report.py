@@ -1,0 +1,94 @@
+"""The HTML page of a comparison report, in the evaluation report's style: self-contained, no
+scripts, every figure from the report's document."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from app.core.formatting import pct
+from app.core.services.evaluation_report import CSS, _table
+
+if TYPE_CHECKING:
+    from app.core.services.comparison import ComparisonReport, Difference
+
+
+def _points(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:+.1f}"
+
+
+def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> str:
+    """Each difference as a dot with its interval, on a shared axis in percentage points; zero marked."""
+    shown = [d for d in rows if d.difference is not None]
+    if not shown:
+        return ""
+    row, left, right = 18, 260, 150
+    height = 34 + row * len(shown)
+    bound = max(0.05, *(abs(v) for d in shown for v in (d.low, d.high, d.difference) if v is not None))
+    span = width - left - right
+
+    def x(value: float) -> float:
+        return left + (value + bound) / (2 * bound) * span
+
+    parts = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+             f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="11">',
+             f'<text x="0" y="12" font-weight="bold">{escape(title)}</text>',
+             f'<line x1="{x(0):.1f}" y1="20" x2="{x(0):.1f}" y2="{height - 12}" stroke="#888"/>',
+             f'<text x="{x(-bound):.1f}" y="{height}" fill="#777" font-size="9">{_points(-bound)} pt</text>',
+             f'<text x="{x(bound):.1f}" y="{height}" text-anchor="end" fill="#777" font-size="9">{_points(bound)} pt</text>']
+    for i, d in enumerate(shown):
+        assert d.difference is not None
+        y = 22 + i * row + row / 2
+        colour = "#c62828" if d.high is not None and d.high < 0 else "#2e7d32" if d.low is not None and d.low > 0 else "#555"
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(d.split)} {escape(d.metric)}</text>')
+        if d.low is not None and d.high is not None:
+            parts.append(f'<line x1="{x(d.low):.1f}" y1="{y:.1f}" x2="{x(d.high):.1f}" y2="{y:.1f}" '
+                         f'stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<circle cx="{x(d.difference):.1f}" cy="{y:.1f}" r="3.5" fill="{colour}"/>')
+        parts.append(f'<text x="{left + span + 6}" y="{y + 4:.1f}">{_points(d.difference)} '
+                     f'[{_points(d.low)}, {_points(d.high)}] n={d.items}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_html(report: ComparisonReport) -> str:
+    from app.core.services.comparison import METRIC_NAMES
+
+    doc: dict[str, Any] = report.document
+    options = doc["options"]
+    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+           f"<title>Comparison: {escape(doc['candidate']['name'])}</title><style>{CSS}</style></head><body>",
+           f"<h1>{escape(doc['candidate']['name'])} against the current target</h1>",
+           f"<p class='muted'>Task {escape(doc['task'])}, {escape(doc['created_at'])}. Current target: "
+           f"{escape(doc['current']['name'])} ({', '.join(escape(m['sha256'][:12]) for m in doc['current']['members'])}). "
+           f"Candidate sha256 {escape(report.candidate_sha256[:12])}. Intervals: {escape(options['interval'])}, "
+           f"{int(options['confidence'] * 100)} %, {options['resamples']:,} resamples, seed {options['seed']}.</p>"]
+    verdict = report.summary_lines()[0]
+    out.append(f"<div class='{'warning' if report.worse else 'note'}'>{escape(verdict)}</div>")
+    for warning in doc["evaluation"].get("warnings", []):
+        out.append(f"<div class='warning'>{escape(warning)}</div>")
+    rows = [[escape(d.split), escape(METRIC_NAMES.get(d.metric, d.metric)), pct(d.current), pct(d.candidate),
+             _points(d.difference) + (" pt" if d.difference is not None else ""), f"[{_points(d.low)}, {_points(d.high)}]", f"{d.items:,}"]
+            for d in report.differences]
+    out.append("<h2>Differences (candidate − current)</h2>")
+    out.append(_table(["split", "metric", "current", "candidate", "difference", "95 % interval", "n"], rows,
+                      numeric_from=2))
+    out.append(interval_chart([d for d in report.differences if d.metric == "accuracy"],
+                              title="Accuracy difference per split, with its interval"))
+    out.append("<p class='muted'>“fooling examples now right”: of the round's held-out examples validated as "
+               "fooling the model they were written against, the share each model labels correctly; the rest "
+               "still fool it.</p>")
+    out.append("<h2>Items on which the two models differ</h2>")
+    for split in doc["splits"]:
+        differing = [item for item in split["items"] if item["current"]["label"] != item["candidate"]["label"]]
+        body = [[escape(item["id"]), escape(item["text"][:200]), escape(item["gold"]),
+                 escape(item["current"]["label"]), escape(item["candidate"]["label"])] for item in differing]
+        out.append(f"<details><summary>{escape(split['name'])}: {len(differing)} of {len(split['items'])} items "
+                   "answered differently</summary>")
+        if body:
+            out.append(_table(["id", "text", "gold", "current", "candidate"], body, numeric_from=99))
+        out.append("</details>")
+    for note in doc["evaluation"].get("notes", []):
+        out.append(f"<p class='muted'>{escape(note)}</p>")
+    out.append("</body></html>")
+    return "\n".join(out)
