@@ -127,6 +127,11 @@ def test_promotion_closes_the_round_and_opens_the_next_with_the_candidate_and_it
         assert manifest["contents"]["splits"]["train"][0] == "id-0"  # small enough to keep whole
         assert lineage["comparison"]["pooled"]["low"] == 0.02 and lineage["comparison"]["summary"]
         assert free_form_problem("provenance", candidate.provenance) is None  # a server takes the record
+        # what `dynadesk sync publish hate_speech --round 2` sends (the task, both rounds, their targets) fits a server
+        from sync.outgoing import unfit_published
+
+        published = desk.models.round_models(closed.id) + desk.models.round_models(opened.id)
+        assert unfit_published(desk.tasks.task(TASK), published, [closed, opened], [], {}) == []
 
         # the same candidate cannot be promoted twice; a later worse comparison is refused onto its record
         before = state(desk)
@@ -143,7 +148,7 @@ def test_promotion_closes_the_round_and_opens_the_next_with_the_candidate_and_it
 
 
 def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overrides_it(
-        data_dir, candidate_dir, tmp_path, capsys):
+        data_dir, candidate_dir, tmp_path, capsys, caplog):
     old_id = set_up_desk(data_dir)
     report = tmp_path / "comparison.json"
     report.write_text(json.dumps({"pooled": vars(WORSE), "current_sha256s": ["aa" * 32]}), encoding="utf-8")
@@ -153,6 +158,8 @@ def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overri
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report) == 1
     err = capsys.readouterr().err
     assert "worse than the current target" in err and "-0.1900" in err and "-0.2700" in err and "--force" in err
+    refusal_logged = [r.getMessage() for r in caplog.records if r.name == "app.core.services.promotion"]
+    assert any("refused" in line and "-0.1900" in line for line in refusal_logged)  # the desk log keeps it
     with Desk(data_dir) as desk:
         assert state(desk) == before  # nothing registered, no round changed
 
@@ -178,6 +185,10 @@ def test_a_broken_candidate_is_refused_clearly_and_changes_nothing(data_dir, can
     empty.mkdir()
     assert cli("rounds", "next", "--task", TASK, "--model", empty) == 1
     assert "is not a trained candidate" in capsys.readouterr().err
+    report = tmp_path / "comparison.json"
+    report.write_text(json.dumps({"pooled": {"split": "held-out", "metric": "accuracy"}}), encoding="utf-8")
+    assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report) == 1
+    assert "is not a comparison report" in capsys.readouterr().err
 
     weights = next(p for p in candidate_dir.iterdir() if p.suffix == ".safetensors")
     weights.write_bytes(weights.read_bytes()[:100])  # cut short, as by a full disk
