@@ -147,21 +147,45 @@ def test_promotion_closes_the_round_and_opens_the_next_with_the_candidate_and_it
         assert state(desk)[0] == before[0]
 
 
+def comparison_document(pooled: Difference, candidate_sha256: str) -> dict:
+    """A stored report in the comparison service's layout (comparison.json)."""
+    return {"format": "dynadesk-comparison", "task": TASK, "pooled": vars(pooled), "differences": [vars(pooled)],
+            "worse": pooled.high < 0, "candidate": {"sha256": candidate_sha256},
+            "current": {"members": [{"sha256": "aa" * 32}]}}
+
+
 def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overrides_it(
-        data_dir, candidate_dir, tmp_path, capsys, caplog):
+        data_dir, candidate_dir, hate_trigger_model_dir, tmp_path, capsys, caplog):
+    from local_models.engine import model_sha256
+
     old_id = set_up_desk(data_dir)
+    # the fixture assembled the same trained part: the sha256 the comparison gives the candidate
     report = tmp_path / "comparison.json"
-    report.write_text(json.dumps({"pooled": vars(WORSE), "current_sha256s": ["aa" * 32]}), encoding="utf-8")
+    report.write_text(json.dumps(comparison_document(WORSE, model_sha256(hate_trigger_model_dir))), encoding="utf-8")
+    of_another_model = tmp_path / "other" / "comparison.json"
+    of_another_model.parent.mkdir()
+    of_another_model.write_text(json.dumps(comparison_document(WORSE, "ff" * 32)), encoding="utf-8")
     with Desk(data_dir) as desk:
         before = state(desk)
 
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report) == 1
     err = capsys.readouterr().err
-    assert "worse than the current target" in err and "-0.1900" in err and "-0.2700" in err and "--force" in err
+    from app.cli.rounds import _read_comparison
+
+    figures = _read_comparison(report).summary_lines()  # as the reader of the comparison service words them
+    assert "worse than the current target" in err and "--force" in err and all(line in err for line in figures)
+    assert "19" in figures[-1] and "27" in figures[-1] and "11" in figures[-1]  # difference and its interval
     refusal_logged = [r.getMessage() for r in caplog.records if r.name == "app.core.services.promotion"]
-    assert any("refused" in line and "-0.1900" in line for line in refusal_logged)  # the desk log keeps it
+    assert any("refused" in line and figures[-1] in line for line in refusal_logged)  # the desk log keeps it
     with Desk(data_dir) as desk:
         assert state(desk) == before  # nothing registered, no round changed
+
+    # a report about another model is no reason to promote this one, forced or not
+    assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", of_another_model.parent,
+               "--force") == 1
+    assert "The comparison is of another model (ffffffffffff)" in capsys.readouterr().err
+    with Desk(data_dir) as desk:
+        assert state(desk)[0] == before[0]
 
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report, "--force") == 0
     out = capsys.readouterr().out
@@ -173,7 +197,7 @@ def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overri
         assert closed.status == "closed" and opened.status == "open" and old_id not in [m.id for m in targets]
         lineage = promotion_lineage(targets[0])
         assert lineage is not None and lineage["forced"] is True
-        assert "-0.1900" in lineage["override"]["refused_because"][0]
+        assert lineage["override"]["refused_because"] == figures
         assert lineage["comparison"]["worse"] is True
 
 

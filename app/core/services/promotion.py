@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 CANDIDATE_SLUG = "candidate"
 MANIFEST_FILE = "manifest.json"
+COMPARISON_FILE = "comparison.json"  # what the comparison service writes beside its HTML
 MAX_REFUSALS_KEPT = 20
 # A manifest's top-level entries up to this size are copied into the lineage (options, seed, metrics,
 # versions); larger ones (example ids per split) are named, and the whole file is kept by its sha256.
@@ -69,19 +70,19 @@ class DifferenceLike(Protocol):
     def metric(self) -> str: ...
 
     @property
-    def current(self) -> float: ...
+    def current(self) -> float | None: ...
 
     @property
-    def candidate(self) -> float: ...
+    def candidate(self) -> float | None: ...
 
     @property
-    def difference(self) -> float: ...
+    def difference(self) -> float | None: ...
 
     @property
-    def low(self) -> float: ...
+    def low(self) -> float | None: ...
 
     @property
-    def high(self) -> float: ...
+    def high(self) -> float | None: ...
 
     @property
     def items(self) -> int: ...
@@ -112,11 +113,11 @@ class ComparisonLike(Protocol):
 class StoredDifference:
     split: str
     metric: str
-    current: float
-    candidate: float
-    difference: float
-    low: float
-    high: float
+    current: float | None
+    candidate: float | None
+    difference: float | None
+    low: float | None
+    high: float | None
     items: int
 
 
@@ -135,15 +136,23 @@ class StoredComparison:
         if self.lines:
             return list(self.lines)
         p = self.pooled
+        if p.difference is None or p.low is None or p.high is None:
+            return [f"{p.split}, {p.metric}: no items to compare on"]
         return [f"{p.split}, {p.metric}: current {p.current:.4f}, candidate {p.candidate:.4f}, difference "
                 f"{p.difference:+.4f} (95 % interval {p.low:+.4f} to {p.high:+.4f}, {p.items} items)"]
 
 
 def read_comparison(path: Path) -> StoredComparison:
-    """A stored comparison report: a JSON object with ``pooled`` (split, metric, current, candidate,
-    difference, low, high, items), ``candidate_sha256``, ``current_sha256s`` and optionally ``worse``
-    and ``summary_lines``. ``worse`` defaults to what the interval says: it lies below zero."""
+    """A stored comparison report: the ``comparison.json`` the comparison service writes (or its folder).
+
+    Read: ``pooled`` (split, metric, current, candidate, difference, low, high, items), the candidate's
+    sha256 (``candidate.sha256``, or ``candidate_sha256``), the current targets' (``current.members[].sha256``,
+    or ``current_sha256s``), and ``worse`` and ``summary_lines`` when present; ``worse`` otherwise
+    follows the interval: it lies below zero.
+    """
     path = Path(path).expanduser()
+    if path.is_dir():
+        path = path / COMPARISON_FILE
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -151,14 +160,18 @@ def read_comparison(path: Path) -> StoredComparison:
                              "the comparison wrote.") from exc
     try:
         raw = document["pooled"]
-        pooled = StoredDifference(str(raw["split"]), str(raw["metric"]), float(raw["current"]),
-                                  float(raw["candidate"]), float(raw["difference"]), float(raw["low"]),
-                                  float(raw["high"]), int(raw["items"]))
-        worse = bool(document["worse"]) if "worse" in document else pooled.high < 0
-        return StoredComparison(worse, pooled, document, str(document.get("candidate_sha256") or ""),
-                                [str(s) for s in document.get("current_sha256s") or []],
-                                [str(line) for line in document.get("summary_lines") or []])
-    except (KeyError, TypeError, ValueError) as exc:
+        figure = {key: None if raw[key] is None else float(raw[key])
+                  for key in ("current", "candidate", "difference", "low", "high")}
+        pooled = StoredDifference(str(raw["split"]), str(raw["metric"]), figure["current"], figure["candidate"],
+                                  figure["difference"], figure["low"], figure["high"], int(raw["items"]))
+        worse = bool(document["worse"]) if "worse" in document else pooled.high is not None and pooled.high < 0
+        candidate = document.get("candidate") if isinstance(document.get("candidate"), dict) else {}
+        members = (document.get("current") or {}).get("members") if isinstance(document.get("current"), dict) else None
+        current = [m["sha256"] for m in members] if members else document.get("current_sha256s") or []
+        return StoredComparison(worse, pooled, document,
+                                str(candidate.get("sha256") or document.get("candidate_sha256") or ""),
+                                [str(s) for s in current], [str(line) for line in document.get("summary_lines") or []])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PromotionError(f"{path} is not a comparison report: its 'pooled' difference lacks or misstates "
                              f"{exc}. Pass the JSON report the comparison wrote.") from exc
 
