@@ -6,6 +6,7 @@ first; the desk is a real SQLite desk in tmp_path whose round 1 has a registered
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -234,7 +235,8 @@ def test_an_annotator_may_not_promote(data_dir, candidate_dir, capsys):
         assert state(desk) == before
 
 
-def test_a_candidate_whose_onnx_export_fails_its_parity_check_serves_as_pytorch(data_dir, candidate_dir, monkeypatch):
+def test_a_candidate_whose_onnx_export_fails_its_parity_check_serves_as_pytorch(data_dir, candidate_dir, monkeypatch,
+                                                                                  tmp_path):
     import local_models.export
     from local_models.errors import ParityCheckFailed
 
@@ -243,9 +245,16 @@ def test_a_candidate_whose_onnx_export_fails_its_parity_check_serves_as_pytorch(
 
     monkeypatch.setattr(local_models.export, "export_onnx", disagreeing_export)
     set_up_desk(data_dir)
+    large = tmp_path / "elsewhere" / "manifest.json"  # 20,000 example ids and text hashes: over a MiB
+    large.parent.mkdir()
+    large.write_text(json.dumps({"seed": 7, "data": {f"id-{i}": "ab" * 32 for i in range(20_000)}}), encoding="utf-8")
     with Desk(data_dir) as desk:
-        promotion = promote_candidate(desk, TASK, candidate_dir)
+        promotion = promote_candidate(desk, TASK, candidate_dir, manifest=large)
         candidate = desk.models.get(promotion.candidate.id)
+        manifest = promotion_lineage(candidate)["manifest"]
+        assert manifest["path"] == str(large.resolve()) and manifest["fields"] == {"seed": 7}
+        assert manifest["omitted_fields"] == ["data"] and "contents" not in manifest  # known by its sha256
+        assert manifest["sha256"] == hashlib.sha256(large.read_bytes()).hexdigest()
         assert not promotion.onnx and candidate.format == "hf-torch"
         assert "differs by 0.31" in promotion.parity_note and promotion.parity_note in candidate.provenance["notes"]
         assert promotion_lineage(candidate)["export"] == {"onnx": False, "note": promotion.parity_note}

@@ -13,10 +13,11 @@ Steps, in an order that changes nothing until the last one can no longer fail:
 3. The candidate is prepared like the default model (``local_models.default_model``): assembled,
    exported to ONNX (int8 when it passes the parity check, else fp32). When even the fp32 export
    fails its check, the PyTorch model is the target and the reason is recorded.
-4. The lineage is written into the target record's provenance under ``lineage``.
-5. ``RoundService.open_next`` closes the open round and opens the next with the candidate (and,
+4. ``RoundService.open_next`` closes the open round and opens the next with the candidate (and,
    ``with_current``, the old targets after it) in one unit of work: the same change a lead makes
    with ``dynadesk rounds open``. ``dynadesk sync publish T --round N`` sends it to the team.
+5. The lineage (checked first against the provenance bound) goes into the target record's
+   provenance under ``lineage``.
 
 Qt-free; the export takes seconds, so the GUI calls this on a worker.
 """
@@ -276,9 +277,10 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
     }
     if refused_lines:
         lineage["override"] = {"refused_because": refused_lines}
+    provenance = _with_lineage(candidate, lineage)  # checked against the bound before any round changes
     progress.check()
-    candidate = _write_lineage(desk, candidate, lineage)
     new = desk.rounds.open_next(task_code, actor.id, targets, close_previous=True)
+    candidate = _update_provenance(desk, candidate.id, lambda _: provenance)  # the lineage of what happened
     if refused_lines:
         log.warning("%s promoted %s to %s round %s with --force over a worse comparison: %s", actor.display_name,
                     candidate.sha256[:12], task_code, new.number, " | ".join(refused_lines))
@@ -396,19 +398,19 @@ def _record_refusal(desk: Desk, task_code: str, comparison: ComparisonLike, acto
         **p, "promotion_refusals": [*p.get("promotion_refusals", []), refusal][-MAX_REFUSALS_KEPT:]})
 
 
-def _write_lineage(desk: Desk, record: ModelRecord, lineage: dict[str, Any]) -> ModelRecord:
-    def merged(provenance: dict[str, Any]) -> dict[str, Any]:
-        out = {**provenance, "lineage": lineage}
-        if free_form_problem("provenance", out) and (lineage.get("manifest") or {}).get("contents") is not None:
-            lineage["manifest"] = {k: v for k, v in lineage["manifest"].items() if k != "contents"}
-            out = {**provenance, "lineage": lineage}
-        problem = free_form_problem("provenance", out)
-        if problem:
-            raise PromotionError(f"The lineage would not fit the model record ({problem}; a record carries at most "
-                                 f"{max_bytes('provenance') // (1024 * 1024)} MiB); nothing was changed.")
-        return out
-
-    return _update_provenance(desk, record.id, merged)
+def _with_lineage(record: ModelRecord, lineage: dict[str, Any]) -> dict[str, Any]:
+    """The record's provenance with ``lineage`` added, within the bound a server checks: a manifest
+    copied whole is dropped first (its sha256 and small fields stay); anything larger refuses."""
+    out = {**(record.provenance or {}), "lineage": lineage}
+    manifest = lineage.get("manifest") or {}
+    if free_form_problem("provenance", out) and manifest.get("contents") is not None:
+        lineage["manifest"] = {k: v for k, v in manifest.items() if k != "contents"}
+        out = {**(record.provenance or {}), "lineage": lineage}
+    problem = free_form_problem("provenance", out)
+    if problem:
+        raise PromotionError(f"The lineage would not fit the model record ({problem}; a record carries at most "
+                             f"{max_bytes('provenance') // (1024 * 1024)} MiB); nothing was changed.")
+    return out
 
 
 def _update_provenance(desk: Desk, model_id: uuid.UUID,
