@@ -219,7 +219,7 @@ def test_a_broken_candidate_is_refused_clearly_and_changes_nothing(data_dir, can
     weights.write_bytes(weights.read_bytes()[:100])  # cut short, as by a full disk
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir) == 1
     err = capsys.readouterr().err
-    assert "could not be assembled" in err and "Traceback" not in err
+    assert "could not be prepared" in err and "Traceback" not in err
     with Desk(data_dir) as desk:
         assert state(desk)[0] == before[0]
         assert [m.sha256 for m in desk.models.all()] == ["aa" * 32]

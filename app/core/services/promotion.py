@@ -295,24 +295,23 @@ def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Pr
     from local_models.default_model import prepare_default_model
 
     cache = paths.models_cache_dir(desk.root)
+    refusal = None
     try:
-        prepared = prepare_default_model(part_dir, cache, with_onnx=False, slug=CANDIDATE_SLUG)
+        prepared = prepare_default_model(part_dir, cache, slug=CANDIDATE_SLUG, progress=progress)
+    except ExportFailed as exc:  # the fp32 graph itself failed its check: the float model serves, as recorded
+        refusal = f"the ONNX export was refused ({exc}); the PyTorch model is the target."
+        prepared = prepare_default_model(part_dir, cache, with_onnx=False, slug=CANDIDATE_SLUG)  # assembled: at once
     except ModelError as exc:
-        raise PromotionError(f"The candidate in {part_dir} could not be assembled: {exc}") from exc
+        raise PromotionError(f"The candidate in {part_dir} could not be prepared: {exc}") from exc
     name = str(prepared.description.get("name") or part_dir.name)
     try:
         torch_record = register_model(desk, prepared.torch_dir, name=f"{name}, PyTorch", task_code=task_code,
                                       format="hf-torch", provenance={"trained_part": str(part_dir)})
     except TargetModelError as exc:
         raise PromotionError(f"The candidate in {part_dir} cannot serve task '{task_code}': {exc}") from exc
-    try:
-        prepared = prepare_default_model(part_dir, cache, with_onnx=True, slug=CANDIDATE_SLUG, progress=progress)
-    except ExportFailed as exc:  # the fp32 graph itself failed its check: the float model serves, as recorded
-        note = f"the ONNX export was refused ({exc}); the PyTorch model is the target."
-        log.warning("candidate %s: %s", torch_record.sha256[:12], note)
-        return _with_note(desk, torch_record, note), False, note
-    except ModelError as exc:
-        raise PromotionError(f"The candidate in {part_dir} could not be exported: {exc}") from exc
+    if refusal is not None:
+        log.warning("candidate %s: %s", torch_record.sha256[:12], refusal)
+        return _with_note(desk, torch_record, refusal), False, refusal
     assert prepared.onnx_dir is not None  # prepared with_onnx
     note = " ".join(prepared.notes) or ("int8 passed the parity check." if prepared.onnx_int8 else "fp32 ONNX.")
     flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
@@ -329,7 +328,8 @@ def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Pr
 
 
 def _with_note(desk: Desk, record: ModelRecord, note: str) -> ModelRecord:
-    return _update_provenance(desk, record.id, lambda p: {**p, "notes": [*p.get("notes", []), note]})
+    return _update_provenance(desk, record.id, lambda p: p if note in p.get("notes", []) else
+                              {**p, "notes": [*p.get("notes", []), note]})
 
 
 def _parent_sha(record: ModelRecord) -> str | None:
