@@ -38,12 +38,15 @@ class PreparedModel:
 
 
 def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | None = None,
-                          with_onnx: bool = True, progress: Progress | None = None) -> PreparedModel:
-    """Assemble (and export) the model once; later calls find the folders and return at once."""
+                          with_onnx: bool = True, progress: Progress | None = None,
+                          slug: str = DEFAULT_MODEL_SLUG) -> PreparedModel:
+    """Assemble (and export) the model once; later calls find the folders and return at once.
+
+    ``slug`` names the cache folder: a promoted round's candidate goes through the same steps."""
     progress = progress or Progress()
     part_dir, cache_dir = Path(part_dir), Path(cache_dir)
     description = read_part_description(part_dir)
-    root = cache_dir / f"{DEFAULT_MODEL_SLUG}-{part_fingerprint(part_dir)}"
+    root = cache_dir / f"{slug}-{part_fingerprint(part_dir)}"
     torch_dir = root / "torch"
     steps = STEPS if with_onnx else STEPS[:1]
     if not _complete(torch_dir, "model.safetensors"):

@@ -1,4 +1,5 @@
-"""``dynadesk rounds``: list, show, open, close and configure rounds; attach models; import contexts.
+"""``dynadesk rounds``: list, show, open, close and configure rounds; attach models; import contexts;
+promote a trained candidate to the next round (``rounds next``).
 
 Changes are made as the desk's current profile, which must be a lead or an owner.
 """
@@ -175,3 +176,72 @@ def rounds_import_contexts(obj: Context, file: str, task_code: str, number: int 
     report = desk.rounds.import_contexts(_round_id(desk, task_code, number), desk.current_person().id, Path(file),
                                          format=format_, column=column, tag=tag)
     click.echo(report.summary())
+
+
+@rounds.command("next")
+@click.option("--task", "task_code", required=True)
+@click.option("--model", "model_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The folder `dynadesk train --out DIR` wrote.")
+@click.option("--with-current", is_flag=True, help="Keep the current target(s) in an ensemble after the candidate.")
+@click.option("--force", is_flag=True, help="Promote even when the comparison finds the candidate worse (recorded).")
+@click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path),
+              help="The training manifest. Default: DIR/manifest.json when it is there.")
+@click.option("--comparison", "comparison_file", type=click.Path(path_type=Path),
+              help="A stored comparison report (its JSON file, or the folder holding comparison.json) "
+                   "instead of comparing now.")
+@pass_context
+def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: bool, force: bool,
+                manifest: Path | None, comparison_file: Path | None) -> None:
+    """Promote a trained candidate: close the open round and open the next with it as the target.
+
+    The candidate is exported to ONNX and parity-checked like the default model, compared with the
+    current target(s) on the held-out splits, and refused when it is worse (--force overrides).
+    Leads and owners only. `dynadesk sync publish TASK --round N` then brings the round to the team.
+    """
+    from app.core.services.promotion import promote_candidate
+    from local_models.progress import Progress
+
+    desk = obj.desk
+    progress = Progress(on_message=lambda text: click.echo(text, err=True))
+    comparison = _read_comparison(comparison_file) if comparison_file is not None else _compare_now(
+        desk, task_code, model_dir, progress)
+    if comparison is None:
+        click.echo("No comparison was made (this Dynadesk has no comparison service); promoting without one.",
+                   err=True)
+    # A refusal is a DynadeskError: its message holds the figures and the --force hint; the exit status is 1.
+    promotion = promote_candidate(desk, task_code, model_dir, with_current=with_current, force=force,
+                                  comparison=comparison, manifest=manifest, progress=progress)
+    if comparison is not None:
+        click.echo("Comparison with the previous target(s):")
+        for line in comparison.summary_lines():
+            click.echo(f"  {line}")
+    for line in promotion.summary_lines():
+        click.echo(line)
+    click.echo(f"Send it to the team with: dynadesk sync publish {task_code} --round {promotion.round_number}")
+
+
+def _comparison_service():
+    """``app.core.services.comparison`` when this Dynadesk has it, else None."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("app.core.services.comparison") is None:
+        return None
+    return importlib.import_module("app.core.services.comparison")
+
+
+def _read_comparison(path: Path):
+    """A stored report, read by the comparison service's own reader when there is one."""
+    from app.core.services.promotion import read_comparison
+
+    service = _comparison_service()
+    reader = getattr(service, "read_report", None)
+    return reader(path) if reader is not None else read_comparison(path)
+
+
+def _compare_now(desk, task_code: str, model_dir: Path, progress):
+    """The comparison service's report, when this Dynadesk has one."""
+    comparison_service = _comparison_service()
+    if comparison_service is None:
+        return None
+    return comparison_service.compare_candidate(desk, task_code, model_dir, progress=progress)
