@@ -198,16 +198,22 @@ def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: boo
     current target(s) on the held-out splits, and refused when it is worse (--force overrides).
     Leads and owners only. `dynadesk sync publish TASK --round N` then brings the round to the team.
     """
-    from app.core.services.promotion import promote_candidate
+    from app.core.services.comparison import NothingToCompare, compare_candidate, read_report
+    from app.core.services.promotion import check_promotable, promote_candidate
     from local_models.progress import Progress
 
     desk = obj.desk
+    check_promotable(desk, model_dir)
     progress = Progress(on_message=lambda text: click.echo(text, err=True))
-    comparison = _read_comparison(comparison_file) if comparison_file is not None else _compare_now(
-        desk, task_code, model_dir, progress)
-    if comparison is None:
-        click.echo("No comparison was made (this Dynadesk has no comparison service); promoting without one.",
-                   err=True)
+    try:
+        comparison = (read_report(comparison_file) if comparison_file is not None
+                      else compare_candidate(desk, task_code, model_dir, progress=progress))
+    except NothingToCompare as exc:
+        if not force:
+            raise DynadeskError(f"{exc} Compare with `dynadesk rounds compare … --base-test/--suite` and pass "
+                                "its report with --comparison, or promote without a comparison with --force.") from exc
+        comparison = None
+        click.echo(f"{exc} Promoting without a comparison (--force).", err=True)
     # A refusal is a DynadeskError: its message holds the figures and the --force hint; the exit status is 1.
     promotion = promote_candidate(desk, task_code, model_dir, with_current=with_current, force=force,
                                   comparison=comparison, manifest=manifest, progress=progress)
@@ -219,29 +225,3 @@ def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: boo
         click.echo(line)
     click.echo(f"Send it to the team with: dynadesk sync publish {task_code} --round {promotion.round_number}")
 
-
-def _comparison_service():
-    """``app.core.services.comparison`` when this Dynadesk has it, else None."""
-    import importlib
-    import importlib.util
-
-    if importlib.util.find_spec("app.core.services.comparison") is None:
-        return None
-    return importlib.import_module("app.core.services.comparison")
-
-
-def _read_comparison(path: Path):
-    """A stored report, read by the comparison service's own reader when there is one."""
-    from app.core.services.promotion import read_comparison
-
-    service = _comparison_service()
-    reader = getattr(service, "read_report", None)
-    return reader(path) if reader is not None else read_comparison(path)
-
-
-def _compare_now(desk, task_code: str, model_dir: Path, progress):
-    """The comparison service's report, when this Dynadesk has one."""
-    comparison_service = _comparison_service()
-    if comparison_service is None:
-        return None
-    return comparison_service.compare_candidate(desk, task_code, model_dir, progress=progress)

@@ -171,9 +171,9 @@ def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overri
 
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report) == 1
     err = capsys.readouterr().err
-    from app.cli.rounds import _read_comparison
+    from app.core.services.comparison import read_report
 
-    figures = _read_comparison(report).summary_lines()  # as the reader of the comparison service words them
+    figures = read_report(report).summary_lines()  # as the comparison service words them
     assert "worse than the current target" in err and "--force" in err and all(line in err for line in figures)
     assert "19" in figures[-1] and "27" in figures[-1] and "11" in figures[-1]  # difference and its interval
     refusal_logged = [r.getMessage() for r in caplog.records if r.name == "app.core.services.promotion"]
@@ -219,7 +219,7 @@ def test_a_broken_candidate_is_refused_clearly_and_changes_nothing(data_dir, can
     weights.write_bytes(weights.read_bytes()[:100])  # cut short, as by a full disk
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir) == 1
     err = capsys.readouterr().err
-    assert "could not be prepared" in err and "Traceback" not in err
+    assert "is not a usable model" in err and "truncated or damaged" in err and "Traceback" not in err
     with Desk(data_dir) as desk:
         assert state(desk)[0] == before[0]
         assert [m.sha256 for m in desk.models.all()] == ["aa" * 32]

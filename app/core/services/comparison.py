@@ -40,6 +40,10 @@ class ComparisonError(DynadeskError):
     pass
 
 
+class NothingToCompare(ComparisonError):
+    """No held-out example, base test file or suite to compare on."""
+
+
 @dataclass(frozen=True)
 class Difference:
     split: str
@@ -139,7 +143,7 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
         raise ComparisonError(str(exc)) from exc
     _check_gold_labels(sets, definition.labels)
     if not any(s.cases for s in sets):
-        raise ComparisonError(
+        raise NothingToCompare(
             f"There is nothing to compare on: no round of {task_code} has decided held-out examples"
             " (about one example in ten is held out), and no base test file or suite was given.")
     labels = list(definition.labels)
@@ -376,9 +380,13 @@ def read_report(path: Path) -> ComparisonReport:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ComparisonError(f"{path} is not a readable comparison report ({exc}).") from exc
-    if not isinstance(document, dict):
-        raise ComparisonError(f"{path} is not a Dynadesk comparison report.")
-    return report_from_document(document)
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ComparisonError(f"{path} is not a comparison report; pass the comparison.json that "
+                              "`dynadesk rounds compare --out DIR` wrote (or DIR itself).")
+    try:
+        return report_from_document(document)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ComparisonError(f"{path} is not a comparison report: its {exc} is missing or malformed.") from exc
 
 
 JSON_NAME = "comparison.json"

@@ -30,7 +30,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from app import __version__
 from app.core import paths
@@ -46,135 +46,19 @@ from local_models.train import is_trained_part
 
 if TYPE_CHECKING:
     from app.core.desk import Desk
+    from app.core.services.comparison import ComparisonReport
     from app.core.storage.models import Person
 
 log = logging.getLogger(__name__)
 
 CANDIDATE_SLUG = "candidate"
 MANIFEST_FILE = "manifest.json"
-COMPARISON_FILE = "comparison.json"  # what the comparison service writes beside its HTML
 MAX_REFUSALS_KEPT = 20
 # A manifest's top-level entries up to this size are copied into the lineage (options, seed, metrics,
 # versions); larger ones (example ids per split) are named, and the whole file is kept by its sha256.
 MAX_MANIFEST_FIELD_BYTES = 16 * 1024
 # The whole manifest is copied too while the provenance stays well inside its bound.
 MAX_MANIFEST_COPY_BYTES = 1024 * 1024
-
-
-class DifferenceLike(Protocol):
-    """One difference of the comparison, candidate minus current, with its paired bootstrap interval."""
-
-    @property
-    def split(self) -> str: ...
-
-    @property
-    def metric(self) -> str: ...
-
-    @property
-    def current(self) -> float | None: ...
-
-    @property
-    def candidate(self) -> float | None: ...
-
-    @property
-    def difference(self) -> float | None: ...
-
-    @property
-    def low(self) -> float | None: ...
-
-    @property
-    def high(self) -> float | None: ...
-
-    @property
-    def items(self) -> int: ...
-
-
-class ComparisonLike(Protocol):
-    """What promotion reads of a comparison report (``app.core.services.comparison.ComparisonReport``)."""
-
-    @property
-    def worse(self) -> bool: ...
-
-    @property
-    def pooled(self) -> DifferenceLike: ...
-
-    @property
-    def document(self) -> dict: ...
-
-    @property
-    def candidate_sha256(self) -> str: ...
-
-    @property
-    def current_sha256s(self) -> Sequence[str]: ...
-
-    def summary_lines(self) -> list[str]: ...
-
-
-@dataclass(frozen=True)
-class StoredDifference:
-    split: str
-    metric: str
-    current: float | None
-    candidate: float | None
-    difference: float | None
-    low: float | None
-    high: float | None
-    items: int
-
-
-@dataclass(frozen=True)
-class StoredComparison:
-    """A comparison report read back from its JSON document (``dynadesk rounds next --comparison FILE``)."""
-
-    worse: bool
-    pooled: StoredDifference
-    document: dict
-    candidate_sha256: str
-    current_sha256s: Sequence[str]
-    lines: Sequence[str] = ()
-
-    def summary_lines(self) -> list[str]:
-        if self.lines:
-            return list(self.lines)
-        p = self.pooled
-        if p.difference is None or p.low is None or p.high is None:
-            return [f"{p.split}, {p.metric}: no items to compare on"]
-        return [f"{p.split}, {p.metric}: current {p.current:.4f}, candidate {p.candidate:.4f}, difference "
-                f"{p.difference:+.4f} (95 % interval {p.low:+.4f} to {p.high:+.4f}, {p.items} items)"]
-
-
-def read_comparison(path: Path) -> StoredComparison:
-    """A stored comparison report: the ``comparison.json`` the comparison service writes (or its folder).
-
-    Read: ``pooled`` (split, metric, current, candidate, difference, low, high, items), the candidate's
-    sha256 (``candidate.sha256``, or ``candidate_sha256``), the current targets' (``current.members[].sha256``,
-    or ``current_sha256s``), and ``worse`` and ``summary_lines`` when present; ``worse`` otherwise
-    follows the interval: it lies below zero.
-    """
-    path = Path(path).expanduser()
-    if path.is_dir():
-        path = path / COMPARISON_FILE
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise PromotionError(f"The comparison report {path} cannot be read ({exc}); pass the JSON report "
-                             "the comparison wrote.") from exc
-    try:
-        raw = document["pooled"]
-        figure = {key: None if raw[key] is None else float(raw[key])
-                  for key in ("current", "candidate", "difference", "low", "high")}
-        pooled = StoredDifference(str(raw["split"]), str(raw["metric"]), figure["current"], figure["candidate"],
-                                  figure["difference"], figure["low"], figure["high"], int(raw["items"]))
-        worse = bool(document["worse"]) if "worse" in document else pooled.high is not None and pooled.high < 0
-        candidate = document.get("candidate") if isinstance(document.get("candidate"), dict) else {}
-        members = (document.get("current") or {}).get("members") if isinstance(document.get("current"), dict) else None
-        current = [m["sha256"] for m in members] if members else document.get("current_sha256s") or []
-        return StoredComparison(worse, pooled, document,
-                                str(candidate.get("sha256") or document.get("candidate_sha256") or ""),
-                                [str(s) for s in current], [str(line) for line in document.get("summary_lines") or []])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise PromotionError(f"{path} is not a comparison report: its 'pooled' difference lacks or misstates "
-                             f"{exc}. Pass the JSON report the comparison wrote.") from exc
 
 
 class PromotionError(DynadeskError):
@@ -214,7 +98,7 @@ class Promotion:
 
 
 def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_current: bool = False, force: bool = False,
-                      comparison: ComparisonLike | None = None, manifest: Path | None = None,
+                      comparison: ComparisonReport | None = None, manifest: Path | None = None,
                       actor_id: uuid.UUID | None = None, progress: Progress | None = None) -> Promotion:
     """Make the trained candidate in ``model_dir`` the target of ``task_code``'s next round.
 
@@ -223,9 +107,7 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
     the rounds are unchanged.
     """
     progress = progress or Progress()
-    actor = desk.people.get(actor_id) if actor_id is not None else desk.current_person()
-    if actor.role not in (Role.LEAD, Role.OWNER):
-        raise PromotionError(f"Only leads and owners can promote a model; {actor.display_name} is an {actor.role}.")
+    actor = check_promotable(desk, model_dir, actor_id)
     rounds = desk.tasks.rounds(task_code)
     current = rounds[-1] if rounds else None
     open_round = current if current is not None and current.status == RoundStatus.OPEN else None
@@ -243,11 +125,6 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
             f"so round {current.number + 1 if current else 1} was not opened:\n  " + "\n  ".join(refused_lines)
             + "\nPromote it anyway with --force (the override is recorded).", refused_lines)
 
-    if not is_trained_part(model_dir):
-        raise PromotionError(
-            f"{model_dir} is not a trained candidate: it lacks the files `dynadesk train --out DIR` writes "
-            "(the trained part and its description). Point --model at that folder, or register another "
-            "model with `dynadesk models add` and open a round with `dynadesk rounds open`.")
     candidate, onnx, note = _register_candidate(desk, task_code, model_dir, progress)
     if any(m.id == candidate.id for m in current_targets):
         raise PromotionError(f"{candidate.name} ({candidate.sha256[:12]}) is already a target of {task_code} round "
@@ -288,6 +165,20 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
              task_code, new.number)
     return Promotion(task_code, open_round.number if open_round else None, new.number, new.id, candidate,
                      desk.models.round_models(new.id), onnx, note, bool(refused_lines), lineage)
+
+
+def check_promotable(desk: Desk, model_dir: Path, actor_id: uuid.UUID | None = None) -> Person:
+    """The person promoting, when they may promote ``model_dir``; checked before any costly work (comparing,
+    exporting). Raises ``PromotionError`` for an annotator or for a folder that is not a trained candidate."""
+    actor = desk.people.get(actor_id) if actor_id is not None else desk.current_person()
+    if actor.role not in (Role.LEAD, Role.OWNER):
+        raise PromotionError(f"Only leads and owners can promote a model; {actor.display_name} is an {actor.role}.")
+    if not is_trained_part(Path(model_dir).expanduser()):
+        raise PromotionError(
+            f"{model_dir} is not a trained candidate: it lacks the files `dynadesk train --out DIR` writes "
+            "(the trained part and its description). Point --model at that folder, or register another "
+            "model with `dynadesk models add` and open a round with `dynadesk rounds open`.")
+    return actor
 
 
 def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Progress) -> tuple[ModelRecord, bool, str]:
@@ -371,7 +262,7 @@ def _manifest_lineage(path: Path) -> dict[str, Any]:
     return lineage
 
 
-def _comparison_lineage(comparison: ComparisonLike) -> dict[str, Any]:
+def _comparison_lineage(comparison: ComparisonReport) -> dict[str, Any]:
     pooled = comparison.pooled
     document = json.dumps(comparison.document, sort_keys=True, default=str).encode("utf-8")
     return {
@@ -385,7 +276,7 @@ def _comparison_lineage(comparison: ComparisonLike) -> dict[str, Any]:
     }
 
 
-def _record_refusal(desk: Desk, task_code: str, comparison: ComparisonLike, actor: Person) -> None:
+def _record_refusal(desk: Desk, task_code: str, comparison: ComparisonReport, actor: Person) -> None:
     lines = comparison.summary_lines()
     log.warning("promotion of %s to the next round of %s refused (worse than the current target): %s",
                 (comparison.candidate_sha256 or "?")[:12], task_code, " | ".join(lines))
@@ -430,6 +321,5 @@ def promotion_lineage(record: ModelRecord) -> Mapping[str, Any] | None:
     return lineage if isinstance(lineage, dict) else None
 
 
-__all__ = ["ComparisonLike", "DifferenceLike", "Promotion", "PromotionError", "PromotionRefused", "StoredComparison",
-           "read_comparison",
+__all__ = ["Promotion", "PromotionError", "PromotionRefused", "check_promotable",
            "promote_candidate", "promotion_lineage"]
