@@ -109,6 +109,13 @@ def _held_out_one(make, text):
     raise AssertionError("no held-out example in 300 tries")
 
 
+def _trained_one(desk, people, make, text, label="hate"):
+    """An example of ``text`` that is trained on (held-out tries are retracted)."""
+    while is_held_out((example := make(text, label, decide=label)).id):
+        desk.examples.retract(example.id, people.author.id)
+    return example
+
+
 def test_both_halves_of_a_pair_fall_on_one_side(desk, make):
     pairs = []
     for i in range(40):
@@ -123,13 +130,15 @@ def test_both_halves_of_a_pair_fall_on_one_side(desk, make):
     assert taken[str(pairs[-1][1].id)][1] == "held_out"
 
 
-def test_duplicates_are_kept_once_and_conflicts_reported(desk, make):
-    first = make("Send them  all home", decide="hate")
-    again = make("send them all HOME", decide="hate")
+def test_duplicates_are_kept_once_and_conflicts_reported(desk, people, make):
+    first, again = (_trained_one(desk, people, make, text) for text in ("Send them  all home", "send them all HOME"))
     conflict_a = make("they are animals", decide="hate")
     conflict_b = make("They are animals", "not hate", decide="not hate")
     held = _held_out_one(make, "held out text")
     copy_of_held = make(held.text.upper(), decide="hate")
+    while is_held_out(copy_of_held.id):  # the copy must be one that would be trained on
+        desk.examples.retract(copy_of_held.id, people.author.id)
+        copy_of_held = make(held.text.upper(), decide="hate")
     base = LabelledData(["send them all home", "THEY are animals", "a base sentence", "A base  sentence", "base only"],
                         [0, 1, 1, 0, 1], ["hate", "not hate"])
 
