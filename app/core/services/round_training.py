@@ -125,8 +125,10 @@ def read_base_data(options: BaseDataOptions | None) -> LabelledData | None:
 
 def round_rows(data: TrainingSet, base: LabelledData | None) -> RoundRows:
     index = {name: i for i, name in enumerate(data.labels)}
-    source = {"task": data.task, "rounds": data.rounds, "summary": data.summary(),
-              "base_file": None if base is None else {k: base.source.get(k) for k in ("file", "sha256", "rows_used")}}
+    source: dict[str, Any] = {"task": data.task, "rounds": data.rounds, "summary": data.summary()}
+    if base is not None:  # the keys evaluation's overlap check reads: it then checks the base file's texts
+        source.update({k: base.source.get(k) for k in ("file", "path", "sha256", "text_column", "label_column",
+                                                       "label_map", "html_unescaped", "rows_used")})
     return RoundRows(list(data.labels), data.texts("base"), [index[x] for x in data.labels_of("base")],
                      data.texts("train"), [index[x] for x in data.labels_of("train")],
                      data.texts("held_out"), [index[x] for x in data.labels_of("held_out")],
