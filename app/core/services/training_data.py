@@ -1,0 +1,244 @@
+"""Training data from the desk: which examples of a task's rounds a new target model learns from.
+
+Taken: examples of the chosen rounds that are decided, with the decided label (a *correct* verdict
+keeps the author's label, an *incorrect* one the agreed corrected label, a lead's adjudication
+overrides both: ``validation.summarise`` keeps that on the example). Left out, and counted by reason:
+drafts, retracted examples, examples decided as flagged, flagged-but-undecided and undecided ones
+(``include_undecided`` takes the undecided ones with the author's label), and imported data sets
+that are not named.
+
+Splits: ``app.core.tasks.splits.is_held_out`` decides which examples are held out (never trained
+on); the rest is training data. Base data (a labelled file) joins as its own part; the trainer
+splits it.
+
+De-duplication: by normalised text (NFC, line ends, case, whitespace) across rounds and base data.
+The same text with the same label is kept once (a held-out copy wins: its text then stays out of
+training); the same text with different labels is a conflict, reported with every id and left out
+of training (held-out copies stay held out, since the split is fixed by id).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import select
+
+from app.core.domain import ExampleStatus, ValidationState, Verdict
+from app.core.errors import DynadeskError
+from app.core.storage.models import Example, Round
+from app.core.tasks.splits import is_held_out
+from app.core.text import clean_text
+from local_models.train import LabelledData
+
+TRAIN, HELD_OUT, BASE = "train", "held_out", "base"
+SPLITS = (TRAIN, HELD_OUT, BASE)
+CONFLICT_POLICY = ("Texts that appear with different labels are left out of training (round and base data) and "
+                   "listed under conflicts with every id; held-out copies stay held out.")
+
+
+class TrainingDataError(DynadeskError):
+    """The desk's data cannot make a training set as asked (unknown round, unsupported task, bad labels)."""
+
+
+@dataclass(frozen=True)
+class TrainingExample:
+    id: str  # the example's uuid; "base:<n>" for the n-th row kept from the base data file
+    text: str
+    label: str
+    round: int | None  # None for base data
+    source: str  # "decided", "undecided", "imported" or "base"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One normalised text with more than one label: every copy, as (id, label)."""
+
+    text: str
+    members: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    id: str  # the copy left out
+    kept: str  # the copy kept
+
+
+@dataclass
+class TrainingSet:
+    task: str
+    labels: list[str]  # the task's labels, in its order
+    rounds: list[int]
+    train: list[TrainingExample]  # round examples trained on
+    held_out: list[TrainingExample]  # round examples never trained on (is_held_out)
+    base: list[TrainingExample]  # base-data rows left after de-duplication
+    conflicts: list[Conflict]
+    duplicates: list[Duplicate]
+    excluded: dict[str, int]  # reason -> examples of the chosen rounds left out
+    include_undecided: bool = False
+    imported: list[str] = field(default_factory=list)
+
+    def split(self, name: str) -> list[TrainingExample]:
+        if name not in SPLITS:
+            raise ValueError(f"unknown split '{name}'; the splits are {', '.join(SPLITS)}")
+        return {TRAIN: self.train, HELD_OUT: self.held_out, BASE: self.base}[name]
+
+    def texts(self, name: str) -> list[str]:
+        return [e.text for e in self.split(name)]
+
+    def labels_of(self, name: str) -> list[str]:
+        return [e.label for e in self.split(name)]
+
+    def ids(self, name: str) -> list[str]:
+        return [e.id for e in self.split(name)]
+
+    def hashes(self) -> dict[str, str]:
+        """sha256 of every (text, label), by id, over all splits."""
+        return {e.id: example_hash(e.text, e.label) for name in SPLITS for e in self.split(name)}
+
+    def summary(self) -> dict[str, Any]:
+        per_round: dict[str, dict[str, int]] = {}
+        for name in (TRAIN, HELD_OUT):
+            for example in self.split(name):
+                counts = per_round.setdefault(str(example.round), {TRAIN: 0, HELD_OUT: 0})
+                counts[name] += 1
+        return {
+            "task": self.task, "rounds": list(self.rounds),
+            "counts": {name: len(self.split(name)) for name in SPLITS},
+            "per_round": per_round,
+            "per_label": {name: dict(collections.Counter(self.labels_of(name))) for name in SPLITS},
+            "per_source": dict(collections.Counter(e.source for e in self.train + self.held_out)),
+            "excluded": dict(self.excluded),
+            "duplicates_left_out": len(self.duplicates),
+            "conflicts": len(self.conflicts),
+            "include_undecided": self.include_undecided,
+            "imported": list(self.imported),
+        }
+
+
+def normalised(text: str) -> str:
+    """The key texts are de-duplicated by: the same words, whatever their case and spacing."""
+    return " ".join(clean_text(text).casefold().split())
+
+
+def example_hash(text: str, label: str) -> str:
+    return hashlib.sha256(json.dumps([text, label], ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _imported_names(example: Example) -> set[str]:
+    origin = example.origin or {}
+    return {str(n) for n in (origin.get("format"), origin.get("file"), example.source) if n}
+
+
+def _choose(example: Example, include_undecided: bool, imported: set[str]) -> tuple[str, str] | tuple[None, str]:
+    """(label, source) when the example is taken; (None, reason) when it is left out."""
+    if example.status == ExampleStatus.DRAFT:
+        return None, "draft"
+    if example.status == ExampleStatus.RETRACTED:
+        return None, "retracted"
+    is_import = (example.origin or {}).get("kind") == "import"
+    if is_import and not (_imported_names(example) & imported):
+        return None, "imported_not_named"
+    if example.validation_state == ValidationState.DECIDED:
+        if example.decided_verdict == Verdict.FLAGGED or not example.decided_label:
+            return None, "decided_flagged"
+        return example.decided_label, "imported" if is_import else "decided"
+    if example.status == ExampleStatus.FLAGGED or example.flag_count:
+        return None, "flagged_undecided"
+    if is_import and example.true_label:
+        return example.true_label, "imported"  # a named data set comes with its own gold labels
+    if include_undecided and example.true_label:
+        return example.true_label, "undecided"
+    return None, "undecided"
+
+
+def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_undecided: bool = False,
+                 imported: Sequence[str] = (), base: LabelledData | None = None) -> TrainingSet:
+    """The examples of ``rounds`` of the task a new model may learn from, split and de-duplicated
+    (with ``base``, the labelled base data joins the de-duplication as the ``base`` part)."""
+    from app.core.services.target_models import model_input
+
+    task = desk.tasks.task(task_code)
+    definition = desk.tasks.definition(task.id)
+    if definition.is_extractive:
+        raise TrainingDataError(f"The task '{task_code}' is extractive QA; training from the desk takes "
+                                "classification tasks only.")
+    if definition.context_inputs:
+        raise TrainingDataError(f"The task '{task_code}' reads (context, text) pairs; training from the desk "
+                                "takes single-text classification tasks for now. Export the examples instead.")
+    wanted = sorted(set(int(r) for r in rounds))
+    if not wanted:
+        raise TrainingDataError("Name at least one round (--rounds 1,2).")
+    labels = list(definition.labels)
+    if base is not None:
+        unknown = sorted(set(base.label_names) - set(labels))
+        if unknown:
+            raise TrainingDataError(f"The base data's labels {', '.join(unknown)} are not labels of the task "
+                                    f"'{task_code}' ({', '.join(labels)}); map them with --label-map.")
+    named = {str(n) for n in imported}
+    with desk.db.read() as session:
+        numbers = {r.number: r.id for r in session.scalars(select(Round).where(Round.task_id == task.id))}
+        missing = [n for n in wanted if n not in numbers]
+        if missing:
+            raise TrainingDataError(f"The task '{task_code}' has no round {', '.join(map(str, missing))} "
+                                    f"(its rounds: {', '.join(map(str, sorted(numbers))) or 'none'}).")
+        round_of = {numbers[n]: n for n in wanted}
+        examples = list(session.scalars(
+            select(Example).where(Example.task_id == task.id, Example.round_id.in_(list(round_of)))
+            .order_by(Example.submitted_at, Example.id)))
+        excluded: collections.Counter[str] = collections.Counter()
+        chosen: list[tuple[TrainingExample, bool]] = []
+        seen_imports: set[str] = set()
+        for example in examples:
+            label, source = _choose(example, include_undecided, named)
+            if (example.origin or {}).get("kind") == "import":
+                seen_imports |= _imported_names(example)
+            if label is None:
+                excluded[source] += 1
+                continue
+            if label not in labels:
+                excluded["unknown_label"] += 1
+                continue
+            text = model_input(definition, example.inputs)
+            assert isinstance(text, str)  # single-text task, checked above
+            chosen.append((TrainingExample(str(example.id), text, label, round_of[example.round_id], source),
+                           is_held_out(example.id, example.perturbation_of)))
+    not_found = sorted(named - seen_imports)
+    if not_found:
+        raise TrainingDataError(f"No imported data set named {', '.join(not_found)} in those rounds "
+                                f"(imported here: {', '.join(sorted(seen_imports)) or 'none'}).")
+    base_rows = [] if base is None else [
+        TrainingExample(f"base:{i}", text, base.label_names[label], None, "base")
+        for i, (text, label) in enumerate(zip(base.texts, base.labels))]
+    train, held_out, base_kept, conflicts, duplicates = _deduplicate(chosen, base_rows)
+    return TrainingSet(task_code, labels, wanted, train, held_out, base_kept, conflicts, duplicates,
+                       dict(sorted(excluded.items())), include_undecided, sorted(named))
+
+
+def _deduplicate(chosen: Iterable[tuple[TrainingExample, bool]], base_rows: list[TrainingExample]):
+    """Group by normalised text; keep one copy per text and label, none to train on for a conflict."""
+    held = [e for e, h in chosen if h]
+    rounds = sorted((e for e, h in chosen if not h), key=lambda e: e.round or 0)  # stable: submission order within
+    groups: dict[str, list[tuple[TrainingExample, str]]] = collections.defaultdict(list)
+    for part, members in ((HELD_OUT, held), (TRAIN, rounds), (BASE, base_rows)):
+        for example in members:
+            groups[normalised(example.text)].append((example, part))
+    keep: dict[str, set[str]] = {TRAIN: set(), HELD_OUT: set(), BASE: set()}
+    conflicts, duplicates = [], []
+    for members in groups.values():
+        if len({e.label for e, _ in members}) > 1:
+            conflicts.append(Conflict(members[0][0].text, tuple((e.id, e.label) for e, _ in members)))
+            keep[HELD_OUT] |= {e.id for e, part in members if part == HELD_OUT}
+            continue
+        held_copies = [e for e, part in members if part == HELD_OUT]
+        kept = held_copies or [members[0][0]]
+        for example, part in members:
+            if example in kept:
+                keep[part].add(example.id)
+            else:
+                duplicates.append(Duplicate(example.id, kept[0].id))
+    return ([e for e in rounds if e.id in keep[TRAIN]], [e for e in held if e.id in keep[HELD_OUT]],
+            [e for e in base_rows if e.id in keep[BASE]], conflicts, duplicates)

@@ -1,0 +1,255 @@
+"""Training the next round's target: base data plus a round's examples, weighted, warm-started.
+
+``train_with_rounds`` runs ``local_models.train.train_classifier`` with ``RoundHooks``, which
+- split the rows: the base data's rows stratified into train/dev/test by the seed, as plain
+  training does; the round examples to train on all go to training (without base data a seeded
+  tenth of them is the dev set that picks the best epoch); the held-out round examples are never
+  trained on and are scored at the end, per round;
+- weigh every round example by ``round_weight`` against a base example in the loss (a per-example
+  sample weight on top of the class weights), so that a few hundred validated examples can move a
+  model trained on tens of thousands;
+- start the trained tensors from a parent's trained part (warm start) instead of the base encoder.
+
+Nothing here reads files of ours beyond model folders; the caller hands in texts and labels.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from local_models.backends.base import METADATA_FILE, read_json_file
+from local_models.errors import TrainingFailed
+from local_models.files import file_sha256, install_dir, make_staging_dir
+from local_models.progress import Progress
+from local_models.train import (
+    TRAINED_PART_FILE,
+    LabelledData,
+    TrainingConfig,
+    TrainingReport,
+    assemble,
+    classification_metrics,
+    default_base_dir,
+    is_trained_part,
+    stratified_split,
+    train_classifier,
+)
+
+MODEL_FOLDER = "model"  # inside the output folder: the assembled model the engine loads
+# The default weight: round examples together carry this share of the training loss, never less than a
+# base example's weight (measured once: app.core.services.round_training.MEASURED_ROUND_WEIGHTS).
+DEFAULT_ROUND_SHARE = 0.25
+MAX_ROUND_WEIGHT = 100.0
+
+
+@dataclass
+class RoundRows:
+    """Texts and labels (indices into ``label_names``) of the three parts, in a fixed order."""
+
+    label_names: list[str]
+    base_texts: list[str]
+    base_labels: list[int]
+    round_texts: list[str]
+    round_labels: list[int]
+    held_out_texts: list[str]
+    held_out_labels: list[int]
+    held_out_rounds: list[int]  # the round of each held-out row, for per-round metrics
+    source: dict[str, Any]
+
+
+def auto_round_weight(base_train: int, round_train: int, share: float = DEFAULT_ROUND_SHARE) -> float:
+    """The per-example weight that gives the round examples ``share`` of the total weight, between 1
+    and ``MAX_ROUND_WEIGHT`` (1 without base data: nothing to weigh against)."""
+    if not base_train or not round_train:
+        return 1.0
+    weight = share / (1 - share) * base_train / round_train
+    return float(min(MAX_ROUND_WEIGHT, max(1.0, round(weight, 4))))
+
+
+@dataclass
+class WarmStart:
+    """A parent's trained tensors, by name, and what they were trained as."""
+
+    tensors: dict[str, Any]
+    description: dict[str, Any]
+    source: Path
+    tensors_sha256: str
+
+    @property
+    def train_layers(self) -> int:
+        layers = {name.split(".encoder.layer.")[1].split(".")[0] for name in self.tensors if ".encoder.layer." in name}
+        return len(layers)
+
+
+def read_warm_start(folder: Path) -> WarmStart:
+    """The trained tensors of a Dynadesk-trained model: a trained part (``dynadesk train``'s folder)
+    or an assembled model folder whose description names its trained tensors."""
+    from safetensors import safe_open
+
+    folder = Path(folder)
+    if is_trained_part(folder):
+        weights, description = folder / TRAINED_PART_FILE, read_json_file(folder / METADATA_FILE, "trained part")
+        names = None
+    elif (folder / METADATA_FILE).is_file() and (folder / "model.safetensors").is_file():
+        weights, description = folder / "model.safetensors", read_json_file(folder / METADATA_FILE, "model description")
+        names = description.get("trained_tensors")
+        if not names:
+            raise TrainingFailed(f"{folder} was not trained by Dynadesk (its description names no trained tensors); "
+                                 "train from the base encoder with --from base.")
+    else:
+        raise TrainingFailed(f"{folder} holds neither a trained part nor a Dynadesk-trained model folder; "
+                             "train from the base encoder with --from base.")
+    with safe_open(str(weights), framework="pt") as handle:
+        keys = set(handle.keys())
+        wanted = sorted(keys if names is None else names)
+        absent = [n for n in wanted if n not in keys]
+        if absent:
+            raise TrainingFailed(f"{weights} lacks the trained tensors {absent[:3]} its description names.")
+        tensors = {name: handle.get_tensor(name) for name in wanted}
+    return WarmStart(tensors, description, folder, tensors_sha256(tensors))
+
+
+def tensors_sha256(tensors: dict[str, Any]) -> str:
+    """A checksum of named tensors that does not depend on the file they came from."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name].contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.numpy().tobytes())
+    return digest.hexdigest()
+
+
+class RoundHooks:
+    """What ``train_classifier`` asks of a round training run (its ``hooks`` argument)."""
+
+    def __init__(self, rows: RoundRows, round_weight: float, warm: WarmStart | None, weighting: dict[str, Any]):
+        self.rows, self.round_weight, self.warm, self.weighting = rows, round_weight, warm, weighting
+        n_base, n_round = len(rows.base_texts), len(rows.round_texts)
+        self.base_idx = list(range(n_base))
+        self.round_idx = list(range(n_base, n_base + n_round))
+        self.held_idx = list(range(n_base + n_round, n_base + n_round + len(rows.held_out_texts)))
+        self.splits: dict[str, list[int]] = {}
+
+    def split(self, data: LabelledData, config: TrainingConfig) -> tuple[list[int], list[int], list[int]]:
+        if self.base_idx:
+            base_train, dev, test = stratified_split(self.rows.base_labels, config)
+            train = base_train + self.round_idx
+            self.splits = {"base_train": base_train, "base_dev": dev, "base_test": test, "round_dev": []}
+        else:
+            shuffled = self.round_idx[:]
+            random.Random(config.seed).shuffle(shuffled)
+            cut = max(1, round(len(shuffled) * config.dev_fraction))
+            dev, train = sorted(shuffled[:cut]), sorted(shuffled[cut:])
+            if not train or not self.held_idx:
+                raise TrainingFailed("Without base data, training needs round examples to train on and held-out "
+                                     "ones to test on; decide more examples or give --base data.")
+            test = self.held_idx
+            self.splits = {"base_train": [], "base_dev": [], "base_test": [], "round_dev": dev}
+        return train, dev, test
+
+    def prepare(self, model: Any) -> None:
+        if self.warm is None:
+            return
+        import torch
+
+        trainable = {name: p for name, p in model.named_parameters() if p.requires_grad}
+        if set(trainable) != set(self.warm.tensors):
+            raise TrainingFailed(
+                f"The parent model's trained tensors do not match this run's ({len(self.warm.tensors)} vs "
+                f"{len(trainable)}, e.g. {sorted(set(trainable) ^ set(self.warm.tensors))[:2]}); use --from base.")
+        with torch.no_grad():
+            for name, param in trainable.items():
+                source = self.warm.tensors[name]
+                if tuple(source.shape) != tuple(param.shape):
+                    raise TrainingFailed(f"The parent's {name} has shape {tuple(source.shape)}, not "
+                                         f"{tuple(param.shape)}; use --from base.")
+                param.copy_(source)
+
+    def loss(self, logits: Any, targets: Any, chunk: Sequence[int], class_weights: Any) -> Any:
+        """Class- and sample-weighted cross entropy, normalised by the batch's total weight (equal to
+        ``CrossEntropyLoss(weight=class_weights)`` when every sample weight is 1)."""
+        import torch
+
+        per_example = torch.nn.functional.cross_entropy(logits, targets, weight=class_weights, reduction="none")
+        first_round = len(self.base_idx)
+        samples = torch.tensor([self.round_weight if i >= first_round else 1.0 for i in chunk],
+                               dtype=per_example.dtype)
+        return (per_example * samples).sum() / (class_weights[targets] * samples).sum()
+
+    def evaluate(self, predict: Callable[[list[int]], list[int]]) -> dict[str, Any]:
+        if not self.held_idx:
+            return {"held_out": None, "held_out_per_round": {}}
+        names = self.rows.label_names
+        predicted = dict(zip(self.held_idx, predict(self.held_idx)))
+        offset = self.held_idx[0]
+        gold = {i: self.rows.held_out_labels[i - offset] for i in self.held_idx}
+        per_round: dict[str, Any] = {}
+        for number in sorted(set(self.rows.held_out_rounds)):
+            idx = [i for i in self.held_idx if self.rows.held_out_rounds[i - offset] == number]
+            per_round[str(number)] = classification_metrics([gold[i] for i in idx], [predicted[i] for i in idx], names)
+        return {"held_out": classification_metrics([gold[i] for i in self.held_idx],
+                                                   [predicted[i] for i in self.held_idx], names),
+                "held_out_per_round": per_round}
+
+    def describe(self) -> dict[str, Any]:
+        return {"rounds": {"weighting": self.weighting, "warm_start": None if self.warm is None else {
+            "from": str(self.warm.source), "tensors_sha256": self.warm.tensors_sha256},
+            "rows": {"base": len(self.base_idx), "round": len(self.round_idx), "held_out": len(self.held_idx)},
+            "source": self.rows.source}}
+
+
+def combined(rows: RoundRows) -> LabelledData:
+    labels = rows.base_labels + rows.round_labels + rows.held_out_labels
+    return LabelledData(rows.base_texts + rows.round_texts + rows.held_out_texts, labels, list(rows.label_names),
+                        dict(rows.source))
+
+
+@dataclass
+class RoundTrainingResult:
+    report: TrainingReport
+    out_dir: Path
+    model_dir: Path  # the assembled model, loadable by local_models' engine
+    splits: dict[str, list[int]]  # row indices of base_train/base_dev/base_test/round_dev
+    trained_part_sha256: str
+
+
+def train_with_rounds(rows: RoundRows, out_dir: Path, *, config: TrainingConfig, round_weight: float,
+                      weighting: dict[str, Any], base_dir: Path | None = None, warm: WarmStart | None = None,
+                      name: str = "", progress: Progress | None = None,
+                      before_install: Callable[[Path, RoundTrainingResult], None] | None = None) -> RoundTrainingResult:
+    """Train into a staging folder, assemble the model beside the trained part, let ``before_install``
+    add its files (the manifest), then move the whole folder into place: a cancelled or failed run
+    leaves nothing half-written at ``out_dir``."""
+    out_dir = Path(out_dir)
+    base_dir = Path(base_dir) if base_dir else default_base_dir()
+    if warm is not None:
+        expected = warm.description.get("base", {}).get("weights_sha256")
+        if expected and expected != file_sha256(base_dir / "model.safetensors"):
+            raise TrainingFailed(f"The parent model was trained on another base encoder than {base_dir}; give its "
+                                 "base with --encoder, or use --from base.")
+        parent_labels = [warm.description["id2label"][str(i)] for i in range(len(warm.description["id2label"]))]
+        if parent_labels != rows.label_names:
+            raise TrainingFailed(f"The parent model answers {', '.join(parent_labels)}, not the task's "
+                                 f"{', '.join(rows.label_names)}; use --from base.")
+        config.train_layers = warm.train_layers
+    hooks = RoundHooks(rows, round_weight, warm, weighting)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = make_staging_dir(out_dir)
+    try:
+        report = train_classifier(combined(rows), staging, base_dir=base_dir, config=config, name=name,
+                                  progress=progress, hooks=hooks)
+        assemble(staging, staging / MODEL_FOLDER, base_dir=base_dir)
+        result = RoundTrainingResult(report, out_dir, out_dir / MODEL_FOLDER, hooks.splits,
+                                     file_sha256(staging / TRAINED_PART_FILE))
+        if before_install is not None:
+            before_install(staging, result)
+        install_dir(staging, out_dir, replace=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return result
