@@ -72,7 +72,8 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     dynadesk eval --models default --rounds all \\
         --suite ../shared/data/hatecheck/test_suite_cases_dev.csv --out eval-out
     """
-    from app.core.services.evaluation import EvaluationOptions, evaluate, write_json
+    from app.core.io.documents import write_document
+    from app.core.services.evaluation import EvaluationOptions, evaluate
     from app.core.services.evaluation_models import resolve_models
     from app.core.services.evaluation_scoring import summary_lines
     from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
@@ -117,7 +118,7 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     doc = evaluate(choices, sets, options, task_code=task_code, desk=desk,
                    progress=Progress(report, lambda text: click.echo(text, err=True)))
     out = Path(out_dir)
-    json_path = write_json(doc, out / "evaluation.json")
+    json_path = write_document(doc, out / "evaluation.json")
     html_path = write_html(doc, out / "report.html")
     for warning in doc["warnings"]:
         click.secho(warning, fg="red", bold=True, err=True)

@@ -42,10 +42,11 @@ log = logging.getLogger(__name__)
 
 def evaluate_and_write(evaluate, out: Path) -> tuple[dict, Path]:
     """Run the evaluation and write its JSON and HTML report, all on the inference worker."""
+    from app.core.io.documents import write_document
     from app.core.services.evaluation_report import write_html
 
     doc = evaluate()
-    ev.write_json(doc, out / "evaluation.json")
+    write_document(doc, out / "evaluation.json")
     write_html(doc, out / "report.html")
     return doc, out
 

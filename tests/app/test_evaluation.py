@@ -10,7 +10,8 @@ import random
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from app.core.services.evaluation import EvaluationOptions, evaluate, read_json, write_json
+from app.core.io.documents import write_document
+from app.core.services.evaluation import EvaluationOptions, evaluate, read_json
 from app.core.services.evaluation_models import EvaluationError, resolve_models
 from app.core.services.evaluation_scoring import (
     accuracy,
@@ -235,7 +236,7 @@ def test_the_shared_suite_with_a_tiny_model_and_figures_recomputed_from_json(des
     assert run["latency_samples"] == 5 and run["latency_p95_ms"] >= run["latency_p50_ms"] > 0
     assert run["peak_rss_mb"] > 0
 
-    path = write_json(doc, tmp_path / "evaluation.json")
+    path = write_document(doc, tmp_path / "evaluation.json")
     stored = read_json(path)
     assert compute_results(stored) == json.loads(json.dumps(doc["results"]))
     # and by hand from the JSON alone: per functionality, with scikit-learn

@@ -13,7 +13,6 @@ batching and overlap check); this module picks the items and computes the paired
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from app.core.errors import DynadeskError
+from app.core.io.documents import read_document, write_document
 from app.core.formatting import pct
 from app.core.services.bootstrap import CONFIDENCE, paired_bootstrap
 from app.core.services.evaluation_data import Case, EvalSet, EvaluationInputError
@@ -376,13 +376,8 @@ def read_report(path: Path) -> ComparisonReport:
     path = Path(path)
     if path.is_dir():
         path = path / JSON_NAME
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ComparisonError(f"{path} is not a readable comparison report ({exc}).") from exc
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ComparisonError(f"{path} is not a comparison report; pass the comparison.json that "
-                              "`dynadesk rounds compare --out DIR` wrote (or DIR itself).")
+    document = read_document(path, FORMAT, "a comparison report", error=ComparisonError,
+                             hint=" Pass the comparison.json that `dynadesk rounds compare --out DIR` wrote (or DIR).")
     try:
         return report_from_document(document)
     except (KeyError, TypeError, ValueError) as exc:
@@ -396,10 +391,9 @@ HTML_NAME = "comparison.html"
 def write_report(report: ComparisonReport, directory: Path) -> tuple[Path, Path]:
     """comparison.json (every item, both models' predictions, every figure) and comparison.html."""
     from app.core.services.comparison_report import render_html
-    from app.core.services.evaluation import write_json
 
     directory = Path(directory)
-    json_path = write_json(report.document, directory / JSON_NAME)
+    json_path = write_document(report.document, directory / JSON_NAME)
     html_path = directory / HTML_NAME
     part = html_path.with_suffix(".html.part")
     part.write_text(render_html(report), encoding="utf-8")

@@ -4,7 +4,7 @@ dimensions, and keep the evidence (DESIGN.md §1.7). Qt-free; long work takes a 
     choices = resolve_models(desk, ["default", "round:1", "a+b"])      # + makes an ensemble
     sets = round_sets(desk, "hate_speech") + [read_hatecheck_suite(path)]
     doc = evaluate(choices, sets, EvaluationOptions(), progress=Progress())
-    write_json(doc, out / "evaluation.json")
+    write_document(doc, out / "evaluation.json")
 
 The result is one JSON document holding every case, every prediction and every figure;
 ``compute_results(doc)`` recomputes every figure from the cases and predictions alone, and
@@ -15,13 +15,13 @@ latency, memory) are measurements and are stored as measured.
 from __future__ import annotations
 
 import gc
-import json
 import platform
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+from app.core.io.documents import read_document
 from app.core.services.evaluation_data import (
     TEXT_COLUMNS,
     EvalSet,
@@ -225,23 +225,7 @@ def evaluate(choices: Sequence[ModelChoice], sets: Sequence[EvalSet], options: E
 
 
 
-def write_json(doc: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".part")
-    tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
-def read_json(path: str | Path) -> dict:
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise EvaluationError(f"{path} is not a readable evaluation file ({exc}).") from exc
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise EvaluationError(f"{path} is not a Dynadesk evaluation file.")
-    return doc
+def read_json(path: str | Path) -> dict[str, Any]:
+    return read_document(path, FORMAT, "a Dynadesk evaluation file", error=EvaluationError)
 
 

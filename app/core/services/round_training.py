@@ -10,7 +10,6 @@ choices are recorded).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from sqlalchemy import func, select
 
 from app.core.errors import DynadeskError
+from app.core.io.documents import read_document, write_document
 from app.core.services.training_data import CONFLICT_POLICY, TrainingDataError, TrainingSet, training_set
 from app.core.storage.models import ModelRecord, Round
 from local_models.errors import ModelError
@@ -198,8 +198,7 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
 
     def write_manifest(staging: Path, result: RoundTrainingResult) -> None:
         manifest.update(build_manifest(options, data, base, parent, encoder, weighting, result, rows))
-        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n",
-                                             encoding="utf-8")
+        write_document(manifest, staging / MANIFEST_FILE)
 
     train_with_rounds(rows, out_dir, config=options.config, round_weight=weight, weighting=weighting,
                       base_dir=encoder, warm=parent.warm, name=options.name or f"{options.task} rounds "
@@ -253,14 +252,7 @@ def build_manifest(options: RoundTrainingOptions, data: TrainingSet, base: Label
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DynadeskError(f"{path} cannot be read as a training manifest ({exc}).") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        raise DynadeskError(f"{path} is not a Dynadesk training manifest.")
-    return manifest
+    return read_document(path, MANIFEST_FORMAT, "a Dynadesk training manifest")
 
 
 def options_from_manifest(manifest: Mapping[str, Any]) -> RoundTrainingOptions:
