@@ -40,6 +40,10 @@ class SerialWorker(QObject):
             self._delivered.emit(on_done, result, None)
             return result
 
+        if self._closed:  # the owner is closing; late signals (an inference answer in flight) start no work
+            refused: Future = Future()
+            refused.cancel()
+            return refused
         return self._executor.submit(job)
 
     def submit_latest(self, key: str, fn: Callable[..., Any], *args,

@@ -19,3 +19,15 @@ def test_only_the_newest_request_of_a_key_is_delivered(qtbot):
     qtbot.waitUntil(lambda: "new" in shown)
     assert shown == ["other", "new"] and errors == []
     worker.shutdown()
+
+
+def test_a_closed_worker_starts_no_more_work(qtbot):
+    """A signal still in flight when the window closes (an inference failure, say) may ask for a refresh;
+    the worker refuses it quietly instead of raising inside the Qt event loop."""
+    worker = SerialWorker("test-closed")
+    worker.shutdown()
+    ran = []
+    future = worker.submit_latest("page", lambda: ran.append("ran"), on_done=ran.append)
+    assert future.cancelled()
+    qtbot.wait(50)
+    assert ran == []
