@@ -253,6 +253,8 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
         raise click.UsageError("Give one of --data CSV (train on a file), --task T --rounds N (train from the "
                                "desk) or --manifest FILE (train again from a manifest)"
                                + (f"; got {' and '.join(forms)}." if forms else "."))
+    if manifest_path:
+        _refuse_options_beside_manifest()
     progress = _progress(_progress_lines())
     try:
         if data_path:
@@ -332,6 +334,22 @@ def _train_desk(desk, task_code, rounds_spec, text_column, label_column, out_dir
         include_undecided=include_undecided, imported=list(imported), round_weight=round_weight,
         encoder=str(Path(encoder_dir).resolve()) if encoder_dir else None, name=name or "", config=config)
     _report_desk_run(train_from_desk(desk, options, out_dir, progress=progress), out_dir)
+
+
+# With --manifest every choice comes from the manifest; only where to write and how many threads to use may differ.
+_MANIFEST_COMPANIONS = {"manifest_path", "out_dir", "threads"}
+
+
+def _refuse_options_beside_manifest() -> None:
+    context = click.get_current_context()
+    given = [p for p in context.command.params
+             if p.name not in _MANIFEST_COMPANIONS
+             and context.get_parameter_source(p.name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if given:
+        names = ", ".join(p.opts[0] for p in given)
+        raise click.UsageError(f"--manifest trains again exactly as the manifest says, so {names} would be ignored. "
+                               "Drop them (only --out and --threads may go with --manifest), or train anew with "
+                               "--task instead.")
 
 
 def _report_desk_run(manifest: dict, out_dir: Path) -> None:

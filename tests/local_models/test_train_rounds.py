@@ -124,3 +124,9 @@ def test_desk_training_refuses_unclear_requests(desk, data_dir, tmp_path, dynade
     result = dynadesk(data_dir, "train", "--task", "hate_speech", "--rounds", "1", "--out", occupied)
     assert result.exit_code != 0 and "other files in it" in result.output
     assert (occupied / "keep.txt").read_text() == "mine"
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text("{}", encoding="utf-8")
+    result = dynadesk(data_dir, "train", "--manifest", manifest, "--epochs", "9", "--seed", "1", "--out",
+                      tmp_path / "y")
+    assert result.exit_code != 0 and "--seed, --epochs would be ignored" in result.output
+    assert not (tmp_path / "y").exists()
