@@ -48,6 +48,7 @@ from app.views.evaluation import (
     OverviewView,
     Weight,
 )
+from widgets.leaderboard_view import LeaderboardPanel
 from widgets.page_tabs import ColumnScroll
 
 
@@ -208,7 +209,10 @@ class EvaluationView(QWidget):
         failing_layout.addWidget(QLabel("Double-click a case (or press Enter) to open it in Create with its "
                                         "attributions, as the start of a new example.", wordWrap=True))
         failing_layout.addWidget(self.failing, 1)
+        self.leaderboard = LeaderboardPanel()  # every model the task has had on every round: no run needed
+        self._summary_page, self._failing_page = summary_page, failing_page
         self.result_tabs = QTabWidget(objectName="result-tabs")
+        self.result_tabs.addTab(self.leaderboard, "Leaderboard")
         self.result_tabs.addTab(summary_page, "Summary")
         self.result_tabs.addTab(self.matrix, "Rounds × models")
         self.result_tabs.addTab(charts_scroll, "Per functionality")
@@ -398,6 +402,8 @@ class EvaluationView(QWidget):
                 combo.addItem(choice.name, choice.key)
             combo.blockSignals(False)
         self.set_choice.setCurrentIndex(overview.preferred_set)
+        if self.result_tabs.currentWidget() is self.leaderboard:  # a run just ended: its results first
+            self.result_tabs.setCurrentWidget(self._summary_page)
 
     def show_details(self, details: DetailsView) -> None:
         """One model on one set: figures, charts and failing cases."""
@@ -408,7 +414,7 @@ class EvaluationView(QWidget):
         self.target_chart.show_bars(details.targets)
         self.failing_rows = details.failing
         self._fill(self.failing, details.failing_table, stretch=3, max_width=2000)
-        self.result_tabs.setTabText(3, f"Failing cases ({len(details.failing)})")
+        self.result_tabs.setTabText(self.result_tabs.indexOf(self._failing_page), f"Failing cases ({len(details.failing)})")
 
     def _open_case(self, item: QTableWidgetItem) -> None:
         row = item.row()

@@ -14,6 +14,7 @@ import click
 from app.cli.compare import compare
 from app.cli.desk import cli
 from app.cli.evaluate import eval_
+from app.cli.leaderboard import leaderboard
 from app.cli.models import models, train
 from app.cli.rounds import rounds
 from app.cli.smoke import smoke_test
@@ -26,6 +27,7 @@ log = logging.getLogger("dynadesk")
 for command in (models, train, rounds, serve, sync, smoke_test, eval_):
     cli.add_command(command)
 rounds.add_command(compare)  # dynadesk rounds compare
+rounds.add_command(leaderboard)  # dynadesk rounds leaderboard
 
 
 def main(argv: list[str] | None = None) -> None:

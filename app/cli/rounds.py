@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from app.cli.base import Context, format_table, pass_context
+from app.cli.leaderboard import fill_after_round_change
 from app.core.errors import DynadeskError
 from app.core.formatting import pct
 from app.core.services.rounds import POLICIES, parse_settings
@@ -108,6 +109,7 @@ def rounds_open(obj: Context, task_code: str, models: tuple[str, ...], descripti
                                 description=description, goal_message=goal_message,
                                 close_previous=not keep_previous_open)
     click.echo(f"Opened {task_code} round {new.number}.")
+    fill_after_round_change(desk, task_code)
 
 
 @rounds.command("close")
@@ -119,6 +121,7 @@ def rounds_close(obj: Context, task_code: str, number: int | None) -> None:
     desk = obj.desk
     closed = desk.rounds.close(_round_id(desk, task_code, number), desk.current_person().id)
     click.echo(f"Closed {task_code} round {closed.number}.")
+    fill_after_round_change(desk, task_code)
 
 
 @rounds.command("attach")
@@ -224,4 +227,5 @@ def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: boo
     for line in promotion.summary_lines():
         click.echo(line)
     click.echo(f"Send it to the team with: dynadesk sync publish {task_code} --round {promotion.round_number}")
+    fill_after_round_change(desk, task_code)  # after the promotion's own unit of work, never inside it
 

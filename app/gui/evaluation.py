@@ -26,6 +26,7 @@ from app.core.services import evaluation as ev
 from app.core.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
 from app.core.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
 from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
+from app.core.services.leaderboard import leaderboard_document
 from app.views.evaluation import (
     EvaluationSettings,
     FailingCase,
@@ -40,12 +41,15 @@ from widgets.evaluation_view import EvaluationView
 log = logging.getLogger(__name__)
 
 
-def evaluate_and_write(evaluate, out: Path) -> tuple[dict, Path]:
-    """Run the evaluation and write its JSON and HTML report, all on the inference worker."""
+def evaluate_and_write(evaluate, out: Path, leaderboard: dict | None = None) -> tuple[dict, Path]:
+    """Run the evaluation and write its JSON and HTML report, all on the inference worker; the
+    task's model leaderboard (as stored) goes into both."""
     from app.core.io.documents import write_document
     from app.core.services.evaluation_report import write_html
 
     doc = evaluate()
+    if leaderboard is not None:
+        doc["leaderboard"] = leaderboard
     write_document(doc, out / "evaluation.json")
     write_html(doc, out / "report.html")
     return doc, out
@@ -140,15 +144,16 @@ class EvaluationController(QObject):
                 raise EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
                                          "and no suite or data file was chosen.")
             choices = resolve_models(desk, list(settings.models), code)
-            return choices, sets, desk.models.all()
+            return choices, sets, desk.models.all(), leaderboard_document(desk, code)
 
         def start(prepared) -> None:
-            choices, sets, records = prepared
+            choices, sets, records, board = prepared
             cases = sum(len(s.cases) for s in sets)
             self.view.set_status(f"Evaluating {len(choices)} model(s) on {cases:,} cases…")
             out = self.desk.root / "evaluations" / datetime.now().strftime("%Y-%m-%d_%H%M%S")
             self.job_id = self.inference.run_job(lambda progress: evaluate_and_write(
-                lambda: ev.evaluate(choices, sets, options, task_code=code, records=records, progress=progress), out))
+                lambda: ev.evaluate(choices, sets, options, task_code=code, records=records, progress=progress), out,
+                board))
 
         def failed(error: BaseException) -> None:
             self.view.set_running(False)

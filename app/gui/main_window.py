@@ -34,6 +34,7 @@ from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
 from app.gui.dashboard import dashboard_page
 from app.gui.evaluation import EvaluationController
+from app.gui.leaderboard import LeaderboardController
 from app.gui.menus import build_menus, example_actions, make_action, table_menu, window_actions
 from app.gui.pages import Menu, MenuAction, Page, Tab
 from app.gui.returned_work import ReturnedWork
@@ -173,8 +174,12 @@ class MainWindow(QMainWindow):
         self.evaluation_view = EvaluationView()
         self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
         self.evaluation.case_opened.connect(self.open_evaluation_case)
+        # the model leaderboard fills in the background: when the tab opens and after a round change
+        self.leaderboard = LeaderboardController(self.desk, self.db, self.inference, self.evaluation_view.leaderboard)
+        self.rounds.rounds_changed.connect(self.leaderboard.round_changed)
+        self._round_states: dict[str, tuple] = {}  # per task, its rounds as last shown: a change fills the board
         self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),
-                        shown=lambda: self.evaluation.refresh(self.task_combo.currentData())))
+                        shown=self._evaluation_shown))
 
         self._restore_settings()
         # The first read waits for the database worker (the GUI thread runs no query): the window opens on
@@ -247,6 +252,11 @@ class MainWindow(QMainWindow):
         """The Data tab with the profile's returned examples."""
         self.tabs.setCurrentWidget(self.data_page)
         self.filter_bar.show_returned()
+
+    def _evaluation_shown(self) -> None:
+        code = self.task_combo.currentData()
+        self.evaluation.refresh(code)
+        self.leaderboard.fill(code)
 
     def _validate_shown(self) -> None:
         code = self.task_combo.currentData()
@@ -437,6 +447,10 @@ class MainWindow(QMainWindow):
                        on_error=self.show_error)
 
     def _show_rounds(self, code: str, task_rounds: list) -> None:
+        states = tuple((r.number, str(r.status)) for r in task_rounds)
+        if self._round_states.setdefault(code, states) != states:  # opened or closed here, by sync, by a promotion
+            self._round_states[code] = states
+            self.leaderboard.round_changed(code)
         open_rounds = [r for r in task_rounds if r.status == "open"]
         if open_rounds:
             current = open_rounds[-1]

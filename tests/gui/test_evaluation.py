@@ -108,10 +108,10 @@ def test_evaluate_a_round_target_on_a_suite_and_open_a_failing_case(qtbot, windo
     # failing cases, listed and countable
     failing = view.failing
     assert failing.rowCount() == len(suite["failing"]) > 0
-    assert view.result_tabs.tabText(3) == f"Failing cases ({failing.rowCount()})"
+    assert view.result_tabs.tabText(4) == f"Failing cases ({failing.rowCount()})"
 
     # a failing case opens in Create, with the model's prediction and attributions
-    view.result_tabs.setCurrentIndex(3)
+    view.result_tabs.setCurrentIndex(4)
     text, gold = failing.item(0, 3).text(), failing.item(0, 4).text()
     ws = window.workspace
     with qtbot.waitSignal(ws.inference.attribution_ready, timeout=WAIT):

@@ -111,3 +111,37 @@ def paired_bootstrap(gold: Sequence[str], current: Sequence[str], candidate: Seq
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(differences, [tail, 100 - tail])
     return Interval(current_score, candidate_score, candidate_score - current_score, float(low), float(high), n)
+
+
+def bootstrap_interval(gold: Sequence[str], predicted: Sequence[str], metric: str = "accuracy", *,
+                       groups: Sequence[str] | None = None, resamples: int = 2000, seed: int = 0, stream: str = "",
+                       confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
+    """One model's ``metric`` on the items: the percentile ``confidence`` interval of its bootstrap
+    resamples, drawn by groups as ``paired_bootstrap`` draws them; (None, None) without items."""
+    if len(gold) != len(predicted) or (groups is not None and len(groups) != len(gold)):
+        raise ValueError("gold, predicted (and groups) must have one entry per item each")
+    if resamples < 1 or not 0 < confidence < 1:
+        raise ValueError("resamples must be at least 1 and confidence lie between 0 and 1")
+    if not gold:
+        return None, None
+    codes = {label: i for i, label in enumerate(dict.fromkeys([*gold, *predicted]))}
+    numbers: dict[str, int] = {}
+    group = np.arange(len(gold)) if groups is None else np.array([numbers.setdefault(g, len(numbers)) for g in groups])
+    group_count, label_count = int(group.max()) + 1, len(codes)
+    gold_codes = np.array([codes[g] for g in gold])
+    predicted_codes = np.array([codes[p] for p in predicted])
+    right = predicted_codes == gold_codes
+    gold_table = _counts(group, gold_codes, group_count, label_count)
+    predicted_table = _counts(group, predicted_codes, group_count, label_count)
+    right_table = _counts(group[right], gold_codes[right], group_count, label_count)
+    rng = _generator(seed, stream)
+    scores = np.empty(resamples)
+    block = max(1, _BLOCK_CELLS // (group_count * label_count))
+    for first in range(0, resamples, block):
+        count = min(block, resamples - first)
+        draw = rng.integers(0, group_count, size=(count, group_count))
+        scores[first:first + count] = _scores(gold_table[draw].sum(axis=1), predicted_table[draw].sum(axis=1),
+                                              right_table[draw].sum(axis=1), metric)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(scores, [tail, 100 - tail])
+    return float(low), float(high)

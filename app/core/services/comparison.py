@@ -133,7 +133,7 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     current = ModelChoice("current", targets)
     candidate_path, candidate = _candidate_record(desk, Path(candidate_dir))
     try:
-        held_out = _held_out_sets(desk, round_sets(desk, task_code, "all" if rounds is None else rounds))
+        held_out = held_out_sets(desk, round_sets(desk, task_code, "all" if rounds is None else rounds))
         sets = list(held_out)
         if base_test is not None:
             sets.append(_base_set(Path(base_test), base_options, definition.labels))
@@ -227,10 +227,11 @@ def _candidate_record(desk: Any, folder: Path) -> tuple[Path, ModelRecord]:
     return path, record
 
 
-def _held_out_sets(desk: Any, rounds: list[EvalSet]) -> list[EvalSet]:
+def held_out_sets(desk: Any, rounds: list[EvalSet]) -> list[EvalSet]:
     """Each round's decided examples on the held-out side of ``is_held_out``; a case's ``extra``
     says whether it is validated fooling (figures.py): it fooled the target it was written against,
-    and the decision let the author's label stand (a corrected example did not truly fool it)."""
+    and the decision let the author's label stand (a corrected example did not truly fool it).
+    The comparison and the model leaderboard (leaderboard.py) both score on these sets."""
     from sqlalchemy import select
 
     from app.core.storage.models import Example

@@ -121,6 +121,13 @@ def render_html(doc: dict) -> str:
         body.append(f"<tr><th>All rounds</th><td></td>{all_cells}</tr>")
         out.append(f"<table>{head}{''.join(body)}</table>")
 
+    if doc.get("leaderboard"):  # every model the task has had, on every round's held-out split (leaderboard.py)
+        from app.core.services.leaderboard_board import Leaderboard
+        from app.core.services.leaderboard_report import CSS as LEADERBOARD_CSS, render_section
+
+        out[0] = out[0].replace("</style>", LEADERBOARD_CSS + "</style>")
+        out.append(render_section(Leaderboard.from_json(doc["leaderboard"])))
+
     for m in models:
         r = doc["results"][m["key"]]
         out.append(f"<h2>{escape(m['name'])}</h2>")

@@ -358,6 +358,29 @@ class SuiteCase(Base):
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
+class LeaderboardCell(Stamped, Base):
+    """One cell of the model leaderboard (app/core/services/leaderboard.py): a model (or a round's
+    ensemble) scored on one round's held-out split. Kept per desk, never synced: each desk scores
+    with its own files. ``fingerprint`` hashes the split's ids, inputs, gold labels and fooling marks
+    as scored; a split that has changed since makes the cell stale."""
+
+    __tablename__ = "leaderboard_cells"
+    __table_args__ = (UniqueConstraint("round_id", "model_key"),)
+    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"), index=True)
+    model_key: Mapped[str] = mapped_column(String(64))  # the model's sha256, or its ensemble's key
+    model_name: Mapped[str] = mapped_column(String(200))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    n: Mapped[int] = mapped_column(Integer, default=0)
+    accuracy: Mapped[float | None] = mapped_column(Float)
+    macro_f1: Mapped[float | None] = mapped_column(Float)
+    accuracy_low: Mapped[float | None] = mapped_column(Float)
+    accuracy_high: Mapped[float | None] = mapped_column(Float)
+    fooling_n: Mapped[int] = mapped_column(Integer, default=0)
+    fooling_right: Mapped[float | None] = mapped_column(Float)
+    problem: Mapped[str | None] = mapped_column(Text)  # why the model could not be scored
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)  # predictions, overlap, interval options
+
+
 class OutboxEntry(Base):
     """A record waiting to be pushed to the sync server.
 

@@ -1,0 +1,179 @@
+"""The model leaderboard as text (``dynadesk rounds leaderboard``) and as HTML: a section of the
+evaluation report (evaluation_report.py) and a page of its own (``--html``). Self-contained, no
+scripts; every figure from the board (leaderboard.py)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from app.core.services.leaderboard_board import (
+    EMPTY,
+    FAILED,
+    METRICS,
+    MISSING,
+    NO_FILES,
+    STALE,
+    Leaderboard,
+    cell_detail,
+    figure_text,
+)
+
+STALE_MARK = "*"
+LEGEND = ("Models as rows, rounds as column groups; each round's figures are on its held-out split "
+          "(about one decided example in ten, never trained on). \"Fooling now right\": of the split's "
+          "validated fooling examples, the share the model now gets right.")
+
+
+def _model_label(board: Leaderboard, row) -> str:
+    marks = []
+    if row.current:
+        marks.append("current target")
+    marks.append(f"target of round{'s' if len(row.rounds) > 1 else ''} {', '.join(map(str, row.rounds))}")
+    return f"{row.name} ({'; '.join(marks)})"
+
+
+def table_lines(board: Leaderboard) -> list[str]:
+    """The board for a terminal: a header line per round group, a row per model; stale figures end in *."""
+    from app.core.text import printable
+
+    if not board.rows or not board.columns:
+        what = "no round has a target model" if not board.rows else "the task has no round"
+        return [f"The {board.task_code} leaderboard is empty: {what}."]
+    headers = ["model"]
+    for column in board.columns:
+        headers += [name for _key, name in METRICS]
+    rows = []
+    for row in board.rows:
+        line = [("> " if row.current else "  ") + _model_label(board, row)]
+        for column in board.columns:
+            cell = board.cell(row, column)
+            best = {metric: row.key in board.best(column, metric) for metric, _ in METRICS}
+            for metric, _name in METRICS:
+                if not cell.has_figures and metric != METRICS[0][0]:
+                    line.append("")  # a state is said once per round
+                    continue
+                text = figure_text(cell, metric) + (STALE_MARK if cell.state == STALE else "")
+                if metric == "accuracy" and cell.low is not None and cell.high is not None:
+                    text += f" [{100 * cell.low:.0f}–{100 * cell.high:.0f}]"
+                line.append(text + (" +" if best[metric] else ""))
+        rows.append(line)
+    cells = [[printable(c) for c in r] for r in [headers, *rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    groups = ["".ljust(widths[0])]
+    for i, column in enumerate(board.columns):
+        span = sum(widths[1 + 3 * i: 4 + 3 * i]) + 4
+        groups.append(f"Round {column.number} ({column.status}, n={column.n}, {column.fooling} fooling)"[:span].ljust(span))
+    lines = ["  ".join(groups).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells[:1]]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells[1:]]
+    lines.append("")
+    lines.append("> the current target; [low–high] the 95 % bootstrap interval of accuracy; + best in its "
+                 "column; * stale (the split changed since it was scored: --refresh scores it again).")
+    counts = board.counts()
+    if counts.get(MISSING):
+        lines.append(f"{counts[MISSING]} cell(s) not scored yet.")
+    if counts.get(NO_FILES):
+        lines.append(f"{counts[NO_FILES]} cell(s): the model's files are not on this desk.")
+    for row in board.rows:
+        for column in board.columns:
+            cell = board.cell(row, column)
+            if cell.state == FAILED:
+                lines.append(f"{row.name}, round {column.number}: {cell.note}.")
+            if cell.has_figures and cell.overlap:
+                lines.append(f"WARNING: {row.name}, round {column.number}: {cell.overlap} held-out example(s) "
+                             "appear in its training data.")
+    return lines
+
+
+CSS = """
+table.leaderboard td.best{font-weight:bold;outline:2px solid #2e7d32;outline-offset:-2px}
+table.leaderboard td.stale{color:#8a6d00;font-style:italic}table.leaderboard td.state{color:#777}
+table.leaderboard tr.current td:first-child{font-weight:bold}table.leaderboard th.group{text-align:center}
+"""
+
+
+def render_section(board: Leaderboard) -> str:
+    """The leaderboard as an HTML section (a heading, a legend, one table)."""
+    from app.core.services.evaluation_report import _colour
+
+    out = ["<h2>Model leaderboard</h2>", f"<p class='muted'>{escape(LEGEND)} Best in each column outlined; "
+           "stale figures (the split changed since they were scored) in italics; "
+           "hover a cell for its n and 95 % interval.</p>"]
+    if not board.rows or not board.columns:
+        out.append("<p>" + escape(table_lines(board)[0]) + "</p>")
+        return "\n".join(out)
+    head = ["<tr><th rowspan='2'>Model</th>"]
+    head += [f"<th class='group' colspan='{len(METRICS)}'>Round {c.number} <span class='muted'>({escape(c.status)}, "
+             f"n={c.n}, {c.fooling} fooling)</span></th>" for c in board.columns]
+    head.append("</tr><tr>" + "".join(f"<th>{escape(name)}</th>" for _c in board.columns for _k, name in METRICS)
+                + "</tr>")
+    body = []
+    for row in board.rows:
+        cells = [f"<td>{escape(row.name)}" + (" <b>(current target)</b>" if row.current else "")
+                 + f"<br><span class='muted'>round{'s' if len(row.rounds) > 1 else ''} "
+                 f"{', '.join(map(str, row.rounds))}</span></td>"]
+        for column in board.columns:
+            cell = board.cell(row, column)
+            tip = escape(cell_detail(row, column, cell))
+            for metric, _name in METRICS:
+                classes = ["num"]
+                style = ""
+                if cell.has_figures:
+                    if row.key in board.best(column, metric):
+                        classes.append("best")
+                    if cell.state == STALE:
+                        classes.append("stale")
+                    value = getattr(cell, metric)
+                    style = f" style='background:{_colour(value)}'" if metric != "macro_f1" and value is not None else ""
+                else:
+                    classes.append("state")
+                text = escape(figure_text(cell, metric)) + (" (stale)" if cell.state == STALE else "")
+                if cell.has_figures and metric == "accuracy":
+                    text += f"<br><span class='muted'>[{escape(_interval(cell))}]</span>"
+                if not cell.has_figures and metric != METRICS[0][0] and cell.state in (MISSING, NO_FILES, EMPTY, FAILED):
+                    text = ""  # a state is said once per round
+                cells.append(f"<td class='{' '.join(classes)}' title='{tip}'{style}>{text}</td>")
+        body.append(f"<tr{' class=current' if row.current else ''}>{''.join(cells)}</tr>")
+    out.append(f"<table class='leaderboard'>{''.join(head)}{''.join(body)}</table>")
+    notes = [f"{escape(r.name)}: {escape(r.unavailable)}." for r in board.rows if r.unavailable]
+    notes += [f"{escape(r.name)}, round {c.number}: {escape(board.cell(r, c).note)}." for r in board.rows
+              for c in board.columns if board.cell(r, c).state == FAILED]
+    notes += [f"{escape(r.name)}, round {c.number}: {board.cell(r, c).overlap} held-out example(s) appear in its "
+              "training data; those figures are not test figures." for r in board.rows for c in board.columns
+              if board.cell(r, c).has_figures and board.cell(r, c).overlap]
+    if notes:
+        out.append("<ul>" + "".join(f"<li>{n}</li>" for n in notes) + "</ul>")
+    return "\n".join(out)
+
+
+def _interval(cell) -> str:
+    from app.core.formatting import pct
+
+    return f"{pct(cell.low)} – {pct(cell.high)}"
+
+
+def render_page(board: Leaderboard) -> str:
+    from app.core.services.evaluation_report import CSS as REPORT_CSS
+
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Dynadesk leaderboard: "
+            f"{escape(board.task_name)}</title><style>{REPORT_CSS}{CSS}</style></head><body>"
+            f"<h1>Dynadesk leaderboard: {escape(board.task_name)}</h1>"
+            f"<p class='muted'>Task <code>{escape(board.task_code)}</code>, read {escape(board.read_at)}.</p>"
+            f"{render_section(board)}</body></html>")
+
+
+def write_html(board: Leaderboard, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_text(render_page(board), encoding="utf-8")
+    part.replace(path)
+    return path
+
+
+def write_json(board: Leaderboard, path: Path) -> Path:
+    from app.core.io.documents import write_document
+
+    return write_document(board.to_json(), Path(path))

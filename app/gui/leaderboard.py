@@ -1,0 +1,174 @@
+"""The leaderboard panel's controller: reads the board and plans a fill on the database worker,
+scores the missing cells as a job of the one inference service (its own thread, cancellable, with
+progress), keeps them on the database worker, and shows the board as a typed view-model. The GUI
+thread never waits on either.
+
+    controller = LeaderboardController(desk, db, inference, panel)
+    controller.fill(task_code)                 # missing cells: when the Evaluate tab opens, after a round change
+    controller.fill(task_code, refresh=True)   # also stale and failed ones: the Refresh button
+"""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QObject, Signal
+
+from app.core.desk import Desk
+from app.core.errors import DynadeskError
+from app.core.services.leaderboard import (
+    LeaderboardPlan,
+    ScoredCell,
+    compute_cells,
+    plan_leaderboard,
+    read_leaderboard,
+    store_cells,
+)
+from app.gui.inference import InferenceFailure, InferenceService
+from app.gui.worker import SerialWorker
+from app.views.leaderboard import build_leaderboard
+from widgets.leaderboard_view import LeaderboardPanel
+
+log = logging.getLogger(__name__)
+
+
+class LeaderboardController(QObject):
+    shown = Signal(object)  # the LeaderboardView now on screen
+    filled = Signal(int)  # cells scored by the fill that just ended (0: nothing was missing)
+
+    def __init__(self, desk: Desk, db: SerialWorker, inference: InferenceService, panel: LeaderboardPanel):
+        super().__init__(panel)
+        self.desk, self.db, self.inference, self.panel = desk, db, inference, panel
+        self.task_code = "hate_speech"
+        self.job_id: int | None = None
+        self._partial: list[ScoredCell] = []  # what the running job has scored, kept even if it is cancelled
+        self._pending: tuple[str, bool] | None = None  # a fill asked for while one runs
+        self._busy = False
+        self._cancel_asked = False
+        panel.refresh_requested.connect(lambda: self.fill(self.task_code, refresh=True))
+        panel.cancel_requested.connect(self.cancel)
+        inference.job_progress.connect(self._progress)
+        inference.job_message.connect(self._message)
+        inference.job_done.connect(self._done)
+        inference.failed.connect(self._failed)
+
+    @property
+    def running(self) -> bool:
+        """From the reading of the plan to the keeping of the cells."""
+        return self._busy
+
+    def fill(self, task_code: str | None = None, *, refresh: bool = False) -> None:
+        """Show the task's board and score what is missing (``refresh``: and what is stale or failed)."""
+        code = task_code or self.task_code
+        if self._busy:  # one fill at a time; the newest request runs next (a refresh asked for stays one)
+            waiting = self._pending
+            self._pending = (code, refresh or (waiting is not None and waiting[0] == code and waiting[1]))
+            if code != self.task_code:
+                self.cancel()  # another task is shown now: its board first
+            return
+        self._busy = True
+        self.task_code = code
+        self.panel.set_running(True)
+        self.panel.set_status("Reading the leaderboard…")
+        desk = self.desk
+        self.db.submit(lambda: plan_leaderboard(desk, code, refresh=refresh),
+                       on_done=lambda plan: self._planned(code, plan), on_error=self._error)
+
+    def round_changed(self, task_code: str) -> None:
+        """A round opened, closed or was promoted: score the new cells in the background."""
+        self.fill(task_code)
+
+    def cancel(self) -> None:
+        if self.job_id is not None:
+            self.inference.cancel_job(self.job_id)
+            self.panel.set_status("Cancelling after the current batch; the cells scored so far are kept…")
+        elif self._busy:  # still reading: no job is started
+            self._cancel_asked = True
+            self.panel.set_status("Cancelling…")
+
+    def _planned(self, code: str, plan: LeaderboardPlan) -> None:
+        self._show(plan.board)
+        cancelled, self._cancel_asked = self._cancel_asked, False
+        if cancelled and plan.work:
+            self._finished(0, "Cancelled; nothing was scored. Refresh scores the missing cells.")
+            return
+        if not plan.work:
+            self._finished(0, self._settled_text(plan))
+            return
+        count = plan.cells_to_score
+        models = len(plan.work)
+        self.panel.set_status(f"Scoring {count} cell{'s' if count != 1 else ''} ({models} "
+                              f"model{'s' if models != 1 else ''}) in the background…")
+        partial: list[ScoredCell] = []
+        self._partial = partial
+        self.job_id = self.inference.run_job(lambda progress: compute_cells(plan, progress, into=partial))
+
+    @staticmethod
+    def _settled_text(plan: LeaderboardPlan) -> str:
+        stale = plan.board.counts().get("stale", 0)
+        if stale:
+            return f"{stale} cell{'s are' if stale != 1 else ' is'} stale: new decisions changed the split. " \
+                   "Press Refresh to score them again."
+        return "Up to date."
+
+    def _progress(self, request_id: int, done: int, total: int) -> None:
+        if request_id == self.job_id:
+            self.panel.set_progress(done, total)
+
+    def _message(self, request_id: int, text: str) -> None:
+        if request_id == self.job_id:
+            self.panel.set_status(text)
+
+    def _done(self, request_id: int, scored) -> None:
+        if request_id != self.job_id:
+            return
+        self.job_id = None
+        self._keep(list(scored), f"Scored {len(scored)} cell{'s' if len(scored) != 1 else ''}.")
+
+    def _failed(self, failure: InferenceFailure) -> None:
+        if failure.operation != "job" or failure.request_id != self.job_id:
+            return
+        self.job_id = None
+        if failure.cancelled:
+            kept = list(self._partial)
+            self._keep(kept, f"Cancelled; {len(kept)} cell{'s' if len(kept) != 1 else ''} scored before it "
+                             "are kept. Refresh scores the rest.")
+        else:
+            self._finished(0, f"The leaderboard could not be scored: {failure.message}", error=True)
+
+    def _keep(self, scored: list[ScoredCell], message: str) -> None:
+        desk, code = self.desk, self.task_code
+
+        def keep():
+            store_cells(desk, scored)
+            return read_leaderboard(desk, code)
+
+        def kept(board) -> None:
+            self._show(board)
+            self._finished(len(scored), message)
+
+        self.db.submit(keep, on_done=kept, on_error=self._error)
+
+    def _show(self, board) -> None:
+        if board.task_code != self.task_code:
+            return
+        view = build_leaderboard(board)
+        self.panel.show_board(view)
+        self.shown.emit(view)
+
+    def _finished(self, scored: int, message: str, *, error: bool = False) -> None:
+        self._busy = False
+        self.panel.set_running(False)
+        self.panel.set_status(message, error=error)
+        self.filled.emit(scored)
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self.fill(pending[0], refresh=pending[1])
+
+    def _error(self, error: BaseException) -> None:
+        if isinstance(error, DynadeskError):
+            text = str(error)
+        else:
+            log.error("leaderboard error", exc_info=(type(error), error, error.__traceback__))
+            text = f"Unexpected error: {error}. Details are in the log."
+        self._finished(0, text, error=True)

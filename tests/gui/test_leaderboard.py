@@ -1,0 +1,162 @@
+"""The leaderboard in the Evaluate tab, driven as a lead drives it: Ctrl+6 fills it in the background
+(two rounds of decided examples, two tiny real targets), best figures in green, the current target
+marked, n and intervals in the tooltips; a new decision shows stale cells until Refresh; a round
+opened elsewhere fills the new cells on its own; a running fill can be cancelled."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.core.desk import Desk
+from tests.app.test_comparison import _collect
+from tests.conftest import hate_content, hate_output
+from tests.gui.conftest import close_window, open_window
+
+WAIT = 120_000
+
+
+@pytest.fixture
+def two_rounds(data_dir, hate_trigger_model_dir, tiny_classifier_dir, tmp_path):
+    """Round 1 (closed): the trigger model; round 2 (open): a tiny random classifier; decided examples in both."""
+    from types import SimpleNamespace
+
+    from app.core.services.target_models import register_model
+
+    with Desk(data_dir) as desk:
+        author = desk.people.create("Ana Author", "annotator")
+        lead = desk.people.create("Lee Lead", "lead")
+        desk.switch_person(lead.id)
+        people = SimpleNamespace(author=author, lead=lead)
+        folder = tmp_path / "random-model"
+        shutil.copytree(tiny_classifier_dir, folder)
+        banana = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
+        plain = register_model(desk, folder, task_code="hate_speech", name="Random tiny")
+        desk.rounds.set_models(desk.tasks.round("hate_speech", 1).id, lead.id, [banana.id])
+        _collect(desk, people, banana, 1, 90)
+        desk.rounds.open_next("hate_speech", lead.id, [plain.id])
+        _collect(desk, people, plain, 2, 90)
+    return {"banana": banana, "plain": plain, "author": author, "lead": lead}
+
+
+@pytest.fixture
+def window(qtbot, data_dir, two_rounds):
+    win = open_window(qtbot, data_dir)
+    ws = win.workspace
+    qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
+    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)  # the content warning
+    yield win
+    close_window(win)
+
+
+def open_tab(qtbot, window, *, expect_fill: bool = True):
+    """Ctrl+6: the Evaluate tab opens on the leaderboard, which fills in the background."""
+    if expect_fill:
+        with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT) as filled:
+            qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
+        scored = filled.args[0]
+    else:
+        qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
+        scored = None
+    view = window.evaluation_view
+    assert window.tabs.currentWidget() is view and view.result_tabs.currentWidget() is view.leaderboard
+    return view.leaderboard, scored
+
+
+def stored_board(data_dir):
+    from app.core.services.leaderboard import read_leaderboard
+
+    with Desk(data_dir) as desk:
+        return read_leaderboard(desk, "hate_speech")
+
+
+def test_the_leaderboard_fills_marks_and_refreshes(qtbot, window, data_dir, two_rounds):
+    panel, scored = open_tab(qtbot, window)
+    assert scored == 4  # two models × two rounds, scored once
+    board = stored_board(data_dir)
+    assert panel.model_names() == ["Trigger model", "▶ Random tiny"]  # the open round's target is marked
+    assert panel.table.item(0, 1).text().startswith("Round 1") and "closed" in panel.table.item(0, 1).text()
+    assert [panel.table.item(1, c).text() for c in (1, 2, 3)] == ["accuracy", "macro-F1", "fooling now right"]
+    for r, row in enumerate(board.rows):
+        for g, column in enumerate(board.columns):
+            cell = board.cell(row, column)
+            item = panel.item(r, g, 0)
+            assert item.text().startswith(f"{100 * cell.accuracy:.1f}%")
+            assert f"n={cell.n}" in item.toolTip() and "95 % interval" in item.toolTip()
+            assert panel.item(r, g, 1).text() == f"{cell.macro_f1:.3f}"
+            best = row.key in board.best(column, "accuracy")
+            assert item.font().bold() == best
+            assert (item.background().color().name() == "#c8e6c9") == best
+    assert panel.status.text() == "Scored 4 cells." and panel.refresh_button.isEnabled()
+    assert not panel.progress.isVisible()
+
+    # opening the tab again scores nothing: every cell is kept
+    qtbot.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    assert open_tab(qtbot, window)[1] == 0
+
+    # a new decision on a held-out example of round 2: its cells turn stale until Refresh
+    from app.core.tasks.splits import is_held_out
+
+    desk = window.desk
+    example, n = None, 0
+    while example is None or not is_held_out(example.id):
+        n += 1
+        example = desk.examples.create(two_rounds["author"].id, "hate_speech",
+                                       hate_content(f"one more banana {n}", "hate"),
+                                       [hate_output(two_rounds["plain"], "hate")])
+    desk.validation.validate(example.id, two_rounds["lead"].id, "correct", mode="lead")
+    qtbot.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    assert open_tab(qtbot, window)[1] == 0
+    for r in range(2):
+        assert panel.item(r, 1, 0).text().endswith("(stale)") and panel.item(r, 1, 0).font().italic()
+        assert "STALE" in panel.item(r, 1, 0).toolTip()
+        assert not panel.item(r, 0, 0).text().endswith("(stale)")
+    assert "Refresh" in panel.status.text() and "2 stale" in panel.summary.text()
+    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT) as filled:
+        qtbot.mouseClick(panel.refresh_button, Qt.MouseButton.LeftButton)
+    assert filled.args[0] == 2
+    assert not any(panel.item(r, g, 0).text().endswith("(stale)") for r in range(2) for g in range(2))
+    assert "Scored 2 cells" in panel.status.text()
+
+    # a round opened elsewhere (a sync, a promotion): its cells fill on their own
+    with Desk(data_dir) as other:
+        other.rounds.open_next("hate_speech", two_rounds["lead"].id, [two_rounds["banana"].id])
+    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT):
+        window.show_rounds()
+    assert panel.model_names() == ["▶ Trigger model", "Random tiny"]
+    assert panel.table.item(0, 7).text().startswith("Round 3") and panel.item(0, 2, 0).text() == "no held-out examples"
+
+
+def test_a_running_fill_can_be_cancelled_and_keeps_what_it_scored(qtbot, window, data_dir, monkeypatch):
+    from app.gui import leaderboard as controller_module
+
+    real, gate, first_scored = controller_module.compute_cells, threading.Event(), threading.Event()
+
+    def held(plan, progress, **kwargs):
+        """The first model is scored, then the job waits for the test's Cancel."""
+        first, rest = plan.work[:1], plan.work[1:]
+        plan.work = first
+        real(plan, progress, **kwargs)
+        plan.work = rest
+        first_scored.set()
+        while not gate.wait(0.01):
+            progress.check()
+        return real(plan, progress, **kwargs)
+
+    monkeypatch.setattr(controller_module, "compute_cells", held)
+    qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
+    panel = window.evaluation_view.leaderboard
+    qtbot.waitUntil(first_scored.is_set, timeout=WAIT)
+    assert panel.cancel_button.isEnabled() and panel.progress.isVisible() and not panel.refresh_button.isEnabled()
+    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT) as filled:
+        qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+        assert "Cancelling" in panel.status.text()
+    gate.set()
+    assert filled.args[0] == 2  # the first model's two cells
+    assert panel.status.text().startswith("Cancelled; 2 cells")
+    assert panel.refresh_button.isEnabled() and not panel.cancel_button.isEnabled()
+    texts = [panel.item(r, g, 0).text() for r in range(2) for g in range(2)]
+    assert sum(t == "not scored yet" for t in texts) == 2 and sum("%" in t for t in texts) == 2
