@@ -94,6 +94,11 @@ def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, da
     assert all(first[k].numpy().tobytes() == second[k].numpy().tobytes() for k in first)
     assert (again / "model" / "model.safetensors").read_bytes() == (out / "model" / "model.safetensors").read_bytes()
     assert json.loads((again / "manifest.json").read_text())["data"] == manifest["data"]
+    # the first run computed the frozen layers' outputs; the second took every one from the desk's cache
+    cold, warm = manifest["frozen_cache"], json.loads((again / "manifest.json").read_text())["frozen_cache"]
+    assert cold["used"] and cold["from_cache"] == 0 and cold["computed"] == cold["texts"] > 0
+    assert warm["used"] and warm["from_cache"] == warm["texts"] == cold["texts"] and warm["computed"] == 0
+    assert warm["folder"].startswith(str(data_dir / "cache" / "frozen-states"))
 
     desk.validation.validate(examples[-1].id, people.lead.id, "correct", mode="lead")  # the data moves on
     result = dynadesk(data_dir, "train", "--manifest", out / "manifest.json", "--out", tmp_path / "third")

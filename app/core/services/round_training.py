@@ -17,12 +17,14 @@ from typing import Any, Mapping, Sequence
 
 from sqlalchemy import func, select
 
+from app.core import paths
 from app.core.errors import DynadeskError
 from app.core.io.documents import read_document, write_document
 from app.core.services.training_data import CONFLICT_POLICY, TrainingDataError, TrainingSet, training_set
 from app.core.storage.models import ModelRecord, Round
 from local_models.errors import ModelError
 from local_models.files import file_sha256
+from local_models.frozen_cache import FrozenCache
 from local_models.progress import Progress
 from local_models.train import LabelledData, TrainingConfig, default_base_dir
 from local_models.train_rounds import (
@@ -72,6 +74,7 @@ class RoundTrainingOptions:
     imported: list[str] = field(default_factory=list)
     round_weight: str = "auto"  # "auto" (DEFAULT_ROUND_SHARE of the loss) or a number
     encoder: str | None = None  # base encoder folder; None: the packaged all-MiniLM-L6-v2
+    frozen_cache: bool = True  # keep the frozen layers' outputs in the desk's cache across runs (same weights)
     name: str = ""
     config: TrainingConfig = field(default_factory=TrainingConfig)
 
@@ -200,9 +203,11 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
         manifest.update(build_manifest(options, data, base, parent, encoder, weighting, result, rows))
         write_document(manifest, staging / MANIFEST_FILE)
 
+    cache = FrozenCache(paths.frozen_states_cache_dir(desk.root)) if options.frozen_cache else None
     train_with_rounds(rows, out_dir, config=options.config, round_weight=weight, weighting=weighting,
                       base_dir=encoder, warm=parent.warm, name=options.name or f"{options.task} rounds "
-                      f"{','.join(map(str, data.rounds))}", progress=progress, before_install=write_manifest)
+                      f"{','.join(map(str, data.rounds))}", progress=progress, before_install=write_manifest,
+                      frozen_cache=cache)
     return manifest
 
 
@@ -248,6 +253,7 @@ def build_manifest(options: RoundTrainingOptions, data: TrainingSet, base: Label
         "weighting": weighting,
         "output": {"trained_part": ".", "model": MODEL_FOLDER, "trained_part_sha256": result.trained_part_sha256},
         "metrics": result.report.metrics,
+        "frozen_cache": result.report.frozen_cache,  # whether the frozen layers' outputs came from the cache
     }
 
 
