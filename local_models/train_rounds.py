@@ -59,6 +59,9 @@ class RoundRows:
     held_out_labels: list[int]
     held_out_rounds: list[int]  # the round of each held-out row, for per-round metrics
     source: dict[str, Any]
+    # positions in base_texts of the base train/dev/test parts, when the caller fixes them (e.g. as the base
+    # file's own seeded split, so its test rows stay the test rows another model was scored on); None: split here
+    base_split: tuple[list[int], list[int], list[int]] | None = None
 
 
 def auto_round_weight(base_train: int, round_train: int, share: float = DEFAULT_ROUND_SHARE) -> float:
@@ -138,7 +141,7 @@ class RoundHooks:
 
     def split(self, data: LabelledData, config: TrainingConfig) -> tuple[list[int], list[int], list[int]]:
         if self.base_idx:
-            base_train, dev, test = stratified_split(self.rows.base_labels, config)
+            base_train, dev, test = self.rows.base_split or stratified_split(self.rows.base_labels, config)
             train = base_train + self.round_idx
             self.splits = {"base_train": base_train, "base_dev": dev, "base_test": test, "round_dev": []}
         else:

@@ -78,6 +78,12 @@ def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, da
     assert len(manifest["data"]["base_file"]["sha256"]) == 64 and manifest["seed"] == 13
     assert manifest["weighting"]["value"] == auto_round_weight(len(splits["base_train"]), len(splits["train"])) > 1
     assert manifest["metrics"]["test"]["examples"] == len(splits["base_test"])
+    # the base file's own seeded split, whatever de-duplication left out: its test rows are never trained on
+    from app.core.io.training import read_labelled_csv
+    from local_models.train import TrainingConfig, stratified_split
+
+    file_test = stratified_split(read_labelled_csv(base, "sentence", "kind").labels, TrainingConfig())[2]
+    assert splits["base_test"] == [f"base:{i}" for i in file_test if f"base:{i}" in set(splits["base"])]
     engine = load_engine(out / manifest["output"]["model"], num_threads=1)
     try:
         assert sorted(engine.head.label_map.values()) == LABELS

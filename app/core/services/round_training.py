@@ -26,7 +26,7 @@ from local_models.errors import ModelError
 from local_models.files import file_sha256
 from local_models.frozen_cache import FrozenCache
 from local_models.progress import Progress
-from local_models.train import LabelledData, TrainingConfig, default_base_dir
+from local_models.train import LabelledData, TrainingConfig, default_base_dir, stratified_split
 from local_models.train_rounds import (
     DEFAULT_ROUND_SHARE,
     MAX_ROUND_WEIGHT,
@@ -137,7 +137,22 @@ def read_base_data(options: BaseDataOptions | None) -> LabelledData | None:
                              label_map=options.label_map, unescape_html=options.html_unescape)
 
 
-def round_rows(data: TrainingSet, base: LabelledData | None) -> RoundRows:
+def base_file_split(data: TrainingSet, base: LabelledData | None,
+                    config: TrainingConfig) -> tuple[list[int], list[int], list[int]] | None:
+    """The kept base rows' parts as the base file's own seeded split makes them (``stratified_split`` over every
+    row of the file, as plain training and the comparison's base test split do), so that rows left out by
+    de-duplication do not shift the split, and the base test split a comparison scores is never trained on."""
+    if base is None or not data.base:
+        return None
+    train, dev, test = stratified_split(base.labels, config)
+    part = {**{i: 0 for i in train}, **{i: 1 for i in dev}, **{i: 2 for i in test}}
+    split: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for position, example in enumerate(data.base):
+        split[part[int(example.id.split(":", 1)[1])]].append(position)
+    return split
+
+
+def round_rows(data: TrainingSet, base: LabelledData | None, config: TrainingConfig | None = None) -> RoundRows:
     index = {name: i for i, name in enumerate(data.labels)}
     source: dict[str, Any] = {"task": data.task, "rounds": data.rounds, "summary": data.summary()}
     if base is not None:  # the keys evaluation's overlap check reads: it then checks the base file's texts
@@ -146,7 +161,8 @@ def round_rows(data: TrainingSet, base: LabelledData | None) -> RoundRows:
     return RoundRows(list(data.labels), data.texts("base"), [index[x] for x in data.labels_of("base")],
                      data.texts("train"), [index[x] for x in data.labels_of("train")],
                      data.texts("held_out"), [index[x] for x in data.labels_of("held_out")],
-                     [e.round or 0 for e in data.held_out], source)
+                     [e.round or 0 for e in data.held_out], source,
+                     base_file_split(data, base, config) if config is not None else None)
 
 
 def round_weight_for(requested: str, data: TrainingSet, config: TrainingConfig) -> tuple[float, dict[str, Any]]:
@@ -196,7 +212,7 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
     if expected is not None:
         weight = float(expected["weighting"]["value"])
         weighting = expected["weighting"]
-    rows = round_rows(data, base)
+    rows = round_rows(data, base, options.config)
     manifest: dict[str, Any] = {}
 
     def write_manifest(staging: Path, result: RoundTrainingResult) -> None:
