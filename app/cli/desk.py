@@ -86,10 +86,14 @@ def init(obj: Context, name: str | None, role: str, without_default_model: bool)
 @click.option("--format", "format_", required=True, help="hatecheck, anli, dynahate or jsonl.")
 @click.option("--task", "task_code", help="Task to import into (each format has a default).")
 @click.option("--round", "round_number", type=click.IntRange(1, MAX_ROUND_NUMBER),
-              help="Round to import into (ANLI; default 1).")
+              help="Round to import into (ANLI; default 1). With HateCheck: import the cases as examples of this "
+                   "round, written against its target model(s), instead of as a test suite.")
+@click.option("--group-column", help="Column whose value groups rows for the held-out split (e.g. templ_id): "
+                                     "every row of a group falls on the same side.")
 @click.option("--skip-bad-rows", is_flag=True, help="Import the good rows and list the bad ones, instead of importing nothing.")
 @pass_context
-def import_(obj: Context, file: str, format_: str, task_code: str | None, round_number: int | None, skip_bad_rows: bool) -> None:
+def import_(obj: Context, file: str, format_: str, task_code: str | None, round_number: int | None,
+            group_column: str | None, skip_bad_rows: bool) -> None:
     """Import a data set: a HateCheck suite, ANLI, the Dynamically Generated Hate Speech Dataset, or Dynadesk JSONL.
 
     The import is all or nothing: one bad row stops it, with every bad row listed by line,
@@ -98,7 +102,7 @@ def import_(obj: Context, file: str, format_: str, task_code: str | None, round_
     from app.core.io.importers import import_file
 
     report = import_file(obj.desk, Path(file), format_, task_code=task_code, round_number=round_number,
-                         skip_bad_rows=skip_bad_rows)
+                         skip_bad_rows=skip_bad_rows, group_column=group_column)
     click.echo(report.summary())
 
 

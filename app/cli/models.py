@@ -365,6 +365,10 @@ def _report_desk_run(manifest: dict, out_dir: Path) -> None:
     if summary["conflicts"]:
         click.echo(f"{summary['conflicts']} text(s) appear with different labels: left out of training, listed in "
                    "the manifest under data.conflicts.")
+    cache = manifest.get("frozen_cache") or {}
+    if cache.get("used"):
+        click.echo(f"Frozen layers: {cache['from_cache']:,} of {cache['texts']:,} texts from the cache, "
+                   f"{cache['computed']:,} computed ({cache['seconds']:.0f} s).")
     metrics = manifest["metrics"]
     for key in ("test", "held_out"):
         if metrics.get(key):

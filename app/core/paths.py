@@ -41,3 +41,13 @@ def user_tasks_dir(root: Path) -> Path:
 
 def models_cache_dir(root: Path) -> Path:
     return root / "models"
+
+
+def cache_dir(root: Path) -> Path:
+    """Files Dynadesk can make again (deleting the folder costs time, never data)."""
+    return root / "cache"
+
+
+def frozen_states_cache_dir(root: Path) -> Path:
+    """The frozen layers' outputs kept between training runs (``local_models.frozen_cache``)."""
+    return cache_dir(root) / "frozen-states"

@@ -1,6 +1,7 @@
 import collections
 import csv
 import json
+import shutil
 
 import pytest
 from sqlalchemy import func, select
@@ -224,3 +225,60 @@ def test_csv_export_needs_a_task(desk, tmp_path):
     with pytest.raises(DynadeskError, match="holds one task"):
         export(desk, tmp_path / "x.csv", "csv")
     assert count(desk, Validation) == 0
+
+
+def _hatecheck_file(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["functionality", "case_id", "templ_id", "test_case", "label_gold", "target_ident"])
+        writer.writerows(rows)
+    return path
+
+
+def test_hatecheck_cases_import_as_a_rounds_examples_grouped_by_template_against_its_target(
+        desk, people, hate_trigger_model_dir, tmp_path):
+    """--round makes the cases examples of that round with the target's answers; --group-column keeps each
+    template on one side of the held-out split, in training data and in the comparison's round cases."""
+    from app.core.services.evaluation_data import round_sets
+    from app.core.services.target_models import register_model
+    from app.core.services.training_data import training_set
+    from app.core.tasks.splits import is_held_out
+
+    model_dir = tmp_path / "target"
+    shutil.copytree(hate_trigger_model_dir, model_dir)
+    target = register_model(desk, model_dir, name="banana detector", task_code="hate_speech")
+    desk.rounds.set_models(desk.tasks.round("hate_speech", 1).id, people.lead.id, [target.id])
+    rows = [("derog_h", str(n), str(n // 4), f"{'a banana ' if n % 2 else ''}case {n} of template {n // 4}",
+             "hateful" if n % 3 else "non-hateful", "women") for n in range(240)]
+    path = _hatecheck_file(tmp_path / "cases.csv", rows)
+    report = import_file(desk, path, "hatecheck", round_number=1, group_column="templ_id")
+    assert report.added["examples"] == 240 and "suites" not in report.added, report.summary()
+    data = training_set(desk, "hate_speech", [1], imported=["hatecheck"])
+    by_id = {e.id: e for e in data.train + data.held_out}
+    side = {}
+    with desk.db.read() as session:
+        stored = {str(e.id): e for e in session.scalars(select(Example))}
+        outputs = {i: [o.label for o in e.outputs] for i, e in stored.items()}
+    for example_id, example in stored.items():
+        template = example.origin["templ_id"]
+        assert example.origin["group"] == f"templ_id={template}"
+        assert outputs[example_id] == ["hate" if "banana" in example.text else "not hate"]
+        assert example.model_fooled == (example.true_label != outputs[example_id][0])
+        held = any(e.id == example_id for e in data.held_out)
+        assert side.setdefault(template, held) == held, f"template {template} is on both sides"
+        assert held == is_held_out(example.id, group=f"templ_id={template}")
+    assert 0 < sum(side.values()) < len(side) and len(by_id) == 240
+    cases = round_sets(desk, "hate_speech", [1], include_unvalidated=True)[0].cases
+    assert {c.extra["group"] for c in cases} == {f"templ_id={n}" for n in range(60)}
+
+    again = import_file(desk, path, "hatecheck", round_number=1, group_column="templ_id")
+    assert again.already_present == 240 and not again.added
+
+
+def test_a_missing_or_empty_group_column_is_refused_with_what_to_do(desk, tmp_path):
+    path = _hatecheck_file(tmp_path / "cases.csv", [("derog_h", "1", "", "some case", "hateful", "")])
+    with pytest.raises(DynadeskError, match="no column 'template'.*columns are functionality"):
+        import_file(desk, path, "hatecheck", round_number=1, group_column="template")
+    with pytest.raises(ImportFailed) as failed:
+        import_file(desk, path, "hatecheck", round_number=1, group_column="templ_id")
+    assert "templ_id is empty" in str(failed.value)

@@ -78,6 +78,12 @@ def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, da
     assert len(manifest["data"]["base_file"]["sha256"]) == 64 and manifest["seed"] == 13
     assert manifest["weighting"]["value"] == auto_round_weight(len(splits["base_train"]), len(splits["train"])) > 1
     assert manifest["metrics"]["test"]["examples"] == len(splits["base_test"])
+    # the base file's own seeded split, whatever de-duplication left out: its test rows are never trained on
+    from app.core.io.training import read_labelled_csv
+    from local_models.train import TrainingConfig, stratified_split
+
+    file_test = stratified_split(read_labelled_csv(base, "sentence", "kind").labels, TrainingConfig())[2]
+    assert splits["base_test"] == [f"base:{i}" for i in file_test if f"base:{i}" in set(splits["base"])]
     engine = load_engine(out / manifest["output"]["model"], num_threads=1)
     try:
         assert sorted(engine.head.label_map.values()) == LABELS
@@ -94,6 +100,11 @@ def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, da
     assert all(first[k].numpy().tobytes() == second[k].numpy().tobytes() for k in first)
     assert (again / "model" / "model.safetensors").read_bytes() == (out / "model" / "model.safetensors").read_bytes()
     assert json.loads((again / "manifest.json").read_text())["data"] == manifest["data"]
+    # the first run computed the frozen layers' outputs; the second took every one from the desk's cache
+    cold, warm = manifest["frozen_cache"], json.loads((again / "manifest.json").read_text())["frozen_cache"]
+    assert cold["used"] and cold["from_cache"] == 0 and cold["computed"] == cold["texts"] > 0
+    assert warm["used"] and warm["from_cache"] == warm["texts"] == cold["texts"] and warm["computed"] == 0
+    assert warm["folder"].startswith(str(data_dir / "cache" / "frozen-states"))
 
     desk.validation.validate(examples[-1].id, people.lead.id, "correct", mode="lead")  # the data moves on
     result = dynadesk(data_dir, "train", "--manifest", out / "manifest.json", "--out", tmp_path / "third")

@@ -29,8 +29,10 @@ from app.core.services.models import imported_model_sha
 from app.core.storage.models import Context, Example, ModelOutputRow, ModelRecord, Person, Round, Suite, SuiteCase, Task
 from app.core.tasks.definition import TaskDefinition
 from app.core.tasks.fooling import is_fooled
+from app.core.tasks.splits import GROUP_KEY
 from app.core.text import content_hash, printable, word_edits
 
+GROUP_FIELD = "\x00group"  # a read row's split group (no CSV header can be this)
 NAMESPACE = uuid.UUID("6f1c7a52-4a8e-4bb5-9d57-0e8d3c1c5a10")
 
 
@@ -71,12 +73,17 @@ class Importer:
     description: ClassVar[str]
     default_task: ClassVar[str | None] = None
 
-    def __init__(self, desk, path: Path, report: ImportReport, task_code: str | None, round_number: int | None):
+    def __init__(self, desk, path: Path, report: ImportReport, task_code: str | None, round_number: int | None,
+                 group_column: str | None = None):
         self.desk = desk
         self.path = path
         self.report = report
         self.task_code = task_code or self.default_task
         self.round_number = round_number
+        self.group_column = group_column
+
+    def prepare(self, rows: list[tuple[int, Any]]) -> None:
+        """Work done before the import's unit of work opens (e.g. running a model); nothing by default."""
 
     def parse(self) -> Iterator[tuple[int, Any]]:
         raise NotImplementedError
@@ -89,7 +96,23 @@ class Importer:
         missing = required - set(header)
         if missing:
             raise DynadeskError(f"{self.path}: this is not a {self.name} file; it lacks the column(s) {sorted(missing)}.")
-        return rows
+        if self.group_column and self.group_column not in header:
+            raise DynadeskError(f"{self.path} has no column '{self.group_column}' to group by (--group-column); its "
+                                f"columns are {', '.join(header)}.")
+        return (self.with_group(line, row) for line, row in rows)
+
+    def with_group(self, line: int, row: dict[str, str] | ImportProblem) -> tuple[int, dict[str, str] | ImportProblem]:
+        """A row as read, with its split group (``--group-column``) under ``GROUP_FIELD``; an empty group is a bad row."""
+        if not self.group_column or isinstance(row, ImportProblem):
+            return line, row
+        value = (row.get(self.group_column) or "").strip()
+        if not value:
+            return line, ImportProblem(line, f"{self.group_column} is empty; with --group-column every row needs a group")
+        return line, {**row, GROUP_FIELD: f"{self.group_column}={value}"}
+
+    def group_origin(self, row: dict) -> dict[str, str]:
+        """The part of an example's origin that names its split group (see ``app.core.tasks.splits``)."""
+        return {GROUP_KEY: row[GROUP_FIELD]} if row.get(GROUP_FIELD) else {}
 
     def first_row_of(self, seen: dict, key: str, line: int, row: dict, name: str) -> bool | ImportProblem:
         """True for the first row with id ``key``; False for an exact repeat of an earlier row (noted
@@ -262,10 +285,20 @@ class HateCheckImporter(Importer):
                 yield line, {
                     "case_id": case_id, "text": text, "gold": gold, "functionality": row["functionality"].strip(),
                     "target": row.get("target_ident", "").strip() or None,
-                    "extra": {k: row[k] for k in self.EXTRA if row.get(k)},
+                    "extra": {k: row[k] for k in self.EXTRA if row.get(k)}, GROUP_FIELD: row.get(GROUP_FIELD),
                 }
 
+    def prepare(self, rows):
+        self.outputs: list[list[ModelOutput]] = [[] for _ in rows]
+        if self.round_number is not None:
+            from app.core.io.round_examples import target_outputs
+
+            self.outputs = target_outputs(self.desk, self.task_code, self.round_number,
+                                          [r["text"] for _, r in rows], self.report)
+
     def store(self, session, rows):
+        if self.round_number is not None:
+            return self.store_as_round(session, rows)
         task, _ = self.task(session)
         digest = hashlib.sha256(self.path.read_bytes()).hexdigest()
         if session.scalar(select(Suite.id).where(Suite.sha256 == digest)):
@@ -280,6 +313,20 @@ class HateCheckImporter(Importer):
         session.add(suite)
         self.report.count("suites")
         self.report.count("suite cases", len(rows))
+
+    def store_as_round(self, session, rows):
+        """The cases as submitted examples of a round, written against its targets (a simulated round)."""
+        task, definition = self.task(session)
+        round_ = self.round(session, task, self.round_number or 1)
+        author = self.person(session, "authors", "HateCheck authors")
+        for (line, row), outputs in zip(rows, self.outputs):
+            self.add_example(
+                session, example_id=stable_id(self.name, self.path.name, row["case_id"]), external_id=row["case_id"],
+                task=task, definition=definition, round_=round_, author=author, line=line, outputs=outputs,
+                content=Content({"text": row["text"]}, row["gold"],
+                                meta={"target_groups": [row["target"]]} if row["target"] else {}),
+                origin={"kind": "import", "format": self.name, "file": self.path.name, "case_id": row["case_id"],
+                        "functionality": row["functionality"], **row["extra"], **self.group_origin(row)})
 
 
 
@@ -323,7 +370,7 @@ class AnliImporter(Importer):
                 outputs=[ModelOutput(model.id, model.sha256, row["pred"])],
                 origin={"kind": "import", "format": self.name, "file": self.path.name, "uid": row["uid"],
                         "eid": row.get("eid", ""), "a1code": row.get("A1Code", ""), "a1notes": row.get("A1Notes", ""),
-                        "tags": row.get("tags", "")},
+                        "tags": row.get("tags", ""), **self.group_origin(row)},
             )
 
 
@@ -395,7 +442,7 @@ class DynaHateImporter(Importer):
                 round_=round_, author=author, line=line,
                 content=Content({"text": row["text"]}, row["label_"], meta=self._meta(row)), outputs=[],
                 origin={"kind": "import", "format": self.name, "file": self.path.name, "acl_id": row["acl_id"],
-                        "split": row["split"], "round": row["round"], "level": row["level_"]},
+                        "split": row["split"], "round": row["round"], "level": row["level_"], **self.group_origin(row)},
             )
             if example is not None:
                 added[row["acl_id"]] = example
@@ -485,7 +532,7 @@ IMPORTERS: dict[str, type[Importer]] = {cls.name: cls for cls in (HateCheckImpor
 
 
 def import_file(desk, path: str | Path, format: str, *, task_code: str | None = None, round_number: int | None = None,
-                skip_bad_rows: bool = False) -> ImportReport:
+                skip_bad_rows: bool = False, group_column: str | None = None) -> ImportReport:
     """Import one file as one unit of work. Raises :class:`ImportFailed` (and stores nothing)
     when a row is bad, unless ``skip_bad_rows``."""
     path = Path(path)
@@ -493,13 +540,16 @@ def import_file(desk, path: str | Path, format: str, *, task_code: str | None = 
         raise DynadeskError(f"Unknown import format '{format}'; choose one of {', '.join(IMPORTERS)}.")
     desk.db.ensure_intact()  # a damaged database must not take a batch of rows
     report = ImportReport(format, str(path))
-    importer = IMPORTERS[format](desk, path, report, task_code, round_number)
+    if group_column and format == JsonlImporter.name:
+        raise DynadeskError("--group-column is for CSV data sets; Dynadesk JSONL keeps each example's group in its origin.")
+    importer = IMPORTERS[format](desk, path, report, task_code, round_number, group_column)
     parsed = list(importer.parse())
     rows = [(line, row) for line, row in parsed if not isinstance(row, ImportProblem)]
     report.problems.extend(row for _, row in parsed if isinstance(row, ImportProblem))
     if report.problems and not skip_bad_rows:
         raise ImportFailed(report.problems, str(path))
     found_while_parsing = len(report.problems)
+    importer.prepare(rows)
     with desk.db.write() as session:
         importer.store(session, rows)
         found_while_storing = report.problems[found_while_parsing:]

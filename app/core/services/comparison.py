@@ -241,7 +241,8 @@ def held_out_sets(desk: Any, rounds: list[EvalSet]) -> list[EvalSet]:
     held: list[EvalSet] = []
     for round_set in rounds:
         cases = [c for c in round_set.cases if is_held_out(
-            uuid.UUID(c.id), uuid.UUID(c.extra["perturbation_of"]) if c.extra.get("perturbation_of") else None)]
+            uuid.UUID(c.id), uuid.UUID(c.extra["perturbation_of"]) if c.extra.get("perturbation_of") else None,
+            c.extra.get("group"))]
         ids = [uuid.UUID(c.id) for c in cases]
         fooled: dict[str, bool] = {}
         with desk.db.read() as session:
@@ -295,8 +296,9 @@ def _differences(split: str, cases: Sequence[Case], current: Mapping[str, Any], 
     gold = [c.gold for c in cases]
     now = [current[c.id]["label"] for c in cases]
     new = [candidate[c.id]["label"] for c in cases]
-    # both halves of a perturbation pair are drawn together: they are not independent items
-    groups = [c.extra.get("perturbation_of") or c.id for c in cases]
+    # what the split keeps together is drawn together (a group such as a template, or a perturbation pair):
+    # its members are not independent items
+    groups = [c.extra.get("group") or c.extra.get("perturbation_of") or c.id for c in cases]
     out = []
     for metric in ("accuracy", "macro_f1"):
         interval = paired_bootstrap(gold, now, new, metric, groups=groups, resamples=resamples, seed=seed, stream=split)
@@ -325,6 +327,7 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
                   **({"functionality": c.functionality} if c.functionality else {}),
                   **({"templ_id": c.extra["templ_id"]} if c.extra.get("templ_id") else {}),
                   **({"perturbation_of": c.extra["perturbation_of"]} if c.extra.get("perturbation_of") else {}),
+                  **({"group": c.extra["group"]} if c.extra.get("group") else {}),
                   "current": now[c.id], "candidate": new[c.id]} for c in eval_set.cases]
         splits.append({"key": eval_set.key, "name": eval_set.name, "kind": eval_set.kind, "source": eval_set.source,
                        **({"round": int(eval_set.key.rsplit("-", 1)[1])} if is_round else {}), "items": items})
@@ -342,7 +345,7 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
         "current": {"name": current.name, "round": current_round, "members": [{"id": str(r.id), "name": r.name, "format": r.format,
                                                         "sha256": r.sha256, "path": r.path} for r in current.records]},
         "candidate": {"name": candidate.name, "sha256": candidate.sha256, "path": candidate.path},
-        "options": {"seed": seed, "resamples": resamples, "confidence": CONFIDENCE, "interval": "paired bootstrap, percentile; perturbation pairs drawn together",
+        "options": {"seed": seed, "resamples": resamples, "confidence": CONFIDENCE, "interval": "paired bootstrap, percentile; split groups and perturbation pairs drawn together",
                     "rounds": list(rounds) if rounds is not None else "all",
                     "base_test": str(base_test) if base_test else None,
                     "base_test_sha256": file_sha256(Path(base_test)) if base_test else None,

@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from app.core.errors import DynadeskError, ImportProblem
 from app.core.io.rows import csv_table, json_lines, read_text
@@ -266,7 +266,9 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
                 Example.round_id == round_.id,
                 Example.status.in_([ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value]))
             cases, ids = [], {}
-            for example in session.scalars(query.order_by(Example.submitted_at, Example.id)):
+            examples = list(session.scalars(query.order_by(Example.submitted_at, Example.id)))
+            origins = {e.id: e.origin for e in examples}
+            for example in examples:
                 decided = example.validation_state == ValidationState.DECIDED.value and example.decided_label
                 gold = example.decided_label if decided else (example.true_label if include_unvalidated else None)
                 if not gold:
@@ -275,7 +277,7 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
                 item = model_input(definition, example.inputs or {})
                 cases.append(Case(str(example.id), example.text, gold, target=groups[0] if len(groups) == 1 else None,
                                   input=list(item) if isinstance(item, tuple) else None,
-                                  extra={"perturbation_of": str(example.perturbation_of)} if example.perturbation_of else {}))
+                                  extra=_round_case_extra(example, origins)))
                 ids[str(example.id)] = True
             pairs = [(c.extra["perturbation_of"], c.id) for c in cases if c.extra.get("perturbation_of") in ids]
             what = "validated" if not include_unvalidated else "submitted"
@@ -283,6 +285,16 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
                                 f"{len(cases)} {what} examples", pairs))
     return sets
 
+
+
+def _round_case_extra(example: Any, origins: Mapping[Any, Any]) -> dict[str, str]:
+    """What a round case carries for the held-out split (``splits.is_held_out``): its pair's original and its
+    split group (its own, else its original's)."""
+    from app.core.tasks.splits import split_group
+
+    extra = {"perturbation_of": str(example.perturbation_of)} if example.perturbation_of else {}
+    group = split_group(example.origin, origins.get(example.perturbation_of) if example.perturbation_of else None)
+    return {**extra, "group": group} if group else extra
 
 
 def _case_rng(seed: int, *parts: str) -> random.Random:

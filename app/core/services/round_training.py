@@ -17,14 +17,16 @@ from typing import Any, Mapping, Sequence
 
 from sqlalchemy import func, select
 
+from app.core import paths
 from app.core.errors import DynadeskError
 from app.core.io.documents import read_document, write_document
 from app.core.services.training_data import CONFLICT_POLICY, TrainingDataError, TrainingSet, training_set
 from app.core.storage.models import ModelRecord, Round
 from local_models.errors import ModelError
 from local_models.files import file_sha256
+from local_models.frozen_cache import FrozenCache
 from local_models.progress import Progress
-from local_models.train import LabelledData, TrainingConfig, default_base_dir
+from local_models.train import LabelledData, TrainingConfig, default_base_dir, stratified_split
 from local_models.train_rounds import (
     DEFAULT_ROUND_SHARE,
     MAX_ROUND_WEIGHT,
@@ -72,6 +74,7 @@ class RoundTrainingOptions:
     imported: list[str] = field(default_factory=list)
     round_weight: str = "auto"  # "auto" (DEFAULT_ROUND_SHARE of the loss) or a number
     encoder: str | None = None  # base encoder folder; None: the packaged all-MiniLM-L6-v2
+    frozen_cache: bool = True  # keep the frozen layers' outputs in the desk's cache across runs (same weights)
     name: str = ""
     config: TrainingConfig = field(default_factory=TrainingConfig)
 
@@ -134,7 +137,22 @@ def read_base_data(options: BaseDataOptions | None) -> LabelledData | None:
                              label_map=options.label_map, unescape_html=options.html_unescape)
 
 
-def round_rows(data: TrainingSet, base: LabelledData | None) -> RoundRows:
+def base_file_split(data: TrainingSet, base: LabelledData | None,
+                    config: TrainingConfig) -> tuple[list[int], list[int], list[int]] | None:
+    """The kept base rows' parts as the base file's own seeded split makes them (``stratified_split`` over every
+    row of the file, as plain training and the comparison's base test split do), so that rows left out by
+    de-duplication do not shift the split, and the base test split a comparison scores is never trained on."""
+    if base is None or not data.base:
+        return None
+    train, dev, test = stratified_split(base.labels, config)
+    part = {**{i: 0 for i in train}, **{i: 1 for i in dev}, **{i: 2 for i in test}}
+    split: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for position, example in enumerate(data.base):
+        split[part[int(example.id.split(":", 1)[1])]].append(position)
+    return split
+
+
+def round_rows(data: TrainingSet, base: LabelledData | None, config: TrainingConfig | None = None) -> RoundRows:
     index = {name: i for i, name in enumerate(data.labels)}
     source: dict[str, Any] = {"task": data.task, "rounds": data.rounds, "summary": data.summary()}
     if base is not None:  # the keys evaluation's overlap check reads: it then checks the base file's texts
@@ -143,7 +161,8 @@ def round_rows(data: TrainingSet, base: LabelledData | None) -> RoundRows:
     return RoundRows(list(data.labels), data.texts("base"), [index[x] for x in data.labels_of("base")],
                      data.texts("train"), [index[x] for x in data.labels_of("train")],
                      data.texts("held_out"), [index[x] for x in data.labels_of("held_out")],
-                     [e.round or 0 for e in data.held_out], source)
+                     [e.round or 0 for e in data.held_out], source,
+                     base_file_split(data, base, config) if config is not None else None)
 
 
 def round_weight_for(requested: str, data: TrainingSet, config: TrainingConfig) -> tuple[float, dict[str, Any]]:
@@ -193,16 +212,18 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
     if expected is not None:
         weight = float(expected["weighting"]["value"])
         weighting = expected["weighting"]
-    rows = round_rows(data, base)
+    rows = round_rows(data, base, options.config)
     manifest: dict[str, Any] = {}
 
     def write_manifest(staging: Path, result: RoundTrainingResult) -> None:
         manifest.update(build_manifest(options, data, base, parent, encoder, weighting, result, rows))
         write_document(manifest, staging / MANIFEST_FILE)
 
+    cache = FrozenCache(paths.frozen_states_cache_dir(desk.root)) if options.frozen_cache else None
     train_with_rounds(rows, out_dir, config=options.config, round_weight=weight, weighting=weighting,
                       base_dir=encoder, warm=parent.warm, name=options.name or f"{options.task} rounds "
-                      f"{','.join(map(str, data.rounds))}", progress=progress, before_install=write_manifest)
+                      f"{','.join(map(str, data.rounds))}", progress=progress, before_install=write_manifest,
+                      frozen_cache=cache)
     return manifest
 
 
@@ -248,6 +269,7 @@ def build_manifest(options: RoundTrainingOptions, data: TrainingSet, base: Label
         "weighting": weighting,
         "output": {"trained_part": ".", "model": MODEL_FOLDER, "trained_part_sha256": result.trained_part_sha256},
         "metrics": result.report.metrics,
+        "frozen_cache": result.report.frozen_cache,  # whether the frozen layers' outputs came from the cache
     }
 
 

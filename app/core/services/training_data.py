@@ -7,7 +7,7 @@ drafts, retracted examples, examples decided as flagged, flagged-but-undecided a
 (``include_undecided`` takes the undecided ones with the author's label), and imported data sets
 that are not named.
 
-Splits: ``app.core.tasks.splits.is_held_out`` decides which examples are held out (never trained
+Splits: ``app.core.tasks.splits.held_out_example`` decides which examples are held out (never trained
 on); the rest is training data. Base data (a labelled file) joins as its own part; the trainer
 splits it.
 
@@ -30,7 +30,7 @@ from sqlalchemy import select
 from app.core.domain import ExampleStatus, ValidationState, Verdict
 from app.core.errors import DynadeskError
 from app.core.storage.models import Example, Round
-from app.core.tasks.splits import is_held_out
+from app.core.tasks.splits import held_out_example
 from app.core.text import clean_text
 from local_models.train import LabelledData
 
@@ -73,7 +73,7 @@ class TrainingSet:
     labels: list[str]  # the task's labels, in its order
     rounds: list[int]
     train: list[TrainingExample]  # round examples trained on
-    held_out: list[TrainingExample]  # round examples never trained on (is_held_out)
+    held_out: list[TrainingExample]  # round examples never trained on (splits.held_out_example)
     base: list[TrainingExample]  # base-data rows left after de-duplication
     conflicts: list[Conflict]
     duplicates: list[Duplicate]
@@ -192,6 +192,7 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
         excluded: collections.Counter[str] = collections.Counter()
         chosen: list[tuple[TrainingExample, bool]] = []
         seen_imports: set[str] = set()
+        origins = {e.id: e.origin for e in examples}
         for example in examples:
             label, source = _choose(example, include_undecided, named)
             if (example.origin or {}).get("kind") == "import":
@@ -205,7 +206,8 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
             text = model_input(definition, example.inputs)
             assert isinstance(text, str)  # single-text task, checked above
             chosen.append((TrainingExample(str(example.id), text, label, round_of[example.round_id], source),
-                           is_held_out(example.id, example.perturbation_of)))
+                           held_out_example(example.id, example.perturbation_of, example.origin,
+                                            _original_origin(session, example, origins))))
     not_found = sorted(named - seen_imports)
     if not_found:
         raise TrainingDataError(f"No imported data set named {', '.join(not_found)} in those rounds "
@@ -216,6 +218,16 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
     train, held_out, base_kept, conflicts, duplicates = _deduplicate(chosen, base_rows)
     return TrainingSet(task_code, labels, wanted, train, held_out, base_kept, conflicts, duplicates,
                        dict(sorted(excluded.items())), include_undecided, sorted(named))
+
+
+def _original_origin(session: Any, example: Example, origins: dict[Any, Any]) -> dict[str, Any] | None:
+    """The origin of a perturbation's original (its split group decides the pair's side)."""
+    if example.perturbation_of is None:
+        return None
+    if example.perturbation_of not in origins:
+        original = session.get(Example, example.perturbation_of)
+        origins[example.perturbation_of] = original.origin if original is not None else None
+    return origins[example.perturbation_of]
 
 
 def _deduplicate(chosen: Iterable[tuple[TrainingExample, bool]], base_rows: list[TrainingExample]):
