@@ -64,6 +64,7 @@ class SyncClient(ModelFiles):
                 self.publish_missing(on_server, handle, report)
             if self.unify_models(handle, report) or report.published:
                 self.push(me, handle, report)  # examples re-pointed to the server's model, or now published, go now
+            self.pull_policies(handle, report)
             if fetch_models:
                 self.fetch_models(handle, report)
         except (Offline, Cancelled):
@@ -223,7 +224,7 @@ class SyncClient(ModelFiles):
             raise SyncError(f"Nothing was published: {len(unfit)} record(s) of task '{task_code}' exceed what a "
                             f"server takes: {'; '.join(unfit[:10])}{'; ...' if len(unfit) > 10 else ''}.")
         me = self.me(handle)
-        if me.role != Role.OWNER:
+        if me.role not in (Role.OWNER, Role.LEAD):  # a lead's publish: the server checks the task lets leads promote
             raise Refused(f"Only owners publish; {me.display_name} is a {me.role.value} on this server.")
         head = [{"record": "task", "id": str(task.id), "code": task.code, "name": task.name,
                  "definition": task.definition, "fingerprint": task.fingerprint, "created_at": task.created_at.isoformat(),
@@ -248,6 +249,15 @@ class SyncClient(ModelFiles):
             offset += len(chunk)
             handle.progress("publish", n + 1, len(chunks))
         return PushResponse(results=results, server_time=utcnow())
+
+    def pull_policies(self, handle: SyncHandle, report: SyncReport) -> None:
+        """Each task's "leads may promote", as the owner set it on the server (``sync.proposals``)."""
+        from sync.proposals import pull_policies
+
+        try:
+            pull_policies(self.desk, self, handle)
+        except Refused as exc:  # a sync is not spoiled by it; promoting asks the server again
+            report.warnings.append(f"could not read who may promote: {exc}")
 
     def queue_imported(self, *, source: str | None = None, task_code: str | None = None) -> int:
         """Queue an imported data set for the next push (owners only: it goes out under its own authors)."""

@@ -111,10 +111,13 @@ class ModelFiles(Connection):
         report.models.append(record.name)
         return final
 
-    def _download_blob(self, sha256: str, target: Path, handle: SyncHandle, report: SyncReport) -> None:
+    def _download_blob(self, sha256: str, target: Path, handle: SyncHandle, report: SyncReport, *,
+                       damaged_attempts: int | None = None) -> None:
+        """Fetch one file into ``target``, its sha256 checked; a damaged arrival is fetched again, up to
+        the retry policy's attempts (or ``damaged_attempts`` damaged arrivals), then ``Interrupted``."""
         part = target.with_name(target.name + ".part")
         last = ""
-        attempt, paced = 0, 0.0
+        attempt, paced, damaged = 0, 0.0, 0
         while attempt < self.policy.attempts:
             handle.check()
             digest = hashlib.sha256()
@@ -140,6 +143,7 @@ class ModelFiles(Connection):
                             os.replace(part, target)
                             return
                         last = "the file arrived damaged (its sha256 does not match)"
+                        damaged += 1
             except httpx.TransportError as exc:
                 last = f"{exc.__class__.__name__}: {exc}"
             if limited is not None:
@@ -147,6 +151,8 @@ class ModelFiles(Connection):
                 continue
             attempt += 1
             part.unlink(missing_ok=True)
+            if damaged_attempts is not None and damaged >= damaged_attempts:
+                break
             self.retries += 1
             report.retries += 1
             handle.sleep(self.policy.delay(attempt))
@@ -163,15 +169,19 @@ class ModelFiles(Connection):
         if manifest_sha256((f["name"], f["sha256"]) for f in files) != model.sha256:
             raise SyncError(f"The files of {model.name} changed since it was registered; register it again.")
         for (name, path), f in zip(named, files):
-            head = self._call("HEAD", f"{API}/blobs/{f['sha256']}", handle)
-            if head.status_code == 200:
-                continue
-            with open(path, "rb") as stream:
-                response = self._call("PUT", f"{API}/blobs/{f['sha256']}", handle, content=stream.read(),
-                                      headers={"Content-Type": "application/octet-stream"})
-            if response.status_code not in (200, 201):
-                raise Refused(f"The server refused {name} of {model.name}: {_errors(response).detail}")
+            self.upload_blob(path, f["sha256"], handle, what=f"{name} of {model.name}")
         return files
+
+    def upload_blob(self, path: Path, sha256: str, handle: SyncHandle, *, what: str) -> None:
+        """Store one file on the server under its sha256, unless it is there already."""
+        head = self._call("HEAD", f"{API}/blobs/{sha256}", handle)
+        if head.status_code == 200:
+            return
+        with open(path, "rb") as stream:
+            response = self._call("PUT", f"{API}/blobs/{sha256}", handle, content=stream.read(),
+                                  headers={"Content-Type": "application/octet-stream"})
+        if response.status_code not in (200, 201):
+            raise Refused(f"The server refused {what}: {_errors(response).detail}")
 
 
 def _local_name(name: str) -> str:

@@ -16,6 +16,7 @@ from app.cli.desk import cli
 from app.cli.evaluate import eval_
 from app.cli.leaderboard import leaderboard
 from app.cli.models import models, train
+from app.cli.proposals import COMMANDS as PROPOSAL_COMMANDS
 from app.cli.rounds import rounds
 from app.cli.smoke import smoke_test
 from app.cli.sync import serve, sync
@@ -28,6 +29,8 @@ for command in (models, train, rounds, serve, sync, smoke_test, eval_):
     cli.add_command(command)
 rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard
+for command in PROPOSAL_COMMANDS:  # dynadesk rounds propose, proposals, promote, decline, policy
+    rounds.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -206,7 +206,7 @@ def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: boo
     from local_models.progress import Progress
 
     desk = obj.desk
-    check_promotable(desk, model_dir)
+    check_promotable(desk, model_dir, task_code=task_code)
     progress = Progress(on_message=lambda text: click.echo(text, err=True))
     try:
         comparison = (read_report(comparison_file) if comparison_file is not None

@@ -40,6 +40,7 @@ from app.gui.pages import Menu, MenuAction, Page, Tab
 from app.gui.returned_work import ReturnedWork
 from app.gui.review_page import ReviewController
 from app.gui.rounds_controller import RoundsController
+from app.gui.proposals import ProposalsController
 from app.gui.sync_controller import SyncController, sync_page
 from app.gui.validate import ValidateController
 from app.gui.workspace import WorkspaceController
@@ -196,6 +197,9 @@ class MainWindow(QMainWindow):
         self.sync.identity_changed.connect(self._show_person)
         self.sync.identity_changed.connect(self.workspace.writer_renamed)
         self.sync.start()
+        self.proposals = ProposalsController(desk, self.db, self.sync.worker, self.inference, self.show_error, self)
+        self.proposals.rounds_changed.connect(lambda _code: self._task_chosen())
+        self._add_action(MenuAction(Menu.ROUND, "&Proposals…", self.open_proposals, name="proposals"))
         self.first_start = FirstStart(self)
         self._damage_shown: str | None = None
         self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
@@ -392,6 +396,10 @@ class MainWindow(QMainWindow):
     def open_rounds(self) -> None:
         if self._task_code:
             self.rounds.open_dialog(self._task_code, self)
+
+    def open_proposals(self) -> None:
+        if self._task_code:
+            self.proposals.open_dialog(self._task_code, self)
 
     def _read_start(self):
         """On the worker: the profile, the tasks, and the task the window opens on with its rounds."""

@@ -55,6 +55,7 @@ from sync.server.blobs import BlobMismatch, BlobStore
 from sync.server.db import ServerDatabase
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, RequestLimits
 from sync.server.models import Person
+from sync.server.proposal_routes import add_proposal_routes
 
 log = logging.getLogger(__name__)
 
@@ -308,11 +309,11 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
              responses=ERRORS | {201: {"model": BlobStored}},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}},
-             summary="Upload a model file (owners)")
+             summary="Upload a model file (owners and leads)")
     async def upload(request: Request, person: Caller, sha256: Annotated[str, PathParam(pattern=SHA256)]):
         """The server keeps the file only if its content hashes to `sha256`."""
-        if person.role != "owner":
-            raise store.Forbidden("Only owners upload model files.")
+        if person.role not in ("owner", "lead"):  # leads upload the files of their proposals
+            raise store.Forbidden("Only owners and leads upload model files.")
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_BLOB_BYTES:
             raise StarletteHTTPException(413, f"A model file may have at most {MAX_BLOB_BYTES // 2**30} GiB.")
@@ -349,6 +350,7 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
     def team_duplicates(person: Caller, team: Annotated[str | None, Query(max_length=64)] = None) -> Duplicates:
         return Duplicates(duplicates=store.duplicates(db, person, team))
 
+    add_proposal_routes(api, db, blobs, ERRORS)
     return api
 
 

@@ -185,3 +185,38 @@ class Quarantined(Base):
     owner_id: Mapped[uuid.UUID | None]
     reason: Mapped[str] = mapped_column(Text)
     quarantined_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TaskPolicy(Stamped, Base):
+    """An owner's choices for a task that bind every team: whether leads may promote a candidate to
+    the next round (and publish that round) themselves. One row per task; absent means no."""
+
+    __tablename__ = "task_policies"
+    task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"), unique=True)
+    leads_may_promote: Mapped[bool] = mapped_column(Boolean, default=False)
+    set_by_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
+
+
+class Proposal(Stamped, Base):
+    """A lead's trained candidate for a task's next round, offered to the owner: its files are blobs
+    (by sha256), its comparison report one more blob, its key figures kept here for listing."""
+
+    __tablename__ = "proposals"
+    __table_args__ = (Index(None, "task_id", "created_at"),)
+    task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
+    team: Mapped[str] = mapped_column(String(64))  # the proposer's team
+    proposer_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
+    name: Mapped[str] = mapped_column(String(200))
+    rounds_trained_on: Mapped[list[Any]]
+    compared_with_round: Mapped[int | None] = mapped_column(Integer)
+    files: Mapped[list[Any]]  # [{"name", "sha256", "size"}]
+    files_sha256: Mapped[str] = mapped_column(String(64))
+    comparison: Mapped[dict[str, Any] | None]  # {"name", "sha256", "size"} of the report
+    figures: Mapped[dict[str, Any]]
+    note: Mapped[str | None] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default="open")
+    decided_by_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("people.id"))
+    decided_at: Mapped[datetime | None]
+    reason: Mapped[str | None] = mapped_column(Text)
+    promoted_round: Mapped[int | None] = mapped_column(Integer)
+    forced: Mapped[bool] = mapped_column(Boolean, default=False)

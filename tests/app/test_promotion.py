@@ -72,7 +72,7 @@ def candidate_dir(hate_trigger_model_dir, tmp_path) -> Path:
     return target
 
 
-def set_up_desk(data_dir: Path, role: Role = Role.LEAD):
+def set_up_desk(data_dir: Path, role: Role = Role.OWNER):
     """Round 1 of hate speech open with one (file-less) target; the working profile has ``role``."""
     with Desk(data_dir) as desk:
         task = desk.tasks.task(TASK)
@@ -230,7 +230,7 @@ def test_an_annotator_may_not_promote(data_dir, candidate_dir, capsys):
     with Desk(data_dir) as desk:
         before = state(desk)
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir) == 1
-    assert "Only leads and owners can promote" in capsys.readouterr().err
+    assert "Only owners (and leads, where the task's owner allows it) can promote" in capsys.readouterr().err
     with Desk(data_dir) as desk:
         assert state(desk) == before
 

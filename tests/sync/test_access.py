@@ -19,6 +19,9 @@ ENDPOINTS = [
     ("GET", "/v1/changes", None), ("GET", f"/v1/models/{'ab' * 32}", None), ("GET", f"/v1/blobs/{'ab' * 32}", None),
     ("HEAD", f"/v1/blobs/{'ab' * 32}", None), ("PUT", f"/v1/blobs/{'ab' * 32}", None),
     ("GET", "/v1/team/stats", None), ("GET", "/v1/team/duplicates", None),
+    ("GET", "/v1/tasks/hate_speech/proposals", None), ("POST", "/v1/tasks/hate_speech/proposals", {}),
+    ("GET", f"/v1/proposals/{uuid.uuid4()}", None), ("POST", f"/v1/proposals/{uuid.uuid4()}/decision", {}),
+    ("GET", "/v1/policies", None), ("PUT", "/v1/tasks/hate_speech/policy", {"leads_may_promote": True}),
 ]
 
 
@@ -61,6 +64,7 @@ def forbidden_actions(team, record: dict) -> dict[str, list]:
     publish = ("publish a round", "POST", "/v1/publish", _publish_round_three(team), None)
     upload = ("upload a model file", "PUT", f"/v1/blobs/{sha}", None, blob)
     other_team_stats = ("read another team's figures", "GET", "/v1/team/stats?team=B", None, None)
+    allow_leads = ("let leads promote", "PUT", "/v1/tasks/hate_speech/policy", {"leads_may_promote": True}, None)
     adjudicate = validation(team.ann, record, "correct", mode="lead")
     return {
         "annotator": [
@@ -71,13 +75,15 @@ def forbidden_actions(team, record: dict) -> dict[str, list]:
             ("push a person record", "POST", "/v1/push", {"records": [{
                 "record": "person", "id": str(uuid.uuid4()), "display_name": "Fake", "role": "owner",
                 "created_at": utcnow().isoformat(), "updated_at": utcnow().isoformat()}]}, None),
-            publish, upload,
+            publish, upload, allow_leads,
             ("read team figures", "GET", "/v1/team/stats", None, None),
+            ("read proposals", "GET", "/v1/tasks/hate_speech/proposals", None, None),
             ("read duplicates", "GET", "/v1/team/duplicates", None, None),
         ],
         "lead": [
             ("push an example as someone else", "POST", "/v1/push", {"records": [as_someone_else]}, None),
-            publish, upload, other_team_stats,
+            publish, allow_leads, other_team_stats,  # leads upload files: their proposals'
+
             ("read another team's duplicates", "GET", "/v1/team/duplicates?team=B", None, None),
         ],
         "owner": [
@@ -102,7 +108,7 @@ def test_each_role_gets_403_for_each_forbidden_action_and_nothing_is_stored(team
             assert response.json()["detail"], (role, what)
             assert server_counts(server_db) == before, (role, what)
             tried += 1
-    assert tried == 15
+    assert tried == 17
     # A forbidden record spoils its whole request: the good record beside it is not stored either.
     good = example(team.ann, "a perfectly good example")
     response = push(team, team.ann, good, example(team.bob, "but this one is written as Bob"))

@@ -210,7 +210,10 @@ def test_model_files_are_uploaded_by_owners_and_verified_both_ways(team, tmp_pat
         assert wrong.status_code == 422 and "not the file" in wrong.json()["detail"]
         put = httpx.put(f"{team.url}/v1/blobs/{shas[name]}", content=data, headers=owner)
         assert put.status_code == 201 and put.json()["created"]
-    assert httpx.put(f"{team.url}/v1/blobs/{shas['model/model.onnx']}", content=b"x", headers=auth(team.lead)).status_code == 403
+    assert httpx.put(f"{team.url}/v1/blobs/{shas['model/model.onnx']}", content=b"x", headers=auth(team.ann)).status_code == 403
+    # leads upload their proposals' files; a wrong content is refused all the same
+    fresh = hashlib.sha256(b"a proposal's file").hexdigest()
+    assert httpx.put(f"{team.url}/v1/blobs/{fresh}", content=b"x", headers=auth(team.lead)).status_code == 422
     now = utcnow().isoformat()
     record = {"record": "model", "id": str(uuid.uuid4()), "name": "onnx model", "format": "onnx", "sha256": model_sha,
               "label_map": {"0": "not hate", "1": "hate"}, "task": "hate_speech", "provenance": {},

@@ -5,7 +5,8 @@
 
 Steps, in an order that changes nothing until the last one can no longer fail:
 
-1. Only a lead or an owner may promote (checked first: an annotator waits for no export).
+1. Only an owner, or a lead where the task's policy allows it, may promote (``check_promoter``; checked
+   first: nobody waits for an export that would be refused).
 2. A comparison that finds the candidate worse (the interval of the pooled held-out difference lies
    below zero) refuses, with its figures, unless ``force``. The refusal goes to the desk log and,
    when the candidate already has a record (the comparison may have registered it), to that
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 CANDIDATE_SLUG = "candidate"
 MANIFEST_FILE = "manifest.json"
 MAX_REFUSALS_KEPT = 20
+POLICY_KEY = "promotion_policy.{code}"  # in the desk's meta table: JSON of a PromotionPolicy
 # A manifest's top-level entries up to this size are copied into the lineage (options, seed, metrics,
 # versions); larger ones (example ids per split) are named, and the whole file is kept by its sha256.
 MAX_MANIFEST_FIELD_BYTES = 16 * 1024
@@ -107,7 +109,7 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
     the rounds are unchanged.
     """
     progress = progress or Progress()
-    actor = check_promotable(desk, model_dir, actor_id)
+    actor = check_promotable(desk, model_dir, actor_id, task_code=task_code)
     rounds = desk.tasks.rounds(task_code)
     current = rounds[-1] if rounds else None
     open_round = current if current is not None and current.status == RoundStatus.OPEN else None
@@ -167,18 +169,66 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
                      desk.models.round_models(new.id), onnx, note, bool(refused_lines), lineage)
 
 
-def check_promotable(desk: Desk, model_dir: Path, actor_id: uuid.UUID | None = None) -> Person:
+def check_promotable(desk: Desk, model_dir: Path, actor_id: uuid.UUID | None = None, *,
+                     task_code: str | None = None) -> Person:
     """The person promoting, when they may promote ``model_dir``; checked before any costly work (comparing,
-    exporting). Raises ``PromotionError`` for an annotator or for a folder that is not a trained candidate."""
-    actor = desk.people.get(actor_id) if actor_id is not None else desk.current_person()
-    if actor.role not in (Role.LEAD, Role.OWNER):
-        raise PromotionError(f"Only leads and owners can promote a model; {actor.display_name} is an {actor.role}.")
+    exporting). Raises ``PromotionError`` for someone who may not promote (``check_promoter``) or for a
+    folder that is not a trained candidate. Without ``task_code`` only the role is checked (an early
+    check); ``promote_candidate`` always checks with the task."""
+    actor = check_promoter(desk, task_code, actor_id)
     if not is_trained_part(Path(model_dir).expanduser()):
         raise PromotionError(
             f"{model_dir} is not a trained candidate: it lacks the files `dynadesk train --out DIR` writes "
             "(the trained part and its description). Point --model at that folder, or register another "
             "model with `dynadesk models add` and open a round with `dynadesk rounds open`.")
     return actor
+
+
+def check_promoter(desk: Desk, task_code: str | None, actor_id: uuid.UUID | None = None) -> Person:
+    """The rule (the server applies the same one to a published round): an owner always promotes; a lead
+    only when the task's policy lets leads promote (``promotion_policy``); an annotator never."""
+    actor = desk.people.get(actor_id) if actor_id is not None else desk.current_person()
+    if actor.role not in (Role.LEAD, Role.OWNER):
+        raise PromotionError(f"Only owners (and leads, where the task's owner allows it) can promote a model; "
+                             f"{actor.display_name} is an {actor.role}.")
+    if actor.role == Role.LEAD and task_code is not None and not promotion_policy(desk, task_code).leads_may_promote:
+        raise PromotionError(
+            f"Only the owner promotes a candidate to the next round of {task_code}: the task does not let leads "
+            f"promote. Propose it to the owner instead (`dynadesk rounds propose --task {task_code} --model DIR`), "
+            f"or ask the owner to allow it (`dynadesk rounds policy --task {task_code} --leads-may-promote yes`).")
+    return actor
+
+
+@dataclass(frozen=True)
+class PromotionPolicy:
+    """Who may promote a task's candidates, as the owner set it on the server (pulled at each sync) or,
+    on a desk without a server, on this desk."""
+
+    task_code: str
+    leads_may_promote: bool = False
+    set_by: str | None = None
+    set_at: str | None = None  # ISO time
+
+
+def promotion_policy(desk: Desk, task_code: str) -> PromotionPolicy:
+    value = desk.db.get_meta(POLICY_KEY.format(code=task_code))
+    if not value:
+        return PromotionPolicy(task_code)
+    try:
+        data = json.loads(value)
+        return PromotionPolicy(task_code, bool(data.get("leads_may_promote")), data.get("set_by"), data.get("set_at"))
+    except (ValueError, AttributeError):
+        log.warning("the promotion policy of %s on this desk is unreadable; leads may not promote", task_code)
+        return PromotionPolicy(task_code)
+
+
+def store_promotion_policy(desk: Desk, policy: PromotionPolicy) -> None:
+    from app.core.storage.models import Meta
+
+    value = json.dumps({"leads_may_promote": policy.leads_may_promote, "set_by": policy.set_by,
+                        "set_at": policy.set_at})
+    with desk.db.write() as session:
+        session.merge(Meta(key=POLICY_KEY.format(code=policy.task_code), value=value))
 
 
 def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Progress) -> tuple[ModelRecord, bool, str]:
@@ -321,5 +371,5 @@ def promotion_lineage(record: ModelRecord) -> Mapping[str, Any] | None:
     return lineage if isinstance(lineage, dict) else None
 
 
-__all__ = ["Promotion", "PromotionError", "PromotionRefused", "check_promotable",
-           "promote_candidate", "promotion_lineage"]
+__all__ = ["Promotion", "PromotionError", "PromotionPolicy", "PromotionRefused", "check_promotable", "check_promoter",
+           "promote_candidate", "promotion_lineage", "promotion_policy", "store_promotion_policy"]

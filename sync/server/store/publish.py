@@ -45,6 +45,8 @@ class _Publish(Batch):
             return self.result(i, r, "rejected", reason=f"the definition's code is '{definition.code}', not '{r.code}'")
         data, fingerprint = definition.model_dump(mode="json"), definition.fingerprint()
         task = self.task(r.code)
+        if task is None and self.me.role != Role.OWNER.value:
+            return self.result(i, r, "rejected", reason="only owners publish a new task")
         if task is None:
             taken = self.session.get(Task, r.id) is not None
             task = Task(id=uuid.uuid4() if taken else r.id, code=r.code, name=r.name, definition=data,
@@ -55,6 +57,8 @@ class _Publish(Batch):
             return self.result(i, r, "stored", revision=1)
         if (task.name, task.fingerprint) == (r.name, fingerprint):
             return self.result(i, r, "already_stored", revision=task.revision)
+        if self.me.role != Role.OWNER.value:
+            return self.result(i, r, "rejected", reason="only owners change a task's name or definition")
         task.name, task.definition, task.fingerprint = r.name, data, fingerprint
         self._definitions.pop(task.id, None)
         self._bump(task, "task", i, r)
@@ -144,8 +148,26 @@ def _portable(provenance: dict[str, Any]) -> dict[str, Any]:
 
 def publish(db: ServerDatabase, me: Person, records: Sequence, blob_exists,
             now: datetime | None = None) -> list[RecordResult]:
-    if me.role != Role.OWNER.value:
+    """Owners publish anything; a lead publishes the rounds (their target models and contexts) of tasks
+    whose policy lets leads promote, and no change to a task itself (``store.proposals``)."""
+    if me.role == Role.LEAD.value:
+        _check_lead_may_publish(db, records)
+    elif me.role != Role.OWNER.value:
         raise Forbidden("Only owners publish tasks, rounds, contexts and target models.")
     now = now or utcnow()
     return db.write_retrying(
         lambda session: _Publish(session, me, [None] * len(records), now=now).run(records, blob_exists))
+
+
+def _check_lead_may_publish(db: ServerDatabase, records: Sequence) -> None:
+    from sync.server.store.proposals import leads_may_publish
+
+    codes = {r.code if r.record == "task" else r.task for r in records}
+    if None in codes:
+        raise Forbidden("A lead publishes only records of a task (a model record names its task).")
+    with db.read() as session:
+        refused = leads_may_publish(session, codes)
+    if refused:
+        raise Forbidden(f"Only owners publish rounds of {', '.join(repr(c) for c in refused)}: the task does not let "
+                        "leads promote. Propose the candidate to the owner (`dynadesk rounds propose`), or ask the "
+                        "owner to allow it (`dynadesk rounds policy --task T --leads-may-promote yes`).")

@@ -1,0 +1,180 @@
+"""Connects the Proposals dialog to ``sync.proposals``: listing and declining run on the sync worker (network
+only, beside a sync, never on the database worker that serves editing); promoting downloads, compares,
+exports and publishes, so it runs as a job of the one inference service, with progress and Cancel."""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QObject, Signal
+
+from app.core.domain import Role
+from app.core.errors import DynadeskError
+from app.gui.worker import SerialWorker
+from app.views.proposals_build import promoted_message, proposals_view, refusal_view
+from widgets.proposals_dialog import ProposalsDialog
+
+log = logging.getLogger(__name__)
+
+
+class ProposalsController(QObject):
+    rounds_changed = Signal(str)  # task code: a promotion opened a round
+
+    def __init__(self, desk, db: SerialWorker, net: SerialWorker, inference, show_error, parent=None, *,
+                 tokens=None, client_options: dict | None = None):
+        super().__init__(parent)
+        from sync.tokens import TokenStore
+
+        self.desk = desk
+        self.db = db
+        self.net = net
+        self.inference = inference
+        self.show_error = show_error
+        self.tokens = tokens or TokenStore(desk.root)
+        self.client_options = client_options or {}
+        self.dialog: ProposalsDialog | None = None
+        self.job_id: int | None = None
+        self._task_code = ""
+        self._task_name = ""
+        self._role = Role.ANNOTATOR
+        inference.job_progress.connect(self._progress)
+        inference.job_message.connect(self._message)
+        inference.job_done.connect(self._done)
+        inference.failed.connect(self._job_failed)
+
+    def open_dialog(self, task_code: str, parent) -> None:
+        desk = self.desk
+
+        def read():
+            return desk.tasks.definition_by_code(task_code), desk.current_person()
+
+        self.db.submit(read, on_done=lambda found: self._open(task_code, parent, *found), on_error=self.show_error)
+
+    def _open(self, task_code: str, parent, definition, person) -> ProposalsDialog:
+        self._task_code, self._task_name, self._role = task_code, definition.name, Role(person.role)
+        self.dialog = dialog = ProposalsDialog(definition.name, parent)
+        dialog.refresh_requested.connect(self.refresh)
+        dialog.promote_requested.connect(self.promote)
+        dialog.decline_requested.connect(self.decline)
+        dialog.cancel_requested.connect(self.cancel)
+        dialog.open()
+        self.refresh()
+        return dialog
+
+    def _client(self):
+        from sync.client import new_client
+
+        return new_client(self.desk, self.tokens, **self.client_options)
+
+    def refresh(self, select_id: str | None = None, message: str = "", ok: bool = False) -> None:
+        from sync.proposals import list_proposals
+
+        desk, code, role, name = self.desk, self._task_code, self._role, self._task_name
+
+        def load():
+            with self._client() as client:
+                return proposals_view(list_proposals(desk, client, code), role, name)
+
+        def show(view) -> None:
+            if self.dialog is not None:
+                self.dialog.show_proposals(view, select_id)
+                if message:
+                    self.dialog.show_message(message, ok=ok)
+                elif view.rows:
+                    self.dialog.show_message(f"{len(view.rows)} proposal(s).")
+
+        if self.dialog is not None and not message:
+            self.dialog.show_message("Reading the proposals from the server…")
+        self.net.submit(load, on_done=show, on_error=self._failed)
+
+    def decline(self, proposal_id: str, reason: str) -> None:
+        from sync.proposals import decline_proposal
+
+        def run():
+            with self._client() as client:
+                return decline_proposal(client, proposal_id, reason)
+
+        self.net.submit(run, on_done=lambda s: self.refresh(proposal_id, f"Declined {s.name} by {s.proposer}.", True),
+                        on_error=self._failed)
+
+    def promote(self, proposal_id: str, with_current: bool, force: bool) -> None:
+        from sync.proposals import promote_proposal
+        from sync.transport import SyncHandle
+
+        if self.job_id is not None:
+            return
+        desk = self.desk
+
+        class Linked(SyncHandle):
+            """Cancel stops a download as well as the model work."""
+
+            def check(self) -> None:
+                self.progress_handle.check()
+                super().check()
+
+        def run(progress):
+            handle = Linked(on_progress=lambda _phase, done, total: progress.report(done, total))
+            handle.progress_handle = progress
+            with self._client() as client:
+                return promote_proposal(desk, client, proposal_id, with_current=with_current, force=force,
+                                        progress=progress, handle=handle)
+
+        self._promoting = proposal_id
+        if self.dialog is not None:
+            self.dialog.set_busy(True, "Promoting: downloading and checking the files, comparing, exporting, "
+                                       "publishing…" + (" (over the comparison: recorded)" if force else ""))
+        self.job_id = self.inference.run_job(run)
+
+    def cancel(self) -> None:
+        if self.job_id is not None:
+            self.inference.cancel_job(self.job_id)
+            if self.dialog is not None:
+                self.dialog.show_message("Cancelling after the current step…")
+
+    def _progress(self, request_id: int, done: int, total: int) -> None:
+        if request_id == self.job_id and self.dialog is not None:
+            self.dialog.set_progress(done, total)
+
+    def _message(self, request_id: int, text: str) -> None:
+        if request_id == self.job_id and self.dialog is not None:
+            self.dialog.show_message(text)
+
+    def _done(self, request_id: int, outcome) -> None:
+        if request_id != self.job_id:
+            return
+        self.job_id = None
+        if self.dialog is not None:
+            self.dialog.set_busy(False)
+        self.rounds_changed.emit(self._task_code)
+        self.refresh(str(outcome.proposal.id), promoted_message(outcome), ok=True)
+
+    def _job_failed(self, failure) -> None:
+        from app.core.services.promotion import PromotionRefused
+
+        if failure.operation != "job" or failure.request_id != self.job_id:
+            return
+        self.job_id = None
+        if self.dialog is None:
+            return
+        self.dialog.set_busy(False)
+        if failure.cancelled:
+            self.dialog.show_message("Cancelled; no round changed.")
+        elif isinstance(failure.error, PromotionRefused):
+            self.dialog.offer_override(refusal_view(self._promoting, failure.message))
+        else:
+            self._failed(failure.error)
+
+    def _failed(self, error: BaseException) -> None:
+        from sync.transport import Offline
+
+        if self.dialog is None or not self.dialog.isVisible():
+            self.show_error(error)
+            return
+        if isinstance(error, Offline):
+            self.dialog.show_message(f"{error} Proposals live on the server: nothing changed here; try again "
+                                     "when it can be reached.", error=True)
+        elif isinstance(error, DynadeskError):
+            self.dialog.show_message(str(error), error=True)
+        else:
+            log.error("proposals: %s", error, exc_info=error)
+            self.show_error(error)

@@ -1,0 +1,100 @@
+"""Builds the Proposals dialog's view-models (``app.views.proposals``) from ``sync.proposals`` summaries:
+pure functions, Qt-free, tested in tests/views/test_proposals.py."""
+
+from __future__ import annotations
+
+from app.core.domain import Role
+from app.core.formatting import pct
+from app.core.services.comparison import METRIC_NAMES, Difference, signed_points
+from app.views.proposals import FigureRow, ProposalDetail, ProposalRow, ProposalsView, RefusalView
+from sync.proposals import ProposalListing, ProposalPromotion, ProposalSummary
+
+
+def _tone(d: Difference) -> str:
+    if d.high is not None and d.high < 0:
+        return "worse"
+    if d.low is not None and d.low > 0:
+        return "better"
+    return ""
+
+
+def figure_row(d: Difference) -> FigureRow:
+    empty = d.items == 0 or d.difference is None
+    return FigureRow(split=d.split, metric=METRIC_NAMES.get(d.metric, d.metric),
+                     current="-" if empty else pct(d.current), candidate="-" if empty else pct(d.candidate),
+                     difference="-" if empty else signed_points(d.difference),
+                     interval="-" if empty else f"[{signed_points(d.low)}, {signed_points(d.high)}]",
+                     items=d.items, tone="" if empty else _tone(d))
+
+
+def _headline(p: ProposalSummary) -> tuple[str, str]:
+    accuracy = next((d for d in p.headline() if d.metric == "accuracy"), None)
+    if accuracy is None or accuracy.difference is None:
+        return "no comparison", ""
+    where = "held-out" if accuracy.split == "held-out" else accuracy.split
+    return (f"{signed_points(accuracy.difference)} [{signed_points(accuracy.low)}, {signed_points(accuracy.high)}] "
+            f"({where}, n={accuracy.items})", _tone(accuracy))
+
+
+def _state(p: ProposalSummary) -> str:
+    if p.state == "promoted":
+        return f"promoted (round {p.promoted_round})" + (", forced" if p.forced else "")
+    return p.state
+
+
+def _verdict(p: ProposalSummary) -> str:
+    if p.pooled is None:
+        return "Proposed without a comparison report: the owner's desk compares it before promoting."
+    if p.worse:
+        return "Worse than the current target on the held-out splits taken together."
+    if not p.pooled.items:
+        return "No held-out example on the proposer's desk; the other splits below decide."
+    if p.pooled.low is not None and p.pooled.low > 0:
+        return "Better than the current target on the held-out splits taken together."
+    return "No clear difference from the current target on the held-out splits taken together."
+
+
+def proposal_detail(p: ProposalSummary) -> ProposalDetail:
+    facts = [f"Proposed by {p.proposer} (team {p.team}) on {p.created_at:%Y-%m-%d %H:%M} UTC",
+             "Trained on rounds " + (", ".join(map(str, p.rounds_trained_on)) or "(not stated)")
+             + (f"; compared with round {p.compared_with_round}'s target" if p.compared_with_round else ""),
+             f"{p.files} files, {p.size / 1e6:.1f} MB"]
+    if p.note:
+        facts.append(f"Note: {p.note}")
+    if p.decided_by:
+        when = f" on {p.decided_at:%Y-%m-%d %H:%M} UTC" if p.decided_at else ""
+        facts.append(f"{_state(p).capitalize()} by {p.decided_by}{when}" + (f": {p.reason}" if p.reason else ""))
+    elif p.state == "superseded" and p.reason:
+        facts.append(f"Superseded: {p.reason}")
+    return ProposalDetail(id=str(p.id), title=p.name, facts=tuple(facts), verdict=_verdict(p),
+                          figures=tuple(figure_row(d) for d in p.differences), is_open=p.state == "open")
+
+
+def proposals_view(listing: ProposalListing, role: Role, task_name: str) -> ProposalsView:
+    rows, details = [], []
+    for p in listing.proposals:
+        headline, tone = _headline(p)
+        rows.append(ProposalRow(id=str(p.id), who=p.proposer, when=f"{p.created_at:%Y-%m-%d %H:%M}",
+                                rounds=", ".join(map(str, p.rounds_trained_on)) or "-", headline=headline,
+                                state=_state(p), tone=tone, is_open=p.state == "open"))
+        details.append(proposal_detail(p))
+    may = role == Role.OWNER or (role == Role.LEAD and listing.leads_may_promote)
+    if role == Role.OWNER:
+        note = "You own this task: promote a proposal to open the next round with it, or decline it."
+    elif may:
+        note = "The owner lets leads promote this task's candidates."
+    else:
+        note = "Only the owner promotes this task's candidates; you can follow your team's proposals here."
+    return ProposalsView(task=task_name, rows=tuple(rows), details=tuple(details), may_decide=may, policy_note=note)
+
+
+def promoted_message(outcome: ProposalPromotion) -> str:
+    first = (outcome.promotion.targets[0].name if outcome.promotion is not None and outcome.promotion.targets
+             else outcome.proposal.name)
+    forced = " (promoted over a worse comparison; recorded)" if outcome.proposal.forced else ""
+    return (f"Round {outcome.round_number} is open with {first} as its target{forced}, published to the team. "
+            f"{outcome.comparison_note}")
+
+
+def refusal_view(proposal_id: str, message: str) -> RefusalView:
+    return RefusalView(proposal_id, message)

@@ -1,0 +1,108 @@
+"""Proposals and task policies on the wire: a lead's trained candidate for a task, offered to the owner
+with its files (by sha256), its manifest and its comparison report; and the owner's "leads may promote".
+
+A proposal's files are uploaded first as blobs (``PUT /v1/blobs/{sha256}``, as a published model's
+are); the proposal names them. Its key figures (the comparison's differences with their intervals)
+travel in the proposal itself, so a list of proposals needs no download; the whole report travels
+as a blob.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, Field, StringConstraints, field_validator
+
+from sync.protocol import Code, Count, Hex64, Name, Short, Strict, Team
+
+# A file of a trained candidate folder, relative to it: plain names in at most three sub-folders.
+PartFileName = Annotated[str, StringConstraints(
+    pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}(/[A-Za-z0-9][A-Za-z0-9._-]{0,199}){0,3}$")]
+MAX_PROPOSAL_FILES = 200
+MAX_FIGURES_BYTES = 64 * 1024
+PROPOSAL_STATES = ("open", "promoted", "declined", "superseded")
+ProposalState = Literal["open", "promoted", "declined", "superseded"]
+
+
+class ProposalFile(Strict):
+    name: PartFileName
+    sha256: Hex64
+    size: Annotated[int, Field(ge=0, le=8 * 1024**3)]
+
+
+class ProposalCreate(Strict):
+    """What a lead's desk sends after uploading the files. ``id`` is made on the desk: sending the
+    same proposal again returns the one stored."""
+
+    id: uuid.UUID
+    name: Name
+    rounds_trained_on: list[Annotated[int, Field(ge=1, le=10**6)]] = Field(default_factory=list, max_length=1000)
+    compared_with_round: Annotated[int, Field(ge=1, le=10**6)] | None = None
+    files: list[ProposalFile] = Field(min_length=1, max_length=MAX_PROPOSAL_FILES)
+    files_sha256: Hex64  # manifest_sha256 of (name, sha256): the list arrived as it was sent
+    comparison: ProposalFile | None = None  # the comparison report (JSON), a blob
+    figures: dict[str, Any] = Field(default_factory=dict)  # the report's key figures (see sync.proposals)
+    note: Short | None = None
+
+    @field_validator("figures")
+    @classmethod
+    def _small(cls, value: dict[str, Any]) -> dict[str, Any]:
+        size = len(json.dumps(value, default=str).encode("utf-8"))
+        if size > MAX_FIGURES_BYTES:
+            raise ValueError(f"the key figures take {size} bytes; at most {MAX_FIGURES_BYTES} fit (the whole "
+                             "report travels as a file)")
+        return value
+
+
+class ProposalDecision(Strict):
+    state: Literal["promoted", "declined"]
+    reason: Short | None = None
+    round_number: Annotated[int, Field(ge=1, le=10**6)] | None = None  # the round it became the target of
+    forced: bool = False  # promoted over a comparison that found it worse
+
+
+class ProposalWire(Strict):
+    id: uuid.UUID
+    task: Code
+    team: Team
+    proposer_id: uuid.UUID
+    proposer: str
+    created_at: AwareDatetime
+    name: Name
+    rounds_trained_on: list[int]
+    compared_with_round: int | None
+    files: list[ProposalFile]
+    files_sha256: Hex64
+    comparison: ProposalFile | None
+    figures: dict[str, Any]
+    note: str | None
+    state: ProposalState
+    decided_by: str | None = None
+    decided_at: AwareDatetime | None = None
+    reason: str | None = None
+    promoted_round: int | None = None
+    forced: bool = False
+    size: Count = 0  # bytes of all its files
+
+
+class ProposalList(Strict):
+    task: Code
+    proposals: list[ProposalWire]
+    leads_may_promote: bool
+
+
+class TaskPolicyUpdate(Strict):
+    leads_may_promote: bool
+
+
+class TaskPolicyWire(Strict):
+    task: Code
+    leads_may_promote: bool
+    set_by: str | None = None
+    set_at: AwareDatetime | None = None
+
+
+class TaskPolicies(Strict):
+    policies: list[TaskPolicyWire]

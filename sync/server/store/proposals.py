@@ -1,0 +1,232 @@
+"""Proposals and task policies on the server. The server decides who may do what, from the token's
+person and the task's policy; nothing a desk says about its own role counts.
+
+- A lead (for their team) or an owner proposes a candidate; its files must already be stored as blobs.
+- Leads see their team's proposals of a task, owners every team's; annotators none.
+- An owner promotes or declines a proposal; a lead may promote (or decline) only when the task's
+  policy lets leads promote. Promoting one proposal supersedes the task's other open proposals (they
+  were compared with a target that is no longer current); a lead's new proposal supersedes their
+  own earlier open ones for the task.
+- Publishing a round (``store.publish``) follows the same rule: owners, or leads of a task whose
+  policy lets them (``leads_may_publish``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Callable, Iterable
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.core.domain import Role, utcnow
+from app.core.errors import DynadeskError
+from sync.proposal_wire import (
+    ProposalCreate,
+    ProposalDecision,
+    ProposalFile,
+    ProposalList,
+    ProposalWire,
+    TaskPolicyWire,
+)
+from sync.protocol import manifest_sha256
+from sync.server.db import ServerDatabase
+from sync.server.models import Person, Proposal, Task, TaskPolicy
+from sync.server.store.rules import LEADS, Forbidden
+
+
+class NotFound(DynadeskError):
+    """No such task or proposal (404)."""
+
+
+class Conflict(DynadeskError):
+    """The request does not fit the record's state (409), e.g. promoting a declined proposal."""
+
+
+class MissingFiles(DynadeskError):
+    """The proposal names files the server does not have (409): upload them first."""
+
+
+def _task(session: Session, code: str) -> Task:
+    task = session.scalar(select(Task).where(Task.code == code))
+    if task is None:
+        raise NotFound(f"There is no task '{code}' on this server; an owner publishes it first.")
+    return task
+
+
+def leads_may_promote(session: Session, task_id: uuid.UUID) -> bool:
+    return bool(session.scalar(select(TaskPolicy.leads_may_promote).where(TaskPolicy.task_id == task_id)))
+
+
+def may_promote(session: Session, me: Person, task: Task) -> bool:
+    """The one rule, on the server: owners always; leads when the task's policy lets them."""
+    return me.role == Role.OWNER.value or (me.role == Role.LEAD.value and leads_may_promote(session, task.id))
+
+
+def leads_may_publish(session: Session, codes: Iterable[str]) -> list[str]:
+    """Of ``codes``, the tasks whose policy does *not* let leads promote and publish rounds."""
+    wanted = set(codes)
+    allowed = set(session.scalars(select(Task.code).join(TaskPolicy, TaskPolicy.task_id == Task.id)
+                                  .where(Task.code.in_(wanted), TaskPolicy.leads_may_promote.is_(True))))
+    return sorted(wanted - allowed)
+
+
+def _names(session: Session, ids: Iterable[uuid.UUID | None]) -> dict[uuid.UUID, str]:
+    wanted = {i for i in ids if i is not None}
+    if not wanted:
+        return {}
+    return dict(session.execute(select(Person.id, Person.display_name).where(Person.id.in_(wanted))).all())
+
+
+def _wire(p: Proposal, task_code: str, names: dict[uuid.UUID, str]) -> ProposalWire:
+    files = [ProposalFile.model_validate(f) for f in p.files]
+    return ProposalWire(
+        id=p.id, task=task_code, team=p.team, proposer_id=p.proposer_id, proposer=names.get(p.proposer_id, "?"),
+        created_at=p.created_at, name=p.name, rounds_trained_on=list(p.rounds_trained_on),
+        compared_with_round=p.compared_with_round, files=files, files_sha256=p.files_sha256,
+        comparison=ProposalFile.model_validate(p.comparison) if p.comparison else None, figures=dict(p.figures),
+        note=p.note, state=p.state,
+        decided_by=names.get(p.decided_by_id) if p.decided_by_id else None, decided_at=p.decided_at,
+        reason=p.reason, promoted_round=p.promoted_round, forced=p.forced,
+        size=sum(f.size for f in files) + (p.comparison or {}).get("size", 0))
+
+
+def create_proposal(db: ServerDatabase, me: Person, task_code: str, request: ProposalCreate,
+                    blob_exists: Callable[[str, int | None], bool]) -> ProposalWire:
+    if me.role not in LEADS:
+        raise Forbidden(f"Only leads and owners propose a candidate; {me.display_name} is an {me.role}.")
+    if manifest_sha256((f.name, f.sha256) for f in request.files) != request.files_sha256:
+        raise DynadeskError("The proposal's file list does not add up to its files_sha256; it was changed on the "
+                            "way. Propose it again.")
+    if len({f.name for f in request.files}) != len(request.files):
+        raise DynadeskError("The proposal names a file twice.")
+    wanted = list(request.files) + ([request.comparison] if request.comparison else [])
+    missing = [f.name for f in wanted if not blob_exists(f.sha256, f.size)]
+    if missing:
+        raise MissingFiles(f"Upload the proposal's files first; the server lacks {', '.join(missing[:5])}.")
+
+    def write(session: Session) -> ProposalWire:
+        task = _task(session, task_code)
+        existing = session.get(Proposal, request.id)
+        if existing is not None:
+            if existing.proposer_id != me.id or existing.task_id != task.id:
+                raise Forbidden("A proposal with this id exists already, by someone else or for another task.")
+            return _wire(existing, task.code, _names(session, [existing.proposer_id, existing.decided_by_id]))
+        now = utcnow()
+        session.execute(update(Proposal).where(Proposal.task_id == task.id, Proposal.proposer_id == me.id,
+                                               Proposal.state == "open")
+                        .values(state="superseded", updated_at=now, reason="a newer proposal by the same lead"))
+        proposal = Proposal(
+            id=request.id, task_id=task.id, team=me.team, proposer_id=me.id, name=request.name,
+            rounds_trained_on=sorted(set(request.rounds_trained_on)), compared_with_round=request.compared_with_round,
+            files=[f.model_dump() for f in request.files], files_sha256=request.files_sha256,
+            comparison=request.comparison.model_dump() if request.comparison else None, figures=request.figures,
+            note=request.note, state="open", forced=False, created_at=now, updated_at=now, revision=1)
+        session.add(proposal)
+        session.flush()
+        return _wire(proposal, task.code, {me.id: me.display_name})
+
+    return db.write_retrying(write)
+
+
+def _visible(me: Person, proposal: Proposal) -> bool:
+    return me.role == Role.OWNER.value or (me.role == Role.LEAD.value and proposal.team == me.team)
+
+
+def list_proposals(db: ServerDatabase, me: Person, task_code: str) -> ProposalList:
+    if me.role not in LEADS:
+        raise Forbidden("Only leads and owners see proposals.")
+    with db.read() as session:
+        task = _task(session, task_code)
+        query = select(Proposal).where(Proposal.task_id == task.id).order_by(Proposal.created_at.desc())
+        if me.role != Role.OWNER.value:
+            query = query.where(Proposal.team == me.team)
+        rows = list(session.scalars(query))
+        names = _names(session, [i for p in rows for i in (p.proposer_id, p.decided_by_id)])
+        return ProposalList(task=task.code, proposals=[_wire(p, task.code, names) for p in rows],
+                            leads_may_promote=leads_may_promote(session, task.id))
+
+
+def get_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID) -> ProposalWire:
+    with db.read() as session:
+        proposal = session.get(Proposal, proposal_id)
+        if proposal is None or not _visible(me, proposal):
+            # the same answer whether it exists or not: a lead learns nothing of other teams' proposals
+            raise NotFound(f"There is no proposal {proposal_id} that you may see.")
+        task = session.get(Task, proposal.task_id)
+        assert task is not None  # a foreign key
+        return _wire(proposal, task.code, _names(session, [proposal.proposer_id, proposal.decided_by_id]))
+
+
+def decide_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID, decision: ProposalDecision,
+                    now: datetime | None = None) -> ProposalWire:
+    def write(session: Session) -> ProposalWire:
+        proposal = session.get(Proposal, proposal_id)
+        if proposal is None or not _visible(me, proposal):
+            raise NotFound(f"There is no proposal {proposal_id} that you may see.")
+        task = session.get(Task, proposal.task_id)
+        assert task is not None
+        if not may_promote(session, me, task):
+            raise Forbidden(f"Only the owner decides proposals for '{task.code}'"
+                            + ("; the task does not let leads promote (the owner can allow it with "
+                               f"`dynadesk rounds policy --task {task.code} --leads-may-promote yes`)."
+                               if me.role == Role.LEAD.value else "."))
+        if proposal.state == decision.state and (decision.state == "declined"
+                                                 or proposal.promoted_round == decision.round_number):
+            return _wire(proposal, task.code, _names(session, [proposal.proposer_id, proposal.decided_by_id]))
+        if proposal.state != "open":
+            raise Conflict(f"The proposal is {proposal.state} already; only an open proposal can be "
+                           f"{decision.state}.")
+        if decision.state == "promoted" and decision.round_number is None:
+            raise DynadeskError("Say which round the promoted candidate is the target of (round_number).")
+        when = now or utcnow()
+        proposal.state, proposal.decided_by_id, proposal.decided_at = decision.state, me.id, when
+        proposal.reason, proposal.forced = decision.reason, decision.forced if decision.state == "promoted" else False
+        proposal.promoted_round = decision.round_number if decision.state == "promoted" else None
+        proposal.updated_at, proposal.revision = when, proposal.revision + 1
+        if decision.state == "promoted":
+            session.execute(update(Proposal).where(Proposal.task_id == task.id, Proposal.state == "open",
+                                                   Proposal.id != proposal.id)
+                            .values(state="superseded", updated_at=when,
+                                    reason=f"proposal {proposal.id} became the target of round {decision.round_number}"))
+        session.flush()
+        return _wire(proposal, task.code, _names(session, [proposal.proposer_id, proposal.decided_by_id]))
+
+    return db.write_retrying(write)
+
+
+def _policy_wire(session: Session, task: Task, policy: TaskPolicy | None) -> TaskPolicyWire:
+    if policy is None:
+        return TaskPolicyWire(task=task.code, leads_may_promote=False)
+    return TaskPolicyWire(task=task.code, leads_may_promote=policy.leads_may_promote,
+                          set_by=_names(session, [policy.set_by_id]).get(policy.set_by_id), set_at=policy.updated_at)
+
+
+def set_policy(db: ServerDatabase, me: Person, task_code: str, leads_may_promote: bool) -> TaskPolicyWire:
+    if me.role != Role.OWNER.value:
+        raise Forbidden(f"Only owners set who may promote; {me.display_name} is a {me.role}.")
+
+    def write(session: Session) -> TaskPolicyWire:
+        task = _task(session, task_code)
+        policy = session.scalar(select(TaskPolicy).where(TaskPolicy.task_id == task.id))
+        now = utcnow()
+        if policy is None:
+            policy = TaskPolicy(task_id=task.id, leads_may_promote=leads_may_promote, set_by_id=me.id, created_at=now,
+                                updated_at=now, revision=1)
+            session.add(policy)
+        elif policy.leads_may_promote != leads_may_promote:
+            policy.leads_may_promote, policy.set_by_id = leads_may_promote, me.id
+            policy.updated_at, policy.revision = now, policy.revision + 1
+        session.flush()
+        return _policy_wire(session, task, policy)
+
+    return db.write_retrying(write)
+
+
+def policies(db: ServerDatabase) -> list[TaskPolicyWire]:
+    """Every task's policy (tasks without one: leads may not promote)."""
+    with db.read() as session:
+        held = {p.task_id: p for p in session.scalars(select(TaskPolicy))}
+        return [_policy_wire(session, task, held.get(task.id))
+                for task in session.scalars(select(Task).order_by(Task.code))]

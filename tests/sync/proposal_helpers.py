@@ -1,0 +1,88 @@
+"""Desks, candidates and the command line for the proposal tests: small real models (the hate-trigger
+fixture), a better candidate and a worse one made from it, and desks configured for a server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.core.desk import Desk
+from tests.model_fixtures import LABELS, write_trigger_csv
+from tests.sync.helpers import Account, prepare_desk
+
+TASK = "hate_speech"
+
+
+def part_of(hate_trigger_model_dir: Path) -> Path:
+    return hate_trigger_model_dir.parent.parent / "parts" / "hate-trigger"
+
+
+def candidate(hate_trigger_model_dir: Path, folder: Path, *, inverted: bool = False, nudge: float = 0.0,
+              rounds: list[int] | None = None) -> Path:
+    """A private copy of the trained part `dynadesk train` writes, with a manifest. ``inverted``: its labels
+    swapped (a real, much worse model); ``nudge``: its trained weights moved a little (another candidate
+    as good as the first)."""
+    shutil.copytree(part_of(hate_trigger_model_dir), folder)
+    description_path = folder / "dynadesk_model.json"
+    description = json.loads(description_path.read_text(encoding="utf-8"))
+    if inverted:
+        description["id2label"] = {"0": description["id2label"]["1"], "1": description["id2label"]["0"]}
+        description["name"] = "hate-trigger, labels swapped"
+    description_path.write_text(json.dumps(description), encoding="utf-8")
+    if nudge:
+        from safetensors.torch import load_file, save_file
+
+        weights = folder / "trained_part.safetensors"
+        tensors = load_file(str(weights))
+        first = sorted(tensors)[0]
+        tensors[first] = tensors[first] + nudge
+        save_file(tensors, str(weights))
+    manifest = {"format": "dynadesk-training-manifest", "task": TASK, "rounds": rounds or [1, 2], "seed": 3}
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return folder
+
+
+def inverted_model(hate_trigger_model_dir: Path, folder: Path) -> Path:
+    """The assembled hate-trigger model with its labels swapped: a loadable target that is mostly wrong."""
+    shutil.copytree(hate_trigger_model_dir, folder)
+    config_path = folder / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["id2label"] = {"0": config["id2label"]["1"], "1": config["id2label"]["0"]}
+    config["label2id"] = {name: int(i) for i, name in config["id2label"].items()}
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def base_test_csv(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_trigger_csv(folder / "base.csv", LABELS)
+
+
+def team_desk(path: Path, account: Account, url: str) -> Desk:
+    """A desk with ``account``'s profile, set up for the server at ``url`` as `dynadesk sync configure` does."""
+    from sync.tokens import TokenStore
+
+    desk = prepare_desk(path, account)
+    desk.settings.server_url = url
+    desk.save_settings()
+    TokenStore(desk.root).set(url, account.token)
+    return desk
+
+
+def cli(capsys, data_dir: Path, *args) -> tuple[int, str, str]:
+    """The command in-process, as a person types it: (exit status, stdout, stderr)."""
+    from app.cli import main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["--data-dir", str(data_dir), *[str(a) for a in args]])
+    out, err = capsys.readouterr()
+    return int(exit_.value.code or 0), out, err
+
+
+def rounds_state(desk: Desk) -> list[tuple]:
+    return [(r.number, r.status, r.revision, [m.sha256 for m in desk.models.round_models(r.id)])
+            for r in desk.tasks.rounds(TASK)]
