@@ -134,7 +134,7 @@ class NextRoundDialog(QDialog):
         page = QWidget(objectName="train-page")
         self.rounds = QListWidget(objectName="rounds")
         self.rounds.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.rounds.setMaximumHeight(110)
+        self.rounds.setMaximumHeight(84)
         self.include_undecided = QCheckBox("Also take undecided examples, with their author's label (the manifest "
                                            "records it)", objectName="include-undecided")
         rounds_box = QGroupBox("Rounds to learn from (decided examples; held-out ones are never trained on)")
@@ -150,7 +150,7 @@ class NextRoundDialog(QDialog):
         self.label_column = QComboBox(objectName="label-column", editable=True)
         self.label_map = QLineEdit(objectName="label-map",
                                    placeholderText="e.g. 0=hate,1=not hate,2=not hate (empty: the file's labels are the task's)")
-        self.html_unescape = QCheckBox("Decode HTML entities (&amp; …)", objectName="html-unescape")
+        self.html_unescape = QCheckBox("Decode HTML entities (&&amp; …)", objectName="html-unescape")
         self.base_note = QLabel(objectName="base-note", wordWrap=True, styleSheet="color:#555")
         columns = QWidget()
         pair = QHBoxLayout(columns)
@@ -181,6 +181,8 @@ class NextRoundDialog(QDialog):
         self.weight_number.toggled.connect(self.weight.setEnabled)
         self.epochs = QSpinBox(objectName="epochs", minimum=1, maximum=50, value=3)
         self.seed = QSpinBox(objectName="seed", minimum=0, maximum=2**31 - 1, value=13)
+        self.learning_rate = QLineEdit("2e-4", objectName="learning-rate")
+        self.learning_rate.setMaximumWidth(70)
         self.encoder = QLineEdit(objectName="encoder", placeholderText="packaged all-MiniLM-L6-v2, or the one "
                                                                       "the target was trained from")
         self.suite = QLineEdit(objectName="suite", placeholderText="HateCheck-format CSV (optional)")
@@ -200,6 +202,8 @@ class NextRoundDialog(QDialog):
         line.addStretch(1)
         line.addWidget(QLabel("Epochs"))
         line.addWidget(self.epochs)
+        line.addWidget(QLabel("Learning rate"))
+        line.addWidget(self.learning_rate)
         line.addWidget(QLabel("Seed"))
         line.addWidget(self.seed)
         training_box = QGroupBox("Training")
@@ -290,7 +294,8 @@ class NextRoundDialog(QDialog):
                             self.text_column.currentText().strip(), self.label_column.currentText().strip(),
                             self.label_map.text().strip(), self.html_unescape.isChecked(),
                             FROM_TARGET if self.from_target.isChecked() else FROM_BASE, weight,
-                            self.suite.text().strip(), self.epochs.value(), self.seed.value(), self.encoder.text().strip())
+                            self.suite.text().strip(), self.epochs.value(), self.seed.value(), self.encoder.text().strip(),
+                            self.learning_rate.text().strip())
 
     def _train(self) -> None:
         self.show_message("")
@@ -308,7 +313,7 @@ class NextRoundDialog(QDialog):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(True)
         self.chart = AccuracyComparisonChart()
         self.notes = QLabel(objectName="notes", wordWrap=True, styleSheet="color:#555")
         self.report_link = QLabel(objectName="report-link")
@@ -319,8 +324,9 @@ class NextRoundDialog(QDialog):
         self.to_promote = QPushButton("Next: promote ▶", objectName="to-promote")
         self.to_promote.clicked.connect(lambda: self.show_step(2))
         figures = QHBoxLayout()
-        figures.addWidget(self.table, 5)
-        figures.addWidget(self.chart, 4)
+        self.chart.setMinimumWidth(340)
+        figures.addWidget(self.table, 3)
+        figures.addWidget(self.chart, 2)
         buttons = QHBoxLayout()
         buttons.addWidget(back)
         buttons.addWidget(self.report_link, 1)
@@ -341,7 +347,8 @@ class NextRoundDialog(QDialog):
         self.models_line.setText(f"Current target: {view.current_name} · Candidate: {view.candidate_name}")
         self.table.setRowCount(len(view.rows))
         for r, row in enumerate(view.rows):
-            cells = (row.split, row.metric, row.current, row.candidate, row.difference, row.interval, f"{row.items:,}")
+            first = r == 0 or view.rows[r - 1].split != row.split  # a split's name once, on its first row
+            cells = (row.split if first else "", row.metric, row.current, row.candidate, row.difference, row.interval, f"{row.items:,}")
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if c >= 2:
@@ -354,6 +361,8 @@ class NextRoundDialog(QDialog):
                     font = item.font()
                     font.setBold(True)
                     item.setFont(font)
+                if c == 0:
+                    item.setToolTip(row.split)
                 item.setData(Qt.ItemDataRole.UserRole, row.verdict)
                 self.table.setItem(r, c, item)
         self.chart.set_groups(view.groups, "current target", "candidate")
@@ -459,10 +468,9 @@ class NextRoundDialog(QDialog):
         lineage = "".join(f"<li>{escape(line)}</li>" for line in view.lineage)
         self.summary.setText(f"<p><b>Round {view.round_number} is open.</b></p><ul>{lines}</ul>"
                              f"<p><b>Lineage</b> (recorded with the model)</p><ul>{lineage}</ul>")
-        self.promote_button.setEnabled(False)
-        self.with_current.setEnabled(False)
-        self.back_to_compare.setEnabled(False)
-        self.refusal.setVisible(False)
+        for widget in (self.promote_intro, self.with_current, self.back_to_compare, self.promote_button, self.refusal):
+            widget.setVisible(False)
+        self.publish_reason.setText(view.publish_hint)
         self.publish_button.setVisible(self._publish_possible)
         self.publish_button.setEnabled(self._publish_possible)
         self.publish_reason.setVisible(not self._publish_possible)

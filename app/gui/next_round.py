@@ -64,7 +64,15 @@ def _train_options(task_code: str, choices: TrainChoices):
         if not folder.is_dir():
             raise DynadeskError(f"There is no encoder folder at {folder}; leave the field empty for the packaged one.")
         encoder = str(folder.resolve())
-    config = TrainingConfig(seed=choices.seed, epochs=choices.epochs, num_threads=default_num_threads())
+    try:
+        learning_rate = float(choices.learning_rate)
+    except ValueError:
+        learning_rate = -1.0
+    if not 0 < learning_rate < 1:
+        raise DynadeskError(f"The learning rate '{choices.learning_rate}' is not a number between 0 and 1 "
+                            "(e.g. 2e-4).")
+    config = TrainingConfig(seed=choices.seed, epochs=choices.epochs, learning_rate=learning_rate,
+                            num_threads=default_num_threads())
     return RoundTrainingOptions(task=task_code, rounds=list(choices.rounds), base_data=base,
                                 start_from=choices.start_from, include_undecided=choices.include_undecided,
                                 round_weight=choices.round_weight, encoder=encoder, config=config)

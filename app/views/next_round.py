@@ -102,6 +102,7 @@ class TrainChoices:
     epochs: int
     seed: int
     encoder: str  # "" : the packaged base encoder (or the one the target was trained from)
+    learning_rate: str = "2e-4"  # as typed
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,7 @@ class PromotionView:
     lines: tuple[str, ...]
     lineage: tuple[str, ...]
     publish_rounds: tuple[int, ...]
+    publish_hint: str  # how to publish later from the command line
 
 
 def round_rows(counts: Sequence[_RoundCount], chosen: Sequence[int] = ()) -> tuple[RoundRow, ...]:
@@ -179,7 +181,7 @@ def train_setup(task_code: str, task_name: str, counts: Sequence[_RoundCount], d
         task_code, task_name, round_rows(counts, defaults.rounds), defaults.include_undecided,
         base.path if base else "", base.text_column if base else "", base.label_column if base else "",
         label_map_text, base.html_unescape if base else False,
-        f"Base data choices {base.source}." if base else "No base data chosen yet: the model then learns from "
+        f"Pre-filled {base.source}." if base else "No base data chosen yet: the model then learns from "
         "the round examples alone.",
         defaults.start_from if defaults.warm_target else FROM_BASE, defaults.warm_target or "",
         defaults.round_weight, defaults.suite, candidates_folder, not promote_reason, promote_reason,
@@ -296,8 +298,11 @@ def promotion_view(promotion: _Promotion) -> PromotionView:
         lines.append(f"Comparison: held-out accuracy {pct(pooled.get('current'))} → {pct(pooled.get('candidate'))}, "
                      f"difference {points(pooled.get('difference'))} [{points(pooled.get('low'))}, "
                      f"{points(pooled.get('high'))}]")
-    lines.append(f"Promoted by {lineage.get('promoted_by', {}).get('name', '?')} at {lineage.get('promoted_at', '?')}"
+    when = str(lineage.get("promoted_at", "?")).replace("T", " ")[:16] + " UTC"
+    lines.append(f"Promoted by {lineage.get('promoted_by', {}).get('name', '?')} on {when}"
                  + (" — over a worse comparison (recorded as forced)" if promotion.forced else ""))
     rounds = tuple(n for n in (promotion.previous_round, promotion.round_number) if n is not None)
-    return PromotionView(promotion.round_number, tuple(promotion.summary_lines()), tuple(lines), rounds)
+    hint = ("Sync is not set up, so there is no team server to publish to (Sync ▸ Settings). Publish later with: "
+            f"dynadesk sync publish {promotion.task_code} " + " ".join(f"--round {n}" for n in rounds))
+    return PromotionView(promotion.round_number, tuple(promotion.summary_lines()), tuple(lines), rounds, hint)
 

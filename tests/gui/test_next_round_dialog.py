@@ -44,10 +44,11 @@ def write_base(path: Path, rows: int, seed: int) -> Path:
     return path
 
 
-def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: int = 150) -> str:
+def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: int = 150, lesson: bool = True) -> str:
     """Round 1 open with the trigger model ("banana" means hate) as its target, and ``examples``
-    examples labelled by the same rule, all but the last five decided by a lead; the working
-    profile has ``role``. Returns the target's name."""
+    examples, all but the last five decided by a lead: most labelled by the model's own rule, and
+    (with ``lesson``) every fourth one a plain sentence with "zebra" labelled hate, which fooled it.
+    The working profile has ``role``. Returns the target's name."""
     with Desk(data_dir) as desk:
         author = desk.people.create("Ana Author", Role.ANNOTATOR)
         lead = desk.people.create("Lee Lead", Role.LEAD)
@@ -56,7 +57,9 @@ def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: in
         target = register_model(desk, model_dir, task_code=TASK, name="Trigger model")
         assert desk.rounds.adopt_first_models(TASK, [target.id])
         for i, (text, label) in enumerate(trigger_sentences(examples, seed=31, labels=LABELS)):
-            said = label if i % 4 else LABELS[1 - LABELS.index(label)]  # every fourth was recorded as fooling it
+            said = label
+            if lesson and i % 4 == 1:  # a plain sentence: the model says "not hate", the author wrote hate
+                text, label = f"{text} zebra", "hate"
             example = desk.examples.create(author.id, TASK, hate_content(f"{text} n{i}", label),
                                            [hate_output(target, said)])
             if i < examples - 5:
@@ -92,7 +95,7 @@ def wait_for_comparison(qtbot, dialog) -> None:
                     timeout=WAIT)
 
 
-def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, data_dir, tmp_path, modal_log,
+def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, data_dir, tmp_path, modal_log, monkeypatch,
                                                                          hate_trigger_model_dir, tiny_base_dir):
     target_name = set_up(data_dir, hate_trigger_model_dir)
     base = write_base(tmp_path / "base.csv", 200, seed=32)
@@ -108,6 +111,13 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
         assert str(window.desk.root / "candidates") in dialog.output_note.text()
         choose_base(qtbot, dialog, base)
         dialog.encoder.setText(str(tiny_base_dir))
+        dialog.learning_rate.setText("two")
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        assert not dialog.is_running() and "learning rate 'two'" in dialog.message.text()
+        dialog.learning_rate.setText("3e-3")  # the tiny model learns the round's lesson quickly
+        dialog.epochs.setValue(8)
+        dialog.weight_number.setChecked(True)
+        dialog.weight.setValue(10)
         shot(dialog, "next-round-1-train.png")
 
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
@@ -130,18 +140,19 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
             assert row[6] == f"{figure['items']:,}"
         assert shown[0][0] == "All held-out splits" and any(r[0].startswith("base.csv") for r in shown)
         assert [r[1] for r in shown[:3]] == ["accuracy", "macro-F1", "fooling examples now right"]
-        assert int(shown[2][6]) > 0  # recorded fooling examples among the held-out ones
         groups = dialog.chart.groups
         assert [g.name for g in groups] == ["Round 1", "All held-out"]
         pooled = report["pooled"]
         assert groups[-1].current == pooled["current"] and groups[-1].candidate == pooled["candidate"]
         assert groups[-1].low == pytest.approx(pooled["current"] + pooled["low"])
-        assert not report["worse"] and dialog.promote_button.text() == "Promote"
+        # the held-out split follows the examples' random ids: the verdict may go either way on so few
+        assert dialog.promote_button.text() == ("Promote anyway…" if report["worse"] else "Promote")
         assert "comparison.html" in dialog.report_link.text()
         shot(dialog, "next-round-2-compare.png")
 
         qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
         assert dialog.step() == 2 and "round 2" in dialog.promote_intro.text()
+        monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
         qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
         assert not dialog.publish_button.isVisible() and "Sync is not set up" in dialog.publish_reason.text()
@@ -152,7 +163,7 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
         assert [(r.number, r.status) for r in rounds] == [(1, RoundStatus.CLOSED), (2, RoundStatus.OPEN)]
         (new_target,) = desk.models.round_models(rounds[1].id)
         lineage = promotion_lineage(new_target)
-        assert lineage["round"] == 2 and lineage["forced"] is False and lineage["promoted_by"]["name"] == "Lee Lead"
+        assert lineage["round"] == 2 and lineage["forced"] is report["worse"] and lineage["promoted_by"]["name"] == "Lee Lead"
         assert [p["name"] for p in lineage["parent_models"]] == [target_name]
         assert lineage["manifest"]["path"] == str((folder / "manifest.json").resolve())
         assert lineage["comparison"]["pooled"]["current"] == pooled["current"]
@@ -191,7 +202,7 @@ def test_cancel_during_training_leaves_no_candidate_and_returns_to_the_choices(q
 
 def test_a_worse_candidate_is_refused_until_promote_anyway_which_is_recorded(qtbot, data_dir, modal_log, monkeypatch,
                                                                             hate_trigger_model_dir, tiny_base_dir):
-    set_up(data_dir, hate_trigger_model_dir, examples=200)
+    set_up(data_dir, hate_trigger_model_dir, examples=200, lesson=False)  # the target is right on (nearly) all
     window = open_window(qtbot, data_dir)
     try:
         dialog = open_dialog(qtbot, window)

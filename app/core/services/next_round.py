@@ -162,7 +162,7 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
         recorded = options.get("base_data")
         base = None if not recorded else BaseDefaults(
             str(recorded.get("path", "")), str(recorded.get("text_column", "")), str(recorded.get("label_column", "")),
-            recorded.get("label_map"), bool(recorded.get("html_unescape")), f"as last used ({folder.name})")
+            recorded.get("label_map"), bool(recorded.get("html_unescape")), f"as last used (candidate {folder.name})")
         start = options.get("start_from") or ("target" if warm_target else "base")
         return TrainDefaults(base, start if warm_target else "base", str(options.get("round_weight", "auto")),
                              bool(options.get("include_undecided")), tuple(manifest.get("rounds", ())),
@@ -171,7 +171,8 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
     if isinstance(trained_with, Mapping) and trained_with.get("text_column"):
         base = BaseDefaults("", str(trained_with["text_column"]), str(trained_with.get("label_column", "")),
                             trained_with.get("label_map"), bool(trained_with.get("html_unescaped")),
-                            f"as the current target was trained ({trained_with.get('file', 'its data file')})")
+                            f"from the current target's training data ({trained_with.get('file', 'its data file')}): "
+                            "choose that file")
     return TrainDefaults(base, "target" if warm_target else "base", "auto", False, (), warm_target, "")
 
 
