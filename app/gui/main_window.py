@@ -35,6 +35,7 @@ from app.gui.inference import InferenceService
 from app.gui.dashboard import dashboard_page
 from app.gui.evaluation import EvaluationController
 from app.gui.leaderboard import LeaderboardController
+from app.gui.next_round import NextRoundController
 from app.gui.menus import build_menus, example_actions, make_action, table_menu, window_actions
 from app.gui.pages import Menu, MenuAction, Page, Tab
 from app.gui.returned_work import ReturnedWork
@@ -182,6 +183,8 @@ class MainWindow(QMainWindow):
         self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),
                         shown=self._evaluation_shown))
 
+        self.next_round = NextRoundController(desk, self.db, self.inference, lambda: self.sync, self)
+        self.next_round.promoted.connect(lambda _promotion: self._task_chosen())  # Create follows the new round
         self._restore_settings()
         # The first read waits for the database worker (the GUI thread runs no query): the window opens on
         # its profile, task and rounds, before it is shown.
@@ -371,6 +374,7 @@ class MainWindow(QMainWindow):
             self.db.submit(self.desk.current_person, on_done=self._show_person, on_error=self.show_error)
             return
         self.person_label.setText(f"{person.display_name} · {person.role} ")
+        self.next_round.person_shown(person, self.named_actions["next-round"])
         self.returned_work.refresh()
 
     def open_profiles(self) -> None:
@@ -400,6 +404,9 @@ class MainWindow(QMainWindow):
     def open_proposals(self) -> None:
         if self._task_code:
             self.proposals.open_dialog(self._task_code, self)
+
+    def open_next_round(self) -> None:
+        self.next_round.open(self._task_code, self)
 
     def _read_start(self):
         """On the worker: the profile, the tasks, and the task the window opens on with its rounds."""

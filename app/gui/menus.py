@@ -65,6 +65,7 @@ def window_actions(window) -> tuple[MenuAction, ...]:
         MenuAction(Menu.VIEW, "Smaller text", lambda: window.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
                    "smaller-text"),
         MenuAction(Menu.ROUND, "Round &settings, models and contexts…", window.open_rounds, "Ctrl+Shift+R", "rounds"),
+        MenuAction(Menu.ROUND, "&Next round: train, compare, promote…", window.open_next_round, name="next-round"),
         MenuAction(Menu.PROFILE, "&Switch or create profile…", window.open_profiles, "Ctrl+Shift+P", "profiles"),
         MenuAction(Menu.HELP, "&Keyboard shortcuts", lambda: show_shortcuts(window), "F1", "shortcuts"),
         MenuAction(Menu.HELP, "&About Dynadesk", window.show_about),

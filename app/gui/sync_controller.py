@@ -117,6 +117,18 @@ class SyncController(QObject):
                 self._handle = self._client = None
             client.close()
 
+    def publish(self, task_code: str, rounds: list[int] | None, *, on_done, on_error) -> None:
+        """Publish a task's rounds and their target models (owners), on the sync worker: the client's
+        ``publish``, as ``dynadesk sync publish`` calls it; progress comes through ``progress``."""
+        def run():
+            from sync.client import new_client
+            from sync.transport import SyncHandle
+
+            with new_client(self.desk, self.tokens, **self.client_options) as client:
+                return client.publish(task_code, rounds, handle=SyncHandle(on_progress=self.progress.emit))
+
+        self.worker.submit(run, on_done=on_done, on_error=on_error)
+
     def _succeeded(self, report) -> None:
         self.running = False
         self.failures = 0

@@ -1,0 +1,198 @@
+"""What the Next round dialog needs from the desk before it trains: each round's count of examples
+a new model would learn from, the choices to start with (last use, else the current target's own
+training data), where candidates are written, and a CSV file's columns. Qt-free.
+
+The training itself is ``round_training.train_from_desk``, the comparison ``comparison.compare_candidate``
+and the promotion ``promotion.promote_candidate``; this module only prepares their inputs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple, cast
+
+from sqlalchemy import select
+
+from app.core.errors import DynadeskError
+from app.core.storage.models import Example, Round
+from app.core.tasks.splits import is_held_out
+
+CANDIDATES_FOLDER = "candidates"
+# _choose's reasons for leaving an example out that still count as "written in the round"
+_NOT_WRITTEN = ("draft", "retracted")
+
+
+@dataclass(frozen=True)
+class RoundCount:
+    """One round, and how many of its examples a new model would take."""
+
+    number: int
+    status: str
+    decided: int  # taken: decided, not flagged (their decided label)
+    held_out: int  # of those, on the held-out side (never trained on; compared on)
+    undecided: int  # taken only with "include undecided"
+    left_out: int  # submitted but never taken: flagged, imported and not named, unknown label
+
+
+@dataclass(frozen=True)
+class BaseDefaults:
+    """How to read base data, as last used or as the current target was trained on."""
+
+    path: str  # "" when only the columns are known (the file itself is not on this desk)
+    text_column: str
+    label_column: str
+    label_map: dict[str, str] | None
+    html_unescape: bool
+    source: str  # where these choices come from, for the user
+
+
+@dataclass(frozen=True)
+class TrainDefaults:
+    base: BaseDefaults | None
+    start_from: str  # "target" or "base"
+    round_weight: str  # "auto" or a number
+    include_undecided: bool
+    rounds: tuple[int, ...]  # the rounds chosen last time; () when never used
+    warm_target: str | None  # the current target a warm start would start from; None when none can
+    suite: str
+
+
+class _Row(NamedTuple):
+    """The columns of an example that decide whether it is taken (``training_data._choose`` reads these)."""
+
+    id: uuid.UUID
+    status: str
+    origin: dict[str, Any] | None
+    validation_state: str
+    decided_verdict: str | None
+    decided_label: str | None
+    flag_count: int
+    true_label: str | None
+    source: str | None
+    perturbation_of: uuid.UUID | None
+
+
+def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
+    """Every round of the task with its count of decided examples (held-out ones among them) and of
+    undecided ones, by the same rule training uses (``training_data._choose``)."""
+    from app.core.services.training_data import _choose
+
+    task = desk.tasks.task(task_code)
+    counts: dict[uuid.UUID, dict[str, int]] = {}
+    with desk.db.read() as session:
+        rounds = list(session.scalars(select(Round).where(Round.task_id == task.id).order_by(Round.number)))
+        for round_ in rounds:
+            counts[round_.id] = {"decided": 0, "held_out": 0, "undecided": 0, "left_out": 0}
+        columns = [getattr(Example, name) for name in _Row._fields]
+        for values in session.execute(select(Example.round_id, *columns).where(Example.task_id == task.id)):
+            row = _Row(*values[1:])
+            label, source = _choose(cast(Example, row), True, set())
+            tally = counts.get(values[0])
+            if tally is None:
+                continue
+            if label is None:
+                if source not in _NOT_WRITTEN:
+                    tally["left_out"] += 1
+            elif source == "undecided":
+                tally["undecided"] += 1
+            else:
+                tally["decided"] += 1
+                tally["held_out"] += is_held_out(row.id, row.perturbation_of)
+        return [RoundCount(r.number, str(r.status), **counts[r.id]) for r in rounds]
+
+
+def candidates_dir(root: Path) -> Path:
+    return Path(root) / CANDIDATES_FOLDER
+
+
+def new_candidate_dir(root: Path, task_code: str, now: datetime | None = None) -> Path:
+    """A folder that does not exist yet: <data>/candidates/<task>-<timestamp>[-n]."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    folder = candidates_dir(root) / f"{task_code}-{stamp}"
+    n = 1
+    while folder.exists():
+        n += 1
+        folder = candidates_dir(root) / f"{task_code}-{stamp}-{n}"
+    return folder
+
+
+def last_manifest(root: Path, task_code: str) -> tuple[Path, dict[str, Any]] | None:
+    """The newest candidate of the task trained on this desk (its folder and manifest), if any."""
+    from app.core.services.round_training import MANIFEST_FILE, read_manifest
+
+    folders = sorted(candidates_dir(root).glob(f"{task_code}-*/{MANIFEST_FILE}"),
+                     key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in folders:
+        try:
+            manifest = read_manifest(path)
+        except DynadeskError:
+            continue  # a damaged manifest is not a reason to stop; the next older one may do
+        if manifest.get("task") == task_code:
+            return path.parent, manifest
+    return None
+
+
+def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
+    """The choices the dialog starts with: those of the last candidate trained here for the task, else
+    the columns and label map the current target was trained with (its file name only: the file
+    itself may be elsewhere)."""
+    from app.core.services.round_training import current_targets, trained_folder
+    from local_models.errors import ModelError
+    from local_models.train_rounds import read_warm_start
+
+    warm_target, trained_with = None, None
+    for record in current_targets(desk, task_code):
+        folder = trained_folder(desk, record)
+        if folder is not None:
+            warm_target = record.name
+            try:
+                trained_with = read_warm_start(folder).description.get("training", {}).get("data")
+            except ModelError:
+                trained_with = None
+            break
+    last = last_manifest(desk.root, task_code)
+    if last is not None:
+        folder, manifest = last
+        options = manifest.get("options", {})
+        recorded = options.get("base_data")
+        base = None if not recorded else BaseDefaults(
+            str(recorded.get("path", "")), str(recorded.get("text_column", "")), str(recorded.get("label_column", "")),
+            recorded.get("label_map"), bool(recorded.get("html_unescape")), f"as last used (candidate {folder.name})")
+        start = options.get("start_from") or ("target" if warm_target else "base")
+        return TrainDefaults(base, start if warm_target else "base", str(options.get("round_weight", "auto")),
+                             bool(options.get("include_undecided")), tuple(manifest.get("rounds", ())),
+                             warm_target, "")
+    base = None
+    if isinstance(trained_with, Mapping) and trained_with.get("text_column"):
+        base = BaseDefaults("", str(trained_with["text_column"]), str(trained_with.get("label_column", "")),
+                            trained_with.get("label_map"), bool(trained_with.get("html_unescaped")),
+                            f"from the current target's training data ({trained_with.get('file', 'its data file')}): "
+                            "choose that file")
+    return TrainDefaults(base, "target" if warm_target else "base", "auto", False, (), warm_target, "")
+
+
+def csv_columns(path: Path) -> list[str]:
+    """The header of a CSV file (for the column pickers); a clear error when it has none."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DynadeskError(f"There is no file at {path}; choose the base data CSV file.")
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            head = handle.read(64 * 1024)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DynadeskError(f"{path.name} is not a readable UTF-8 CSV file ({exc}).") from exc
+    first = next(csv.reader(io.StringIO(head)), [])
+    columns = [c.strip() for c in first if c.strip()]
+    if not columns:
+        raise DynadeskError(f"{path.name} has no header row; its first line must name the columns.")
+    return columns
+
+
+def format_label_map(mapping: Mapping[str, str] | None) -> str:
+    """{"0": "hate", "1": "not hate"} -> "0=hate,1=not hate" (the form --label-map takes)."""
+    return ",".join(f"{k}={v}" for k, v in (mapping or {}).items())

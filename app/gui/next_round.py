@@ -1,0 +1,428 @@
+"""Round ▸ Next round…: the controller of the three-step dialog (widgets/next_round_dialog.py).
+
+Database reads and writes run on the desk's serial worker; training, the comparison and the model
+export run as jobs of the one inference service (its worker thread, like the Evaluate tab's jobs);
+publishing runs on the sync controller's worker through the client's ``publish`` (the code path of
+``dynadesk sync publish``). The GUI thread never waits on any of them.
+
+    controller = NextRoundController(desk, db, inference, lambda: sync_controller, window)
+    controller.person_shown(person, action)      # the menu entry: leads and owners only
+    controller.open(task_code, window)           # read (db) -> step 1
+    train -> compare (jobs) -> promote (db check, export job, db promote) -> promoted(Promotion) -> publish
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+
+from app.core.desk import Desk
+from app.core.domain import Role
+from app.core.errors import DynadeskError
+from app.gui.inference import InferenceFailure, InferenceService
+from app.gui.worker import SerialWorker
+from app.views.next_round import TrainChoices, comparison_view, promotion_view, step_progress, train_setup
+from widgets.next_round_dialog import NextRoundDialog
+
+log = logging.getLogger(__name__)
+PROMOTERS = (Role.LEAD, Role.OWNER)
+REPORT_FOLDER = "comparison"
+
+
+def _train_options(task_code: str, choices: TrainChoices):
+    """The training options the choices ask for; a DynadeskError says what is missing or wrong."""
+    from app.core.services.round_training import BaseDataOptions, RoundTrainingOptions
+    from local_models.engine import default_num_threads
+    from local_models.train import TrainingConfig, parse_label_map
+
+    if not choices.rounds:
+        raise DynadeskError("Choose at least one round to learn from.")
+    base = None
+    if choices.base_path:
+        path = Path(choices.base_path).expanduser()
+        if not path.is_file():
+            raise DynadeskError(f"There is no base data file at {path}; choose the CSV file, or clear the field "
+                                "to train on the round examples alone.")
+        if not choices.text_column or not choices.label_column:
+            raise DynadeskError("Name the base data's text column and label column.")
+        try:
+            label_map = parse_label_map(choices.label_map)
+        except ValueError as exc:
+            raise DynadeskError(f"The label map is not VALUE=LABEL pairs separated by commas: {exc}") from None
+        base = BaseDataOptions(str(path.resolve()), choices.text_column, choices.label_column, label_map,
+                               choices.html_unescape)
+    if choices.suite and not Path(choices.suite).expanduser().is_file():
+        raise DynadeskError(f"There is no suite file at {choices.suite}; choose a HateCheck-format CSV or clear the field.")
+    encoder = None
+    if choices.encoder:
+        folder = Path(choices.encoder).expanduser()
+        if not folder.is_dir():
+            raise DynadeskError(f"There is no encoder folder at {folder}; leave the field empty for the packaged one.")
+        encoder = str(folder.resolve())
+    try:
+        learning_rate = float(choices.learning_rate)
+    except ValueError:
+        learning_rate = -1.0
+    if not 0 < learning_rate < 1:
+        raise DynadeskError(f"The learning rate '{choices.learning_rate}' is not a number between 0 and 1 "
+                            "(e.g. 2e-4).")
+    config = TrainingConfig(seed=choices.seed, epochs=choices.epochs, learning_rate=learning_rate,
+                            num_threads=default_num_threads())
+    return RoundTrainingOptions(task=task_code, rounds=list(choices.rounds), base_data=base,
+                                start_from=choices.start_from, include_undecided=choices.include_undecided,
+                                round_weight=choices.round_weight, encoder=encoder, config=config)
+
+
+class NextRoundController(QObject):
+    promoted = Signal(object)  # Promotion: the task's rounds changed (the window follows them)
+    propose_requested = Signal(str, str)  # task code, candidate folder: a proposal to the owner (wired later)
+
+    def __init__(self, desk: Desk, db: SerialWorker, inference: InferenceService,
+                 sync: Callable[[], Any] = lambda: None, parent: QObject | None = None):
+        super().__init__(parent)
+        self.desk, self.db, self.inference, self.sync = desk, db, inference, sync
+        self.dialog: NextRoundDialog | None = None
+        self.task_code = ""
+        self.job_id: int | None = None
+        self.stage = ""  # the running job: "train", "compare" or "export"
+        self._after_job: Callable[[Any], None] | None = None
+        self.choices: TrainChoices | None = None
+        self.candidate_dir: Path | None = None
+        self.report = None  # the ComparisonReport of the candidate; None: promote without one (forced)
+        self.html: Path | None = None
+        self._text = ""
+        self._phase: tuple[int, float, int] = (0, 0.0, 0)  # total, start time, done at start
+        inference.job_progress.connect(self._progress)
+        inference.job_message.connect(self._message)
+        inference.job_done.connect(self._done)
+        inference.failed.connect(self._failed)
+
+    # The menu entry and opening -----------------------------------------------------------------
+    @staticmethod
+    def person_shown(person, action) -> None:
+        """Leads and owners see Round ▸ Next round…; an annotator does not."""
+        allowed = person is not None and person.role in PROMOTERS
+        action.setVisible(allowed)
+        action.setEnabled(allowed)
+
+    def open(self, task_code: str | None, parent) -> None:
+        if not task_code:
+            return
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.raise_()
+            self.dialog.activateWindow()
+            return
+        desk = self.desk
+
+        def read():
+            from app.core.services.next_round import candidates_dir, format_label_map, round_counts, train_defaults
+
+            person = desk.current_person()
+            if person.role not in PROMOTERS:
+                raise DynadeskError(f"Only leads and owners train the next round's target; {person.display_name} "
+                                    f"is an {person.role}.")
+            defaults = train_defaults(desk, task_code)
+            publish_reason = "" if desk.settings.server_url else (
+                f"Sync is not set up, so there is no team server to publish to (Sync ▸ Settings); publish later "
+                f"with: dynadesk sync publish {task_code} --round N")
+            return train_setup(task_code, desk.tasks.definition_by_code(task_code).name,
+                               round_counts(desk, task_code), defaults, str(candidates_dir(desk.root)),
+                               format_label_map(defaults.base.label_map if defaults.base else None),
+                               publish_reason=publish_reason)
+
+        self.db.submit(read, on_done=lambda setup: self._show(task_code, setup, parent), on_error=self._error)
+
+    def _show(self, task_code: str, setup, parent) -> None:
+        self.task_code = task_code
+        self.report, self.candidate_dir, self.html = None, None, None
+        self.dialog = dialog = NextRoundDialog(parent)
+        dialog.train_requested.connect(self.train)
+        dialog.cancel_requested.connect(self.cancel)
+        dialog.columns_requested.connect(self._columns)
+        dialog.report_requested.connect(self.open_report)
+        dialog.promote_requested.connect(self.promote)
+        dialog.publish_requested.connect(self.publish)
+        dialog.back_requested.connect(lambda: dialog.show_step(0))
+        dialog.propose_requested.connect(lambda: self.propose_requested.emit(self.task_code, str(self.candidate_dir)))
+        dialog.show_setup(setup)
+        if setup.base_path:
+            self._columns(setup.base_path)
+        dialog.open()
+
+    def _columns(self, path: str) -> None:
+        if self.dialog is None or not path:
+            return
+        from app.core.services.next_round import csv_columns
+
+        dialog = self.dialog
+        self.db.submit(lambda: tuple(csv_columns(Path(path))), on_done=dialog.set_columns,
+                       on_error=lambda exc: dialog.set_columns((), str(exc)))
+
+    # Step 1: train ------------------------------------------------------------------------------
+    def train(self, choices: TrainChoices) -> None:
+        from app.core.services.next_round import new_candidate_dir
+        from app.core.services.round_training import train_from_desk
+
+        dialog = self.dialog
+        if dialog is None or self.job_id is not None:
+            return
+        try:
+            options = _train_options(self.task_code, choices)
+        except DynadeskError as exc:
+            dialog.show_message(str(exc), error=True)
+            return
+        self.choices, self.report, self.html = choices, None, None
+        out = self.candidate_dir = new_candidate_dir(self.desk.root, self.task_code)
+        desk = self.desk
+        dialog.show_message(f"Training a candidate into {out} …")
+        self._run("train", "Training…", lambda progress: train_from_desk(desk, options, out, progress=progress),
+                  self._trained)
+
+    def _trained(self, manifest: dict) -> None:
+        from app.core.services.promotion import check_promotable
+
+        counts = manifest["data"]["summary"]["counts"]
+        parent = manifest["parent"]
+        started = "the current target" if parent["kind"] == "target" else "the base encoder"
+        test = (manifest.get("metrics") or {}).get("test") or {}
+        figure = f"; macro-F1 on its own test split {test['macro_f1']:.3f}" if "macro_f1" in test else ""
+        self._say(f"Trained on {counts['train']:,} round examples and {counts['base']:,} base rows ({counts['held_out']:,} "
+                  f"held out), from {started}{figure}. Written to {self.candidate_dir}.")
+        desk, folder = self.desk, self.candidate_dir
+
+        def allowed() -> str:
+            try:
+                check_promotable(desk, folder)
+            except DynadeskError as exc:
+                return str(exc)
+            return ""
+
+        self.db.submit(allowed, on_done=self._promote_allowed, on_error=self._error)
+        self.compare()
+
+    def _promote_allowed(self, reason: str) -> None:
+        if self.dialog is not None:
+            self.dialog.set_promote_allowed(reason)
+
+    # Step 2: compare ----------------------------------------------------------------------------
+    def compare(self) -> None:
+        from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
+        from local_models.train import parse_label_map
+
+        choices, folder, desk, code = self.choices, self.candidate_dir, self.desk, self.task_code
+        if choices is None or folder is None or self.dialog is None:
+            return
+        base_test = Path(choices.base_path) if choices.base_path else None
+        base_options = BaseTestOptions(choices.text_column, choices.label_column, parse_label_map(choices.label_map),
+                                       choices.html_unescape) if base_test else None
+        suite = Path(choices.suite) if choices.suite else None
+
+        def run(progress):
+            report = compare_candidate(desk, code, folder, base_test=base_test, base_options=base_options,
+                                       suite=suite, progress=progress)
+            _json, html = write_report(report, folder / REPORT_FOLDER)
+            return report, html
+
+        self._run("compare", "Comparing the candidate with the current target…", run, self._compared)
+
+    def _compared(self, result) -> None:
+        self.report, self.html = result
+        if self.dialog is None:
+            return
+        self.dialog.show_comparison(comparison_view(self.report.document, str(self.html)))
+        self.dialog.set_promote_intro(self._promote_intro())
+        self._say("Compared. The report is stored with the candidate.")
+
+    def _promote_intro(self) -> str:
+        document = self.report.document if self.report is not None else {}
+        number = (document.get("current") or {}).get("round")
+        now = f"round {number}" if number else "the open round"
+        nxt = f"round {number + 1}" if number else "the next round"
+        return (f"Promoting closes {now} of {self.task_code} and opens {nxt} with the candidate as its target. The "
+                f"candidate is exported to ONNX and parity-checked like the default model; its lineage (parent, "
+                f"manifest, comparison) is recorded. Candidate folder: {self.candidate_dir}")
+
+    def open_report(self) -> None:
+        if self.html is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.html)))
+
+    # Step 3: promote and publish ----------------------------------------------------------------
+    def promote(self, with_current: bool, force: bool) -> None:
+        from app.core.services.promotion import check_promotable
+
+        folder, desk = self.candidate_dir, self.desk
+        if self.dialog is None or folder is None or self.job_id is not None:
+            return
+        self.dialog.set_running(True, "Checking…")
+        self.db.submit(lambda: check_promotable(desk, folder), on_done=lambda person: self._export(
+            with_current, force, person.id), on_error=self._promotion_failed)
+
+    def _export(self, with_current: bool, force: bool, actor_id) -> None:
+        """The costly part (assembling, ONNX export, parity check) as a job; promote_candidate then finds it done."""
+        from app.core import paths
+        from app.core.services.promotion import CANDIDATE_SLUG
+        from local_models.default_model import prepare_default_model
+        from local_models.errors import ExportFailed
+
+        folder, cache = self.candidate_dir, paths.models_cache_dir(self.desk.root)
+
+        def prepare(progress) -> None:
+            try:
+                prepare_default_model(folder, cache, slug=CANDIDATE_SLUG, progress=progress)
+            except ExportFailed:
+                pass  # promote_candidate registers the PyTorch model then, and records why
+
+        self._run("export", "Exporting the candidate to ONNX and checking parity…", prepare,
+                  lambda _none: self._register(with_current, force, actor_id))
+
+    def _register(self, with_current: bool, force: bool, actor_id) -> None:
+        from app.core.services.promotion import promote_candidate
+
+        desk, code, folder, report = self.desk, self.task_code, self.candidate_dir, self.report
+        if self.dialog is not None:
+            self.dialog.set_running(True, "Registering the candidate and opening the next round…")
+
+        def run():
+            return promote_candidate(desk, code, folder, with_current=with_current, force=force,
+                                     comparison=report, actor_id=actor_id)
+
+        self.db.submit(run, on_done=self._promoted, on_error=self._promotion_failed)
+
+    def _promoted(self, promotion) -> None:
+        self.promoted.emit(promotion)
+        view = promotion_view(promotion)
+        self._published_rounds = view.publish_rounds
+        if self.dialog is None:
+            return
+        self.dialog.set_running(False)
+        self.dialog.show_promotion(view)
+        self._say(f"Round {promotion.round_number} of {promotion.task_code} is open with {promotion.candidate.name} "
+                  "as its target; the Create tab switches to it once the model answers.")
+
+    def _promotion_failed(self, error: BaseException) -> None:
+        if self.dialog is not None:
+            self.dialog.set_running(False)
+        self._error(error)
+
+    def publish(self) -> None:
+        sync = self.sync()
+        dialog = self.dialog
+        if dialog is None or sync is None or not self._published_rounds:
+            return
+        rounds = self._published_rounds
+        dialog.show_publish_result(f"Publishing round(s) {', '.join(map(str, rounds))} to the team server…")
+        dialog.publish_button.setEnabled(False)
+
+        def done(response) -> None:
+            counts = {status: response.count(status) for status in ("stored", "already_stored", "deferred", "rejected")}
+            text = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n)
+            problems = [f"{r.record} {r.id}: {r.status}: {r.reason or ''}" for r in response.results
+                        if r.status in ("deferred", "rejected")]
+            if self.dialog is not None:
+                self.dialog.show_publish_result(f"Published to the team server: {text or 'nothing new'}."
+                                                + (" " + "; ".join(problems[:3]) if problems else ""), bool(problems))
+
+        def failed(error: BaseException) -> None:
+            if self.dialog is not None:
+                self.dialog.show_publish_result(f"Publishing failed: {error}. Nothing is lost; publish again, or "
+                                                f"later with dynadesk sync publish {self.task_code}.", True)
+
+        sync.publish(self.task_code, list(rounds), on_done=done, on_error=failed)
+
+    _published_rounds: tuple[int, ...] = ()
+
+    # Jobs -------------------------------------------------------------------------------------------
+    def _run(self, stage: str, text: str, fn, then: Callable[[Any], None]) -> None:
+        self.stage, self._after_job, self._text = stage, then, text
+        self._phase = (0, time.monotonic(), 0)
+        if self.dialog is not None:
+            self.dialog.set_running(True, text)
+        self.job_id = self.inference.run_job(fn)
+
+    def cancel(self) -> None:
+        if self.job_id is not None:
+            self.inference.cancel_job(self.job_id)
+            self._say("Cancelling after the current step…")
+
+    def _progress(self, request_id: int, done: int, total: int) -> None:
+        if request_id != self.job_id or self.dialog is None:
+            return
+        now = time.monotonic()
+        phase_total, started, first = self._phase
+        if total != phase_total or done < first:  # a new stage of the work: its own rate
+            self._phase = phase_total, started, first = (total, now, done)
+        self.dialog.show_progress(step_progress(self._text, now - started, done - first, total - first))
+
+    def _message(self, request_id: int, text: str) -> None:
+        if request_id == self.job_id and self.dialog is not None:
+            self._text = text
+            self.dialog.step_text.setText(text)
+
+    def _done(self, request_id: int, result) -> None:
+        if request_id != self.job_id:
+            return
+        self.job_id = None
+        then, self._after_job = self._after_job, None
+        if self.dialog is not None:
+            self.dialog.set_running(False)
+        if then is not None:
+            then(result)
+
+    def _failed(self, failure: InferenceFailure) -> None:
+        if failure.operation != "job" or failure.request_id != self.job_id:
+            return
+        from app.core.services.comparison import NothingToCompare
+
+        self.job_id, self._after_job = None, None
+        dialog, stage = self.dialog, self.stage
+        if dialog is None:
+            return
+        dialog.set_running(False)
+        if stage == "train":
+            dialog.show_step(0)
+            if failure.cancelled:
+                left = self.candidate_dir is not None and self.candidate_dir.exists()
+                self._say("Training was cancelled; nothing was written." if not left else
+                          f"Training was cancelled; {self.candidate_dir} is left from before.")
+            else:
+                dialog.show_message(f"Training failed: {failure.message}", error=True)
+            self.candidate_dir = None
+        elif stage == "compare":
+            if isinstance(failure.error, NothingToCompare):
+                dialog.show_no_comparison(f"{failure.message} Promoting without a comparison needs “Promote anyway”.")
+                dialog.set_promote_intro(self._promote_intro())
+            elif failure.cancelled:
+                dialog.show_step(0)
+                self._say(f"The comparison was cancelled. The trained candidate stays in {self.candidate_dir}; "
+                          "train again to compare a new one.")
+            else:
+                dialog.show_step(0)
+                dialog.show_message(f"The comparison failed: {failure.message}", error=True)
+        else:
+            dialog.show_message("Promotion cancelled; no round changed." if failure.cancelled
+                                else f"The export failed: {failure.message}", error=not failure.cancelled)
+
+    # Messages -----------------------------------------------------------------------------------------
+    def _say(self, text: str) -> None:
+        if self.dialog is not None:
+            self.dialog.show_message(text)
+
+    def _error(self, error: BaseException) -> None:
+        if isinstance(error, DynadeskError):
+            message = str(error)
+        else:
+            log.error("next round error", exc_info=(type(error), error, error.__traceback__))
+            message = f"Unexpected error: {error}. Details are in the log."
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.show_message(message, error=True)
+        else:
+            from PySide6.QtWidgets import QMessageBox
+
+            parent = self.parent()
+            QMessageBox.warning(parent if parent is not None and parent.isWidgetType() else None, "Next round", message)
+

@@ -1,0 +1,308 @@
+"""What the Next round dialog shows and sends, as typed values: the training choices (step 1), the
+progress of a running step with its ETA, the comparison's table and chart (step 2) and what a
+promotion did (step 3).
+
+Built by pure functions from the desk's counts and defaults (app/core/services/next_round.py), the
+comparison document (app/core/services/comparison.py) and a Promotion; Qt-free, tested in
+tests/views/test_next_round_views.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol, Sequence
+
+from app.core.formatting import MISSING, pct
+
+FROM_TARGET, FROM_BASE = "target", "base"
+BETTER, WORSE, UNCLEAR, NO_ITEMS = "better", "worse", "unclear", "none"
+METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "fooling_right": "fooling examples now right"}
+POOLED = "held-out"
+ESTIMATING = "estimating…"
+MIN_ETA_FRACTION = 0.03  # below this share done, a rate says little
+MIN_ETA_SECONDS = 2.0
+
+
+class _RoundCount(Protocol):
+    number: int
+    status: str
+    decided: int
+    held_out: int
+    undecided: int
+    left_out: int
+
+
+class _BaseDefaults(Protocol):
+    path: str
+    text_column: str
+    label_column: str
+    label_map: dict[str, str] | None
+    html_unescape: bool
+    source: str
+
+
+class _TrainDefaults(Protocol):
+    @property
+    def base(self) -> _BaseDefaults | None: ...
+    start_from: str
+    round_weight: str
+    include_undecided: bool
+    rounds: tuple[int, ...]
+    warm_target: str | None
+    suite: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRow:
+    number: int
+    text: str  # "Round 1 (open): 120 decided (12 held out), 8 undecided"
+    checked: bool
+    enabled: bool  # a round with nothing to take cannot be chosen
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSetup:
+    """Step 1 as it opens."""
+
+    task_code: str
+    task_name: str
+    rounds: tuple[RoundRow, ...]
+    include_undecided: bool
+    base_path: str
+    text_column: str
+    label_column: str
+    label_map: str  # "0=hate,1=not hate"
+    html_unescape: bool
+    base_note: str  # where the base data choices come from
+    start_from: str
+    warm_target: str  # the target a warm start starts from; "" when none can
+    round_weight: str  # "auto" or a number
+    suite: str
+    candidates_folder: str
+    promote_allowed: bool
+    promote_reason: str  # why Promote is disabled ("" when it is not)
+    publish_possible: bool
+    publish_reason: str  # why Publish is not offered
+
+
+@dataclass(frozen=True, slots=True)
+class TrainChoices:
+    """What the user chose in step 1 (the dialog sends it; the controller checks it)."""
+
+    rounds: tuple[int, ...]
+    include_undecided: bool
+    base_path: str
+    text_column: str
+    label_column: str
+    label_map: str
+    html_unescape: bool
+    start_from: str
+    round_weight: str  # "auto" or a number, as typed
+    suite: str
+    epochs: int
+    seed: int
+    encoder: str  # "" : the packaged base encoder (or the one the target was trained from)
+    learning_rate: str = "2e-4"  # as typed
+
+
+@dataclass(frozen=True, slots=True)
+class StepProgress:
+    fraction: float | None  # None: not known yet (a busy bar)
+    text: str
+    eta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonRow:
+    split: str
+    metric: str
+    current: str
+    candidate: str
+    difference: str
+    interval: str
+    verdict: str  # BETTER, WORSE, UNCLEAR or NO_ITEMS
+    items: int
+    pooled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChartGroup:
+    """One held-out split's accuracy: the current target's and the candidate's, and the bounds of
+    the candidate's bar from the 95 % interval of the paired difference (current + low, current + high)."""
+
+    name: str
+    current: float
+    candidate: float
+    low: float
+    high: float
+    items: int
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonView:
+    current_name: str
+    candidate_name: str
+    verdict: str  # one sentence
+    worse: bool  # Promote needs "Promote anyway"
+    rows: tuple[ComparisonRow, ...]
+    groups: tuple[ChartGroup, ...]
+    notes: tuple[str, ...]  # warnings of the evaluation (overlap) first
+    report_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionView:
+    round_number: int
+    lines: tuple[str, ...]
+    lineage: tuple[str, ...]
+    publish_rounds: tuple[int, ...]
+    publish_hint: str  # how to publish later from the command line
+
+
+def round_rows(counts: Sequence[_RoundCount], chosen: Sequence[int] = ()) -> tuple[RoundRow, ...]:
+    """A check box per round; checked: the rounds chosen last time, else every round with decided examples."""
+    rows = []
+    for c in counts:
+        parts = [f"{c.decided:,} decided ({c.held_out:,} held out)", f"{c.undecided:,} undecided"]
+        if c.left_out:
+            parts.append(f"{c.left_out:,} left out (flagged, unnamed imports)")
+        usable = c.decided > 0 or c.undecided > 0
+        checked = (c.number in chosen) if chosen else c.decided > 0
+        rows.append(RoundRow(c.number, f"Round {c.number} ({c.status}): " + ", ".join(parts), checked and usable,
+                             usable))
+    return tuple(rows)
+
+
+def train_setup(task_code: str, task_name: str, counts: Sequence[_RoundCount], defaults: _TrainDefaults,
+                candidates_folder: str, label_map_text: str, *, promote_reason: str = "",
+                publish_reason: str = "") -> TrainSetup:
+    base = defaults.base
+    return TrainSetup(
+        task_code, task_name, round_rows(counts, defaults.rounds), defaults.include_undecided,
+        base.path if base else "", base.text_column if base else "", base.label_column if base else "",
+        label_map_text, base.html_unescape if base else False,
+        f"Pre-filled {base.source}." if base else "No base data chosen yet: the model then learns from "
+        "the round examples alone.",
+        defaults.start_from if defaults.warm_target else FROM_BASE, defaults.warm_target or "",
+        defaults.round_weight, defaults.suite, candidates_folder, not promote_reason, promote_reason,
+        not publish_reason, publish_reason)
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def eta_text(elapsed_s: float, done: int, total: int) -> str:
+    """Time left at the rate so far in this stage: 'estimating…' until the rate means something."""
+    if total <= 0 or done <= 0:
+        return ESTIMATING
+    fraction = min(done / total, 1.0)
+    if fraction >= 1.0:
+        return "finishing…"
+    if fraction < MIN_ETA_FRACTION or elapsed_s < MIN_ETA_SECONDS:
+        return ESTIMATING
+    return f"about {duration(elapsed_s * (1 - fraction) / fraction)} left"
+
+
+def step_progress(text: str, elapsed_s: float, done: int, total: int) -> StepProgress:
+    fraction = None if total <= 0 else min(max(done / total, 0.0), 1.0)
+    return StepProgress(fraction, text, eta_text(elapsed_s, done, total))
+
+
+def verdict_of(low: float | None, high: float | None, items: int) -> str:
+    if items == 0 or low is None or high is None:
+        return NO_ITEMS
+    if low > 0:
+        return BETTER
+    if high < 0:
+        return WORSE
+    return UNCLEAR
+
+
+def points(value: float | None) -> str:
+    return MISSING if value is None else f"{100 * value:+.1f} pt"
+
+
+def comparison_view(document: Mapping[str, Any], report_path: str = "") -> ComparisonView:
+    """The table (split × metric, pooled held-out first) and the chart (each round's held-out
+    accuracy, and all held-out splits together) of a comparison document."""
+    names = {s["key"]: s["name"] for s in document.get("splits", [])}
+    names[POOLED] = "All held-out splits"
+    rows = []
+    for d in document["differences"]:
+        pooled = d["split"] == POOLED
+        interval = MISSING if d["low"] is None else f"[{points(d['low'])}, {points(d['high'])}]"
+        rows.append(ComparisonRow(names.get(d["split"], d["split"]), METRICS.get(d["metric"], d["metric"]),
+                                  pct(d["current"]), pct(d["candidate"]), points(d["difference"]), interval,
+                                  verdict_of(d["low"], d["high"], d["items"]), d["items"], pooled))
+    groups = []
+    held = [s["key"] for s in document.get("splits", []) if s.get("kind") == "round"]
+    for key in held + [POOLED]:
+        d = next((x for x in document["differences"] if x["split"] == key and x["metric"] == "accuracy"), None)
+        if d is None or not d["items"] or d["current"] is None:
+            continue
+        name = "All held-out" if key == POOLED else names[key].replace(" held-out", "")
+        groups.append(ChartGroup(name, d["current"], d["candidate"], d["current"] + d["low"],
+                                 d["current"] + d["high"], d["items"]))
+    pooled_row = document["pooled"]
+    verdict = {
+        WORSE: "The candidate is worse than the current target on the held-out splits taken together: "
+               "promoting it needs “Promote anyway”, and the override is recorded.",
+        BETTER: "The candidate is better than the current target on the held-out splits taken together.",
+        UNCLEAR: "The candidate and the current target do not differ clearly on the held-out splits "
+                 "(the interval of the difference includes zero).",
+        NO_ITEMS: "No held-out example to compare on: the comparison cannot tell whether the candidate is better.",
+    }[verdict_of(pooled_row["low"], pooled_row["high"], pooled_row["items"])]
+    evaluation = document.get("evaluation", {})
+    notes = tuple(f"Warning: {w}" for w in evaluation.get("warnings", [])) + tuple(evaluation.get("notes", []))
+    return ComparisonView(document["current"]["name"], document["candidate"]["name"], verdict,
+                          bool(document.get("worse")), tuple(rows), tuple(groups), notes, report_path)
+
+
+class _Record(Protocol):
+    name: str
+    sha256: str
+
+
+class _Promotion(Protocol):
+    task_code: str
+    previous_round: int | None
+    round_number: int
+    forced: bool
+    lineage: dict[str, Any]
+
+    @property
+    def targets(self) -> Sequence[_Record]: ...
+
+    def summary_lines(self) -> list[str]: ...
+
+
+def promotion_view(promotion: _Promotion) -> PromotionView:
+    lineage = promotion.lineage
+    lines = []
+    parents = lineage.get("parent_models") or []
+    lines.append("Parent target(s): " + (", ".join(f"{p['name']} ({p['sha256'][:12]})" for p in parents) or "none"))
+    manifest = lineage.get("manifest") or {}
+    if manifest:
+        lines.append(f"Training manifest: {manifest.get('path')} (sha256 {str(manifest.get('sha256'))[:12]})")
+    comparison = lineage.get("comparison") or {}
+    if comparison:
+        pooled = comparison.get("pooled") or {}
+        lines.append(f"Comparison: held-out accuracy {pct(pooled.get('current'))} → {pct(pooled.get('candidate'))}, "
+                     f"difference {points(pooled.get('difference'))} [{points(pooled.get('low'))}, "
+                     f"{points(pooled.get('high'))}]")
+    when = str(lineage.get("promoted_at", "?")).replace("T", " ")[:16] + " UTC"
+    lines.append(f"Promoted by {lineage.get('promoted_by', {}).get('name', '?')} on {when}"
+                 + (" — over a worse comparison (recorded as forced)" if promotion.forced else ""))
+    rounds = tuple(n for n in (promotion.previous_round, promotion.round_number) if n is not None)
+    hint = ("Sync is not set up, so there is no team server to publish to (Sync ▸ Settings). Publish later with: "
+            f"dynadesk sync publish {promotion.task_code} " + " ".join(f"--round {n}" for n in rounds))
+    return PromotionView(promotion.round_number, tuple(promotion.summary_lines()), tuple(lines), rounds, hint)
+

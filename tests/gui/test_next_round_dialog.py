@@ -1,0 +1,250 @@
+"""Round ▸ Next round…, driven as a lead would: on a real desk whose round 1 has the tiny trigger model
+as its target and validated examples, choose the rounds and base data, Train (off the GUI thread),
+read the comparison, Promote, and see the Create tab follow the new round. Cancel leaves nothing; a
+worse candidate is refused until "Promote anyway", which is recorded; an annotator has no entry."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMessageBox
+
+from app.core.desk import Desk
+from app.core.domain import Role, RoundStatus
+from app.core.formatting import MISSING, pct
+from app.core.services.promotion import promotion_lineage
+from app.core.services.target_models import register_model
+from app.views.next_round import WORSE, points
+from tests.conftest import hate_content, hate_output
+from tests.gui.conftest import close_window, open_window
+from tests.model_fixtures import LABELS, trigger_sentences
+from widgets.next_round_dialog import NextRoundDialog
+
+TASK = "hate_speech"
+WAIT = 60_000
+SCREENSHOTS = os.environ.get("DYNADESK_SCREENSHOTS")  # a folder: the three steps are saved there as PNGs
+
+
+def shot(widget, name: str) -> None:
+    if SCREENSHOTS:
+        widget.grab().save(str(Path(SCREENSHOTS) / name))
+
+
+def write_base(path: Path, rows: int, seed: int) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "sentence", "kind"])
+        writer.writerows((i, text, label) for i, (text, label) in enumerate(trigger_sentences(rows, seed, LABELS)))
+    return path
+
+
+def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: int = 150, lesson: bool = True) -> str:
+    """Round 1 open with the trigger model ("banana" means hate) as its target, and ``examples``
+    examples, all but the last five decided by a lead: most labelled by the model's own rule, and
+    (with ``lesson``) every fourth one a plain sentence with "zebra" labelled hate, which fooled it.
+    The working profile has ``role``. Returns the target's name."""
+    with Desk(data_dir) as desk:
+        author = desk.people.create("Ana Author", Role.ANNOTATOR)
+        lead = desk.people.create("Lee Lead", Role.LEAD)
+        me = lead if role == Role.LEAD else desk.people.create("Otto Other", role)
+        desk.switch_person(me.id)
+        target = register_model(desk, model_dir, task_code=TASK, name="Trigger model")
+        assert desk.rounds.adopt_first_models(TASK, [target.id])
+        for i, (text, label) in enumerate(trigger_sentences(examples, seed=31, labels=LABELS)):
+            said = label
+            if lesson and i % 4 == 1:  # a plain sentence: the model says "not hate", the author wrote hate
+                text, label = f"{text} zebra", "hate"
+            example = desk.examples.create(author.id, TASK, hate_content(f"{text} n{i}", label),
+                                           [hate_output(target, said)])
+            if i < examples - 5:
+                desk.validation.validate(example.id, lead.id, "correct", mode="lead")
+        return target.name
+
+
+def open_dialog(qtbot, window) -> NextRoundDialog:
+    action = window.findChild(QAction, "next-round")
+    assert action.isVisible() and action.isEnabled()
+    action.trigger()
+    qtbot.waitUntil(lambda: window.findChild(NextRoundDialog) is not None, timeout=10_000)
+    dialog = window.findChild(NextRoundDialog)
+    qtbot.waitUntil(lambda: dialog.rounds.count() > 0, timeout=10_000)
+    return dialog
+
+
+def choose_base(qtbot, dialog, base: Path) -> None:
+    dialog.base_path.setText(str(base))
+    dialog.base_path.editingFinished.emit()
+    qtbot.waitUntil(lambda: dialog.text_column.count() == 3, timeout=10_000)  # the file's columns to pick from
+    dialog.text_column.setCurrentIndex(dialog.text_column.findText("sentence"))
+    dialog.label_column.setCurrentIndex(dialog.label_column.findText("kind"))
+
+
+def cells(dialog) -> list[list[str]]:
+    table = dialog.table
+    return [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
+
+
+def wait_for_comparison(qtbot, dialog) -> None:
+    qtbot.waitUntil(lambda: dialog.step() == 1 and not dialog.is_running() and dialog.table.rowCount() > 0,
+                    timeout=WAIT)
+
+
+def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, data_dir, tmp_path, modal_log, monkeypatch,
+                                                                         hate_trigger_model_dir, tiny_base_dir):
+    target_name = set_up(data_dir, hate_trigger_model_dir)
+    base = write_base(tmp_path / "base.csv", 200, seed=32)
+    window = open_window(qtbot, data_dir)
+    try:
+        qtbot.waitUntil(lambda: window.workspace.loaded is not None, timeout=WAIT)
+        dialog = open_dialog(qtbot, window)
+        assert dialog.rounds.item(0).text().startswith("Round 1 (open): 145 decided (")
+        assert "5 undecided" in dialog.rounds.item(0).text()
+        assert dialog.rounds.item(0).checkState() == Qt.CheckState.Checked
+        assert dialog.from_target.isChecked() and target_name in dialog.from_target.text()
+        assert dialog.weight_auto.isChecked() and not dialog.running_row.isVisible()
+        assert str(window.desk.root / "candidates") in dialog.output_note.text()
+        choose_base(qtbot, dialog, base)
+        dialog.encoder.setText(str(tiny_base_dir))
+        dialog.learning_rate.setText("two")
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        assert not dialog.is_running() and "learning rate 'two'" in dialog.message.text()
+        dialog.learning_rate.setText("3e-3")  # the tiny model learns the round's lesson quickly
+        dialog.epochs.setValue(8)
+        dialog.weight_number.setChecked(True)
+        dialog.weight.setValue(10)
+        shot(dialog, "next-round-1-train.png")
+
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        assert dialog.is_running() and dialog.cancel_button.isEnabled() and not dialog.train_button.isEnabled()
+        assert dialog.eta.text() == "estimating…"
+        wait_for_comparison(qtbot, dialog)
+
+        (folder,) = (window.desk.root / "candidates").iterdir()
+        assert folder.name.startswith(f"{TASK}-") and folder.name in dialog.report_link.text()
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["rounds"] == [1] and manifest["parent"]["kind"] == "target"
+        assert manifest["options"]["base_data"]["text_column"] == "sentence"
+        report = json.loads((folder / "comparison" / "comparison.json").read_text(encoding="utf-8"))
+        # every figure in the table is the stored report's
+        shown = cells(dialog)
+        assert len(shown) == len(report["differences"])
+        for row, figure in zip(shown, report["differences"]):
+            interval = MISSING if figure["low"] is None else f"[{points(figure['low'])}, {points(figure['high'])}]"
+            assert row[2:6] == [pct(figure["current"]), pct(figure["candidate"]), points(figure["difference"]), interval]
+            assert row[6] == f"{figure['items']:,}"
+        assert shown[0][0] == "All held-out splits" and any(r[0].startswith("base.csv") for r in shown)
+        assert [r[1] for r in shown[:3]] == ["accuracy", "macro-F1", "fooling examples now right"]
+        groups = dialog.chart.groups
+        assert [g.name for g in groups] == ["Round 1", "All held-out"]
+        pooled = report["pooled"]
+        assert groups[-1].current == pooled["current"] and groups[-1].candidate == pooled["candidate"]
+        assert groups[-1].low == pytest.approx(pooled["current"] + pooled["low"])
+        # the held-out split follows the examples' random ids: the verdict may go either way on so few
+        assert dialog.promote_button.text() == ("Promote anyway…" if report["worse"] else "Promote")
+        assert "comparison.html" in dialog.report_link.text()
+        shot(dialog, "next-round-2-compare.png")
+
+        qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
+        assert dialog.step() == 2 and "round 2" in dialog.promote_intro.text()
+        monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
+        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
+        assert not dialog.publish_button.isVisible() and "Sync is not set up" in dialog.publish_reason.text()
+        shot(dialog, "next-round-3-promote.png")
+
+        desk = window.desk
+        rounds = desk.tasks.rounds(TASK)
+        assert [(r.number, r.status) for r in rounds] == [(1, RoundStatus.CLOSED), (2, RoundStatus.OPEN)]
+        (new_target,) = desk.models.round_models(rounds[1].id)
+        lineage = promotion_lineage(new_target)
+        assert lineage["round"] == 2 and lineage["forced"] is report["worse"] and lineage["promoted_by"]["name"] == "Lee Lead"
+        assert [p["name"] for p in lineage["parent_models"]] == [target_name]
+        assert lineage["manifest"]["path"] == str((folder / "manifest.json").resolve())
+        assert lineage["comparison"]["pooled"]["current"] == pooled["current"]
+        assert new_target.name in dialog.summary.text()
+        # the Create tab follows, by the round-switch machinery, once the new target answers
+        qtbot.waitUntil(lambda: window.workspace.session.round.number == 2 and window.workspace.loaded is not None,
+                        timeout=WAIT)
+        assert window.workspace.loaded.sha256s == (new_target.sha256,)
+        assert window.round_label.text().startswith("Round 2")
+    finally:
+        close_window(window)
+
+
+def test_cancel_during_training_leaves_no_candidate_and_returns_to_the_choices(qtbot, data_dir, tmp_path, modal_log,
+                                                                               hate_trigger_model_dir, tiny_base_dir):
+    set_up(data_dir, hate_trigger_model_dir, examples=40)
+    base = write_base(tmp_path / "base.csv", 3000, seed=33)
+    window = open_window(qtbot, data_dir)
+    try:
+        dialog = open_dialog(qtbot, window)
+        choose_base(qtbot, dialog, base)
+        dialog.encoder.setText(str(tiny_base_dir))
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        # cancelled as soon as the work reports progress (the worker checks between its steps)
+        with qtbot.waitSignal(window.inference.job_progress, timeout=WAIT):
+            pass
+        qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not dialog.is_running(), timeout=WAIT)
+        assert dialog.step() == 0 and "cancelled; nothing was written" in dialog.message.text()
+        candidates = window.desk.root / "candidates"
+        assert not candidates.exists() or list(candidates.iterdir()) == []  # no folder, no staging left
+        assert dialog.train_button.isEnabled() and dialog.rounds.isEnabled()
+    finally:
+        close_window(window)
+
+
+def test_a_worse_candidate_is_refused_until_promote_anyway_which_is_recorded(qtbot, data_dir, modal_log, monkeypatch,
+                                                                            hate_trigger_model_dir, tiny_base_dir):
+    set_up(data_dir, hate_trigger_model_dir, examples=200, lesson=False)  # the target is right on (nearly) all
+    window = open_window(qtbot, data_dir)
+    try:
+        dialog = open_dialog(qtbot, window)
+        # from the random tiny encoder, one epoch: far worse than the target on the held-out examples
+        dialog.from_base.setChecked(True)
+        dialog.epochs.setValue(1)
+        dialog.encoder.setText(str(tiny_base_dir))
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        wait_for_comparison(qtbot, dialog)
+        assert "worse" in dialog.verdict.text() and dialog.table.item(0, 4).data(Qt.ItemDataRole.UserRole) == WORSE
+        qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
+        assert dialog.refusal.isVisible() and dialog.promote_button.text() == "Promote anyway…"
+
+        modal_log.clear()
+        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)  # the question's default: No
+        assert [kind for kind, *_ in modal_log] == ["question"] and "anyway" in modal_log[0][1]
+        assert not dialog.is_running() and [r.number for r in window.desk.tasks.rounds(TASK)] == [1]
+        monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
+        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
+        assert "forced" in dialog.summary.text(), dialog.message.text()
+        desk = window.desk
+        (new_target,) = desk.models.round_models(desk.tasks.round(TASK, 2).id)
+        lineage = promotion_lineage(new_target)
+        assert lineage["forced"] is True and lineage["override"]["refused_because"]
+        assert lineage["comparison"]["worse"] is True
+    finally:
+        close_window(window)
+
+
+def test_an_annotator_has_no_next_round_entry(qtbot, data_dir, modal_log):
+    with Desk(data_dir) as desk:
+        desk.switch_person(desk.people.create("Ann Annotator", Role.ANNOTATOR).id)
+        lead = desk.people.create("Lee Lead", Role.LEAD)
+    window = open_window(qtbot, data_dir)
+    try:
+        action = window.findChild(QAction, "next-round")
+        assert not action.isVisible() and not action.isEnabled()
+        action.trigger()  # even when reached some other way, nothing opens for her
+        qtbot.wait(200)
+        assert window.findChild(NextRoundDialog) is None
+        window._profile_chosen(str(lead.id))  # a lead on the same desk gets it
+        qtbot.waitUntil(action.isVisible, timeout=10_000)
+    finally:
+        close_window(window)

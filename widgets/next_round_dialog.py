@@ -1,0 +1,527 @@
+"""Round ▸ Next round…: train a candidate from the rounds, compare it with the current target, promote
+it and publish the new round, as three steps of one dialog.
+
+Data arrives as typed view-models (app/views/next_round.py) through ``show_*`` methods; every request
+leaves as a signal. The dialog runs nothing itself: the controller (app/gui/next_round.py) does.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QRadioButton,
+    QSpinBox,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.views.next_round import (
+    BETTER,
+    FROM_BASE,
+    FROM_TARGET,
+    UNCLEAR,
+    WORSE,
+    ComparisonView,
+    PromotionView,
+    StepProgress,
+    TrainChoices,
+    TrainSetup,
+)
+from widgets.comparison_chart import AccuracyComparisonChart
+
+STEPS = ("Choose and train", "Compare", "Promote and publish")
+VERDICT_COLOURS = {BETTER: "#d7f0dd", WORSE: "#f8d7d3", UNCLEAR: "#eeeeee"}
+BANNER = {True: "background:#f8d7d3;color:#5c1a12", False: "background:#e8f0fa;color:#10243e"}
+COLUMNS = ["Split", "Metric", "Current", "Candidate", "Difference", "95 % interval", "n"]
+
+
+def _browse_row(edit: QLineEdit, button: QPushButton) -> QWidget:
+    row = QWidget()
+    layout = QHBoxLayout(row)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(edit, 1)
+    layout.addWidget(button)
+    return row
+
+
+class NextRoundDialog(QDialog):
+    train_requested = Signal(object)  # TrainChoices
+    cancel_requested = Signal()
+    columns_requested = Signal(str)  # a base data file was chosen: its columns, please
+    report_requested = Signal()
+    promote_requested = Signal(bool, bool)  # with_current, force
+    publish_requested = Signal()
+    propose_requested = Signal()  # a lead who may not promote proposes the candidate to the owner (wired later)
+    back_requested = Signal()  # from the comparison, back to the training choices
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("next-round-dialog")
+        self.setWindowTitle("Next round")
+        self.resize(1040, 700)
+        self.setMinimumSize(860, 560)
+        self._running = False
+        self._worse = False
+        self._promote_allowed = True
+        self._publish_possible = False
+
+        self.steps = QLabel(objectName="steps")
+        self.steps.setTextFormat(Qt.TextFormat.RichText)
+        self.pages = QStackedWidget(objectName="pages")
+        self.pages.addWidget(self._train_page())
+        self.pages.addWidget(self._compare_page())
+        self.pages.addWidget(self._promote_page())
+
+        self.progress = QProgressBar(objectName="progress")
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        self.step_text = QLabel(objectName="step-text")
+        self.eta = QLabel(objectName="eta")
+        self.eta.setMinimumWidth(150)
+        self.eta.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.cancel_button = QPushButton("Cancel", objectName="cancel")
+        self.cancel_button.clicked.connect(self.cancel_requested)
+        self.message = QLabel(objectName="message", wordWrap=True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.close_button = QPushButton("Close", objectName="close")
+        self.close_button.clicked.connect(self.reject)
+        running = QWidget(objectName="running")
+        row = QHBoxLayout(running)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.progress, 2)
+        row.addWidget(self.step_text, 3)
+        row.addWidget(self.eta)
+        row.addWidget(self.cancel_button)
+        self.running_row = running
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.steps)
+        layout.addWidget(self.pages, 1)
+        layout.addWidget(self.running_row)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.message, 1)
+        bottom.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignBottom)
+        layout.addLayout(bottom)
+        self.set_running(False)
+        self.show_step(0)
+
+    # Step 1 -------------------------------------------------------------------------------------
+    def _train_page(self) -> QWidget:
+        page = QWidget(objectName="train-page")
+        self.rounds = QListWidget(objectName="rounds")
+        self.rounds.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.rounds.setMaximumHeight(84)
+        self.include_undecided = QCheckBox("Also take undecided examples, with their author's label (the manifest "
+                                           "records it)", objectName="include-undecided")
+        rounds_box = QGroupBox("Rounds to learn from (decided examples; held-out ones are never trained on)")
+        box = QVBoxLayout(rounds_box)
+        box.addWidget(self.rounds)
+        box.addWidget(self.include_undecided)
+
+        self.base_path = QLineEdit(objectName="base-path", placeholderText="Labelled CSV file (optional)")
+        self.base_path.editingFinished.connect(lambda: self.columns_requested.emit(self.base_path.text().strip()))
+        browse = QPushButton("Browse…", objectName="browse-base")
+        browse.clicked.connect(self._browse_base)
+        self.text_column = QComboBox(objectName="text-column", editable=True)
+        self.label_column = QComboBox(objectName="label-column", editable=True)
+        self.label_map = QLineEdit(objectName="label-map",
+                                   placeholderText="e.g. 0=hate,1=not hate,2=not hate (empty: the file's labels are the task's)")
+        self.html_unescape = QCheckBox("Decode HTML entities (&&amp; …)", objectName="html-unescape")
+        self.base_note = QLabel(objectName="base-note", wordWrap=True, styleSheet="color:#555")
+        columns = QWidget()
+        pair = QHBoxLayout(columns)
+        pair.setContentsMargins(0, 0, 0, 0)
+        pair.addWidget(QLabel("Text column"))
+        pair.addWidget(self.text_column, 1)
+        pair.addWidget(QLabel("Label column"))
+        pair.addWidget(self.label_column, 1)
+        pair.addWidget(self.html_unescape)
+        base_box = QGroupBox("Base data (the model's original training data; round examples are weighted against it)")
+        form = QFormLayout(base_box)
+        form.addRow("File", _browse_row(self.base_path, browse))
+        form.addRow("Columns", columns)
+        form.addRow("Label map", self.label_map)
+        form.addRow(self.base_note)
+
+        self.from_target = QRadioButton("Warm start from the current target", objectName="from-target")
+        self.from_base = QRadioButton("Start from the base encoder", objectName="from-base")
+        self.start_group = QButtonGroup(self)
+        self.start_group.addButton(self.from_target)
+        self.start_group.addButton(self.from_base)
+        self.weight_auto = QRadioButton("auto (round examples carry a quarter of the loss)", objectName="weight-auto")
+        self.weight_number = QRadioButton("weight", objectName="weight-number")
+        self.weight_group = QButtonGroup(self)
+        self.weight_group.addButton(self.weight_auto)
+        self.weight_group.addButton(self.weight_number)
+        self.weight = QDoubleSpinBox(objectName="weight", minimum=0.01, maximum=10_000, decimals=2, value=1.0)
+        self.weight_number.toggled.connect(self.weight.setEnabled)
+        self.epochs = QSpinBox(objectName="epochs", minimum=1, maximum=50, value=3)
+        self.seed = QSpinBox(objectName="seed", minimum=0, maximum=2**31 - 1, value=13)
+        self.learning_rate = QLineEdit("2e-4", objectName="learning-rate")
+        self.learning_rate.setMaximumWidth(70)
+        self.encoder = QLineEdit(objectName="encoder", placeholderText="packaged all-MiniLM-L6-v2, or the one "
+                                                                      "the target was trained from")
+        self.suite = QLineEdit(objectName="suite", placeholderText="HateCheck-format CSV (optional)")
+        suite_browse = QPushButton("Browse…")
+        suite_browse.clicked.connect(lambda: self._browse_into(self.suite, "HateCheck-format suite"))
+        start = QWidget()
+        line = QHBoxLayout(start)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(self.from_target)
+        line.addWidget(self.from_base)
+        line.addStretch(1)
+        weights = QWidget()
+        line = QHBoxLayout(weights)
+        line.setContentsMargins(0, 0, 0, 0)
+        for widget in (self.weight_auto, self.weight_number, self.weight):
+            line.addWidget(widget)
+        line.addStretch(1)
+        line.addWidget(QLabel("Epochs"))
+        line.addWidget(self.epochs)
+        line.addWidget(QLabel("Learning rate"))
+        line.addWidget(self.learning_rate)
+        line.addWidget(QLabel("Seed"))
+        line.addWidget(self.seed)
+        training_box = QGroupBox("Training")
+        form = QFormLayout(training_box)
+        form.addRow("Start", start)
+        form.addRow("Round weight", weights)
+        form.addRow("Encoder folder", self.encoder)
+        form.addRow("Also compare on", _browse_row(self.suite, suite_browse))
+        self.output_note = QLabel(objectName="output-note", wordWrap=True, styleSheet="color:#555")
+        self.output_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.train_button = QPushButton("Train", objectName="train")
+        self.train_button.setDefault(True)
+        self.train_button.clicked.connect(self._train)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.output_note, 1)
+        buttons.addWidget(self.train_button)
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(rounds_box)
+        layout.addWidget(base_box)
+        layout.addWidget(training_box)
+        layout.addStretch(1)
+        layout.addLayout(buttons)
+        self._inputs = [rounds_box, base_box, training_box]
+        return page
+
+    def _browse_into(self, edit: QLineEdit, what: str) -> str:
+        path, _ = QFileDialog.getOpenFileName(self, what, edit.text(), "CSV files (*.csv);;All files (*)")
+        if path:
+            edit.setText(path)
+        return path
+
+    def _browse_base(self) -> None:
+        if self._browse_into(self.base_path, "Base data"):
+            self.columns_requested.emit(self.base_path.text().strip())
+
+    def show_setup(self, setup: TrainSetup) -> None:
+        self.setWindowTitle(f"Next round · {setup.task_name}")
+        self.rounds.clear()
+        for row in setup.rounds:
+            item = QListWidgetItem(row.text)
+            item.setData(Qt.ItemDataRole.UserRole, row.number)
+            flags = Qt.ItemFlag.ItemIsUserCheckable | (Qt.ItemFlag.ItemIsEnabled if row.enabled else Qt.ItemFlag.NoItemFlags)
+            item.setFlags(flags)
+            item.setCheckState(Qt.CheckState.Checked if row.checked else Qt.CheckState.Unchecked)
+            self.rounds.addItem(item)
+        self.include_undecided.setChecked(setup.include_undecided)
+        self.base_path.setText(setup.base_path)
+        for combo, value in ((self.text_column, setup.text_column), (self.label_column, setup.label_column)):
+            combo.clear()
+            combo.setEditText(value)
+        self.label_map.setText(setup.label_map)
+        self.html_unescape.setChecked(setup.html_unescape)
+        self.base_note.setText(setup.base_note)
+        self.from_target.setEnabled(bool(setup.warm_target))
+        self.from_target.setText(f"Warm start from the current target ({setup.warm_target})" if setup.warm_target
+                                 else "Warm start from the current target (none trained by Dynadesk)")
+        (self.from_target if setup.start_from == FROM_TARGET and setup.warm_target else self.from_base).setChecked(True)
+        auto = setup.round_weight == "auto"
+        (self.weight_auto if auto else self.weight_number).setChecked(True)
+        self.weight.setEnabled(not auto)
+        if not auto:
+            self.weight.setValue(float(setup.round_weight))
+        self.suite.setText(setup.suite)
+        self.output_note.setText(f"The candidate is written to a new folder under {setup.candidates_folder}")
+        self.set_promote_allowed(setup.promote_reason)
+        self._publish_possible = setup.publish_possible
+        self.publish_reason.setText(setup.publish_reason)
+
+    def set_columns(self, columns: tuple[str, ...], problem: str = "") -> None:
+        """The chosen base data file's columns (kept as typed where the file has that column)."""
+        for combo in (self.text_column, self.label_column):
+            typed = combo.currentText()
+            combo.clear()
+            combo.addItems(list(columns))
+            combo.setEditText(typed if typed in columns or not columns else combo.itemText(0))
+        if columns and self.label_column.currentText() == self.text_column.currentText() and len(columns) > 1:
+            self.label_column.setEditText(columns[1])
+        if problem:
+            self.show_message(problem, error=True)
+
+    def choices(self) -> TrainChoices:
+        rounds = tuple(self.rounds.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.rounds.count())
+                       if self.rounds.item(i).checkState() == Qt.CheckState.Checked)
+        weight = "auto" if self.weight_auto.isChecked() else f"{self.weight.value():g}"
+        return TrainChoices(rounds, self.include_undecided.isChecked(), self.base_path.text().strip(),
+                            self.text_column.currentText().strip(), self.label_column.currentText().strip(),
+                            self.label_map.text().strip(), self.html_unescape.isChecked(),
+                            FROM_TARGET if self.from_target.isChecked() else FROM_BASE, weight,
+                            self.suite.text().strip(), self.epochs.value(), self.seed.value(), self.encoder.text().strip(),
+                            self.learning_rate.text().strip())
+
+    def _train(self) -> None:
+        self.show_message("")
+        self.train_requested.emit(self.choices())
+
+    # Step 2 -------------------------------------------------------------------------------------
+    def _compare_page(self) -> QWidget:
+        page = QWidget(objectName="compare-page")
+        self.verdict = QLabel(objectName="verdict", wordWrap=True)
+        self.verdict.setMargin(8)
+        self.models_line = QLabel(objectName="models-line", wordWrap=True)
+        self.table = QTableWidget(0, len(COLUMNS), objectName="comparison-table")
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.chart = AccuracyComparisonChart()
+        self.notes = QLabel(objectName="notes", wordWrap=True, styleSheet="color:#555")
+        self.report_link = QLabel(objectName="report-link")
+        self.report_link.setTextFormat(Qt.TextFormat.RichText)
+        self.report_link.linkActivated.connect(lambda _link: self.report_requested.emit())
+        back = QPushButton("◀ Back to the training choices", objectName="back")
+        back.clicked.connect(self.back_requested)
+        self.to_promote = QPushButton("Next: promote ▶", objectName="to-promote")
+        self.to_promote.clicked.connect(lambda: self.show_step(2))
+        figures = QHBoxLayout()
+        self.chart.setMinimumWidth(340)
+        figures.addWidget(self.table, 3)
+        figures.addWidget(self.chart, 2)
+        buttons = QHBoxLayout()
+        buttons.addWidget(back)
+        buttons.addWidget(self.report_link, 1)
+        buttons.addWidget(self.to_promote)
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.verdict)
+        layout.addWidget(self.models_line)
+        layout.addLayout(figures, 1)
+        layout.addWidget(self.notes)
+        layout.addLayout(buttons)
+        return page
+
+    def show_comparison(self, view: ComparisonView) -> None:
+        self._worse = view.worse
+        self.verdict.setText(f"<b>{escape(view.verdict)}</b>")
+        self.verdict.setStyleSheet(BANNER[view.worse])
+        self.models_line.setText(f"Current target: {view.current_name} · Candidate: {view.candidate_name}")
+        self.table.setRowCount(len(view.rows))
+        for r, row in enumerate(view.rows):
+            first = r == 0 or view.rows[r - 1].split != row.split  # a split's name once, on its first row
+            cells = (row.split if first else "", row.metric, row.current, row.candidate, row.difference, row.interval, f"{row.items:,}")
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if c >= 2:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if c in (4, 5) and row.verdict in VERDICT_COLOURS:
+                    item.setBackground(QBrush(QColor(VERDICT_COLOURS[row.verdict])))
+                    item.setToolTip({BETTER: "better: the interval lies above zero", WORSE: "worse: the interval "
+                                     "lies below zero", UNCLEAR: "unclear: the interval includes zero"}[row.verdict])
+                if row.pooled:
+                    font = item.font()
+                    font.setBold(True)
+                    item.setFont(font)
+                if c == 0:
+                    item.setToolTip(row.split)
+                item.setData(Qt.ItemDataRole.UserRole, row.verdict)
+                self.table.setItem(r, c, item)
+        self.chart.set_groups(view.groups, "current target", "candidate")
+        self.notes.setText(" ".join(view.notes))
+        self.notes.setVisible(bool(view.notes))
+        self.report_link.setText(f"<a href='report'>Open the HTML report</a> &nbsp;<span style='color:#666'>"
+                                 f"{escape(view.report_path)}</span>" if view.report_path else "")
+        self.refusal.setText(f"<b>{escape(view.verdict)}</b>" if view.worse else "")
+        self.refusal.setVisible(view.worse)
+        self._set_promote_button()
+        self.show_step(1)
+
+    # Step 3 -------------------------------------------------------------------------------------
+    def _promote_page(self) -> QWidget:
+        page = QWidget(objectName="promote-page")
+        self.promote_intro = QLabel(objectName="promote-intro", wordWrap=True)
+        self.refusal = QLabel(objectName="refusal", wordWrap=True, styleSheet=BANNER[True])
+        self.refusal.setMargin(8)
+        self.with_current = QCheckBox("Keep the current target in an ensemble with the candidate", objectName="with-current")
+        self.promote_button = QPushButton("Promote", objectName="promote")
+        self.promote_button.clicked.connect(self._promote)
+        self.propose_button = QPushButton("Propose to the owner…", objectName="propose")
+        self.propose_button.clicked.connect(self.propose_requested)
+        self.propose_button.setVisible(False)  # proposals are wired by their own change
+        self.promote_reason = QLabel(objectName="promote-reason", wordWrap=True, styleSheet="color:#b3261e")
+        self.summary = QLabel(objectName="summary", wordWrap=True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.publish_button = QPushButton("Publish to the team", objectName="publish")
+        self.publish_button.clicked.connect(self.publish_requested)
+        self.publish_reason = QLabel(objectName="publish-reason", wordWrap=True, styleSheet="color:#555")
+        self.publish_result = QLabel(objectName="publish-result", wordWrap=True)
+        back = QPushButton("◀ Back to the comparison", objectName="back-to-compare")
+        back.clicked.connect(lambda: self.show_step(1))
+        self.back_to_compare = back
+        actions = QHBoxLayout()
+        actions.addWidget(back)
+        actions.addStretch(1)
+        actions.addWidget(self.propose_button)
+        actions.addWidget(self.promote_button)
+        publish = QHBoxLayout()
+        publish.addWidget(self.publish_button)
+        publish.addWidget(self.publish_reason, 1)
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.promote_intro)
+        layout.addWidget(self.refusal)
+        layout.addWidget(self.with_current)
+        layout.addWidget(self.promote_reason)
+        layout.addLayout(actions)
+        layout.addWidget(self.summary, 1)
+        layout.addLayout(publish)
+        layout.addWidget(self.publish_result)
+        self.publish_button.setVisible(False)
+        self.publish_reason.setVisible(False)
+        return page
+
+    def set_promote_allowed(self, reason: str) -> None:
+        """Promote is disabled, with ``reason`` shown, for someone who may not promote this candidate."""
+        self._promote_allowed = not reason
+        self.promote_reason.setText(reason)
+        self.promote_reason.setVisible(bool(reason))
+        self._set_promote_button()
+
+    def show_no_comparison(self, message: str) -> None:
+        """Nothing to compare on: Promote needs the same explicit confirmation as over a worse comparison."""
+        self._worse = True
+        self.verdict.setText(f"<b>{escape(message)}</b>")
+        self.verdict.setStyleSheet(BANNER[True])
+        self.table.setRowCount(0)
+        self.chart.set_groups(())
+        self.notes.setVisible(False)
+        self.report_link.setText("")
+        self.refusal.setText(f"<b>{escape(message)}</b>")
+        self.refusal.setVisible(True)
+        self._set_promote_button()
+        self.show_step(1)
+
+    def set_promote_intro(self, text: str) -> None:
+        self.promote_intro.setText(text)
+
+    def _set_promote_button(self) -> None:
+        self.promote_button.setText("Promote anyway…" if self._worse else "Promote")
+        self.promote_button.setEnabled(self._promote_allowed and not self._running)
+
+    def _promote(self) -> None:
+        force = False
+        if self._worse:
+            answer = QMessageBox.question(
+                self, "Promote anyway?",
+                "The comparison finds the candidate worse than the current target on the held-out splits.\n\n"
+                "Promote it anyway? The refusal and your override are recorded in the model's lineage.",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+            if answer != QMessageBox.StandardButton.Yes:
+                return
+            force = True
+        self.show_message("")
+        self.promote_requested.emit(self.with_current.isChecked(), force)
+
+    def show_promotion(self, view: PromotionView) -> None:
+        lines = "".join(f"<li>{escape(line)}</li>" for line in view.lines)
+        lineage = "".join(f"<li>{escape(line)}</li>" for line in view.lineage)
+        self.summary.setText(f"<p><b>Round {view.round_number} is open.</b></p><ul>{lines}</ul>"
+                             f"<p><b>Lineage</b> (recorded with the model)</p><ul>{lineage}</ul>")
+        for widget in (self.promote_intro, self.with_current, self.back_to_compare, self.promote_button, self.refusal):
+            widget.setVisible(False)
+        self.publish_reason.setText(view.publish_hint)
+        self.publish_button.setVisible(self._publish_possible)
+        self.publish_button.setEnabled(self._publish_possible)
+        self.publish_reason.setVisible(not self._publish_possible)
+        self.show_step(2)
+
+    def show_publish_result(self, text: str, error: bool = False) -> None:
+        self.publish_result.setText(text)
+        self.publish_result.setStyleSheet("color:#b3261e" if error else "color:#1b5e20")
+        self.publish_button.setEnabled(error)  # a failed publish may be tried again
+
+    # Shared -------------------------------------------------------------------------------------
+    def show_step(self, index: int) -> None:
+        self.pages.setCurrentIndex(index)
+        parts = [f"<b>{i + 1}. {escape(name)}</b>" if i == index else f"<span style='color:#777'>{i + 1}. "
+                 f"{escape(name)}</span>" for i, name in enumerate(STEPS)]
+        self.steps.setText("&nbsp;&nbsp;›&nbsp;&nbsp;".join(parts))
+
+    def step(self) -> int:
+        return self.pages.currentIndex()
+
+    def set_running(self, running: bool, text: str = "") -> None:
+        """A step runs (inputs locked, Cancel offered) or nothing runs."""
+        self._running = running
+        for widget in self._inputs:
+            widget.setEnabled(not running)
+        self.train_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+        self.to_promote.setEnabled(not running)
+        self.running_row.setVisible(running)
+        if running:
+            self.show_progress(StepProgress(None, text, "estimating…"))
+        self._set_promote_button()
+
+    def is_running(self) -> bool:
+        return self._running
+
+    def show_progress(self, progress: StepProgress) -> None:
+        if progress.fraction is None:
+            self.progress.setRange(0, 0)
+        else:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(progress.fraction * 1000))
+        self.step_text.setText(progress.text)
+        self.eta.setText(progress.eta)
+
+    def show_message(self, text: str, error: bool = False) -> None:
+        self.message.setText(text)
+        self.message.setStyleSheet("color:#b3261e" if error else "color:#1b5e20")
+
+    def reject(self) -> None:
+        """Closing while a step runs cancels it first (nothing half-written stays)."""
+        if self._running:
+            self.cancel_requested.emit()
+        super().reject()
