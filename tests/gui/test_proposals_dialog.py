@@ -23,7 +23,9 @@ from tests.sync.helpers import ThreadServer, add_account, publish_basics, server
 from tests.sync.proposal_helpers import TASK, base_test_csv, candidate, decided_examples, team_desk
 from tests.sync.test_client import QUICK
 
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "proposals.png"
+# docs/screenshots/proposals.png is this test's refusal, shot with
+#   DYNADESK_SCREENSHOTS=docs/screenshots QT_QPA_PLATFORM=offscreen pytest tests/gui/test_proposals_dialog.py
+SCREENSHOTS_ENV = "DYNADESK_SCREENSHOTS"
 
 
 @pytest.fixture
@@ -86,9 +88,8 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
         assert "held-out accuracy" in dialog.refusal_text.text() and "[" in dialog.refusal_text.text()  # the figures
         assert window.desk.tasks.round(TASK).number == number  # refused: no round changed
         dialog.resize(1180, 700)
-        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        if os.environ.get("DYNADESK_SCREENSHOTS", "1") != "0":
-            dialog.grab().save(str(SCREENSHOT))
+        if os.environ.get(SCREENSHOTS_ENV):
+            dialog.grab().save(str(Path(os.environ[SCREENSHOTS_ENV]) / "proposals.png"))
 
         qtbot.mouseClick(dialog.promote_anyway, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "is open with" in dialog.status.text(), timeout=120_000)
@@ -102,6 +103,15 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
         assert opened.number == number + 1
         lineage = promotion_lineage(window.desk.models.round_models(opened.id)[0])
         assert lineage["forced"] and lineage["override"]["refused_because"]
+
+        # The server out of reach: a sentence in the dialog, and the list stays as it was.
+        from sync.tokens import TokenStore
+
+        TokenStore(window.desk.root).set("http://127.0.0.1:9", server.owner.token)
+        window.desk.settings.server_url = "http://127.0.0.1:9"
+        qtbot.mouseClick(dialog.refresh, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "cannot be reached" in dialog.status.text(), timeout=30_000)
+        assert "nothing changed here" in dialog.status.text() and dialog.table.rowCount() == 1
     finally:
         close_window(window)
     with server.db.read() as session:

@@ -116,3 +116,28 @@ def test_a_lead_publishes_rounds_only_where_the_task_allows_and_never_a_task_cha
     assert "only owners change" in answer.json()["results"][0]["reason"]
     assert httpx.post(f"{team.url}/v1/publish", json={"records": [round_three]},
                       headers=auth(team.ann)).status_code == 403
+
+
+def test_the_owner_lists_and_declines_from_the_command_line(team, tmp_path, capsys):
+    from tests.sync.proposal_helpers import cli, team_desk
+
+    body = proposal([upload(team, team.lead, b"a candidate nobody compared")], note="no held-out yet")
+    assert propose(team, team.lead, body).status_code == 201
+    for account, folder in ((team.owner, "owner"), (team.ann, "ann")):
+        team_desk(tmp_path / folder, account, team.url).close()
+    code, out, err = cli(capsys, tmp_path / "owner", "rounds", "proposals", "--task", TASK)
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith(body["id"]))
+    assert "Lee Lead" in row and "1,2" in row and row.rstrip().endswith("open")
+    assert "Leads may promote hate_speech themselves: no." in out
+    code, _, err = cli(capsys, tmp_path / "ann", "rounds", "decline", "--proposal", body["id"], "--reason", "no")
+    assert code == 1 and "There is no proposal" in err and "that you may see" in err, err  # nothing for annotators
+    code, out, err = cli(capsys, tmp_path / "owner", "rounds", "decline", "--proposal", body["id"],
+                         "--reason", "compare it on the held-out splits first")
+    assert code == 0 and "Declined proposal" in out, err
+    code, out, _ = cli(capsys, tmp_path / "owner", "rounds", "proposals", "--task", TASK)
+    assert body["id"] not in out and "1 decided or superseded; --all shows them" in out
+    code, out, _ = cli(capsys, tmp_path / "owner", "rounds", "proposals", "--task", TASK, "--all")
+    assert next(line for line in out.splitlines() if line.startswith(body["id"])).rstrip().endswith("declined")
+    code, _, err = cli(capsys, tmp_path / "owner", "rounds", "promote", "--proposal", body["id"])
+    assert code == 1 and "is declined (compare it on the held-out splits first)" in err, err
