@@ -153,8 +153,10 @@ def test_a_lead_proposes_the_owner_promotes_in_one_command_and_every_desk_follow
                                     compare_candidate(lead, TASK, second, base_test=data, base_options=BASE,
                                                       resamples=200))
     lead.close()
+    data.rename(data.with_name("moved.csv"))  # no base test file here any more, no held-out example: the report decides
     code, out, err = cli(capsys, tmp_path / "lead", "rounds", "promote", "--proposal", summary.id)
     assert code == 0, err
+    assert "The proposer's comparison decides" in out
     with SyncClient(annotator, team.url, team.ann.token, policy=QUICK) as client:
         assert not client.run().problems
     with SyncClient(annotator, team.url, team.owner.token, policy=QUICK) as client:
