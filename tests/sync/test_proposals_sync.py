@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 from sqlalchemy import select
 
 from app.core.domain import RoundStatus
@@ -30,8 +31,6 @@ from tests.sync.proposal_helpers import (
     team_desk,
 )
 from tests.sync.test_client import QUICK
-
-import pytest
 
 BASE = BaseTestOptions("sentence", "kind")
 
