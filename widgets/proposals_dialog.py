@@ -203,6 +203,9 @@ class ProposalsDialog(QDialog):
 
     def _selected(self) -> None:
         detail = self._selected_detail()
+        if detail is None or detail.id != getattr(self, "_shown_id", None):
+            self.reason.clear()  # a reason is written for one proposal
+        self._shown_id = detail.id if detail else None
         self.refusal.setVisible(False)
         self.title.setText(detail.title if detail else "")
         self.facts.setText("\n".join(detail.facts) if detail else "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tests.gui.conftest import close_window, open_window
 from tests.sync.helpers import ThreadServer, add_account, publish_basics, server_database
 from tests.sync.proposal_helpers import TASK, base_test_csv, candidate, decided_examples, team_desk
 from tests.sync.test_client import QUICK
+from tests.sync.test_proposals_server import proposal, propose, upload
 
 # docs/screenshots/proposals.png is this test's refusal, shot with
 #   DYNADESK_SCREENSHOTS=docs/screenshots QT_QPA_PLATFORM=offscreen pytest tests/gui/test_proposals_dialog.py
@@ -35,6 +37,7 @@ def server(tmp_path):
     running.db = db
     running.owner = add_account(db, "Olga Owner", "owner", "A")
     running.lead = add_account(db, "Lee Lead", "lead", "A")
+    running.kim = add_account(db, "Kim Lead", "lead", "A")
     publish_basics(running.url, running.owner, tmp_path)
     yield running
     running.stop()
@@ -56,6 +59,8 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
     number = owner.tasks.round(TASK).number
     owner.close()
 
+    earlier = proposal([upload(server, server.kim, b"an earlier candidate's weights")])
+    assert propose(server, server.kim, earlier).status_code == 201  # another lead's, without a comparison
     lead = team_desk(tmp_path / "lead", server.lead, server.url)
     with SyncClient(lead, server.url, server.lead.token, policy=QUICK) as client:
         assert not client.run().problems
@@ -69,7 +74,7 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
     window = open_window(qtbot, data_dir)
     try:
         window.named_actions["proposals"].trigger()
-        qtbot.waitUntil(lambda: window.proposals.dialog is not None and window.proposals.dialog.table.rowCount() == 1,
+        qtbot.waitUntil(lambda: window.proposals.dialog is not None and window.proposals.dialog.table.rowCount() == 2,
                         timeout=30_000)
         dialog = window.proposals.dialog
         row = [dialog.table.item(0, c).text() for c in range(dialog.table.columnCount())]
@@ -80,6 +85,18 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
         assert any(f[0] == "base-test" and f[1] == "accuracy" and f[5].startswith("[-") for f in figures), figures
         assert "labels swapped, on purpose" in dialog.facts.text() and "Lee Lead" in dialog.facts.text()
         assert dialog.promote.isEnabled() and dialog.decline.isEnabled()
+
+        dialog.table.selectRow(1)  # the other lead's proposal: declined, with a reason
+        assert dialog.selected_id() == earlier["id"] and "none was sent" in dialog.verdict.text()
+        qtbot.mouseClick(dialog.decline, Qt.MouseButton.LeftButton)
+        assert "Say why" in dialog.status.text()
+        qtbot.keyClicks(dialog.reason, "no comparison came with it")
+        qtbot.mouseClick(dialog.decline, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.table.item(1, 4).text() == "declined", timeout=30_000)
+        assert "Declined candidate by Kim Lead" in dialog.status.text() and not dialog.promote.isEnabled()
+        assert "Declined by Olga Owner" in dialog.facts.text() and "no comparison came with it" in dialog.facts.text()
+        dialog.table.selectRow(0)
+        assert dialog.selected_id() == str(proposed.id) and dialog.promote.isEnabled()
 
         qtbot.mouseClick(dialog.promote, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: dialog.refusal.isVisible() or "is open with" in dialog.status.text(), timeout=60_000)
@@ -111,11 +128,14 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
         window.desk.settings.server_url = "http://127.0.0.1:9"
         qtbot.mouseClick(dialog.refresh, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "cannot be reached" in dialog.status.text(), timeout=30_000)
-        assert "nothing changed here" in dialog.status.text() and dialog.table.rowCount() == 1
+        assert "nothing changed here" in dialog.status.text() and dialog.table.rowCount() == 2
     finally:
         close_window(window)
     with server.db.read() as session:
         stored = session.scalar(select(Proposal).where(Proposal.id == proposed.id))
         assert (stored.state, stored.promoted_round, stored.forced, stored.decided_by_id) == (
             "promoted", number + 1, True, server.owner.id)
+        declined = session.get(Proposal, uuid.UUID(earlier["id"]))
+        assert (declined.state, declined.reason, declined.decided_by_id) == (
+            "declined", "no comparison came with it", server.owner.id)
     assert not [c for c in modal_log if c[0] in ("critical", "warning")], modal_log
