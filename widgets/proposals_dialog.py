@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -58,7 +59,8 @@ class ProposalsDialog(QDialog):
         self.note = QLabel(objectName="policy-note", wordWrap=True, styleSheet=f"color: {INFO}")
 
         self.table = QTableWidget(0, 5, objectName="proposals")
-        self.table.setHorizontalHeaderLabels(["By", "When (UTC)", "Rounds", "Held-out accuracy Δ [95% CI]", "State"])
+        self.table.setHorizontalHeaderLabels(["By", "When (UTC)", "Rounds trained on", "Accuracy Δ [95% CI] (where, n)",
+                                              "State"])
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
@@ -76,7 +78,7 @@ class ProposalsDialog(QDialog):
         self.figures.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         figures_header = self.figures.horizontalHeader()
         figures_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        figures_header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        figures_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         detail = QWidget()
         detail_layout = QVBoxLayout(detail)
         detail_layout.setContentsMargins(0, 0, 0, 0)
@@ -86,7 +88,7 @@ class ProposalsDialog(QDialog):
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
         splitter.addWidget(detail)
-        splitter.setSizes([220, 380])
+        splitter.setSizes([150, 400])
 
         self.refusal = QFrame(objectName="refusal", frameShape=QFrame.Shape.StyledPanel, visible=False)
         self.refusal_text = QLabel(objectName="refusal-text", wordWrap=True, styleSheet=f"color: {ERROR}")
@@ -95,8 +97,11 @@ class ProposalsDialog(QDialog):
         self.promote_anyway.setToolTip("Promote over the comparison; the override is recorded with the round's "
                                        "target and on the server.")
         self.promote_anyway.clicked.connect(self._promote_anyway)
+        refusal_scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        refusal_scroll.setWidget(self.refusal_text)
+        refusal_scroll.setMaximumHeight(130)
         refusal_layout = QHBoxLayout(self.refusal)
-        refusal_layout.addWidget(self.refusal_text, 1)
+        refusal_layout.addWidget(refusal_scroll, 1)
         refusal_layout.addWidget(self.promote_anyway, 0, Qt.AlignmentFlag.AlignTop)
 
         self.with_current = QCheckBox("Keep the current target in an ensemble", objectName="with-current")
@@ -198,6 +203,9 @@ class ProposalsDialog(QDialog):
 
     def _selected(self) -> None:
         detail = self._selected_detail()
+        if detail is None or detail.id != getattr(self, "_shown_id", None):
+            self.reason.clear()  # a reason is written for one proposal
+        self._shown_id = detail.id if detail else None
         self.refusal.setVisible(False)
         self.title.setText(detail.title if detail else "")
         self.facts.setText("\n".join(detail.facts) if detail else "")

@@ -116,8 +116,9 @@ class ProposalsController(QObject):
             handle = Linked(on_progress=lambda _phase, done, total: progress.report(done, total))
             handle.progress_handle = progress
             with self._client() as client:
-                return promote_proposal(desk, client, proposal_id, with_current=with_current, force=force,
-                                        progress=progress, handle=handle)
+                outcome = promote_proposal(desk, client, proposal_id, with_current=with_current, force=force,
+                                           progress=progress, handle=handle)
+            return str(outcome.proposal.id), promoted_message(outcome)  # read here: the records stay off the GUI thread
 
         self._promoting = proposal_id
         if self.dialog is not None:
@@ -139,14 +140,15 @@ class ProposalsController(QObject):
         if request_id == self.job_id and self.dialog is not None:
             self.dialog.show_message(text)
 
-    def _done(self, request_id: int, outcome) -> None:
+    def _done(self, request_id: int, result) -> None:
         if request_id != self.job_id:
             return
         self.job_id = None
+        proposal_id, message = result
         if self.dialog is not None:
             self.dialog.set_busy(False)
         self.rounds_changed.emit(self._task_code)
-        self.refresh(str(outcome.proposal.id), promoted_message(outcome), ok=True)
+        self.refresh(proposal_id, message, ok=True)
 
     def _job_failed(self, failure) -> None:
         from app.core.services.promotion import PromotionRefused
@@ -160,7 +162,7 @@ class ProposalsController(QObject):
         if failure.cancelled:
             self.dialog.show_message("Cancelled; no round changed.")
         elif isinstance(failure.error, PromotionRefused):
-            self.dialog.offer_override(refusal_view(self._promoting, failure.message))
+            self.dialog.offer_override(refusal_view(self._promoting, failure.message, failure.error.lines))
         else:
             self._failed(failure.error)
 

@@ -43,15 +43,19 @@ def _state(p: ProposalSummary) -> str:
 
 
 def _verdict(p: ProposalSummary) -> str:
+    return "The proposer's comparison: " + _verdict_text(p)
+
+
+def _verdict_text(p: ProposalSummary) -> str:
     if p.pooled is None:
-        return "Proposed without a comparison report: the owner's desk compares it before promoting."
+        return "none was sent; the owner's desk compares the candidate before promoting."
     if p.worse:
-        return "Worse than the current target on the held-out splits taken together."
+        return "worse than the current target on the held-out splits taken together."
     if not p.pooled.items:
-        return "No held-out example on the proposer's desk; the other splits below decide."
+        return "no held-out example on the proposer's desk; the other splits below show the difference."
     if p.pooled.low is not None and p.pooled.low > 0:
-        return "Better than the current target on the held-out splits taken together."
-    return "No clear difference from the current target on the held-out splits taken together."
+        return "better than the current target on the held-out splits taken together."
+    return "no clear difference from the current target on the held-out splits taken together."
 
 
 def proposal_detail(p: ProposalSummary) -> ProposalDetail:
@@ -63,11 +67,17 @@ def proposal_detail(p: ProposalSummary) -> ProposalDetail:
         facts.append(f"Note: {p.note}")
     if p.decided_by:
         when = f" on {p.decided_at:%Y-%m-%d %H:%M} UTC" if p.decided_at else ""
-        facts.append(f"{_state(p).capitalize()} by {p.decided_by}{when}" + (f": {p.reason}" if p.reason else ""))
+        if p.state == "promoted":
+            facts.append(f"Promoted to round {p.promoted_round} by {p.decided_by}{when}"
+                         + (", over a worse comparison (recorded)" if p.forced else ""))
+        else:
+            facts.append(f"{p.state.capitalize()} by {p.decided_by}{when}" + (f": {p.reason}" if p.reason else ""))
     elif p.state == "superseded" and p.reason:
         facts.append(f"Superseded: {p.reason}")
-    return ProposalDetail(id=str(p.id), title=p.name, facts=tuple(facts), verdict=_verdict(p),
-                          figures=tuple(figure_row(d) for d in p.differences), is_open=p.state == "open")
+    scored = [d for d in p.differences if d.items] or list(p.differences)  # splits without items say nothing
+    verdict = _verdict(p) + (" Splits without items are left out." if len(scored) < len(p.differences) else "")
+    return ProposalDetail(id=str(p.id), title=p.name, facts=tuple(facts), verdict=verdict,
+                          figures=tuple(figure_row(d) for d in scored), is_open=p.state == "open")
 
 
 def proposals_view(listing: ProposalListing, role: Role, task_name: str) -> ProposalsView:
@@ -96,5 +106,11 @@ def promoted_message(outcome: ProposalPromotion) -> str:
             f"{outcome.comparison_note}")
 
 
-def refusal_view(proposal_id: str, message: str) -> RefusalView:
-    return RefusalView(proposal_id, message)
+def refusal_view(proposal_id: str, message: str, lines: list[str]) -> RefusalView:
+    """The refusal's first sentence and its figures (splits without items left out), with the override
+    named as the dialog offers it."""
+    first = message.split(":\n", 1)[0].strip()
+    figures = [line.strip() for line in lines[1:] if not line.strip().endswith("no items")]
+    text = "\n".join([first + ". Compared again on this desk:", *figures, "Promote anyway overrides it; the override is recorded with the round's "
+                       "target and on the server."])
+    return RefusalView(proposal_id, text)

@@ -235,6 +235,25 @@ def test_an_annotator_may_not_promote(data_dir, candidate_dir, capsys):
         assert state(desk) == before
 
 
+def test_a_lead_promotes_only_where_the_task_lets_leads_promote(data_dir, candidate_dir, capsys):
+    from app.core.services.promotion import PromotionPolicy, check_promotable, store_promotion_policy
+
+    set_up_desk(data_dir, Role.LEAD)
+    with Desk(data_dir) as desk:
+        before = state(desk)
+    assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--force") == 1
+    err = capsys.readouterr().err
+    assert "does not let leads promote" in err and "dynadesk rounds propose --task hate_speech" in err
+    with Desk(data_dir) as desk:
+        assert state(desk) == before
+        store_promotion_policy(desk, PromotionPolicy(TASK, leads_may_promote=True, set_by="Olga Owner"))
+        assert check_promotable(desk, candidate_dir, task_code=TASK).role == Role.LEAD
+        store_promotion_policy(desk, PromotionPolicy(TASK, leads_may_promote=False))
+        with pytest.raises(PromotionError, match="does not let leads promote"):
+            promote_candidate(desk, TASK, candidate_dir, force=True)
+        assert state(desk) == before
+
+
 def test_a_candidate_whose_onnx_export_fails_its_parity_check_serves_as_pytorch(data_dir, candidate_dir, monkeypatch,
                                                                                   tmp_path):
     import local_models.export

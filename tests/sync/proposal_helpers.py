@@ -86,3 +86,31 @@ def cli(capsys, data_dir: Path, *args) -> tuple[int, str, str]:
 def rounds_state(desk: Desk) -> list[tuple]:
     return [(r.number, r.status, r.revision, [m.sha256 for m in desk.models.round_models(r.id)])
             for r in desk.tasks.rounds(TASK)]
+
+
+def decided_examples(desk: Desk, model, held_out: int, seed: int = 7) -> int:
+    """Examples in the open round, written against ``model`` by an annotator of this desk and confirmed by
+    the desk's profile as lead, until ``held_out`` of them fall on the held-out side (``is_held_out``: the
+    ones a comparison scores). Every other one carries the trigger word and is hate. Returns how many."""
+    import random
+
+    from app.core.domain import Role
+    from app.core.tasks.splits import is_held_out
+    from tests.conftest import hate_content, hate_output
+    from tests.model_fixtures import FILLER, TRIGGER
+
+    rng = random.Random(seed)
+    author = desk.people.by_name("Ann Author") or desk.people.create("Ann Author", Role.ANNOTATOR)
+    judge = desk.current_person()
+    held, i = 0, 0
+    while held < held_out:
+        i += 1
+        words = [rng.choice(FILLER) for _ in range(rng.randint(4, 8))] + [f"w{seed}x{i}"]
+        label = "hate" if i % 2 == 0 else "not hate"
+        if label == "hate":
+            words.insert(rng.randrange(len(words)), TRIGGER)
+        example = desk.examples.create(author.id, TASK, hate_content(" ".join(words), label),
+                                       [hate_output(model, label)])
+        desk.validation.validate(example.id, judge.id, "correct", mode="lead")
+        held += is_held_out(example.id)
+    return i

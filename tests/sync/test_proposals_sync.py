@@ -1,13 +1,14 @@
 """No file is handed between people: a lead trains a candidate and proposes it through the server; the owner
 lists the proposals and promotes one in one command; the round is published and an annotator's desk
 switches to the candidate. Leads promote only where the owner lets them, and the server, not the desk,
-decides that. A damaged file is refused whole; an owner offline loses nothing. Server on loopback, four
-desks, small real models; SQLite and PostgreSQL."""
+decides that; with the owner's leave a lead promotes directly. A damaged file is refused whole; an owner
+offline loses nothing. Server on loopback, up to four desks, small real models; SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import shutil
 
+import pytest
 from sqlalchemy import select
 
 from app.core.domain import RoundStatus
@@ -31,8 +32,6 @@ from tests.sync.proposal_helpers import (
 )
 from tests.sync.test_client import QUICK
 
-import pytest
-
 BASE = BaseTestOptions("sentence", "kind")
 
 
@@ -44,15 +43,7 @@ def _open_round(desk) -> tuple[int, list[str]]:
 def test_a_lead_proposes_the_owner_promotes_in_one_command_and_every_desk_follows(
         team, server_db, tmp_path, hate_trigger_model_dir, capsys):
     data = base_test_csv(tmp_path / "data")
-    # The owner's round 3 has a real (and poor) target, published to the team.
-    owner = team_desk(tmp_path / "owner", team.owner, team.url)
-    poor = register_model(owner, inverted_model(hate_trigger_model_dir, tmp_path / "poor"), name="poor target",
-                          task_code=TASK)
-    owner.rounds.open_next(TASK, team.owner.id, [poor.id], close_previous=True)
-    with SyncClient(owner, team.url, team.owner.token, policy=QUICK) as client:
-        client.run(fetch_models=False)
-        assert {r.status for r in client.publish(TASK).results} <= {"stored", "already_stored"}
-    owner.close()
+    poor_round_published(team, tmp_path, hate_trigger_model_dir)
 
     # The lead trains (the fixture's part stands in for `dynadesk train`), compares on their desk, proposes.
     lead = team_desk(tmp_path / "lead", team.lead, team.url)
@@ -140,28 +131,55 @@ def test_a_lead_proposes_the_owner_promotes_in_one_command_and_every_desk_follow
     engine = load_engine_for(annotator.models.round_models(rounds[number + 1].id)[0], num_threads=1)
     assert [p.label for p in engine.predict(["a banana for you", "a quiet afternoon"])] == ["hate", "not hate"]
     engine.close()
+    annotator.close()
 
-    # With the owner's leave, the lead promotes their next candidate directly, and the server takes the round.
+
+sqlite_only = pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)
+
+
+@sqlite_only  # the server's rule for leads runs on PostgreSQL too, in test_proposals_server.py
+def test_with_the_owners_leave_a_lead_promotes_directly_and_the_server_takes_the_round(
+        team, tmp_path, hate_trigger_model_dir, capsys):
+    data = base_test_csv(tmp_path / "data")
+    number = poor_round_published(team, tmp_path, hate_trigger_model_dir)
     code, out, err = cli(capsys, tmp_path / "owner", "rounds", "policy", "--task", TASK, "--leads-may-promote", "yes")
-    assert code == 0 and "Leads may promote hate_speech: yes" in out, err
-    lead = prepare_desk(tmp_path / "lead", team.lead)
+    assert code == 0 and "Leads may promote hate_speech: yes (set by Olga Owner)." in out, err
+    lead = team_desk(tmp_path / "lead", team.lead, team.url)
     with SyncClient(lead, team.url, team.lead.token, policy=QUICK) as client:
-        assert not client.run().problems
-        assert _open_round(lead) == (number + 1, targets)
-        second = candidate(hate_trigger_model_dir, tmp_path / "second", nudge=1e-3, rounds=[1, 2, 3])
-        summary = propose_candidate(lead, client, TASK, second,
-                                    compare_candidate(lead, TASK, second, base_test=data, base_options=BASE,
+        assert not client.run().problems  # the owner's leave comes with the sync
+        assert promotion_policy(lead, TASK).leads_may_promote
+        good = candidate(hate_trigger_model_dir, tmp_path / "good", rounds=[1, 2, 3])
+        summary = propose_candidate(lead, client, TASK, good,
+                                    compare_candidate(lead, TASK, good, base_test=data, base_options=BASE,
                                                       resamples=200))
     lead.close()
+    data.rename(data.with_name("moved.csv"))  # no base test file here any more, no held-out example: the report decides
     code, out, err = cli(capsys, tmp_path / "lead", "rounds", "promote", "--proposal", summary.id)
     assert code == 0, err
+    assert "The proposer's comparison decides" in out and f"Opened {TASK} round {number + 1}" in out
+
+    annotator = prepare_desk(tmp_path / "ann", team.ann)
     with SyncClient(annotator, team.url, team.ann.token, policy=QUICK) as client:
         assert not client.run().problems
     with SyncClient(annotator, team.url, team.owner.token, policy=QUICK) as client:
         stored = fetch_proposal(client, summary.id)
-    assert (stored.state, stored.promoted_round, stored.decided_by) == ("promoted", number + 2, "Lee Lead")
-    assert _open_round(annotator)[0] == number + 2
+    assert (stored.state, stored.promoted_round, stored.decided_by) == ("promoted", number + 1, "Lee Lead")
+    round_number, _ = _open_round(annotator)
+    assert round_number == number + 1 and annotator.models.round_models(annotator.tasks.round(TASK).id)[0].path
     annotator.close()
+
+
+def poor_round_published(team, tmp_path, hate_trigger_model_dir) -> int:
+    """The owner's next round has a real (and poor) target, published to the team; returns its number."""
+    owner = team_desk(tmp_path / "owner", team.owner, team.url)
+    poor = register_model(owner, inverted_model(hate_trigger_model_dir, tmp_path / "poor"), name="poor target",
+                          task_code=TASK)
+    opened = owner.rounds.open_next(TASK, team.owner.id, [poor.id], close_previous=True)
+    with SyncClient(owner, team.url, team.owner.token, policy=QUICK) as client:
+        client.run(fetch_models=False)
+        assert {r.status for r in client.publish(TASK).results} <= {"stored", "already_stored"}
+    owner.close()
+    return opened.number
 
 
 def server_blob(team, root, proposal_id: str, name: str):

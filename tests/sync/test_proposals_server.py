@@ -1,0 +1,143 @@
+"""The server's proposal rules, over HTTP (no models): files must be there first and add up; each team's
+leads see their own team's proposals; only the owner decides, unless the task lets leads promote;
+decisions record who and when and move between states only as they may; and a lead publishes a round
+only where the task allows it, never a change to the task itself."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import httpx
+
+from sync.protocol import manifest_sha256
+from tests.sync.helpers import basics_records
+from tests.sync.test_server import auth
+
+TASK = "hate_speech"
+
+
+def upload(team, account, content: bytes) -> dict:
+    sha = hashlib.sha256(content).hexdigest()
+    response = httpx.put(f"{team.url}/v1/blobs/{sha}", content=content, headers=auth(account))
+    assert response.status_code in (200, 201), response.text
+    return {"name": "trained_part.safetensors", "sha256": sha, "size": len(content)}
+
+
+def proposal(files: list[dict], **extra) -> dict:
+    body = {"id": str(uuid.uuid4()), "name": "candidate", "rounds_trained_on": [1, 2], "files": files,
+            "files_sha256": manifest_sha256((f["name"], f["sha256"]) for f in files),
+            "figures": {"worse": False}}
+    body.update(extra)
+    return body
+
+
+def propose(team, account, body: dict) -> httpx.Response:
+    return httpx.post(f"{team.url}/v1/tasks/{TASK}/proposals", json=body, headers=auth(account))
+
+
+def decide(team, account, proposal_id: str, **decision) -> httpx.Response:
+    return httpx.post(f"{team.url}/v1/proposals/{proposal_id}/decision", json=decision, headers=auth(account))
+
+
+def listed(team, account) -> dict:
+    response = httpx.get(f"{team.url}/v1/tasks/{TASK}/proposals", headers=auth(account))
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_proposals_need_their_files_and_stay_within_the_team(team):
+    missing = {"name": "trained_part.safetensors", "sha256": "ab" * 32, "size": 3}
+    refused = propose(team, team.lead, proposal([missing]))
+    assert refused.status_code == 409 and "Upload the proposal's files first" in refused.json()["detail"]
+    files = [upload(team, team.lead, b"weights of the first candidate")]
+    wrong = proposal(files, files_sha256="cd" * 32)
+    assert propose(team, team.lead, wrong).status_code == 400
+    bad_name = proposal([{**files[0], "name": "../outside"}])
+    assert propose(team, team.lead, bad_name).status_code == 422
+    assert propose(team, team.ann, proposal(files)).status_code == 403
+
+    body = proposal(files, note="round 2 data, warm start")
+    first = propose(team, team.lead, body)
+    assert first.status_code == 201 and first.json()["state"] == "open" and first.json()["proposer"] == "Lee Lead"
+    again = propose(team, team.lead, body)  # sent twice: one proposal
+    assert again.json()["id"] == body["id"] and len(listed(team, team.owner)["proposals"]) == 1
+    assert listed(team, team.lia)["proposals"] == []  # the lead of team B sees none of team A's
+    assert httpx.get(f"{team.url}/v1/proposals/{body['id']}", headers=auth(team.lia)).status_code == 404
+    shown = httpx.get(f"{team.url}/v1/proposals/{body['id']}", headers=auth(team.owner)).json()
+    assert shown["files"] == files and shown["note"] == "round 2 data, warm start"
+    newer = propose(team, team.lead, proposal([upload(team, team.lead, b"weights of the second candidate")]))
+    states = {p["id"]: p["state"] for p in listed(team, team.lead)["proposals"]}
+    assert states == {body["id"]: "superseded", newer.json()["id"]: "open"}  # a lead's newer one replaces theirs
+
+
+def test_the_owner_decides_unless_the_task_lets_leads_promote(team):
+    files = [upload(team, team.lead, b"candidate weights")]
+    ours = propose(team, team.lead, proposal(files)).json()["id"]
+    theirs = propose(team, team.lia, proposal(files)).json()["id"]
+    refused = decide(team, team.lead, ours, state="promoted", round_number=3)
+    assert refused.status_code == 403 and "does not let leads promote" in refused.json()["detail"]
+    assert httpx.put(f"{team.url}/v1/tasks/{TASK}/policy", json={"leads_may_promote": True},
+                     headers=auth(team.lead)).status_code == 403
+
+    declined = decide(team, team.owner, theirs, state="declined", reason="trained on too little")
+    assert declined.status_code == 200
+    assert (declined.json()["state"], declined.json()["decided_by"], declined.json()["reason"]) == (
+        "declined", "Olga Owner", "trained on too little")
+    assert declined.json()["decided_at"] is not None
+    assert decide(team, team.owner, theirs, state="promoted", round_number=3).status_code == 409
+    assert decide(team, team.owner, ours, state="promoted").status_code == 400  # which round?
+
+    policy = httpx.put(f"{team.url}/v1/tasks/{TASK}/policy", json={"leads_may_promote": True}, headers=auth(team.owner))
+    assert policy.status_code == 200 and policy.json()["set_by"] == "Olga Owner"
+    assert {p["task"]: p["leads_may_promote"] for p in
+            httpx.get(f"{team.url}/v1/policies", headers=auth(team.ann)).json()["policies"]} == {TASK: True}
+    promoted = decide(team, team.lead, ours, state="promoted", round_number=3)
+    assert promoted.status_code == 200 and promoted.json()["decided_by"] == "Lee Lead"
+    assert decide(team, team.lead, ours, state="promoted", round_number=3).status_code == 200  # resent: the same
+    assert listed(team, team.lead)["leads_may_promote"] is True
+
+
+def test_a_lead_publishes_rounds_only_where_the_task_allows_and_never_a_task_change(team):
+    records = basics_records(None)
+    round_three = dict(next(r for r in records if r["record"] == "round"))
+    round_three.update(id=str(uuid.uuid4()), number=3)
+    publish = lambda body: httpx.post(f"{team.url}/v1/publish", json={"records": body}, headers=auth(team.lead))  # noqa: E731
+    refused = publish([round_three])
+    assert refused.status_code == 403 and "does not let leads promote" in refused.json()["detail"]
+    httpx.put(f"{team.url}/v1/tasks/{TASK}/policy", json={"leads_may_promote": True}, headers=auth(team.owner))
+    task = dict(next(r for r in records if r["record"] == "task"))
+    renamed = {**task, "name": "Renamed by a lead"}
+    answer = publish([task, round_three])
+    assert answer.status_code == 200, answer.text
+    assert [r["status"] for r in answer.json()["results"]] == ["already_stored", "stored"]
+    answer = publish([renamed])
+    assert answer.json()["results"][0]["status"] == "rejected"
+    assert "only owners change" in answer.json()["results"][0]["reason"]
+    assert httpx.post(f"{team.url}/v1/publish", json={"records": [round_three]},
+                      headers=auth(team.ann)).status_code == 403
+
+
+def test_the_owner_lists_and_declines_from_the_command_line(team, tmp_path, capsys):
+    from tests.sync.proposal_helpers import cli, team_desk
+
+    body = proposal([upload(team, team.lead, b"a candidate nobody compared")], note="no held-out yet")
+    assert propose(team, team.lead, body).status_code == 201
+    for account, folder in ((team.owner, "owner"), (team.ann, "ann")):
+        team_desk(tmp_path / folder, account, team.url).close()
+    code, out, err = cli(capsys, tmp_path / "owner", "rounds", "proposals", "--task", TASK)
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith(body["id"]))
+    assert "Lee Lead" in row and "1,2" in row and row.rstrip().endswith("open")
+    assert "Leads may promote hate_speech themselves: no." in out
+    code, _, err = cli(capsys, tmp_path / "ann", "rounds", "decline", "--proposal", body["id"], "--reason", "no")
+    assert code == 1 and "There is no proposal" in err and "that you may see" in err, err  # nothing for annotators
+    code, out, err = cli(capsys, tmp_path / "owner", "rounds", "decline", "--proposal", body["id"],
+                         "--reason", "compare it on the held-out splits first")
+    assert code == 0 and "Declined proposal" in out, err
+    code, out, _ = cli(capsys, tmp_path / "owner", "rounds", "proposals", "--task", TASK)
+    assert body["id"] not in out and "1 decided or superseded; --all shows them" in out
+    code, out, _ = cli(capsys, tmp_path / "owner", "rounds", "proposals", "--task", TASK, "--all")
+    assert next(line for line in out.splitlines() if line.startswith(body["id"])).rstrip().endswith("declined")
+    code, _, err = cli(capsys, tmp_path / "owner", "rounds", "promote", "--proposal", body["id"])
+    assert code == 1 and "is declined (compare it on the held-out splits first)" in err, err
