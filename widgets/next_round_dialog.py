@@ -82,7 +82,7 @@ class NextRoundDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("next-round-dialog")
         self.setWindowTitle("Next round")
-        self.resize(1040, 700)
+        self.resize(1100, 720)  # fits a 1366×768 screen with its taskbar
         self.setMinimumSize(860, 560)
         self._running = False
         self._worse = False
@@ -313,7 +313,7 @@ class NextRoundDialog(QDialog):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.chart = AccuracyComparisonChart()
         self.notes = QLabel(objectName="notes", wordWrap=True, styleSheet="color:#555")
         self.report_link = QLabel(objectName="report-link")
@@ -323,27 +323,40 @@ class NextRoundDialog(QDialog):
         back.clicked.connect(self.back_requested)
         self.to_promote = QPushButton("Next: promote ▶", objectName="to-promote")
         self.to_promote.clicked.connect(lambda: self.show_step(2))
-        figures = QHBoxLayout()
-        self.chart.setMinimumWidth(340)
-        figures.addWidget(self.table, 3)
-        figures.addWidget(self.chart, 2)
+        # the table's columns need the dialog's width; below it the chart, and beside the chart the report
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        self.table.setMinimumHeight(self.table.fontMetrics().height() * 10)
+        self.chart.setMinimumHeight(230)
+        self.chart.setMaximumHeight(300)
+        self.report_link.setWordWrap(True)
+        self.report_link.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.notes.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        side = QVBoxLayout()
+        side.addWidget(self.report_link)
+        side.addWidget(self.notes)
+        side.addStretch(1)
+        below = QHBoxLayout()
+        below.addWidget(self.chart, 3)
+        below.addLayout(side, 2)
         buttons = QHBoxLayout()
         buttons.addWidget(back)
-        buttons.addWidget(self.report_link, 1)
+        buttons.addStretch(1)
         buttons.addWidget(self.to_promote)
         layout = QVBoxLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.verdict)
         layout.addWidget(self.models_line)
-        layout.addLayout(figures, 1)
-        layout.addWidget(self.notes)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(below)
         layout.addLayout(buttons)
         return page
 
     def show_comparison(self, view: ComparisonView) -> None:
         self._worse = view.worse
-        self.verdict.setText(f"<b>{escape(view.verdict)}</b>")
+        self.verdict.setText(f"<b>{escape(view.verdict)}</b><br>{escape(view.headline)}")
         self.verdict.setStyleSheet(BANNER[view.worse])
+        self.headline.setText(escape(view.headline))
+        self.headline.setVisible(not view.worse)  # the refusal says it then
         self.models_line.setText(f"Current target: {view.current_name} · Candidate: {view.candidate_name}")
         self.table.setRowCount(len(view.rows))
         for r, row in enumerate(view.rows):
@@ -368,9 +381,9 @@ class NextRoundDialog(QDialog):
         self.chart.set_groups(view.groups, "current target", "candidate")
         self.notes.setText(" ".join(view.notes))
         self.notes.setVisible(bool(view.notes))
-        self.report_link.setText(f"<a href='report'>Open the HTML report</a> &nbsp;<span style='color:#666'>"
-                                 f"{escape(view.report_path)}</span>" if view.report_path else "")
-        self.refusal.setText(f"<b>{escape(view.verdict)}</b>" if view.worse else "")
+        self.report_link.setText(f"<a href='report'>Open the HTML report</a> (every prediction of both models)<br>"
+                                 f"<span style='color:#666'>{escape(view.report_path)}</span>" if view.report_path else "")
+        self.refusal.setText(f"<b>{escape(view.verdict)}</b><br>{escape(view.headline)}" if view.worse else "")
         self.refusal.setVisible(view.worse)
         self._set_promote_button()
         self.show_step(1)
@@ -379,6 +392,7 @@ class NextRoundDialog(QDialog):
     def _promote_page(self) -> QWidget:
         page = QWidget(objectName="promote-page")
         self.promote_intro = QLabel(objectName="promote-intro", wordWrap=True)
+        self.headline = QLabel(objectName="headline", wordWrap=True)
         self.refusal = QLabel(objectName="refusal", wordWrap=True, styleSheet=BANNER[True])
         self.refusal.setMargin(8)
         self.with_current = QCheckBox("Keep the current target in an ensemble with the candidate", objectName="with-current")
@@ -410,6 +424,7 @@ class NextRoundDialog(QDialog):
         layout = QVBoxLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.promote_intro)
+        layout.addWidget(self.headline)
         layout.addWidget(self.refusal)
         layout.addWidget(self.with_current)
         layout.addWidget(self.promote_reason)
@@ -434,6 +449,7 @@ class NextRoundDialog(QDialog):
         self.verdict.setText(f"<b>{escape(message)}</b>")
         self.verdict.setStyleSheet(BANNER[True])
         self.table.setRowCount(0)
+        self.headline.setText("")
         self.chart.set_groups(())
         self.notes.setVisible(False)
         self.report_link.setText("")
@@ -468,7 +484,8 @@ class NextRoundDialog(QDialog):
         lineage = "".join(f"<li>{escape(line)}</li>" for line in view.lineage)
         self.summary.setText(f"<p><b>Round {view.round_number} is open.</b></p><ul>{lines}</ul>"
                              f"<p><b>Lineage</b> (recorded with the model)</p><ul>{lineage}</ul>")
-        for widget in (self.promote_intro, self.with_current, self.back_to_compare, self.promote_button, self.refusal):
+        for widget in (self.promote_intro, self.headline, self.with_current, self.back_to_compare, self.promote_button,
+                       self.refusal):
             widget.setVisible(False)
         self.publish_reason.setText(view.publish_hint)
         self.publish_button.setVisible(self._publish_possible)

@@ -114,6 +114,7 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
         dialog.learning_rate.setText("two")
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
         assert not dialog.is_running() and "learning rate 'two'" in dialog.message.text()
+        dialog.show_message("")
         dialog.learning_rate.setText("3e-3")  # the tiny model learns the round's lesson quickly
         dialog.epochs.setValue(8)
         dialog.weight_number.setChecked(True)
@@ -213,8 +214,10 @@ def test_a_worse_candidate_is_refused_until_promote_anyway_which_is_recorded(qtb
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
         wait_for_comparison(qtbot, dialog)
         assert "worse" in dialog.verdict.text() and dialog.table.item(0, 4).data(Qt.ItemDataRole.UserRole) == WORSE
+        shot(dialog, "next-round-2-compare-worse.png")
         qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
         assert dialog.refusal.isVisible() and dialog.promote_button.text() == "Promote anyway…"
+        shot(dialog, "next-round-3-refused.png")
 
         modal_log.clear()
         qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)  # the question's default: No
