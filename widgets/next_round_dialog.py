@@ -419,7 +419,7 @@ class NextRoundDialog(QDialog):
         actions.addWidget(self.propose_button)
         actions.addWidget(self.promote_button)
         publish = QHBoxLayout()
-        publish.addWidget(self.publish_button)
+        publish.addWidget(self.publish_button, 0, Qt.AlignmentFlag.AlignLeft)
         publish.addWidget(self.publish_reason, 1)
         layout = QVBoxLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)

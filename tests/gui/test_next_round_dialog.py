@@ -8,7 +8,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import Qt
@@ -22,7 +24,9 @@ from app.core.services.promotion import promotion_lineage
 from app.core.services.target_models import register_model
 from app.views.next_round import WORSE, points
 from tests.conftest import hate_content, hate_output
+from sync.tokens import TokenStore
 from tests.gui.conftest import close_window, open_window
+from tests.gui.test_round_switch import team  # noqa: F401 (a loopback team server: owner and annotator)
 from tests.model_fixtures import LABELS, trigger_sentences
 from widgets.next_round_dialog import NextRoundDialog
 
@@ -44,15 +48,21 @@ def write_base(path: Path, rows: int, seed: int) -> Path:
     return path
 
 
-def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: int = 150, lesson: bool = True) -> str:
+def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: int = 150, lesson: bool = True,
+           owner=None) -> str:
     """Round 1 open with the trigger model ("banana" means hate) as its target, and ``examples``
     examples, all but the last five decided by a lead: most labelled by the model's own rule, and
     (with ``lesson``) every fourth one a plain sentence with "zebra" labelled hate, which fooled it.
-    The working profile has ``role``. Returns the target's name."""
+    The working profile has ``role``, or is ``owner``'s on a team server. Returns the target's name."""
     with Desk(data_dir) as desk:
         author = desk.people.create("Ana Author", Role.ANNOTATOR)
         lead = desk.people.create("Lee Lead", Role.LEAD)
         me = lead if role == Role.LEAD else desk.people.create("Otto Other", role)
+        if owner is not None:  # the team server's owner, syncing with it
+            me = desk.people.create(owner.name, Role.OWNER, person_id=owner.id)
+            desk.settings.server_url = owner.url
+            desk.save_settings()
+            TokenStore(desk.root).set(owner.url, owner.token)
         desk.switch_person(me.id)
         target = register_model(desk, model_dir, task_code=TASK, name="Trigger model")
         assert desk.rounds.adopt_first_models(TASK, [target.id])
@@ -95,9 +105,10 @@ def wait_for_comparison(qtbot, dialog) -> None:
                     timeout=WAIT)
 
 
-def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, data_dir, tmp_path, modal_log, monkeypatch,
-                                                                         hate_trigger_model_dir, tiny_base_dir):
-    target_name = set_up(data_dir, hate_trigger_model_dir)
+def test_the_owner_trains_compares_promotes_and_publishes_and_the_create_tab_follows(
+        qtbot, data_dir, tmp_path, modal_log, monkeypatch, team, hate_trigger_model_dir, tiny_base_dir):
+    owner = SimpleNamespace(name="Olga Owner", id=team.owner.id, url=team.url, token=team.owner.token)
+    target_name = set_up(data_dir, hate_trigger_model_dir, owner=owner)
     base = write_base(tmp_path / "base.csv", 200, seed=32)
     window = open_window(qtbot, data_dir)
     try:
@@ -156,7 +167,10 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
         monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
         qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
-        assert not dialog.publish_button.isVisible() and "Sync is not set up" in dialog.publish_reason.text()
+        assert dialog.publish_button.isVisible() and not dialog.publish_reason.isVisible()
+        qtbot.mouseClick(dialog.publish_button, Qt.MouseButton.LeftButton)  # the path of `dynadesk sync publish`
+        qtbot.waitUntil(lambda: "Published" in dialog.publish_result.text(), timeout=WAIT)
+        assert "stored" in dialog.publish_result.text() and not dialog.publish_button.isEnabled()
         shot(dialog, "next-round-3-promote.png")
 
         desk = window.desk
@@ -164,7 +178,7 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
         assert [(r.number, r.status) for r in rounds] == [(1, RoundStatus.CLOSED), (2, RoundStatus.OPEN)]
         (new_target,) = desk.models.round_models(rounds[1].id)
         lineage = promotion_lineage(new_target)
-        assert lineage["round"] == 2 and lineage["forced"] is report["worse"] and lineage["promoted_by"]["name"] == "Lee Lead"
+        assert lineage["round"] == 2 and lineage["forced"] is report["worse"] and lineage["promoted_by"]["name"] == "Olga Owner"
         assert [p["name"] for p in lineage["parent_models"]] == [target_name]
         assert lineage["manifest"]["path"] == str((folder / "manifest.json").resolve())
         assert lineage["comparison"]["pooled"]["current"] == pooled["current"]
@@ -174,6 +188,16 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
                         timeout=WAIT)
         assert window.workspace.loaded.sha256s == (new_target.sha256,)
         assert window.round_label.text().startswith("Round 2")
+        # the team server has both rounds: round 1 closed, round 2 open with the candidate and its files
+        from sqlalchemy import select
+
+        from sync.server import models
+
+        with team.db.read() as session:
+            served = {r.number: r for r in session.scalars(select(models.Round))}
+            assert served[1].status == "closed" and served[2].status == "open"
+            (model,) = [session.get(models.ModelRecord, uuid.UUID(str(i))) for i in served[2].target_models]
+            assert model.sha256 == new_target.sha256 and model.files
     finally:
         close_window(window)
 
