@@ -443,6 +443,10 @@ class NextRoundDialog(QDialog):
         self.promote_reason.setVisible(bool(reason))
         self._set_promote_button()
 
+    def set_propose_available(self, available: bool) -> None:
+        """The place for "Propose to the owner…" (proposals wire it): shown beside a disabled Promote."""
+        self.propose_button.setVisible(available)
+
     def show_no_comparison(self, message: str) -> None:
         """Nothing to compare on: Promote needs the same explicit confirmation as over a worse comparison."""
         self._worse = True

@@ -97,6 +97,7 @@ class NextRoundController(QObject):
         self.html: Path | None = None
         self._text = ""
         self._phase: tuple[int, float, int] = (0, 0.0, 0)  # total, start time, done at start
+        self._published_rounds: tuple[int, ...] = ()  # the rounds Publish sends: the closed one and the new one
         inference.job_progress.connect(self._progress)
         inference.job_message.connect(self._message)
         inference.job_done.connect(self._done)
@@ -169,7 +170,10 @@ class NextRoundController(QObject):
         from app.core.services.round_training import train_from_desk
 
         dialog = self.dialog
-        if dialog is None or self.job_id is not None:
+        if dialog is None:
+            return
+        if self.job_id is not None:
+            dialog.show_message("The previous run is still stopping; train again in a moment.", error=True)
             return
         try:
             options = _train_options(self.task_code, choices)
@@ -333,8 +337,6 @@ class NextRoundController(QObject):
                                                 f"later with dynadesk sync publish {self.task_code}.", True)
 
         sync.publish(self.task_code, list(rounds), on_done=done, on_error=failed)
-
-    _published_rounds: tuple[int, ...] = ()
 
     # Jobs -------------------------------------------------------------------------------------------
     def _run(self, stage: str, text: str, fn, then: Callable[[Any], None]) -> None:

@@ -275,3 +275,27 @@ def test_an_annotator_has_no_next_round_entry(qtbot, data_dir, modal_log):
         qtbot.waitUntil(action.isVisible, timeout=10_000)
     finally:
         close_window(window)
+
+
+def test_promote_is_disabled_with_the_reason_for_someone_who_may_not_promote(qtbot):
+    from app.views.next_round import comparison_view
+    from tests.views.test_next_round_views import document
+
+    dialog = NextRoundDialog()
+    qtbot.addWidget(dialog)
+    proposals = []
+    dialog.propose_requested.connect(lambda: proposals.append(True))
+    dialog.show_comparison(comparison_view(document(0.05), "/c/comparison.html"))
+    dialog.set_promote_allowed("Leads of this task propose candidates; the owner promotes them.")
+    dialog.show_step(2)
+    dialog.show()
+    assert not dialog.promote_button.isEnabled() and dialog.promote_reason.isVisible()
+    assert dialog.promote_reason.text().startswith("Leads of this task propose")
+    assert not dialog.propose_button.isVisible()  # its place is kept for proposals
+    dialog.set_propose_available(True)
+    qtbot.mouseClick(dialog.propose_button, Qt.MouseButton.LeftButton)
+    assert proposals == [True]
+    dialog.set_promote_allowed("")
+    assert dialog.promote_button.isEnabled() and not dialog.promote_reason.isVisible()
+    dialog.show_comparison(comparison_view(document(-0.02)))
+    assert dialog.promote_button.text() == "Promote anyway…" and not dialog.refusal.isHidden()  # on step 3
