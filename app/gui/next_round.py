@@ -182,6 +182,9 @@ class NextRoundController(QObject):
             return
         self.choices, self.report, self.html = choices, None, None
         out = self.candidate_dir = new_candidate_dir(self.desk.root, self.task_code)
+        # named apart from earlier candidates of the same rounds (the name is what Create and the leaderboard show)
+        options.name = (f"{self.task_code} rounds {','.join(map(str, options.rounds))}, trained "
+                        f"{out.name.removeprefix(self.task_code + '-')}")
         desk = self.desk
         dialog.show_message(f"Training a candidate into {out} …")
         self._run("train", "Training…", lambda progress: train_from_desk(desk, options, out, progress=progress),
