@@ -77,6 +77,7 @@ class NextRoundDialog(QDialog):
     publish_requested = Signal()
     propose_requested = Signal()  # a lead who may not promote proposes the candidate to the owner (wired later)
     back_requested = Signal()  # from the comparison, back to the training choices
+    compare_requested = Signal()  # compare the trained candidate again (after a cancelled or failed comparison)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -88,6 +89,7 @@ class NextRoundDialog(QDialog):
         self._worse = False
         self._promote_allowed = True
         self._publish_possible = False
+        self._compared = False  # a comparison (or its absence, confirmed) is shown: step 3 may follow
 
         self.steps = QLabel(objectName="steps")
         self.steps.setTextFormat(Qt.TextFormat.RichText)
@@ -299,6 +301,7 @@ class NextRoundDialog(QDialog):
 
     def _train(self) -> None:
         self.show_message("")
+        self._compared = False  # a new candidate: the last comparison is not its
         self.train_requested.emit(self.choices())
 
     # Step 2 -------------------------------------------------------------------------------------
@@ -321,6 +324,9 @@ class NextRoundDialog(QDialog):
         self.report_link.linkActivated.connect(lambda _link: self.report_requested.emit())
         back = QPushButton("◀ Back to the training choices", objectName="back")
         back.clicked.connect(self.back_requested)
+        self.compare_again = QPushButton("Compare again", objectName="compare-again")
+        self.compare_again.clicked.connect(self.compare_requested)
+        self.compare_again.setVisible(False)
         self.to_promote = QPushButton("Next: promote ▶", objectName="to-promote")
         self.to_promote.clicked.connect(lambda: self.show_step(2))
         # the table's columns need the dialog's width; below it the chart, and beside the chart the report
@@ -341,6 +347,7 @@ class NextRoundDialog(QDialog):
         buttons = QHBoxLayout()
         buttons.addWidget(back)
         buttons.addStretch(1)
+        buttons.addWidget(self.compare_again)
         buttons.addWidget(self.to_promote)
         layout = QVBoxLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -351,7 +358,24 @@ class NextRoundDialog(QDialog):
         layout.addLayout(buttons)
         return page
 
+    def show_comparison_stopped(self, message: str) -> None:
+        """The comparison was cancelled or failed: the candidate is trained, so it can be compared again."""
+        self.verdict.setText(f"<b>{escape(message)}</b>")
+        self.verdict.setStyleSheet(BANNER[True])
+        self.models_line.setText("")
+        self.table.setRowCount(0)
+        self.chart.set_groups(())
+        self.notes.setVisible(False)
+        self.report_link.setText("")
+        self.compare_again.setVisible(True)
+        self._compared = False
+        self.show_step(1)
+        self.to_promote.setEnabled(False)
+
     def show_comparison(self, view: ComparisonView) -> None:
+        self.compare_again.setVisible(False)
+        self._compared = True
+        self.to_promote.setEnabled(not self._running)
         self._worse = view.worse
         self.verdict.setText(f"<b>{escape(view.verdict)}</b><br>{escape(view.headline)}")
         self.verdict.setStyleSheet(BANNER[view.worse])
@@ -449,6 +473,9 @@ class NextRoundDialog(QDialog):
 
     def show_no_comparison(self, message: str) -> None:
         """Nothing to compare on: Promote needs the same explicit confirmation as over a worse comparison."""
+        self.compare_again.setVisible(False)
+        self._compared = True
+        self.to_promote.setEnabled(not self._running)
         self._worse = True
         self.verdict.setText(f"<b>{escape(message)}</b>")
         self.verdict.setStyleSheet(BANNER[True])
@@ -519,7 +546,8 @@ class NextRoundDialog(QDialog):
             widget.setEnabled(not running)
         self.train_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
-        self.to_promote.setEnabled(not running)
+        self.to_promote.setEnabled(not running and self._compared)
+        self.compare_again.setEnabled(not running)
         self.running_row.setVisible(running)
         if running:
             self.show_progress(StepProgress(None, text, "estimating…"))

@@ -149,6 +149,7 @@ class NextRoundController(QObject):
         dialog.promote_requested.connect(self.promote)
         dialog.publish_requested.connect(self.publish)
         dialog.back_requested.connect(lambda: dialog.show_step(0))
+        dialog.compare_requested.connect(self.compare)
         dialog.propose_requested.connect(lambda: self.propose_requested.emit(self.task_code, str(self.candidate_dir)))
         dialog.show_setup(setup)
         if setup.base_path:
@@ -402,12 +403,10 @@ class NextRoundController(QObject):
                 dialog.show_no_comparison(f"{failure.message} Promoting without a comparison needs “Promote anyway”.")
                 dialog.set_promote_intro(self._promote_intro())
             elif failure.cancelled:
-                dialog.show_step(0)
-                self._say(f"The comparison was cancelled. The trained candidate stays in {self.candidate_dir}; "
-                          "train again to compare a new one.")
+                dialog.show_comparison_stopped(f"The comparison was cancelled. The trained candidate stays in "
+                                               f"{self.candidate_dir}: compare it again, or go back and train anew.")
             else:
-                dialog.show_step(0)
-                dialog.show_message(f"The comparison failed: {failure.message}", error=True)
+                dialog.show_comparison_stopped(f"The comparison failed: {failure.message}")
         else:
             dialog.show_message("Promotion cancelled; no round changed." if failure.cancelled
                                 else f"The export failed: {failure.message}", error=not failure.cancelled)

@@ -202,7 +202,7 @@ def test_the_owner_trains_compares_promotes_and_publishes_and_the_create_tab_fol
         close_window(window)
 
 
-def test_cancel_during_training_leaves_no_candidate_and_returns_to_the_choices(qtbot, data_dir, tmp_path, modal_log,
+def test_cancel_during_training_leaves_no_candidate_and_a_failed_comparison_can_be_repeated(qtbot, data_dir, tmp_path, modal_log,
                                                                                hate_trigger_model_dir, tiny_base_dir):
     set_up(data_dir, hate_trigger_model_dir, examples=40)
     base = write_base(tmp_path / "base.csv", 3000, seed=33)
@@ -221,6 +221,23 @@ def test_cancel_during_training_leaves_no_candidate_and_returns_to_the_choices(q
         candidates = window.desk.root / "candidates"
         assert not candidates.exists() or list(candidates.iterdir()) == []  # no folder, no staging left
         assert dialog.train_button.isEnabled() and dialog.rounds.isEnabled()
+
+        # a comparison that fails (a suite file that is not in HateCheck's format) keeps the candidate to compare again
+        suite = tmp_path / "not-a-suite.csv"
+        suite.write_text("sentence,kind\nhello,hate\n", encoding="utf-8")
+        dialog.base_path.clear()
+        dialog.suite.setText(str(suite))
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.step() == 1 and not dialog.is_running(), timeout=WAIT)
+        assert "The comparison failed" in dialog.verdict.text() and dialog.compare_again.isVisible()
+        assert not dialog.to_promote.isEnabled() and dialog.table.rowCount() == 0
+        (folder,) = candidates.iterdir()
+        assert (folder / "manifest.json").is_file()
+        qtbot.mouseClick(dialog.compare_again, Qt.MouseButton.LeftButton)
+        assert dialog.is_running() and not dialog.compare_again.isEnabled()
+        qtbot.waitUntil(lambda: not dialog.is_running(), timeout=WAIT)
+        assert "The comparison failed" in dialog.verdict.text() and dialog.compare_again.isVisible()
+        assert list(candidates.iterdir()) == [folder]  # compared again, not trained again
     finally:
         close_window(window)
 
