@@ -141,6 +141,8 @@ class NextRoundController(QObject):
     def _show(self, task_code: str, setup, parent) -> None:
         self.task_code = task_code
         self.report, self.candidate_dir, self.html = None, None, None
+        if self.dialog is not None:
+            self.dialog.deleteLater()  # closed earlier; its answers (a cancelled run's end) now go to the new one
         self.dialog = dialog = NextRoundDialog(parent)
         dialog.train_requested.connect(self.train)
         dialog.cancel_requested.connect(self.cancel)
