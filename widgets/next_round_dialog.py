@@ -83,7 +83,7 @@ class NextRoundDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("next-round-dialog")
         self.setWindowTitle("Next round")
-        self.resize(1100, 720)  # fits a 1366×768 screen with its taskbar
+        self.resize(1100, 680)  # fits a 1366×768 screen with its title bar and a taskbar
         self.setMinimumSize(860, 560)
         self._running = False
         self._worse = False
@@ -174,8 +174,10 @@ class NextRoundDialog(QDialog):
         self.start_group = QButtonGroup(self)
         self.start_group.addButton(self.from_target)
         self.start_group.addButton(self.from_base)
-        self.weight_auto = QRadioButton("auto (round examples carry a quarter of the loss)", objectName="weight-auto")
-        self.weight_number = QRadioButton("weight", objectName="weight-number")
+        self.weight_auto = QRadioButton("auto", objectName="weight-auto")
+        self.weight_auto.setToolTip("Round examples together carry a quarter of the training loss (the measured "
+                                    "default; the manifest records it)")
+        self.weight_number = QRadioButton("each round example weighs", objectName="weight-number")
         self.weight_group = QButtonGroup(self)
         self.weight_group.addButton(self.weight_auto)
         self.weight_group.addButton(self.weight_number)
@@ -183,8 +185,9 @@ class NextRoundDialog(QDialog):
         self.weight_number.toggled.connect(self.weight.setEnabled)
         self.epochs = QSpinBox(objectName="epochs", minimum=1, maximum=50, value=3)
         self.seed = QSpinBox(objectName="seed", minimum=0, maximum=2**31 - 1, value=13)
+        self.seed.setMinimumWidth(self.seed.fontMetrics().horizontalAdvance("2147483647") + 30)
         self.learning_rate = QLineEdit("2e-4", objectName="learning-rate")
-        self.learning_rate.setMaximumWidth(70)
+        self.learning_rate.setFixedWidth(self.learning_rate.fontMetrics().horizontalAdvance("0.00025") + 16)
         self.encoder = QLineEdit(objectName="encoder", placeholderText="packaged all-MiniLM-L6-v2, or the one "
                                                                       "the target was trained from")
         self.suite = QLineEdit(objectName="suite", placeholderText="HateCheck-format CSV (optional)")
@@ -199,19 +202,21 @@ class NextRoundDialog(QDialog):
         weights = QWidget()
         line = QHBoxLayout(weights)
         line.setContentsMargins(0, 0, 0, 0)
-        for widget in (self.weight_auto, self.weight_number, self.weight):
+        for widget in (self.weight_auto, self.weight_number, self.weight, QLabel("base examples")):
             line.addWidget(widget)
         line.addStretch(1)
-        line.addWidget(QLabel("Epochs"))
-        line.addWidget(self.epochs)
-        line.addWidget(QLabel("Learning rate"))
-        line.addWidget(self.learning_rate)
-        line.addWidget(QLabel("Seed"))
-        line.addWidget(self.seed)
+        run = QWidget()
+        line = QHBoxLayout(run)
+        line.setContentsMargins(0, 0, 0, 0)
+        for widget in (QLabel("Epochs"), self.epochs, QLabel("  Learning rate"), self.learning_rate, QLabel("  Seed"),
+                       self.seed):
+            line.addWidget(widget)
+        line.addStretch(1)
         training_box = QGroupBox("Training")
         form = QFormLayout(training_box)
         form.addRow("Start", start)
         form.addRow("Round weight", weights)
+        form.addRow("Training run", run)
         form.addRow("Encoder folder", self.encoder)
         form.addRow("Also compare on", _browse_row(self.suite, suite_browse))
         self.output_note = QLabel(objectName="output-note", wordWrap=True, styleSheet="color:#555")

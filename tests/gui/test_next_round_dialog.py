@@ -215,6 +215,8 @@ def test_cancel_during_training_leaves_no_candidate_and_a_failed_comparison_can_
         # cancelled as soon as the work reports progress (the worker checks between its steps)
         with qtbot.waitSignal(window.inference.job_progress, timeout=WAIT):
             pass
+        assert dialog.running_row.isVisible() and dialog.step_text.text()
+        shot(dialog, "next-round-1-training.png")
         qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not dialog.is_running(), timeout=WAIT)
         assert dialog.step() == 0 and "cancelled; nothing was written" in dialog.message.text()
