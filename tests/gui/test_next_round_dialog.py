@@ -267,11 +267,13 @@ def test_a_worse_candidate_is_refused_until_promote_anyway_which_is_recorded(qtb
         assert [kind for kind, *_ in modal_log] == ["question"] and "anyway" in modal_log[0][1]
         assert not dialog.is_running() and [r.number for r in window.desk.tasks.rounds(TASK)] == [1]
         monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
+        dialog.with_current.setChecked(True)  # the old target stays on, in an ensemble after the candidate
         qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
         assert "forced" in dialog.summary.text(), dialog.message.text()
         desk = window.desk
-        (new_target,) = desk.models.round_models(desk.tasks.round(TASK, 2).id)
+        new_target, old_target = desk.models.round_models(desk.tasks.round(TASK, 2).id)
+        assert old_target.name == "Trigger model" and promotion_lineage(new_target)["with_current"] is True
         lineage = promotion_lineage(new_target)
         assert lineage["forced"] is True and lineage["override"]["refused_because"]
         assert lineage["comparison"]["worse"] is True
