@@ -43,17 +43,17 @@ class AccuracyComparisonChart(ChartFrame):
                                   brush=QColor(SECOND), pen=pg.mkPen(None)))
         self._add(pg.ErrorBarItem(  # pyqtgraph computes with these: arrays, not lists
             x=np.array([x + WIDTH / 2 for x in xs]), y=np.array([g.candidate for g in groups]),
-            top=np.array([max(g.high - g.candidate, 0.0) for g in groups]),
-            bottom=np.array([max(g.candidate - g.low, 0.0) for g in groups]),
+            top=np.array([max(min(g.high, 1.0) - g.candidate, 0.0) for g in groups]),  # accuracy stays in [0, 1]
+            bottom=np.array([max(g.candidate - max(g.low, 0.0), 0.0) for g in groups]),
             beam=WIDTH * 0.45, pen=pg.mkPen("#222", width=1.5)))
         font = QFont()
         font.setPointSize(8)
-        for x, group in enumerate(groups):
-            for offset, value, top in ((-WIDTH / 2, group.current, group.current), (WIDTH / 2, group.candidate,
-                                                                                    max(group.high, group.candidate))):
-                label = pg.TextItem(f"{value:.0%}", color="#333", anchor=(0.5, 1))
+        for x, group in enumerate(groups):  # values at the bars' feet, clear of the whiskers
+            for offset, value in ((-WIDTH / 2, group.current), (WIDTH / 2, group.candidate)):
+                inside = value >= 0.08
+                label = pg.TextItem(f"{value:.0%}", color="w" if inside else "#333", anchor=(0.5, 1))
                 label.setFont(font)
-                label.setPos(x + offset, min(top, 1.0) + 0.01)
+                label.setPos(x + offset, 0.01 if inside else value + 0.01)
                 self._add(label)
         self.set_legend([(current_name, color(0)), (candidate_name, QColor(SECOND))],
                         "whiskers: 95 % interval of the paired difference, drawn on the candidate's bar")

@@ -77,17 +77,19 @@ class NextRoundDialog(QDialog):
     publish_requested = Signal()
     propose_requested = Signal()  # a lead who may not promote proposes the candidate to the owner (wired later)
     back_requested = Signal()  # from the comparison, back to the training choices
+    compare_requested = Signal()  # compare the trained candidate again (after a cancelled or failed comparison)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("next-round-dialog")
         self.setWindowTitle("Next round")
-        self.resize(1040, 700)
+        self.resize(1100, 680)  # fits a 1366×768 screen with its title bar and a taskbar
         self.setMinimumSize(860, 560)
         self._running = False
         self._worse = False
         self._promote_allowed = True
         self._publish_possible = False
+        self._compared = False  # a comparison (or its absence, confirmed) is shown: step 3 may follow
 
         self.steps = QLabel(objectName="steps")
         self.steps.setTextFormat(Qt.TextFormat.RichText)
@@ -172,8 +174,10 @@ class NextRoundDialog(QDialog):
         self.start_group = QButtonGroup(self)
         self.start_group.addButton(self.from_target)
         self.start_group.addButton(self.from_base)
-        self.weight_auto = QRadioButton("auto (round examples carry a quarter of the loss)", objectName="weight-auto")
-        self.weight_number = QRadioButton("weight", objectName="weight-number")
+        self.weight_auto = QRadioButton("auto", objectName="weight-auto")
+        self.weight_auto.setToolTip("Round examples together carry a quarter of the training loss (the measured "
+                                    "default; the manifest records it)")
+        self.weight_number = QRadioButton("each round example weighs", objectName="weight-number")
         self.weight_group = QButtonGroup(self)
         self.weight_group.addButton(self.weight_auto)
         self.weight_group.addButton(self.weight_number)
@@ -181,8 +185,9 @@ class NextRoundDialog(QDialog):
         self.weight_number.toggled.connect(self.weight.setEnabled)
         self.epochs = QSpinBox(objectName="epochs", minimum=1, maximum=50, value=3)
         self.seed = QSpinBox(objectName="seed", minimum=0, maximum=2**31 - 1, value=13)
+        self.seed.setMinimumWidth(self.seed.fontMetrics().horizontalAdvance("2147483647") + 30)
         self.learning_rate = QLineEdit("2e-4", objectName="learning-rate")
-        self.learning_rate.setMaximumWidth(70)
+        self.learning_rate.setFixedWidth(self.learning_rate.fontMetrics().horizontalAdvance("0.00025") + 16)
         self.encoder = QLineEdit(objectName="encoder", placeholderText="packaged all-MiniLM-L6-v2, or the one "
                                                                       "the target was trained from")
         self.suite = QLineEdit(objectName="suite", placeholderText="HateCheck-format CSV (optional)")
@@ -197,19 +202,21 @@ class NextRoundDialog(QDialog):
         weights = QWidget()
         line = QHBoxLayout(weights)
         line.setContentsMargins(0, 0, 0, 0)
-        for widget in (self.weight_auto, self.weight_number, self.weight):
+        for widget in (self.weight_auto, self.weight_number, self.weight, QLabel("base examples")):
             line.addWidget(widget)
         line.addStretch(1)
-        line.addWidget(QLabel("Epochs"))
-        line.addWidget(self.epochs)
-        line.addWidget(QLabel("Learning rate"))
-        line.addWidget(self.learning_rate)
-        line.addWidget(QLabel("Seed"))
-        line.addWidget(self.seed)
+        run = QWidget()
+        line = QHBoxLayout(run)
+        line.setContentsMargins(0, 0, 0, 0)
+        for widget in (QLabel("Epochs"), self.epochs, QLabel("  Learning rate"), self.learning_rate, QLabel("  Seed"),
+                       self.seed):
+            line.addWidget(widget)
+        line.addStretch(1)
         training_box = QGroupBox("Training")
         form = QFormLayout(training_box)
         form.addRow("Start", start)
         form.addRow("Round weight", weights)
+        form.addRow("Training run", run)
         form.addRow("Encoder folder", self.encoder)
         form.addRow("Also compare on", _browse_row(self.suite, suite_browse))
         self.output_note = QLabel(objectName="output-note", wordWrap=True, styleSheet="color:#555")
@@ -299,6 +306,7 @@ class NextRoundDialog(QDialog):
 
     def _train(self) -> None:
         self.show_message("")
+        self._compared = False  # a new candidate: the last comparison is not its
         self.train_requested.emit(self.choices())
 
     # Step 2 -------------------------------------------------------------------------------------
@@ -313,7 +321,7 @@ class NextRoundDialog(QDialog):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.chart = AccuracyComparisonChart()
         self.notes = QLabel(objectName="notes", wordWrap=True, styleSheet="color:#555")
         self.report_link = QLabel(objectName="report-link")
@@ -321,29 +329,63 @@ class NextRoundDialog(QDialog):
         self.report_link.linkActivated.connect(lambda _link: self.report_requested.emit())
         back = QPushButton("◀ Back to the training choices", objectName="back")
         back.clicked.connect(self.back_requested)
+        self.compare_again = QPushButton("Compare again", objectName="compare-again")
+        self.compare_again.clicked.connect(self.compare_requested)
+        self.compare_again.setVisible(False)
         self.to_promote = QPushButton("Next: promote ▶", objectName="to-promote")
         self.to_promote.clicked.connect(lambda: self.show_step(2))
-        figures = QHBoxLayout()
-        self.chart.setMinimumWidth(340)
-        figures.addWidget(self.table, 3)
-        figures.addWidget(self.chart, 2)
+        # the table's columns need the dialog's width; below it the chart, and beside the chart the report
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        self.table.setMinimumHeight(self.table.fontMetrics().height() * 10)
+        self.chart.setMinimumHeight(230)
+        self.chart.setMaximumHeight(300)
+        self.report_link.setWordWrap(True)
+        self.report_link.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.notes.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        side = QVBoxLayout()
+        side.addWidget(self.report_link)
+        side.addWidget(self.notes)
+        side.addStretch(1)
+        below = QHBoxLayout()
+        below.addWidget(self.chart, 3)
+        below.addLayout(side, 2)
         buttons = QHBoxLayout()
         buttons.addWidget(back)
-        buttons.addWidget(self.report_link, 1)
+        buttons.addStretch(1)
+        buttons.addWidget(self.compare_again)
         buttons.addWidget(self.to_promote)
         layout = QVBoxLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.verdict)
         layout.addWidget(self.models_line)
-        layout.addLayout(figures, 1)
-        layout.addWidget(self.notes)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(below)
         layout.addLayout(buttons)
         return page
 
+    def show_comparison_stopped(self, message: str) -> None:
+        """The comparison was cancelled or failed: the candidate is trained, so it can be compared again."""
+        self.verdict.setText(f"<b>{escape(message)}</b>")
+        self.verdict.setStyleSheet(BANNER[True])
+        self.models_line.setText("")
+        self.table.setRowCount(0)
+        self.chart.set_groups(())
+        self.notes.setVisible(False)
+        self.report_link.setText("")
+        self.compare_again.setVisible(True)
+        self._compared = False
+        self.show_step(1)
+        self.to_promote.setEnabled(False)
+
     def show_comparison(self, view: ComparisonView) -> None:
+        self.compare_again.setVisible(False)
+        self._compared = True
+        self.to_promote.setEnabled(not self._running)
         self._worse = view.worse
-        self.verdict.setText(f"<b>{escape(view.verdict)}</b>")
+        self.verdict.setText(f"<b>{escape(view.verdict)}</b><br>{escape(view.headline)}")
         self.verdict.setStyleSheet(BANNER[view.worse])
+        self.headline.setText(escape(view.headline))
+        self.headline.setVisible(not view.worse)  # the refusal says it then
         self.models_line.setText(f"Current target: {view.current_name} · Candidate: {view.candidate_name}")
         self.table.setRowCount(len(view.rows))
         for r, row in enumerate(view.rows):
@@ -368,9 +410,9 @@ class NextRoundDialog(QDialog):
         self.chart.set_groups(view.groups, "current target", "candidate")
         self.notes.setText(" ".join(view.notes))
         self.notes.setVisible(bool(view.notes))
-        self.report_link.setText(f"<a href='report'>Open the HTML report</a> &nbsp;<span style='color:#666'>"
-                                 f"{escape(view.report_path)}</span>" if view.report_path else "")
-        self.refusal.setText(f"<b>{escape(view.verdict)}</b>" if view.worse else "")
+        self.report_link.setText(f"<a href='report'>Open the HTML report</a> (every prediction of both models)<br>"
+                                 f"<span style='color:#666'>{escape(view.report_path)}</span>" if view.report_path else "")
+        self.refusal.setText(f"<b>{escape(view.verdict)}</b><br>{escape(view.headline)}" if view.worse else "")
         self.refusal.setVisible(view.worse)
         self._set_promote_button()
         self.show_step(1)
@@ -379,6 +421,7 @@ class NextRoundDialog(QDialog):
     def _promote_page(self) -> QWidget:
         page = QWidget(objectName="promote-page")
         self.promote_intro = QLabel(objectName="promote-intro", wordWrap=True)
+        self.headline = QLabel(objectName="headline", wordWrap=True)
         self.refusal = QLabel(objectName="refusal", wordWrap=True, styleSheet=BANNER[True])
         self.refusal.setMargin(8)
         self.with_current = QCheckBox("Keep the current target in an ensemble with the candidate", objectName="with-current")
@@ -405,11 +448,12 @@ class NextRoundDialog(QDialog):
         actions.addWidget(self.propose_button)
         actions.addWidget(self.promote_button)
         publish = QHBoxLayout()
-        publish.addWidget(self.publish_button)
+        publish.addWidget(self.publish_button, 0, Qt.AlignmentFlag.AlignLeft)
         publish.addWidget(self.publish_reason, 1)
         layout = QVBoxLayout(page)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.promote_intro)
+        layout.addWidget(self.headline)
         layout.addWidget(self.refusal)
         layout.addWidget(self.with_current)
         layout.addWidget(self.promote_reason)
@@ -428,12 +472,20 @@ class NextRoundDialog(QDialog):
         self.promote_reason.setVisible(bool(reason))
         self._set_promote_button()
 
+    def set_propose_available(self, available: bool) -> None:
+        """The place for "Propose to the owner…" (proposals wire it): shown beside a disabled Promote."""
+        self.propose_button.setVisible(available)
+
     def show_no_comparison(self, message: str) -> None:
         """Nothing to compare on: Promote needs the same explicit confirmation as over a worse comparison."""
+        self.compare_again.setVisible(False)
+        self._compared = True
+        self.to_promote.setEnabled(not self._running)
         self._worse = True
         self.verdict.setText(f"<b>{escape(message)}</b>")
         self.verdict.setStyleSheet(BANNER[True])
         self.table.setRowCount(0)
+        self.headline.setText("")
         self.chart.set_groups(())
         self.notes.setVisible(False)
         self.report_link.setText("")
@@ -468,7 +520,8 @@ class NextRoundDialog(QDialog):
         lineage = "".join(f"<li>{escape(line)}</li>" for line in view.lineage)
         self.summary.setText(f"<p><b>Round {view.round_number} is open.</b></p><ul>{lines}</ul>"
                              f"<p><b>Lineage</b> (recorded with the model)</p><ul>{lineage}</ul>")
-        for widget in (self.promote_intro, self.with_current, self.back_to_compare, self.promote_button, self.refusal):
+        for widget in (self.promote_intro, self.headline, self.with_current, self.back_to_compare, self.promote_button,
+                       self.refusal):
             widget.setVisible(False)
         self.publish_reason.setText(view.publish_hint)
         self.publish_button.setVisible(self._publish_possible)
@@ -498,7 +551,8 @@ class NextRoundDialog(QDialog):
             widget.setEnabled(not running)
         self.train_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
-        self.to_promote.setEnabled(not running)
+        self.to_promote.setEnabled(not running and self._compared)
+        self.compare_again.setEnabled(not running)
         self.running_row.setVisible(running)
         if running:
             self.show_progress(StepProgress(None, text, "estimating…"))

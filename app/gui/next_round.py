@@ -97,6 +97,7 @@ class NextRoundController(QObject):
         self.html: Path | None = None
         self._text = ""
         self._phase: tuple[int, float, int] = (0, 0.0, 0)  # total, start time, done at start
+        self._published_rounds: tuple[int, ...] = ()  # the rounds Publish sends: the closed one and the new one
         inference.job_progress.connect(self._progress)
         inference.job_message.connect(self._message)
         inference.job_done.connect(self._done)
@@ -140,6 +141,8 @@ class NextRoundController(QObject):
     def _show(self, task_code: str, setup, parent) -> None:
         self.task_code = task_code
         self.report, self.candidate_dir, self.html = None, None, None
+        if self.dialog is not None:
+            self.dialog.deleteLater()  # closed earlier; its answers (a cancelled run's end) now go to the new one
         self.dialog = dialog = NextRoundDialog(parent)
         dialog.train_requested.connect(self.train)
         dialog.cancel_requested.connect(self.cancel)
@@ -148,6 +151,7 @@ class NextRoundController(QObject):
         dialog.promote_requested.connect(self.promote)
         dialog.publish_requested.connect(self.publish)
         dialog.back_requested.connect(lambda: dialog.show_step(0))
+        dialog.compare_requested.connect(self.compare)
         dialog.propose_requested.connect(lambda: self.propose_requested.emit(self.task_code, str(self.candidate_dir)))
         dialog.show_setup(setup)
         if setup.base_path:
@@ -169,7 +173,10 @@ class NextRoundController(QObject):
         from app.core.services.round_training import train_from_desk
 
         dialog = self.dialog
-        if dialog is None or self.job_id is not None:
+        if dialog is None:
+            return
+        if self.job_id is not None:
+            dialog.show_message("The previous run is still stopping; train again in a moment.", error=True)
             return
         try:
             options = _train_options(self.task_code, choices)
@@ -178,6 +185,9 @@ class NextRoundController(QObject):
             return
         self.choices, self.report, self.html = choices, None, None
         out = self.candidate_dir = new_candidate_dir(self.desk.root, self.task_code)
+        # named apart from earlier candidates of the same rounds (the name is what Create and the leaderboard show)
+        options.name = (f"{self.task_code} rounds {','.join(map(str, options.rounds))}, trained "
+                        f"{out.name.removeprefix(self.task_code + '-')}")
         desk = self.desk
         dialog.show_message(f"Training a candidate into {out} …")
         self._run("train", "Training…", lambda progress: train_from_desk(desk, options, out, progress=progress),
@@ -334,8 +344,6 @@ class NextRoundController(QObject):
 
         sync.publish(self.task_code, list(rounds), on_done=done, on_error=failed)
 
-    _published_rounds: tuple[int, ...] = ()
-
     # Jobs -------------------------------------------------------------------------------------------
     def _run(self, stage: str, text: str, fn, then: Callable[[Any], None]) -> None:
         self.stage, self._after_job, self._text = stage, then, text
@@ -397,12 +405,10 @@ class NextRoundController(QObject):
                 dialog.show_no_comparison(f"{failure.message} Promoting without a comparison needs “Promote anyway”.")
                 dialog.set_promote_intro(self._promote_intro())
             elif failure.cancelled:
-                dialog.show_step(0)
-                self._say(f"The comparison was cancelled. The trained candidate stays in {self.candidate_dir}; "
-                          "train again to compare a new one.")
+                dialog.show_comparison_stopped(f"The comparison was cancelled. The trained candidate stays in "
+                                               f"{self.candidate_dir}: compare it again, or go back and train anew.")
             else:
-                dialog.show_step(0)
-                dialog.show_message(f"The comparison failed: {failure.message}", error=True)
+                dialog.show_comparison_stopped(f"The comparison failed: {failure.message}")
         else:
             dialog.show_message("Promotion cancelled; no round changed." if failure.cancelled
                                 else f"The export failed: {failure.message}", error=not failure.cancelled)

@@ -127,7 +127,13 @@ class SyncController(QObject):
             with new_client(self.desk, self.tokens, **self.client_options) as client:
                 return client.publish(task_code, rounds, handle=SyncHandle(on_progress=self.progress.emit))
 
-        self.worker.submit(run, on_done=on_done, on_error=on_error)
+        def then(callback):
+            def deliver(value) -> None:
+                self.refresh()  # the status bar leaves the publish's progress for the usual state
+                callback(value)
+            return deliver
+
+        self.worker.submit(run, on_done=then(on_done), on_error=then(on_error))
 
     def _succeeded(self, report) -> None:
         self.running = False

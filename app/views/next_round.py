@@ -143,6 +143,7 @@ class ComparisonView:
     current_name: str
     candidate_name: str
     verdict: str  # one sentence
+    headline: str  # the pooled held-out accuracy: current -> candidate, difference [interval], n
     worse: bool  # Promote needs "Promote anyway"
     rows: tuple[ComparisonRow, ...]
     groups: tuple[ChartGroup, ...]
@@ -260,9 +261,13 @@ def comparison_view(document: Mapping[str, Any], report_path: str = "") -> Compa
                  "(the interval of the difference includes zero).",
         NO_ITEMS: "No held-out example to compare on: the comparison cannot tell whether the candidate is better.",
     }[verdict_of(pooled_row["low"], pooled_row["high"], pooled_row["items"])]
+    headline = (f"Held-out accuracy, all rounds: {pct(pooled_row['current'])} → {pct(pooled_row['candidate'])}, "
+                f"difference {points(pooled_row['difference'])}"
+                + (f" [{points(pooled_row['low'])}, {points(pooled_row['high'])}]" if pooled_row["low"] is not None else "")
+                + f" over {pooled_row['items']:,} examples.")
     evaluation = document.get("evaluation", {})
     notes = tuple(f"Warning: {w}" for w in evaluation.get("warnings", [])) + tuple(evaluation.get("notes", []))
-    return ComparisonView(document["current"]["name"], document["candidate"]["name"], verdict,
+    return ComparisonView(document["current"]["name"], document["candidate"]["name"], verdict, headline,
                           bool(document.get("worse")), tuple(rows), tuple(groups), notes, report_path)
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import Qt
@@ -22,7 +24,9 @@ from app.core.services.promotion import promotion_lineage
 from app.core.services.target_models import register_model
 from app.views.next_round import WORSE, points
 from tests.conftest import hate_content, hate_output
+from sync.tokens import TokenStore
 from tests.gui.conftest import close_window, open_window
+from tests.gui.test_round_switch import team  # noqa: F401 (a loopback team server: owner and annotator)
 from tests.model_fixtures import LABELS, trigger_sentences
 from widgets.next_round_dialog import NextRoundDialog
 
@@ -44,15 +48,21 @@ def write_base(path: Path, rows: int, seed: int) -> Path:
     return path
 
 
-def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: int = 150, lesson: bool = True) -> str:
+def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: int = 150, lesson: bool = True,
+           owner=None) -> str:
     """Round 1 open with the trigger model ("banana" means hate) as its target, and ``examples``
     examples, all but the last five decided by a lead: most labelled by the model's own rule, and
     (with ``lesson``) every fourth one a plain sentence with "zebra" labelled hate, which fooled it.
-    The working profile has ``role``. Returns the target's name."""
+    The working profile has ``role``, or is ``owner``'s on a team server. Returns the target's name."""
     with Desk(data_dir) as desk:
         author = desk.people.create("Ana Author", Role.ANNOTATOR)
         lead = desk.people.create("Lee Lead", Role.LEAD)
         me = lead if role == Role.LEAD else desk.people.create("Otto Other", role)
+        if owner is not None:  # the team server's owner, syncing with it
+            me = desk.people.create(owner.name, Role.OWNER, person_id=owner.id)
+            desk.settings.server_url = owner.url
+            desk.save_settings()
+            TokenStore(desk.root).set(owner.url, owner.token)
         desk.switch_person(me.id)
         target = register_model(desk, model_dir, task_code=TASK, name="Trigger model")
         assert desk.rounds.adopt_first_models(TASK, [target.id])
@@ -95,9 +105,10 @@ def wait_for_comparison(qtbot, dialog) -> None:
                     timeout=WAIT)
 
 
-def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, data_dir, tmp_path, modal_log, monkeypatch,
-                                                                         hate_trigger_model_dir, tiny_base_dir):
-    target_name = set_up(data_dir, hate_trigger_model_dir)
+def test_the_owner_trains_compares_promotes_and_publishes_and_the_create_tab_follows(
+        qtbot, data_dir, tmp_path, modal_log, monkeypatch, team, hate_trigger_model_dir, tiny_base_dir):
+    owner = SimpleNamespace(name="Olga Owner", id=team.owner.id, url=team.url, token=team.owner.token)
+    target_name = set_up(data_dir, hate_trigger_model_dir, owner=owner)
     base = write_base(tmp_path / "base.csv", 200, seed=32)
     window = open_window(qtbot, data_dir)
     try:
@@ -114,6 +125,7 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
         dialog.learning_rate.setText("two")
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
         assert not dialog.is_running() and "learning rate 'two'" in dialog.message.text()
+        dialog.show_message("")
         dialog.learning_rate.setText("3e-3")  # the tiny model learns the round's lesson quickly
         dialog.epochs.setValue(8)
         dialog.weight_number.setChecked(True)
@@ -155,7 +167,10 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
         monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
         qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
-        assert not dialog.publish_button.isVisible() and "Sync is not set up" in dialog.publish_reason.text()
+        assert dialog.publish_button.isVisible() and not dialog.publish_reason.isVisible()
+        qtbot.mouseClick(dialog.publish_button, Qt.MouseButton.LeftButton)  # the path of `dynadesk sync publish`
+        qtbot.waitUntil(lambda: "Published" in dialog.publish_result.text(), timeout=WAIT)
+        assert "stored" in dialog.publish_result.text() and not dialog.publish_button.isEnabled()
         shot(dialog, "next-round-3-promote.png")
 
         desk = window.desk
@@ -163,7 +178,7 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
         assert [(r.number, r.status) for r in rounds] == [(1, RoundStatus.CLOSED), (2, RoundStatus.OPEN)]
         (new_target,) = desk.models.round_models(rounds[1].id)
         lineage = promotion_lineage(new_target)
-        assert lineage["round"] == 2 and lineage["forced"] is report["worse"] and lineage["promoted_by"]["name"] == "Lee Lead"
+        assert lineage["round"] == 2 and lineage["forced"] is report["worse"] and lineage["promoted_by"]["name"] == "Olga Owner"
         assert [p["name"] for p in lineage["parent_models"]] == [target_name]
         assert lineage["manifest"]["path"] == str((folder / "manifest.json").resolve())
         assert lineage["comparison"]["pooled"]["current"] == pooled["current"]
@@ -173,11 +188,21 @@ def test_a_lead_trains_compares_and_promotes_and_the_create_tab_follows(qtbot, d
                         timeout=WAIT)
         assert window.workspace.loaded.sha256s == (new_target.sha256,)
         assert window.round_label.text().startswith("Round 2")
+        # the team server has both rounds: round 1 closed, round 2 open with the candidate and its files
+        from sqlalchemy import select
+
+        from sync.server import models
+
+        with team.db.read() as session:
+            served = {r.number: r for r in session.scalars(select(models.Round))}
+            assert served[1].status == "closed" and served[2].status == "open"
+            (model,) = [session.get(models.ModelRecord, uuid.UUID(str(i))) for i in served[2].target_models]
+            assert model.sha256 == new_target.sha256 and model.files
     finally:
         close_window(window)
 
 
-def test_cancel_during_training_leaves_no_candidate_and_returns_to_the_choices(qtbot, data_dir, tmp_path, modal_log,
+def test_cancel_during_training_leaves_no_candidate_and_a_failed_comparison_can_be_repeated(qtbot, data_dir, tmp_path, modal_log,
                                                                                hate_trigger_model_dir, tiny_base_dir):
     set_up(data_dir, hate_trigger_model_dir, examples=40)
     base = write_base(tmp_path / "base.csv", 3000, seed=33)
@@ -190,12 +215,31 @@ def test_cancel_during_training_leaves_no_candidate_and_returns_to_the_choices(q
         # cancelled as soon as the work reports progress (the worker checks between its steps)
         with qtbot.waitSignal(window.inference.job_progress, timeout=WAIT):
             pass
+        assert dialog.running_row.isVisible() and dialog.step_text.text()
+        shot(dialog, "next-round-1-training.png")
         qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not dialog.is_running(), timeout=WAIT)
         assert dialog.step() == 0 and "cancelled; nothing was written" in dialog.message.text()
         candidates = window.desk.root / "candidates"
         assert not candidates.exists() or list(candidates.iterdir()) == []  # no folder, no staging left
         assert dialog.train_button.isEnabled() and dialog.rounds.isEnabled()
+
+        # a comparison that fails (a suite file that is not in HateCheck's format) keeps the candidate to compare again
+        suite = tmp_path / "not-a-suite.csv"
+        suite.write_text("sentence,kind\nhello,hate\n", encoding="utf-8")
+        dialog.base_path.clear()
+        dialog.suite.setText(str(suite))
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.step() == 1 and not dialog.is_running(), timeout=WAIT)
+        assert "The comparison failed" in dialog.verdict.text() and dialog.compare_again.isVisible()
+        assert not dialog.to_promote.isEnabled() and dialog.table.rowCount() == 0
+        (folder,) = candidates.iterdir()
+        assert (folder / "manifest.json").is_file()
+        qtbot.mouseClick(dialog.compare_again, Qt.MouseButton.LeftButton)
+        assert dialog.is_running() and not dialog.compare_again.isEnabled()
+        qtbot.waitUntil(lambda: not dialog.is_running(), timeout=WAIT)
+        assert "The comparison failed" in dialog.verdict.text() and dialog.compare_again.isVisible()
+        assert list(candidates.iterdir()) == [folder]  # compared again, not trained again
     finally:
         close_window(window)
 
@@ -213,19 +257,23 @@ def test_a_worse_candidate_is_refused_until_promote_anyway_which_is_recorded(qtb
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
         wait_for_comparison(qtbot, dialog)
         assert "worse" in dialog.verdict.text() and dialog.table.item(0, 4).data(Qt.ItemDataRole.UserRole) == WORSE
+        shot(dialog, "next-round-2-compare-worse.png")
         qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
         assert dialog.refusal.isVisible() and dialog.promote_button.text() == "Promote anyway…"
+        shot(dialog, "next-round-3-refused.png")
 
         modal_log.clear()
         qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)  # the question's default: No
         assert [kind for kind, *_ in modal_log] == ["question"] and "anyway" in modal_log[0][1]
         assert not dialog.is_running() and [r.number for r in window.desk.tasks.rounds(TASK)] == [1]
         monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
+        dialog.with_current.setChecked(True)  # the old target stays on, in an ensemble after the candidate
         qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
         assert "forced" in dialog.summary.text(), dialog.message.text()
         desk = window.desk
-        (new_target,) = desk.models.round_models(desk.tasks.round(TASK, 2).id)
+        new_target, old_target = desk.models.round_models(desk.tasks.round(TASK, 2).id)
+        assert old_target.name == "Trigger model" and promotion_lineage(new_target)["with_current"] is True
         lineage = promotion_lineage(new_target)
         assert lineage["forced"] is True and lineage["override"]["refused_because"]
         assert lineage["comparison"]["worse"] is True
@@ -248,3 +296,27 @@ def test_an_annotator_has_no_next_round_entry(qtbot, data_dir, modal_log):
         qtbot.waitUntil(action.isVisible, timeout=10_000)
     finally:
         close_window(window)
+
+
+def test_promote_is_disabled_with_the_reason_for_someone_who_may_not_promote(qtbot):
+    from app.views.next_round import comparison_view
+    from tests.views.test_next_round_views import document
+
+    dialog = NextRoundDialog()
+    qtbot.addWidget(dialog)
+    proposals = []
+    dialog.propose_requested.connect(lambda: proposals.append(True))
+    dialog.show_comparison(comparison_view(document(0.05), "/c/comparison.html"))
+    dialog.set_promote_allowed("Leads of this task propose candidates; the owner promotes them.")
+    dialog.show_step(2)
+    dialog.show()
+    assert not dialog.promote_button.isEnabled() and dialog.promote_reason.isVisible()
+    assert dialog.promote_reason.text().startswith("Leads of this task propose")
+    assert not dialog.propose_button.isVisible()  # its place is kept for proposals
+    dialog.set_propose_available(True)
+    qtbot.mouseClick(dialog.propose_button, Qt.MouseButton.LeftButton)
+    assert proposals == [True]
+    dialog.set_promote_allowed("")
+    assert dialog.promote_button.isEnabled() and not dialog.promote_reason.isVisible()
+    dialog.show_comparison(comparison_view(document(-0.02)))
+    assert dialog.promote_button.text() == "Promote anyway…" and not dialog.refusal.isHidden()  # on step 3

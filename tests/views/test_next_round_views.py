@@ -78,6 +78,8 @@ def document(pooled_high: float) -> dict:
 def test_the_comparison_table_and_chart_come_from_the_document():
     view = comparison_view(document(-0.02), "/c/comparison.html")
     assert view.worse and "worse" in view.verdict and view.report_path == "/c/comparison.html"
+    assert view.headline == ("Held-out accuracy, all rounds: 70.0% → 60.0%, difference -10.0 pt [-25.0 pt, -2.0 pt] "
+                             "over 30 examples.")
     first = view.rows[0]
     assert (first.split, first.metric, first.current, first.candidate, first.difference, first.interval) == (
         "All held-out splits", "accuracy", "70.0%", "60.0%", "-10.0 pt", "[-25.0 pt, -2.0 pt]")
