@@ -75,7 +75,7 @@ class NextRoundDialog(QDialog):
     report_requested = Signal()
     promote_requested = Signal(bool, bool)  # with_current, force
     publish_requested = Signal()
-    propose_requested = Signal()  # a lead who may not promote proposes the candidate to the owner (wired later)
+    propose_requested = Signal()  # a lead who may not promote proposes the candidate to the owner
     back_requested = Signal()  # from the comparison, back to the training choices
     compare_requested = Signal()  # compare the trained candidate again (after a cancelled or failed comparison)
 
@@ -429,7 +429,7 @@ class NextRoundDialog(QDialog):
         self.promote_button.clicked.connect(self._promote)
         self.propose_button = QPushButton("Propose to the owner…", objectName="propose")
         self.propose_button.clicked.connect(self.propose_requested)
-        self.propose_button.setVisible(False)  # proposals are wired by their own change
+        self.propose_button.setVisible(False)  # shown to a lead of a team whose owner decides
         self.promote_reason = QLabel(objectName="promote-reason", wordWrap=True, styleSheet="color:#b3261e")
         self.summary = QLabel(objectName="summary", wordWrap=True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
@@ -473,7 +473,7 @@ class NextRoundDialog(QDialog):
         self._set_promote_button()
 
     def set_propose_available(self, available: bool) -> None:
-        """The place for "Propose to the owner…" (proposals wire it): shown beside a disabled Promote."""
+        """"Propose to the owner…", beside a disabled Promote: a lead of a team whose owner decides."""
         self.propose_button.setVisible(available)
 
     def show_no_comparison(self, message: str) -> None:

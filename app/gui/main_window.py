@@ -202,6 +202,8 @@ class MainWindow(QMainWindow):
         self.sync.start()
         self.proposals = ProposalsController(desk, self.db, self.sync.worker, self.inference, self.show_error, self)
         self.proposals.rounds_changed.connect(lambda _code: self._task_chosen())
+        self.next_round.propose_requested.connect(
+            lambda code, folder: self.proposals.propose(code, folder, self.next_round.proposal_answered))
         self._add_action(MenuAction(Menu.ROUND, "&Proposals…", self.open_proposals, name="proposals"))
         self.first_start = FirstStart(self)
         self._damage_shown: str | None = None

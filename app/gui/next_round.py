@@ -80,7 +80,7 @@ def _train_options(task_code: str, choices: TrainChoices):
 
 class NextRoundController(QObject):
     promoted = Signal(object)  # Promotion: the task's rounds changed (the window follows them)
-    propose_requested = Signal(str, str)  # task code, candidate folder: a proposal to the owner (wired later)
+    propose_requested = Signal(str, str)  # task code, candidate folder: a lead proposes it to the owner
 
     def __init__(self, desk: Desk, db: SerialWorker, inference: InferenceService,
                  sync: Callable[[], Any] = lambda: None, parent: QObject | None = None):
@@ -205,19 +205,29 @@ class NextRoundController(QObject):
                   f"held out), from {started}{figure}. Written to {self.candidate_dir}.")
         desk, folder = self.desk, self.candidate_dir
 
-        def allowed() -> str:
+        code = self.task_code
+
+        def allowed() -> tuple[str, bool]:
+            """Why this person may not promote ("" when they may), and whether they can propose instead."""
             try:
-                check_promotable(desk, folder)
+                check_promotable(desk, folder, task_code=code)
             except DynadeskError as exc:
-                return str(exc)
-            return ""
+                return str(exc), bool(desk.settings.server_url) and desk.current_person().role == Role.LEAD
+            return "", False
 
         self.db.submit(allowed, on_done=self._promote_allowed, on_error=self._error)
         self.compare()
 
-    def _promote_allowed(self, reason: str) -> None:
+    def _promote_allowed(self, answer: tuple[str, bool]) -> None:
+        reason, can_propose = answer
         if self.dialog is not None:
             self.dialog.set_promote_allowed(reason)
+            self.dialog.set_propose_available(can_propose)
+
+    def proposal_answered(self, message: str, ok: bool) -> None:
+        """What the server said to "Propose to the owner…" (the proposals controller sends it)."""
+        if self.dialog is not None:
+            self.dialog.show_message(message, error=not ok)
 
     # Step 2: compare ----------------------------------------------------------------------------
     def compare(self) -> None:

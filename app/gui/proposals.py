@@ -97,6 +97,35 @@ class ProposalsController(QObject):
         self.net.submit(run, on_done=lambda s: self.refresh(proposal_id, f"Declined {s.name} by {s.proposer}.", True),
                         on_error=self._failed)
 
+    def propose(self, task_code: str, candidate_dir: str, answer) -> None:
+        """A lead's "Propose to the owner…" in the Next round dialog: upload the candidate with its comparison
+        (when it was compared) on the sync worker; ``answer(message, ok)`` says how it went."""
+        from pathlib import Path
+
+        from sync.proposals import propose_candidate
+        from sync.transport import Offline
+
+        desk, folder = self.desk, Path(candidate_dir)
+        report = folder / "comparison"
+
+        def run():
+            with self._client() as client:
+                return propose_candidate(desk, client, task_code, folder, report if report.is_dir() else None)
+
+        def failed(error: BaseException) -> None:
+            if isinstance(error, Offline):
+                answer(f"{error} The candidate stays in {folder}; propose it again when the server can be "
+                       "reached.", False)
+            elif isinstance(error, DynadeskError):
+                answer(str(error), False)
+            else:
+                self.show_error(error)
+
+        answer("Proposing: uploading the candidate's files and its comparison to the server…", True)
+        self.net.submit(run, on_error=failed, on_done=lambda summary: answer(
+            f"Proposed {summary.name} to the owner of {task_code}: they see it under Round ▸ Proposals… and "
+            "decide there. Every desk of the team gets the new round once it is promoted.", True))
+
     def promote(self, proposal_id: str, with_current: bool, force: bool) -> None:
         from sync.proposals import promote_proposal
         from sync.transport import SyncHandle

@@ -240,6 +240,10 @@ def test_a_lead_promotes_only_where_the_task_lets_leads_promote(data_dir, candid
 
     set_up_desk(data_dir, Role.LEAD)
     with Desk(data_dir) as desk:
+        # on a desk of its own the lead decides; one that syncs with a team server follows the owner's policy
+        assert check_promotable(desk, candidate_dir, task_code=TASK).role == Role.LEAD
+        desk.settings.server_url = "http://127.0.0.1:9"
+        desk.save_settings()
         before = state(desk)
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--force") == 1
     err = capsys.readouterr().err

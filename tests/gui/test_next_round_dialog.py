@@ -58,8 +58,8 @@ def set_up(data_dir: Path, model_dir: Path, role: Role = Role.LEAD, examples: in
         author = desk.people.create("Ana Author", Role.ANNOTATOR)
         lead = desk.people.create("Lee Lead", Role.LEAD)
         me = lead if role == Role.LEAD else desk.people.create("Otto Other", role)
-        if owner is not None:  # the team server's owner, syncing with it
-            me = desk.people.create(owner.name, Role.OWNER, person_id=owner.id)
+        if owner is not None:  # the team server's owner (or another member), syncing with it
+            me = desk.people.create(owner.name, getattr(owner, "role", Role.OWNER), person_id=owner.id)
             desk.settings.server_url = owner.url
             desk.save_settings()
             TokenStore(desk.root).set(owner.url, owner.token)
@@ -277,6 +277,44 @@ def test_a_worse_candidate_is_refused_until_promote_anyway_which_is_recorded(qtb
         lineage = promotion_lineage(new_target)
         assert lineage["forced"] is True and lineage["override"]["refused_because"]
         assert lineage["comparison"]["worse"] is True
+    finally:
+        close_window(window)
+
+
+def test_a_lead_whose_owner_decides_proposes_the_candidate_through_the_server(
+        qtbot, data_dir, tmp_path, modal_log, team, hate_trigger_model_dir, tiny_base_dir):
+    from sync.client import SyncClient
+    from sync.proposals import list_proposals
+    from tests.sync.helpers import add_account
+
+    with Desk(tmp_path / "owner-desk") as owner:  # the owner has published the task and round 1
+        owner.switch_person(owner.people.create("Olga Owner", Role.OWNER, person_id=team.owner.id).id)
+        first = register_model(owner, hate_trigger_model_dir, task_code=TASK, name="Trigger model")
+        assert owner.rounds.adopt_first_models(TASK, [first.id])
+        with SyncClient(owner, team.url, team.owner.token) as client:
+            client.publish(TASK)
+    account = add_account(team.db, "Lena Lead", "lead", "A")
+    lead = SimpleNamespace(name="Lena Lead", id=account.id, url=team.url, token=account.token, role=Role.LEAD)
+    set_up(data_dir, hate_trigger_model_dir, owner=lead, examples=60)
+    window = open_window(qtbot, data_dir)
+    try:
+        dialog = open_dialog(qtbot, window)
+        dialog.encoder.setText(str(tiny_base_dir))
+        dialog.epochs.setValue(1)
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        wait_for_comparison(qtbot, dialog)
+        qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
+        # the task does not let leads promote: Promote is off, with the reason, and Propose is offered
+        assert not dialog.promote_button.isEnabled() and "does not let leads promote" in dialog.promote_reason.text()
+        assert dialog.propose_button.isVisible()
+        qtbot.mouseClick(dialog.propose_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "Proposed" in dialog.message.text(), timeout=WAIT)
+        assert "Round ▸ Proposals…" in dialog.message.text()
+        assert [r.number for r in window.desk.tasks.rounds(TASK)] == [1]  # nothing promoted here
+        with Desk(tmp_path / "owner-desk") as owner, SyncClient(owner, team.url, team.owner.token) as client:
+            (proposal,) = list_proposals(owner, client, TASK).proposals
+        assert proposal.proposer == "Lena Lead" and proposal.state == "open" and proposal.worse is not None
+        assert proposal.rounds_trained_on == (1,)
     finally:
         close_window(window)
 

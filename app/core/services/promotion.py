@@ -186,12 +186,15 @@ def check_promotable(desk: Desk, model_dir: Path, actor_id: uuid.UUID | None = N
 
 def check_promoter(desk: Desk, task_code: str | None, actor_id: uuid.UUID | None = None) -> Person:
     """The rule (the server applies the same one to a published round): an owner always promotes; a lead
-    only when the task's policy lets leads promote (``promotion_policy``); an annotator never."""
+    only when the task's policy lets leads promote (``promotion_policy``), or on a desk with no team server,
+    where nobody else could decide (the server still judges a round the lead publishes later); an
+    annotator never."""
     actor = desk.people.get(actor_id) if actor_id is not None else desk.current_person()
     if actor.role not in (Role.LEAD, Role.OWNER):
         raise PromotionError(f"Only owners (and leads, where the task's owner allows it) can promote a model; "
                              f"{actor.display_name} is an {actor.role}.")
-    if actor.role == Role.LEAD and task_code is not None and not promotion_policy(desk, task_code).leads_may_promote:
+    if (actor.role == Role.LEAD and task_code is not None and desk.settings.server_url
+            and not promotion_policy(desk, task_code).leads_may_promote):
         raise PromotionError(
             f"Only the owner promotes a candidate to the next round of {task_code}: the task does not let leads "
             f"promote. Propose it to the owner instead (`dynadesk rounds propose --task {task_code} --model DIR`), "
