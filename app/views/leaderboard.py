@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.core.formatting import pct
+
 from app.core.services.leaderboard_board import (
     FRESH,
     METRICS,
@@ -96,7 +98,9 @@ def build_leaderboard(board: Leaderboard) -> LeaderboardView:
                     text = STATE_WORDS.get(cell.state, cell.state) if index == 0 else ""
                     cells.append(BoardCell(text, tip, cell.state, first=index == 0))
                     continue
-                text = figure_text(cell, key) + (STALE_MARK if cell.state == STALE else "")
+                # the fooling count is in the round's header and the tooltip: the cell stays narrow
+                shown = pct(cell.fooling_right) if key == "fooling_right" else figure_text(cell, key)
+                text = shown + (STALE_MARK if cell.state == STALE else "")
                 value = getattr(cell, key)
                 cells.append(BoardCell(text, tip, cell.state, row.key in best[(column.number, key)],
                                        value if key != "macro_f1" else None, index == 0))
