@@ -179,7 +179,7 @@ class MainWindow(QMainWindow):
         self.rounds.rounds_changed.connect(self.leaderboard.round_changed)
         self._round_states: dict[str, tuple] = {}  # per task, its rounds as last shown: a change fills the board
         self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),
-                        shown=self._evaluation_shown))
+                        shown=self._evaluation_shown, shutdown=self.leaderboard.shutdown))
 
         self._restore_settings()
         # The first read waits for the database worker (the GUI thread runs no query): the window opens on

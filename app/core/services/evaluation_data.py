@@ -260,13 +260,18 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
             have = ", ".join(str(r.number) for r in all_rounds) or "none"
             raise EvaluationInputError(f"{task_code} has no round {', '.join(map(str, unknown))} (it has {have}).")
     sets = []
+    # the columns a case needs, not whole examples: ORM objects cost ~5x more at 100k examples
+    columns = (Example.id, Example.text, Example.validation_state, Example.decided_label, Example.true_label,
+               Example.meta, Example.inputs, Example.perturbation_of)
     with desk.db.read() as session:
         for round_ in wanted:
-            query = select(Example).where(
+            query = select(*columns).where(
                 Example.round_id == round_.id,
                 Example.status.in_([ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value]))
+            if not include_unvalidated:
+                query = query.where(Example.validation_state == ValidationState.DECIDED.value)
             cases, ids = [], {}
-            for example in session.scalars(query.order_by(Example.submitted_at, Example.id)):
+            for example in session.execute(query.order_by(Example.submitted_at, Example.id)):
                 decided = example.validation_state == ValidationState.DECIDED.value and example.decided_label
                 gold = example.decided_label if decided else (example.true_label if include_unvalidated else None)
                 if not gold:
