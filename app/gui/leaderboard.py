@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, Signal
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
 from app.core.services.leaderboard import (
+    LeaderboardError,
     LeaderboardPlan,
     ScoredCell,
     compute_cells,
@@ -27,7 +28,7 @@ from app.core.services.leaderboard import (
 )
 from app.gui.inference import InferenceFailure, InferenceService
 from app.gui.worker import SerialWorker
-from app.views.leaderboard import build_leaderboard
+from app.views.leaderboard import LeaderboardView, build_leaderboard
 from widgets.leaderboard_view import LeaderboardPanel
 
 log = logging.getLogger(__name__)
@@ -176,6 +177,10 @@ class LeaderboardController(QObject):
             self.fill(pending[0], refresh=pending[1])
 
     def _error(self, error: BaseException) -> None:
+        if isinstance(error, LeaderboardError):  # a task the board does not apply to (extractive QA): a note
+            self.panel.show_board(LeaderboardView(self.task_code, (), (), (), "", str(error)))
+            self._finished(0, "")
+            return
         if isinstance(error, DynadeskError):
             text = str(error)
         else:

@@ -148,11 +148,19 @@ def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_pa
     from app.core.services.evaluation_report import render_html
 
     lead = next(p for p in desk.people.all() if p.display_name == "Lee Lead")
-    elsewhere = desk.models.register("trained elsewhere", "onnx", "cd" * 32, path=str(tmp_path / "not-here"),
+    desk.models.register("trained elsewhere", "onnx", "cd" * 32, path=str(tmp_path / "not-here"),
                                      task_id=desk.tasks.task("hate_speech").id)
-    desk.rounds.open_next("hate_speech", lead.id, [elsewhere.id])
+    desk.switch_person(lead.id)
     shutil.rmtree(board_desk["folders"]["random"])  # its cells were never scored: nothing to show
     desk.close()
+
+    # a round change in the CLI fills the board right after it
+    with pytest.raises(SystemExit) as exited:
+        main(["--data-dir", str(data_dir), "rounds", "open", "--task", "hate_speech", "--model", "cd" * 6])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0, out
+    assert "Opened hate_speech round 3." in out and "Scored 2 cells of the leaderboard" in out
+    assert loads == ["banana detector"]  # the only model whose files are here
 
     html, data = tmp_path / "board.html", tmp_path / "board.json"
     with pytest.raises(SystemExit) as exited:
@@ -160,7 +168,7 @@ def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_pa
               "--html", str(html), "--json", str(data)])
     out = capsys.readouterr().out
     assert exited.value.code == 0, out
-    assert loads == ["banana detector"]  # the only model whose files are here
+    assert loads == ["banana detector"]  # kept: nothing scored again
     lines = out.splitlines()
     assert lines[0].startswith("Hate speech") and "Round 1 (closed" in lines[1] and "Round 3 (open, n=0" in lines[1]
     row = next(line for line in lines if line.startswith("> trained elsewhere"))

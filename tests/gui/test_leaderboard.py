@@ -160,3 +160,12 @@ def test_a_running_fill_can_be_cancelled_and_keeps_what_it_scored(qtbot, window,
     assert panel.refresh_button.isEnabled() and not panel.cancel_button.isEnabled()
     texts = [panel.item(r, g, 0).text() for r in range(2) for g in range(2)]
     assert sum(t == "not scored yet" for t in texts) == 2 and sum("%" in t for t in texts) == 2
+
+
+def test_an_extractive_task_gets_a_note_not_an_error(qtbot, window):
+    panel, _scored = open_tab(qtbot, window)
+    combo = window.task_combo
+    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT):
+        combo.setCurrentIndex(combo.findData("extractive_qa"))
+    assert "extractive QA task" in panel.table.item(0, 0).text()
+    assert panel.status.text() == "" and panel.refresh_button.isEnabled()
