@@ -198,3 +198,18 @@ def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_pa
     assert exited.value.code == 0 and loads == ["banana detector"]
     assert MISSING not in {c["state"] for c in document["cells"]}
     assert figure_text(Cell(NO_FILES), "accuracy") == FILES_NOT_HERE
+
+
+def test_the_accuracy_interval_is_the_percentile_of_brute_force_resamples():
+    from app.core.services.bootstrap import _generator
+
+    rng = random.Random(5)
+    gold = [rng.choice(LABELS) for _ in range(40)]
+    predicted = [g if rng.random() < 0.7 else rng.choice(LABELS) for g in gold]
+    groups = [f"g{i // 2}" for i in range(40)]  # pairs drawn together
+    low, high = bootstrap_interval(gold, predicted, groups=groups, resamples=500, seed=3, stream="held-out-1")
+    draws = _generator(3, "held-out-1").integers(0, 20, size=(500, 20))
+    brute = [np.mean([gold[2 * g + k] == predicted[2 * g + k] for g in draw for k in (0, 1)]) for draw in draws]
+    assert (low, high) == pytest.approx((np.percentile(brute, 2.5), np.percentile(brute, 97.5)))
+    assert low <= sum(g == p for g, p in zip(gold, predicted)) / 40 <= high
+    assert bootstrap_interval([], [], resamples=10) == (None, None)
