@@ -191,7 +191,11 @@ def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_pa
            "matrix": {"rows": []}, "results": {}, "leaderboard": document}
     page = render_html(doc)
     assert "Model leaderboard" in page and "trained elsewhere" in page and "(current target)" in page
+    assert "cannot be read" in render_html({**doc, "leaderboard": {"format": "dynadesk-leaderboard", "rows": 1}})
 
+    with pytest.raises(SystemExit) as exited:
+        main(["--data-dir", str(data_dir), "rounds", "leaderboard", "--task", "hate_speech", "--refresh", "--cached"])
+    assert exited.value.code == 1 and "choose one" in capsys.readouterr().err
     # --cached shows what is stored without scoring
     with pytest.raises(SystemExit) as exited:
         main(["--data-dir", str(data_dir), "rounds", "leaderboard", "--task", "hate_speech", "--cached"])
