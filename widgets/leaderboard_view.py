@@ -43,15 +43,15 @@ class LeaderboardPanel(QWidget):
         self.intro = QLabel(
             "Every model the task has had, scored on every round's <b>held-out split</b> (about one decided "
             "example in ten, never trained on). <i>Fooling now right</i>: of the round's validated fooling "
-            "examples, the share the model now gets right. Best of each column in green; hover a cell for its "
-            "n and 95 % interval.", objectName="leaderboard-intro", wordWrap=True)
+            "examples, the share the model now gets right. Best of each column in green, ▶ the current target, "
+            "* stale; hover a cell for its n and 95 % interval.", objectName="leaderboard-intro", wordWrap=True)
         self.intro.setTextFormat(Qt.TextFormat.RichText)
         self.table = QTableWidget(objectName="leaderboard-table")
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.table.horizontalHeader().hide()  # two header rows of its own: rounds, then figures
         self.table.verticalHeader().hide()
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(True)  # a long model name takes two lines; the figures are short
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.summary = QLabel(objectName="leaderboard-summary", wordWrap=True)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
@@ -97,21 +97,28 @@ class LeaderboardPanel(QWidget):
         self._header(0, 0, "Model", "Every model that has been a round's target (an ensemble target is a row too).")
         table.setSpan(0, 0, HEADER_ROWS, 1)
         for g, group in enumerate(board.groups):
-            self._header(0, 1 + g * width, f"{group.title}  ·  {group.detail}", group.tooltip)
-            if width > 1:
-                table.setSpan(0, 1 + g * width, 1, width)
             for m, metric in enumerate(board.metrics):
-                self._header(1, 1 + g * width + m, metric, f"{group.title}: {metric}")
+                self._header(1, 1 + g * width + m, metric, f"{group.title}: {board.metric_tips[m]}", bold=False)
         for r, row in enumerate(board.rows):
             name = QTableWidgetItem(("▶ " if row.current else "") + row.name)
-            name.setToolTip(f"{row.name}\n{row.detail}")
+            name.setToolTip(f"{row.name.replace(' + ', chr(10) + '  + ')}\n{row.detail}")
             if row.current:
                 self._bold(name)
             table.setItem(HEADER_ROWS + r, 0, name)
             for index, cell in enumerate(row.cells):
                 table.setItem(HEADER_ROWS + r, 1 + index, self._cell(cell, (index // width) % 2))
-        table.resizeColumnsToContents()
-        table.setColumnWidth(0, min(max(table.columnWidth(0), 160), 320))
+                if cell.first and cell.state not in ("fresh", "stale") and width > 1:
+                    table.setSpan(HEADER_ROWS + r, 1 + index, 1, width)  # a state is said once, across its round
+        table.resizeColumnsToContents()  # by the figures: a round's title may elide, whole in its tooltip
+        for g, group in enumerate(board.groups):
+            self._header(0, 1 + g * width, f"{group.title}\n{group.detail}", group.tooltip)
+            if width > 1:
+                table.setSpan(0, 1 + g * width, 1, width)
+        table.resizeRowToContents(0)
+        table.setRowHeight(0, table.rowHeight(0) + 6)  # two lines: the round, then its split
+        table.setColumnWidth(0, min(max(table.columnWidth(0), 160), 220))  # long names wrap, then elide
+        for r in range(len(board.rows)):
+            table.setRowHeight(HEADER_ROWS + r, table.sizeHintForRow(HEADER_ROWS + r) + 6)
         header = table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.summary.setText(board.summary)
@@ -141,12 +148,13 @@ class LeaderboardPanel(QWidget):
         return [self.table.item(HEADER_ROWS + r, 0).text() for r in range(self.table.rowCount() - HEADER_ROWS)]
 
     # Building blocks -------------------------------------------------------------------------
-    def _header(self, row: int, column: int, text: str, tooltip: str) -> None:
+    def _header(self, row: int, column: int, text: str, tooltip: str, *, bold: bool = True) -> None:
         item = QTableWidgetItem(text)
         item.setToolTip(tooltip)
         item.setBackground(QBrush(HEADER_BACKGROUND))
         item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-        self._bold(item)
+        if bold:  # the figures' names stay light: they set the columns' widths
+            self._bold(item)
         self.table.setItem(row, column, item)
 
     @staticmethod

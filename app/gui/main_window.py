@@ -181,7 +181,7 @@ class MainWindow(QMainWindow):
         self.rounds.rounds_changed.connect(self.leaderboard.round_changed)
         self._round_states: dict[str, tuple] = {}  # per task, its rounds as last shown: a change fills the board
         self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),
-                        shown=self._evaluation_shown))
+                        shown=self._evaluation_shown, shutdown=self.leaderboard.shutdown))
 
         self.next_round = NextRoundController(desk, self.db, self.inference, lambda: self.sync, self)
         self.next_round.promoted.connect(lambda _promotion: self._task_chosen())  # Create follows the new round

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.core.formatting import pct
+
 from app.core.services.leaderboard_board import (
     FRESH,
     METRICS,
@@ -58,17 +60,28 @@ class LeaderboardView:
     rows: tuple[BoardRow, ...]
     summary: str  # what the board holds: stale, missing, unavailable cells
     empty: str = ""  # why there is no table ("" when there is one)
+    metric_tips: tuple[str, ...] = ()  # what each metric column means
 
     def cell(self, row: int, group: int, metric: int) -> BoardCell:
         return self.rows[row].cells[group * len(self.metrics) + metric]
 
 
+# Short column titles for the panel; each says more in its tooltip (METRIC_TIPS).
+METRIC_TITLES = {"accuracy": "accuracy", "macro_f1": "macro-F1", "fooling_right": "fooling right"}
+METRIC_TIPS = {"accuracy": "Accuracy on the round's held-out split; the tooltip gives n and the 95 % bootstrap interval.",
+               "macro_f1": "Macro-F1 over the labels on the round's held-out split.",
+               "fooling_right": "Of the split's validated fooling examples (they fooled the round's target and the "
+                                "author's label was upheld), the share this model now gets right."}
+STALE_MARK = "*"
+
+
 def build_leaderboard(board: Leaderboard) -> LeaderboardView:
-    metrics = tuple(name for _key, name in METRICS)
+    metrics = tuple(METRIC_TITLES[key] for key, _name in METRICS)
+    tips = tuple(METRIC_TIPS[key] for key, _name in METRICS)
     if not board.rows or not board.columns:
         why = ("No round of this task has a target model yet." if not board.rows
                else "This task has no round yet.")
-        return LeaderboardView(board.task_name, (), metrics, (), "", why)
+        return LeaderboardView(board.task_name, (), metrics, (), "", why, tips)
     groups = tuple(BoardGroup(
         f"Round {c.number}", f"{c.status} · n={c.n} · {c.fooling} fooling",
         f"Round {c.number} ({c.status}): {c.n} decided held-out example(s) of {c.decided} decided in the round; "
@@ -85,22 +98,21 @@ def build_leaderboard(board: Leaderboard) -> LeaderboardView:
                     text = STATE_WORDS.get(cell.state, cell.state) if index == 0 else ""
                     cells.append(BoardCell(text, tip, cell.state, first=index == 0))
                     continue
-                text = figure_text(cell, key)
-                if key == "accuracy" and cell.low is not None and cell.high is not None:
-                    text += f"  [{100 * cell.low:.0f}–{100 * cell.high:.0f}]"
-                if cell.state == STALE:
-                    text += "  (stale)"
+                # the fooling count is in the round's header and the tooltip: the cell stays narrow
+                shown = pct(cell.fooling_right) if key == "fooling_right" else figure_text(cell, key)
+                text = shown + (STALE_MARK if cell.state == STALE else "")
                 value = getattr(cell, key)
                 cells.append(BoardCell(text, tip, cell.state, row.key in best[(column.number, key)],
                                        value if key != "macro_f1" else None, index == 0))
         served = f"target of round{'s' if len(row.rounds) > 1 else ''} {', '.join(map(str, row.rounds))}"
         detail = ("current target · " if row.current else "") + served + (" · ensemble" if row.ensemble else "")
-        rows.append(BoardRow(row.key, row.name, detail, row.current, tuple(cells)))
+        name = f"Ensemble: {row.name}" if row.ensemble else row.name
+        rows.append(BoardRow(row.key, name, detail, row.current, tuple(cells)))
     counts = board.counts()
     parts = [f"{len(board.rows)} model{'s' if len(board.rows) != 1 else ''} × {len(board.columns)} "
              f"round{'s' if len(board.columns) != 1 else ''}"]
     parts += [f"{counts[s]} {STATE_WORDS[s]}" for s in STATES if s != FRESH and counts.get(s)]
     summary = "; ".join(parts) + "."
     if counts.get(STALE):
-        summary += " Stale cells keep their old figures until you press Refresh."
-    return LeaderboardView(board.task_name, groups, metrics, tuple(rows), summary)
+        summary += f" {STALE_MARK} stale: the figures from before the split changed."
+    return LeaderboardView(board.task_name, groups, metrics, tuple(rows), summary, metric_tips=tips)

@@ -148,11 +148,19 @@ def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_pa
     from app.core.services.evaluation_report import render_html
 
     lead = next(p for p in desk.people.all() if p.display_name == "Lee Lead")
-    elsewhere = desk.models.register("trained elsewhere", "onnx", "cd" * 32, path=str(tmp_path / "not-here"),
+    desk.models.register("trained elsewhere", "onnx", "cd" * 32, path=str(tmp_path / "not-here"),
                                      task_id=desk.tasks.task("hate_speech").id)
-    desk.rounds.open_next("hate_speech", lead.id, [elsewhere.id])
+    desk.switch_person(lead.id)
     shutil.rmtree(board_desk["folders"]["random"])  # its cells were never scored: nothing to show
     desk.close()
+
+    # a round change in the CLI fills the board right after it
+    with pytest.raises(SystemExit) as exited:
+        main(["--data-dir", str(data_dir), "rounds", "open", "--task", "hate_speech", "--model", "cd" * 6])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0, out
+    assert "Opened hate_speech round 3." in out and "Scored 2 cells of the leaderboard" in out
+    assert loads == ["banana detector"]  # the only model whose files are here
 
     html, data = tmp_path / "board.html", tmp_path / "board.json"
     with pytest.raises(SystemExit) as exited:
@@ -160,7 +168,7 @@ def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_pa
               "--html", str(html), "--json", str(data)])
     out = capsys.readouterr().out
     assert exited.value.code == 0, out
-    assert loads == ["banana detector"]  # the only model whose files are here
+    assert loads == ["banana detector"]  # kept: nothing scored again
     lines = out.splitlines()
     assert lines[0].startswith("Hate speech") and "Round 1 (closed" in lines[1] and "Round 3 (open, n=0" in lines[1]
     row = next(line for line in lines if line.startswith("> trained elsewhere"))
@@ -183,10 +191,29 @@ def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_pa
            "matrix": {"rows": []}, "results": {}, "leaderboard": document}
     page = render_html(doc)
     assert "Model leaderboard" in page and "trained elsewhere" in page and "(current target)" in page
+    assert "cannot be read" in render_html({**doc, "leaderboard": {"format": "dynadesk-leaderboard", "rows": 1}})
 
+    with pytest.raises(SystemExit) as exited:
+        main(["--data-dir", str(data_dir), "rounds", "leaderboard", "--task", "hate_speech", "--refresh", "--cached"])
+    assert exited.value.code == 1 and "choose one" in capsys.readouterr().err
     # --cached shows what is stored without scoring
     with pytest.raises(SystemExit) as exited:
         main(["--data-dir", str(data_dir), "rounds", "leaderboard", "--task", "hate_speech", "--cached"])
     assert exited.value.code == 0 and loads == ["banana detector"]
     assert MISSING not in {c["state"] for c in document["cells"]}
     assert figure_text(Cell(NO_FILES), "accuracy") == FILES_NOT_HERE
+
+
+def test_the_accuracy_interval_is_the_percentile_of_brute_force_resamples():
+    from app.core.services.bootstrap import _generator
+
+    rng = random.Random(5)
+    gold = [rng.choice(LABELS) for _ in range(40)]
+    predicted = [g if rng.random() < 0.7 else rng.choice(LABELS) for g in gold]
+    groups = [f"g{i // 2}" for i in range(40)]  # pairs drawn together
+    low, high = bootstrap_interval(gold, predicted, groups=groups, resamples=500, seed=3, stream="held-out-1")
+    draws = _generator(3, "held-out-1").integers(0, 20, size=(500, 20))
+    brute = [np.mean([gold[2 * g + k] == predicted[2 * g + k] for g in draw for k in (0, 1)]) for draw in draws]
+    assert (low, high) == pytest.approx((np.percentile(brute, 2.5), np.percentile(brute, 97.5)))
+    assert low <= sum(g == p for g, p in zip(gold, predicted)) / 40 <= high
+    assert bootstrap_interval([], [], resamples=10) == (None, None)

@@ -79,12 +79,12 @@ def test_the_leaderboard_fills_marks_and_refreshes(qtbot, window, data_dir, two_
     board = stored_board(data_dir)
     assert panel.model_names() == ["Trigger model", "▶ Random tiny"]  # the open round's target is marked
     assert panel.table.item(0, 1).text().startswith("Round 1") and "closed" in panel.table.item(0, 1).text()
-    assert [panel.table.item(1, c).text() for c in (1, 2, 3)] == ["accuracy", "macro-F1", "fooling now right"]
+    assert [panel.table.item(1, c).text() for c in (1, 2, 3)] == ["accuracy", "macro-F1", "fooling right"]
     for r, row in enumerate(board.rows):
         for g, column in enumerate(board.columns):
             cell = board.cell(row, column)
             item = panel.item(r, g, 0)
-            assert item.text().startswith(f"{100 * cell.accuracy:.1f}%")
+            assert item.text() == f"{100 * cell.accuracy:.1f}%"
             assert f"n={cell.n}" in item.toolTip() and "95 % interval" in item.toolTip()
             assert panel.item(r, g, 1).text() == f"{cell.macro_f1:.3f}"
             best = row.key in board.best(column, "accuracy")
@@ -111,14 +111,14 @@ def test_the_leaderboard_fills_marks_and_refreshes(qtbot, window, data_dir, two_
     qtbot.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
     assert open_tab(qtbot, window)[1] == 0
     for r in range(2):
-        assert panel.item(r, 1, 0).text().endswith("(stale)") and panel.item(r, 1, 0).font().italic()
+        assert panel.item(r, 1, 0).text().endswith("*") and panel.item(r, 1, 0).font().italic()
         assert "STALE" in panel.item(r, 1, 0).toolTip()
-        assert not panel.item(r, 0, 0).text().endswith("(stale)")
+        assert not panel.item(r, 0, 0).text().endswith("*")
     assert "Refresh" in panel.status.text() and "2 stale" in panel.summary.text()
     with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT) as filled:
         qtbot.mouseClick(panel.refresh_button, Qt.MouseButton.LeftButton)
     assert filled.args[0] == 2
-    assert not any(panel.item(r, g, 0).text().endswith("(stale)") for r in range(2) for g in range(2))
+    assert not any(panel.item(r, g, 0).text().endswith("*") for r in range(2) for g in range(2))
     assert "Scored 2 cells" in panel.status.text()
 
     # a round opened elsewhere (a sync, a promotion): its cells fill on their own
@@ -160,3 +160,12 @@ def test_a_running_fill_can_be_cancelled_and_keeps_what_it_scored(qtbot, window,
     assert panel.refresh_button.isEnabled() and not panel.cancel_button.isEnabled()
     texts = [panel.item(r, g, 0).text() for r in range(2) for g in range(2)]
     assert sum(t == "not scored yet" for t in texts) == 2 and sum("%" in t for t in texts) == 2
+
+
+def test_an_extractive_task_gets_a_note_not_an_error(qtbot, window):
+    panel, _scored = open_tab(qtbot, window)
+    combo = window.task_combo
+    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT):
+        combo.setCurrentIndex(combo.findData("extractive_qa"))
+    assert "extractive QA task" in panel.table.item(0, 0).text()
+    assert panel.status.text() == "" and panel.refresh_button.isEnabled()

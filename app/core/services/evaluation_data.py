@@ -260,14 +260,19 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
             have = ", ".join(str(r.number) for r in all_rounds) or "none"
             raise EvaluationInputError(f"{task_code} has no round {', '.join(map(str, unknown))} (it has {have}).")
     sets = []
+    # the columns a case needs, not whole examples: ORM objects cost ~5x more at 100k examples
+    columns = (Example.id, Example.text, Example.validation_state, Example.decided_label, Example.true_label,
+               Example.meta, Example.inputs, Example.perturbation_of, Example.origin)
     with desk.db.read() as session:
         for round_ in wanted:
-            query = select(Example).where(
+            query = select(*columns).where(
                 Example.round_id == round_.id,
                 Example.status.in_([ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value]))
+            if not include_unvalidated:
+                query = query.where(Example.validation_state == ValidationState.DECIDED.value)
             cases, ids = [], {}
-            examples = list(session.scalars(query.order_by(Example.submitted_at, Example.id)))
-            origins = {e.id: e.origin for e in examples}
+            examples = list(session.execute(query.order_by(Example.submitted_at, Example.id)))
+            origins = _origins(session, examples)
             for example in examples:
                 decided = example.validation_state == ValidationState.DECIDED.value and example.decided_label
                 gold = example.decided_label if decided else (example.true_label if include_unvalidated else None)
@@ -285,6 +290,15 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
                                 f"{len(cases)} {what} examples", pairs))
     return sets
 
+
+
+def _origins(session: Any, examples: Sequence[Any]) -> dict[Any, Any]:
+    """Each example's origin, and its pair original's (read apart when the original itself is not a case)."""
+    origins = {e.id: e.origin for e in examples}
+    missing = {e.perturbation_of for e in examples if e.perturbation_of is not None} - set(origins)
+    if missing:
+        origins.update(session.execute(select(Example.id, Example.origin).where(Example.id.in_(missing))).all())
+    return origins
 
 
 def _round_case_extra(example: Any, origins: Mapping[Any, Any]) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from app.core.errors import DynadeskError
 from app.core.formatting import num, pct
 from app.core.services.evaluation_scoring import DIMENSIONS, PERFORMANCE_WEIGHTING
 
@@ -126,7 +127,11 @@ def render_html(doc: dict) -> str:
         from app.core.services.leaderboard_report import CSS as LEADERBOARD_CSS, render_section
 
         out[0] = out[0].replace("</style>", LEADERBOARD_CSS + "</style>")
-        out.append(render_section(Leaderboard.from_json(doc["leaderboard"])))
+        try:
+            out.append(render_section(Leaderboard.from_json(doc["leaderboard"])))
+        except (DynadeskError, KeyError, TypeError, ValueError) as exc:  # a hand-edited or foreign document
+            out.append(f"<h2>Model leaderboard</h2><div class='note'>The leaderboard in this document cannot be "
+                       f"read ({escape(str(exc))}); `dynadesk rounds leaderboard --html FILE` writes it anew.</div>")
 
     for m in models:
         r = doc["results"][m["key"]]

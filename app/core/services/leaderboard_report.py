@@ -8,7 +8,6 @@ from html import escape
 from pathlib import Path
 
 from app.core.services.leaderboard_board import (
-    EMPTY,
     FAILED,
     METRICS,
     MISSING,
@@ -117,23 +116,18 @@ def render_section(board: Leaderboard) -> str:
         for column in board.columns:
             cell = board.cell(row, column)
             tip = escape(cell_detail(row, column, cell))
+            if not cell.has_figures:  # a state is said once, across the round's columns
+                cells.append(f"<td class='state' colspan='{len(METRICS)}' title='{tip}'>"
+                             f"{escape(figure_text(cell, METRICS[0][0]))}</td>")
+                continue
             for metric, _name in METRICS:
-                classes = ["num"]
-                style = ""
-                if cell.has_figures:
-                    if row.key in board.best(column, metric):
-                        classes.append("best")
-                    if cell.state == STALE:
-                        classes.append("stale")
-                    value = getattr(cell, metric)
-                    style = f" style='background:{_colour(value)}'" if metric != "macro_f1" and value is not None else ""
-                else:
-                    classes.append("state")
+                classes = ["num"] + (["best"] if row.key in board.best(column, metric) else []) \
+                    + (["stale"] if cell.state == STALE else [])
+                value = getattr(cell, metric)
+                style = f" style='background:{_colour(value)}'" if metric != "macro_f1" and value is not None else ""
                 text = escape(figure_text(cell, metric)) + (" (stale)" if cell.state == STALE else "")
-                if cell.has_figures and metric == "accuracy":
+                if metric == "accuracy":
                     text += f"<br><span class='muted'>[{escape(_interval(cell))}]</span>"
-                if not cell.has_figures and metric != METRICS[0][0] and cell.state in (MISSING, NO_FILES, EMPTY, FAILED):
-                    text = ""  # a state is said once per round
                 cells.append(f"<td class='{' '.join(classes)}' title='{tip}'{style}>{text}</td>")
         body.append(f"<tr{' class=current' if row.current else ''}>{''.join(cells)}</tr>")
     out.append(f"<table class='leaderboard'>{''.join(head)}{''.join(body)}</table>")
