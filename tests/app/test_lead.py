@@ -200,6 +200,7 @@ def test_a_desk_from_before_objection_counts_gets_them_on_upgrade(data_dir, desk
         for index in ("ix_examples_objection_count", "ix_examples_task_objections"):
             raw.execute(f"DROP INDEX {index}")
         raw.execute("ALTER TABLE examples DROP COLUMN objection_count")
+        raw.execute("DROP TABLE leaderboard_cells")  # revision 0012's
         raw.execute("UPDATE alembic_version SET version_num = '0009'")
     with Desk(data_dir) as upgraded:
         assert [r.id for r in upgraded.review.rows(ExampleFilter(objected=True))] == [objected.id]
