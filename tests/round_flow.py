@@ -138,11 +138,12 @@ def train_round_two(desk: Any, base_csv: Path, out: Path, *, progress: Any = Non
     return train_from_desk(desk, options, out, progress=progress)
 
 
-def compare(desk: Any, candidate: Path, base_csv: Path, *, resamples: int = 2000, seed: int = 0) -> Any:
+def compare(desk: Any, candidate: Path, base_csv: Path, *, resamples: int = 2000, seed: int = 0,
+            num_threads: int | None = None) -> Any:
     from app.core.services.comparison import compare_candidate
 
     return compare_candidate(desk, TASK, candidate, base_test=base_csv, base_options=base_test_options(),
-                             resamples=resamples, seed=seed)
+                             resamples=resamples, seed=seed, num_threads=num_threads)
 
 
 def promote(desk: Any, candidate: Path, report: Any, actor_id: uuid.UUID | None = None) -> Any:
