@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--davidson-rows", type=int, help="a seeded sample of Davidson instead of all of it")
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--error-rate", type=float, default=0.05, help="simulated validators' error rate")
+    parser.add_argument("--round-weight", default="auto", help="the desk's default (auto), or a number such as 1 "
+                        "(the untuned weight: auto's share was measured on HateCheck templates, see the report)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for training and comparing (a "
                         "machine busy with other work runs faster with 1: waiting threads spin)")
     args = parser.parse_args(argv)
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
 
         started = time.perf_counter()
         manifest = timings.timed("train", lambda: flow.train_round_two(desk, base_csv, work / "candidate",
-                                                                       progress=say, num_threads=args.threads))
+                                                                       progress=say, num_threads=args.threads,
+                                                                       round_weight=args.round_weight))
         report = timings.timed("compare", lambda: flow.compare(desk, work / "candidate", base_csv,
                                                                resamples=args.resamples, num_threads=args.threads))
         write_report(report, work / "comparison")
