@@ -127,22 +127,24 @@ def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, 
     return counts
 
 
-def train_round_two(desk: Any, base_csv: Path, out: Path, *, progress: Any = None, **config: Any) -> dict[str, Any]:
+def train_round_two(desk: Any, base_csv: Path, out: Path, *, progress: Any = None, round_weight: str = "auto",
+                    **config: Any) -> dict[str, Any]:
     """`dynadesk train --task hate_speech --rounds 1 --imported hatecheck --base DAVIDSON ...` with the desk's
     defaults (warm start from the round's target; ``config`` overrides training options, e.g. for a short run)."""
     from app.core.services.round_training import RoundTrainingOptions, train_from_desk
     from local_models.train import TrainingConfig
 
     options = RoundTrainingOptions(task=TASK, rounds=[1], base_data=base_options(base_csv), imported=["hatecheck"],
-                                   config=TrainingConfig(**config))
+                                   round_weight=round_weight, config=TrainingConfig(**config))
     return train_from_desk(desk, options, out, progress=progress)
 
 
-def compare(desk: Any, candidate: Path, base_csv: Path, *, resamples: int = 2000, seed: int = 0) -> Any:
+def compare(desk: Any, candidate: Path, base_csv: Path, *, resamples: int = 2000, seed: int = 0,
+            num_threads: int | None = None) -> Any:
     from app.core.services.comparison import compare_candidate
 
     return compare_candidate(desk, TASK, candidate, base_test=base_csv, base_options=base_test_options(),
-                             resamples=resamples, seed=seed)
+                             resamples=resamples, seed=seed, num_threads=num_threads)
 
 
 def promote(desk: Any, candidate: Path, report: Any, actor_id: uuid.UUID | None = None) -> Any:

@@ -1,0 +1,94 @@
+"""Issue 18's evidence, end to end on real text and shared data only: HateCheck's dev cases become hate-speech
+round 1, written against the default model and split by template; seeded simulated validators decide them;
+round 2's candidate is trained from them plus (a seeded sample of) Davidson et al., compared, promoted and
+published to a server on loopback; a second desk pulls it, checks every file's sha256 and switches its open
+round to the new target. Every option is the desk's default: nothing is tuned on the held-out templates.
+
+The full-size run (all of Davidson, the figures for the closing note) is `python -m bench.evidence_rounds`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+
+import pytest
+
+from app.core import paths
+from app.core.desk import Desk
+from app.core.domain import RoundStatus
+from app.core.services.target_models import adopt_default_model, load_engine_for
+from app.core.storage.models import Example
+from sync.client import SyncClient
+from tests import round_flow as flow
+from tests.conftest import shared_file
+from tests.sync.helpers import add_account
+from tests.sync.test_client import QUICK
+
+DAVIDSON_ROWS = 1500  # a seeded sample keeps the test within its CI share; the bench runs all 24,783
+
+
+def _desk(path, account) -> Desk:
+    desk = Desk(path)
+    desk.people.create(account.name, account.role, person_id=account.id)
+    desk.switch_person(account.id)
+    return desk
+
+
+@pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)  # PostgreSQL: test_promotion_sync does both
+def test_hatecheck_as_round_one_trains_a_round_two_target_that_reaches_another_desk(
+        server, server_db, tmp_path, default_model_cache):
+    hatecheck = shared_file(*flow.HATECHECK)
+    base_csv = flow.davidson_sample(shared_file(*flow.DAVIDSON), tmp_path / "scratch" / "davidson.csv",
+                                    DAVIDSON_ROWS)
+    owner_account = add_account(server_db, "Olga Owner", "owner", "A")
+    annotator_account = add_account(server_db, "Ann Annotator", "annotator", "A")
+
+    owner = _desk(tmp_path / "owner", owner_account)
+    shutil.copytree(default_model_cache, paths.models_cache_dir(owner.root), dirs_exist_ok=True)  # built once
+    default = adopt_default_model(owner)
+    assert default is not None
+    report = flow.import_round_one(owner, hatecheck)
+    assert report.added["examples"] == 2297, report.summary()
+    validation = flow.simulate_validators(owner)
+    assert 0 < validation["wrong_verdicts"] < 0.1 * validation["verdicts"]
+
+    # one thread: CI runs two test workers on two cores, and oversubscribed threads slow training many times over
+    manifest = flow.train_round_two(owner, base_csv, tmp_path / "candidate", num_threads=1)
+    splits = manifest["data"]["splits"]
+    with owner.db.read() as session:
+        template = {part: {session.get(Example, uuid.UUID(i)).origin["templ_id"] for i in splits[part]}
+                    for part in ("train", "held_out")}
+    assert template["held_out"] and not template["held_out"] & template["train"]  # no template on both sides
+    assert manifest["parent"]["kind"] == "target"  # warm-started from round 1's target
+    assert manifest["frozen_cache"]["used"] and manifest["frozen_cache"]["computed"] > 0
+
+    comparison = flow.compare(owner, tmp_path / "candidate", base_csv, resamples=300, num_threads=1)
+    figures = {(r["split"], r["metric"]): r for r in flow.figures(comparison)}
+    held = figures[("held-out-1", "accuracy")]
+    assert held["items"] == len(splits["held_out"])
+    # trained on the other templates' cases, the candidate does better on the held-out templates' ones
+    assert held["difference"] > 0 and not comparison.worse
+    assert figures[("held-out-1", "fooling_right")]["current"] == 0.0  # what fooled the target, by definition
+    promotion = flow.promote(owner, tmp_path / "candidate", comparison)
+    assert promotion.round_number == 2 and not promotion.forced
+    with SyncClient(owner, server.url, owner_account.token, policy=QUICK) as client:
+        results = client.publish(flow.TASK, [1, 2]).results
+    assert {r.status for r in results} <= {"stored", "already_stored"}, results
+
+    annotator = _desk(tmp_path / "annotator", annotator_account)
+    with SyncClient(annotator, server.url, annotator_account.token, policy=QUICK) as client:
+        pulled = client.run()
+    assert not pulled.problems, pulled.problems
+    rounds = {r.number: r for r in annotator.tasks.rounds(flow.TASK)}
+    assert rounds[1].status == RoundStatus.CLOSED and rounds[2].status == RoundStatus.OPEN
+    assert annotator.tasks.round(flow.TASK).number == 2  # the open round writers now work in
+    targets = annotator.models.round_models(rounds[2].id)
+    assert [t.sha256 for t in targets] == [promotion.candidate.sha256]
+    engine = load_engine_for(targets[0], num_threads=1)  # files whole, each checked against its sha256
+    try:
+        assert {p.label for p in engine.predict(["I hate all women.", "I love my gay friends."])} <= set(flow.LABELS)
+    finally:
+        engine.close()
+    annotator.close()
+    owner.close()
