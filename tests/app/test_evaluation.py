@@ -366,3 +366,15 @@ def test_a_training_file_line_that_is_not_an_object_is_named_not_a_crash(tmp_pat
         read_training_texts(training)
     training.write_text('{"text": "fine"}\n{"tweet": "also fine", "label": 1}\n', encoding="utf-8")
     assert read_training_texts(training) == ["fine", "also fine"]
+
+
+def test_a_decided_perturbation_of_an_undecided_grouped_original_keeps_the_groups_side(desk, people, hate_model):
+    """Round cases are read by column, decided ones only; a pair's original that is not a case still lends
+    its split group to the perturbation, so the pair never straddles the held-out split."""
+    original = desk.examples.create(people.author.id, "hate_speech", hate_content("a banana for them", "hate"),
+                                    [hate_output(hate_model, "not hate")], origin={"group": "templ_id=7"})
+    perturbed = desk.examples.create(people.author.id, "hate_speech", hate_content("a apple for them", "not hate"),
+                                     [hate_output(hate_model, "not hate")], perturbation_of=original.id)
+    desk.validation.validate(perturbed.id, people.lead.id, "correct", mode="lead")
+    (case,) = round_sets(desk, "hate_speech", [1])[0].cases
+    assert case.id == str(perturbed.id) and case.extra == {"perturbation_of": str(original.id), "group": "templ_id=7"}

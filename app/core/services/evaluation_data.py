@@ -294,6 +294,10 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
 
 def _origins(session: Any, examples: Sequence[Any]) -> dict[Any, Any]:
     """Each example's origin, and its pair original's (read apart when the original itself is not a case)."""
+    from sqlalchemy import select
+
+    from app.core.storage.models import Example
+
     origins = {e.id: e.origin for e in examples}
     missing = {e.perturbation_of for e in examples if e.perturbation_of is not None} - set(origins)
     if missing:
