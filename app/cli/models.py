@@ -206,6 +206,9 @@ def models_default(obj, variant: str) -> None:
 @click.option("--round-weight", default="auto", show_default=True,
               help="With --task: loss weight of a round example against a base example, or 'auto' (round "
                    "examples carry a quarter of the loss).")
+@click.option("--frozen-cache/--no-frozen-cache", default=True, show_default=True,
+              help="With --task or --manifest: keep the frozen layers' outputs in the desk's cache "
+                   "(<data>/cache/frozen-states, at most 3 GB) for the next run; the weights are the same either way.")
 @click.option("--name", help="Name recorded in the model's description.")
 @click.option("--seed", type=int, default=13, show_default=True)
 @click.option("--epochs", type=int, default=3, show_default=True)
@@ -221,7 +224,7 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
           text_column: str | None, label_column: str | None, out_dir: str, label_map: str | None,
           html_unescape: bool, keep_duplicates: bool, base_path: str | None, encoder_dir: str | None,
           start_from: str | None, include_undecided: bool, imported: tuple[str, ...], round_weight: str,
-          name: str | None, seed: int, epochs: int, train_layers: int, batch_size: int, learning_rate: float,
+          frozen_cache: bool, name: str | None, seed: int, epochs: int, train_layers: int, batch_size: int, learning_rate: float,
           max_length: int, class_weighting: str, threads: int) -> None:
     """Train a classifier's top layers: on a CSV file, or on a task's decided examples from the desk.
 
@@ -263,12 +266,12 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
         elif manifest_path:
             from app.core.services.round_training import reproduce
 
-            _report_desk_run(reproduce(obj.desk, Path(manifest_path), Path(out_dir), progress=progress),
-                             Path(out_dir))
+            _report_desk_run(reproduce(obj.desk, Path(manifest_path), Path(out_dir), progress=progress,
+                                       frozen_cache=frozen_cache), Path(out_dir))
         else:
             _train_desk(obj.desk, task_code, rounds_spec, text_column, label_column, Path(out_dir), label_map,
                         html_unescape, base_path, encoder_dir, start_from, include_undecided, imported,
-                        round_weight, name, config, progress)
+                        round_weight, frozen_cache, name, config, progress)
     except ModelError as exc:
         raise DynadeskError(str(exc)) from exc
 
@@ -309,8 +312,8 @@ def _train_csv(data_path: Path, text_column, label_column, out_dir: Path, label_
 
 
 def _train_desk(desk, task_code, rounds_spec, text_column, label_column, out_dir: Path, label_map, html_unescape,
-                base_path, encoder_dir, start_from, include_undecided, imported, round_weight, name, config,
-                progress) -> None:
+                base_path, encoder_dir, start_from, include_undecided, imported, round_weight, frozen_cache, name,
+                config, progress) -> None:
     from app.core.services.round_training import (
         BaseDataOptions,
         RoundTrainingOptions,
@@ -332,12 +335,14 @@ def _train_desk(desk, task_code, rounds_spec, text_column, label_column, out_dir
     options = RoundTrainingOptions(
         task=task_code, rounds=parse_rounds(rounds_spec), base_data=base_data, start_from=start_from,
         include_undecided=include_undecided, imported=list(imported), round_weight=round_weight,
-        encoder=str(Path(encoder_dir).resolve()) if encoder_dir else None, name=name or "", config=config)
+        encoder=str(Path(encoder_dir).resolve()) if encoder_dir else None, name=name or "", config=config,
+        frozen_cache=frozen_cache)
     _report_desk_run(train_from_desk(desk, options, out_dir, progress=progress), out_dir)
 
 
-# With --manifest every choice comes from the manifest; only where to write and how many threads to use may differ.
-_MANIFEST_COMPANIONS = {"manifest_path", "out_dir", "threads"}
+# With --manifest every choice comes from the manifest (threads too: they change the arithmetic); only where to write
+# and whether to keep the frozen layers' outputs for later (the weights are the same either way) may differ.
+_MANIFEST_COMPANIONS = {"manifest_path", "out_dir", "frozen_cache"}
 
 
 def _refuse_options_beside_manifest() -> None:
@@ -348,7 +353,7 @@ def _refuse_options_beside_manifest() -> None:
     if given:
         names = ", ".join(p.opts[0] for p in given)
         raise click.UsageError(f"--manifest trains again exactly as the manifest says, so {names} would be ignored. "
-                               "Drop them (only --out and --threads may go with --manifest), or train anew with "
+                               "Drop them (only --out and --no-frozen-cache may go with --manifest), or train anew with "
                                "--task instead.")
 
 

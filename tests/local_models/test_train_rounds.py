@@ -105,6 +105,12 @@ def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, da
     assert cold["used"] and cold["from_cache"] == 0 and cold["computed"] == cold["texts"] > 0
     assert warm["used"] and warm["from_cache"] == warm["texts"] == cold["texts"] and warm["computed"] == 0
     assert warm["folder"].startswith(str(data_dir / "cache" / "frozen-states"))
+    # without the cache: computed afresh, kept nowhere, and the very same weights
+    bare = tmp_path / "bare"
+    result = dynadesk(data_dir, "train", "--manifest", out / "manifest.json", "--no-frozen-cache", "--out", bare)
+    assert result.exit_code == 0, result.output
+    assert json.loads((bare / "manifest.json").read_text())["frozen_cache"]["used"] is False
+    assert (bare / "model" / "model.safetensors").read_bytes() == (out / "model" / "model.safetensors").read_bytes()
 
     desk.validation.validate(examples[-1].id, people.lead.id, "correct", mode="lead")  # the data moves on
     result = dynadesk(data_dir, "train", "--manifest", out / "manifest.json", "--out", tmp_path / "third")
@@ -140,4 +146,6 @@ def test_desk_training_refuses_unclear_requests(desk, data_dir, tmp_path, dynade
     result = dynadesk(data_dir, "train", "--manifest", manifest, "--epochs", "9", "--seed", "1", "--out",
                       tmp_path / "y")
     assert result.exit_code != 0 and "--seed, --epochs would be ignored" in result.output
+    result = dynadesk(data_dir, "train", "--manifest", manifest, "--threads", "3", "--out", tmp_path / "y")
+    assert result.exit_code != 0 and "--threads would be ignored" in result.output
     assert not (tmp_path / "y").exists()

@@ -320,10 +320,14 @@ def expected_parent(desk: Any, expected: Mapping[str, Any]) -> Parent:
     return Parent(FROM_TARGET, record, warm)
 
 
-def reproduce(desk: Any, manifest_path: Path, out_dir: Path, *, progress: Progress | None = None) -> dict[str, Any]:
-    """Train again from a manifest, on the same desk data (refused when it differs)."""
+def reproduce(desk: Any, manifest_path: Path, out_dir: Path, *, progress: Progress | None = None,
+              frozen_cache: bool | None = None) -> dict[str, Any]:
+    """Train again from a manifest, on the same desk data (refused when it differs). ``frozen_cache`` (None: as
+    the manifest's run did) only decides whether the frozen layers' outputs are kept for later runs."""
     manifest = read_manifest(manifest_path)
     options = options_from_manifest(manifest)
+    if frozen_cache is not None:
+        options.frozen_cache = frozen_cache
     recorded_encoder = manifest["encoder"]
     if options.encoder is None and Path(recorded_encoder["path"]).resolve() != default_base_dir().resolve():
         options.encoder = recorded_encoder["path"]
