@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from app.core.text import printable
+from app.core.formatting import text_table
 
 
 class Context:
@@ -35,8 +35,5 @@ pass_context = click.make_pass_decorator(Context)
 
 
 def format_table(headers: list[str], rows: list[list]) -> str:
-    cells = [[printable(str(c)) for c in row] for row in [headers, *rows]]  # a cell cannot steer the terminal
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines, _widths = text_table(headers, rows)
     return "\n".join(lines) if rows else "\n".join(lines) + "\n(none)"

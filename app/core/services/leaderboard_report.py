@@ -34,7 +34,7 @@ def _model_label(board: Leaderboard, row) -> str:
 
 def table_lines(board: Leaderboard) -> list[str]:
     """The board for a terminal: a header line per round group, a row per model; stale figures end in *."""
-    from app.core.text import printable
+    from app.core.formatting import text_table
 
     if not board.rows or not board.columns:
         what = "no round has a target model" if not board.rows else "the task has no round"
@@ -57,17 +57,12 @@ def table_lines(board: Leaderboard) -> list[str]:
                     text += f" [{100 * cell.low:.0f}–{100 * cell.high:.0f}]"
                 line.append(text + (" +" if best[metric] else ""))
         rows.append(line)
-    cells = [[printable(c) for c in r] for r in [headers, *rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    table, widths = text_table(headers, rows)
     groups = ["".ljust(widths[0])]
     for i, column in enumerate(board.columns):
         span = sum(widths[1 + 3 * i: 4 + 3 * i]) + 4
         groups.append(f"Round {column.number} ({column.status}, n={column.n}, {column.fooling} fooling)"[:span].ljust(span))
-    lines = ["  ".join(groups).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells[:1]]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells[1:]]
-    lines.append("")
+    lines = ["  ".join(groups).rstrip(), *table, ""]
     lines.append("> the current target; [low–high] the 95 % bootstrap interval of accuracy; + best in its "
                  "column; * stale (the split changed since it was scored: --refresh scores it again).")
     counts = board.counts()
