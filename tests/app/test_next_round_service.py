@@ -44,6 +44,20 @@ def test_round_counts_agree_with_what_training_takes(desk, people, submit, targe
                                                                                           (2, "open", 0)]
 
 
+def test_round_counts_hold_out_a_group_whole_as_training_does(desk, people, target_model):
+    import uuid
+
+    from app.core.tasks.splits import is_held_out
+
+    group = next(g for g in (f"templ_id={n}" for n in range(100)) if is_held_out(uuid.uuid4(), group=g))
+    for i in range(12):  # one template: all held out together (one by one, about one in ten would be)
+        example = desk.examples.create(people.author.id, "hate_speech", hate_content(f"case {i}", "hate"),
+                                       [hate_output(target_model, "not hate")], origin={"group": group})
+        desk.validation.validate(example.id, people.lead.id, "correct", mode="lead")
+    (one,) = round_counts(desk, "hate_speech")
+    assert one.held_out == len(training_set(desk, "hate_speech", [1]).held_out) == 12
+
+
 def test_defaults_come_from_the_last_candidate_then_from_the_targets_training_data(desk, hate_trigger_model_dir):
     target = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
     assert desk.rounds.adopt_first_models("hate_speech", [target.id])

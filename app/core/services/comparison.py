@@ -23,7 +23,7 @@ from app.core.errors import DynadeskError
 from app.core.io.documents import read_document, write_document
 from app.core.formatting import pct
 from app.core.services.bootstrap import CONFIDENCE, paired_bootstrap
-from app.core.services.evaluation_data import Case, EvalSet, EvaluationInputError
+from app.core.services.evaluation_data import Case, EvalSet, EvaluationInputError, resample_units
 from app.core.storage.models import ModelRecord
 from local_models.progress import Progress
 
@@ -296,9 +296,7 @@ def _differences(split: str, cases: Sequence[Case], current: Mapping[str, Any], 
     gold = [c.gold for c in cases]
     now = [current[c.id]["label"] for c in cases]
     new = [candidate[c.id]["label"] for c in cases]
-    # what the split keeps together is drawn together (a group such as a template, or a perturbation pair):
-    # its members are not independent items
-    groups = [c.extra.get("group") or c.extra.get("perturbation_of") or c.id for c in cases]
+    groups = resample_units(cases)
     out = []
     for metric in ("accuracy", "macro_f1"):
         interval = paired_bootstrap(gold, now, new, metric, groups=groups, resamples=resamples, seed=seed, stream=split)

@@ -305,6 +305,12 @@ def _origins(session: Any, examples: Sequence[Any]) -> dict[Any, Any]:
     return origins
 
 
+def resample_units(cases: Sequence[Case]) -> list[str]:
+    """What a bootstrap draws whole: what the held-out split keeps together (a group such as a template, or a
+    perturbation pair), whose members are not independent items."""
+    return [c.extra.get("group") or c.extra.get("perturbation_of") or c.id for c in cases]
+
+
 def _round_case_extra(example: Any, origins: Mapping[Any, Any]) -> dict[str, str]:
     """What a round case carries for the held-out split (``splits.is_held_out``): its pair's original and its
     split group (its own, else its original's)."""

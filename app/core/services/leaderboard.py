@@ -282,6 +282,7 @@ def compute_cells(plan: LeaderboardPlan, progress: Progress | None = None, *, nu
 
 def _scored(row: ModelRow, column: RoundColumn, eval_set: EvalSet, doc: Mapping[str, Any], seconds: float) -> ScoredCell:
     from app.core.services.bootstrap import CONFIDENCE, bootstrap_interval
+    from app.core.services.evaluation_data import resample_units
     from app.core.services.evaluation_scoring import accuracy
 
     model = doc["models"][0]
@@ -290,8 +291,7 @@ def _scored(row: ModelRow, column: RoundColumn, eval_set: EvalSet, doc: Mapping[
     cases = eval_set.cases
     gold = [c.gold for c in cases]
     labels = [predicted[c.id] for c in cases]
-    groups = [c.extra.get("perturbation_of") or c.id for c in cases]  # a perturbation pair is drawn together
-    low, high = bootstrap_interval(gold, labels, "accuracy", groups=groups, resamples=RESAMPLES, seed=0,
+    low, high = bootstrap_interval(gold, labels, "accuracy", groups=resample_units(cases), resamples=RESAMPLES, seed=0,
                                    stream=eval_set.key)
     fooling = [i for i, c in enumerate(cases) if c.extra.get("fooled")]
     fooling_right = accuracy([gold[i] for i in fooling], [labels[i] for i in fooling])

@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from app.core.errors import DynadeskError
 from app.core.storage.models import Example, Round
-from app.core.tasks.splits import is_held_out
+from app.core.tasks.splits import held_out_example
 
 CANDIDATES_FOLDER = "candidates"
 # _choose's reasons for leaving an example out that still count as "written in the round"
@@ -89,10 +89,12 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
         for round_ in rounds:
             counts[round_.id] = {"decided": 0, "held_out": 0, "undecided": 0, "left_out": 0}
         columns = [getattr(Example, name) for name in _Row._fields]
-        for values in session.execute(select(Example.round_id, *columns).where(Example.task_id == task.id)):
-            row = _Row(*values[1:])
+        found = [(values[0], _Row(*values[1:]))
+                 for values in session.execute(select(Example.round_id, *columns).where(Example.task_id == task.id))]
+        origins = {row.id: row.origin for _round_id, row in found}  # a pair's original lends its split group
+        for round_id, row in found:
             label, source = _choose(cast(Example, row), True, set())
-            tally = counts.get(values[0])
+            tally = counts.get(round_id)
             if tally is None:
                 continue
             if label is None:
@@ -102,7 +104,8 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
                 tally["undecided"] += 1
             else:
                 tally["decided"] += 1
-                tally["held_out"] += is_held_out(row.id, row.perturbation_of)
+                tally["held_out"] += held_out_example(row.id, row.perturbation_of, row.origin,
+                                                      origins.get(row.perturbation_of) if row.perturbation_of else None)
         return [RoundCount(r.number, str(r.status), **counts[r.id]) for r in rounds]
 
 
