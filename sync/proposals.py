@@ -21,7 +21,6 @@ Promoting, step by step, each step changing nothing until it can no longer fail:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -34,9 +33,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from pydantic import TypeAdapter
 
+from app.core.errors import DynadeskError
 from app.core.services.comparison import ComparisonReport, Difference, describe
+from app.core.services.round_training import MANIFEST_FILE, read_manifest
 from app.core.services.promotion import (
-    MANIFEST_FILE,
     Promotion,
     PromotionPolicy,
     check_promoter,
@@ -219,12 +219,12 @@ def _manifest_rounds(model_dir: Path, task_code: str) -> list[int]:
     if not path.is_file():
         return []
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ProposalError(f"{path} is not a readable training manifest ({exc}).") from exc
-    if isinstance(manifest, dict) and manifest.get("task") not in (None, task_code):
+        manifest = read_manifest(path)
+    except DynadeskError as exc:
+        raise ProposalError(str(exc)) from exc
+    if manifest.get("task") not in (None, task_code):
         raise ProposalError(f"{model_dir} was trained for task '{manifest['task']}', not '{task_code}'.")
-    rounds = manifest.get("rounds") if isinstance(manifest, dict) else None
+    rounds = manifest.get("rounds")
     return sorted({int(r) for r in rounds if isinstance(r, int) and r >= 1}) if isinstance(rounds, list) else []
 
 

@@ -14,18 +14,6 @@ import click
 from app.cli.base import format_table, pass_context
 
 
-def _rounds_option(value: str | None) -> list[int] | None:
-    if not value:
-        return None
-    try:
-        numbers = [int(part) for part in value.split(",") if part.strip()]
-    except ValueError:
-        raise click.BadParameter(f"'{value}' is not a list of round numbers such as 1,2.", param_hint="--rounds") from None
-    if not numbers or any(n < 1 for n in numbers):
-        raise click.BadParameter("round numbers start at 1, as in 1,2.", param_hint="--rounds")
-    return sorted(set(numbers))
-
-
 def _points(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:+.1f}"
 
@@ -59,6 +47,7 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
     the base data's test split and a suite; each difference has a paired bootstrap 95 % interval."""
     from app.cli.models import _label_map_option, _progress
     from app.core.services.comparison import BaseTestOptions, compare_candidate, describe, write_report
+    from app.core.services.round_training import parse_rounds
 
     base_options = None
     if base_test:
@@ -71,7 +60,7 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
         raise click.UsageError("--text-column, --label-column and --label-map describe --base-test; give it too.")
     if resamples < 100:
         raise click.BadParameter("use at least 100 resamples.", param_hint="--resamples")
-    report = compare_candidate(obj.desk, task_code, Path(model_dir), rounds=_rounds_option(rounds_spec),
+    report = compare_candidate(obj.desk, task_code, Path(model_dir), rounds=parse_rounds(rounds_spec) if rounds_spec else None,
                                base_test=Path(base_test) if base_test else None, suite=Path(suite) if suite else None,
                                seed=seed, resamples=resamples, progress=_progress(), base_options=base_options)
     written = write_report(report, Path(out_dir)) if out_dir else None

@@ -38,6 +38,7 @@ from app.core import paths
 from app.core.domain import Role, RoundStatus, utcnow
 from app.core.errors import DynadeskError
 from app.core.limits import free_form_problem, max_bytes
+from app.core.services.round_training import MANIFEST_FILE
 from app.core.services.target_models import TargetModelError, find_by_sha, register_model
 from app.core.storage.models import ModelRecord
 from local_models.engine import model_sha256
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANDIDATE_SLUG = "candidate"
-MANIFEST_FILE = "manifest.json"
 MAX_REFUSALS_KEPT = 20
 POLICY_KEY = "promotion_policy.{code}"  # in the desk's meta table: JSON of a PromotionPolicy
 # A manifest's top-level entries up to this size are copied into the lineage (options, seed, metrics,
