@@ -279,7 +279,8 @@ class NextRoundController(QObject):
         if self.dialog is None or folder is None or self.job_id is not None:
             return
         self.dialog.set_running(True, "Checking…")
-        self.db.submit(lambda: check_promotable(desk, folder), on_done=lambda person: self._export(
+        code = self.task_code
+        self.db.submit(lambda: check_promotable(desk, folder, task_code=code), on_done=lambda person: self._export(
             with_current, force, person.id), on_error=self._promotion_failed)
 
     def _export(self, with_current: bool, force: bool, actor_id) -> None:
@@ -403,10 +404,8 @@ class NextRoundController(QObject):
         dialog.set_running(False)
         if stage == "train":
             dialog.show_step(0)
-            if failure.cancelled:
-                left = self.candidate_dir is not None and self.candidate_dir.exists()
-                self._say("Training was cancelled; nothing was written." if not left else
-                          f"Training was cancelled; {self.candidate_dir} is left from before.")
+            if failure.cancelled:  # training stages its folder: a cancelled run left nothing
+                self._say("Training was cancelled; nothing was written.")
             else:
                 dialog.show_message(f"Training failed: {failure.message}", error=True)
             self.candidate_dir = None
