@@ -75,17 +75,26 @@ class BandTable:
                 found.update(pending)
         return found
 
-    def buckets(self) -> list[np.ndarray]:
-        """Every group of two or more rows sharing a band hash (rows with several shared bands recur)."""
+    def pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per band, the candidate pairs (a, b) of rows sharing that band's hash: each row with the
+        first of its bucket (a star) and with the one before it (a chain), a < b; pairs repeat
+        across bands. Big buckets cost linear, not quadratic, work."""
         if self._pending_rows:
             self._merge()
-        groups: list[np.ndarray] = []
+        out: list[tuple[np.ndarray, np.ndarray]] = []
         for band in range(self.bands):
-            keys = self._keys[band]
+            keys, rows = self._keys[band], self._rows[band]
             if keys.size < 2:
                 continue
-            starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-            sizes = np.diff(np.append(starts, keys.size))
-            for start, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
-                groups.append(self._rows[band][start : start + size])
-        return groups
+            is_start = np.concatenate(([True], keys[1:] != keys[:-1]))
+            positions = np.arange(keys.size)
+            first_of = np.maximum.accumulate(np.where(is_start, positions, 0))
+            member = ~is_start
+            star_a, star_b = rows[first_of[member]], rows[member]
+            chain_a, chain_b = rows[:-1][~is_start[1:]], rows[1:][~is_start[1:]]
+            a = np.concatenate((star_a, chain_a))
+            b = np.concatenate((star_b, chain_b))
+            low, high = np.minimum(a, b), np.maximum(a, b)
+            keep = low != high
+            out.append((low[keep], high[keep]))
+        return out

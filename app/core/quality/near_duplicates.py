@@ -31,11 +31,15 @@ from app.core.domain import ExampleStatus
 from app.core.quality.band_table import BandTable
 from app.core.quality.signatures import (
     BANDS,
+    ESTIMATE_MARGIN,
+    NUM_PERM,
     SCHEME,
     SIMILARITY_FLOOR,
     band_hashes,
-    band_hashes_many,
+    estimated_similarity,
     from_bytes,
+    minhash,
+    minhash_many,
     text_hash,
     to_bytes,
 )
@@ -136,8 +140,8 @@ class NovelShare:
         return self.novel / self.checked if self.checked else 1.0
 
 
-# example id, normalised text, round id, author id, submitted (epoch seconds), band hashes
-_Entry = tuple[uuid.UUID, str, uuid.UUID, uuid.UUID, float, np.ndarray]
+# example id, normalised text, round id, round number, author id, submitted (epoch seconds), signature
+_Entry = tuple[uuid.UUID, str, uuid.UUID, int, uuid.UUID, float, np.ndarray]
 
 
 class _TaskIndex:
@@ -149,50 +153,88 @@ class _TaskIndex:
         self.round_ids: list[uuid.UUID] = []
         self.author_ids: list[uuid.UUID] = []
         self.times: list[float] = []
-        self.bands: list[np.ndarray] = []
-        self.alive = bytearray()
+        self.rounds = np.zeros(0, dtype=np.int32)  # round number per row
+        self.alive = np.zeros(0, dtype=bool)
+        self.signatures = np.zeros((0, NUM_PERM), dtype=np.uint32)
         self.row_of: dict[uuid.UUID, int] = {}
         self.exact: dict[str, list[int]] = defaultdict(list)
         self.table = BandTable(BANDS)
 
-    def _append(self, example_id: uuid.UUID, normalised: str, round_id: uuid.UUID, author_id: uuid.UUID,
-                when: float, bands: np.ndarray) -> int:
-        row = len(self.example_ids)
+    def __len__(self) -> int:
+        return len(self.example_ids)
+
+    def _grow(self, needed: int) -> None:
+        if needed <= self.alive.size:
+            return
+        capacity = max(needed, 2 * self.alive.size, 1024)
+        self.rounds = np.resize(self.rounds, capacity)
+        self.alive = np.concatenate((self.alive, np.zeros(capacity - self.alive.size, dtype=bool)))
+        grown = np.zeros((capacity, NUM_PERM), dtype=np.uint32)
+        grown[: len(self)] = self.signatures[: len(self)]
+        self.signatures = grown
+
+    def _append(self, entry: _Entry) -> int:
+        example_id, normalised, round_id, round_number, author_id, when, signature = entry
+        row = len(self)
+        self._grow(row + 1)
         self.example_ids.append(example_id)
         self.normalised.append(normalised)
         self.round_ids.append(round_id)
         self.author_ids.append(author_id)
         self.times.append(when)
-        self.bands.append(bands)
-        self.alive.append(1)
+        self.rounds[row] = round_number
+        self.alive[row] = True
+        self.signatures[row] = signature
         self.row_of[example_id] = row
         self.exact[normalised].append(row)
         return row
 
     def build(self, entries: Sequence[_Entry]) -> None:
+        self._grow(len(entries))
         for entry in entries:
-            self._append(*entry)
+            self._append(entry)
         if entries:
-            self.table.build(np.arange(len(entries)), np.stack(self.bands))
+            self.table.build(np.arange(len(entries)), band_hashes(self.signatures[: len(entries)]))
 
-    def add(self, example_id: uuid.UUID, normalised: str, round_id: uuid.UUID, author_id: uuid.UUID,
-            when: float, bands: np.ndarray) -> None:
-        self.remove(example_id)
-        self.table.add(self._append(example_id, normalised, round_id, author_id, when, bands), bands)
+    def add(self, entry: _Entry) -> None:
+        self.remove(entry[0])
+        row = self._append(entry)
+        self.table.add(row, band_hashes(self.signatures[row]))
 
     def remove(self, example_id: uuid.UUID) -> None:
         row = self.row_of.pop(example_id, None)
         if row is not None:
-            self.alive[row] = 0
+            self.alive[row] = False
             self.exact[self.normalised[row]].remove(row)
 
     def live_rows(self) -> Iterable[int]:
-        return (row for row in self.row_of.values())
+        return self.row_of.values()
 
-    def candidates(self, normalised: str, bands: np.ndarray) -> set[int]:
-        found = {row for row in self.table.candidates(bands) if self.alive[row]}
-        found.update(self.exact.get(normalised, ()))
-        return found
+    def scored(self, form: str, signature: np.ndarray, at_least: float,
+               keep: Callable[[np.ndarray], np.ndarray] | None = None) -> list[tuple[float, int]]:
+        """(exact similarity, row) of every live row at ``at_least`` or more (LSH may miss a row
+        below the threshold it was tuned for; see ``signatures``). ``keep`` filters rows first."""
+        found = self.table.candidates(band_hashes(signature))
+        found.update(self.exact.get(form, ()))
+        if not found:
+            return []
+        rows = np.fromiter(found, dtype=np.int64, count=len(found))
+        rows = rows[self.alive[rows]]
+        if keep is not None:
+            rows = rows[keep(rows)]
+        estimates = estimated_similarity(signature, self.signatures[rows])
+        grams = shingles(form)
+        out = []
+        for row in rows[estimates >= at_least - ESTIMATE_MARGIN].tolist():
+            other = self.normalised[row]
+            score = 1.0 if other == form else jaccard(grams, shingles(other))
+            if score >= at_least:
+                out.append((score, row))
+        seen = {row for _, row in out}
+        for row in self.exact.get(form, ()):  # equal forms are near whatever their signatures say
+            if row not in seen and (keep is None or keep(np.array([row]))[0]):
+                out.append((1.0, row))
+        return out
 
 
 def _when(moment: datetime | None) -> float:
@@ -226,22 +268,22 @@ class NearDuplicateIndex:
                 rows = session.execute(
                     select(Example.id, Example.text, Example.round_id, Example.author_id, Example.submitted_at,
                            ExampleSignature.scheme, ExampleSignature.text_hash, ExampleSignature.normalised,
-                           ExampleSignature.bands)
+                           ExampleSignature.minhash)
                     .outerjoin(ExampleSignature, ExampleSignature.example_id == Example.id)
                     .where(Example.task_id == task_id, Example.status.in_(COUNTED_STATUSES))
                     .order_by(Example.submitted_at, Example.id)).all()
                 self._load_rounds(session, task_id)
             stale = [i for i, r in enumerate(rows) if r.scheme != SCHEME or r.text_hash != text_hash(r.text)]
             fresh_forms = [normalise(rows[i].text) for i in stale]
-            fresh_bands = band_hashes_many(fresh_forms)
-            computed = {i: (form, fresh_bands[k]) for k, (i, form) in enumerate(zip(stale, fresh_forms))}
+            fresh = minhash_many(fresh_forms)
+            computed = {i: (form, fresh[k]) for k, (i, form) in enumerate(zip(stale, fresh_forms))}
             entries: list[_Entry] = []
             for i, r in enumerate(rows):
-                form, bands = computed[i] if i in computed else (r.normalised, from_bytes(r.bands))
+                form, signature = computed[i] if i in computed else (r.normalised, from_bytes(r.minhash))
                 if i in computed:
-                    self._unsaved[r.id] = {"example_id": r.id, "scheme": SCHEME, "text_hash": text_hash(r.text),
-                                           "normalised": form, "bands": to_bytes(bands)}
-                entries.append((r.id, form, r.round_id, r.author_id, _when(r.submitted_at), bands))
+                    self._unsaved[r.id] = self._signature_row(r.id, r.text, form, signature)
+                entries.append((r.id, form, r.round_id, self._round_numbers.get(r.round_id, 0), r.author_id,
+                                _when(r.submitted_at), signature))
             index = _TaskIndex()
             index.build(entries)
             first = not self._tasks
@@ -252,6 +294,11 @@ class NearDuplicateIndex:
                 self._catch_up()
             if save:
                 self.save_signatures()
+
+    @staticmethod
+    def _signature_row(example_id: uuid.UUID, text: str, form: str, signature: np.ndarray) -> dict:
+        return {"example_id": example_id, "scheme": SCHEME, "text_hash": text_hash(text), "normalised": form,
+                "minhash": to_bytes(signature)}
 
     def save_signatures(self) -> int:
         """Store the signatures computed since the last save (so the next open reads them)."""
@@ -309,10 +356,10 @@ class NearDuplicateIndex:
             if r is None or r.task_id not in self._tasks or r.status not in COUNTED_STATUSES:
                 continue
             form = normalise(r.text)
-            bands = band_hashes(form)
-            self._tasks[r.task_id].add(r.id, form, r.round_id, r.author_id, _when(r.submitted_at), bands)
-            self._unsaved[r.id] = {"example_id": r.id, "scheme": SCHEME, "text_hash": text_hash(r.text),
-                                   "normalised": form, "bands": to_bytes(bands)}
+            signature = minhash(form)
+            self._tasks[r.task_id].add((r.id, form, r.round_id, self._round_numbers.get(r.round_id, 0), r.author_id,
+                                        _when(r.submitted_at), signature))
+            self._unsaved[r.id] = self._signature_row(r.id, r.text, form, signature)
         self._last_seq = changes[-1].seq
 
     def _index(self, task_id: uuid.UUID) -> _TaskIndex:
@@ -330,19 +377,17 @@ class NearDuplicateIndex:
         """The examples of the task (of ``round_id`` only, where given) nearest ``text``, best first."""
         chosen = self.threshold_of(task_id) if threshold is None else threshold
         form = normalise(text)
-        grams = shingles(form)
-        bands = band_hashes(form)
+        signature = minhash(form)
         skip = set(exclude)
         with self._lock:
             index = self._index(task_id)
-            scored = []
-            for row in index.candidates(form, bands):
-                if index.example_ids[row] in skip or (round_id is not None and index.round_ids[row] != round_id):
-                    continue
-                other = index.normalised[row]
-                score = 1.0 if other == form else jaccard(grams, shingles(other))
-                if score >= SIMILARITY_FLOOR:
-                    scored.append((score, -index.times[row], index.example_ids[row]))
+            keep = None
+            if round_id is not None:
+                number = self._round_numbers.get(round_id, -1)
+                keep = lambda rows: index.rounds[rows] == number  # noqa: E731
+            scored = [(score, -index.times[row], index.example_ids[row])
+                      for score, row in index.scored(form, signature, SIMILARITY_FLOOR, keep)
+                      if index.example_ids[row] not in skip]
         scored.sort(reverse=True)
         return Nearest(self._matches(scored[:limit]), chosen)
 
@@ -370,18 +415,10 @@ class NearDuplicateIndex:
             return self._novel_row(index, row, chosen)
 
     def _novel_row(self, index: _TaskIndex, row: int, threshold: float) -> bool:
-        mine = self._round_numbers[index.round_ids[row]]
-        form = index.normalised[row]
-        grams: frozenset[str] | None = None
-        for other in index.candidates(form, index.bands[row]):
-            if self._round_numbers[index.round_ids[other]] >= mine:
-                continue
-            if index.normalised[other] == form:
-                return False
-            grams = grams if grams is not None else shingles(form)
-            if jaccard(grams, shingles(index.normalised[other])) >= threshold:
-                return False
-        return True
+        mine = int(index.rounds[row])
+        earlier = index.scored(index.normalised[row], index.signatures[row], threshold,
+                               lambda rows: index.rounds[rows] < mine)
+        return not earlier
 
     def novel_share(self, task_id: uuid.UUID, round_id: uuid.UUID, *, threshold: float | None = None,
                     sample_size: int | None = 2000, seed: int = 0) -> NovelShare:
@@ -407,8 +444,10 @@ class NearDuplicateIndex:
             return self._clusters(index, chosen, round_id)
 
     def _clusters(self, index: _TaskIndex, threshold: float, round_id: uuid.UUID | None) -> list[DuplicateCluster]:
-        wanted = {row for row in index.live_rows() if round_id is None or index.round_ids[row] == round_id}
-        parent = {row: row for row in wanted}
+        wanted = index.alive[: len(index)].copy()
+        if round_id is not None:
+            wanted &= index.rounds[: len(index)] == self._round_numbers.get(round_id, -1)
+        parent = {row: row for row in np.flatnonzero(wanted).tolist()}
 
         def find(row: int) -> int:
             while parent[row] != row:
@@ -416,42 +455,44 @@ class NearDuplicateIndex:
                 row = parent[row]
             return row
 
-        grams: dict[int, frozenset[str]] = {}
-
-        def near(a: int, b: int) -> bool:
-            if index.normalised[a] == index.normalised[b]:
-                return True
-            for row in (a, b):
-                if row not in grams:
-                    grams[row] = shingles(index.normalised[row])
-            return jaccard(grams[a], grams[b]) >= threshold
+        def join(a: int, b: int) -> None:
+            root_a, root_b = find(a), find(b)
+            if root_a != root_b:
+                parent[max(root_a, root_b)] = min(root_a, root_b)
 
         for same in index.exact.values():
-            rows = [row for row in same if row in wanted]
+            rows = [row for row in same if wanted[row]]
             for row in rows[1:]:
-                parent[find(row)] = find(rows[0])
-        for bucket in index.table.buckets():
-            rows = [row for row in bucket.tolist() if row in wanted]
-            for pivot_at, pivot in enumerate(rows):  # each row against the bucket's rows not yet joined to it
-                for row in rows[pivot_at + 1:]:
-                    if find(row) != find(pivot) and near(pivot, row):
-                        parent[find(row)] = find(pivot)
-                if pivot_at >= 2:
-                    break  # three pivots per bucket: the rest are reached through other bands or pivots
+                join(rows[0], row)
+        grams: dict[int, frozenset[str]] = {}
+        checked: set[tuple[int, int]] = set()
+        for a, b in index.table.pairs():
+            both = wanted[a] & wanted[b]
+            a, b = a[both], b[both]
+            estimates = (index.signatures[a] == index.signatures[b]).mean(axis=1)
+            likely = estimates >= threshold - ESTIMATE_MARGIN
+            for first, second in zip(a[likely].tolist(), b[likely].tolist()):
+                if (first, second) in checked or find(first) == find(second):
+                    continue
+                checked.add((first, second))
+                for row in (first, second):
+                    if row not in grams:
+                        grams[row] = shingles(index.normalised[row])
+                if jaccard(grams[first], grams[second]) >= threshold:
+                    join(first, second)
         groups: dict[int, list[int]] = defaultdict(list)
-        for row in wanted:
+        for row in parent:
             groups[find(row)].append(row)
         clusters = []
         for rows in groups.values():
             if len(rows) < 2:
                 continue
             rows.sort(key=lambda r: (index.times[r], str(index.example_ids[r])))
-            first = shingles(index.normalised[rows[0]])
+            first_grams = shingles(index.normalised[rows[0]])
             clusters.append(DuplicateCluster(tuple(
-                ClusterMember(index.example_ids[r], self._round_numbers.get(index.round_ids[r], 0),
-                              index.author_ids[r],
+                ClusterMember(index.example_ids[r], int(index.rounds[r]), index.author_ids[r],
                               1.0 if index.normalised[r] == index.normalised[rows[0]]
-                              else round(jaccard(first, shingles(index.normalised[r])), 4))
+                              else round(jaccard(first_grams, shingles(index.normalised[r])), 4))
                 for r in rows)))
         clusters.sort(key=lambda c: (-len(c.members), str(c.original_id)))
         return clusters
@@ -470,8 +511,7 @@ class NearDuplicateIndex:
             for row in index.live_rows():
                 if round_id is not None and index.round_ids[row] != round_id:
                     continue
-                key = str(index.author_ids[row]) if by == "annotator" else \
-                    str(self._round_numbers.get(index.round_ids[row], 0))
+                key = str(index.author_ids[row]) if by == "annotator" else str(int(index.rounds[row]))
                 totals[key] += 1
                 repeats[key] += index.example_ids[row] in duplicates
         labels = self._labels(by, totals)
