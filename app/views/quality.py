@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Mapping
 
-from app.core.quality.signatures import SIMILARITY_FLOOR
+from app.core.quality.settings import BOUNDS, QualitySettings
+from app.core.quality.similarity import SIMILARITY_FLOOR
 
 if TYPE_CHECKING:
     from app.core.quality.near_duplicates import DuplicateCluster, NearMatch, Nearest
@@ -96,12 +97,6 @@ class ClusterRowView:
     author: str
     round_number: int
 
-    @property
-    def label(self) -> str:
-        head = f"Cluster {self.cluster}" if self.first else ""
-        share = "original" if self.first else f"{percent(self.similarity)}"
-        return f"{head:<11} {share:>8}  R{self.round_number}  {self.author}: {snippet(self.text, 110)}"
-
 
 @dataclass(frozen=True, slots=True)
 class ClustersView:
@@ -109,14 +104,17 @@ class ClustersView:
     summary: str
 
 
-def clusters_view(clusters: list[DuplicateCluster], texts: Mapping[uuid.UUID, str],
-                  authors: Mapping[uuid.UUID, str], threshold: float, shown: int = 200) -> ClustersView:
-    """Rows of the largest ``shown`` clusters (``texts`` and ``authors`` by example and person id)."""
+def clusters_view(clusters: list[DuplicateCluster], summaries: Mapping[uuid.UUID, tuple[str, str]],
+                  threshold: float, *, annotator: uuid.UUID | None = None, shown: int = 200) -> ClustersView:
+    """Rows of the largest ``shown`` clusters; ``summaries``: (text, author) by example id. With
+    ``annotator``, only the clusters that hold an example of theirs."""
+    if annotator is not None:
+        clusters = [c for c in clusters if any(m.author_id == annotator for m in c.members)]
     rows = []
     for number, cluster in enumerate(clusters[:shown], start=1):
         for position, member in enumerate(cluster.members):
-            rows.append(ClusterRowView(member.example_id, number, position == 0, member.similarity,
-                                       texts.get(member.example_id, ""), authors.get(member.author_id, "?"),
+            text, author = summaries.get(member.example_id, ("", "?"))
+            rows.append(ClusterRowView(member.example_id, number, position == 0, member.similarity, text, author,
                                        member.round_number))
     examples = sum(len(c.members) for c in clusters)
     if not clusters:
@@ -126,3 +124,37 @@ def clusters_view(clusters: list[DuplicateCluster], texts: Mapping[uuid.UUID, st
                    f"(similarity ≥ {percent(threshold)}), {examples:,} examples"
                    + (f"; the largest {shown} are listed" if len(clusters) > shown else "") + ".")
     return ClustersView(tuple(rows), summary)
+
+
+@dataclass(frozen=True, slots=True)
+class QualitySettingsView:
+    """A task's data-quality settings as the lead edits them (percentages as whole numbers)."""
+
+    task_name: str
+    near_percent: int
+    token_z: float
+    duplicate_rate_percent: int
+    near_range: tuple[int, int]
+    token_range: tuple[float, float]
+    rate_range: tuple[int, int]
+
+
+def quality_settings_view(task_name: str, settings: QualitySettings) -> QualitySettingsView:
+    near, token, rate = (BOUNDS[name] for name in ("near_threshold", "token_association_threshold",
+                                                   "duplicate_rate_threshold"))
+    return QualitySettingsView(task_name, round(settings.near_threshold * 100), settings.token_association_threshold,
+                               round(settings.duplicate_rate_threshold * 100),
+                               (round(near[0] * 100), round(near[1] * 100)), token,
+                               (round(rate[0] * 100), round(rate[1] * 100)))
+
+
+def chosen_settings(near_percent: int, token_z: float, duplicate_rate_percent: int) -> QualitySettings:
+    """The settings a lead chose in the dialog (raises InvalidQualitySettings, with what is wrong)."""
+    return QualitySettings(near_threshold=near_percent / 100, token_association_threshold=float(token_z),
+                           duplicate_rate_threshold=duplicate_rate_percent / 100)
+
+
+def quality_settings_message(settings: QualitySettings) -> str:
+    return (f"Near-duplicates from {percent(settings.near_threshold)} similarity; alerts at a token z-score of "
+            f"{settings.token_association_threshold:g} and a writer's duplicate rate of "
+            f"{percent(settings.duplicate_rate_threshold)}. In force here, and for your team once you sync.")

@@ -9,7 +9,8 @@ from sqlalchemy import delete, func, select, update
 
 from app.core.quality import normalise, similarity
 from app.core.quality.settings import InvalidQualitySettings, QualitySettings
-from app.core.quality.signatures import SCHEME, SIMILARITY_FLOOR
+from app.core.quality.signatures import SCHEME
+from app.core.quality.similarity import SIMILARITY_FLOOR
 from app.core.storage.models import Example, ExampleSignature
 from tests.conftest import hate_content, hate_output
 

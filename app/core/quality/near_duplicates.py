@@ -527,6 +527,17 @@ class NearDuplicateIndex:
             return {str(pid): name for pid, name in session.execute(
                 select(Person.id, Person.display_name).where(Person.id.in_(ids)))}
 
+    def summaries(self, example_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
+        """(text, author's name) of each example, for showing clusters."""
+        ids = list(example_ids)
+        out: dict[uuid.UUID, tuple[str, str]] = {}
+        with self.db.read() as session:
+            for start in range(0, len(ids), _CHUNK):
+                out.update({r.id: (r.text, r.display_name) for r in session.execute(
+                    select(Example.id, Example.text, Person.display_name)
+                    .join(Person, Person.id == Example.author_id).where(Example.id.in_(ids[start:start + _CHUNK])))})
+        return out
+
     def size(self, task_id: uuid.UUID) -> int:
         """How many examples of the task the index holds."""
         with self._lock:

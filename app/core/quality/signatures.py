@@ -24,13 +24,14 @@ from typing import Final, Sequence
 import numpy as np
 from datasketch import MinHash
 
-from app.core.quality.similarity import NGRAM_SIZE, shingles
+from app.core.quality.similarity import NGRAM_SIZE, SIMILARITY_FLOOR, shingles
+
+__all__ = ["BANDS", "ESTIMATE_MARGIN", "NUM_PERM", "ROWS", "SCHEME", "SIMILARITY_FLOOR", "band_hashes",
+           "estimated_similarity", "from_bytes", "minhash", "minhash_many", "text_hash", "to_bytes"]
 
 NUM_PERM: Final[int] = 126
 BANDS: Final[int] = 42
 ROWS: Final[int] = 3
-#: The lowest similarity the index finds reliably (P ≥ 0.68 above); a lead's threshold cannot go lower.
-SIMILARITY_FLOOR: Final[float] = 0.3
 #: A candidate whose estimated similarity is this far below the wanted one is not checked exactly:
 #: 2.9 standard errors at s = 0.3, 7 at the default threshold.
 ESTIMATE_MARGIN: Final[float] = 0.12
