@@ -82,7 +82,7 @@ class ReviewFilters(QWidget):
         self.review = self._combo("review-state", [("Reviewed or not", ANY), ("Not reviewed", "none"),
                                                    ("Accepted", "accepted"), ("Returned", "returned")])
         self.near_duplicates = self._combo("review-near-duplicates", [("Every example", False),
-                                                                      ("Near-duplicates, grouped", True)])
+                                                                      ("Near-duplicates", True)])
         self.near_duplicates.setToolTip("Clusters of near-duplicate examples (the task's threshold, set by its "
                                         "lead); the round and annotator filters apply")
         self.facets: dict[str, QComboBox] = {}
@@ -208,7 +208,10 @@ class LeadActions(QFrame):
         self.quality_button = QPushButton("Data quality…", objectName="quality-settings-button")
         self.quality_button.setToolTip("The task's near-duplicate threshold and the dashboard's alert lines")
         self.quality_button.clicked.connect(self.quality_settings_requested)
-        rule.addWidget(self.quality_button)
+        quality = QHBoxLayout()
+        quality.addWidget(QLabel("Near-duplicates and alerts:"))
+        quality.addWidget(self.quality_button)
+        quality.addStretch(1)
         work = QGridLayout()
         work.addWidget(self.comment, 0, 0, 1, 2)
         work.addWidget(self.return_button, 1, 0)
@@ -219,6 +222,7 @@ class LeadActions(QFrame):
         layout.addWidget(QLabel("<b>Annotator's work</b>"))
         layout.addLayout(work)
         layout.addLayout(rule)
+        layout.addLayout(quality)
         layout.addWidget(self.message)
 
     def set_lead(self, is_lead: bool, who: str) -> None:
