@@ -3,8 +3,8 @@
 backfill; later opens: stored signatures), its incremental update, and the lead's cluster and
 duplicate-rate figures.
 
-Data: bench_storage's generator (Zipf text, 50 annotators, 4 rounds), with a quarter of the texts
-replaced by real tweets (Davidson et al. 2017, with light edits: case, punctuation, a dropped word)
+Data: bench_storage's generator (Zipf text, 50 annotators, 4 rounds), and a quarter of the examples
+real tweets (Davidson et al. 2017, with light edits: case, punctuation, a dropped word)
 where /work/shared/data is present, so that near-duplicates exist as they do in collected data.
 """
 
@@ -14,9 +14,10 @@ import csv
 import random
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import insert, update
+from sqlalchemy import insert
 
 from app.core.desk import Desk
 from app.core.domain import utcnow
@@ -49,26 +50,36 @@ def edited(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def mix_in_tweets(desk: Desk, share: float, rng: random.Random) -> int:
-    """Replace ``share`` of the texts with tweets, some of them edited copies of each other."""
+def add_tweets(desk: Desk, n: int, rng: random.Random) -> int:
+    """``n`` more examples whose texts are tweets, some of them edited copies of each other (spread
+    over the same annotators, rounds and time span as the generated ones)."""
     tweets = real_tweets()
-    if not tweets:
+    if not tweets or n <= 0:
         return 0
-    with desk.db.read() as session:
-        ids = list(session.scalars(Example.__table__.select().with_only_columns(Example.id)))
-    chosen = rng.sample(ids, int(len(ids) * share))
-    rows = [{"id": example_id, "text": edited(rng.choice(tweets), rng)} for example_id in chosen]
-    with desk.db.write() as session:
-        session.execute(update(Example), rows)  # by primary key
-    return len(rows)
+    task = desk.tasks.task("hate_speech").id
+    rounds = [r.id for r in desk.tasks.rounds("hate_speech")]
+    people = [p.id for p in desk.people.all()]
+    start = utcnow() - timedelta(days=60)
+    rows = []
+    for i in range(n):
+        text = edited(rng.choice(tweets), rng)
+        rows.append({"id": uuid.uuid4(), "task_id": task, "round_id": rng.choice(rounds),
+                     "author_id": rng.choice(people), "inputs": {"text": text}, "text": text,
+                     "true_label": rng.choice(("hate", "not hate")), "status": "submitted",
+                     "submitted_at": start + timedelta(seconds=rng.randrange(60 * 86400)), "sync_state": "synced"})
+    for offset in range(0, n, 10_000):
+        with desk.db.write() as session:
+            session.execute(insert(Example), rows[offset:offset + 10_000])
+    return n
 
 
 def run(ctx: BenchContext) -> list[Result]:
     n = 10_000 if ctx.quick else 100_000
     rng = random.Random(21)
     desk = Desk(ctx.work_dir / "desk")
-    fill(desk, n, rng)
-    tweets = mix_in_tweets(desk, 0.25, rng)
+    tweets = n // 4 if real_tweets() else 0
+    fill(desk, n - tweets, rng)
+    add_tweets(desk, tweets, rng)
     task = desk.tasks.task("hate_speech").id
     results: list[Result] = []
 

@@ -214,11 +214,7 @@ class _TaskIndex:
                keep: Callable[[np.ndarray], np.ndarray] | None = None) -> list[tuple[float, int]]:
         """(exact similarity, row) of every live row at ``at_least`` or more (LSH may miss a row
         below the threshold it was tuned for; see ``signatures``). ``keep`` filters rows first."""
-        found = self.table.candidates(band_hashes(signature))
-        found.update(self.exact.get(form, ()))
-        if not found:
-            return []
-        rows = np.fromiter(found, dtype=np.int64, count=len(found))
+        rows = self.table.candidates(band_hashes(signature))
         rows = rows[self.alive[rows]]
         if keep is not None:
             rows = rows[keep(rows)]
@@ -427,12 +423,13 @@ class NearDuplicateIndex:
         chosen = self.threshold_of(task_id) if threshold is None else threshold
         with self._lock:
             index = self._index(task_id)
-            rows = sorted(row for row in index.live_rows() if index.round_ids[row] == round_id)
+            number = self._round_numbers.get(round_id, -1)
+            size = len(index)
+            rows = np.flatnonzero(index.alive[:size] & (index.rounds[:size] == number)).tolist()
             checked = rows if sample_size is None or len(rows) <= sample_size else \
                 random.Random(seed).sample(rows, sample_size)
             novel = sum(self._novel_row(index, row, chosen) for row in checked)
-            number = self._round_numbers.get(round_id, 0)
-        return NovelShare(number, len(rows), len(checked), novel)
+        return NovelShare(max(number, 0), len(rows), len(checked), novel)
 
     def near_duplicate_clusters(self, task_id: uuid.UUID, *, round_id: uuid.UUID | None = None,
                                 threshold: float | None = None) -> list[DuplicateCluster]:
