@@ -7,6 +7,7 @@ which goes to the inference service; signatures it computed are stored by the da
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
@@ -50,6 +51,20 @@ class DuplicateGuard(QObject):
             return None
         return written_text(session.definition, dict(content.inputs))
 
+    def _its_own_source(self) -> set[uuid.UUID]:
+        """Examples the draft is meant to be near: the original of a perturbation, or the example a
+        returned or evaluated text revises (its origin's "of")."""
+        draft = self.controller.session.draft
+        if draft is None:
+            return set()
+        sources = {draft.perturbation_of} if draft.perturbation_of else set()
+        of = (draft.origin or {}).get("of")
+        try:
+            sources |= {uuid.UUID(str(of))} if of else set()
+        except ValueError:
+            pass  # an origin that names no example
+        return sources
+
     def task_opened(self) -> None:
         """Build the task's index on the lane (seconds for 100,000 examples; the first open of an
         older desk computes their signatures), then store new signatures on the database worker."""
@@ -78,8 +93,9 @@ class DuplicateGuard(QObject):
             self.view.show_novelty(None)
             return
         round_ = self.controller.session.round
-        index, task_id, round_id = self.desk.near_duplicates, round_.task_id, round_.id
-        self.lane.submit_latest("novelty", lambda: index.nearest(task_id, text, round_id=round_id, limit=1),
+        index, task_id, round_id, own = self.desk.near_duplicates, round_.task_id, round_.id, self._its_own_source()
+        self.lane.submit_latest("novelty", lambda: index.nearest(task_id, text, round_id=round_id, limit=1,
+                                                                 exclude=own),
                                 on_done=lambda nearest: self._novelty(text, nearest), on_error=self._failed)
 
     def _novelty(self, text: str, nearest: Nearest) -> None:
@@ -89,12 +105,13 @@ class DuplicateGuard(QObject):
     def check_then(self, proceed: Callable[[], None]) -> None:
         """At submit: ``proceed`` at once when the text is no near-duplicate of an example of the task
         (or the writer already chose to submit it anyway); else the warning, and proceed on "Submit
-        anyway". A text changed while it was checked is not submitted: the writer submits again."""
+        anyway". A text changed while it was checked is not submitted: the writer submits again.
+        A perturbation is not warned about its own original (it is meant to be near it)."""
         text = self._text()
         if text is None or normalise(text) == self._accepted:
             proceed()
             return
-        task_id, index = self.controller.session.round.task_id, self.desk.near_duplicates
+        task_id, index, own = self.controller.session.round.task_id, self.desk.near_duplicates, self._its_own_source()
         self.view.set_status(CHECKING)
 
         def checked(nearest: Nearest) -> None:
@@ -114,7 +131,7 @@ class DuplicateGuard(QObject):
             if self._text() == text:
                 proceed()
 
-        self.lane.submit_latest("check", lambda: index.nearest(task_id, text, limit=3), on_done=checked,
+        self.lane.submit_latest("check", lambda: index.nearest(task_id, text, limit=3, exclude=own), on_done=checked,
                                 on_error=failed)
 
     def warning_shown(self) -> bool:
