@@ -20,11 +20,10 @@ import threading
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
-from sqlalchemy import Row, delete, func, insert, select
+from sqlalchemy import Row, String, delete, func, insert, select, type_coerce
 from sqlalchemy.orm import Session
 
 from app.core.domain import ExampleStatus
@@ -140,19 +139,20 @@ class NovelShare:
         return self.novel / self.checked if self.checked else 1.0
 
 
-# example id, normalised text, round id, round number, author id, submitted (epoch seconds), signature
-_Entry = tuple[uuid.UUID, str, uuid.UUID, int, uuid.UUID, float, np.ndarray]
+# example id, normalised text, round id, round number, author id, submitted (as stored), signature
+_Entry = tuple[uuid.UUID, str, uuid.UUID, int, uuid.UUID, str, np.ndarray]
 
 
 class _TaskIndex:
     """The in-memory index of one task. Rows only grow; a changed example gets a new row."""
 
-    def __init__(self) -> None:
+    def __init__(self, seq: int) -> None:
+        self.seq = seq  # the last change-log entry this index has applied
         self.example_ids: list[uuid.UUID] = []
         self.normalised: list[str] = []
         self.round_ids: list[uuid.UUID] = []
         self.author_ids: list[uuid.UUID] = []
-        self.times: list[float] = []
+        self.times: list[str] = []
         self.rounds = np.zeros(0, dtype=np.int32)  # round number per row
         self.alive = np.zeros(0, dtype=bool)
         self.signatures = np.zeros((0, NUM_PERM), dtype=np.uint32)
@@ -233,8 +233,12 @@ class _TaskIndex:
         return out
 
 
-def _when(moment: datetime | None) -> float:
-    return moment.timestamp() if moment is not None else float("inf")
+_NEVER = "~"  # sorts after every stored time: an example without a submission time is the latest
+
+
+def raw_time(column: Any) -> Any:
+    """A time column as SQLite stores it ("YYYY-MM-DD HH:MM:SS.ffffff", UTC): ordered as text, unparsed."""
+    return type_coerce(column, String).label(column.key)
 
 
 class NearDuplicateIndex:
@@ -246,7 +250,6 @@ class NearDuplicateIndex:
         self.threshold_of = threshold_of
         self._lock = threading.RLock()
         self._tasks: dict[uuid.UUID, _TaskIndex] = {}
-        self._last_seq = 0
         self._round_numbers: dict[uuid.UUID, int] = {}
         self._unsaved: dict[uuid.UUID, dict] = {}
 
@@ -254,42 +257,54 @@ class NearDuplicateIndex:
 
     def ensure_built(self, task_id: uuid.UUID, *, save: bool = True) -> None:
         """Build the task's index if it is not yet (reads every counted example once); stored
-        signatures are reused, missing or stale ones computed and, with ``save``, stored."""
+        signatures are reused, missing or stale ones computed and, with ``save``, stored. The
+        reading and hashing run outside the lock: other tasks' questions are answered meanwhile."""
         with self._lock:
             self._catch_up()
             if task_id in self._tasks:
                 return
-            with self.db.read() as session:
-                seq = session.scalar(select(func.max(ExampleChange.seq))) or 0
-                rows = session.execute(
-                    select(Example.id, Example.text, Example.round_id, Example.author_id, Example.submitted_at,
-                           ExampleSignature.scheme, ExampleSignature.text_hash, ExampleSignature.normalised,
-                           ExampleSignature.minhash)
-                    .outerjoin(ExampleSignature, ExampleSignature.example_id == Example.id)
-                    .where(Example.task_id == task_id, Example.status.in_(COUNTED_STATUSES))
-                    .order_by(Example.submitted_at, Example.id)).all()
-                self._load_rounds(session, task_id)
-            stale = [i for i, r in enumerate(rows) if r.scheme != SCHEME or r.text_hash != text_hash(r.text)]
-            fresh_forms = [normalise(rows[i].text) for i in stale]
-            fresh = minhash_many(fresh_forms)
-            computed = {i: (form, fresh[k]) for k, (i, form) in enumerate(zip(stale, fresh_forms))}
-            entries: list[_Entry] = []
-            for i, r in enumerate(rows):
-                form, signature = computed[i] if i in computed else (r.normalised, from_bytes(r.minhash))
-                if i in computed:
-                    self._unsaved[r.id] = self._signature_row(r.id, r.text, form, signature)
-                entries.append((r.id, form, r.round_id, self._round_numbers.get(r.round_id, 0), r.author_id,
-                                _when(r.submitted_at), signature))
-            index = _TaskIndex()
-            index.build(entries)
-            first = not self._tasks
-            self._tasks[task_id] = index
-            if first:
-                self._last_seq = seq
-            else:  # the other tasks catch up to seq; for this one, changes up to seq apply again, harmlessly
-                self._catch_up()
-            if save:
-                self.save_signatures()
+        index, unsaved = self._build(task_id)
+        with self._lock:
+            if task_id not in self._tasks:  # else another thread built it meanwhile
+                self._tasks[task_id] = index
+                self._unsaved.update(unsaved)
+            self._catch_up()
+        if save:
+            self.save_signatures()
+
+    def _build(self, task_id: uuid.UUID) -> tuple[_TaskIndex, dict[uuid.UUID, dict]]:
+        raw = lambda column: type_coerce(column, String)  # noqa: E731  (the stored text: no per-row parsing)
+        with self.db.read() as session:
+            seq = session.scalar(select(func.max(ExampleChange.seq))) or 0
+            rows = session.execute(
+                select(raw(Example.id), Example.text, raw(Example.round_id), raw(Example.author_id),
+                       raw(Example.submitted_at), ExampleSignature.scheme, ExampleSignature.text_hash,
+                       ExampleSignature.normalised, ExampleSignature.minhash)
+                .outerjoin(ExampleSignature, ExampleSignature.example_id == Example.id)
+                .where(Example.task_id == task_id, Example.status.in_(COUNTED_STATUSES))
+                .order_by(Example.submitted_at, Example.id)).all()
+            numbers = dict(session.execute(select(Round.id, Round.number).where(Round.task_id == task_id)).all())
+        with self._lock:
+            self._round_numbers.update(numbers)
+        rounds = {rid.hex: (rid, number) for rid, number in numbers.items()}
+        authors: dict[str, uuid.UUID] = {}
+        hashes = [text_hash(text) for _, text, *_ in rows]
+        stale = [i for i, r in enumerate(rows) if r[5] != SCHEME or r[6] != hashes[i]]
+        fresh_forms = [normalise(rows[i][1]) for i in stale]
+        computed = dict(zip(stale, zip(fresh_forms, minhash_many(fresh_forms))))
+        entries: list[_Entry] = []
+        unsaved: dict[uuid.UUID, dict] = {}
+        for i, (example_hex, text, round_hex, author_hex, submitted, _, _, stored_form, blob) in enumerate(rows):
+            example_id = uuid.UUID(example_hex)
+            form, signature = computed[i] if i in computed else (stored_form, from_bytes(blob))
+            if i in computed:
+                unsaved[example_id] = self._signature_row(example_id, text, form, signature)
+            round_id, number = rounds.get(round_hex) or (uuid.UUID(round_hex), 0)
+            author = authors.get(author_hex) or authors.setdefault(author_hex, uuid.UUID(author_hex))
+            entries.append((example_id, form, round_id, number, author, submitted or _NEVER, signature))
+        index = _TaskIndex(seq)
+        index.build(entries)
+        return index, unsaved
 
     @staticmethod
     def _signature_row(example_id: uuid.UUID, text: str, form: str, signature: np.ndarray) -> dict:
@@ -312,9 +327,11 @@ class NearDuplicateIndex:
                 session.execute(insert(ExampleSignature).prefix_with("OR REPLACE"), keep)
             # Applied log entries go once there are many (another open desk process that has not
             # applied them yet sees the gap and builds again).
+            with self._lock:
+                applied = min((index.seq for index in self._tasks.values()), default=0)
             first = session.scalar(select(func.min(ExampleChange.seq)))
-            if first is not None and self._last_seq - first > PRUNE_AFTER:
-                session.execute(delete(ExampleChange).where(ExampleChange.seq <= self._last_seq))
+            if first is not None and applied - first > PRUNE_AFTER:
+                session.execute(delete(ExampleChange).where(ExampleChange.seq <= applied))
         return len(keep)
 
     def _load_rounds(self, session: Session, task_id: uuid.UUID | None = None) -> None:
@@ -324,39 +341,48 @@ class NearDuplicateIndex:
         self._round_numbers.update({rid: number for rid, number in session.execute(query)})
 
     def _catch_up(self) -> None:
-        """Apply the logged changes since the last look (lock held)."""
+        """Apply the logged changes each task's index has not seen yet (lock held)."""
         if not self._tasks:
             return
+        since = min(index.seq for index in self._tasks.values())
         with self.db.read() as session:
             first = session.scalar(select(func.min(ExampleChange.seq)))
-            if first is not None and first > self._last_seq + 1:  # pruned past us: start again
-                self._tasks.clear()
-                return
+            if first is not None and first > since + 1:  # pruned past what some index saw: those start again
+                for task_id in [t for t, index in self._tasks.items() if first > index.seq + 1]:
+                    del self._tasks[task_id]
+                return self._catch_up()
             changes = session.execute(select(ExampleChange.seq, ExampleChange.example_id)
-                                      .where(ExampleChange.seq > self._last_seq).order_by(ExampleChange.seq)).all()
+                                      .where(ExampleChange.seq > since).order_by(ExampleChange.seq)).all()
             if not changes:
-                return
-            ids = list(dict.fromkeys(example_id for _, example_id in changes))
+                return None
+            latest = {example_id: seq for seq, example_id in changes}  # each example's last change
+            ids = list(latest)
             found: dict[uuid.UUID, Row] = {}
             for start in range(0, len(ids), _CHUNK):
                 found.update({r.id: r for r in session.execute(
                     select(Example.id, Example.task_id, Example.text, Example.status, Example.round_id,
-                           Example.author_id, Example.submitted_at)
+                           Example.author_id, raw_time(Example.submitted_at))
                     .where(Example.id.in_(ids[start:start + _CHUNK])))})
             if any(r.round_id not in self._round_numbers for r in found.values()):
                 self._load_rounds(session)
         for example_id in ids:
-            for index in self._tasks.values():
+            behind = [index for index in self._tasks.values() if index.seq < latest[example_id]]
+            for index in behind:
                 index.remove(example_id)
             r = found.get(example_id)
-            if r is None or r.task_id not in self._tasks or r.status not in COUNTED_STATUSES:
+            if r is None or r.status not in COUNTED_STATUSES:
+                continue
+            index = self._tasks.get(r.task_id)
+            if index is None or index not in behind:
                 continue
             form = normalise(r.text)
             signature = minhash(form)
-            self._tasks[r.task_id].add((r.id, form, r.round_id, self._round_numbers.get(r.round_id, 0), r.author_id,
-                                        _when(r.submitted_at), signature))
+            index.add((r.id, form, r.round_id, self._round_numbers.get(r.round_id, 0), r.author_id,
+                       r.submitted_at or _NEVER, signature))
             self._unsaved[r.id] = self._signature_row(r.id, r.text, form, signature)
-        self._last_seq = changes[-1].seq
+        for index in self._tasks.values():
+            index.seq = max(index.seq, changes[-1].seq)
+        return None
 
     def _index(self, task_id: uuid.UUID) -> _TaskIndex:
         self.ensure_built(task_id, save=False)
@@ -381,13 +407,13 @@ class NearDuplicateIndex:
             if round_id is not None:
                 number = self._round_numbers.get(round_id, -1)
                 keep = lambda rows: index.rounds[rows] == number  # noqa: E731
-            scored = [(score, -index.times[row], index.example_ids[row])
+            scored = [(score, index.times[row], index.example_ids[row])
                       for score, row in index.scored(form, signature, SIMILARITY_FLOOR, keep)
                       if index.example_ids[row] not in skip]
-        scored.sort(reverse=True)
+        scored.sort(key=lambda item: (-item[0], item[1]))  # most similar first; of equals, the earliest
         return Nearest(self._matches(scored[:limit]), chosen)
 
-    def _matches(self, scored: list[tuple[float, float, uuid.UUID]]) -> tuple[NearMatch, ...]:
+    def _matches(self, scored: list[tuple[float, str, uuid.UUID]]) -> tuple[NearMatch, ...]:
         if not scored:
             return ()
         with self.db.read() as session:
@@ -441,15 +467,16 @@ class NearDuplicateIndex:
             return self._clusters(index, chosen, round_id)
 
     def _clusters(self, index: _TaskIndex, threshold: float, round_id: uuid.UUID | None) -> list[DuplicateCluster]:
-        wanted = index.alive[: len(index)].copy()
+        size = len(index)
+        wanted = index.alive[:size].copy()
         if round_id is not None:
-            wanted &= index.rounds[: len(index)] == self._round_numbers.get(round_id, -1)
-        parent = {row: row for row in np.flatnonzero(wanted).tolist()}
+            wanted &= index.rounds[:size] == self._round_numbers.get(round_id, -1)
+        parent = np.arange(size)  # union-find over rows; a root is its cluster's smallest row
 
         def find(row: int) -> int:
             while parent[row] != row:
                 parent[row] = parent[parent[row]]
-                row = parent[row]
+                row = int(parent[row])
             return row
 
         def join(a: int, b: int) -> None:
@@ -457,29 +484,41 @@ class NearDuplicateIndex:
             if root_a != root_b:
                 parent[max(root_a, root_b)] = min(root_a, root_b)
 
-        for same in index.exact.values():
-            rows = [row for row in same if wanted[row]]
-            for row in rows[1:]:
-                join(rows[0], row)
+        def roots() -> np.ndarray:  # every row's root, by pointer jumping (vectorised)
+            nonlocal parent
+            while True:
+                jumped = parent[parent]
+                if np.array_equal(jumped, parent):
+                    return parent
+                parent = jumped
+
+        for same in index.exact.values():  # equal forms first: most repeats are these, and cost nothing
+            if len(same) > 1:
+                rows = [row for row in same if wanted[row]]
+                for row in rows[1:]:
+                    join(rows[0], row)
         grams: dict[int, frozenset[str]] = {}
-        checked: set[tuple[int, int]] = set()
         for a, b in index.table.pairs():
-            both = wanted[a] & wanted[b]
-            a, b = a[both], b[both]
-            estimates = (index.signatures[a] == index.signatures[b]).mean(axis=1)
-            likely = estimates >= threshold - ESTIMATE_MARGIN
+            label = roots()
+            keep = wanted[a] & wanted[b] & (label[a] != label[b])  # pairs already joined cost nothing more
+            a, b = a[keep], b[keep]
+            if not a.size:
+                continue
+            pairs = np.unique(a.astype(np.int64) * size + b)  # each pair once
+            a, b = pairs // size, pairs % size
+            likely = (index.signatures[a] == index.signatures[b]).mean(axis=1) >= threshold - ESTIMATE_MARGIN
             for first, second in zip(a[likely].tolist(), b[likely].tolist()):
-                if (first, second) in checked or find(first) == find(second):
+                if find(first) == find(second):
                     continue
-                checked.add((first, second))
                 for row in (first, second):
                     if row not in grams:
                         grams[row] = shingles(index.normalised[row])
                 if jaccard(grams[first], grams[second]) >= threshold:
                     join(first, second)
+        label = roots()
         groups: dict[int, list[int]] = defaultdict(list)
-        for row in parent:
-            groups[find(row)].append(row)
+        for row in np.flatnonzero(wanted).tolist():
+            groups[int(label[row])].append(row)
         clusters = []
         for rows in groups.values():
             if len(rows) < 2:
@@ -505,10 +544,13 @@ class NearDuplicateIndex:
             duplicates = {m.example_id for c in self._clusters(index, chosen, None) for m in c.members[1:]}
             totals: dict[str, int] = defaultdict(int)
             repeats: dict[str, int] = defaultdict(int)
+            names: dict[uuid.UUID, str] = {}
             for row in index.live_rows():
                 if round_id is not None and index.round_ids[row] != round_id:
                     continue
-                key = str(index.author_ids[row]) if by == "annotator" else str(int(index.rounds[row]))
+                author = index.author_ids[row]
+                key = (names.get(author) or names.setdefault(author, str(author))) if by == "annotator" \
+                    else str(int(index.rounds[row]))
                 totals[key] += 1
                 repeats[key] += index.example_ids[row] in duplicates
         labels = self._labels(by, totals)
