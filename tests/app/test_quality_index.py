@@ -182,3 +182,21 @@ def test_quality_settings_are_the_leads_and_checked(desk, people):
         QualitySettings(near_threshold=0.1)
     with pytest.raises(InvalidQualitySettings, match="Unknown quality setting"):
         QualitySettings.from_json({"near": 0.5})
+
+
+def test_a_pruned_change_log_makes_the_index_start_again_and_two_tasks_keep_apart(desk, people, store):
+    from app.core.storage.models import ExampleChange
+
+    index, task = desk.near_duplicates, task_id(desk)
+    store("Immigrants are taking every job in this town")
+    assert index.size(task) == 1
+    nli = desk.tasks.task("nli").id
+    assert index.size(nli) == 0  # a second task's index, built from the log position it read
+    second = store("immigrants are taking EVERY job in this town!")
+    third = store("Immigrants are taking every job in this city")
+    with desk.db.write() as session:  # another process pruned the log (a prefix) past what this index applied
+        last = session.scalar(select(func.max(ExampleChange.seq)).where(ExampleChange.example_id == second.id))
+        session.execute(delete(ExampleChange).where(ExampleChange.seq <= last))
+    found = index.nearest(task, "Immigrants are taking every job in this town", limit=5)
+    assert {m.example_id for m in found.near} >= {second.id, third.id}
+    assert index.size(task) == 3 and index.size(nli) == 0
