@@ -219,3 +219,22 @@ def test_a_pruned_change_log_makes_the_index_start_again_and_two_tasks_keep_apar
     found = index.nearest(task, "Immigrants are taking every job in this town", limit=5)
     assert {m.example_id for m in found.near} >= {second.id, third.id}
     assert index.size(task) == 3 and index.size(nli) == 0
+
+
+def test_a_desk_from_revision_0012_is_upgraded_and_its_examples_indexed(data_dir, desk, people, store):
+    from alembic import command
+
+    from app.core.desk import Desk
+    from app.core.storage.db import alembic_config
+
+    old = store("Every one of them should be sent away")
+    with desk.db.engine.begin() as connection:  # back to revision 0012: no signatures, no change log
+        command.downgrade(alembic_config(connection), "0012")
+    desk.close()
+    with Desk(data_dir) as upgraded:
+        task = task_id(upgraded)
+        assert upgraded.near_duplicates.nearest(task, "every one of them should be SENT away!").closest.example_id \
+            == old.id
+        new = upgraded.examples.create(people.val1.id, "hate_speech", hate_content("Every one of them should go", "hate"))
+        found = upgraded.near_duplicates.nearest(task, "every one of them should go", limit=5)
+        assert new.id in {m.example_id for m in found.near}  # the upgrade's triggers log new examples
