@@ -118,7 +118,9 @@ def test_nearest_and_clusters_match_brute_force_on_random_texts(desk, store):
 def test_own_submits_retractions_and_text_changes_reach_the_open_index(desk, people, store):
     index, task = desk.near_duplicates, task_id(desk)
     first = store("All immigrants should leave right now")
+    assert not index.is_built(task)
     assert index.size(task) == 1  # built here
+    assert index.is_built(task)
     draft = desk.examples.start_draft(people.val1.id, "hate_speech")
     desk.examples.save_draft(draft.id, inputs={"text": "All immigrants should leave right now!!"})
     assert index.size(task) == 1  # a draft is not in the task yet

@@ -260,6 +260,11 @@ class NearDuplicateIndex:
         return {"example_id": example_id, "scheme": SCHEME, "text_hash": text_hash(text), "normalised": form,
                 "minhash": to_bytes(signature)}
 
+    def is_built(self, task_id: uuid.UUID) -> bool:
+        """Whether the task's index is in memory (no database work: the GUI thread may ask)."""
+        with self._lock:
+            return task_id in self._tasks
+
     def save_signatures(self) -> int:
         """Store the signatures computed since the last save (so the next open reads them)."""
         with self._lock:
