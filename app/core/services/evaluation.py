@@ -34,7 +34,13 @@ from app.core.services.evaluation_data import (
     text_key,
 )
 from app.core.services.evaluation_models import EvaluationError, ModelChoice, load_predictor
-from app.core.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, compute_results, round_matrix
+from app.core.services.evaluation_scoring import (
+    DEFAULT_WEIGHTS,
+    DIMENSIONS,
+    compute_results,
+    prefetch_metrics,
+    round_matrix,
+)
 from app.core.storage.models import ModelRecord
 from local_models.progress import Progress
 
@@ -183,6 +189,7 @@ def evaluate(choices: Sequence[ModelChoice], sets: Sequence[EvalSet], options: E
                               "or data file was given.")
     if len({s.key for s in sets}) != len(sets):
         raise EvaluationError("Two evaluation sets have the same key.")
+    prefetch_metrics()
     variants = derive_variants(sets, options)
     loader = loader or (lambda choice: load_predictor(choice, options.num_threads))
     if records is None and desk is not None:
