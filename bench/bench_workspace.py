@@ -92,14 +92,16 @@ def _keystrokes(data: Path, n: int, follow: bool = False) -> tuple[list[float], 
     window = MainWindow(desk)
     window.show()
     ws = window.workspace
-    box = ws.view.editor.fields["text"]
     shown: list[float] = []
     explained: list[object] = []
     ws.inference.prediction_ready.connect(lambda _r: shown.append(time.perf_counter()), Qt.ConnectionType.DirectConnection)
     ws.inference.attribution_ready.connect(explained.append, Qt.ConnectionType.DirectConnection)
     deadline = time.time() + 120
-    while ws.loaded is None and time.time() < deadline:
+    while (ws.loaded is None or "text" not in ws.view.editor.fields) and time.time() < deadline:
         app.processEvents()
+    if ws.view.warning.isVisible():  # the task's content warning, once per desk
+        ws.view.warning.primary.click()
+    box = ws.view.editor.fields["text"]
     ws.view.attribution.pin.setChecked(follow)
     catch_up: list[float] = []
     rng = random.Random(3)

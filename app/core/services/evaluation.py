@@ -42,6 +42,7 @@ from app.core.services.evaluation_scoring import (
     round_matrix,
 )
 from app.core.storage.models import ModelRecord
+from local_models.batch_run import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from local_models.progress import Progress
 
 FORMAT = "dynadesk-evaluation"
@@ -56,7 +57,8 @@ class EvaluationOptions:
     swap_cases: int | None = 300  # cases sampled for identity swaps (None: all)
     robustness_cases: int | None = 300  # cases sampled for each spelling perturbation
     seed: int = 0
-    batch_size: int = 64
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_batch_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS  # padded tokens per batch (None: no bound)
     latency_samples: int = 50
     num_threads: int | None = None
     training_data: str | None = None  # a training file to check against, for every model
@@ -159,7 +161,8 @@ def predict_all(predictor, inputs: list, sets: list[EvalSet], variants: list[Var
     the model was loaded, so that its memory figure includes the model."""
     from local_models.batch_run import BatchRun
 
-    outputs, stats = BatchRun(predictor, batch_size=options.batch_size, latency_samples=options.latency_samples,
+    outputs, stats = BatchRun(predictor, batch_size=options.batch_size, max_batch_tokens=options.max_batch_tokens,
+                              latency_samples=options.latency_samples,
                               seed=options.seed).run(inputs, progress)
     answer = {item: {"label": p.label, "probabilities": {k: round(float(v), 6) for k, v in p.probabilities.items()}}
               for item, p in zip(inputs, outputs)}
