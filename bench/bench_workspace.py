@@ -79,6 +79,18 @@ def _cold_starts(data: Path, runs: int) -> tuple[list[float], list[float], str]:
     return window, model, device
 
 
+def _wait_until(app, condition) -> None:
+    """Let the GUI thread sleep in its event loop, as it does while an annotator types, rather
+    than spin (a spinning loop would take a core from the model); a 1 ms timer bounds the wait."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    tick = QTimer()
+    tick.start(1)
+    while not condition():
+        app.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+    tick.stop()
+
+
 def _keystrokes(data: Path, n: int, follow: bool = False) -> tuple[list[float], str, dict]:
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
@@ -115,16 +127,14 @@ def _keystrokes(data: Path, n: int, follow: bool = False) -> tuple[list[float], 
         before = len(shown)
         start = time.perf_counter()
         QTest.keyClick(box, text[i % len(text)])
-        while not (len(shown) > before and ws._current_prediction_matches()
-                   and not ws.view.prediction.stale.isVisible()):
-            app.processEvents()
+        _wait_until(app, lambda: len(shown) > before and ws._current_prediction_matches()
+                    and not ws.view.prediction.stale.isVisible())
         if i >= 10:  # warm-up: first calls allocate
             samples.append((time.perf_counter() - start) * 1000)
         if follow and i % 25 == 24:  # a pause in typing: until the heatmap shows this very text
             paused = time.perf_counter()
-            while not (explained and explained[-1].inputs == box.toPlainText()
-                       and not ws.view.attribution.stale.isVisible()):
-                app.processEvents()
+            _wait_until(app, lambda: bool(explained) and explained[-1].inputs == box.toPlainText()
+                        and not ws.view.attribution.stale.isVisible())
             catch_up.append((time.perf_counter() - paused) * 1000)
     device = ws.loaded.devices[0]
     extra = {"attributions_shown": len(explained), "catch_up_ms": catch_up,

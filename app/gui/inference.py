@@ -298,9 +298,13 @@ class _Explainer(QObject):
         super().__init__()
         self._mailbox = mailbox
         self._shared = models
+        self._niced = False
 
     @Slot()
     def drain(self) -> None:
+        if not self._niced:
+            self._niced = True
+            _yield_to_predictions()
         while not self._mailbox.closing:
             request = self._mailbox.take_attribution()
             if request is None:
@@ -331,6 +335,26 @@ class _Explainer(QObject):
                 _fail(self.failed, request, "attribute", exc)
                 return
         self.attributed.emit(request, AttributionResult(request.request_id, request.payload, attribution, index))
+
+
+EXPLANATION_NICENESS = 10
+
+
+def _yield_to_predictions() -> None:
+    """Lower this thread's scheduling priority (Linux: niceness is per thread), so that when the
+    cores are all busy, the prediction lane and the GUI thread get the CPU before an attribution
+    does; on an idle core the attribution runs at full speed all the same. Where threads have no
+    niceness of their own (macOS, Windows) this does nothing."""
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):  # elsewhere a thread id is no process id: nothing to set
+        return
+    try:
+        current = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, max(current, 0) + EXPLANATION_NICENESS))
+    except (AttributeError, OSError):
+        pass
 
 
 def _fail(signal, request, operation: str, exc: BaseException) -> None:
