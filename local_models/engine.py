@@ -6,7 +6,10 @@
     engine.attribute("some text", target="hate")      -> Attribution (one score per word)
     Ensemble([a, b]).predict(["some text"])           -> [EnsemblePrediction]
 
-An engine is used by one thread at a time; the GUI's inference service owns it on its worker.
+The GUI's inference service owns the engines. Predictions and attributions of one engine may
+run on two threads at once (the service's prediction and explanation lanes): onnxruntime
+sessions and eval-mode torch modules answer concurrent calls, and the gradient method replaces
+the embedding output for its own thread only. Loading and closing stay on one thread.
 """
 
 from __future__ import annotations

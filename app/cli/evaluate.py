@@ -9,6 +9,7 @@ import click
 
 from app.cli.base import Context, pass_context
 from app.core.errors import DynadeskError
+from local_models.batch_run import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 
 
 def parse_rounds(value: str) -> str | list[int] | None:
@@ -57,7 +58,8 @@ def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
 @click.option("--sample", type=int, default=300, show_default=True,
               help="Cases sampled for identity swaps and for spelling perturbations (0: all).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--batch-size", type=int, default=64, show_default=True)
+@click.option("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, show_default=True,
+              help=f"Texts per batch (at most {DEFAULT_MAX_BATCH_TOKENS} padded tokens each).")
 @click.option("--threads", type=int,
               help="Threads per model (default: every core when the machine is idle, else as the desk: one per two cores).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for evaluation.json and report.html.")

@@ -1,8 +1,12 @@
 """The inference service: the one owner of every model call in the GUI (DESIGN.md §4.4).
 
-One ``InferenceService`` lives in the GUI thread; its worker lives on one long-lived
-``QThread`` and holds the loaded models. The GUI thread only posts requests and receives
-signals; it never waits on a model.
+One ``InferenceService`` lives in the GUI thread. Its work runs on two long-lived ``QThread``
+lanes that share the loaded models: the prediction lane (loads, predictions, jobs) and the
+explanation lane (attributions), so that a 100 ms attribution never delays the prediction of
+the next keystroke. Each model call uses one intra-op thread (``default_num_threads`` on two
+cores), so the two lanes together use the two cores; models replaced while an attribution
+still uses them are closed when it gives them back. The GUI thread only posts requests and
+receives signals; it never waits on a model.
 
     service = InferenceService()
     service.model_loaded.connect(...)      # LoadedModels
@@ -13,12 +17,13 @@ signals; it never waits on a model.
     service.predict(text)                  # on every edit (after the editor's debounce)
 
 Requests coalesce: each kind of request (load, predict, attribute) keeps only its newest
-request, and the worker takes that one when it is free, so while the annotator types only the
-latest text is computed. A result is delivered only if no newer request of its kind (and no
+request, and its lane takes that one when it is free, so while the annotator types only the
+latest text is computed; an attribution that a newer one (or new models) made stale stops at
+its next pass. A result is delivered only if no newer request of its kind (and no
 newer model load) was made in the meantime, checked on the GUI thread at delivery time: a
 stale result is never shown. Jobs (an evaluation: a plain function taking a ``Progress``, which
 loads its own models) queue instead of coalescing and run on the same worker; whenever they
-report progress, pending interactive requests are served first. They can be cancelled.
+report progress, pending loads and predictions are served first. They can be cancelled.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ import itertools
 import logging
 import threading
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
@@ -99,9 +105,9 @@ class _Job:
 
 
 class _Mailbox:
-    """Newest request per interactive kind, and a queue of jobs; shared by both threads."""
+    """Newest request per interactive kind, and a queue of jobs; shared by all threads."""
 
-    INTERACTIVE = ("load", "predict", "attribute")  # taken in this order
+    INTERACTIVE = ("load", "predict")  # the prediction lane's, taken in this order
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -128,6 +134,14 @@ class _Mailbox:
         with self._lock:
             return self._take_interactive()
 
+    def take_attribution(self) -> _Request | None:
+        with self._lock:
+            return self._latest.pop("attribute", None)
+
+    def has_pending(self, kind: str) -> bool:
+        with self._lock:
+            return kind in self._latest
+
     def _take_interactive(self) -> _Request | None:
         for kind in self.INTERACTIVE:
             if kind in self._latest:
@@ -144,22 +158,60 @@ class _Mailbox:
             return list(self._jobs)
 
 
+class _SharedModels:
+    """The loaded ensemble, used by both lanes. A lane borrows it for one request; models that
+    are replaced while borrowed are closed by whoever gives them back last."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._current: Ensemble | None = None
+        self._borrowed: dict[int, int] = {}  # id(ensemble) -> borrowers
+        self.generation = 0  # counts replacements: a borrower can tell its models went stale
+
+    def replace(self, models: Ensemble | None) -> None:
+        with self._lock:
+            old, self._current = self._current, models
+            self.generation += 1
+            close_old = old is not None and not self._borrowed.get(id(old))
+        if close_old:
+            old.close()
+
+    @contextmanager
+    def borrow(self) -> Iterator[tuple[Ensemble | None, int]]:
+        with self._lock:
+            models, generation = self._current, self.generation
+            if models is not None:
+                self._borrowed[id(models)] = self._borrowed.get(id(models), 0) + 1
+        try:
+            yield models, generation
+        finally:
+            if models is not None:
+                with self._lock:
+                    left = self._borrowed[id(models)] - 1
+                    if left:
+                        self._borrowed[id(models)] = left
+                    else:
+                        del self._borrowed[id(models)]
+                    close = not left and models is not self._current
+                if close:
+                    models.close()
+
+
 class _Worker(QObject):
-    """Runs on the inference thread; owns the models. Talks back only through signals."""
+    """The prediction lane: loads, predictions and jobs. Talks back only through signals."""
 
     loaded = Signal(object, object)  # _Request, LoadedModels
     predicted = Signal(object, object)  # _Request, PredictionResult
-    attributed = Signal(object, object)  # _Request, AttributionResult
     job_done = Signal(int, object)  # request id, what the job returned
     job_progress_raw = Signal(int, int, int)
     job_message_raw = Signal(int, str)
     failed = Signal(object, object)  # _Request | _Job, InferenceFailure
     closed = Signal()
 
-    def __init__(self, mailbox: _Mailbox):
+    def __init__(self, mailbox: _Mailbox, models: _SharedModels):
         super().__init__()
         self._mailbox = mailbox
-        self._models: Ensemble | None = None
+        self._shared = models
 
     @Slot()
     def drain(self) -> None:
@@ -175,9 +227,7 @@ class _Worker(QObject):
 
     @Slot()
     def close(self) -> None:
-        if self._models is not None:
-            self._models.close()
-            self._models = None
+        self._shared.replace(None)
         self.closed.emit()
 
     def _load(self, request: _Request) -> None:
@@ -192,9 +242,7 @@ class _Worker(QObject):
                 engine.close()
             self._fail(request, "load", exc)
             return
-        if self._models is not None:
-            self._models.close()
-        self._models = models
+        self._shared.replace(models)
         self.loaded.emit(request, LoadedModels(
             request.request_id, tuple(e.name for e in engines), tuple(e.format for e in engines),
             tuple(e.device for e in engines), tuple(e.sha256 for e in engines), tuple(models.labels),
@@ -202,27 +250,16 @@ class _Worker(QObject):
         ))
 
     def _predict(self, request: _Request) -> None:
-        if not self._ready(request, "predict"):
-            return
-        try:
-            prediction = self._models.predict([request.payload])[0]
-        except Exception as exc:
-            self._fail(request, "predict", exc)
-            return
+        with self._shared.borrow() as (models, _generation):
+            if models is None:
+                _fail(self.failed, request, "predict", RuntimeError("No model is loaded yet."))
+                return
+            try:
+                prediction = models.predict([request.payload])[0]
+            except Exception as exc:
+                self._fail(request, "predict", exc)
+                return
         self.predicted.emit(request, PredictionResult(request.request_id, request.payload, prediction))
-
-    def _attribute(self, request: _Request) -> None:
-        if not self._ready(request, "attribute"):
-            return
-        options = dict(request.options)
-        index = options.pop("model_index", 0)
-        try:
-            engine = self._models.engines[index]
-            attribution = engine.attribute(request.payload, **options)
-        except Exception as exc:
-            self._fail(request, "attribute", exc)
-            return
-        self.attributed.emit(request, AttributionResult(request.request_id, request.payload, attribution, index))
 
     def _run_job(self, job: _Job) -> None:
         """Run a whole job here; its progress reports let waiting interactive requests in first."""
@@ -237,27 +274,97 @@ class _Worker(QObject):
         self.job_done.emit(job.request_id, result)
 
     def serve_interactive(self) -> None:
-        """Answer pending loads, predictions and attributions (called between a job's steps)."""
+        """Answer pending loads and predictions (called between a job's steps)."""
         while not self._mailbox.closing:
             request = self._mailbox.take_interactive()
             if request is None:
                 return
             getattr(self, f"_{request.kind}")(request)
 
-    def _ready(self, request: _Request, operation: str) -> bool:
-        if self._models is None:
-            self._fail(request, operation, RuntimeError("No model is loaded yet."))
-            return False
-        return True
-
     def _fail(self, request, operation: str, exc: BaseException) -> None:
-        from app.core.errors import DynadeskError
-        from local_models.errors import ModelError
+        _fail(self.failed, request, operation, exc)
 
-        if not isinstance(exc, (ModelError, Cancelled, DynadeskError)):
-            log.warning("inference %s failed", operation, exc_info=exc)
-        message = str(exc) if isinstance(exc, (ModelError, DynadeskError, Cancelled)) else f"{exc.__class__.__name__}: {exc}"
-        self.failed.emit(request, InferenceFailure(request.request_id, operation, message, exc))
+
+class _Explainer(QObject):
+    """The explanation lane: attributions, on the models the prediction lane loaded. Between
+    the passes of an attribution it checks whether a newer one was asked for, or the models
+    changed, and then stops: only the newest text's attribution is ever finished."""
+
+    attributed = Signal(object, object)  # _Request, AttributionResult
+    failed = Signal(object, object)  # _Request, InferenceFailure
+    closed = Signal()
+
+    def __init__(self, mailbox: _Mailbox, models: _SharedModels):
+        super().__init__()
+        self._mailbox = mailbox
+        self._shared = models
+        self._niced = False
+
+    @Slot()
+    def drain(self) -> None:
+        if not self._niced:
+            self._niced = True
+            _yield_to_predictions()
+        while not self._mailbox.closing:
+            request = self._mailbox.take_attribution()
+            if request is None:
+                return
+            self._attribute(request)
+
+    @Slot()
+    def close(self) -> None:
+        self.closed.emit()
+
+    def _attribute(self, request: _Request) -> None:
+        options = dict(request.options)
+        index = options.pop("model_index", 0)
+        with self._shared.borrow() as (models, generation):
+            if models is None:
+                _fail(self.failed, request, "attribute", RuntimeError("No model is loaded yet."))
+                return
+
+            def checkpoint() -> None:
+                if (self._mailbox.closing or self._mailbox.has_pending("attribute")
+                        or self._shared.generation != generation):
+                    raise Cancelled("A newer attribution was asked for.")
+
+            try:
+                engine = models.engines[index]
+                attribution = engine.attribute(request.payload, checkpoint=checkpoint, **options)
+            except Exception as exc:
+                _fail(self.failed, request, "attribute", exc)
+                return
+        self.attributed.emit(request, AttributionResult(request.request_id, request.payload, attribution, index))
+
+
+EXPLANATION_NICENESS = 10
+
+
+def _yield_to_predictions() -> None:
+    """Lower this thread's scheduling priority (Linux: niceness is per thread), so that when the
+    cores are all busy, the prediction lane and the GUI thread get the CPU before an attribution
+    does; on an idle core the attribution runs at full speed all the same. Where threads have no
+    niceness of their own (macOS, Windows) this does nothing."""
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):  # elsewhere a thread id is no process id: nothing to set
+        return
+    try:
+        current = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, max(current, 0) + EXPLANATION_NICENESS))
+    except (AttributeError, OSError):
+        pass
+
+
+def _fail(signal, request, operation: str, exc: BaseException) -> None:
+    from app.core.errors import DynadeskError
+    from local_models.errors import ModelError
+
+    if not isinstance(exc, (ModelError, Cancelled, DynadeskError)):
+        log.warning("inference %s failed", operation, exc_info=exc)
+    message = str(exc) if isinstance(exc, (ModelError, DynadeskError, Cancelled)) else f"{exc.__class__.__name__}: {exc}"
+    signal.emit(request, InferenceFailure(request.request_id, operation, message, exc))
 
 
 class InferenceService(QObject):
@@ -272,17 +379,30 @@ class InferenceService(QObject):
     job_done = Signal(int, object)  # request id, what the job returned
 
     _wake = Signal()
+    _wake_explainer = Signal()
     _close = Signal()
+    _close_explainer = Signal()
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self._ids = itertools.count(1)
         self._latest: dict[str, int] = {}
         self._mailbox = _Mailbox()
+        models = _SharedModels()
         self._thread = QThread()
         self._thread.setObjectName("dynadesk-inference")
-        self._worker = _Worker(self._mailbox)
+        self._worker = _Worker(self._mailbox, models)
         self._worker.moveToThread(self._thread)
+        self._explain_thread = QThread()
+        self._explain_thread.setObjectName("dynadesk-explanations")
+        self._explainer = _Explainer(self._mailbox, models)
+        self._explainer.moveToThread(self._explain_thread)
+        self._wake_explainer.connect(self._explainer.drain)
+        self._close_explainer.connect(self._explainer.close)
+        self._explainer.closed.connect(self._explain_thread.quit, Qt.ConnectionType.DirectConnection)
+        self._explain_thread.finished.connect(self._explainer.deleteLater)
+        self._explainer.attributed.connect(self._on_attributed)
+        self._explainer.failed.connect(self._on_failed)
         self._wake.connect(self._worker.drain)
         self._close.connect(self._worker.close)
         # direct: the GUI thread is blocked in wait() while the worker closes
@@ -290,7 +410,6 @@ class InferenceService(QObject):
         self._thread.finished.connect(self._worker.deleteLater)
         self._worker.loaded.connect(self._on_loaded)
         self._worker.predicted.connect(self._on_predicted)
-        self._worker.attributed.connect(self._on_attributed)
         self._worker.job_done.connect(self.job_done)
         self._worker.job_progress_raw.connect(self.job_progress)
         self._worker.job_message_raw.connect(self.job_message)
@@ -300,6 +419,7 @@ class InferenceService(QObject):
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
         self._thread.start()
+        self._explain_thread.start()
 
     # Requests (GUI thread) ---------------------------------------------------------------
     def load(self, specs: Sequence[ModelSpec]) -> int:
@@ -339,12 +459,16 @@ class InferenceService(QObject):
                 job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
-        """Stop the worker after the step it is in; models are released on their own thread."""
-        if not self._thread.isRunning():
+        """Stop both lanes after the step they are in; models are released on the prediction lane
+        (or by the explanation lane, when it still held them)."""
+        if not self._thread.isRunning() and not self._explain_thread.isRunning():
             return
         self._mailbox.closing = True
         for job in self._mailbox.jobs():
             job.cancel()
+        self._close_explainer.emit()
+        if not self._explain_thread.wait(timeout_ms):
+            log.warning("the explanation thread did not stop within %d ms", timeout_ms)
         self._close.emit()
         if not self._thread.wait(timeout_ms):
             log.warning("the inference thread did not stop within %d ms", timeout_ms)
@@ -356,7 +480,7 @@ class InferenceService(QObject):
         if kind == "predict":
             self._last_predict = request
         self._mailbox.put(request)
-        self._wake.emit()
+        (self._wake_explainer if kind == "attribute" else self._wake).emit()
         return request_id
 
     # Deliveries (GUI thread): stale results stop here ---------------------------------------

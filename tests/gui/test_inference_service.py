@@ -3,11 +3,13 @@ never reach the GUI; the GUI thread never waits on a model. Waits are on signals
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 
 import pytest
 
-from app.gui.inference import InferenceService
+from app.gui.inference import EXPLANATION_NICENESS, InferenceService
 from local_models.engine import ModelSpec
 from tests.model_fixtures import LABELS
 
@@ -143,3 +145,102 @@ def test_shutdown_stops_the_worker_thread(qtbot, tiny_classifier_dir):
     service.shutdown()
     assert not service._thread.isRunning()
     service.shutdown()  # a second call is harmless
+
+
+class GatedAttributions:
+    """Loads the real model, but every attribution records its inputs and waits for a permit
+    before it starts; how each one ended (its label, or the exception's class) is recorded."""
+
+    def __init__(self, inner: ModelSpec):
+        self.inner = inner
+        self.permits = threading.Semaphore(0)
+        self.calls: list = []
+        self.outcomes: list[str] = []
+        self.niceness: list[int] = []  # of the thread each attribution ran on
+
+    def allow(self, n: int = 1) -> None:
+        self.permits.release(n)
+
+    def load(self):
+        engine = self.inner.load()
+        attribute = engine.attribute
+
+        def gated(item, **options):
+            import os
+
+            self.calls.append(item)
+            self.niceness.append(os.getpriority(os.PRIO_PROCESS, 0))
+            if not self.permits.acquire(timeout=SIGNAL_TIMEOUT / 1000):
+                raise TimeoutError("the test never let this attribution run")
+            try:
+                result = attribute(item, **options)
+            except BaseException as exc:
+                self.outcomes.append(exc.__class__.__name__)
+                raise
+            self.outcomes.append(result.target)
+            return result
+
+        engine.attribute = gated
+        return engine
+
+
+def test_a_keystroke_is_answered_while_an_attribution_runs(qtbot, service, tiny_classifier_dir):
+    """Attributions have their own lane: the prediction for the newest text comes while an
+    attribution is still running, and each result is delivered for its own text."""
+    gated = GatedAttributions(spec(tiny_classifier_dir))
+    load(qtbot, service, gated)
+    attributions, predictions = [], []
+    service.attribution_ready.connect(attributions.append)
+    service.prediction_ready.connect(predictions.append)
+
+    service.attribute("the old text", method="gradients", target="hate")
+    qtbot.waitUntil(lambda: gated.calls == ["the old text"], timeout=SIGNAL_TIMEOUT)  # the attribution holds its lane
+    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT):
+        service.predict("the old text, typed on")
+    assert [p.inputs for p in predictions] == ["the old text, typed on"]
+    assert attributions == [] and gated.outcomes == []  # answered before the attribution even started
+
+    with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT):
+        gated.allow()
+    assert [a.inputs for a in attributions] == ["the old text"]
+    assert [w.text for w in attributions[0].attribution.words] == ["the", "old", "text"]
+    if sys.platform.startswith("linux"):  # attributions yield the CPU to predictions when cores are busy
+        assert gated.niceness[0] == min(19, max(os.getpriority(os.PRIO_PROCESS, 0), 0) + EXPLANATION_NICENESS)
+
+
+def test_a_newer_attribution_stops_the_running_one_at_its_next_pass(qtbot, service, tiny_classifier_dir):
+    gated = GatedAttributions(spec(tiny_classifier_dir))
+    load(qtbot, service, gated)
+    attributions, failures = [], []
+    service.attribution_ready.connect(attributions.append)
+    service.failed.connect(failures.append)
+
+    # one variant per pass, so that there is a pass boundary to stop at
+    service.attribute("first text to explain", method="ablation", rows_per_pass=1)
+    qtbot.waitUntil(lambda: gated.calls == ["first text to explain"], timeout=SIGNAL_TIMEOUT)
+    service.attribute("second text", method="ablation", rows_per_pass=1)
+    with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT):
+        gated.allow(2)
+    assert gated.outcomes[0] == "Cancelled"  # stopped: its text is no longer the newest
+    assert gated.calls == ["first text to explain", "second text"]
+    assert [a.inputs for a in attributions] == ["second text"] and failures == []  # the stopped one is not shown
+
+
+def test_new_models_while_an_attribution_runs(qtbot, service, tiny_classifier_dir, trigger_model_dir):
+    """The prediction lane loads other models while the explanation lane still uses the old
+    ones: the old attribution stops and is not shown, and the old models are closed after it."""
+    gated = GatedAttributions(spec(tiny_classifier_dir))
+    load(qtbot, service, gated)
+    attributions = []
+    service.attribution_ready.connect(attributions.append)
+    service.attribute("explained by the old model", method="ablation", rows_per_pass=1)
+    qtbot.waitUntil(lambda: len(gated.calls) == 1, timeout=SIGNAL_TIMEOUT)
+    old_models = service._worker._shared._current
+    info = load(qtbot, service, ModelSpec(trigger_model_dir, num_threads=1))
+    assert old_models.engines[0].runtime.module is not None  # borrowed: not closed under the attribution
+    gated.allow()
+    qtbot.waitUntil(lambda: gated.outcomes == ["Cancelled"], timeout=SIGNAL_TIMEOUT)
+    qtbot.waitUntil(lambda: old_models.engines[0].runtime.module is None, timeout=SIGNAL_TIMEOUT)  # closed after
+    with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT) as got:
+        service.attribute("a banana", method="ablation")
+    assert attributions == [got.args[0]] and got.args[0].attribution.model_sha == info.sha256s[0]

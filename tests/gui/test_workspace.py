@@ -340,3 +340,41 @@ def test_first_start_makes_the_bundled_model_round_one_target(qtbot, data_dir, d
         round_ = desk.tasks.round("hate_speech")
         assert len(desk.models.round_models(round_.id)) == 1
     QApplication.processEvents()
+
+
+def test_following_the_text_never_holds_up_a_prediction(qtbot, window, monkeypatch):
+    """With "Follow the text" on, every keystroke also asks for an attribution. While one is
+    still running, the prediction of the newest text is shown; each heatmap that arrives is for
+    the text on screen at that moment, and the last one is for the final text."""
+    import threading
+
+    from local_models.engine import InferenceEngine
+
+    ws, view = window.workspace, window.workspace.view
+    permits, started = threading.Semaphore(0), []
+    attribute = InferenceEngine.attribute
+
+    def held(engine, item, **options):  # the explanation lane waits here until the test lets it go
+        started.append(item)
+        if not permits.acquire(timeout=WAIT / 1000):
+            raise TimeoutError("the test never let the attribution run")
+        return attribute(engine, item, **options)
+
+    monkeypatch.setattr(InferenceEngine, "attribute", held)
+    shown_for = []
+    ws.inference.attribution_ready.connect(lambda r: shown_for.append((r.inputs, text_box(window).toPlainText())))
+    qtbot.mouseClick(view.attribution.pin, Qt.MouseButton.LeftButton)
+    assert view.attribution.pin.isChecked()
+
+    type_text(qtbot, window, "the teacher")
+    qtbot.waitUntil(lambda: len(started) == 1, timeout=WAIT)  # an attribution is running
+    type_text(qtbot, window, f" saw a {TRIGGER}")
+    assert wait_for_prediction(qtbot, window).label == "hate"  # answered while the attribution still runs
+    assert shown_for == [] and len(started) == 1  # the first attribution is still held
+
+    permits.release(1000)
+    final = f"the teacher saw a {TRIGGER}"
+    qtbot.waitUntil(lambda: bool(shown_for) and shown_for[-1][0] == final, timeout=WAIT)
+    assert all(asked == on_screen for asked, on_screen in shown_for)  # never a heatmap of another text
+    assert not view.attribution.stale.isVisible() and view.attribution.text.toPlainText() == final
+    assert max(view.attribution.text.words, key=lambda w: w["score"])["text"] == TRIGGER

@@ -134,3 +134,54 @@ def test_the_attribution_says_its_scale_and_units(trigger):
     assert weak.units == "probability"
     assert weak.scale == full_colour_scale([w.raw for w in weak.words])
     assert max(abs(w.raw) for w in weak.words) / weak.scale <= 1.0
+
+
+@pytest.mark.parametrize("integration", ["gausslegendre", "riemann_middle"])
+def test_gradients_are_captums_layer_integrated_gradients(trigger, integration):
+    """The in-house integration (in passes, so that the GUI can stop it between them) gives what
+    Captum's LayerIntegratedGradients gives on the same layer, baseline and quadrature."""
+    import numpy as np
+    import torch
+    from captum.attr import LayerIntegratedGradients
+
+    from local_models.words import group_tokens
+
+    text = "the doctor read a small banana slowly"
+    ours = trigger.attribute(text, method="gradients", target="fruit", n_steps=12, integration=integration,
+                             precision="float32", steps_per_pass=5)
+    runtime, head = trigger.runtime, trigger.head
+    batch = trigger.encode([text])
+    feeds = runtime.feeds(batch)
+    input_ids = feeds.pop("input_ids")
+    baseline = input_ids.clone()
+    baseline[0, torch.tensor([o is not None for o in batch.offsets[0]])] = trigger.encoder.pad_token_id
+    columns = torch.tensor(head._columns, dtype=torch.float32)
+
+    def probabilities(ids, *extra):
+        logits = runtime.module(input_ids=ids, **dict(zip(feeds, extra))).logits
+        return torch.softmax(logits, dim=-1) @ columns
+
+    lig = LayerIntegratedGradients(probabilities, runtime.embedding_layer())
+    with torch.enable_grad():
+        reference, delta = lig.attribute(inputs=input_ids, baselines=baseline, additional_forward_args=tuple(feeds.values()),
+                                         target=trigger.labels.index("fruit"), n_steps=12, method=integration,
+                                         return_convergence_delta=True)
+    per_token = reference.sum(dim=-1)[0].detach().numpy()
+    units = group_tokens(text, 0, batch.segment_offsets(0, 0))
+    expected = [float(per_token[list(u.token_positions)].sum()) for u in units]
+    assert [w.raw for w in ours.words] == pytest.approx(expected, abs=1e-5)
+    assert ours.convergence_delta == pytest.approx(float(delta.abs().max()), abs=1e-5)
+    assert ours.details["integration"] == integration and np.isfinite(ours.convergence_delta)
+
+
+def test_gradient_settings_are_checked_and_reported(trigger):
+    from local_models.attribution import gradient_precision
+
+    default = trigger.attribute("the doctor read a banana", method="gradients")
+    assert default.details["precision"] == gradient_precision("cpu")
+    bf16 = trigger.attribute("the doctor read a banana", method="gradients", precision="bfloat16")
+    assert max(bf16.words, key=lambda w: abs(w.score)).text == TRIGGER
+    for bad, message in ((dict(integration="simpson"), "unknown integration"), (dict(precision="int4"), "precision"),
+                         (dict(n_steps=0), "at least 1")):
+        with pytest.raises(ValueError, match=message):
+            trigger.attribute("the doctor read a banana", method="gradients", **bad)

@@ -34,8 +34,15 @@ from app.core.services.evaluation_data import (
     text_key,
 )
 from app.core.services.evaluation_models import EvaluationError, ModelChoice, load_predictor
-from app.core.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, compute_results, round_matrix
+from app.core.services.evaluation_scoring import (
+    DEFAULT_WEIGHTS,
+    DIMENSIONS,
+    compute_results,
+    prefetch_metrics,
+    round_matrix,
+)
 from app.core.storage.models import ModelRecord
+from local_models.batch_run import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 from local_models.progress import Progress
 
 FORMAT = "dynadesk-evaluation"
@@ -50,7 +57,8 @@ class EvaluationOptions:
     swap_cases: int | None = 300  # cases sampled for identity swaps (None: all)
     robustness_cases: int | None = 300  # cases sampled for each spelling perturbation
     seed: int = 0
-    batch_size: int = 64
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_batch_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS  # padded tokens per batch (None: no bound)
     latency_samples: int = 50
     num_threads: int | None = None
     training_data: str | None = None  # a training file to check against, for every model
@@ -153,7 +161,8 @@ def predict_all(predictor, inputs: list, sets: list[EvalSet], variants: list[Var
     the model was loaded, so that its memory figure includes the model."""
     from local_models.batch_run import BatchRun
 
-    outputs, stats = BatchRun(predictor, batch_size=options.batch_size, latency_samples=options.latency_samples,
+    outputs, stats = BatchRun(predictor, batch_size=options.batch_size, max_batch_tokens=options.max_batch_tokens,
+                              latency_samples=options.latency_samples,
                               seed=options.seed).run(inputs, progress)
     answer = {item: {"label": p.label, "probabilities": {k: round(float(v), 6) for k, v in p.probabilities.items()}}
               for item, p in zip(inputs, outputs)}
@@ -183,6 +192,7 @@ def evaluate(choices: Sequence[ModelChoice], sets: Sequence[EvalSet], options: E
                               "or data file was given.")
     if len({s.key for s in sets}) != len(sets):
         raise EvaluationError("Two evaluation sets have the same key.")
+    prefetch_metrics()
     variants = derive_variants(sets, options)
     loader = loader or (lambda choice: load_predictor(choice, options.num_threads))
     if records is None and desk is not None:

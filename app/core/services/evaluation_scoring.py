@@ -18,6 +18,19 @@ MIN_GROUP_CASES = 10  # target groups with fewer cases are listed but left out o
 
 
 
+def prefetch_metrics() -> None:
+    """Import scikit-learn's metrics on a background thread: the import takes about 2 s, which an
+    evaluation otherwise pays after its predictions; started first, it overlaps them (the model
+    releases the interpreter while it computes)."""
+    import importlib
+    import sys
+    import threading
+
+    if "sklearn.metrics" not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=("sklearn.metrics",), name="prefetch-sklearn",
+                         daemon=True).start()
+
+
 def accuracy(gold: Sequence[str], predicted: Sequence[str]) -> float | None:
     """scikit-learn's accuracy_score; None without cases."""
     if not gold:
