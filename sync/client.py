@@ -39,7 +39,7 @@ from sync import local
 from sync.incoming import apply_page
 from sync.model_files import ModelFiles
 from sync.outgoing import pending_batch, settle, unfit_published
-from sync.protocol import API, ChangesResponse, Me, PushResponse
+from sync.protocol import API, ChangesResponse, Me, PushResponse, form_parents
 from sync.transport import Cancelled, Offline, Refused, SyncError, SyncHandle, SyncReport, _errors, _expect, _record_error
 
 if TYPE_CHECKING:
@@ -215,6 +215,11 @@ class SyncClient(ModelFiles):
                                                   .order_by(RoundModel.position))) for r in rounds}
             models = {m.id: m for m in session.scalars(select(ModelRecord).where(
                 ModelRecord.id.in_({m for ids in targets.values() for m in ids})))}
+            # a target's prepared faster forms travel with it: other desks fetch them instead of exporting
+            shas = {m.sha256 for m in models.values()}
+            models |= {m.id: m for m in session.scalars(select(ModelRecord).where(
+                ModelRecord.format == ModelFormat.ONNX.value, ModelRecord.task_id == task.id))
+                if m.id not in models and m.path and form_parents(m.provenance or {}) & shas}
             contexts = list(session.scalars(select(Context).where(Context.round_id.in_([r.id for r in rounds]))
                                             .order_by(Context.created_at)))
             numbers = {r.id: r.number for r in rounds}

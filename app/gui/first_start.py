@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QProgressBar
 
 from app.core.errors import DynadeskError
+from app.core.storage.models import ModelRecord
 from app.gui.worker import SerialWorker
 from local_models.errors import Cancelled
 from local_models.progress import Progress
@@ -35,6 +36,7 @@ class FirstStart(QObject):
         self._progress: Progress | None = None
         self._prefix = ""  # what the status bar says before the step in progress
         self._started = 0.0
+        self._source = ""  # where the fast form came from, for the status bar
 
     def prepare(self) -> None:
         """A fresh desk: the PyTorch form becomes round 1's target at once, the ONNX form follows.
@@ -86,20 +88,53 @@ class FirstStart(QObject):
     def _prepare_fast_form(self) -> None:
         from app.core.services import default_model_forms
 
-        desk = self.window.desk
+        desk, tokens = self.window.desk, self.window.sync.tokens
         self._show_bar(PREPARING)
         progress = self._new_progress(STEP_PREFIX)
-        self._started = time.monotonic()
+        self._started, self._source = time.monotonic(), "prepared in the background"
 
         def prepare():
-            return default_model_forms.prepared_fast_files(desk) or \
-                default_model_forms.prepare_fast_files(desk, progress=progress)
+            """What the cache has, else what the team's server has (published by the lead), else an export."""
+            found = default_model_forms.prepared_fast_files(desk)
+            if found is not None:
+                return found
+            if default_model_forms.waiting_stand_in(desk) is None:
+                return None  # round 1 changed meanwhile (a lead, the team's server): nothing to prepare
+            fetched = self._fetch_from_team(desk, tokens, progress)
+            if fetched is not None:
+                self._source = "fetched from the team's server"
+                return fetched
+            return default_model_forms.prepare_fast_files(desk, progress=progress)
 
         def switch(prepared) -> None:
-            self.window.db.submit(lambda: default_model_forms.switch_to_fast_form(desk, prepared),
-                                  on_done=self._switched, on_error=self._fast_form_failed)
+            if prepared is None:
+                self._switched(None)
+                return
+            fetched = isinstance(prepared, ModelRecord)
+            self.window.db.submit(lambda: default_model_forms.switch_to_fast_form(
+                desk, None if fetched else prepared, record=prepared if fetched else None),
+                on_done=self._switched, on_error=self._fast_form_failed)
 
         self._worker_lane().submit(prepare, on_done=switch, on_error=self._fast_form_failed)
+
+    @staticmethod
+    def _fetch_from_team(desk, tokens, progress: Progress):
+        """The stand-in's faster form as the team's lead published it; None (prepare it here) when there is
+        no server, no such form, or it arrived damaged (refused, never used)."""
+        from app.core.services import default_model_forms
+        from sync.prepared_forms import fetch_prepared_form
+        from sync.transport import SyncError
+
+        stand_in = default_model_forms.waiting_stand_in(desk)
+        if stand_in is None or not desk.settings.server_url:
+            return None
+        progress.say("Fetching it from the team's server")
+        try:
+            return fetch_prepared_form(desk, tokens, stand_in)
+        except SyncError as exc:
+            log.warning("the team's prepared form was refused; preparing it here: %s", exc)
+            progress.say("The team's copy was refused (damaged); preparing it here")
+            return None
 
     def _switched(self, record) -> None:
         self._hide_bar()
@@ -107,7 +142,7 @@ class FirstStart(QObject):
             return  # round 1 changed meanwhile (a lead, the team's server): it keeps what it has
         window, workspace = self.window, self.window.workspace
         took = time.monotonic() - self._started
-        message = f"Switched to the faster form: {_form_name(record)} (prepared in the background in {took:.0f} s)."
+        message = f"Switched to the faster form: {_form_name(record)} ({self._source} in {took:.0f} s)."
         if workspace.task_code != _default_task():
             window.statusBar().showMessage(message, 15_000)
             self.switched.emit(record)

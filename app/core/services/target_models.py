@@ -264,6 +264,9 @@ def register_default_forms(desk, prepared) -> ModelRecord:
                 format="onnx", provenance={"default_model": True, "parent_model": {
                     "id": str(torch_record.id), "sha256": torch_record.sha256}, "notes": list(prepared.notes)},
             )
+        elif not onnx_record.path or not Path(onnx_record.path).exists():
+            # known from the team's server without its files (a pull): these are they, prepared here
+            onnx_record = desk.models.set_path(onnx_record.id, prepared.onnx_dir)
         return onnx_record
     except ModelError as exc:
         raise TargetModelError(f"The default model could not be registered: {exc}") from exc
