@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QProgressBar
 
 from app.core.errors import DynadeskError
@@ -20,6 +20,7 @@ from local_models.progress import Progress
 log = logging.getLogger(__name__)
 
 PREPARING = "Answering from the PyTorch form; preparing the faster form in the background…"
+FAST_FORM_START_LATEST_MS = 20_000
 STEP_PREFIX = "Preparing the faster form"  # before each step's words: the whole line fits at 1366 px
 
 
@@ -37,6 +38,7 @@ class FirstStart(QObject):
         self._prefix = ""  # what the status bar says before the step in progress
         self._started = 0.0
         self._source = ""  # where the fast form came from, for the status bar
+        self._closed = False
 
     def prepare(self) -> None:
         """A fresh desk: the PyTorch form becomes round 1's target at once, the ONNX form follows.
@@ -80,9 +82,22 @@ class FirstStart(QObject):
         if record is None:  # round 1 was set up meanwhile (a lead, a sync): nothing to switch
             self._hide_bar()
             return
-        if workspace.task_code == _default_task():
-            workspace.reload_models()
-        self._prepare_fast_form()
+        if workspace.task_code != _default_task():
+            self._prepare_fast_form()
+            return
+        # The export starts once PyTorch has answered: on 2 cores its start-up (importing torch in
+        # the child) would otherwise delay the first answer, however low its priority.
+        once = []
+
+        def start(*_args) -> None:
+            if not once and not self._closed:
+                once.append(True)
+                workspace.inference.model_loaded.disconnect(start)
+                self._prepare_fast_form()
+
+        workspace.inference.model_loaded.connect(start)
+        QTimer.singleShot(FAST_FORM_START_LATEST_MS, self, start)  # the page may not load it (another round shown)
+        workspace.reload_models()
 
     # The slow half: the ONNX form, in the background ----------------------------------------------
     def _prepare_fast_form(self) -> None:
@@ -225,6 +240,7 @@ class FirstStart(QObject):
     def shutdown(self) -> None:
         """The window closes: a preparation under way is cancelled (its child process ends); the
         next start finishes it."""
+        self._closed = True
         if self._worker is not None:
             if self._progress is not None:
                 self._progress.cancel()
