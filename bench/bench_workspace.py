@@ -148,12 +148,12 @@ def _keystrokes(data: Path, n: int) -> tuple[list[float], str]:
     window = MainWindow(desk)
     window.show()
     ws = window.workspace
-    box = ws.view.editor.fields["text"]
     shown: list[float] = []
     ws.inference.prediction_ready.connect(lambda _r: shown.append(time.perf_counter()), Qt.ConnectionType.DirectConnection)
     deadline = time.time() + 120
-    while ws.loaded is None and time.time() < deadline:
-        app.processEvents()
+    while (ws.loaded is None or "text" not in ws.view.editor.fields) and time.time() < deadline:
+        app.processEvents()  # the task's fields are laid out once its definition is read on the worker
+    box = ws.view.editor.fields["text"]
     rng = random.Random(3)
     text = " ".join(rng.choice(WORDS) for _ in range(400))
     samples = []
