@@ -181,7 +181,7 @@ class SyncClient(ModelFiles):
                                    .order_by(Task.code, Round.number)).all()
         missing: dict[str, list[int]] = {}
         for code, number in rows:
-            if (code, number) not in on_server:
+            if (code, number) not in on_server and not (number == 1 and self._stand_in_waits(code)):
                 missing.setdefault(code, []).append(number)
         for code, numbers in missing.items():
             try:
@@ -195,6 +195,14 @@ class SyncClient(ModelFiles):
             report.warnings += [f"publishing '{code}': {r.record} {r.id}: {r.status}: {r.reason or ''}"
                                 for r in refused]
             report.published.append(f"'{code}' round {', '.join(map(str, numbers))}")
+
+    def _stand_in_waits(self, task_code: str) -> bool:
+        """Round 1 is served by the first start's PyTorch stand-in until its ONNX form is ready: the team
+        gets the round with its lasting target (a later sync), not a target that is about to change."""
+        from app.core.services.default_model_forms import is_default_torch_form
+
+        model_id = self.desk.rounds.first_stand_in(task_code)
+        return model_id is not None and is_default_torch_form(self.desk.models.get(model_id))
 
     def publish(self, task_code: str, round_numbers: Sequence[int] | None = None, *, handle: SyncHandle | None = None,
                 with_files: bool = True) -> PushResponse:

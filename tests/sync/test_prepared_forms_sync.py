@@ -114,3 +114,20 @@ def _published_files(server, sha256: str) -> list[dict]:
     from sync.server import store
 
     return [f.model_dump() for f in store.model_manifest(server.db, sha256).files]
+
+
+def test_an_owners_first_sync_does_not_publish_round_one_with_its_stand_in(team_server, tmp_path,
+                                                                         default_model_cache):
+    """The PyTorch form stands in only until the ONNX form is ready: the team never gets it as round 1's target."""
+    import httpx
+
+    owner = add_account(team_server.db, "Olga Owner", "owner", "A")
+    with Desk(tmp_path / "owner") as desk:
+        shutil.copytree(default_model_cache, paths.models_cache_dir(desk.root))
+        default_model_forms.prepare_torch_files(desk)
+        assert default_model_forms.adopt_torch_form(desk) is not None
+        with SyncClient(desk, team_server.url, owner.token) as client:
+            report = client.run(fetch_models=False)
+        assert report.published == []
+        changes = httpx.get(f"{team_server.url}/v1/changes", headers={"Authorization": f"Bearer {owner.token}"})
+        assert not [r for r in changes.json()["records"] if r["record"] == "round"]
