@@ -5,6 +5,10 @@ small trained part shipped with Dynadesk, then exported to ONNX int8 and cached.
     model.torch_dir   # Hugging Face folder (PyTorch; gradients for attributions)
     model.onnx_dir    # ONNX int8 folder, parity-checked against the PyTorch model
 
+A first start takes the two halves apart: ``prepare_torch_form`` (seconds) lets the model answer
+from PyTorch, and ``prepare_fast_forms`` (the export, tens of seconds) runs in the background
+(``local_models.child_process``); ``prepared_fast_form`` says, without work, whether it is done.
+
 Both live under ``cache_dir/<name>-<fingerprint of the trained part>``: a new trained part
 gets new folders, and an interrupted preparation leaves nothing that looks complete.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -42,55 +47,137 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
                           slug: str = DEFAULT_MODEL_SLUG) -> PreparedModel:
     """Assemble (and export) the model once; later calls find the folders and return at once.
 
-    ``slug`` names the cache folder: a promoted round's candidate goes through the same steps."""
+    ``slug`` names the cache folder: a promoted round's candidate goes through the same steps.
+    The two halves also run apart: :func:`prepare_torch_form` (seconds: the model answers) and
+    :func:`prepare_fast_forms` (the ONNX export and int8 attempt, tens of seconds, in the background)."""
     progress = progress or Progress()
+    steps = STEPS if with_onnx else STEPS[:1]
+    torch_form = _assemble(part_dir, cache_dir, base_dir, progress, steps, slug)
+    if not with_onnx:
+        return _ready(progress, torch_form)
+    return _fast_forms(torch_form, progress, steps, 1)
+
+
+def prepare_torch_form(part_dir: Path, cache_dir: Path, *, base_dir: Path | None = None,
+                       progress: Progress | None = None, slug: str = DEFAULT_MODEL_SLUG) -> PreparedModel:
+    """The quick half: the PyTorch folder (a few seconds, most of it importing torch), which
+    answers at once while the ONNX forms are prepared."""
+    progress = progress or Progress()
+    return _ready(progress, _assemble(part_dir, cache_dir, base_dir, progress, STEPS[:1], slug))
+
+
+def prepare_fast_forms(part_dir: Path, cache_dir: Path, *, base_dir: Path | None = None,
+                       progress: Progress | None = None, slug: str = DEFAULT_MODEL_SLUG) -> PreparedModel:
+    """The slow half: the ONNX fp32 export, then the int8 attempt (assembling first if needed).
+    Resumes what an interrupted run left: a finished fp32 export is not built again, and
+    a half-written folder is a hidden staging folder that nothing reads."""
+    progress = progress or Progress()
+    torch_form = _assemble(part_dir, cache_dir, base_dir, progress, FAST_FORM_STEPS[:1], slug)
+    _sweep_abandoned_staging(torch_form.torch_dir.parent)
+    return _fast_forms(torch_form, progress, FAST_FORM_STEPS, 1)
+
+
+def prepared_fast_form(part_dir: Path, cache_dir: Path, *, slug: str = DEFAULT_MODEL_SLUG) -> PreparedModel | None:
+    """The fast form already prepared (or fetched) in the cache, without doing any work; None when not yet."""
+    part_dir, cache_dir = Path(part_dir), Path(cache_dir)
+    root = default_model_root(part_dir, cache_dir, slug)
+    torch_dir = root / "torch"
+    if not _complete(torch_dir, "model.safetensors"):
+        return None
+    return _finished_onnx(PreparedModel(torch_dir, None, False, read_part_description(part_dir)))
+
+
+def default_model_root(part_dir: Path, cache_dir: Path, slug: str = DEFAULT_MODEL_SLUG) -> Path:
+    """The cache folder of one trained part's forms (torch/, onnx-int8/ or onnx-fp32/)."""
+    return Path(cache_dir) / f"{slug}-{part_fingerprint(Path(part_dir))}"
+
+
+def _assemble(part_dir: Path, cache_dir: Path, base_dir: Path | None, progress: Progress,
+              steps: Sequence[tuple[str, int]], slug: str) -> PreparedModel:
     part_dir, cache_dir = Path(part_dir), Path(cache_dir)
     description = read_part_description(part_dir)
-    root = cache_dir / f"{slug}-{part_fingerprint(part_dir)}"
-    torch_dir = root / "torch"
-    steps = STEPS if with_onnx else STEPS[:1]
+    torch_dir = default_model_root(part_dir, cache_dir, slug) / "torch"
     if not _complete(torch_dir, "model.safetensors"):
         _stage(progress, steps, 0)
         assemble(part_dir, torch_dir, base_dir=base_dir, replace=False)
-    if not with_onnx:
-        return _ready(progress, PreparedModel(torch_dir, None, False, description))
+    return PreparedModel(torch_dir, None, False, description)
 
-    from local_models.export import export_onnx
 
-    int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
-    refusal = root / INT8_REFUSAL_FILE
+def _finished_onnx(torch_form: PreparedModel) -> PreparedModel | None:
+    torch_dir, description = torch_form.torch_dir, torch_form.description
+    root = torch_dir.parent
+    int8_dir, fp32_dir, refusal = root / "onnx-int8", root / "onnx-fp32", root / INT8_REFUSAL_FILE
     if _complete(int8_dir, "model.onnx"):
         _repair_identity(int8_dir)
-        return _ready(progress, PreparedModel(torch_dir, int8_dir, True, description))
+        return PreparedModel(torch_dir, int8_dir, True, description)
     if _complete(fp32_dir, "model.onnx") and refusal.is_file():
         _repair_identity(fp32_dir)
-        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description,
-                                              (refusal.read_text(encoding="utf-8"),)))
+        return PreparedModel(torch_dir, fp32_dir, False, description, (refusal.read_text(encoding="utf-8"),))
+    return None
+
+
+def _fast_forms(torch_form: PreparedModel, progress: Progress, steps: Sequence[tuple[str, int]],
+                first: int) -> PreparedModel:
+    from local_models.export import export_onnx
+
+    finished = _finished_onnx(torch_form)
+    if finished is not None:
+        return _ready(progress, finished)
+    torch_dir = torch_form.torch_dir
+    fp32_dir = torch_dir.parent / "onnx-fp32"
     progress.check()  # the desk closed while the model was being assembled
     if not _complete(fp32_dir, "model.onnx"):
-        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=_stage(progress, steps, 1))
+        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=_stage(progress, steps, first))
     progress.check()
+    return _ready(progress, _int8_step(torch_form, _stage(progress, steps, first + 1)))
+
+
+def _int8_step(torch_form: PreparedModel, progress: Progress) -> PreparedModel:
+    """Try the int8 form of the fp32 export next to ``torch_form``; keep fp32 (saying why) when it is refused."""
+    from local_models.export import export_onnx
+
+    torch_dir, description = torch_form.torch_dir, torch_form.description
+    root = torch_dir.parent
+    int8_dir, fp32_dir, refusal = root / "onnx-int8", root / "onnx-fp32", root / INT8_REFUSAL_FILE
     try:  # quantizes the fp32 graph just built: a refusal costs seconds, not a second export
         export_onnx(torch_dir, int8_dir, int8=True, replace=False, graph=fp32_dir / "model.onnx",
-                    progress=_stage(progress, steps, 2))
+                    progress=progress)
         shutil.rmtree(fp32_dir, ignore_errors=True)  # only its int8 form is ever used
-        return _ready(progress, PreparedModel(torch_dir, int8_dir, True, description))
+        return PreparedModel(torch_dir, int8_dir, True, description)
     except ParityCheckFailed as exc:
         log.warning("int8 default model refused by the parity check: %s", exc)
         note = (f"int8 was refused by the parity check (largest difference {exc.max_difference:.4f}); "
                 "the ONNX model is fp32.")
         refusal.write_text(note, encoding="utf-8")  # remembered: later starts do not try again
-        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description, (note,)))
+        return PreparedModel(torch_dir, fp32_dir, False, description, (note,))
     except ExportFailed as exc:  # the quantizer itself broke (e.g. a module missing): fp32 still serves
         log.warning("int8 default model could not be built: %s", exc)
-        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description,
-                                              (f"{exc}; the ONNX model is fp32.",)))
+        return PreparedModel(torch_dir, fp32_dir, False, description, (f"{exc}; the ONNX model is fp32.",))
+
+
+def _sweep_abandoned_staging(root: Path, *, older_than_s: float = 3600) -> None:
+    """Staging folders of a preparation that was killed are never read; remove those left untouched
+    for an hour (a live export writes into its own at least that often)."""
+    now = time.time()
+    for folder in root.glob(".*"):
+        if not folder.is_dir():
+            continue
+        try:
+            newest = max([folder.stat().st_mtime, *(p.stat().st_mtime for p in folder.rglob("*"))])
+        except OSError:
+            continue
+        if now - newest > older_than_s:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # What a first start does, and where each step ends in percent (from timings: the export is the long part)
 STEPS = (("Assembling the model from the base encoder and its trained part", 20),
          ("Building its ONNX version and checking it", 75),
          ("Trying an int8 version and checking it", 100))
+# The same steps when the PyTorch form already answers and only the fast forms are prepared
+FAST_FORM_STEPS = (("Assembling the model from the base encoder and its trained part", 5),
+                   ("Building its ONNX version and checking it", 70),
+                   ("Trying an int8 version and checking it", 100))
 
 
 def _stage(progress: Progress, steps: Sequence[tuple[str, int]], index: int) -> Progress:

@@ -39,7 +39,7 @@ from sync import local
 from sync.incoming import apply_page
 from sync.model_files import ModelFiles
 from sync.outgoing import pending_batch, settle, unfit_published
-from sync.protocol import API, ChangesResponse, Me, PushResponse
+from sync.protocol import API, ChangesResponse, Me, PushResponse, form_parents
 from sync.transport import Cancelled, Offline, Refused, SyncError, SyncHandle, SyncReport, _errors, _expect, _record_error
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ class SyncClient(ModelFiles):
                                    .order_by(Task.code, Round.number)).all()
         missing: dict[str, list[int]] = {}
         for code, number in rows:
-            if (code, number) not in on_server:
+            if (code, number) not in on_server and not (number == 1 and self._stand_in_waits(code)):
                 missing.setdefault(code, []).append(number)
         for code, numbers in missing.items():
             try:
@@ -195,6 +195,14 @@ class SyncClient(ModelFiles):
             report.warnings += [f"publishing '{code}': {r.record} {r.id}: {r.status}: {r.reason or ''}"
                                 for r in refused]
             report.published.append(f"'{code}' round {', '.join(map(str, numbers))}")
+
+    def _stand_in_waits(self, task_code: str) -> bool:
+        """Round 1 is served by the first start's PyTorch stand-in until its ONNX form is ready: the team
+        gets the round with its lasting target (a later sync), not a target that is about to change."""
+        from app.core.services.default_model_forms import is_default_torch_form
+
+        model_id = self.desk.rounds.first_stand_in(task_code)
+        return model_id is not None and is_default_torch_form(self.desk.models.get(model_id))
 
     def publish(self, task_code: str, round_numbers: Sequence[int] | None = None, *, handle: SyncHandle | None = None,
                 with_files: bool = True) -> PushResponse:
@@ -215,6 +223,11 @@ class SyncClient(ModelFiles):
                                                   .order_by(RoundModel.position))) for r in rounds}
             models = {m.id: m for m in session.scalars(select(ModelRecord).where(
                 ModelRecord.id.in_({m for ids in targets.values() for m in ids})))}
+            # a target's prepared faster forms travel with it: other desks fetch them instead of exporting
+            shas = {m.sha256 for m in models.values()}
+            models |= {m.id: m for m in session.scalars(select(ModelRecord).where(
+                ModelRecord.format == ModelFormat.ONNX.value, ModelRecord.task_id == task.id))
+                if m.id not in models and m.path and form_parents(m.provenance or {}) & shas}
             contexts = list(session.scalars(select(Context).where(Context.round_id.in_([r.id for r in rounds]))
                                             .order_by(Context.created_at)))
             numbers = {r.id: r.number for r in rounds}

@@ -76,9 +76,10 @@ class ModelFiles(Connection):
                 self.download_model(record, manifest, handle, report)
 
     def download_model(self, record: ModelRecord, manifest: ModelRecordWire, handle: SyncHandle,
-                       report: SyncReport) -> Path:
+                       report: SyncReport, *, damaged_attempts: int | None = None) -> Path:
         """Fetch a model's files into the model cache, each checked against its sha256 and the whole
-        against the model's checksum, and point the desk's record at them."""
+        against the model's checksum, and point the desk's record at them. ``damaged_attempts``: give
+        up after that many damaged arrivals of a file (``Interrupted``) instead of the retry policy's."""
         files = manifest.files or []
         if manifest_sha256((f.name, f.sha256) for f in files) != record.sha256:
             raise SyncError(f"The server's file list for {record.name} does not add up to its checksum; "
@@ -93,7 +94,8 @@ class ModelFiles(Connection):
                 target = staging / _local_name(f.name)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if not (target.is_file() and target.stat().st_size == f.size and file_sha256(target) == f.sha256):
-                    self._download_blob(f.sha256, target, handle, report)  # resumes file by file
+                    self._download_blob(f.sha256, target, handle, report,  # resumes file by file
+                                        damaged_attempts=damaged_attempts)
                 done += f.size
                 handle.progress("models", done, total)
             (staging / ".complete").write_text(record.sha256)

@@ -130,6 +130,20 @@ class ModelRecordWire(Stamped):
     _bounded = bounded("model")
 
 
+def form_parents(provenance: dict[str, Any]) -> set[str]:
+    """The checksums of the model a record's model was exported from (its ONNX form names its
+    PyTorch form twice: in its export description and as its parent model)."""
+    export, parent = provenance.get("export") or {}, provenance.get("parent_model") or {}
+    return {v for v in (export.get("parent_sha256"), parent.get("sha256")) if isinstance(v, str)}
+
+
+class ModelForms(Strict):
+    """Faster forms of one model published with it (its ONNX exports, with their files), so that
+    a desk fetches them instead of preparing them."""
+
+    forms: list[ModelRecordWire] = Field(default_factory=list, max_length=100)
+
+
 class RoundRecord(Stamped):
     record: Literal["round"]
     task: Code

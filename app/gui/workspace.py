@@ -41,6 +41,7 @@ class WorkspaceController(QObject):
         self.desk, self.db, self.inference, self.view, self.undo_stack = desk, db, inference, view, undo_stack
         self.session = CreateSession()
         self.no_model_message = NO_MODEL  # what the prediction panel says while the round has no target
+        self._keep_shown = False  # the models being loaded replace a form of the same model
         self._autosave = QTimer(self, singleShot=True, interval=desk.settings.draft_autosave_ms)
         self._autosave.timeout.connect(self.save_draft)
         self.rounds = RoundFollower(self)
@@ -122,10 +123,12 @@ class WorkspaceController(QObject):
         """What the prediction panel says while the round has no target model (the first start's progress)."""
         self.no_model_message = message
 
-    def _load_models(self) -> None:
-        """Load the open round's target models (the session's records)."""
+    def _load_models(self, *, keep_shown: bool = False) -> None:
+        """Load the open round's target models (the session's records). ``keep_shown``: the same
+        model in another form; the prediction on screen stays, marked out of date, until it answers."""
         session = self.session
         session.models_requested()
+        self._keep_shown = False
         if not session.records:
             self.view.clear_prediction(self.no_model_message)
             self.status_changed.emit("No target model")
@@ -135,12 +138,17 @@ class WorkspaceController(QObject):
         except TargetModelError as exc:
             self.view.clear_prediction(str(exc))
             return
-        self.view.clear_prediction("Loading the target model…")
+        if keep_shown:
+            self._keep_shown = True
+            self.view.set_prediction_stale(True)
+        else:
+            self.view.clear_prediction("Loading the target model…")
         self.status_changed.emit("Loading " + ", ".join(r.name for r in session.records) + "…")
         self.inference.load(specs)
 
-    def reload_models(self) -> None:
-        """The round's target models changed: load them, keeping what is on screen."""
+    def reload_models(self, *, keep_shown: bool = False) -> None:
+        """The round's target models changed: load them, keeping what is on screen (``keep_shown``:
+        also the prediction, until the new models answer; for another form of the same model)."""
         if self.session.round is None:
             return
         models, round_id = self.desk.models, self.session.round.id
@@ -148,7 +156,7 @@ class WorkspaceController(QObject):
         def loaded(records: list) -> None:
             if self.session.round is not None and self.session.round.id == round_id:
                 self.session.targets_changed(records)
-                self._load_models()
+                self._load_models(keep_shown=keep_shown)
 
         self.db.submit_latest("workspace.models", lambda: models.round_models(round_id), on_done=loaded,
                               on_error=self._show_error)
@@ -378,7 +386,9 @@ class WorkspaceController(QObject):
             self.rounds.switch_round()
         details = ", ".join(f"{name} on {device}" for name, device in zip(loaded.names, loaded.devices))
         self.status_changed.emit(details)
-        self.view.clear_prediction(TYPE_TO_SEE)
+        if not self._keep_shown:  # else the old form's answer stays, marked out of date, until the new one's
+            self.view.clear_prediction(TYPE_TO_SEE)
+        self._keep_shown = False
         self._text_edited()
 
     def _predicted(self, result: PredictionResult) -> None:

@@ -43,6 +43,7 @@ from sync.protocol import (
     Duplicates,
     ErrorBody,
     Me,
+    ModelForms,
     ModelRecordWire,
     PublishRequest,
     PushRequest,
@@ -288,6 +289,12 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
         if found is None:
             raise StarletteHTTPException(404, f"No model with sha256 {sha256} is published on this server.")
         return found
+
+    @api.get(f"{API}/models/{{sha256}}/forms", response_model=ModelForms, responses=ERRORS, tags=["models"],
+             summary="The faster (ONNX) forms published with a model")
+    def model_forms(person: Caller, sha256: Annotated[str, PathParam(pattern=SHA256)]) -> ModelForms:
+        """Each with its files: a desk downloads one (checking every sha256) instead of exporting it."""
+        return ModelForms(forms=store.model_forms(db, sha256))
 
     @api.get(f"{API}/blobs/{{sha256}}", response_class=FileResponse, tags=["models"],
              responses=ERRORS | {200: {"content": {"application/octet-stream": {}}, "description": "The file."},

@@ -46,40 +46,28 @@ def test_discarding_a_draft_is_far_from_submitting_and_storing(qtbot, window):
     assert gap(view.discard_button, view.form.confirm_button) > 300
 
 
-def test_first_start_shows_the_preparation_steps_and_percentage(qtbot, data_dir, default_model_cache, monkeypatch):
-    """The bundled model takes tens of seconds to prepare the first time: the status bar says which
-    step it is on and how far along, while the window stays usable."""
-    import shutil
-    import threading
-
+def test_first_start_shows_the_preparation_steps_and_percentage(qtbot, data_dir, default_model_cache, tmp_path,
+                                                              monkeypatch):
+    """The bundled model's faster form takes tens of seconds to prepare the first time: the status
+    bar says which step it is on and how far along, while the PyTorch form answers."""
     from PySide6.QtWidgets import QProgressBar
 
-    from app.core import paths
-    from app.core.services import target_models
-    from tests.gui.conftest import close_window, open_window
+    from tests.gui.conftest import close_window
+    from tests.gui.test_first_start import hold_back_fast_form, open_fresh
 
-    shutil.copytree(default_model_cache, paths.models_cache_dir(data_dir))  # the real work, already done
-    real, go_on = target_models.prepare_default_files, threading.Event()
-
-    def prepare_slowly(desk, *, progress):
-        step = progress.stage(2, 3, "Building its ONNX version and checking it", 20, 75)
-        step.report(1, 2)  # halfway through that step: 20 + 55 / 2 = 47 %
-        go_on.wait(30)
-        return real(desk, progress=progress)
-
-    monkeypatch.setattr(target_models, "prepare_default_files", prepare_slowly)
-    win = open_window(qtbot, data_dir)
+    arrive, _asked = hold_back_fast_form(monkeypatch, data_dir, default_model_cache, tmp_path)
+    win = open_fresh(qtbot, data_dir)
     try:
-        win.resize(1366, 720)
-        win.prepare_first_start()
-        bar = win.statusBar().findChild(QProgressBar, "first-start-progress")
-        qtbot.waitUntil(lambda: bar is not None and bar.isVisible() and bar.value() == 47, timeout=10_000)
+        def bar():
+            return win.statusBar().findChild(QProgressBar, "first-start-progress")
+
+        qtbot.waitUntil(lambda: bar() is not None and bar().isVisible() and bar().value() == 37, timeout=60_000)
         message = win.statusBar().currentMessage()
-        assert message == "Preparing the model · Step 2 of 3: Building its ONNX version and checking it"
-        assert win.statusBar().fontMetrics().horizontalAdvance(message) < bar.geometry().left()  # shown whole
-        go_on.set()
-        qtbot.waitUntil(lambda: win.workspace.loaded is not None, timeout=60_000)
-        assert bar.isHidden() and win.statusBar().currentMessage() == "The target model is ready."
+        assert message == "Preparing the faster form · Step 2 of 3: Building its ONNX version and checking it"
+        assert bar().toolTip() == "Answering from the PyTorch form; preparing the faster form in the background…"
+        assert win.statusBar().fontMetrics().horizontalAdvance(message) < bar().geometry().left()  # shown whole
+        win.grab().save(str(tmp_path / "preparing.png"))
+        arrive.set()
+        qtbot.waitUntil(bar().isHidden, timeout=60_000)
     finally:
-        go_on.set()
         close_window(win)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -100,6 +101,18 @@ class ModelService:
         if record is None:
             raise NotFound(f"There is no registered model with id {model_id}.")
         return record
+
+    def set_path(self, model_id: uuid.UUID, folder: Path) -> ModelRecord:
+        """This desk's copy of a model's files is ``folder``, self-contained (tokenizer inside); the
+        caller has checked that they have the record's checksum."""
+        with self.db.write() as session:
+            record = session.get(ModelRecord, model_id)
+            if record is None:
+                raise NotFound(f"There is no registered model with id {model_id}.")
+            provenance = dict(record.provenance or {})
+            provenance["runtime"] = {**(provenance.get("runtime") or {}), "tokenizer_dir": None}
+            record.path, record.provenance = str(folder), provenance
+            return record
 
     def all(self) -> list[ModelRecord]:
         with self.db.read() as session:

@@ -213,6 +213,42 @@ class RoundService:
             round_.bump()
             return True
 
+    def first_stand_in(self, task_code: str) -> uuid.UUID | None:
+        """The one target model of round 1 as the first start left it (adopted, changed by nobody
+        since): the stand-in that ``replace_first_stand_in`` may swap for a faster form."""
+        with self.db.read() as session:
+            round_ = self._first_round_as_adopted(session, task_code)
+            if round_ is None:
+                return None
+            targets = list(session.scalars(select(RoundModel.model_id).where(RoundModel.round_id == round_.id)))
+            return targets[0] if len(targets) == 1 else None
+
+    def replace_first_stand_in(self, task_code: str, stand_in: uuid.UUID, model_id: uuid.UUID) -> bool:
+        """First start, later: round 1 served by ``stand_in`` (the model's PyTorch form, adopted so
+        that it answered at once) takes ``model_id`` (the same model's faster form) instead. A round
+        that anyone changed since (a lead, a sync from the team's server) is left alone."""
+        with self.db.write() as session:
+            round_ = self._first_round_as_adopted(session, task_code)
+            if round_ is None:
+                return False
+            targets = list(session.scalars(select(RoundModel.model_id).where(RoundModel.round_id == round_.id)))
+            if targets != [stand_in]:
+                return False
+            self._require_models(session, [model_id])
+            session.execute(delete(RoundModel).where(RoundModel.round_id == round_.id))
+            session.add(RoundModel(round_id=round_.id, model_id=model_id, position=0))
+            round_.bump()
+            return True
+
+    @staticmethod
+    def _first_round_as_adopted(session, task_code: str) -> Round | None:
+        round_ = session.scalar(select(Round).join(Task, Task.id == Round.task_id)
+                                .where(Task.code == task_code, Round.number == 1))
+        # adopt_first_models took it from revision 1 to 2; any later change bumps it again
+        if round_ is None or round_.status != RoundStatus.OPEN or round_.revision != 2:
+            return None
+        return round_
+
     @staticmethod
     def _untouched_first_round(session, task_code: str) -> Round | None:
         round_ = session.scalar(select(Round).join(Task, Task.id == Round.task_id)

@@ -236,15 +236,24 @@ def ensure_default_model(desk, *, variant: str = "onnx", progress: Progress | No
     try:
         prepared = prepare_default_model(default_trained_part(), cache, with_onnx=variant == "onnx",
                                          progress=progress)
+        return register_default_forms(desk, prepared)
+    except ModelError as exc:
+        raise TargetModelError(f"The default model could not be prepared: {exc}") from exc
+
+
+def register_default_forms(desk, prepared) -> ModelRecord:
+    """Register the prepared default model's forms (once; later calls find the records): its
+    PyTorch form, and its ONNX form when ``prepared`` has one, which is returned then (naming the
+    PyTorch record as its parent)."""
+    try:
         torch_record = find_by_sha(desk, model_sha256(prepared.torch_dir, format="hf-torch"))
         if torch_record is None:
             torch_record = register_model(desk, prepared.torch_dir, name=f"{DEFAULT_MODEL_NAME}, PyTorch",
                                           task_code=DEFAULT_TASK, format="hf-torch",
                                           provenance={"default_model": True})
-        if variant == "torch":
+        if prepared.onnx_dir is None:
             return torch_record
         flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
-        assert prepared.onnx_dir is not None  # prepared with_onnx
         onnx_sha = model_sha256(prepared.onnx_dir, format="onnx")
         onnx_record = find_by_sha(desk, onnx_sha) or _usable_twin(desk, ModelRecord(
             name=f"{DEFAULT_MODEL_NAME}, {flavour}", format=ModelFormat.ONNX.value, sha256=onnx_sha,
@@ -255,9 +264,12 @@ def ensure_default_model(desk, *, variant: str = "onnx", progress: Progress | No
                 format="onnx", provenance={"default_model": True, "parent_model": {
                     "id": str(torch_record.id), "sha256": torch_record.sha256}, "notes": list(prepared.notes)},
             )
+        elif not onnx_record.path or not Path(onnx_record.path).exists():
+            # known from the team's server without its files (a pull): these are they, prepared here
+            onnx_record = desk.models.set_path(onnx_record.id, prepared.onnx_dir)
         return onnx_record
     except ModelError as exc:
-        raise TargetModelError(f"The default model could not be prepared: {exc}") from exc
+        raise TargetModelError(f"The default model could not be registered: {exc}") from exc
 
 
 def _export_details(folder: Path) -> dict:
@@ -279,13 +291,14 @@ def needs_default_model(desk) -> bool:
     return DEFAULT_TASK in desk.catalog.tasks and desk.rounds.untouched_first_round(DEFAULT_TASK) is not None
 
 
-def adopt_default_model(desk, *, progress: Progress | None = None) -> ModelRecord | None:
+def adopt_default_model(desk, *, variant: str = "onnx", progress: Progress | None = None) -> ModelRecord | None:
     """First start: the default model becomes the target of the hate-speech task's round 1.
 
     Returns the record when round 1 took it; None when the round was already set up (by a lead,
-    or an earlier start), in which case nothing is prepared.
+    or an earlier start), in which case nothing is prepared. ``variant`` "torch": the PyTorch
+    form, which answers within seconds (see ``default_model_forms`` for the switch to ONNX).
     """
     if not needs_default_model(desk):
         return None
-    record = ensure_default_model(desk, progress=progress)
+    record = ensure_default_model(desk, variant=variant, progress=progress)
     return record if desk.rounds.adopt_first_models(DEFAULT_TASK, [record.id]) else None

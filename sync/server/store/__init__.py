@@ -30,6 +30,7 @@ from sync.server.store.rules import Forbidden
 from sync.server.store.settings import team_threshold
 from sync.server.store.team import duplicates, team_figures
 from sync.server.store.wire import (
+    model_forms,
     model_manifest,
     comparable_example,
     context_wire,
@@ -46,7 +47,7 @@ from sync.server.store.wire import (
 __all__ = [
     "Forbidden", "Judgement", "QuarantineEntry", "add_person", "authenticate", "changes", "comparable_example",
     "context_wire", "drop_quarantined", "duplicates", "example_review_wire", "example_wire", "hash_token", "judge",
-    "model_manifest", "model_wire", "new_token", "new_token_for", "people", "person_wire", "publish", "push",
+    "model_forms", "model_manifest", "model_wire", "new_token", "new_token_for", "people", "person_wire", "publish", "push",
     "quarantined", "round_wire", "set_active", "task_setting_wire", "task_wire", "team_figures", "team_threshold",
     "validation_wire",
 ]

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.core.domain import Role
 from sync.protocol import (
     QualitySettingsWire,
+    form_parents,
     ContextRecord,
     ExampleRecord,
     ExampleReviewRecord,
@@ -122,3 +123,14 @@ def model_manifest(db: ServerDatabase, sha256: str) -> ModelRecordWire | None:
     with db.read() as session:
         model = session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
         return model_wire(model) if model is not None else None
+
+
+def model_forms(db: ServerDatabase, sha256: str) -> list[ModelRecordWire]:
+    """Published ONNX forms of the model with checksum ``sha256`` (their provenance names it as the
+    model they were exported from), with their files; the int8 ones first."""
+    with db.read() as session:
+        models = session.scalars(select(ModelRecord).where(ModelRecord.format == "onnx")).all()
+        forms = [m for m in models if m.files and sha256 in form_parents(m.provenance or {})]
+        forms.sort(key=lambda m: "int8" not in str(((m.provenance or {}).get("export") or {}).get("quantization")))
+        return [model_wire(m) for m in forms]
+
