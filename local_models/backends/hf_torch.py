@@ -206,7 +206,7 @@ class TorchRuntime(Runtime):
 
         with torch.inference_mode():  # the encoder under the head: its output is the last hidden state
             out = self.module.base_model(**self.feeds(batch))
-        return out.last_hidden_state.float().cpu().numpy()
+        return np.asarray(out.last_hidden_state.float().cpu().numpy())
 
     def close(self) -> None:
         self.module = None

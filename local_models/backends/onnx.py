@@ -143,7 +143,7 @@ def hidden_state_name(model: Any) -> str:
     if found is None:
         raise UnsupportedOperation("The ONNX graph computes no [batch, tokens, hidden] tensor, so it cannot give "
                                    "sentence embeddings.")
-    return found
+    return str(found)
 
 
 def _hidden_state_session(file: Path, session: Any) -> tuple[Any, str]:
