@@ -1,0 +1,56 @@
+"""The data-quality figures of a task on a desk: what to read, which model measures the spread,
+and the report as plain data (for ``dynadesk quality --json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.core.quality.report import Alert, QualityData, QualityReport
+from app.core.storage.models import ModelRecord
+
+
+def load_quality_data(desk: Any, task_code: str) -> QualityData:
+    task = desk.tasks.task(task_code)
+    return QualityData.load(desk.db, task.id, desk.tasks.definition_by_code(task_code).labels)
+
+
+def spread_model(desk: Any, task_code: str) -> ModelRecord | None:
+    """The model whose embedding space measures every round's spread: the first target model of the
+    latest round that has one (one space for all rounds, so their spreads compare)."""
+    for round_ in reversed(desk.tasks.rounds(task_code)):
+        records = [r for r in desk.models.round_models(round_.id) if r.format != "imported"]
+        if records:
+            return records[0]
+    return None
+
+
+def _table_json(table: Any, names: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "examples": table.examples, "base_rates": table.base_rates, "tested": table.tested,
+        "critical_z": table.critical_z if table.critical_z != float("inf") else None,
+        "min_count": table.min_count,
+        "rows": [{"term": r.term, "label": r.label, "count": r.count, "with_label": r.with_label,
+                  "share": r.share, "base_rate": r.base_rate, "z": r.z, "significant": r.significant,
+                  "rounds": list(r.rounds)} for r in table.rows],
+    }
+
+
+def _alert_json(alert: Alert) -> dict[str, Any]:
+    return {"kind": alert.kind, "round": alert.round, "subject": alert.subject, "value": alert.value,
+            "threshold": alert.threshold, "message": alert.message}
+
+
+def report_json(report: QualityReport, *, spread_model_name: str | None = None) -> dict[str, Any]:
+    return {
+        "rounds": [{
+            "round": r.number, "examples": r.examples,
+            "distinct_1": r.distinct.distinct_1, "distinct_2": r.distinct.distinct_2,
+            "distinct_sample": r.distinct.sample,
+            "embedding_spread": r.spread, "spread_sample": r.spread_sample, "spread_model": spread_model_name,
+            "novel_share": r.novel_share,
+            "artifacts": _table_json(r.artifacts),
+            "annotators": {report.author_names.get(key, key): _table_json(table)
+                           for key, table in r.annotators.items()},
+        } for r in report.rounds],
+        "alerts": [_alert_json(a) for a in report.alerts],
+    }
