@@ -53,7 +53,7 @@ def cli(data_dir: Path, *args: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def davidson_sample(target: Path, rows: int, seed: int = 21) -> Path:
+def davidson_sample(target: Path, rows: int, seed: int = 21, round_number: int = 1) -> Path:
     with open(DAVIDSON, newline="", encoding="utf-8") as handle:
         records = list(csv.DictReader(handle))
     chosen = random.Random(seed).sample(records, min(rows, len(records)))
@@ -63,8 +63,8 @@ def davidson_sample(target: Path, rows: int, seed: int = 21) -> Path:
         for record in chosen:
             writer.writerow({"acl.id": f"davidson-{record['']}", "text": record["tweet"],
                              "label": "hate" if record["class"] == "0" else "nothate", "type": "", "target": "",
-                             "level": "original", "split": "train", "round.base": "1", "annotator": "davidson",
-                             "round": "1", "acl.id.matched": ""})
+                             "level": "original", "split": "train", "round.base": str(round_number),
+                             "annotator": "davidson", "round": str(round_number), "acl.id.matched": ""})
     return target
 
 

@@ -1,0 +1,164 @@
+"""The Dashboard's data-quality view: its controller.
+
+Figures are computed on the dashboard's worker (newest request wins), after the dashboard's own
+figures, whose refresh they follow: the round and annotator filters of the dashboard choose the
+artifact table shown. The embedding spread needs the target model: it runs as a job of the
+inference service, once per state of the data, and is shown when it arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Callable
+
+from PySide6.QtCore import QObject, Signal
+
+from app.core.quality.report import (
+    AlertThresholds,
+    QualityData,
+    QualityReport,
+    embedding_spreads,
+    quality_report,
+    with_spreads,
+)
+from app.core.quality.service import load_quality_data, spread_model
+from app.gui.worker import SerialWorker
+from app.views.dashboard import FilterValues
+from app.views.quality import build_quality, build_term_examples
+from widgets.quality_view import QualityView
+
+log = logging.getLogger(__name__)
+
+
+class QualityController(QObject):
+    updated = Signal()  # the quality figures for the newest request are on screen
+    term_shown = Signal(str)  # the examples of a clicked term are listed
+    spread_ready = Signal()  # embedding spreads arrived and are shown
+
+    def __init__(self, desk, view: QualityView, worker: SerialWorker, task_code: Callable[[], str | None],
+                 values: Callable[[], FilterValues], inference=None, parent: QObject | None = None):
+        super().__init__(parent)
+        self.desk, self.view, self.worker, self.inference = desk, view, worker, inference
+        self._task_code, self._values = task_code, values
+        self.thresholds = AlertThresholds()
+        self._data: tuple[tuple, QualityData] | None = None  # (task, snapshot version) -> data (worker only)
+        self._spreads: dict[tuple, dict[int, tuple[float | None, int]]] = {}  # data key -> round -> spread
+        self._spread_job: tuple[int, tuple] | None = None  # running job id and its data key
+        self._spread_note = ""
+        self.report: QualityReport | None = None
+        view.set_thresholds(self.thresholds.artifact_share, self.thresholds.duplicate_rate)
+        view.thresholds_changed.connect(self._thresholds_changed)
+        view.term_clicked.connect(self.show_term)
+        if inference is not None:
+            inference.job_done.connect(self._job_done)
+            inference.failed.connect(self._job_failed)
+
+    def _thresholds_changed(self, share: float, duplicate_rate: float) -> None:
+        self.thresholds = replace(self.thresholds, artifact_share=share, duplicate_rate=duplicate_rate)
+        self.refresh()
+
+    def _read(self, task_code: str) -> tuple[tuple, QualityData]:
+        """The task's examples, read again only when the dashboard's snapshot changed (on the worker)."""
+        key = (task_code, self.desk.dashboard.version)
+        if self._data is None or self._data[0] != key:
+            self._data = (key, load_quality_data(self.desk, task_code))
+        return self._data
+
+    def refresh(self) -> None:
+        task_code, values, thresholds = self._task_code(), self._values(), self.thresholds
+        if task_code is None:
+            return
+        spreads, note = self._spreads, self._spread_note
+
+        def compute():
+            key, data = self._read(task_code)
+            report = quality_report(data, by_annotator=values.author is not None, thresholds=thresholds)
+            if key in spreads:
+                report = with_spreads(report, spreads[key])
+            number = next((n for n, rid in data.round_ids.items() if rid == values.round), None)
+            figures = build_quality(report, round_number=number, author=values.author, alerts=report.alerts,
+                                    spread_note=note)
+            return key, data, report, figures
+
+        self.worker.submit_latest("quality", compute, on_done=self._computed, on_error=self._failed)
+
+    def _computed(self, result) -> None:
+        key, data, self.report, figures = result
+        self.view.show_quality(figures)
+        self.updated.emit()
+        if key not in self._spreads and self.inference is not None and data.ids:
+            self._start_spreads(key, data)
+
+    def _start_spreads(self, key: tuple, data: QualityData) -> None:
+        if self._spread_job is not None and self._spread_job[1] == key:
+            return
+        if self._spread_job is not None:
+            self.inference.cancel_job(self._spread_job[0])
+        desk, task_code = self.desk, key[0]
+
+        def measure(progress):
+            from app.core.services.target_models import load_engine_for
+
+            record = spread_model(desk, task_code)
+            if record is None:
+                return None, {}
+            engine = load_engine_for(record)
+            try:
+                return record.name, embedding_spreads(data, engine, progress=progress)
+            finally:
+                engine.close()
+
+        self._spread_job = (self.inference.run_job(measure), key)
+
+    def _job_done(self, request_id: int, result) -> None:
+        if self._spread_job is None or request_id != self._spread_job[0]:
+            return
+        key = self._spread_job[1]
+        self._spread_job = None
+        name, spreads = result
+        self._spreads[key] = spreads
+        self._spread_note = f"in {name}'s embedding space" if name else "no round has a target model that runs here"
+        self.refresh()
+        self.spread_ready.emit()
+
+    def _job_failed(self, failure) -> None:
+        if self._spread_job is None or failure.operation != "job" or failure.request_id != self._spread_job[0]:
+            return
+        key = self._spread_job[1]
+        self._spread_job = None
+        if not failure.cancelled:
+            self._spreads[key] = {}
+            self._spread_note = f"not measured: {failure.message}"
+            self.refresh()
+
+    def show_term(self, term: str) -> None:
+        """List the examples behind an artifact row (in the round and annotator shown)."""
+        task_code, values = self._task_code(), self._values()
+        if task_code is None:
+            return
+
+        def find():
+            _key, data = self._read(task_code)
+            number = next((n for n, rid in data.round_ids.items() if rid == values.round), None)
+            if number is None:
+                number = max(data.round_numbers(), default=None)
+            mask = data.in_round(number)
+            if values.author is not None:
+                mask = mask & data.by_author(values.author)
+            found = data.examples_with(term, mask)
+            where = f"round {number}" + (f", {data.author_names.get(values.author, '')}" if values.author else "")
+            return build_term_examples(
+                term, [data.texts[i] for i in found],
+                [data.label_names[data.labels[i]] if data.labels[i] >= 0 else "" for i in found],
+                [data.author_names.get(data.author_keys[data.authors[i]], "") for i in found], where=where)
+
+        self.worker.submit_latest("quality-term", find, on_done=self._term_found, on_error=self._failed)
+
+    def _term_found(self, found) -> None:
+        self.view.show_term_examples(found)
+        self.term_shown.emit(found.term)
+
+    def _failed(self, error: BaseException) -> None:
+        log.error("quality figures failed", exc_info=(type(error), error, error.__traceback__))
+        self.view.show_problem(f"The quality figures could not be computed: {error}")
