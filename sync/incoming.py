@@ -17,6 +17,7 @@ from app.core.domain import ReviewAction, SyncState
 from app.core.errors import DynadeskError
 from app.core.io.records import RecordWriter
 from app.core.services.lead import review_order
+from app.core.quality.settings import QualitySettings, store_quality_settings
 from app.core.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleReview, Person, Round, RoundModel, Task
@@ -237,6 +238,8 @@ class PulledRecordWriter(RecordWriter):
             return
         threshold = int(r["agreement_threshold"])
         store_threshold(self.session, definition, threshold, {**r, "sync_state": SyncState.SYNCED.value})
+        if r.get("quality") is not None:  # a lead's desk from before the quality settings sends none
+            store_quality_settings(self.session, r["task"], QualitySettings.from_json(r["quality"]))
         self.rethreshold.add(task.id)
         self.report.count("task settings")
 

@@ -42,6 +42,7 @@ from app.core.domain import (
     Verdict,
 )
 from app.core.limits import FREE_FORM_FIELDS, free_form_problem
+from app.core.quality.settings import BOUNDS as QUALITY_BOUNDS
 
 PROTOCOL_VERSION = 1
 API = "/v1"
@@ -231,6 +232,18 @@ class ExampleReviewRecord(Stamped):
     received_at: AwareDatetime | None = None
 
 
+_NEAR, _TOKEN, _RATE = (QUALITY_BOUNDS[name] for name in
+                        ("near_threshold", "token_association_threshold", "duplicate_rate_threshold"))
+
+
+class QualitySettingsWire(Strict):
+    """A lead's data-quality settings for a task (``app.core.quality.settings.QualitySettings``)."""
+
+    near_threshold: Annotated[float, Field(ge=_NEAR[0], le=_NEAR[1], allow_inf_nan=False)]
+    token_association_threshold: Annotated[float, Field(ge=_TOKEN[0], le=_TOKEN[1], allow_inf_nan=False)]
+    duplicate_rate_threshold: Annotated[float, Field(ge=_RATE[0], le=_RATE[1], allow_inf_nan=False)]
+
+
 class TaskSettingRecord(Stamped):
     """A lead's agreement threshold for a task, for their whole team (a team of two cannot reach a
     definition's 3). Append-only; only leads and owners push them. The latest by server arrival per
@@ -239,6 +252,8 @@ class TaskSettingRecord(Stamped):
     record: Literal["task_setting"]
     task: Code
     agreement_threshold: Annotated[int, Field(ge=1, le=20)]
+    # The lead's data-quality settings, sent with the threshold (None from a desk older than them).
+    quality: QualitySettingsWire | None = None
     lead: uuid.UUID
     received_at: AwareDatetime | None = None  # set by the server (ignored when pushed)
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from app.core import paths
 from app.core.domain import Role
 from app.core.errors import DynadeskError
+from app.core.quality.near_duplicates import NearDuplicateIndex
+from app.core.quality.settings import QualitySettings
 from app.core.services.dashboard import DashboardService
 from app.core.services.examples import ExampleService
 from app.core.services.lead import LeadReviewService
@@ -46,6 +48,9 @@ class Desk:
         self.review = ReviewQueries(self.db)
         self.lead = LeadReviewService(self.db, self.validation)
         self.dashboard = DashboardService(self.db, self.tasks)
+        # Built per task on first use (from a worker in the GUI), then kept current from the change log.
+        self.near_duplicates = NearDuplicateIndex(
+            self.db, lambda task_id: self.tasks.quality_settings(self.tasks.task_code(task_id)).near_threshold)
         self.tasks.sync_catalog()
         self.tasks.ensure_first_rounds()
         self._person_id: uuid.UUID | None = None
@@ -90,6 +95,13 @@ class Desk:
             raise DynadeskError(f"The number of matching verdicts must be between 1 and {MAX_THRESHOLD}.")
         self.tasks.set_agreement_threshold(task_code, threshold, lead_id)
         return self.validation.resummarise_task(task.id)
+
+    def set_quality_settings(self, lead_id: uuid.UUID, task_code: str, settings: QualitySettings) -> None:
+        """A lead sets the task's near-duplicate threshold and alert lines, for this desk and, once
+        synced, for the team (they travel with the agreement threshold)."""
+        self.lead.require_lead(lead_id)
+        self.tasks.task(task_code)
+        self.tasks.set_quality_settings(task_code, settings, lead_id)
 
     def close(self) -> None:
         self.db.close()

@@ -157,6 +157,8 @@ class TaskSetting(Stamped, Base):
     team: Mapped[str] = mapped_column(String(64))  # the lead's team
     lead_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
     agreement_threshold: Mapped[int] = mapped_column(Integer)
+    # The lead's data-quality settings sent with it (migration 0007; None from older desks).
+    quality: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

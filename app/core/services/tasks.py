@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.core.domain import RoundStatus, SyncState, utcnow
 from app.core.errors import NotFound
+from app.core.quality.settings import QualitySettings, quality_settings_in, store_quality_settings
 from app.core.storage.db import Database
 from app.core.storage.models import Meta, OutboxEntry, Round, Task
 from app.core.tasks.definition import TaskCatalog, TaskDefinition
@@ -115,16 +116,36 @@ class TaskService:
     def set_agreement_threshold(self, task_code: str, threshold: int, lead_id: uuid.UUID) -> None:
         """Store a lead's choice (the caller checks the role) and queue it for the team: the server
         and the team's desks decide with it once it is synced."""
+        with self.db.read() as session:
+            quality = quality_settings_in(session, task_code)
+        self._queue_setting(task_code, lead_id, threshold, quality)
+
+    def quality_settings(self, task_code: str) -> QualitySettings:
+        """The lead's data-quality settings for the task on this desk (the defaults until set)."""
+        with self.db.read() as session:
+            return quality_settings_in(session, task_code)
+
+    def set_quality_settings(self, task_code: str, settings: QualitySettings, lead_id: uuid.UUID) -> None:
+        """Store a lead's data-quality settings (the caller checks the role) and queue them for the
+        team, in the same ``task_setting`` record as the agreement threshold in force here."""
+        definition = self.definition_by_code(task_code)
+        with self.db.read() as session:
+            threshold = agreement_threshold_in(session, definition)
+        self._queue_setting(task_code, lead_id, threshold, settings)
+
+    def _queue_setting(self, task_code: str, lead_id: uuid.UUID, threshold: int, quality: QualitySettings) -> None:
         definition = self.definition_by_code(task_code)
         now = utcnow().isoformat()
         setting: dict[str, Any] = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
-                   "agreement_threshold": threshold, "lead": str(lead_id), "created_at": now, "updated_at": now,
+                   "agreement_threshold": threshold, "quality": quality.to_json(), "lead": str(lead_id),
+                   "created_at": now, "updated_at": now,
                    "revision": 1, "received_at": None, "sync_state": SyncState.PENDING.value}
         with self.db.write() as session:
             unsent = task_setting_in(session, task_code)
             if unsent is not None and unsent.get("sync_state") == SyncState.PENDING.value:  # replaced before it went
                 session.execute(delete(OutboxEntry).where(OutboxEntry.record_id == uuid.UUID(unsent["id"])))
             store_threshold(session, definition, threshold, setting)
+            store_quality_settings(session, task_code, quality)
             session.add(OutboxEntry(kind="task_setting", record_id=uuid.UUID(setting["id"]), person_id=lead_id,
                                     revision=1, state="pending", attempts=0))
 

@@ -20,6 +20,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -401,3 +402,26 @@ class OutboxEntry(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class ExampleSignature(Base):
+    """An example's near-duplicate signature (app/core/quality): its normalised text and MinHash
+    band hashes under ``scheme``; recomputed when the scheme or the text (``text_hash``) changed.
+    Kept per desk, never synced: every desk computes the same from the same text."""
+
+    __tablename__ = "example_signatures"
+    example_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("examples.id", ondelete="CASCADE"), primary_key=True)
+    scheme: Mapped[str] = mapped_column(String(64))
+    text_hash: Mapped[str] = mapped_column(String(32))
+    normalised: Mapped[str] = mapped_column(Text)
+    bands: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class ExampleChange(Base):
+    """One stored, changed or removed example, logged by SQLite triggers (migration 0013) whatever
+    wrote it, so the open near-duplicate index applies what changed since it last looked."""
+
+    __tablename__ = "example_changes"
+    __table_args__ = {"sqlite_autoincrement": True}
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    example_id: Mapped[uuid.UUID]

@@ -143,7 +143,9 @@ class _Push(Batch):
         if task is None:
             return self.result(i, r, "deferred", reason=f"task '{r.task}' is not published on this server yet")
         setting = TaskSetting(id=r.id, task_id=task.id, team=self.me.team, lead_id=lead.id,
-                              agreement_threshold=r.agreement_threshold, created_at=r.created_at,
+                              agreement_threshold=r.agreement_threshold,
+                              quality=r.quality.model_dump(mode="json") if r.quality is not None else None,
+                              created_at=r.created_at,
                               updated_at=r.updated_at, revision=r.revision, received_at=self.now)
         self.session.add(setting)
         self.thresholds[(self.me.team, task.id)] = r.agreement_threshold

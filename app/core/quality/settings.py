@@ -1,0 +1,97 @@
+"""A lead's data-quality settings for a task: the near-duplicate threshold and the two alert lines.
+
+They travel with the agreement threshold in the team's ``task_setting`` record (one record holds a
+lead's settings for a task; the latest to reach the server is in force on every desk of the team),
+and are kept on a desk in the meta table under ``QUALITY_KEY`` beside ``THRESHOLD_KEY``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Final
+
+from sqlalchemy import delete
+from sqlalchemy.orm import Session
+
+from app.core.errors import DynadeskError
+from app.core.quality.signatures import SIMILARITY_FLOOR
+from app.core.quality.similarity import DEFAULT_NEAR_THRESHOLD
+from app.core.storage.models import Meta
+
+QUALITY_KEY: Final[str] = "quality_settings.{code}"
+
+#: Bounds a lead may choose in, per field: (lowest, highest).
+BOUNDS: Final[dict[str, tuple[float, float]]] = {
+    "near_threshold": (SIMILARITY_FLOOR, 1.0),
+    "token_association_threshold": (1.0, 50.0),
+    "duplicate_rate_threshold": (0.01, 1.0),
+}
+
+
+class InvalidQualitySettings(DynadeskError):
+    pass
+
+
+@dataclass(frozen=True)
+class QualitySettings:
+    """``near_threshold``: the character 4-gram Jaccard similarity (``app.core.quality.similarity``)
+    at or above which two examples are near-duplicates.
+    ``token_association_threshold``: the z-score of a word's or bigram's label share against the
+    label's base rate (the artifact table) at or above which the dashboard alerts.
+    ``duplicate_rate_threshold``: the share of a writer's examples that repeat an earlier example
+    at or above which the dashboard alerts."""
+
+    near_threshold: float = DEFAULT_NEAR_THRESHOLD
+    token_association_threshold: float = 5.0
+    duplicate_rate_threshold: float = 0.25
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            low, high = BOUNDS[item.name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not low <= value <= high:
+                raise InvalidQualitySettings(
+                    f"{LABELS[item.name]} must be a number from {low:g} to {high:g}; got {value!r}.")
+
+    def to_json(self) -> dict[str, float]:
+        return {key: float(value) for key, value in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> QualitySettings:
+        """Settings from their JSON form; missing fields take their defaults, unknown ones are refused."""
+        if not data:
+            return cls()
+        unknown = sorted(set(data) - set(BOUNDS))
+        if unknown:
+            raise InvalidQualitySettings(f"Unknown quality setting(s): {', '.join(unknown)}. "
+                                         f"Known: {', '.join(BOUNDS)}.")
+        return cls(**data)
+
+
+LABELS: Final[dict[str, str]] = {
+    "near_threshold": "The near-duplicate threshold",
+    "token_association_threshold": "The token alert threshold (z-score)",
+    "duplicate_rate_threshold": "The duplicate-rate alert threshold",
+}
+
+
+def quality_settings_in(session: Session, code: str) -> QualitySettings:
+    """The task's settings on this desk (the defaults until a lead sets them)."""
+    row = session.get(Meta, QUALITY_KEY.format(code=code))
+    if row is None:
+        return QualitySettings()
+    try:
+        return QualitySettings.from_json(json.loads(row.value))
+    except (ValueError, TypeError, InvalidQualitySettings):
+        return QualitySettings()  # a damaged value is not a reason to stop writing; the lead can set it again
+
+
+def store_quality_settings(session: Session, code: str, settings: QualitySettings) -> None:
+    key = QUALITY_KEY.format(code=code)
+    if settings == QualitySettings():
+        session.execute(delete(Meta).where(Meta.key == key))
+    else:
+        session.merge(Meta(key=key, value=json.dumps(settings.to_json())))
