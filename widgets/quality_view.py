@@ -84,7 +84,7 @@ class RoundChart(ChartFrame):
 
 class QualityView(QWidget):
     term_clicked = Signal(str)
-    thresholds_changed = Signal(float, float)  # a term's label share, a writer's duplicate rate (0–1)
+    thresholds_changed = Signal(float, float)  # a term's z-score, a writer's duplicate rate (0–1)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -92,17 +92,21 @@ class QualityView(QWidget):
         self.alerts.setStyleSheet(ALERT_STYLE)
         self.alerts.setTextFormat(Qt.TextFormat.RichText)
         self.alerts.hide()
-        self.share_threshold = self._percent("quality-share-threshold", 90)
-        self.share_threshold.setToolTip("Alert when a significant term's examples carry one label at least this often")
+        self.z_threshold = QDoubleSpinBox(objectName="quality-z-threshold", decimals=1, minimum=1, maximum=50,
+                                          value=5, singleStep=0.5)
+        self.z_threshold.setKeyboardTracking(False)
+        self.z_threshold.valueChanged.connect(self._thresholds)
+        self.z_threshold.setToolTip("Alert when a term's z-score (its label share against the base rate) reaches this")
         self.duplicate_threshold = self._percent("quality-duplicate-threshold", 30)
         self.duplicate_threshold.setToolTip("Alert when this share of one writer's examples are near-duplicates")
         thresholds = QHBoxLayout()
-        thresholds.addWidget(QLabel("<b>Alerts</b> when a term's label share reaches"))
-        thresholds.addWidget(self.share_threshold)
+        thresholds.addWidget(QLabel("<b>Alerts</b> when a term's z reaches"))
+        thresholds.addWidget(self.z_threshold)
         thresholds.addWidget(QLabel("or a writer's duplicate rate reaches"))
         thresholds.addWidget(self.duplicate_threshold)
         thresholds.addStretch(1)
 
+        self.duplicates = QLabel(objectName="quality-duplicates", wordWrap=True)
         self.heading = QLabel(objectName="quality-heading")
         self.note = QLabel(objectName="quality-note", wordWrap=True)
         self.note.setStyleSheet("color:#555")
@@ -156,6 +160,7 @@ class QualityView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.alerts)
         layout.addLayout(thresholds)
+        layout.addWidget(self.duplicates)
         layout.addWidget(splitter, 1)
 
     def _percent(self, name: str, value: int) -> QDoubleSpinBox:
@@ -165,12 +170,12 @@ class QualityView(QWidget):
         return box
 
     def _thresholds(self, *_args) -> None:
-        self.thresholds_changed.emit(self.share_threshold.value() / 100, self.duplicate_threshold.value() / 100)
+        self.thresholds_changed.emit(self.z_threshold.value(), self.duplicate_threshold.value() / 100)
 
-    def set_thresholds(self, share: float, duplicate_rate: float) -> None:
-        for box, value in ((self.share_threshold, share), (self.duplicate_threshold, duplicate_rate)):
+    def set_thresholds(self, z: float, duplicate_rate: float) -> None:
+        for box, value in ((self.z_threshold, z), (self.duplicate_threshold, round(duplicate_rate * 100))):
             box.blockSignals(True)
-            box.setValue(round(value * 100))
+            box.setValue(value)
             box.blockSignals(False)
 
     def _term_clicked(self, index) -> None:
@@ -185,6 +190,8 @@ class QualityView(QWidget):
         self.alerts.setText("<br>".join(shown))
         self.alerts.setToolTip("\n".join(figures.alerts))
         self.alerts.setVisible(bool(figures.alerts))
+        self.duplicates.setText(figures.duplicates)
+        self.duplicates.setVisible(bool(figures.duplicates))
         self.heading.setText(f"<b>Artifacts</b> — {escape(figures.heading)}")
         self.note.setText(figures.artifact_note)
         self.artifact_model.significant = set(figures.significant)

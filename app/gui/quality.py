@@ -22,7 +22,7 @@ from app.core.quality.report import (
     quality_report,
     with_spreads,
 )
-from app.core.quality.service import load_quality_data, spread_model
+from app.core.quality.service import load_quality_data, spread_model, with_duplicates
 from app.gui.worker import SerialWorker
 from app.views.dashboard import FilterValues
 from app.views.quality import build_quality, build_term_examples
@@ -47,15 +47,16 @@ class QualityController(QObject):
         self._spread_job: tuple[int, tuple] | None = None  # running job id and its data key
         self._spread_note = ""
         self.report: QualityReport | None = None
-        view.set_thresholds(self.thresholds.artifact_share, self.thresholds.duplicate_rate)
+        self._thresholds_set = False  # the task's own lines are read once, on the worker
         view.thresholds_changed.connect(self._thresholds_changed)
         view.term_clicked.connect(self.show_term)
         if inference is not None:
             inference.job_done.connect(self._job_done)
             inference.failed.connect(self._job_failed)
 
-    def _thresholds_changed(self, share: float, duplicate_rate: float) -> None:
-        self.thresholds = replace(self.thresholds, artifact_share=share, duplicate_rate=duplicate_rate)
+    def _thresholds_changed(self, z: float, duplicate_rate: float) -> None:
+        self.thresholds = replace(self.thresholds, artifact_z=z, duplicate_rate=duplicate_rate)
+        self._thresholds_set = True
         self.refresh()
 
     def _read(self, task_code: str) -> tuple[tuple, QualityData]:
@@ -69,22 +70,27 @@ class QualityController(QObject):
         task_code, values, thresholds = self._task_code(), self._values(), self.thresholds
         if task_code is None:
             return
-        spreads, note = self._spreads, self._spread_note
+        spreads, note, desk, task_lines = self._spreads, self._spread_note, self.desk, not self._thresholds_set
 
         def compute():
             key, data = self._read(task_code)
-            report = quality_report(data, by_annotator=values.author is not None, thresholds=thresholds)
+            lines = AlertThresholds.of(desk.tasks.quality_settings(task_code)) if task_lines else thresholds
+            report = quality_report(data, by_annotator=values.author is not None, thresholds=lines)
             if key in spreads:
                 report = with_spreads(report, spreads[key])
+            report, duplicates = with_duplicates(desk, task_code, data, report, lines)
             number = next((n for n, rid in data.round_ids.items() if rid == values.round), None)
             figures = build_quality(report, round_number=number, author=values.author, alerts=report.alerts,
-                                    spread_note=note)
-            return key, data, report, figures
+                                    spread_note=note, duplicates=duplicates)
+            return key, data, report, figures, lines
 
         self.worker.submit_latest("quality", compute, on_done=self._computed, on_error=self._failed)
 
     def _computed(self, result) -> None:
-        key, data, self.report, figures = result
+        key, data, self.report, figures, lines = result
+        if not self._thresholds_set:
+            self.thresholds = lines
+            self.view.set_thresholds(lines.artifact_z, lines.duplicate_rate)
         self.view.show_quality(figures)
         self.updated.emit()
         if key not in self._spreads and self.inference is not None and data.ids:

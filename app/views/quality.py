@@ -44,6 +44,7 @@ class QualityFigures:
     novelty: tuple[RoundSeries, ...] = ()
     spread_note: str = ""
     alerts: tuple[str, ...] = ()
+    duplicates: str = ""  # duplicate rates per writer and per round, as a line
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ def _value(value: float | None) -> float:
 
 
 def build_quality(report: "QualityReport", *, round_number: int | None, author: str | None = None,
-                  alerts: Sequence["Alert"] = (), spread_note: str = "") -> QualityFigures:
+                  alerts: Sequence["Alert"] = (), spread_note: str = "", duplicates: str = "") -> QualityFigures:
     """The quality view for one round (default: the latest) and, with ``author``, that person's
     own artifact table in it; the over-round series cover every round of the report."""
     rounds = report.rounds
@@ -100,7 +101,7 @@ def build_quality(report: "QualityReport", *, round_number: int | None, author: 
                   RoundSeries("distinct-2", tuple(_value(r.distinct.distinct_2) for r in rounds))),
         spread=(RoundSeries("mean cosine distance", tuple(_value(r.spread) for r in rounds)),),
         novelty=(RoundSeries("novel share", tuple(_value(r.novel_share) for r in rounds)),),
-        spread_note=spread_note, alerts=tuple(a.message for a in alerts))
+        spread_note=spread_note, alerts=tuple(a.message for a in alerts), duplicates=duplicates)
 
 
 def build_term_examples(term: str, texts: Sequence[str], labels: Sequence[str], authors: Sequence[str], *,

@@ -53,6 +53,9 @@ def test_the_artifact_table_and_diversity_figures_are_shown(quality):
     spread = view.spread_chart.series["mean cosine distance"][0][1]
     assert 0 < spread < 2
     assert "Trigger model" in view.spread_chart.legend.text()  # whose embedding space
+    # the templates are near-duplicates of each other (h21-dups' index): Ana's rate is shown, and alerted
+    assert view.duplicates.text().startswith("Duplicate rate per writer: Ana Author ")
+    assert "of Ana Author's 48 examples are near-duplicates" in view.alerts.toolTip()
 
 
 def test_clicking_a_term_lists_its_examples(qtbot, quality):
@@ -72,16 +75,16 @@ def test_clicking_a_term_lists_its_examples(qtbot, quality):
 def test_an_alert_appears_when_the_leads_threshold_is_crossed(qtbot, quality):
     _window, controller, view = quality
 
-    def set_threshold(box, percent: int) -> None:
+    def set_threshold(box, percent: float) -> None:
         with qtbot.waitSignal(controller.updated, timeout=20_000):
             box.selectAll()
             qtbot.keyClicks(box, str(percent))
             qtbot.keyClick(box, Qt.Key.Key_Return)
 
-    set_threshold(view.share_threshold, 95)
-    assert "“not”" not in view.alerts.toolTip()  # 92.3 % is below 95 %
-    set_threshold(view.share_threshold, 92)
+    assert view.z_threshold.value() == 5.0  # the task's line (QualitySettings' default)
+    assert "“not”" not in view.alerts.toolTip()  # its z, 4.31, is below 5
+    set_threshold(view.z_threshold, 4.3)
     assert view.alerts.isVisible()
-    assert "92% of the 26 examples with “not” are labelled hate (base rate 50%); the threshold is 92%." in (
+    assert "92% of the 26 examples with “not” are labelled hate (base rate 50%): z 4.31, the threshold is 4.3." in (
         view.alerts.toolTip())
-    assert controller.thresholds.artifact_share == pytest.approx(0.92)
+    assert controller.thresholds.artifact_z == pytest.approx(4.3)

@@ -29,11 +29,8 @@ from app.core.quality.diversity import (
 from local_models.progress import Progress
 
 SUBMITTED = ("submitted", "flagged")
-# Alert thresholds when the task sets none: a term with at least ALERT_MIN_COUNT examples, significant,
-# whose examples carry one label this often; a writer whose examples are near-duplicates this often.
-DEFAULT_ARTIFACT_SHARE = 0.9
-DEFAULT_DUPLICATE_RATE = 0.3
-ALERT_MIN_COUNT = 20
+# A writer is judged on their duplicate rate from this many examples on (two of three is no pattern).
+ALERT_MIN_COUNT = 10
 
 
 @dataclass
@@ -135,9 +132,15 @@ class Alert:
 
 @dataclass(frozen=True)
 class AlertThresholds:
-    artifact_share: float = DEFAULT_ARTIFACT_SHARE  # conditional label share of a significant term
-    duplicate_rate: float = DEFAULT_DUPLICATE_RATE  # share of a writer's examples that are near-duplicates
+    """The lead's alert lines (app.core.quality.settings.QualitySettings holds them per task)."""
+
+    artifact_z: float = 5.0  # a term's z-score (label share against the base rate)
+    duplicate_rate: float = 0.25  # share of a writer's examples that repeat an earlier one
     min_count: int = ALERT_MIN_COUNT
+
+    @classmethod
+    def of(cls, settings: Any) -> "AlertThresholds":
+        return cls(settings.token_association_threshold, settings.duplicate_rate_threshold)
 
 
 @dataclass(frozen=True)
@@ -181,16 +184,16 @@ def quality_report(data: QualityData, *, rounds: Sequence[int] | None = None, by
 
 
 def artifact_alerts(rounds: Sequence[RoundQuality], thresholds: AlertThresholds) -> list[Alert]:
-    """A significant term seen often enough whose examples carry one label at least as often as the
-    lead's threshold: one alert per term and round, strongest first."""
+    """A term whose association with a label (its z-score) reaches the lead's threshold: one alert
+    per term and round, strongest first."""
     alerts = []
     for figures in rounds:
         for row in figures.artifacts.rows:
-            if row.significant and row.count >= thresholds.min_count and row.share >= thresholds.artifact_share:
-                alerts.append(Alert("artifact", figures.number, row.term, row.share, thresholds.artifact_share,
+            if row.z >= thresholds.artifact_z:
+                alerts.append(Alert("artifact", figures.number, row.term, row.z, thresholds.artifact_z,
                                     f"Round {figures.number}: {row.share:.0%} of the {row.count:,} examples with "
-                                    f"“{row.term}” are labelled {row.label} (base rate {row.base_rate:.0%}); "
-                                    f"the threshold is {thresholds.artifact_share:.0%}."))
+                                    f"“{row.term}” are labelled {row.label} (base rate {row.base_rate:.0%}): "
+                                    f"z {row.z:.2f}, the threshold is {thresholds.artifact_z:g}."))
     return alerts
 
 

@@ -5,13 +5,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core.quality.report import Alert, QualityData, QualityReport
+import uuid
+from dataclasses import replace
+
+from app.core.quality.report import Alert, AlertThresholds, QualityData, QualityReport, duplicate_alerts
 from app.core.storage.models import ModelRecord
 
 
 def load_quality_data(desk: Any, task_code: str) -> QualityData:
     task = desk.tasks.task(task_code)
     return QualityData.load(desk.db, task.id, desk.tasks.definition_by_code(task_code).labels)
+
+
+def with_duplicates(desk: Any, task_code: str, data: QualityData, report: QualityReport,
+                    thresholds: AlertThresholds) -> tuple[QualityReport, str]:
+    """The report with each round's novel share and the writers' duplicate-rate alerts (from the
+    desk's near-duplicate index, the one definition of "near"), and a line of duplicate rates per
+    writer and per round for display."""
+    index, task_id = desk.near_duplicates, desk.tasks.task(task_code).id
+    rounds = tuple(replace(r, novel_share=index.novel_share(task_id, uuid.UUID(data.round_ids[r.number])).share)
+                   if r.number in data.round_ids and r.number != min(data.round_ids) else r for r in report.rounds)
+    writers = index.duplicate_rates(task_id, by="annotator")
+    per_round = index.duplicate_rates(task_id, by="round")
+    alerts = duplicate_alerts({(None, w.key.replace("-", "")): (w.rate, w.examples) for w in writers},
+                              {w.key.replace("-", ""): w.label for w in writers}, thresholds)
+    line = ("Duplicate rate per writer: " + ", ".join(f"{w.label} {w.rate:.0%}" for w in writers[:6])
+            + " · per round: " + ", ".join(f"R{r.key} {r.rate:.0%}" for r in per_round)) if writers else ""
+    return replace(report, rounds=rounds, alerts=report.alerts + tuple(alerts)), line
 
 
 def spread_model(desk: Any, task_code: str) -> ModelRecord | None:
