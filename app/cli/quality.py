@@ -4,6 +4,7 @@ diversity figures and the alerts, as text or JSON."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import click
 
@@ -42,8 +43,8 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
     diversity (distinct-1/2 on a seeded sample of 1,000, mean pairwise cosine distance of 500
     examples in the latest target model's sentence-embedding space) per round."""
     from app.core.errors import DynadeskError
-    from app.core.quality.report import embedding_spreads, quality_report, with_spreads
-    from app.core.quality.service import load_quality_data, report_json, spread_model
+    from app.core.quality.report import AlertThresholds, embedding_spreads, quality_report, with_spreads
+    from app.core.quality.service import load_quality_data, report_json, spread_model, with_duplicates
 
     desk = obj.desk
     data = load_quality_data(desk, task_code)
@@ -51,8 +52,14 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
     if number is not None and number not in known:
         raise DynadeskError(f"{task_code} has no round {number}; its rounds are "
                             f"{', '.join(map(str, known)) or 'none yet'}.")
+    lines = AlertThresholds.of(desk.tasks.quality_settings(task_code))
     report = quality_report(data, rounds=[number] if number is not None else None, by_annotator=by == "annotator",
-                            top=top)
+                            top=top, thresholds=lines)
+    report, duplicate_line = with_duplicates(desk, task_code, data, report, lines)
+    task_id = desk.tasks.task(task_code).id
+    round_id = None if number is None else uuid.UUID(data.round_ids[number])
+    clusters = desk.near_duplicates.near_duplicate_clusters(task_id, round_id=round_id)
+    text_of = dict(zip(data.ids, data.texts))
     model_name = None
     if not no_embeddings and data.ids:
         record = spread_model(desk, task_code)
@@ -72,7 +79,11 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
                 finally:
                     engine.close()
     if as_json:
-        document = {"task": task_code, **report_json(report, spread_model_name=model_name)}
+        document = {"task": task_code, **report_json(report, spread_model_name=model_name),
+                    "clusters": [{"size": len(c.members), "original": text_of.get(c.original_id.hex, ""),
+                                  "members": [{"id": str(m.example_id), "round": m.round_number,
+                                               "similarity": m.similarity, "text": text_of.get(m.example_id.hex, "")}
+                                              for m in c.members]} for c in clusters]}
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
     if not report.rounds:
@@ -80,11 +91,19 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
         return
     click.echo(f"{task_code}: data quality per round ({len(data.ids):,} submitted examples)")
     click.echo("")
+    click.echo(f"Near-duplicate clusters: {len(clusters):,}" + (f" (the {min(len(clusters), top)} largest)" if clusters else ""))
+    click.echo(format_table(["size", "rounds", "original", "a near-duplicate"], [
+        [len(c.members), ",".join(map(str, sorted({m.round_number for m in c.members}))),
+         text_of.get(c.original_id.hex, "")[:60], text_of.get(c.members[1].example_id.hex, "")[:60]]
+        for c in clusters[:top]]))
+    if duplicate_line:
+        click.echo(duplicate_line)
+    click.echo("")
     click.echo("Diversity" + (f" (spread in the embedding space of {model_name})" if model_name else ""))
     click.echo(format_table(
-        ["round", "examples", "distinct-1", "distinct-2", "sample", "spread", "spread sample"],
+        ["round", "examples", "distinct-1", "distinct-2", "sample", "spread", "spread sample", "novel"],
         [[r.number, r.examples, _number(r.distinct.distinct_1), _number(r.distinct.distinct_2), r.distinct.sample,
-          _number(r.spread), r.spread_sample or "-"] for r in report.rounds]))
+          _number(r.spread), r.spread_sample or "-", _share(r.novel_share)] for r in report.rounds]))
     for r in report.rounds:
         click.echo("")
         bound = "none tested" if r.artifacts.tested == 0 else f"* z > {r.artifacts.critical_z:.2f}"
