@@ -144,7 +144,7 @@ class QualityView(QWidget):
         tables.setStretchFactor(1, 2)
 
         self.distinct_chart = RoundChart("Distinct n-grams (seeded sample of ≤ 1,000 examples)")
-        self.spread_chart = RoundChart("Embedding spread (mean cosine distance, ≤ 500 examples)")
+        self.spread_chart = RoundChart("Embedding spread (mean cosine distance, ≤ 300 examples)")
         self.novelty_chart = RoundChart("Novel relative to earlier rounds")
         charts = QHBoxLayout()
         for chart in (self.distinct_chart, self.spread_chart, self.novelty_chart):

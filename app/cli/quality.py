@@ -40,11 +40,17 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
             as_json: bool) -> None:
     """Annotation artifacts (terms whose presence predicts the label: examples, conditional label
     share, z-score against the base rate; * marks z above the Bonferroni bound at 1 %) and
-    diversity (distinct-1/2 on a seeded sample of 1,000, mean pairwise cosine distance of 500
+    diversity (distinct-1/2 on a seeded sample of 1,000, mean pairwise cosine distance of 300
     examples in the latest target model's sentence-embedding space) per round."""
     from app.core.errors import DynadeskError
     from app.core.quality.report import AlertThresholds, embedding_spreads, quality_report, with_spreads
-    from app.core.quality.service import load_quality_data, report_json, spread_model, with_duplicates
+    from app.core.quality.service import (
+        duplicate_figures,
+        load_quality_data,
+        report_json,
+        spread_model,
+        with_duplicates,
+    )
 
     desk = obj.desk
     data = load_quality_data(desk, task_code)
@@ -55,7 +61,7 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
     lines = AlertThresholds.of(desk.tasks.quality_settings(task_code))
     report = quality_report(data, rounds=[number] if number is not None else None, by_annotator=by == "annotator",
                             top=top, thresholds=lines)
-    report, duplicate_line = with_duplicates(desk, task_code, data, report, lines)
+    report, duplicate_line = with_duplicates(report, duplicate_figures(desk, task_code, data), lines)
     task_id = desk.tasks.task(task_code).id
     round_id = None if number is None else uuid.UUID(data.round_ids[number])
     clusters = desk.near_duplicates.near_duplicate_clusters(task_id, round_id=round_id)

@@ -22,7 +22,13 @@ from app.core.quality.report import (
     quality_report,
     with_spreads,
 )
-from app.core.quality.service import load_quality_data, spread_model, with_duplicates
+from app.core.quality.service import (
+    DuplicateFigures,
+    duplicate_figures,
+    load_quality_data,
+    spread_model,
+    with_duplicates,
+)
 from app.gui.worker import SerialWorker
 from app.views.dashboard import FilterValues
 from app.views.quality import build_quality, build_term_examples
@@ -42,12 +48,16 @@ class QualityController(QObject):
         self.desk, self.view, self.worker, self.inference = desk, view, worker, inference
         self._task_code, self._values = task_code, values
         self.thresholds = AlertThresholds()
-        self._data: tuple[tuple, QualityData] | None = None  # (task, snapshot version) -> data (worker only)
-        self._spreads: dict[tuple, dict[int, tuple[float | None, int]]] = {}  # data key -> round -> spread
-        self._spread_job: tuple[int, tuple] | None = None  # running job id and its data key
+        self._thresholds_set = False  # until the lead moves them, the task's own lines (read on the worker)
+        # on the worker only: the data and the near-duplicate figures for one state of the snapshot
+        self._data: tuple[tuple, QualityData] | None = None
+        self._duplicates: tuple[tuple, DuplicateFigures] | None = None
+        # on the GUI thread: per task, the model measured with (sha) and per round (spread, sample, examples)
+        self._spreads: dict[str, tuple[str, dict[int, tuple[float | None, int, int]]]] = {}
+        self._spread_job: tuple[int, str, tuple] | None = None  # running job id, its task and data state
+        self._spread_tried: dict[str, tuple] = {}  # task -> the data state whose measurement failed
         self._spread_note = ""
         self.report: QualityReport | None = None
-        self._thresholds_set = False  # the task's own lines are read once, on the worker
         view.thresholds_changed.connect(self._thresholds_changed)
         view.term_clicked.connect(self.show_term)
         if inference is not None:
@@ -66,75 +76,98 @@ class QualityController(QObject):
             self._data = (key, load_quality_data(self.desk, task_code))
         return self._data
 
+    def _near_duplicates(self, key: tuple, data: QualityData) -> DuplicateFigures:
+        """The index's figures walk every example (seconds over 100k): once per state of the data."""
+        if self._duplicates is None or self._duplicates[0] != key:
+            self._duplicates = (key, duplicate_figures(self.desk, key[0], data))
+        return self._duplicates[1]
+
     def refresh(self) -> None:
         task_code, values, thresholds = self._task_code(), self._values(), self.thresholds
         if task_code is None:
             return
-        spreads, note, desk, task_lines = self._spreads, self._spread_note, self.desk, not self._thresholds_set
+        desk, task_lines, note = self.desk, not self._thresholds_set, self._spread_note
+        _sha, known = self._spreads.get(task_code, ("", {}))
+        measured = {n: (spread, sample) for n, (spread, sample, _count) in known.items()}
 
         def compute():
             key, data = self._read(task_code)
             lines = AlertThresholds.of(desk.tasks.quality_settings(task_code)) if task_lines else thresholds
-            report = quality_report(data, by_annotator=values.author is not None, thresholds=lines)
-            if key in spreads:
-                report = with_spreads(report, spreads[key])
-            report, duplicates = with_duplicates(desk, task_code, data, report, lines)
+            report = with_spreads(quality_report(data, by_annotator=values.author is not None, thresholds=lines),
+                                  measured)
+            report, duplicates = with_duplicates(report, self._near_duplicates(key, data), lines)
             number = next((n for n, rid in data.round_ids.items() if rid == values.round), None)
             figures = build_quality(report, round_number=number, author=values.author, alerts=report.alerts,
                                     spread_note=note, duplicates=duplicates)
-            return key, data, report, figures, lines
+            counts = {n: int(data.in_round(n).sum()) for n in data.round_numbers()}
+            return key, data, report, figures, lines, counts
 
         self.worker.submit_latest("quality", compute, on_done=self._computed, on_error=self._failed)
 
     def _computed(self, result) -> None:
-        key, data, self.report, figures, lines = result
+        key, data, self.report, figures, lines, counts = result
         if not self._thresholds_set:
             self.thresholds = lines
             self.view.set_thresholds(lines.artifact_z, lines.duplicate_rate)
         self.view.show_quality(figures)
         self.updated.emit()
-        if key not in self._spreads and self.inference is not None and data.ids:
-            self._start_spreads(key, data)
+        if self.inference is not None and data.ids and self._spread_tried.get(key[0]) != key:
+            self._measure_spreads(key, data, counts)
 
-    def _start_spreads(self, key: tuple, data: QualityData) -> None:
-        if self._spread_job is not None and self._spread_job[1] == key:
-            return
+    def _measure_spreads(self, key: tuple, data: QualityData, counts: dict[int, int]) -> None:
+        """Embed the rounds whose spread is missing, or whose examples changed by more than 5 % since
+        it was measured (a new example does not re-embed the round), as one inference job."""
+        task_code = key[0]
         if self._spread_job is not None:
+            if self._spread_job[1] == task_code:
+                return  # the running job's figures are close enough; the next refresh looks again
             self.inference.cancel_job(self._spread_job[0])
-        desk, task_code = self.desk, key[0]
+        sha, known = self._spreads.get(task_code, ("", {}))
+        stale = [n for n, count in counts.items()
+                 if n not in known or abs(count - known[n][2]) > 0.05 * max(known[n][2], 1)]
+        if not stale:
+            return
+        desk = self.desk
 
         def measure(progress):
             from app.core.services.target_models import load_engine_for
 
             record = spread_model(desk, task_code)
             if record is None:
-                return None, {}
+                return key, None, "", {}, counts
+            rounds = stale if record.sha256 == sha else list(counts)  # another model: every round again
             engine = load_engine_for(record)
             try:
-                return record.name, embedding_spreads(data, engine, progress=progress)
+                return key, record.name, record.sha256, embedding_spreads(data, engine, rounds, progress), counts
             finally:
                 engine.close()
 
-        self._spread_job = (self.inference.run_job(measure), key)
+        self._spread_job = (self.inference.run_job(measure), task_code, key)
 
     def _job_done(self, request_id: int, result) -> None:
         if self._spread_job is None or request_id != self._spread_job[0]:
             return
-        key = self._spread_job[1]
         self._spread_job = None
-        name, spreads = result
-        self._spreads[key] = spreads
-        self._spread_note = f"in {name}'s embedding space" if name else "no round has a target model that runs here"
+        key, name, sha, spreads, counts = result
+        if name is None:
+            self._spread_tried[key[0]] = key
+            self._spread_note = "no round has a target model that runs here"
+        else:
+            previous_sha, known = self._spreads.get(key[0], ("", {}))
+            merged = dict(known) if previous_sha == sha else {}
+            merged.update({n: (value, sample, counts[n]) for n, (value, sample) in spreads.items()})
+            self._spreads[key[0]] = (sha, merged)
+            self._spread_note = f"in {name}'s embedding space"
         self.refresh()
         self.spread_ready.emit()
 
     def _job_failed(self, failure) -> None:
         if self._spread_job is None or failure.operation != "job" or failure.request_id != self._spread_job[0]:
             return
-        key = self._spread_job[1]
+        _job, task_code, key = self._spread_job
         self._spread_job = None
         if not failure.cancelled:
-            self._spreads[key] = {}
+            self._spread_tried[task_code] = key
             self._spread_note = f"not measured: {failure.message}"
             self.refresh()
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from app.core.quality.report import Alert, AlertThresholds, QualityData, QualityReport, duplicate_alerts
+from app.core.quality.near_duplicates import DuplicateRate
 from app.core.storage.models import ModelRecord
 
 
@@ -17,20 +18,37 @@ def load_quality_data(desk: Any, task_code: str) -> QualityData:
     return QualityData.load(desk.db, task.id, desk.tasks.definition_by_code(task_code).labels)
 
 
-def with_duplicates(desk: Any, task_code: str, data: QualityData, report: QualityReport,
-                    thresholds: AlertThresholds) -> tuple[QualityReport, str]:
-    """The report with each round's novel share and the writers' duplicate-rate alerts (from the
-    desk's near-duplicate index, the one definition of "near"), and a line of duplicate rates per
-    writer and per round for display."""
+@dataclass(frozen=True)
+class DuplicateFigures:
+    """What the near-duplicate index (h21-dups: the one definition of "near") says about a task:
+    each later round's novel share, and duplicate rates per writer and per round. Computing them
+    walks the index (seconds over 100k examples): the dashboard keeps them per state of the data."""
+
+    novel: dict[int, float]  # round number (not the first) -> share of its examples novel to earlier rounds
+    writers: tuple[DuplicateRate, ...]
+    rounds: tuple[DuplicateRate, ...]
+
+
+def duplicate_figures(desk: Any, task_code: str, data: QualityData) -> DuplicateFigures:
     index, task_id = desk.near_duplicates, desk.tasks.task(task_code).id
-    rounds = tuple(replace(r, novel_share=index.novel_share(task_id, uuid.UUID(data.round_ids[r.number])).share)
-                   if r.number in data.round_ids and r.number != min(data.round_ids) else r for r in report.rounds)
-    writers = index.duplicate_rates(task_id, by="annotator")
-    per_round = index.duplicate_rates(task_id, by="round")
-    alerts = duplicate_alerts({(None, w.key.replace("-", "")): (w.rate, w.examples) for w in writers},
-                              {w.key.replace("-", ""): w.label for w in writers}, thresholds)
+    later = sorted(data.round_ids)[1:]
+    novel = {number: index.novel_share(task_id, uuid.UUID(data.round_ids[number])).share for number in later}
+    return DuplicateFigures(novel, tuple(index.duplicate_rates(task_id, by="annotator")),
+                            tuple(index.duplicate_rates(task_id, by="round")))
+
+
+def with_duplicates(report: QualityReport, figures: DuplicateFigures,
+                    thresholds: AlertThresholds) -> tuple[QualityReport, str]:
+    """The report with each round's novel share and the writers' duplicate-rate alerts, and a line
+    of duplicate rates per writer and per round for display."""
+    rounds = tuple(replace(r, novel_share=figures.novel[r.number]) if r.number in figures.novel else r
+                   for r in report.rounds)
+    writers = figures.writers
+    alerts = duplicate_alerts({(None, w.key): (w.rate, w.examples) for w in writers},
+                              {w.key: w.label for w in writers}, thresholds)
     line = ("Duplicate rate per writer: " + ", ".join(f"{w.label} {w.rate:.0%}" for w in writers[:6])
-            + " · per round: " + ", ".join(f"R{r.key} {r.rate:.0%}" for r in per_round)) if writers else ""
+            + (f" (and {len(writers) - 6} more)" if len(writers) > 6 else "")
+            + " · per round: " + ", ".join(f"R{r.key} {r.rate:.0%}" for r in figures.rounds)) if writers else ""
     return replace(report, rounds=rounds, alerts=report.alerts + tuple(alerts)), line
 
 
