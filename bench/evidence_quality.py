@@ -3,10 +3,11 @@ Davidson et al. (2017), imported into one task with the desk's own import, then 
 
     python -m bench.evidence_quality [--work DIR] [--davidson-rows 3000] [--no-embeddings]
 
-HateCheck cases go in as round 1's examples (`dynadesk import --format hatecheck --round 1`, one
-author per functionality, so the per-annotator tables mean something); the Davidson sample (seeded)
-goes in through the DynaHate importer (`--format dynahate`), written as that format's CSV under
---work (class 0 is hate, offensive and neither are not hate). Reads /work/shared/data; writes only
+The bundled default model is made round 1's target first, so that HateCheck's cases go in as round
+1's examples written against it (`dynadesk import --format hatecheck --round 1`) and the embedding
+spread is measured in its space; the Davidson sample (seeded) goes in as round 2 through the DynaHate
+importer (`--format dynahate`), written as that format's CSV under --work (class 0 is hate, offensive
+and neither are not hate). Reads /work/shared/data; writes only
 under --work. Prints the artifact table and diversity figures, and checks that identity and negation
 tokens lead the artifact list.
 """
@@ -79,7 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     work = options.work or Path(tempfile.mkdtemp(prefix="dynadesk-evidence-quality-"))
     work.mkdir(parents=True, exist_ok=True)
     data_dir = work / "desk"
-    sample = davidson_sample(work / "davidson-sample.csv", options.davidson_rows)
+    sample = davidson_sample(work / "davidson-sample.csv", options.davidson_rows, round_number=2)
+    if not options.no_embeddings:
+        from app.core.desk import Desk
+        from app.core.services.target_models import ensure_default_model
+
+        with Desk(data_dir) as desk:
+            record = ensure_default_model(desk)
+            desk.rounds.adopt_first_models("hate_speech", [record.id])
+            print(f"Round 1's target: {record.name}\n")
     for args in (["import", "--format", "hatecheck", "--task", "hate_speech", "--round", "1", str(HATECHECK)],
                  ["import", "--format", "dynahate", "--task", "hate_speech", str(sample)]):
         code, out = cli(data_dir, *args)
@@ -89,12 +98,16 @@ def main(argv: list[str] | None = None) -> int:
     extra = ["--no-embeddings"] if options.no_embeddings else []
     code, text = cli(data_dir, "quality", "--task", "hate_speech", "--top", "20", *extra)
     print(f"$ dynadesk quality --task hate_speech --top 20\n{text}")
-    code, raw = cli(data_dir, "quality", "--task", "hate_speech", "--top", "20", "--json", "--no-embeddings")
+    code, raw = cli(data_dir, "quality", "--task", "hate_speech", "--round", "1", "--top", "20", "--json",
+                    "--no-embeddings")
     document = json.loads(raw)
     rows = document["rounds"][0]["artifacts"]["rows"]
     top = [r["term"] for r in rows[:20]]
     words = {w for term in top for w in term.split()}
-    print(f"Top 20 artifact terms: {top}")
+    biggest = sorted((c["size"] for c in document["clusters"]), reverse=True)
+    print(f"Round 1 (HateCheck): {len(document['clusters'])} near-duplicate clusters, the largest "
+          f"{biggest[:8]}; {sum(biggest):,} of {document['rounds'][0]['examples']:,} examples are in one")
+    print(f"Top 20 artifact terms of round 1: {top}")
     print(f"identity words among them: {sorted(words & IDENTITY)}; negations: {sorted(words & NEGATION)}")
     return 0 if words & IDENTITY and words & NEGATION else 1
 

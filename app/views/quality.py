@@ -5,12 +5,13 @@ clicked. Built by pure functions from app.core.quality.report's results, on the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 from app.views.dashboard import ColumnSpec, Table, build_table
 
 if TYPE_CHECKING:  # named, never imported: the report module reaches the model layer (progress handles)
+    from app.core.quality.artifacts import Artifact
     from app.core.quality.report import Alert, QualityReport
 
 ARTIFACT_COLUMNS: tuple[ColumnSpec, ...] = (
@@ -77,18 +78,20 @@ def build_quality(report: "QualityReport", *, round_number: int | None, author: 
     table = shown.artifacts
     heading = f"Round {shown.number}: {shown.examples:,} examples"
     if author is not None:
-        mine = shown.annotators.get(author)
         name = report.author_names.get(author, "this annotator")
-        if mine is not None:
-            table = mine
-            heading = f"Round {shown.number}, {name}: {mine.examples:,} examples"
-        else:
-            table = type(table)(0, {}, 0, math.inf, table.min_count, ())
-            heading = f"Round {shown.number}, {name}: no examples"
+        mine = shown.annotators.get(author)
+        table = mine if mine is not None else replace(table, examples=0, tested=0, rows=())
+        heading = f"Round {shown.number}, {name}: " + (f"{mine.examples:,} examples" if mine else "no examples")
     recurring = {row.term for row in shown.artifacts.rows if row.recurring}
+    # an annotator's rows carry the round table's marks: the rounds whose list has the term with that label
+    marks = {(row.term, row.label): row.rounds for row in shown.artifacts.rows}
+
+    def mark(row: "Artifact") -> str:
+        listed = row.rounds or marks.get((row.term, row.label), ())
+        return ", ".join(map(str, listed)) + (" ↻" if len(listed) > 1 else "")
+
     rows = [{"key": r.term, "term": r.term, "label": r.label, "count": r.count, "with_label": r.with_label,
-             "share": r.share, "base_rate": r.base_rate, "z": r.z,
-             "mark": ", ".join(map(str, r.rounds)) + (" ↻" if r.term in recurring else "")} for r in table.rows]
+             "share": r.share, "base_rate": r.base_rate, "z": r.z, "mark": mark(r)} for r in table.rows]
     bound = (f"bold: z above {table.critical_z:.2f} (Bonferroni over {table.tested:,} tests, 1 %)"
              if table.tested else "nothing seen often enough to test")
     note = f"Terms in at least {table.min_count} examples, strongest first; {bound}. Click a term for its examples."

@@ -46,6 +46,8 @@ def test_one_annotators_table_and_the_alerts():
     figures = build_quality(report, round_number=1, author="ana", alerts=report.alerts)
     assert figures.heading == "Round 1, Ana: 12 examples"
     assert {row.key for row in figures.artifacts.rows} >= {"not", "lovely"}
+    mine = {row.key: row.cells[-1].text for row in figures.artifacts.rows}
+    assert mine["not"] == "1, 2 ↻" and mine["lovely"] == "1"  # the round tables' marks
     assert any("“not”" in message and "z 2.45" in message for message in figures.alerts)
     nobody = build_quality(report, round_number=1, author="ben")
     assert nobody.heading == "Round 1, Ben: no examples" and nobody.artifacts.rows == ()
