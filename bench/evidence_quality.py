@@ -5,7 +5,7 @@ Davidson et al. (2017), imported into one task with the desk's own import, then 
 
 The bundled default model is made round 1's target first, so that HateCheck's cases go in as round
 1's examples written against it (`dynadesk import --format hatecheck --round 1`) and the embedding
-spread is measured in its space; the Davidson sample (seeded) goes in as round 2 through the DynaHate
+spread is measured in its space; the Davidson sample (seeded) goes into the same round through the DynaHate
 importer (`--format dynahate`), written as that format's CSV under --work (class 0 is hate, offensive
 and neither are not hate). Reads /work/shared/data; writes only
 under --work. Prints the artifact table and diversity figures, and checks that identity and negation
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     work = options.work or Path(tempfile.mkdtemp(prefix="dynadesk-evidence-quality-"))
     work.mkdir(parents=True, exist_ok=True)
     data_dir = work / "desk"
-    sample = davidson_sample(work / "davidson-sample.csv", options.davidson_rows, round_number=2)
+    sample = davidson_sample(work / "davidson-sample.csv", options.davidson_rows, round_number=1)
     if not options.no_embeddings:
         from app.core.desk import Desk
         from app.core.services.target_models import ensure_default_model
@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         if code:
             return code
     extra = ["--no-embeddings"] if options.no_embeddings else []
-    code, text = cli(data_dir, "quality", "--task", "hate_speech", "--top", "20", *extra)
-    print(f"$ dynadesk quality --task hate_speech --top 20\n{text}")
+    code, text = cli(data_dir, "quality", "--task", "hate_speech", "--top", "20", "--by", "annotator", *extra)
+    print(f"$ dynadesk quality --task hate_speech --top 20 --by annotator\n{text}")
     code, raw = cli(data_dir, "quality", "--task", "hate_speech", "--round", "1", "--top", "20", "--json",
                     "--no-embeddings")
     document = json.loads(raw)
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     top = [r["term"] for r in rows[:20]]
     words = {w for term in top for w in term.split()}
     biggest = sorted((c["size"] for c in document["clusters"]), reverse=True)
-    print(f"Round 1 (HateCheck): {len(document['clusters'])} near-duplicate clusters, the largest "
+    print(f"Round 1: {len(document['clusters'])} near-duplicate clusters, the largest "
           f"{biggest[:8]}; {sum(biggest):,} of {document['rounds'][0]['examples']:,} examples are in one")
     print(f"Top 20 artifact terms of round 1: {top}")
     print(f"identity words among them: {sorted(words & IDENTITY)}; negations: {sorted(words & NEGATION)}")

@@ -122,4 +122,6 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
             click.echo(format_table(ARTIFACT_HEADERS, _artifact_rows(table)))
     click.echo("")
     click.echo("Alerts")
-    click.echo("\n".join(f"  {a.message}" for a in report.alerts) if report.alerts else "  (none)")
+    click.echo("\n".join(f"  {a.message}" for a in report.alerts[:top]) if report.alerts else "  (none)")
+    if len(report.alerts) > top:
+        click.echo(f"  … and {len(report.alerts) - top} more (--top shows more, --json all)")
