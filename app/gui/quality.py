@@ -52,6 +52,7 @@ class QualityController(QObject):
         # on the worker only: the data and the near-duplicate figures for one state of the snapshot
         self._data: tuple[tuple, QualityData] | None = None
         self._duplicates: tuple[tuple, DuplicateFigures] | None = None
+        self._duplicates_asked: tuple | None = None  # (GUI thread) the data state whose duplicates are on their way
         # on the GUI thread: per task, the model measured with (sha) and per round (spread, sample, examples)
         self._spreads: dict[str, tuple[str, dict[int, tuple[float | None, int, int]]]] = {}
         self._spread_job: tuple[int, str, tuple] | None = None  # running job id, its task and data state
@@ -95,22 +96,30 @@ class QualityController(QObject):
             lines = AlertThresholds.of(desk.tasks.quality_settings(task_code)) if task_lines else thresholds
             report = with_spreads(quality_report(data, by_annotator=values.author is not None, thresholds=lines),
                                   measured)
-            report, duplicates = with_duplicates(report, self._near_duplicates(key, data), lines)
+            known = self._duplicates[1] if self._duplicates is not None and self._duplicates[0] == key else None
+            duplicates = "Duplicate rates: being computed…"
+            if known is not None:
+                report, duplicates = with_duplicates(report, known, lines)
             number = next((n for n, rid in data.round_ids.items() if rid == values.round), None)
             figures = build_quality(report, round_number=number, author=values.author, alerts=report.alerts,
                                     spread_note=note, duplicates=duplicates)
             counts = {n: int(data.in_round(n).sum()) for n in data.round_numbers()}
-            return key, data, report, figures, lines, counts
+            return key, data, report, figures, lines, counts, known is None
 
         self.worker.submit_latest("quality", compute, on_done=self._computed, on_error=self._failed)
 
     def _computed(self, result) -> None:
-        key, data, self.report, figures, lines, counts = result
+        key, data, self.report, figures, lines, counts, duplicates_owed = result
         if not self._thresholds_set:
             self.thresholds = lines
             self.view.set_thresholds(lines.artifact_z, lines.duplicate_rate)
         self.view.show_quality(figures)
         self.updated.emit()
+        if duplicates_owed and self._duplicates_asked != key:
+            # the index's figures take longest: the artifacts are on screen first, these follow
+            self._duplicates_asked = key
+            self.worker.submit_latest("quality-duplicates", self._near_duplicates, key, data,
+                                      on_done=lambda _figures: self.refresh(), on_error=self._failed)
         if self.inference is not None and data.ids and self._spread_tried.get(key[0]) != key:
             self._measure_spreads(key, data, counts)
 

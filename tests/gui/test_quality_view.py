@@ -38,7 +38,7 @@ def cells(view, term: str) -> dict[str, str]:
     return {model.columns[c].header: model.index(row, c).data() for c in range(len(model.columns))}
 
 
-def test_the_artifact_table_and_diversity_figures_are_shown(quality):
+def test_the_artifact_table_and_diversity_figures_are_shown(qtbot, quality):
     _window, _controller, view = quality
     assert "Round 1: 48 examples" in view.heading.text()
     row = cells(view, "not")
@@ -54,7 +54,8 @@ def test_the_artifact_table_and_diversity_figures_are_shown(quality):
     assert 0 < spread < 2
     assert "Trigger model" in view.spread_chart.legend.text()  # whose embedding space
     # the templates are near-duplicates of each other (h21-dups' index): Ana's rate is shown, and alerted
-    assert view.duplicates.text().startswith("Duplicate rate per writer: Ana Author ")
+    qtbot.waitUntil(lambda: view.duplicates.text().startswith("Duplicate rate per writer: Ana Author "),
+                    timeout=20_000)
     assert "of Ana Author's 48 examples are near-duplicates" in view.alerts.toolTip()
 
 

