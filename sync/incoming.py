@@ -17,7 +17,8 @@ from app.core.domain import ReviewAction, SyncState
 from app.core.errors import DynadeskError
 from app.core.io.records import RecordWriter
 from app.core.services.lead import review_order
-from app.core.quality.settings import QualitySettings, store_quality_settings
+from app.core.quality.settings import QualitySettings
+from app.core.quality.settings_store import store_quality_settings
 from app.core.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleReview, Person, Round, RoundModel, Task

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.views.quality import QualityFigures, RoundSeries, TermExamples
+from app.views.quality_dashboard import QualityFigures, RoundSeries, TermExamples
 from widgets.charts import ChartFrame, color
 from widgets.figure_table import FigureTableModel, figure_table as _table
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -29,8 +30,11 @@ from PySide6.QtWidgets import (
 from app.core.domain import ReviewAction, ValidationState
 from app.views.example import ExampleRowView, VerdictChoice
 from app.views.review import ReviewChoicesView, ReviewFiguresView, ReviewFilterValues, ReviewItemView, accept_text
+from app.views.quality import ClustersView, QualitySettingsView
+from widgets.cluster_list import ClusterList
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView
+from widgets.quality_settings_dialog import QualitySettingsDialog
 from widgets.verdict_form import VerdictForm, tint
 
 ANY = None
@@ -77,6 +81,10 @@ class ReviewFilters(QWidget):
                                                             ("In progress", "in_progress"), ("Decided", "decided")])
         self.review = self._combo("review-state", [("Reviewed or not", ANY), ("Not reviewed", "none"),
                                                    ("Accepted", "accepted"), ("Returned", "returned")])
+        self.near_duplicates = self._combo("review-near-duplicates", [("Every example", False),
+                                                                      ("Near-duplicates", True)])
+        self.near_duplicates.setToolTip("Clusters of near-duplicate examples (the task's threshold, set by its "
+                                        "lead); the round and annotator filters apply")
         self.facets: dict[str, QComboBox] = {}
         self.grid = QGridLayout(self)
         self.grid.setContentsMargins(0, 0, 0, 0)
@@ -86,7 +94,7 @@ class ReviewFilters(QWidget):
         self.grid.addWidget(self.min_flags, 0, 5)
         self.grid.addWidget(self.objected, 0, 6)
         for column, combo in enumerate((self.annotator, self.round, self.label, self.fooled, self.validation,
-                                        self.review), start=0):
+                                        self.review, self.near_duplicates), start=0):
             self.grid.addWidget(combo, 1, column)
         self._facet_row = QHBoxLayout()
         self.grid.addLayout(self._facet_row, 2, 0, 1, 7)
@@ -154,6 +162,7 @@ class ReviewFilters(QWidget):
             review_states=(None,) if review == "none" else ((ReviewAction(review),) if review else ()),
             objected=self.objected.currentData(),
             facets=tuple((name, combo.currentData()) for name, combo in self.facets.items() if combo.currentData()),
+            near_duplicates=bool(self.near_duplicates.currentData()),
         )
 
     def _emit(self) -> None:
@@ -167,6 +176,7 @@ class LeadActions(QFrame):
     accept_requested = Signal()
     return_requested = Signal(str)  # the comment
     threshold_requested = Signal(int)  # matching verdicts that decide an example of the task
+    quality_settings_requested = Signal()  # the lead opens the task's data-quality settings
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -195,6 +205,13 @@ class LeadActions(QFrame):
         rule.addWidget(self.threshold)
         rule.addWidget(self.threshold_button)
         rule.addWidget(self.threshold_note, 1)
+        self.quality_button = QPushButton("Data quality…", objectName="quality-settings-button")
+        self.quality_button.setToolTip("The task's near-duplicate threshold and the dashboard's alert lines")
+        self.quality_button.clicked.connect(self.quality_settings_requested)
+        quality = QHBoxLayout()
+        quality.addWidget(QLabel("Near-duplicates and alerts:"))
+        quality.addWidget(self.quality_button)
+        quality.addStretch(1)
         work = QGridLayout()
         work.addWidget(self.comment, 0, 0, 1, 2)
         work.addWidget(self.return_button, 1, 0)
@@ -205,6 +222,7 @@ class LeadActions(QFrame):
         layout.addWidget(QLabel("<b>Annotator's work</b>"))
         layout.addLayout(work)
         layout.addLayout(rule)
+        layout.addLayout(quality)
         layout.addWidget(self.message)
 
     def set_lead(self, is_lead: bool, who: str) -> None:
@@ -212,7 +230,8 @@ class LeadActions(QFrame):
         self.not_lead.setText(f"{who} is not a team lead: you can browse and filter, but adjudicating, accepting "
                               "and returning work need a lead or owner profile (Profile menu, Ctrl+Shift+P).")
         self.form.set_locked(not is_lead)
-        for widget in (self.comment, self.return_button, self.accept_button, self.threshold, self.threshold_button):
+        for widget in (self.comment, self.return_button, self.accept_button, self.threshold, self.threshold_button,
+                       self.quality_button):
             widget.setEnabled(is_lead)
 
     def set_threshold(self, threshold: int, default: int) -> None:
@@ -232,6 +251,8 @@ class ReviewView(QWidget):
     return_requested = Signal(str)  # the comment
     accept_requested = Signal()
     threshold_requested = Signal(int)
+    quality_settings_requested = Signal()
+    quality_settings_chosen = Signal(int, float, int)  # near-duplicate %, token z-score, duplicate-rate %
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -251,6 +272,11 @@ class ReviewView(QWidget):
         self.table.selectionModel().selectionChanged.connect(self._selection)
         self.table.selectionModel().currentRowChanged.connect(self._selection)
         self.model.modelReset.connect(lambda: self._selected_ids.clear())  # Qt clears the selection silently
+        self.clusters = ClusterList()
+        self.clusters.selection_changed.connect(self._cluster_selection)
+        self.listing = QStackedWidget(objectName="review-listing")  # the table, or the near-duplicate clusters
+        self.listing.addWidget(self.table)
+        self.listing.addWidget(self.clusters)
         self.detail = ExampleDetail()
         self.actions_panel = LeadActions()
         self.filters.changed.connect(self.filters_changed)
@@ -258,12 +284,14 @@ class ReviewView(QWidget):
         self.actions_panel.return_requested.connect(self.return_requested)
         self.actions_panel.accept_requested.connect(self.accept_requested)
         self.actions_panel.threshold_requested.connect(self.threshold_requested)
+        self.actions_panel.quality_settings_requested.connect(self.quality_settings_requested)
+        self.quality_dialog: QualitySettingsDialog | None = None
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.detail)
         right.addWidget(self.actions_panel)
         right.setSizes([440, 360])
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="review-splitter")
-        splitter.addWidget(self.table)
+        splitter.addWidget(self.listing)
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
@@ -286,7 +314,32 @@ class ReviewView(QWidget):
         if form.isEnabled() and self.current_row() is not None:
             form.choose(verdict=verdict)
 
+    def edit_quality_settings(self, view: QualitySettingsView) -> None:
+        """Open the task's data-quality settings; OK emits quality_settings_chosen."""
+        self.quality_dialog = QualitySettingsDialog(view, self)
+        self.quality_dialog.chosen.connect(self.quality_settings_chosen)
+        self.quality_dialog.open()
+
+    def clusters_shown(self) -> bool:
+        return self.listing.currentWidget() is self.clusters
+
+    def show_clusters(self, view: ClustersView | None) -> None:
+        """The near-duplicate clusters in place of the table (None: the table again)."""
+        if view is None:
+            self.listing.setCurrentWidget(self.table)
+            return
+        self.listing.setCurrentWidget(self.clusters)
+        self.clusters.show_clusters(view)
+        self.figures.setText(view.summary)
+
+    def _cluster_selection(self, ids: list) -> None:
+        if ids != self._selected_ids:
+            self._selected_ids = ids
+            self.selection_changed.emit(ids)
+
     def selected_ids(self) -> list[uuid.UUID]:
+        if self.clusters_shown():
+            return self.clusters.selected_ids()
         current = self.model.row_data(self.table.currentIndex().row())
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
         ids = [row.id for row in map(self.model.row_data, rows) if row is not None]
@@ -362,6 +415,8 @@ class ReviewView(QWidget):
             self.selection_changed.emit(ids)
 
     def set_figures(self, figures: ReviewFiguresView) -> None:
+        if self.clusters_shown():
+            return  # the clusters' summary stands in for the figures
         parts = [f"<b>{figures.examples}</b> examples",
                  f"<b style='color:#b3261e'>{figures.objected}</b> a validator said incorrect or flagged",
                  f"<b style='color:#b3261e'>{figures.disagreements}</b> where validators split",

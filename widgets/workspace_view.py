@@ -31,6 +31,7 @@ from app.views.create import (
     PredictionView,
     TaskView,
 )
+from app.views.quality import DuplicateWarningView, NoveltyView
 from widgets.example_editor import ExampleEditor
 from widgets.heatmap import AttributionPanel
 from widgets.metadata_form import MetadataForm
@@ -85,6 +86,8 @@ class WorkspaceView(QWidget):
     discard_drafts_requested = Signal()
     move_requested = Signal()  # move the example to the open round
     keep_requested = Signal()  # keep it as a draft of its own round
+    submit_anyway_requested = Signal()  # the writer saw the near-duplicate warning and submits all the same
+    duplicate_edit_requested = Signal()  # … or goes back to change the text
 
     def __init__(self, undo_stack: QUndoStack, parent=None):
         super().__init__(parent)
@@ -99,6 +102,7 @@ class WorkspaceView(QWidget):
         self.round_notice.primary.clicked.connect(self.round_notice.hide)
         self.move_offer = Banner("move_offer", "#fff4ce")
         self.returned = Banner("returned_notice", "#fdecea")  # work a lead sent back to this writer
+        self.duplicate_warning = Banner("duplicate_warning", "#fdecea")  # at submit: a near-duplicate
 
         self.editor = ExampleEditor(undo_stack)
         self.form = MetadataForm()
@@ -110,9 +114,12 @@ class WorkspaceView(QWidget):
         self.discard_button = QPushButton("Discard draft", objectName="discard")
         self.discard_button.clicked.connect(self.discard_requested)
         self.status = QLabel(objectName="example_status", styleSheet="color:#6b6b6b")
+        self.novelty = QLabel(objectName="novelty")  # how far the draft is from the round's examples
+        self.novelty.hide()
         actions = QHBoxLayout()
         actions.addWidget(self.discard_button)  # far left: never a slip away from Submit or Store
         actions.addWidget(self.status, 1)
+        actions.addWidget(self.novelty)
         actions.addWidget(self.submit_button)
         left = QWidget()
         left_layout = QVBoxLayout(left)
@@ -145,6 +152,7 @@ class WorkspaceView(QWidget):
         layout.addWidget(self.draft_offer)
         layout.addWidget(self.message)
         layout.addWidget(self.returned)
+        layout.addWidget(self.duplicate_warning)
         layout.addWidget(splitter, 1)
 
         self.editor.content_changed.connect(self.content_changed)
@@ -160,6 +168,28 @@ class WorkspaceView(QWidget):
         self.draft_offer.secondary.clicked.connect(self.discard_drafts_requested)
         self.move_offer.primary.clicked.connect(self.move_requested)
         self.move_offer.secondary.clicked.connect(self.keep_requested)
+        self.duplicate_warning.primary.clicked.connect(self.submit_anyway_requested)
+        self.duplicate_warning.secondary.clicked.connect(self.duplicate_edit_requested)
+
+    def show_novelty(self, view: NoveltyView | None) -> None:
+        """The novelty indicator beside Submit, with the closest example on hover (None: hidden)."""
+        if view is None:
+            self.novelty.hide()
+            return
+        self.novelty.setText(f"<span style='color:{view.level.colour}'>●</span> {view.text}")
+        self.novelty.setToolTip(view.tooltip)
+        self.novelty.setAccessibleDescription(view.tooltip)
+        self.novelty.show()
+
+    def show_duplicate_warning(self, view: DuplicateWarningView | None) -> None:
+        """The near-duplicate warning at submit (None: hidden)."""
+        if view is None:
+            self.duplicate_warning.hide()
+            return
+        self.duplicate_warning.show_message(view.html, "Submit anyway", "Go back and edit")
+
+    def duplicate_warning_shown(self) -> bool:
+        return not self.duplicate_warning.isHidden()
 
     def show_task(self, task: TaskView) -> None:
         """Lay the page out for a task: its inputs, labels, metadata and guidelines; nothing shown

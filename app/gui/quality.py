@@ -31,7 +31,7 @@ from app.core.quality.service import (
 )
 from app.gui.worker import SerialWorker
 from app.views.dashboard import FilterValues
-from app.views.quality import build_quality, build_term_examples
+from app.views.quality_dashboard import build_quality, build_term_examples
 from widgets.quality_view import QualityView
 
 log = logging.getLogger(__name__)

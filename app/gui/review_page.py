@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtWidgets import QMessageBox
 
 from app.core.desk import Desk
@@ -19,6 +19,7 @@ from app.gui.worker import SerialWorker
 from app.gui.example_fetch import for_review
 from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.views.example import VerdictChoice, verdict_text
+from app.views.quality import chosen_settings, clusters_view, quality_settings_message, quality_settings_view
 from app.views.review import ReviewChoicesView, ReviewFilterValues, ReviewItemView, review_choices, review_figures
 from widgets.review_view import ReviewView
 
@@ -63,6 +64,13 @@ class ReviewController(QObject):
         view.return_requested.connect(self._return)
         view.accept_requested.connect(self._accept)
         view.threshold_requested.connect(self._set_threshold)
+        view.quality_settings_requested.connect(self._edit_quality_settings)
+        view.quality_settings_chosen.connect(self._set_quality_settings)
+        # near-duplicate clusters of a whole task take a second or more at 100,000 examples: not on the writer lane
+        self.quality_lane = SerialWorker("dynadesk-review-quality", self)
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(lambda: self.quality_lane.shutdown(wait=False))
 
     def set_task(self, task_code: str | None) -> None:
         if task_code is None:
@@ -87,12 +95,30 @@ class ReviewController(QObject):
         self._filters_changed(self.view.filter_values())
 
     def _filters_changed(self, values: ReviewFilterValues) -> None:
+        if values.near_duplicates:
+            self._show_clusters(values)
+            return
+        self.view.show_clusters(None)
         flt = filter_from(values, self.task_id)
         self.browser.set_filter(flt)
         review = self.desk.review
         # figures of an older filter are dropped: the newest request wins
         self.db.submit_latest("review-figures", lambda: review_figures(review.summary(flt)),
                               on_done=self.view.set_figures, on_error=self.show_error)
+
+    def _show_clusters(self, values: ReviewFilterValues) -> None:
+        task_id, index = self.task_id, self.desk.near_duplicates
+        if task_id is None:
+            return
+
+        def clusters():
+            threshold = index.threshold_of(task_id)
+            found = index.near_duplicate_clusters(task_id, round_id=values.round, threshold=threshold)
+            summaries = index.summaries(m.example_id for c in found for m in c.members)
+            return clusters_view(found, summaries, threshold, annotator=values.annotator)
+
+        self.quality_lane.submit_latest("review-clusters", clusters, on_done=self.view.show_clusters,
+                                        on_error=self.show_error)
 
     def _update_lead(self) -> None:
         desk = self.desk
@@ -129,7 +155,8 @@ class ReviewController(QObject):
 
     def _after_action(self, message: str, example_ids: list) -> None:
         self.view.action_done(message)
-        self._remember_next(example_ids)
+        if not self.view.clusters_shown():  # the clusters are computed again, not paged
+            self._remember_next(example_ids)
         self.refresh()
         self.verdict_stored.emit(example_ids[0])
 
@@ -158,6 +185,32 @@ class ReviewController(QObject):
             self.verdict_stored.emit(None)
 
         self.db.submit(store, on_done=done,
+                       on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))
+
+    def _edit_quality_settings(self) -> None:
+        desk, code = self.desk, self.task_code
+        if code is None:
+            return
+        self.db.submit(lambda: quality_settings_view(desk.tasks.definition_by_code(code).name,
+                                                     desk.tasks.quality_settings(code)),
+                       on_done=self.view.edit_quality_settings, on_error=self.show_error)
+
+    def _set_quality_settings(self, near_percent: int, token_z: float, rate_percent: int) -> None:
+        view, desk, code = self.view, self.desk, self.task_code
+        if code is None:
+            return
+        try:
+            settings = chosen_settings(near_percent, token_z, rate_percent)
+        except DynadeskError as error:
+            view.show_message(str(error), True)
+            return
+
+        def done(_) -> None:
+            view.show_message(quality_settings_message(settings))
+            if view.filter_values().near_duplicates:
+                self.refresh()
+
+        self.db.submit(lambda: desk.set_quality_settings(desk.current_person_id, code, settings), on_done=done,
                        on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))
 
     def _adjudicate(self, choice: VerdictChoice) -> None:
@@ -216,6 +269,8 @@ class ReviewController(QObject):
                        on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))
 
     def _text_of(self, example_id) -> str:
+        if self.view.clusters_shown():
+            return self.view.clusters.text_of(example_id)
         row = next((row for row in self.view.shown_rows() if row.id == example_id), None)
         return row.text if row else ""
 

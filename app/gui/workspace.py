@@ -17,6 +17,7 @@ from app.core.domain import FooledRule, Span
 from app.core.errors import DynadeskError, InvalidExample
 from app.gui.inference import InferenceFailure, InferenceService, LoadedModels, PredictionResult
 from app.gui.perturbation import PairController
+from app.gui.quality_guard import DuplicateGuard
 from app.gui.round_follow import RoundFollower
 from app.gui.worker import SerialWorker
 from app.core.services.examples import Content, check_content
@@ -44,6 +45,7 @@ class WorkspaceController(QObject):
         self._autosave.timeout.connect(self.save_draft)
         self.rounds = RoundFollower(self)
         self.pairs = PairController(self)
+        self.guard = DuplicateGuard(self)  # novelty while typing, near-duplicate warning at submit
 
         view.content_changed.connect(self._content_changed)
         view.text_edited.connect(self._text_edited)
@@ -114,6 +116,7 @@ class WorkspaceController(QObject):
         view.set_locked(bool(warned), "Read the content warning and the guidelines first." if warned else "")
         self._new_example(after_submit=False, label=label)
         self._offer_drafts()
+        self.guard.task_opened()
 
     def set_no_model_message(self, message: str) -> None:
         """What the prediction panel says while the round has no target model (the first start's progress)."""
@@ -436,6 +439,9 @@ class WorkspaceController(QObject):
         if view.form_shown():
             view.confirm_metadata()
             return
+        if self.guard.warning_shown():  # Ctrl+Enter again on the near-duplicate warning: submit anyway
+            self.guard.submit_anyway()
+            return
         if session.definition is None or session.round is None or not view.can_submit():
             return
         content = view.content()
@@ -459,10 +465,14 @@ class WorkspaceController(QObject):
             view.set_status("Waiting for the model's prediction of this text…")
             self._text_edited()
         else:
-            view.set_metadata_label(content.label if session.definition.labels else None)
-            view.show_form(True)
-            view.set_status("The model was fooled. Explain why, then store it." if self._fooled(content) else
-                            "Explain your label, then store it.")
+            self.guard.check_then(lambda: self._ask_metadata(content))
+
+    def _ask_metadata(self, content: EditorContent) -> None:
+        view = self.view
+        view.set_metadata_label(content.label if self.session.definition.labels else None)
+        view.show_form(True)
+        view.set_status("The model was fooled. Explain why, then store it." if self._fooled(content) else
+                        "Explain your label, then store it.")
 
     def _store(self, meta: dict) -> None:
         session, content = self.session, self.view.content()
@@ -485,6 +495,7 @@ class WorkspaceController(QObject):
             pair = f" as a perturbation ({example.edit_distance} word(s) changed)" if example.perturbation_of else ""
             self.view.show_message(f"Stored{pair}, {verdict}.")
             self.example_stored.emit(example.id)
+            self.guard.stored()
             session.submitted()
             self.view.clear_pair()
             self._new_example(after_submit=True, previous_label=label)

@@ -1,118 +1,160 @@
-"""What the Dashboard's quality view shows, as typed values: the artifact table of a round (or of one
-annotator in it), the diversity figures over rounds, the alerts, and the examples of a term a lead
-clicked. Built by pure functions from app.core.quality.report's results, on the controller's worker."""
+"""View-models of the data-quality guard on the Create and Review pages: the novelty indicator a
+writer sees while typing, the near-duplicate warning at submit, and the near-duplicate clusters a
+lead browses in Review. Pure functions of the index's answers (``app.core.quality``)."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Sequence
+import html
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Mapping
 
-from app.views.dashboard import ColumnSpec, Table, build_table
+from app.core.quality.settings import BOUNDS, QualitySettings
+from app.core.quality.similarity import SIMILARITY_FLOOR
 
-if TYPE_CHECKING:  # named, never imported: the report module reaches the model layer (progress handles)
-    from app.core.quality.artifacts import Artifact
-    from app.core.quality.report import Alert, QualityReport
+if TYPE_CHECKING:
+    from app.core.quality.near_duplicates import DuplicateCluster, NearMatch, Nearest
 
-ARTIFACT_COLUMNS: tuple[ColumnSpec, ...] = (
-    ("term", "Term", "text", "A word or two adjacent words; click it to see its examples"),
-    ("label", "Label", "text", "The label the term is most over-represented in"),
-    ("count", "Examples", "int", "Examples that contain the term"),
-    ("with_label", "With label", "int", "Of them, how many carry the label"),
-    ("share", "Share", "rate", "Conditional label share: with label ÷ examples"),
-    ("base_rate", "Base rate", "rate", "The label's share of all the examples counted"),
-    ("z", "z", "kappa", "(share − base rate) ÷ √(base rate (1 − base rate) ÷ examples): grows with the evidence"),
-    ("mark", "Rounds", "text", "Rounds whose artifact list has this term with this label; ↻: several rounds"),
-)
+SNIPPET = 160  # characters of an example shown in a banner or tooltip
 
 
-@dataclass(frozen=True, slots=True)
-class RoundSeries:
-    name: str
-    values: tuple[float, ...]  # one per round of QualityFigures.rounds; NaN where there is no figure
+class NoveltyLevel(StrEnum):
+    NOVEL = "novel"  # nothing close in the round
+    SIMILAR = "similar"  # close, not a near-duplicate
+    DUPLICATE = "duplicate"  # at or above the task's threshold
+
+    @property
+    def colour(self) -> str:
+        return {"novel": "#1e7b34", "similar": "#8a6100", "duplicate": "#b3261e"}[self.value]
 
 
 @dataclass(frozen=True, slots=True)
-class QualityFigures:
-    heading: str  # what the artifact table describes
-    artifacts: Table  # each row's key is its term
-    artifact_note: str
-    significant: tuple[str, ...]  # terms above the Bonferroni bound (shown bold)
-    recurring: tuple[str, ...]  # terms listed in several rounds (marked)
-    rounds: tuple[int, ...] = ()
-    distinct: tuple[RoundSeries, ...] = ()
-    spread: tuple[RoundSeries, ...] = ()
-    novelty: tuple[RoundSeries, ...] = ()
-    spread_note: str = ""
-    alerts: tuple[str, ...] = ()
-    duplicates: str = ""  # duplicate rates per writer and per round, as a line
+class NoveltyView:
+    """The indicator beside Submit: how far the draft is from the round's examples."""
+
+    level: NoveltyLevel
+    text: str  # "Novelty 82%"
+    tooltip: str  # the closest example, or why there is none
 
 
 @dataclass(frozen=True, slots=True)
-class TermExample:
+class DuplicateWarningView:
+    """The banner at submit: the nearest example and its similarity."""
+
+    html: str
+    example_id: uuid.UUID
+    similarity: float
+
+
+def snippet(text: str, limit: int = SNIPPET) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def percent(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+def _who(match: NearMatch) -> str:
+    return f"{match.author_name}, round {match.round_number}" + (f", “{match.true_label}”" if match.true_label else "")
+
+
+def novelty_view(nearest: Nearest) -> NoveltyView:
+    closest = nearest.closest
+    if closest is None:
+        return NoveltyView(NoveltyLevel.NOVEL, "Novelty 100%",
+                           f"No example of this round is {percent(SIMILARITY_FLOOR)} similar or more.")
+    level = NoveltyLevel.DUPLICATE if closest.similarity >= nearest.threshold else NoveltyLevel.SIMILAR
+    tip = (f"Closest example ({percent(closest.similarity)} similar; near-duplicates from "
+           f"{percent(nearest.threshold)}):\n“{snippet(closest.text)}”\n— {_who(closest)}")
+    return NoveltyView(level, f"Novelty {percent(nearest.novelty)}", tip)
+
+
+def duplicate_warning_view(nearest: Nearest) -> DuplicateWarningView | None:
+    """The warning when the text is a near-duplicate of an example of the task; None when it is not."""
+    near = nearest.near
+    if not near:
+        return None
+    first = near[0]
+    same = "the same text as" if first.similarity >= 1.0 else f"{percent(first.similarity)} similar to"
+    more = f" (and {len(near) - 1} more near-duplicate{'s' if len(near) > 2 else ''})" if len(near) > 1 else ""
+    body = (f"<b>Near-duplicate.</b> This is {same} an example already in the task{more}: "
+            f"<i>“{html.escape(snippet(first.text))}”</i> — {html.escape(_who(first))}. "
+            "Submit it anyway, or go back and change it (nothing is lost).")
+    return DuplicateWarningView(body, first.example_id, first.similarity)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRowView:
+    """One example of a cluster in the Review's near-duplicates list."""
+
+    example_id: uuid.UUID
+    cluster: int  # 1-based, largest cluster first
+    first: bool  # the cluster's original (earliest)
+    similarity: float  # to the original
     text: str
-    label: str
     author: str
+    round_number: int
 
 
 @dataclass(frozen=True, slots=True)
-class TermExamples:
-    term: str
-    title: str
-    examples: tuple[TermExample, ...]
+class ClustersView:
+    rows: tuple[ClusterRowView, ...]
+    summary: str
 
 
-def _value(value: float | None) -> float:
-    return math.nan if value is None else float(value)
+def clusters_view(clusters: list[DuplicateCluster], summaries: Mapping[uuid.UUID, tuple[str, str]],
+                  threshold: float, *, annotator: uuid.UUID | None = None, shown: int = 200) -> ClustersView:
+    """Rows of the largest ``shown`` clusters; ``summaries``: (text, author) by example id. With
+    ``annotator``, only the clusters that hold an example of theirs."""
+    if annotator is not None:
+        clusters = [c for c in clusters if any(m.author_id == annotator for m in c.members)]
+    rows = []
+    for number, cluster in enumerate(clusters[:shown], start=1):
+        for position, member in enumerate(cluster.members):
+            text, author = summaries.get(member.example_id, ("", "?"))
+            rows.append(ClusterRowView(member.example_id, number, position == 0, member.similarity, text, author,
+                                       member.round_number))
+    examples = sum(len(c.members) for c in clusters)
+    if not clusters:
+        summary = f"No near-duplicates (similarity {percent(threshold)} or more) among these examples."
+    else:
+        summary = (f"{len(clusters):,} cluster{'s' if len(clusters) != 1 else ''} of near-duplicates "
+                   f"(similarity ≥ {percent(threshold)}), {examples:,} examples"
+                   + (f"; the largest {shown} are listed" if len(clusters) > shown else "") + ".")
+    return ClustersView(tuple(rows), summary)
 
 
-def build_quality(report: "QualityReport", *, round_number: int | None, author: str | None = None,
-                  alerts: Sequence["Alert"] = (), spread_note: str = "", duplicates: str = "") -> QualityFigures:
-    """The quality view for one round (default: the latest) and, with ``author``, that person's
-    own artifact table in it; the over-round series cover every round of the report."""
-    rounds = report.rounds
-    if not rounds:
-        return QualityFigures("No submitted examples yet", build_table(ARTIFACT_COLUMNS, ()), "", (), (),
-                              alerts=tuple(a.message for a in alerts))
-    shown = next((r for r in rounds if r.number == round_number), rounds[-1])
-    table = shown.artifacts
-    heading = f"Round {shown.number}: {shown.examples:,} examples"
-    if author is not None:
-        name = report.author_names.get(author, "this annotator")
-        mine = shown.annotators.get(author)
-        table = mine if mine is not None else replace(table, examples=0, tested=0, rows=())
-        heading = f"Round {shown.number}, {name}: " + (f"{mine.examples:,} examples" if mine else "no examples")
-    recurring = {row.term for row in shown.artifacts.rows if row.recurring}
-    # an annotator's rows carry the round table's marks: the rounds whose list has the term with that label
-    marks = {(row.term, row.label): row.rounds for row in shown.artifacts.rows}
+@dataclass(frozen=True, slots=True)
+class QualitySettingsView:
+    """A task's data-quality settings as the lead edits them (percentages as whole numbers)."""
 
-    def mark(row: "Artifact") -> str:
-        listed = row.rounds or marks.get((row.term, row.label), ())
-        return ", ".join(map(str, listed)) + (" ↻" if len(listed) > 1 else "")
-
-    rows = [{"key": r.term, "term": r.term, "label": r.label, "count": r.count, "with_label": r.with_label,
-             "share": r.share, "base_rate": r.base_rate, "z": r.z, "mark": mark(r)} for r in table.rows]
-    bound = (f"bold: z above {table.critical_z:.2f} (Bonferroni over {table.tested:,} tests, 1 %)"
-             if table.tested else "nothing seen often enough to test")
-    note = f"Terms in at least {table.min_count} examples, strongest first; {bound}. Click a term for its examples."
-    return QualityFigures(
-        heading=heading, artifacts=build_table(ARTIFACT_COLUMNS, rows), artifact_note=note,
-        significant=tuple(r.term for r in table.rows if r.significant),
-        recurring=tuple(sorted(recurring)),
-        rounds=tuple(r.number for r in rounds),
-        distinct=(RoundSeries("distinct-1", tuple(_value(r.distinct.distinct_1) for r in rounds)),
-                  RoundSeries("distinct-2", tuple(_value(r.distinct.distinct_2) for r in rounds))),
-        spread=(RoundSeries("mean cosine distance", tuple(_value(r.spread) for r in rounds)),),
-        novelty=(RoundSeries("novel share", tuple(_value(r.novel_share) for r in rounds)),),
-        spread_note=spread_note, alerts=tuple(a.message for a in alerts), duplicates=duplicates)
+    task_name: str
+    near_percent: int
+    token_z: float
+    duplicate_rate_percent: int
+    near_range: tuple[int, int]
+    token_range: tuple[float, float]
+    rate_range: tuple[int, int]
 
 
-def build_term_examples(term: str, texts: Sequence[str], labels: Sequence[str], authors: Sequence[str], *,
-                        where: str, limit: int = 200) -> TermExamples:
-    """The examples that contain a clicked term (at most ``limit`` shown; the title gives the count)."""
-    count = len(texts)
-    shown = min(count, limit)
-    title = (f"“{term}” in {where}: {count:,} example{'s' if count != 1 else ''}"
-             + (f" (first {shown:,} shown)" if shown < count else ""))
-    return TermExamples(term, title, tuple(TermExample(t, l, a) for t, l, a in
-                                           zip(texts[:limit], labels[:limit], authors[:limit])))
+def quality_settings_view(task_name: str, settings: QualitySettings) -> QualitySettingsView:
+    near, token, rate = (BOUNDS[name] for name in ("near_threshold", "token_association_threshold",
+                                                   "duplicate_rate_threshold"))
+    return QualitySettingsView(task_name, round(settings.near_threshold * 100), settings.token_association_threshold,
+                               round(settings.duplicate_rate_threshold * 100),
+                               (round(near[0] * 100), round(near[1] * 100)), token,
+                               (round(rate[0] * 100), round(rate[1] * 100)))
+
+
+def chosen_settings(near_percent: int, token_z: float, duplicate_rate_percent: int) -> QualitySettings:
+    """The settings a lead chose in the dialog (raises InvalidQualitySettings, with what is wrong)."""
+    return QualitySettings(near_threshold=near_percent / 100, token_association_threshold=float(token_z),
+                           duplicate_rate_threshold=duplicate_rate_percent / 100)
+
+
+def quality_settings_message(settings: QualitySettings) -> str:
+    return (f"Near-duplicates from {percent(settings.near_threshold)} similarity; alerts at a token z-score of "
+            f"{settings.token_association_threshold:g} and a writer's duplicate rate of "
+            f"{percent(settings.duplicate_rate_threshold)}. In force here, and for your team once you sync.")

@@ -38,6 +38,7 @@ class ReviewFilterValues:
     review_states: tuple[ReviewAction | None, ...] = ()  # (None,): not reviewed yet
     objected: bool | None = None
     facets: tuple[tuple[str, str], ...] = ()  # (field, the value it must have)
+    near_duplicates: bool = False  # clusters of near-duplicates instead of the table (round and annotator apply)
 
 
 @dataclass(frozen=True, slots=True)

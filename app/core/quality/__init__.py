@@ -6,6 +6,7 @@
 from app.core.quality.similarity import (
     DEFAULT_NEAR_THRESHOLD,
     NGRAM_SIZE,
+    SIMILARITY_FLOOR,
     Fingerprint,
     is_near,
     jaccard,
@@ -17,6 +18,7 @@ from app.core.quality.similarity import (
 __all__ = [
     "DEFAULT_NEAR_THRESHOLD",
     "NGRAM_SIZE",
+    "SIMILARITY_FLOOR",
     "Fingerprint",
     "is_near",
     "jaccard",

@@ -20,22 +20,25 @@ import threading
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
-from sqlalchemy import Row, delete, func, insert, select
+from sqlalchemy import Row, String, delete, func, insert, select, type_coerce
 from sqlalchemy.orm import Session
 
 from app.core.domain import ExampleStatus
 from app.core.quality.band_table import BandTable
 from app.core.quality.signatures import (
     BANDS,
+    ESTIMATE_MARGIN,
+    NUM_PERM,
     SCHEME,
     SIMILARITY_FLOOR,
     band_hashes,
-    band_hashes_many,
+    estimated_similarity,
     from_bytes,
+    minhash,
+    minhash_many,
     text_hash,
     to_bytes,
 )
@@ -136,67 +139,106 @@ class NovelShare:
         return self.novel / self.checked if self.checked else 1.0
 
 
-# example id, normalised text, round id, author id, submitted (epoch seconds), band hashes
-_Entry = tuple[uuid.UUID, str, uuid.UUID, uuid.UUID, float, np.ndarray]
+# example id, normalised text, round id, round number, author id, submitted (as stored), signature
+_Entry = tuple[uuid.UUID, str, uuid.UUID, int, uuid.UUID, str, np.ndarray]
 
 
 class _TaskIndex:
     """The in-memory index of one task. Rows only grow; a changed example gets a new row."""
 
-    def __init__(self) -> None:
+    def __init__(self, seq: int) -> None:
+        self.seq = seq  # the last change-log entry this index has applied
         self.example_ids: list[uuid.UUID] = []
         self.normalised: list[str] = []
         self.round_ids: list[uuid.UUID] = []
         self.author_ids: list[uuid.UUID] = []
-        self.times: list[float] = []
-        self.bands: list[np.ndarray] = []
-        self.alive = bytearray()
+        self.times: list[str] = []
+        self.rounds = np.zeros(0, dtype=np.int32)  # round number per row
+        self.alive = np.zeros(0, dtype=bool)
+        self.signatures = np.zeros((0, NUM_PERM), dtype=np.uint32)
         self.row_of: dict[uuid.UUID, int] = {}
         self.exact: dict[str, list[int]] = defaultdict(list)
         self.table = BandTable(BANDS)
 
-    def _append(self, example_id: uuid.UUID, normalised: str, round_id: uuid.UUID, author_id: uuid.UUID,
-                when: float, bands: np.ndarray) -> int:
-        row = len(self.example_ids)
+    def __len__(self) -> int:
+        return len(self.example_ids)
+
+    def _grow(self, needed: int) -> None:
+        if needed <= self.alive.size:
+            return
+        capacity = max(needed, 2 * self.alive.size, 1024)
+        self.rounds = np.resize(self.rounds, capacity)
+        self.alive = np.concatenate((self.alive, np.zeros(capacity - self.alive.size, dtype=bool)))
+        grown = np.zeros((capacity, NUM_PERM), dtype=np.uint32)
+        grown[: len(self)] = self.signatures[: len(self)]
+        self.signatures = grown
+
+    def _append(self, entry: _Entry) -> int:
+        example_id, normalised, round_id, round_number, author_id, when, signature = entry
+        row = len(self)
+        self._grow(row + 1)
         self.example_ids.append(example_id)
         self.normalised.append(normalised)
         self.round_ids.append(round_id)
         self.author_ids.append(author_id)
         self.times.append(when)
-        self.bands.append(bands)
-        self.alive.append(1)
+        self.rounds[row] = round_number
+        self.alive[row] = True
+        self.signatures[row] = signature
         self.row_of[example_id] = row
         self.exact[normalised].append(row)
         return row
 
     def build(self, entries: Sequence[_Entry]) -> None:
+        self._grow(len(entries))
         for entry in entries:
-            self._append(*entry)
+            self._append(entry)
         if entries:
-            self.table.build(np.arange(len(entries)), np.stack(self.bands))
+            self.table.build(np.arange(len(entries)), band_hashes(self.signatures[: len(entries)]))
 
-    def add(self, example_id: uuid.UUID, normalised: str, round_id: uuid.UUID, author_id: uuid.UUID,
-            when: float, bands: np.ndarray) -> None:
-        self.remove(example_id)
-        self.table.add(self._append(example_id, normalised, round_id, author_id, when, bands), bands)
+    def add(self, entry: _Entry) -> None:
+        self.remove(entry[0])
+        row = self._append(entry)
+        self.table.add(row, band_hashes(self.signatures[row]))
 
     def remove(self, example_id: uuid.UUID) -> None:
         row = self.row_of.pop(example_id, None)
         if row is not None:
-            self.alive[row] = 0
+            self.alive[row] = False
             self.exact[self.normalised[row]].remove(row)
 
     def live_rows(self) -> Iterable[int]:
-        return (row for row in self.row_of.values())
+        return self.row_of.values()
 
-    def candidates(self, normalised: str, bands: np.ndarray) -> set[int]:
-        found = {row for row in self.table.candidates(bands) if self.alive[row]}
-        found.update(self.exact.get(normalised, ()))
-        return found
+    def scored(self, form: str, signature: np.ndarray, at_least: float,
+               keep: Callable[[np.ndarray], np.ndarray] | None = None) -> list[tuple[float, int]]:
+        """(exact similarity, row) of every live row at ``at_least`` or more (LSH may miss a row
+        below the threshold it was tuned for; see ``signatures``). ``keep`` filters rows first."""
+        rows = self.table.candidates(band_hashes(signature))
+        rows = rows[self.alive[rows]]
+        if keep is not None:
+            rows = rows[keep(rows)]
+        estimates = estimated_similarity(signature, self.signatures[rows])
+        grams = shingles(form)
+        out = []
+        for row in rows[estimates >= at_least - ESTIMATE_MARGIN].tolist():
+            other = self.normalised[row]
+            score = 1.0 if other == form else jaccard(grams, shingles(other))
+            if score >= at_least:
+                out.append((score, row))
+        seen = {row for _, row in out}
+        for row in self.exact.get(form, ()):  # equal forms are near whatever their signatures say
+            if row not in seen and (keep is None or keep(np.array([row]))[0]):
+                out.append((1.0, row))
+        return out
 
 
-def _when(moment: datetime | None) -> float:
-    return moment.timestamp() if moment is not None else float("inf")
+_NEVER = "~"  # sorts after every stored time: an example without a submission time is the latest
+
+
+def raw_time(column: Any) -> Any:
+    """A time column as SQLite stores it ("YYYY-MM-DD HH:MM:SS.ffffff", UTC): ordered as text, unparsed."""
+    return type_coerce(column, String).label(column.key)
 
 
 class NearDuplicateIndex:
@@ -208,7 +250,6 @@ class NearDuplicateIndex:
         self.threshold_of = threshold_of
         self._lock = threading.RLock()
         self._tasks: dict[uuid.UUID, _TaskIndex] = {}
-        self._last_seq = 0
         self._round_numbers: dict[uuid.UUID, int] = {}
         self._unsaved: dict[uuid.UUID, dict] = {}
 
@@ -216,42 +257,59 @@ class NearDuplicateIndex:
 
     def ensure_built(self, task_id: uuid.UUID, *, save: bool = True) -> None:
         """Build the task's index if it is not yet (reads every counted example once); stored
-        signatures are reused, missing or stale ones computed and, with ``save``, stored."""
+        signatures are reused, missing or stale ones computed and, with ``save``, stored. The
+        reading and hashing run outside the lock: other tasks' questions are answered meanwhile."""
         with self._lock:
             self._catch_up()
             if task_id in self._tasks:
                 return
-            with self.db.read() as session:
-                seq = session.scalar(select(func.max(ExampleChange.seq))) or 0
-                rows = session.execute(
-                    select(Example.id, Example.text, Example.round_id, Example.author_id, Example.submitted_at,
-                           ExampleSignature.scheme, ExampleSignature.text_hash, ExampleSignature.normalised,
-                           ExampleSignature.bands)
-                    .outerjoin(ExampleSignature, ExampleSignature.example_id == Example.id)
-                    .where(Example.task_id == task_id, Example.status.in_(COUNTED_STATUSES))
-                    .order_by(Example.submitted_at, Example.id)).all()
-                self._load_rounds(session, task_id)
-            stale = [i for i, r in enumerate(rows) if r.scheme != SCHEME or r.text_hash != text_hash(r.text)]
-            fresh_forms = [normalise(rows[i].text) for i in stale]
-            fresh_bands = band_hashes_many(fresh_forms)
-            computed = {i: (form, fresh_bands[k]) for k, (i, form) in enumerate(zip(stale, fresh_forms))}
-            entries: list[_Entry] = []
-            for i, r in enumerate(rows):
-                form, bands = computed[i] if i in computed else (r.normalised, from_bytes(r.bands))
-                if i in computed:
-                    self._unsaved[r.id] = {"example_id": r.id, "scheme": SCHEME, "text_hash": text_hash(r.text),
-                                           "normalised": form, "bands": to_bytes(bands)}
-                entries.append((r.id, form, r.round_id, r.author_id, _when(r.submitted_at), bands))
-            index = _TaskIndex()
-            index.build(entries)
-            first = not self._tasks
-            self._tasks[task_id] = index
-            if first:
-                self._last_seq = seq
-            else:  # the other tasks catch up to seq; for this one, changes up to seq apply again, harmlessly
-                self._catch_up()
-            if save:
-                self.save_signatures()
+        index, unsaved = self._build(task_id)
+        with self._lock:
+            if task_id not in self._tasks:  # else another thread built it meanwhile
+                self._tasks[task_id] = index
+                self._unsaved.update(unsaved)
+            self._catch_up()
+        if save:
+            self.save_signatures()
+
+    def _build(self, task_id: uuid.UUID) -> tuple[_TaskIndex, dict[uuid.UUID, dict]]:
+        raw = lambda column: type_coerce(column, String)  # noqa: E731  (the stored text: no per-row parsing)
+        with self.db.read() as session:
+            seq = session.scalar(select(func.max(ExampleChange.seq))) or 0
+            rows = session.execute(
+                select(raw(Example.id), Example.text, raw(Example.round_id), raw(Example.author_id),
+                       raw(Example.submitted_at), ExampleSignature.scheme, ExampleSignature.text_hash,
+                       ExampleSignature.normalised, ExampleSignature.minhash)
+                .outerjoin(ExampleSignature, ExampleSignature.example_id == Example.id)
+                .where(Example.task_id == task_id, Example.status.in_(COUNTED_STATUSES))
+                .order_by(Example.submitted_at, Example.id)).all()
+            numbers = dict(session.execute(select(Round.id, Round.number).where(Round.task_id == task_id)).all())
+        with self._lock:
+            self._round_numbers.update(numbers)
+        rounds = {rid.hex: (rid, number) for rid, number in numbers.items()}
+        authors: dict[str, uuid.UUID] = {}
+        hashes = [text_hash(text) for _, text, *_ in rows]
+        stale = [i for i, r in enumerate(rows) if r[5] != SCHEME or r[6] != hashes[i]]
+        fresh_forms = [normalise(rows[i][1]) for i in stale]
+        computed = dict(zip(stale, zip(fresh_forms, minhash_many(fresh_forms))))
+        entries: list[_Entry] = []
+        unsaved: dict[uuid.UUID, dict] = {}
+        for i, (example_hex, text, round_hex, author_hex, submitted, _, _, stored_form, blob) in enumerate(rows):
+            example_id = uuid.UUID(example_hex)
+            form, signature = computed[i] if i in computed else (stored_form, from_bytes(blob))
+            if i in computed:
+                unsaved[example_id] = self._signature_row(example_id, text, form, signature)
+            round_id, number = rounds.get(round_hex) or (uuid.UUID(round_hex), 0)
+            author = authors.get(author_hex) or authors.setdefault(author_hex, uuid.UUID(author_hex))
+            entries.append((example_id, form, round_id, number, author, submitted or _NEVER, signature))
+        index = _TaskIndex(seq)
+        index.build(entries)
+        return index, unsaved
+
+    @staticmethod
+    def _signature_row(example_id: uuid.UUID, text: str, form: str, signature: np.ndarray) -> dict:
+        return {"example_id": example_id, "scheme": SCHEME, "text_hash": text_hash(text), "normalised": form,
+                "minhash": to_bytes(signature)}
 
     def save_signatures(self) -> int:
         """Store the signatures computed since the last save (so the next open reads them)."""
@@ -269,9 +327,11 @@ class NearDuplicateIndex:
                 session.execute(insert(ExampleSignature).prefix_with("OR REPLACE"), keep)
             # Applied log entries go once there are many (another open desk process that has not
             # applied them yet sees the gap and builds again).
+            with self._lock:
+                applied = min((index.seq for index in self._tasks.values()), default=0)
             first = session.scalar(select(func.min(ExampleChange.seq)))
-            if first is not None and self._last_seq - first > PRUNE_AFTER:
-                session.execute(delete(ExampleChange).where(ExampleChange.seq <= self._last_seq))
+            if first is not None and applied - first > PRUNE_AFTER:
+                session.execute(delete(ExampleChange).where(ExampleChange.seq <= applied))
         return len(keep)
 
     def _load_rounds(self, session: Session, task_id: uuid.UUID | None = None) -> None:
@@ -281,39 +341,48 @@ class NearDuplicateIndex:
         self._round_numbers.update({rid: number for rid, number in session.execute(query)})
 
     def _catch_up(self) -> None:
-        """Apply the logged changes since the last look (lock held)."""
+        """Apply the logged changes each task's index has not seen yet (lock held)."""
         if not self._tasks:
             return
+        since = min(index.seq for index in self._tasks.values())
         with self.db.read() as session:
             first = session.scalar(select(func.min(ExampleChange.seq)))
-            if first is not None and first > self._last_seq + 1:  # pruned past us: start again
-                self._tasks.clear()
-                return
+            if first is not None and first > since + 1:  # pruned past what some index saw: those start again
+                for task_id in [t for t, index in self._tasks.items() if first > index.seq + 1]:
+                    del self._tasks[task_id]
+                return self._catch_up()
             changes = session.execute(select(ExampleChange.seq, ExampleChange.example_id)
-                                      .where(ExampleChange.seq > self._last_seq).order_by(ExampleChange.seq)).all()
+                                      .where(ExampleChange.seq > since).order_by(ExampleChange.seq)).all()
             if not changes:
-                return
-            ids = list(dict.fromkeys(example_id for _, example_id in changes))
+                return None
+            latest = {example_id: seq for seq, example_id in changes}  # each example's last change
+            ids = list(latest)
             found: dict[uuid.UUID, Row] = {}
             for start in range(0, len(ids), _CHUNK):
                 found.update({r.id: r for r in session.execute(
                     select(Example.id, Example.task_id, Example.text, Example.status, Example.round_id,
-                           Example.author_id, Example.submitted_at)
+                           Example.author_id, raw_time(Example.submitted_at))
                     .where(Example.id.in_(ids[start:start + _CHUNK])))})
             if any(r.round_id not in self._round_numbers for r in found.values()):
                 self._load_rounds(session)
         for example_id in ids:
-            for index in self._tasks.values():
+            behind = [index for index in self._tasks.values() if index.seq < latest[example_id]]
+            for index in behind:
                 index.remove(example_id)
             r = found.get(example_id)
-            if r is None or r.task_id not in self._tasks or r.status not in COUNTED_STATUSES:
+            if r is None or r.status not in COUNTED_STATUSES:
+                continue
+            index = self._tasks.get(r.task_id)
+            if index is None or index not in behind:
                 continue
             form = normalise(r.text)
-            bands = band_hashes(form)
-            self._tasks[r.task_id].add(r.id, form, r.round_id, r.author_id, _when(r.submitted_at), bands)
-            self._unsaved[r.id] = {"example_id": r.id, "scheme": SCHEME, "text_hash": text_hash(r.text),
-                                   "normalised": form, "bands": to_bytes(bands)}
-        self._last_seq = changes[-1].seq
+            signature = minhash(form)
+            index.add((r.id, form, r.round_id, self._round_numbers.get(r.round_id, 0), r.author_id,
+                       r.submitted_at or _NEVER, signature))
+            self._unsaved[r.id] = self._signature_row(r.id, r.text, form, signature)
+        for index in self._tasks.values():
+            index.seq = max(index.seq, changes[-1].seq)
+        return None
 
     def _index(self, task_id: uuid.UUID) -> _TaskIndex:
         self.ensure_built(task_id, save=False)
@@ -330,23 +399,21 @@ class NearDuplicateIndex:
         """The examples of the task (of ``round_id`` only, where given) nearest ``text``, best first."""
         chosen = self.threshold_of(task_id) if threshold is None else threshold
         form = normalise(text)
-        grams = shingles(form)
-        bands = band_hashes(form)
+        signature = minhash(form)
         skip = set(exclude)
         with self._lock:
             index = self._index(task_id)
-            scored = []
-            for row in index.candidates(form, bands):
-                if index.example_ids[row] in skip or (round_id is not None and index.round_ids[row] != round_id):
-                    continue
-                other = index.normalised[row]
-                score = 1.0 if other == form else jaccard(grams, shingles(other))
-                if score >= SIMILARITY_FLOOR:
-                    scored.append((score, -index.times[row], index.example_ids[row]))
-        scored.sort(reverse=True)
+            keep = None
+            if round_id is not None:
+                number = self._round_numbers.get(round_id, -1)
+                keep = lambda rows: index.rounds[rows] == number  # noqa: E731
+            scored = [(score, index.times[row], index.example_ids[row])
+                      for score, row in index.scored(form, signature, SIMILARITY_FLOOR, keep)
+                      if index.example_ids[row] not in skip]
+        scored.sort(key=lambda item: (-item[0], item[1]))  # most similar first; of equals, the earliest
         return Nearest(self._matches(scored[:limit]), chosen)
 
-    def _matches(self, scored: list[tuple[float, float, uuid.UUID]]) -> tuple[NearMatch, ...]:
+    def _matches(self, scored: list[tuple[float, str, uuid.UUID]]) -> tuple[NearMatch, ...]:
         if not scored:
             return ()
         with self.db.read() as session:
@@ -370,18 +437,10 @@ class NearDuplicateIndex:
             return self._novel_row(index, row, chosen)
 
     def _novel_row(self, index: _TaskIndex, row: int, threshold: float) -> bool:
-        mine = self._round_numbers[index.round_ids[row]]
-        form = index.normalised[row]
-        grams: frozenset[str] | None = None
-        for other in index.candidates(form, index.bands[row]):
-            if self._round_numbers[index.round_ids[other]] >= mine:
-                continue
-            if index.normalised[other] == form:
-                return False
-            grams = grams if grams is not None else shingles(form)
-            if jaccard(grams, shingles(index.normalised[other])) >= threshold:
-                return False
-        return True
+        mine = int(index.rounds[row])
+        earlier = index.scored(index.normalised[row], index.signatures[row], threshold,
+                               lambda rows: index.rounds[rows] < mine)
+        return not earlier
 
     def novel_share(self, task_id: uuid.UUID, round_id: uuid.UUID, *, threshold: float | None = None,
                     sample_size: int | None = 2000, seed: int = 0) -> NovelShare:
@@ -390,12 +449,13 @@ class NearDuplicateIndex:
         chosen = self.threshold_of(task_id) if threshold is None else threshold
         with self._lock:
             index = self._index(task_id)
-            rows = sorted(row for row in index.live_rows() if index.round_ids[row] == round_id)
+            number = self._round_numbers.get(round_id, -1)
+            size = len(index)
+            rows = np.flatnonzero(index.alive[:size] & (index.rounds[:size] == number)).tolist()
             checked = rows if sample_size is None or len(rows) <= sample_size else \
                 random.Random(seed).sample(rows, sample_size)
             novel = sum(self._novel_row(index, row, chosen) for row in checked)
-            number = self._round_numbers.get(round_id, 0)
-        return NovelShare(number, len(rows), len(checked), novel)
+        return NovelShare(max(number, 0), len(rows), len(checked), novel)
 
     def near_duplicate_clusters(self, task_id: uuid.UUID, *, round_id: uuid.UUID | None = None,
                                 threshold: float | None = None) -> list[DuplicateCluster]:
@@ -407,51 +467,68 @@ class NearDuplicateIndex:
             return self._clusters(index, chosen, round_id)
 
     def _clusters(self, index: _TaskIndex, threshold: float, round_id: uuid.UUID | None) -> list[DuplicateCluster]:
-        wanted = {row for row in index.live_rows() if round_id is None or index.round_ids[row] == round_id}
-        parent = {row: row for row in wanted}
+        size = len(index)
+        wanted = index.alive[:size].copy()
+        if round_id is not None:
+            wanted &= index.rounds[:size] == self._round_numbers.get(round_id, -1)
+        parent = np.arange(size)  # union-find over rows; a root is its cluster's smallest row
 
         def find(row: int) -> int:
             while parent[row] != row:
                 parent[row] = parent[parent[row]]
-                row = parent[row]
+                row = int(parent[row])
             return row
 
+        def join(a: int, b: int) -> None:
+            root_a, root_b = find(a), find(b)
+            if root_a != root_b:
+                parent[max(root_a, root_b)] = min(root_a, root_b)
+
+        def roots() -> np.ndarray:  # every row's root, by pointer jumping (vectorised)
+            nonlocal parent
+            while True:
+                jumped = parent[parent]
+                if np.array_equal(jumped, parent):
+                    return parent
+                parent = jumped
+
+        for same in index.exact.values():  # equal forms first: most repeats are these, and cost nothing
+            if len(same) > 1:
+                rows = [row for row in same if wanted[row]]
+                for row in rows[1:]:
+                    join(rows[0], row)
         grams: dict[int, frozenset[str]] = {}
-
-        def near(a: int, b: int) -> bool:
-            if index.normalised[a] == index.normalised[b]:
-                return True
-            for row in (a, b):
-                if row not in grams:
-                    grams[row] = shingles(index.normalised[row])
-            return jaccard(grams[a], grams[b]) >= threshold
-
-        for same in index.exact.values():
-            rows = [row for row in same if row in wanted]
-            for row in rows[1:]:
-                parent[find(row)] = find(rows[0])
-        for bucket in index.table.buckets():
-            rows = [row for row in bucket.tolist() if row in wanted]
-            for pivot_at, pivot in enumerate(rows):  # each row against the bucket's rows not yet joined to it
-                for row in rows[pivot_at + 1:]:
-                    if find(row) != find(pivot) and near(pivot, row):
-                        parent[find(row)] = find(pivot)
-                if pivot_at >= 2:
-                    break  # three pivots per bucket: the rest are reached through other bands or pivots
+        for a, b in index.table.pairs():
+            label = roots()
+            keep = wanted[a] & wanted[b] & (label[a] != label[b])  # pairs already joined cost nothing more
+            a, b = a[keep], b[keep]
+            if not a.size:
+                continue
+            pairs = np.unique(a.astype(np.int64) * size + b)  # each pair once
+            a, b = pairs // size, pairs % size
+            likely = (index.signatures[a] == index.signatures[b]).mean(axis=1) >= threshold - ESTIMATE_MARGIN
+            for first, second in zip(a[likely].tolist(), b[likely].tolist()):
+                if find(first) == find(second):
+                    continue
+                for row in (first, second):
+                    if row not in grams:
+                        grams[row] = shingles(index.normalised[row])
+                if jaccard(grams[first], grams[second]) >= threshold:
+                    join(first, second)
+        label = roots()
         groups: dict[int, list[int]] = defaultdict(list)
-        for row in wanted:
-            groups[find(row)].append(row)
+        for row in np.flatnonzero(wanted).tolist():
+            groups[int(label[row])].append(row)
         clusters = []
         for rows in groups.values():
             if len(rows) < 2:
                 continue
             rows.sort(key=lambda r: (index.times[r], str(index.example_ids[r])))
-            first = shingles(index.normalised[rows[0]])
+            first_grams = shingles(index.normalised[rows[0]])
             clusters.append(DuplicateCluster(tuple(
-                ClusterMember(index.example_ids[r], self._round_numbers.get(index.round_ids[r], 0),
-                              index.author_ids[r],
+                ClusterMember(index.example_ids[r], int(index.rounds[r]), index.author_ids[r],
                               1.0 if index.normalised[r] == index.normalised[rows[0]]
-                              else round(jaccard(first, shingles(index.normalised[r])), 4))
+                              else round(jaccard(first_grams, shingles(index.normalised[r])), 4))
                 for r in rows)))
         clusters.sort(key=lambda c: (-len(c.members), str(c.original_id)))
         return clusters
@@ -467,11 +544,13 @@ class NearDuplicateIndex:
             duplicates = {m.example_id for c in self._clusters(index, chosen, None) for m in c.members[1:]}
             totals: dict[str, int] = defaultdict(int)
             repeats: dict[str, int] = defaultdict(int)
+            names: dict[uuid.UUID, str] = {}
             for row in index.live_rows():
                 if round_id is not None and index.round_ids[row] != round_id:
                     continue
-                key = str(index.author_ids[row]) if by == "annotator" else \
-                    str(self._round_numbers.get(index.round_ids[row], 0))
+                author = index.author_ids[row]
+                key = (names.get(author) or names.setdefault(author, str(author))) if by == "annotator" \
+                    else str(int(index.rounds[row]))
                 totals[key] += 1
                 repeats[key] += index.example_ids[row] in duplicates
         labels = self._labels(by, totals)
@@ -486,6 +565,17 @@ class NearDuplicateIndex:
         with self.db.read() as session:
             return {str(pid): name for pid, name in session.execute(
                 select(Person.id, Person.display_name).where(Person.id.in_(ids)))}
+
+    def summaries(self, example_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
+        """(text, author's name) of each example, for showing clusters."""
+        ids = list(example_ids)
+        out: dict[uuid.UUID, tuple[str, str]] = {}
+        with self.db.read() as session:
+            for start in range(0, len(ids), _CHUNK):
+                out.update({r.id: (r.text, r.display_name) for r in session.execute(
+                    select(Example.id, Example.text, Person.display_name)
+                    .join(Person, Person.id == Example.author_id).where(Example.id.in_(ids[start:start + _CHUNK])))})
+        return out
 
     def size(self, task_id: uuid.UUID) -> int:
         """How many examples of the task the index holds."""

@@ -2,23 +2,18 @@
 
 They travel with the agreement threshold in the team's ``task_setting`` record (one record holds a
 lead's settings for a task; the latest to reach the server is in force on every desk of the team),
-and are kept on a desk in the meta table under ``QUALITY_KEY`` beside ``THRESHOLD_KEY``.
+and are kept on a desk in the meta table under ``QUALITY_KEY`` beside ``THRESHOLD_KEY``
+(``settings_store``). This module is free of storage, so view-models may use it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final
 
-from sqlalchemy import delete
-from sqlalchemy.orm import Session
-
 from app.core.errors import DynadeskError
-from app.core.quality.signatures import SIMILARITY_FLOOR
-from app.core.quality.similarity import DEFAULT_NEAR_THRESHOLD
-from app.core.storage.models import Meta
+from app.core.quality.similarity import DEFAULT_NEAR_THRESHOLD, SIMILARITY_FLOOR
 
 QUALITY_KEY: Final[str] = "quality_settings.{code}"
 
@@ -76,22 +71,3 @@ LABELS: Final[dict[str, str]] = {
     "token_association_threshold": "The token alert threshold (z-score)",
     "duplicate_rate_threshold": "The duplicate-rate alert threshold",
 }
-
-
-def quality_settings_in(session: Session, code: str) -> QualitySettings:
-    """The task's settings on this desk (the defaults until a lead sets them)."""
-    row = session.get(Meta, QUALITY_KEY.format(code=code))
-    if row is None:
-        return QualitySettings()
-    try:
-        return QualitySettings.from_json(json.loads(row.value))
-    except (ValueError, TypeError, InvalidQualitySettings):
-        return QualitySettings()  # a damaged value is not a reason to stop writing; the lead can set it again
-
-
-def store_quality_settings(session: Session, code: str, settings: QualitySettings) -> None:
-    key = QUALITY_KEY.format(code=code)
-    if settings == QualitySettings():
-        session.execute(delete(Meta).where(Meta.key == key))
-    else:
-        session.merge(Meta(key=key, value=json.dumps(settings.to_json())))

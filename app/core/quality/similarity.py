@@ -52,6 +52,10 @@ NGRAM_SIZE: Final[int] = 4
 #: unrelated pairs do. A lead may set another per task (``QualitySettings``).
 DEFAULT_NEAR_THRESHOLD: Final[float] = 0.5
 
+#: The lowest similarity the index finds reliably (``signatures``: a pair at 0.3 is a candidate
+#: with probability 0.68, at 0.5 with 0.996); a lead's threshold cannot go lower.
+SIMILARITY_FLOOR: Final[float] = 0.3
+
 #: Leetspeak substitutions, applied only inside a word that also has letters ("h4te" -> "hate",
 #: while "2024" and "3 people" stay numbers).
 LEET_MAP: Final[dict[str, str]] = {

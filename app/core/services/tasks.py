@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.core.domain import RoundStatus, SyncState, utcnow
 from app.core.errors import NotFound
-from app.core.quality.settings import QualitySettings, quality_settings_in, store_quality_settings
+from app.core.quality.settings import QualitySettings
+from app.core.quality.settings_store import quality_settings_in, store_quality_settings
 from app.core.storage.db import Database
 from app.core.storage.models import Meta, OutboxEntry, Round, Task
 from app.core.tasks.definition import TaskCatalog, TaskDefinition

@@ -406,7 +406,7 @@ class OutboxEntry(Base):
 
 class ExampleSignature(Base):
     """An example's near-duplicate signature (app/core/quality): its normalised text and MinHash
-    band hashes under ``scheme``; recomputed when the scheme or the text (``text_hash``) changed.
+    signature under ``scheme``; recomputed when the scheme or the text (``text_hash``) changed.
     Kept per desk, never synced: every desk computes the same from the same text."""
 
     __tablename__ = "example_signatures"
@@ -414,7 +414,7 @@ class ExampleSignature(Base):
     scheme: Mapped[str] = mapped_column(String(64))
     text_hash: Mapped[str] = mapped_column(String(32))
     normalised: Mapped[str] = mapped_column(Text)
-    bands: Mapped[bytes] = mapped_column(LargeBinary)
+    minhash: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class ExampleChange(Base):

@@ -1,4 +1,4 @@
-"""The near-duplicate index's store: each example's MinHash band signature (computed once, so an
+"""The near-duplicate index's store: each example's MinHash signature (computed once, so an
 open desk does not hash 100,000 texts again) and a change log that SQLite triggers fill whenever
 an example is stored, changes its text, status, round or author, or goes, by whatever path
 (submit, import, sync pull). The open index reads the log past the last entry it applied, so it
@@ -29,7 +29,7 @@ def upgrade() -> None:
         sa.Column("scheme", sa.String(length=64), nullable=False),
         sa.Column("text_hash", sa.String(length=32), nullable=False),
         sa.Column("normalised", sa.Text(), nullable=False),
-        sa.Column("bands", sa.LargeBinary(), nullable=False),
+        sa.Column("minhash", sa.LargeBinary(), nullable=False),
         sa.ForeignKeyConstraint(["example_id"], ["examples.id"], name=op.f("fk_example_signatures_example_id_examples"),
                                 ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("example_id", name=op.f("pk_example_signatures")),
