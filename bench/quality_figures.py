@@ -1,5 +1,5 @@
 """The lead's data-quality figures for a round of 100,000 examples (DESIGN.md §5: artifact and
-diversity figures ≤ 2 s on a worker). Called from bench_quality (GROUP "quality").
+diversity figures ≤ 2 s on a worker). Run by bench_quality (GROUP "quality"), after the near-duplicate figures.
 
 The desk holds an earlier round of 20,000 examples and the measured round of 100,000, their
 texts drawn from HateCheck's dev suite and Davidson et al. (2017) (read from /work/shared/data,
