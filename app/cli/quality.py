@@ -92,8 +92,8 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
                                               for m in c.members]} for c in clusters]}
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
-    if not report.rounds:
-        click.echo(f"{task_code} has no submitted examples yet.")
+    if not data.ids:
+        click.echo(f"{task_code} has no submitted examples yet: nothing to measure.")
         return
     click.echo(f"{task_code}: data quality per round ({len(data.ids):,} submitted examples)")
     click.echo("")

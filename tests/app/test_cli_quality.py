@@ -58,3 +58,12 @@ def test_quality_json_by_annotator(capsys, data_dir, collected):
 def test_quality_refuses_an_unknown_round(capsys, data_dir, collected):
     code, _out, err = run(capsys, data_dir, "quality", "--task", "hate_speech", "--round", "7", "--no-embeddings")
     assert code == 1 and "hate_speech has no round 7; its rounds are 1" in err
+
+
+def test_quality_of_a_task_without_examples(capsys, data_dir, desk):
+    desk.close()
+    code, out, _err = run(capsys, data_dir, "quality", "--task", "hate_speech", "--no-embeddings")
+    assert code == 0 and "hate_speech has no submitted examples yet" in out
+    code, out, _err = run(capsys, data_dir, "quality", "--task", "hate_speech", "--json", "--no-embeddings")
+    document = json.loads(out)
+    assert document["clusters"] == [] and document["rounds"][0]["examples"] == 0

@@ -13,7 +13,7 @@ retracted examples are not data.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from app.core.quality.diversity import (
     sample_indexes,
 )
 from local_models.progress import Progress
+
+if TYPE_CHECKING:
+    from app.core.quality.settings import QualitySettings
 
 SUBMITTED = ("submitted", "flagged")
 # A writer is judged on their duplicate rate from this many examples on (two of three is no pattern).
@@ -125,7 +128,7 @@ class Alert:
     kind: str  # "artifact" or "duplicates"
     round: int | None
     subject: str  # the term, or the writer's name
-    value: float  # the share that crossed the threshold
+    value: float  # what crossed the threshold: a term's z-score, or a writer's duplicate rate
     threshold: float
     message: str
 
@@ -139,7 +142,7 @@ class AlertThresholds:
     min_count: int = ALERT_MIN_COUNT
 
     @classmethod
-    def of(cls, settings: Any) -> "AlertThresholds":
+    def of(cls, settings: "QualitySettings") -> "AlertThresholds":
         return cls(settings.token_association_threshold, settings.duplicate_rate_threshold)
 
 
