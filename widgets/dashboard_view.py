@@ -39,6 +39,7 @@ from app.views.dashboard import (
     facet_values,
 )
 from widgets.charts import BarChart, ChartFrame, LineChart
+from widgets.elided_label import ElidedLabel
 from widgets.figure_table import FigureTableModel, figure_table as _table
 from widgets.page_tabs import PageScroll
 from widgets.quality_view import QualityView
@@ -89,7 +90,9 @@ class DashboardView(QWidget):
         self.facet_combos: dict[str, QComboBox] = {}
         self.clear_button = QPushButton("Clear filters", objectName="dashboard-clear")
         self.clear_button.clicked.connect(self.clear_filters)
-        self.summary = QLabel(objectName="dashboard-summary")
+        # "12,345 of 99,999 examples" must not push the row past a laptop screen: it gives way first
+        self.summary = ElidedLabel(objectName="dashboard-summary")
+        self.summary.setMinimumWidth(60)
         self.export_button = QToolButton(objectName="dashboard-export", text="Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.export_menu = QMenu(self.export_button)

@@ -28,7 +28,7 @@ from app.views.quality_dashboard import QualityFigures, RoundSeries, TermExample
 from widgets.charts import ChartFrame, color
 from widgets.figure_table import FigureTableModel, figure_table as _table
 
-SHOWN_ALERTS = 3
+SHOWN_ALERTS = 2
 ALERT_STYLE = "background:#fde8e8; color:#7a1010; padding:4px; border-radius:4px"
 
 
@@ -52,7 +52,7 @@ class RoundChart(ChartFrame):
 
     def __init__(self, title: str, parent: QWidget | None = None):
         super().__init__(title, parent=parent)
-        self.plot.setMinimumHeight(130)
+        self.plot.setMinimumHeight(100)
         self._items: list = []
         self.series: dict[str, list[tuple[int, float]]] = {}
 
@@ -143,13 +143,18 @@ class QualityView(QWidget):
         tables.setStretchFactor(0, 3)
         tables.setStretchFactor(1, 2)
 
-        self.distinct_chart = RoundChart("Distinct n-grams (seeded sample of ≤ 1,000 examples)")
-        self.spread_chart = RoundChart("Embedding spread (mean cosine distance, ≤ 300 examples)")
-        self.novelty_chart = RoundChart("Novel relative to earlier rounds")
+        self.distinct_chart = RoundChart("Distinct n-grams (≤ 1,000 examples)")
+        self.distinct_chart.setToolTip("Distinct word n-grams ÷ all word n-grams, on a seeded sample of at most "
+                                       "1,000 examples per round (the ratio falls with size alone)")
+        self.spread_chart = RoundChart("Embedding spread (≤ 300 examples)")
+        self.spread_chart.setToolTip("Mean pairwise cosine distance of a seeded sample of at most 300 examples per "
+                                     "round, in the target model's sentence-embedding space")
+        self.novelty_chart = RoundChart("Novel vs earlier rounds")
+        self.novelty_chart.setToolTip("Share of a round's examples with no near-duplicate in an earlier round")
         charts = QHBoxLayout()
         for chart in (self.distinct_chart, self.spread_chart, self.novelty_chart):
             charts.addWidget(chart, 1)
-        splitter = QSplitter(Qt.Orientation.Vertical, objectName="quality-splitter")
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical, objectName="quality-splitter")
         splitter.addWidget(tables)
         bottom = QWidget()
         bottom.setLayout(charts)
@@ -157,11 +162,21 @@ class QualityView(QWidget):
         splitter.addWidget(bottom)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
+        self._sorted = False
+        self._sized = False
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.alerts)
         layout.addLayout(thresholds)
         layout.addWidget(self.duplicates)
         layout.addWidget(splitter, 1)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._sized:  # the tables get the larger share; the charts read well at 200 pixels
+            self._sized = True
+            height = max(360, self.splitter.height())
+            self.splitter.setSizes([height - 200, 200])
 
     def _percent(self, name: str, value: int) -> QDoubleSpinBox:
         box = QDoubleSpinBox(objectName=name, suffix=" %", decimals=0, minimum=1, maximum=100, value=value)
@@ -196,6 +211,10 @@ class QualityView(QWidget):
         self.note.setText(figures.artifact_note)
         self.artifact_model.significant = set(figures.significant)
         self.artifact_model.set_table(figures.artifacts)
+        if not self._sorted:  # strongest first, as the figures come: say so on the z column's header
+            self._sorted = True
+            z_column = next((i for i, c in enumerate(figures.artifacts.columns) if c.header == "z"), -1)
+            self.artifact_table.horizontalHeader().setSortIndicator(z_column, Qt.SortOrder.DescendingOrder)
         self.artifact_table.resizeColumnsToContents()
         self.distinct_chart.set_series(figures.rounds, figures.distinct)
         self.spread_chart.set_series(figures.rounds, figures.spread, figures.spread_note)

@@ -166,7 +166,7 @@ class QualityController(QObject):
             merged = dict(known) if previous_sha == sha else {}
             merged.update({n: (value, sample, counts[n]) for n, (value, sample) in spreads.items()})
             self._spreads[key[0]] = (sha, merged)
-            self._spread_note = f"in {name}'s embedding space"
+            self._spread_note = f"in {name}"
         self.refresh()
         self.spread_ready.emit()
 
