@@ -8,7 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from app.core.quality.artifacts import TermMatrix, artifact_table, critical_z, mark_recurring, words_of
+from app.core.quality.artifacts import (
+    TermMatrix,
+    artifact_table,
+    artifact_tables,
+    critical_z,
+    mark_recurring,
+    words_of,
+)
 from app.core.quality.diversity import distinct_n, embedding_spread, sample_indexes
 
 NEGATION = [("not ok", "A"), ("not fine", "A"), ("not good", "A"), ("ok fine", "B"), ("good day", "B"),
@@ -103,3 +110,14 @@ def test_samples_are_seeded_and_bounded():
     first, again = sample_indexes(candidates, 10), sample_indexes(candidates, 10)
     assert list(first) == list(again) and len(first) == 10 and set(first) <= set(candidates)
     assert list(sample_indexes(np.array([5, 3]), 10)) == [3, 5]
+
+
+def test_tables_of_groups_from_one_count_equal_the_tables_one_by_one():
+    pairs = NEGATION + [("not bad", "B"), ("not ok at all", "A"), ("nice day", "A"), ("good day", "B")] * 3
+    matrix = TermMatrix.build([text for text, _ in pairs])
+    labels = [label for _, label in pairs]
+    groups = np.array([i % 3 - 1 for i in range(len(pairs))])  # -1 (in no group), 0 and 1
+    together = artifact_tables(matrix, labels, groups, 2, min_count=2)
+    for group, table in enumerate(together):
+        assert table == artifact_table(matrix, labels, mask=groups == group, min_count=2)
+    assert together[0].rows and together[0] != together[1]

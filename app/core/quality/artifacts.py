@@ -190,6 +190,15 @@ def label_share_z(with_label: np.ndarray, count: np.ndarray, base_rate: np.ndarr
     return z
 
 
+def _label_codes(labels: Sequence[str] | np.ndarray,
+                 label_names: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
+    if label_names is None:
+        names = sorted({str(label) for label in labels})
+        code_of = {name: i for i, name in enumerate(names)}
+        return np.fromiter((code_of[str(label)] for label in labels), dtype=np.int64, count=len(labels)), names
+    return np.asarray(labels, dtype=np.int64), list(label_names)
+
+
 def artifact_table(matrix: TermMatrix, labels: Sequence[str] | np.ndarray, *,
                    mask: np.ndarray | None = None, label_names: Sequence[str] | None = None,
                    min_count: int = MIN_COUNT, top: int = TOP, alpha: float = ALPHA) -> ArtifactTable:
@@ -198,24 +207,44 @@ def artifact_table(matrix: TermMatrix, labels: Sequence[str] | np.ndarray, *,
     ``labels``: each example's label, as names or as codes into ``label_names``. Each term is
     listed once, with the label it is most over-represented in; terms are ranked by z.
     """
-    if label_names is None:
-        label_names = sorted({str(label) for label in labels})
-        code_of = {name: i for i, name in enumerate(label_names)}
-        codes = np.fromiter((code_of[str(label)] for label in labels), dtype=np.int64, count=len(labels))
-    else:
-        codes = np.asarray(labels, dtype=np.int64)
-    n_labels = len(label_names)
-    chosen = np.ones(matrix.n_docs, dtype=np.bool_) if mask is None else np.asarray(mask, dtype=np.bool_)
-    chosen = chosen & (codes >= 0)
-    examples = int(chosen.sum())
-    per_label = np.bincount(codes[chosen], minlength=n_labels)[:n_labels]
-    base = per_label / examples if examples else np.zeros(n_labels)
-    base_rates = {name: float(rate) for name, rate in zip(label_names, base) if per_label[label_names.index(name)]}
-    pairs = chosen[matrix.docs]
-    vocabulary_size = len(matrix.term_keys)
-    cells = matrix.terms[pairs].astype(np.int64) * n_labels + codes[matrix.docs[pairs]]
-    counts = np.bincount(cells, minlength=vocabulary_size * n_labels)[:vocabulary_size * n_labels]
-    counts = counts.reshape(vocabulary_size, n_labels)
+    groups = np.ones(matrix.n_docs, dtype=np.int64) - 1 if mask is None else \
+        np.where(np.asarray(mask, dtype=np.bool_), 0, -1)
+    return artifact_tables(matrix, labels, groups, 1, label_names=label_names, min_count=min_count, top=top,
+                           alpha=alpha)[0]
+
+
+def artifact_tables(matrix: TermMatrix, labels: Sequence[str] | np.ndarray, groups: np.ndarray, n_groups: int, *,
+                    label_names: Sequence[str] | None = None, min_count: int = MIN_COUNT, top: int = TOP,
+                    alpha: float = ALPHA) -> list[ArtifactTable]:
+    """One table per group (``groups``: each example's group, 0 .. n_groups - 1, or -1 for none), from
+    one count over the examples: the tables of a round's 40 annotators cost about what one does."""
+    codes, names = _label_codes(labels, label_names)
+    n_labels = len(names)
+    groups = np.where(codes >= 0, np.asarray(groups, dtype=np.int64), -1)
+    per_label = np.zeros((n_groups, n_labels), dtype=np.int64)
+    counted = groups >= 0
+    np.add.at(per_label, (groups[counted], codes[counted]), 1)
+    pairs = groups[matrix.docs] >= 0
+    pair_docs = matrix.docs[pairs]
+    pair_terms = matrix.terms[pairs].astype(np.int64)
+    # only terms seen min_count times in all the groups together can reach it in one group
+    seen = np.bincount(pair_terms, minlength=len(matrix.term_keys))
+    candidates = np.nonzero(seen >= min_count)[0]
+    position = np.full(len(matrix.term_keys), -1, dtype=np.int64)
+    position[candidates] = np.arange(len(candidates))
+    kept = position[pair_terms] >= 0
+    size = n_groups * len(candidates) * n_labels
+    cells = (groups[pair_docs[kept]] * len(candidates) + position[pair_terms[kept]]) * n_labels + codes[pair_docs[kept]]
+    counts = np.bincount(cells, minlength=size)[:size].reshape(n_groups, len(candidates), n_labels)
+    return [_table(counts[g], candidates, per_label[g], names, matrix, min_count, top, alpha) for g in range(n_groups)]
+
+
+def _table(counts: np.ndarray, term_ids: np.ndarray, per_label: np.ndarray, names: list[str], matrix: TermMatrix,
+           min_count: int, top: int, alpha: float) -> ArtifactTable:
+    """The table of one group from its counts: [candidate term, label] examples containing the term."""
+    examples = int(per_label.sum())
+    base = per_label / examples if examples else np.zeros(len(names))
+    base_rates = {name: float(rate) for name, rate, n in zip(names, base, per_label) if n}
     totals = counts.sum(axis=1)
     frequent = np.nonzero(totals >= min_count)[0]
     # a label no example has, or every example has, cannot be given away by a term
@@ -229,13 +258,16 @@ def artifact_table(matrix: TermMatrix, labels: Sequence[str] | np.ndarray, *,
     best_label = np.nanargmax(np.where(np.isnan(z), -np.inf, z), axis=1)
     best_z = z[np.arange(len(frequent)), best_label]
     keep = np.nonzero(best_z > 0)[0]
+    if len(keep) > 4 * top:  # the strongest few, before the exact order (names break ties)
+        keep = keep[np.argpartition(-best_z[keep], 4 * top)[:4 * top]]
     # strongest first; ties by count (more evidence), then alphabetically for a stable order
-    order = sorted(keep.tolist(), key=lambda i: (-best_z[i], -totals[frequent[i]], matrix.term(int(frequent[i]))))
+    order = sorted(keep.tolist(), key=lambda i: (-best_z[i], -totals[frequent[i]],
+                                                 matrix.term(int(term_ids[frequent[i]]))))
     rows = []
     for i in order[:top]:
-        term_id, label = int(frequent[i]), int(best_label[i])
-        count, hits = int(totals[term_id]), int(counts[term_id, label])
-        rows.append(Artifact(matrix.term(term_id), label_names[label], count, hits, hits / count,
+        row, label = int(frequent[i]), int(best_label[i])
+        count, hits = int(totals[row]), int(counts[row, label])
+        rows.append(Artifact(matrix.term(int(term_ids[row])), names[label], count, hits, hits / count,
                              float(base[label]), float(best_z[i]), bool(best_z[i] >= bound)))
     return ArtifactTable(examples, base_rates, tested, bound, min_count, tuple(rows))
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from app.core.quality.artifacts import MIN_COUNT, TOP, ArtifactTable, TermMatrix, artifact_table, mark_recurring
+from app.core.quality.artifacts import MIN_COUNT, TOP, ArtifactTable, TermMatrix, artifact_tables, mark_recurring
 from app.core.quality.diversity import (
     DISTINCT_SAMPLE,
     SPREAD_SAMPLE,
@@ -163,10 +163,9 @@ def quality_report(data: QualityData, *, rounds: Sequence[int] | None = None, by
     when asked, and the artifact alerts. ``rounds`` limits what is returned, not what is marked."""
     matrix = data.matrix
     numbers = data.round_numbers()
-    tables: dict[int, ArtifactTable] = {}
-    for number in numbers:
-        tables[number] = artifact_table(matrix, data.labels, mask=data.in_round(number),
-                                        label_names=data.label_names, min_count=min_count, top=top)
+    round_slots = np.searchsorted(np.asarray(numbers, dtype=np.int64), data.rounds)  # every round is in numbers
+    tables = dict(zip(numbers, artifact_tables(matrix, data.labels, round_slots, len(numbers),
+                                               label_names=data.label_names, min_count=min_count, top=top)))
     tables = mark_recurring(tables)
     wanted = numbers if rounds is None else [n for n in numbers if n in set(rounds)]
     result = []
@@ -175,10 +174,12 @@ def quality_report(data: QualityData, *, rounds: Sequence[int] | None = None, by
         candidates = np.nonzero(in_round)[0]
         annotators = {}
         if by_annotator:
-            for index in np.unique(data.authors[in_round]):
-                key = data.author_keys[int(index)]
-                annotators[key] = artifact_table(matrix, data.labels, mask=in_round & (data.authors == index),
-                                                 label_names=data.label_names, min_count=min_count, top=top)
+            authors = np.where(in_round, data.authors, -1)
+            for index, table in enumerate(artifact_tables(matrix, data.labels, authors, len(data.author_keys),
+                                                          label_names=data.label_names, min_count=min_count,
+                                                          top=top)):
+                if table.examples:
+                    annotators[data.author_keys[index]] = table
         result.append(RoundQuality(number, len(candidates), tables[number],
                                    distinct_n(matrix, sample_indexes(candidates, DISTINCT_SAMPLE, seed=number)),
                                    annotators))
