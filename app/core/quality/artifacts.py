@@ -89,9 +89,11 @@ class TermMatrix:
         same_doc = word_docs[1:] == word_docs[:-1]
         bigram_docs = word_docs[1:][same_doc]
         bigram_keys = vocabulary + word_ids[:-1][same_doc] * vocabulary + word_ids[1:][same_doc]
+        # a word's term id is its word id; bigrams get the ids after the words, in the order of their keys
+        distinct_bigrams, bigram_terms = _distinct_inverse(bigram_keys)
+        term_keys = np.concatenate([np.arange(vocabulary, dtype=np.int64), distinct_bigrams])
         docs = np.concatenate([word_docs, bigram_docs])
-        keys = np.concatenate([word_ids, bigram_keys])
-        term_keys, terms = _distinct_inverse(keys)
+        terms = np.concatenate([word_ids, bigram_terms + vocabulary])
         pairs = _distinct(docs * len(term_keys) + terms)  # each term once per example
         return cls(list(index), term_keys, (pairs // len(term_keys)).astype(np.int32),
                    (pairs % len(term_keys)).astype(np.int32), len(texts),
