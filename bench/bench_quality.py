@@ -140,12 +140,20 @@ def run(ctx: BenchContext) -> list[Result]:
                           notes=f"{len(clusters):,} clusters, {sum(len(c.members) for c in clusters):,} examples"))
     started = time.perf_counter()
     rates = index.duplicate_rates(task, by="annotator")
-    results.append(Result(GROUP, f"duplicate rate per annotator, whole task ({n // 1000}k)", "s",
+    results.append(Result(GROUP, f"duplicate rate per annotator, whole task ({n // 1000}k), first time", "s",
                           median=time.perf_counter() - started, n=1,
                           notes=f"{len(rates)} annotators, mean rate {sum(r.rate for r in rates) / len(rates):.3f}"))
+    samples = []
+    for _ in range(10 if ctx.quick else 30):
+        one_arrives()
+        started = time.perf_counter()
+        index.duplicate_rates(task, by="round")
+        samples.append((time.perf_counter() - started) * 1000)
+    results.append(summarise(GROUP, "duplicate rate per round after one more example (kept clusters extended)",
+                             samples, notes="the dashboard's refresh after a new example"))
     started = time.perf_counter()
     share = index.novel_share(task, desk.tasks.round("hate_speech", 2).id)
-    results.append(Result(GROUP, "share of a round novel relative to earlier rounds (sample of 2,000)", "s",
+    results.append(Result(GROUP, "share of a round novel relative to earlier rounds (sample of 1,000)", "s",
                           median=time.perf_counter() - started, n=1, notes=f"share {share.share:.3f}"))
     desk.close()
     # the lead's artifact and diversity figures for a round of 100k (bench/quality_figures.py, its own desk)

@@ -106,12 +106,17 @@ class DuplicateGuard(QObject):
         """At submit: ``proceed`` at once when the text is no near-duplicate of an example of the task
         (or the writer already chose to submit it anyway); else the warning, and proceed on "Submit
         anyway". A text changed while it was checked is not submitted: the writer submits again.
-        A perturbation is not warned about its own original (it is meant to be near it)."""
+        A perturbation is not warned about its own original (it is meant to be near it). While the
+        task's index is still being built (the first open of a large older desk takes tens of
+        seconds), submitting goes on unchecked rather than waiting."""
         text = self._text()
         if text is None or normalise(text) == self._accepted:
             proceed()
             return
         task_id, index, own = self.controller.session.round.task_id, self.desk.near_duplicates, self._its_own_source()
+        if not index.is_built(task_id):  # the first open of a large older desk: the writer does not wait for it
+            proceed()
+            return
         self.view.set_status(CHECKING)
 
         def checked(nearest: Nearest) -> None:

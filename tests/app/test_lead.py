@@ -201,6 +201,10 @@ def test_a_desk_from_before_objection_counts_gets_them_on_upgrade(data_dir, desk
             raw.execute(f"DROP INDEX {index}")
         raw.execute("ALTER TABLE examples DROP COLUMN objection_count")
         raw.execute("DROP TABLE leaderboard_cells")  # revision 0012's
+        for trigger in ("example_changes_insert", "example_changes_update", "example_changes_delete"):
+            raw.execute(f"DROP TRIGGER {trigger}")  # revision 0013's
+        raw.execute("DROP TABLE example_signatures")
+        raw.execute("DROP TABLE example_changes")
         raw.execute("UPDATE alembic_version SET version_num = '0009'")
     with Desk(data_dir) as upgraded:
         assert [r.id for r in upgraded.review.rows(ExampleFilter(objected=True))] == [objected.id]

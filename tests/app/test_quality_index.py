@@ -7,7 +7,7 @@ import uuid
 import pytest
 from sqlalchemy import delete, func, select, update
 
-from app.core.quality import normalise, similarity
+from app.core.quality import Fingerprint, normalise, similarity
 from app.core.quality.settings import InvalidQualitySettings, QualitySettings
 from app.core.quality.signatures import SCHEME
 from app.core.quality.similarity import SIMILARITY_FLOOR
@@ -52,25 +52,10 @@ def task_id(desk):
     return desk.tasks.task("hate_speech").id
 
 
-def test_nearest_and_clusters_match_brute_force_on_random_texts(desk, store):
-    texts = random_texts(seed=7, bases=60, copies=3)
-    stored = [store(text) for text in texts]
-    index = desk.near_duplicates
-    threshold = 0.6
-    for probe in random_texts(seed=8, bases=25, copies=1) + texts[:25]:
-        expected = sorted((round(similarity(probe, e.text), 4), e.text) for e in stored
-                          if similarity(probe, e.text) >= threshold)
-        found = index.nearest(task_id(desk), probe, limit=len(stored), threshold=threshold)
-        assert sorted((m.similarity, m.text) for m in found.near) == expected
-        closest = max(similarity(probe, e.text) for e in stored)
-        # exact where it matters; below, LSH may miss the closest (never invents a closer one)
-        if closest >= 0.5:
-            assert found.novelty == pytest.approx(1 - closest, abs=1e-4)
-        assert found.novelty >= 1 - closest - 1e-4
-        assert all(m.similarity >= SIMILARITY_FLOOR for m in found.matches)
-
-    # clusters: the connected components of the "near" graph, computed pair by pair
+def brute_force_clusters(stored, threshold) -> list[list[str]]:
+    """The connected components of the "near" graph, computed pair by pair."""
     parent = list(range(len(stored)))
+    prints = [Fingerprint.of(e.text) for e in stored]
 
     def find(i):
         while parent[i] != i:
@@ -78,15 +63,44 @@ def test_nearest_and_clusters_match_brute_force_on_random_texts(desk, store):
         return i
     for i in range(len(stored)):
         for j in range(i + 1, len(stored)):
-            if similarity(stored[i].text, stored[j].text) >= threshold:
+            if prints[i].similarity(prints[j]) >= threshold:
                 parent[find(j)] = find(i)
     groups: dict[int, set] = {}
     for i, example in enumerate(stored):
         groups.setdefault(find(i), set()).add(example.id)
-    expected_clusters = sorted(sorted(map(str, g)) for g in groups.values() if len(g) > 1)
-    clusters = index.near_duplicate_clusters(task_id(desk), threshold=threshold)
-    assert sorted(sorted(map(str, c.example_ids)) for c in clusters) == expected_clusters
+    return sorted(sorted(map(str, g)) for g in groups.values() if len(g) > 1)
+
+
+def found_clusters(desk, threshold, round_id=None) -> list[list[str]]:
+    clusters = desk.near_duplicates.near_duplicate_clusters(task_id(desk), threshold=threshold, round_id=round_id)
+    return sorted(sorted(map(str, c.example_ids)) for c in clusters)
+
+
+def test_nearest_and_clusters_match_brute_force_on_random_texts(desk, store):
+    texts = random_texts(seed=7, bases=60, copies=3)
+    stored = [store(text) for text in texts[:150]]
+    index = desk.near_duplicates
+    threshold = 0.6
+    assert found_clusters(desk, threshold) == brute_force_clusters(stored, threshold)  # computed, then kept
+    stored += [store(text) for text in texts[150:]]  # joined one by one to the kept clusters
+    prints = [(Fingerprint.of(e.text), e.text) for e in stored]
+    for probe in random_texts(seed=8, bases=25, copies=1) + texts[:25]:
+        mine = Fingerprint.of(probe)
+        scores = [(round(mine.similarity(other), 4), text) for other, text in prints]
+        expected = sorted(pair for pair in scores if pair[0] >= threshold)
+        found = index.nearest(task_id(desk), probe, limit=len(stored), threshold=threshold)
+        assert sorted((m.similarity, m.text) for m in found.near) == expected
+        closest = max(score for score, _ in scores)
+        # exact where it matters; below, LSH may miss the closest (never invents a closer one)
+        if closest >= 0.5:
+            assert found.novelty == pytest.approx(1 - closest, abs=1e-4)
+        assert found.novelty >= 1 - closest - 1e-4
+        assert all(m.similarity >= SIMILARITY_FLOOR for m in found.matches)
+
+    expected_clusters = brute_force_clusters(stored, threshold)
+    assert found_clusters(desk, threshold) == expected_clusters
     assert len(expected_clusters) > 10  # the data has clusters to find
+    clusters = index.near_duplicate_clusters(task_id(desk), threshold=threshold)
     for cluster in clusters:  # earliest first, similarity to it
         times = [desk.examples.get(m.example_id).submitted_at for m in cluster.members]
         assert times == sorted(times)
@@ -94,12 +108,19 @@ def test_nearest_and_clusters_match_brute_force_on_random_texts(desk, store):
         for member in cluster.members:
             assert member.similarity == pytest.approx(similarity(first, desk.examples.get(member.example_id).text),
                                                       abs=1e-4)
+    # a retraction: the kept clusters are computed again without it
+    gone = stored.pop(next(i for i, e in enumerate(stored) if str(e.id) in expected_clusters[0]))
+    desk.examples.retract(gone.id, gone.author_id)
+    assert found_clusters(desk, threshold) == brute_force_clusters(stored, threshold)
+    assert found_clusters(desk, 0.8) == brute_force_clusters(stored, 0.8)  # another threshold
 
 
 def test_own_submits_retractions_and_text_changes_reach_the_open_index(desk, people, store):
     index, task = desk.near_duplicates, task_id(desk)
     first = store("All immigrants should leave right now")
+    assert not index.is_built(task)
     assert index.size(task) == 1  # built here
+    assert index.is_built(task)
     draft = desk.examples.start_draft(people.val1.id, "hate_speech")
     desk.examples.save_draft(draft.id, inputs={"text": "All immigrants should leave right now!!"})
     assert index.size(task) == 1  # a draft is not in the task yet
@@ -200,3 +221,22 @@ def test_a_pruned_change_log_makes_the_index_start_again_and_two_tasks_keep_apar
     found = index.nearest(task, "Immigrants are taking every job in this town", limit=5)
     assert {m.example_id for m in found.near} >= {second.id, third.id}
     assert index.size(task) == 3 and index.size(nli) == 0
+
+
+def test_a_desk_from_revision_0012_is_upgraded_and_its_examples_indexed(data_dir, desk, people, store):
+    from alembic import command
+
+    from app.core.desk import Desk
+    from app.core.storage.db import alembic_config
+
+    old = store("Every one of them should be sent away")
+    with desk.db.engine.begin() as connection:  # back to revision 0012: no signatures, no change log
+        command.downgrade(alembic_config(connection), "0012")
+    desk.close()
+    with Desk(data_dir) as upgraded:
+        task = task_id(upgraded)
+        assert upgraded.near_duplicates.nearest(task, "every one of them should be SENT away!").closest.example_id \
+            == old.id
+        new = upgraded.examples.create(people.val1.id, "hate_speech", hate_content("Every one of them should go", "hate"))
+        found = upgraded.near_duplicates.nearest(task, "every one of them should go", limit=5)
+        assert new.id in {m.example_id for m in found.near}  # the upgrade's triggers log new examples

@@ -8,7 +8,7 @@ answer the index applies the log entries past the last one it saw (usually none:
 look-up). Signatures are stored in ``example_signatures`` so that opening a desk of 100,000
 examples reads them instead of hashing every text again; the first build of an older desk fills
 them in (the backfill). A task's index is built on first use, on the caller's thread: the GUI asks
-from a worker (``QualityLane``), never from the Qt thread.
+from a worker (``app.gui.quality_guard``, the Review's quality lane), never from the Qt thread.
 
 Thread-safe: one lock around the in-memory state (readers of the database are independent).
 """
@@ -19,7 +19,6 @@ import random
 import threading
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
@@ -28,6 +27,14 @@ from sqlalchemy.orm import Session
 
 from app.core.domain import ExampleStatus
 from app.core.quality.band_table import BandTable
+from app.core.quality.results import (
+    ClusterMember,
+    DuplicateCluster,
+    DuplicateRate,
+    NearMatch,
+    Nearest,
+    NovelShare,
+)
 from app.core.quality.signatures import (
     BANDS,
     ESTIMATE_MARGIN,
@@ -46,97 +53,12 @@ from app.core.quality.similarity import jaccard, normalise, shingles
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleChange, ExampleSignature, Person, Round
 
+__all__ = ["COUNTED_STATUSES", "ClusterMember", "DuplicateCluster", "DuplicateRate", "NearDuplicateIndex",
+           "NearMatch", "Nearest", "NovelShare"]
+
 COUNTED_STATUSES = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)
 _CHUNK = 900  # ids per IN (...) query
 PRUNE_AFTER = 50_000  # change-log entries kept before the applied ones are dropped
-
-
-@dataclass(frozen=True)
-class NearMatch:
-    """An example near a text, with what a writer or lead needs to see of it."""
-
-    example_id: uuid.UUID
-    similarity: float
-    text: str
-    true_label: str | None
-    round_number: int
-    author_id: uuid.UUID
-    author_name: str
-
-
-@dataclass(frozen=True)
-class Nearest:
-    """The examples nearest a text (best first, down to ``SIMILARITY_FLOOR``) under ``threshold``."""
-
-    matches: tuple[NearMatch, ...]
-    threshold: float
-
-    @property
-    def near(self) -> tuple[NearMatch, ...]:
-        """The matches that make the text a near-duplicate."""
-        return tuple(m for m in self.matches if m.similarity >= self.threshold)
-
-    @property
-    def closest(self) -> NearMatch | None:
-        return self.matches[0] if self.matches else None
-
-    @property
-    def novelty(self) -> float:
-        """1 − the closest similarity; 1.0 when nothing is within ``SIMILARITY_FLOOR``."""
-        return 1.0 - self.matches[0].similarity if self.matches else 1.0
-
-
-@dataclass(frozen=True)
-class ClusterMember:
-    example_id: uuid.UUID
-    round_number: int
-    author_id: uuid.UUID
-    similarity: float  # to the cluster's original (its first member: 1.0)
-
-
-@dataclass(frozen=True)
-class DuplicateCluster:
-    """Near-duplicates linked by the threshold (single linkage), earliest submitted first: the first
-    is the original, the others count as duplicates."""
-
-    members: tuple[ClusterMember, ...]
-
-    @property
-    def example_ids(self) -> tuple[uuid.UUID, ...]:
-        return tuple(m.example_id for m in self.members)
-
-    @property
-    def original_id(self) -> uuid.UUID:
-        return self.members[0].example_id
-
-
-@dataclass(frozen=True)
-class DuplicateRate:
-    """Of ``examples`` (an annotator's or a round's), ``duplicates`` repeat an earlier example."""
-
-    key: str  # the author's id or the round number, as text
-    label: str  # the author's name or "Round N"
-    examples: int
-    duplicates: int
-
-    @property
-    def rate(self) -> float:
-        return self.duplicates / self.examples if self.examples else 0.0
-
-
-@dataclass(frozen=True)
-class NovelShare:
-    """How many of a round's examples (checked: all, or a random sample) have no near-duplicate in
-    an earlier round."""
-
-    round_number: int
-    examples: int
-    checked: int
-    novel: int
-
-    @property
-    def share(self) -> float:
-        return self.novel / self.checked if self.checked else 1.0
 
 
 # example id, normalised text, round id, round number, author id, submitted (as stored), signature
@@ -148,6 +70,7 @@ class _TaskIndex:
 
     def __init__(self, seq: int) -> None:
         self.seq = seq  # the last change-log entry this index has applied
+        self.removals = 0
         self.example_ids: list[uuid.UUID] = []
         self.normalised: list[str] = []
         self.round_ids: list[uuid.UUID] = []
@@ -204,6 +127,7 @@ class _TaskIndex:
     def remove(self, example_id: uuid.UUID) -> None:
         row = self.row_of.pop(example_id, None)
         if row is not None:
+            self.removals += 1  # kept clusters can no longer be extended: they are computed again
             self.alive[row] = False
             self.exact[self.normalised[row]].remove(row)
 
@@ -233,6 +157,29 @@ class _TaskIndex:
         return out
 
 
+def _find(parent: np.ndarray, row: int) -> int:
+    while parent[row] != row:
+        parent[row] = parent[parent[row]]
+        row = int(parent[row])
+    return row
+
+
+def _join(parent: np.ndarray, a: int, b: int) -> None:
+    """Union by smallest row: a cluster's root is its smallest row."""
+    root_a, root_b = _find(parent, a), _find(parent, b)
+    if root_a != root_b:
+        parent[max(root_a, root_b)] = min(root_a, root_b)
+
+
+def _roots(parent: np.ndarray) -> np.ndarray:
+    """Every row's root, by pointer jumping (vectorised); ``parent`` is left as it was."""
+    while True:
+        jumped = parent[parent]
+        if np.array_equal(jumped, parent):
+            return jumped
+        parent = jumped
+
+
 _NEVER = "~"  # sorts after every stored time: an example without a submission time is the latest
 
 
@@ -252,6 +199,8 @@ class NearDuplicateIndex:
         self._tasks: dict[uuid.UUID, _TaskIndex] = {}
         self._round_numbers: dict[uuid.UUID, int] = {}
         self._unsaved: dict[uuid.UUID, dict] = {}
+        # per task: (threshold, the index's removals, its size, each row's cluster) when last computed
+        self._labels_kept: dict[uuid.UUID, tuple[float, int, int, np.ndarray]] = {}
 
     # ----- building and keeping current -----
 
@@ -310,6 +259,11 @@ class NearDuplicateIndex:
     def _signature_row(example_id: uuid.UUID, text: str, form: str, signature: np.ndarray) -> dict:
         return {"example_id": example_id, "scheme": SCHEME, "text_hash": text_hash(text), "normalised": form,
                 "minhash": to_bytes(signature)}
+
+    def is_built(self, task_id: uuid.UUID) -> bool:
+        """Whether the task's index is in memory (no database work: the GUI thread may ask)."""
+        with self._lock:
+            return task_id in self._tasks
 
     def save_signatures(self) -> int:
         """Store the signatures computed since the last save (so the next open reads them)."""
@@ -443,9 +397,11 @@ class NearDuplicateIndex:
         return not earlier
 
     def novel_share(self, task_id: uuid.UUID, round_id: uuid.UUID, *, threshold: float | None = None,
-                    sample_size: int | None = 2000, seed: int = 0) -> NovelShare:
+                    sample_size: int | None = 1000, seed: int = 0) -> NovelShare:
         """The share of the round's examples with no near-duplicate in an earlier round; over a
-        random sample of ``sample_size`` (seeded) where the round has more (None: all)."""
+        random sample of ``sample_size`` (seeded) where the round has more (None: all). A sample
+        of 1,000 puts the share within ±1.5 points (one standard error at a share of 0.9): a
+        figure per round in about a second at 100,000 examples, where each check is a query."""
         chosen = self.threshold_of(task_id) if threshold is None else threshold
         with self._lock:
             index = self._index(task_id)
@@ -464,42 +420,45 @@ class NearDuplicateIndex:
         chosen = self.threshold_of(task_id) if threshold is None else threshold
         with self._lock:
             index = self._index(task_id)
-            return self._clusters(index, chosen, round_id)
+            if round_id is None:
+                labels, wanted = self._task_labels(task_id, index, chosen), index.alive[: len(index)]
+            else:
+                wanted = index.alive[: len(index)] & (index.rounds[: len(index)] == self._round_numbers.get(round_id, -1))
+                labels = self._components(index, chosen, wanted)
+            return self._clusters(index, labels, wanted)
 
-    def _clusters(self, index: _TaskIndex, threshold: float, round_id: uuid.UUID | None) -> list[DuplicateCluster]:
+    def _task_labels(self, task_id: uuid.UUID, index: _TaskIndex, threshold: float) -> np.ndarray:
+        """Each row's cluster (its smallest row) over the whole task, kept between calls: examples
+        added since are joined one by one (a candidate query each); a removal, a changed text or
+        another threshold, or many new examples at once (a big sync pull), compute them again."""
         size = len(index)
-        wanted = index.alive[:size].copy()
-        if round_id is not None:
-            wanted &= index.rounds[:size] == self._round_numbers.get(round_id, -1)
-        parent = np.arange(size)  # union-find over rows; a root is its cluster's smallest row
+        cached = self._labels_kept.get(task_id)
+        if cached is not None and cached[0] == threshold and cached[1] == index.removals \
+                and size - cached[2] <= max(2000, size // 20):
+            parent = np.concatenate((cached[3], np.arange(cached[2], size)))
+            for row in range(cached[2], size):
+                if index.alive[row]:
+                    for _, other in index.scored(index.normalised[row], index.signatures[row], threshold):
+                        _join(parent, row, other)
+            labels = _roots(parent)
+        else:
+            labels = self._components(index, threshold, index.alive[:size])
+        self._labels_kept[task_id] = (threshold, index.removals, size, labels)
+        return labels
 
-        def find(row: int) -> int:
-            while parent[row] != row:
-                parent[row] = parent[parent[row]]
-                row = int(parent[row])
-            return row
-
-        def join(a: int, b: int) -> None:
-            root_a, root_b = find(a), find(b)
-            if root_a != root_b:
-                parent[max(root_a, root_b)] = min(root_a, root_b)
-
-        def roots() -> np.ndarray:  # every row's root, by pointer jumping (vectorised)
-            nonlocal parent
-            while True:
-                jumped = parent[parent]
-                if np.array_equal(jumped, parent):
-                    return parent
-                parent = jumped
-
+    @staticmethod
+    def _components(index: _TaskIndex, threshold: float, wanted: np.ndarray) -> np.ndarray:
+        """Connected components of the "near" graph over the ``wanted`` rows (roots: smallest rows)."""
+        size = len(index)
+        parent = np.arange(size)
         for same in index.exact.values():  # equal forms first: most repeats are these, and cost nothing
             if len(same) > 1:
                 rows = [row for row in same if wanted[row]]
                 for row in rows[1:]:
-                    join(rows[0], row)
+                    _join(parent, rows[0], row)
         grams: dict[int, frozenset[str]] = {}
         for a, b in index.table.pairs():
-            label = roots()
+            label = _roots(parent)
             keep = wanted[a] & wanted[b] & (label[a] != label[b])  # pairs already joined cost nothing more
             a, b = a[keep], b[keep]
             if not a.size:
@@ -508,22 +467,34 @@ class NearDuplicateIndex:
             a, b = pairs // size, pairs % size
             likely = (index.signatures[a] == index.signatures[b]).mean(axis=1) >= threshold - ESTIMATE_MARGIN
             for first, second in zip(a[likely].tolist(), b[likely].tolist()):
-                if find(first) == find(second):
+                if _find(parent, first) == _find(parent, second):
                     continue
                 for row in (first, second):
                     if row not in grams:
                         grams[row] = shingles(index.normalised[row])
                 if jaccard(grams[first], grams[second]) >= threshold:
-                    join(first, second)
-        label = roots()
-        groups: dict[int, list[int]] = defaultdict(list)
-        for row in np.flatnonzero(wanted).tolist():
-            groups[int(label[row])].append(row)
+                    _join(parent, first, second)
+        return _roots(parent)
+
+    @staticmethod
+    def _groups(index: _TaskIndex, labels: np.ndarray, wanted: np.ndarray) -> list[list[int]]:
+        """The clusters' rows (two or more), each earliest first."""
+        rows = np.flatnonzero(wanted)
+        if not rows.size:
+            return []
+        keys = labels[rows]
+        order = np.argsort(keys, kind="stable")
+        rows, keys = rows[order], keys[order]
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        ends = np.append(starts[1:], rows.size)
+        groups = [rows[a:b].tolist() for a, b in zip(starts.tolist(), ends.tolist()) if b - a > 1]
+        for group in groups:
+            group.sort(key=lambda r: (index.times[r], str(index.example_ids[r])))
+        return groups
+
+    def _clusters(self, index: _TaskIndex, labels: np.ndarray, wanted: np.ndarray) -> list[DuplicateCluster]:
         clusters = []
-        for rows in groups.values():
-            if len(rows) < 2:
-                continue
-            rows.sort(key=lambda r: (index.times[r], str(index.example_ids[r])))
+        for rows in self._groups(index, labels, wanted):
             first_grams = shingles(index.normalised[rows[0]])
             clusters.append(DuplicateCluster(tuple(
                 ClusterMember(index.example_ids[r], int(index.rounds[r]), index.author_ids[r],
@@ -541,7 +512,9 @@ class NearDuplicateIndex:
         chosen = self.threshold_of(task_id) if threshold is None else threshold
         with self._lock:
             index = self._index(task_id)
-            duplicates = {m.example_id for c in self._clusters(index, chosen, None) for m in c.members[1:]}
+            size = len(index)
+            groups = self._groups(index, self._task_labels(task_id, index, chosen), index.alive[:size])
+            duplicates = {index.example_ids[row] for rows in groups for row in rows[1:]}
             totals: dict[str, int] = defaultdict(int)
             repeats: dict[str, int] = defaultdict(int)
             names: dict[uuid.UUID, str] = {}
