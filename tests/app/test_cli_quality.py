@@ -67,3 +67,19 @@ def test_quality_of_a_task_without_examples(capsys, data_dir, desk):
     code, out, _err = run(capsys, data_dir, "quality", "--task", "hate_speech", "--json", "--no-embeddings")
     document = json.loads(out)
     assert document["clusters"] == [] and document["rounds"][0]["examples"] == 0
+
+
+def test_novel_share_of_a_later_round_by_hand(capsys, data_dir, desk, people, target_model):
+    # round 1: two texts; round 2: a copy of one of them (not novel) and three new texts: 3 of 4 novel
+    desk.tasks.get_or_create_round("hate_speech", 2)
+    for number, texts in ((1, ["they are not welcome here at all", "what a lovely quiet morning in the park"]),
+                          (2, ["They are NOT welcome here at all!", "the river floods every spring",
+                               "my neighbour fixed the old bicycle", "tickets for the concert sold out fast"])):
+        for text in texts:
+            desk.examples.create(people.author.id, "hate_speech", hate_content(text, "not hate"),
+                                 [hate_output(target_model, "not hate")], round_number=number)
+    desk.close()
+    code, out, _err = run(capsys, data_dir, "quality", "--task", "hate_speech", "--json", "--no-embeddings")
+    assert code == 0
+    shares = {r["round"]: r["novel_share"] for r in json.loads(out)["rounds"]}
+    assert shares == {1: None, 2: 0.75}  # round 1 has no earlier round to be novel against
