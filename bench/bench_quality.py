@@ -23,6 +23,7 @@ from app.core.desk import Desk
 from app.core.domain import utcnow
 from app.core.quality.near_duplicates import NearDuplicateIndex
 from app.core.storage.models import Example
+from bench import quality_figures
 from bench.bench_storage import fill
 from bench.common import BenchContext, Result, summarise, time_calls
 
@@ -155,4 +156,6 @@ def run(ctx: BenchContext) -> list[Result]:
     results.append(Result(GROUP, "share of a round novel relative to earlier rounds (sample of 1,000)", "s",
                           median=time.perf_counter() - started, n=1, notes=f"share {share.share:.3f}"))
     desk.close()
+    # the lead's artifact and diversity figures for a round of 100k (bench/quality_figures.py, its own desk)
+    results.extend(quality_figures.run(ctx))
     return results

@@ -187,6 +187,34 @@ class InferenceEngine:
             progress.report(min(first + batch_size, len(order)), len(inputs))
         return results  # type: ignore[return-value]
 
+    def embed(self, inputs: Sequence[ModelInput], *, batch_size: int = 32,
+              progress: Progress | None = None) -> np.ndarray:
+        """Sentence embeddings, [inputs, hidden]: the last hidden state averaged over each input's
+        real tokens (padding left out), in batches of similar length; cancellable like
+        :meth:`predict_batched`. ``UnsupportedOperation`` when the model cannot give its hidden states."""
+        progress = progress or Progress()
+        order = sorted(range(len(inputs)), key=lambda i: _char_length(inputs[i]))
+        rows: list[np.ndarray | None] = [None] * len(inputs)
+        progress.report(0, len(inputs))
+        for first in range(0, len(order), batch_size):
+            progress.check()
+            chunk = order[first:first + batch_size]
+            batch = self.encode([inputs[i] for i in chunk])
+            try:
+                hidden = self.runtime.last_hidden_state(batch)
+            except ModelError:
+                raise
+            except Exception as exc:
+                raise InferenceFailed(f"The model {self.name} failed on this input: {_first_line(exc)}") from exc
+            mask = batch.attention_mask[..., None].astype(np.float32)
+            pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
+            for i, row in zip(chunk, pooled):
+                rows[i] = row
+            progress.report(min(first + batch_size, len(order)), len(inputs))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(rows).astype(np.float32)  # type: ignore[arg-type]
+
     def attribute(self, item: ModelInput, *, target: str | None = None, method: str = "auto",
                   **options: Any) -> Attribution:
         """Word-level attribution for ``target`` (default: the predicted label); see attribution.py."""

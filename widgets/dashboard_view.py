@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from html import escape
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -17,12 +17,11 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGridLayout,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QMenu,
     QPushButton,
     QSplitter,
-    QTableView,
+    QTabWidget,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -40,86 +39,12 @@ from app.views.dashboard import (
     facet_values,
 )
 from widgets.charts import BarChart, ChartFrame, LineChart
+from widgets.elided_label import ElidedLabel
+from widgets.figure_table import FigureTableModel, figure_table as _table
 from widgets.page_tabs import PageScroll
+from widgets.quality_view import QualityView
 
 PERIODS = [("All time", None), ("Last 7 days", 7), ("Last 30 days", 30), ("Last 90 days", 90)]
-
-
-class FigureTableModel(QAbstractTableModel):
-    """A table of formatted figures; sorts itself, empty figures last whatever the order."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.columns: tuple[Column, ...] = ()
-        self.rows: tuple[Row, ...] = ()
-        self._sort: tuple[int, Qt.SortOrder] | None = None
-
-    def set_table(self, table: Table) -> None:
-        self.beginResetModel()
-        self.columns, self.rows = table.columns, table.rows
-        if self._sort is not None and self._sort[0] < len(self.columns):
-            self._sort_rows(*self._sort)
-        self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.columns)
-
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        column = self.columns[index.column()]
-        value = self.rows[index.row()].cells[index.column()]
-        if role == Qt.ItemDataRole.DisplayRole:
-            return value.text
-        if role == Qt.ItemDataRole.TextAlignmentRole and not column.text:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ToolTipRole and column.text:
-            return value.text
-        return None
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns):
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.columns[section].header
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self.columns[section].tip or None
-        return None
-
-    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
-        if column < 0 or column >= len(self.columns):
-            return
-        self.layoutAboutToBeChanged.emit()
-        self._sort = (column, order)
-        self._sort_rows(column, order)
-        self.layoutChanged.emit()
-
-    def _sort_rows(self, column: int, order) -> None:
-        present = [r for r in self.rows if r.cells[column].sort is not None]
-        missing = [r for r in self.rows if r.cells[column].sort is None]
-        present.sort(key=lambda row: row.cells[column].sort, reverse=order == Qt.SortOrder.DescendingOrder)
-        self.rows = tuple(present + missing)
-
-    def key_at(self, row: int) -> str | None:
-        return self.rows[row].key or None if 0 <= row < len(self.rows) else None
-
-
-def _table(model: FigureTableModel, name: str) -> QTableView:
-    view = QTableView(objectName=name)
-    view.setModel(model)
-    view.setSortingEnabled(True)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    view.setAlternatingRowColors(True)
-    view.verticalHeader().setVisible(False)
-    view.verticalHeader().setDefaultSectionSize(22)
-    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-    view.horizontalHeader().setStretchLastSection(True)
-    view.horizontalHeader().setSortIndicatorShown(True)
-    return view
 
 
 def _heading(text: str) -> QLabel:
@@ -165,7 +90,9 @@ class DashboardView(QWidget):
         self.facet_combos: dict[str, QComboBox] = {}
         self.clear_button = QPushButton("Clear filters", objectName="dashboard-clear")
         self.clear_button.clicked.connect(self.clear_filters)
-        self.summary = QLabel(objectName="dashboard-summary")
+        # "12,345 of 99,999 examples" must not push the row past a laptop screen: it gives way first
+        self.summary = ElidedLabel(objectName="dashboard-summary")
+        self.summary.setMinimumWidth(60)
         self.export_button = QToolButton(objectName="dashboard-export", text="Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.export_menu = QMenu(self.export_button)
@@ -267,7 +194,13 @@ class DashboardView(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(self.filter_row)
         layout.addWidget(self.threshold_warning)
-        layout.addWidget(self.splitter, 1)
+        # the figures, and the data-quality guard's view of the same filter (controlled by app.gui.quality)
+        self.quality = QualityView()
+        self.quality.setObjectName("dashboard-quality")
+        self.sections = QTabWidget(objectName="dashboard-sections")
+        self.sections.addTab(self.splitter, "Figures")
+        self.sections.addTab(self.quality, "Data quality")
+        layout.addWidget(self.sections, 1)
         self._build_export_menu()
 
     def _lay_out_filters(self) -> None:

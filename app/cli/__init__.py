@@ -17,6 +17,7 @@ from app.cli.evaluate import eval_
 from app.cli.leaderboard import leaderboard
 from app.cli.models import models, train
 from app.cli.proposals import COMMANDS as PROPOSAL_COMMANDS
+from app.cli.quality import quality
 from app.cli.rounds import rounds
 from app.cli.smoke import smoke_test
 from app.cli.sync import serve, sync
@@ -25,7 +26,7 @@ from app.core.logs import log_file
 
 log = logging.getLogger("dynadesk")
 
-for command in (models, train, rounds, serve, sync, smoke_test, eval_):
+for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality):
     cli.add_command(command)
 rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard

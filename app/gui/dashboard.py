@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
 from app.gui.pages import Menu, MenuAction, Page, Tab
+from app.gui.quality import QualityController
 from app.gui.worker import SerialWorker
 from app.core.services.agreement import MIN_OVERLAP
 from app.core.services.validation import threshold_warning
@@ -234,11 +235,15 @@ class DashboardController(QObject):
         self.worker.shutdown(wait=False)
 
 
-def dashboard_page(desk: Desk, task_code: Callable[[], str | None], show_error, parent) -> Page:
-    """The Dashboard tab (Ctrl+5), declared for MainWindow.mount."""
+def dashboard_page(desk: Desk, task_code: Callable[[], str | None], show_error, parent, inference=None) -> Page:
+    """The Dashboard tab (Ctrl+5), declared for MainWindow.mount. ``inference``: the inference service,
+    which measures the quality view's embedding spread."""
     view = DashboardView()
     view.setObjectName("dashboard")
     controller = DashboardController(desk, view, task_code, show_error, parent)
+    controller.quality = QualityController(desk, view.quality, controller.worker, task_code, lambda: controller.values,
+                                           inference, controller)
+    controller.updated.connect(controller.quality.refresh)
     refresh = MenuAction(Menu.VIEW, "Refresh the dashboard (also changes from sync)", controller.refresh_thoroughly,
                          name="dashboard-refresh")
     return Page(controller, view, Tab("Dash&board", "Ctrl+5", "tab-dashboard"), actions=(refresh,),

@@ -171,7 +171,7 @@ class MainWindow(QMainWindow):
         self.review_page.verdict_stored.connect(lambda _id: self.refresh())
         self.mount(Page(self.review_page, self.review_view, Tab("&Review", "Ctrl+4", "tab-review"),
                         shown=self._review_shown))
-        dashboard = self.mount(dashboard_page(desk, lambda: self._task_code, self.show_error, self))
+        dashboard = self.mount(dashboard_page(desk, lambda: self._task_code, self.show_error, self, self.inference))
         self.dashboard, self.dashboard_view = dashboard.controller, dashboard.view
         self.evaluation_view = EvaluationView()
         self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)

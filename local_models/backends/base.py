@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from local_models.errors import CorruptModel, ModelNotFound, UnsupportedModel
+from local_models.errors import CorruptModel, ModelNotFound, UnsupportedModel, UnsupportedOperation
 from local_models.heads import Head
 from local_models.tokenization import EncodedBatch, TextEncoder
 
@@ -46,6 +46,10 @@ class Runtime(ABC):
     @abstractmethod
     def run(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
         """Raw outputs (``logits``; or ``start_logits`` and ``end_logits``) as float arrays."""
+
+    def last_hidden_state(self, batch: EncodedBatch) -> np.ndarray:
+        """The encoder's last hidden state, [batch, tokens, hidden], for sentence embeddings."""
+        raise UnsupportedOperation(f"{self.path.name} ({self.backend.name}) cannot give its hidden states.")
 
     def close(self) -> None:
         """Let go of memory and sessions early; the runtime is unusable afterwards."""

@@ -201,6 +201,13 @@ class TorchRuntime(Runtime):
     def embedding_layer(self) -> Any:
         return self.module.get_input_embeddings()
 
+    def last_hidden_state(self, batch: EncodedBatch) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():  # the encoder under the head: its output is the last hidden state
+            out = self.module.base_model(**self.feeds(batch))
+        return np.asarray(out.last_hidden_state.float().cpu().numpy())
+
     def close(self) -> None:
         self.module = None
 

@@ -34,6 +34,7 @@ from local_models.errors import (
     ModelNotFound,
     TokenizerMissing,
     UnsupportedModel,
+    UnsupportedOperation,
 )
 from local_models.heads import head_for_outputs
 from local_models.tokenization import EncodedBatch, TextEncoder, has_tokenizer, tokenizer_files
@@ -95,18 +96,69 @@ def _first_line(exc: BaseException) -> str:
 class OnnxRuntime(Runtime):
     session: Any = None
     input_types: dict[str, Any] | None = None
+    hidden: tuple[Any, str] | None = None  # a second session that also gives the last hidden state, and its name
 
-    def run(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
+    def feeds(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
         available = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
                      "token_type_ids": batch.token_type_ids}
         assert self.input_types is not None, "set by load()"
-        feeds = {name: available[name].astype(dtype, copy=False) for name, dtype in self.input_types.items()}
+        return {name: available[name].astype(dtype, copy=False) for name, dtype in self.input_types.items()}
+
+    def run(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
         names = list(self.head_type.output_names)
-        values = self.session.run(names, feeds)
+        values = self.session.run(names, self.feeds(batch))
         return {name: np.asarray(value, dtype=np.float32) for name, value in zip(names, values)}
+
+    def last_hidden_state(self, batch: EncodedBatch) -> np.ndarray:
+        """An exported classifier names only its logits; the encoder's output is the last
+        [batch, tokens, hidden] float tensor the graph computes (the final layer norm), exposed
+        as an extra output of a second session made on first use."""
+        if self.hidden is None:
+            self.hidden = _hidden_state_session(onnx_file(self.path), self.session)
+        session, name = self.hidden
+        (value,) = session.run([name], self.feeds(batch))
+        if value.shape[:2] != batch.input_ids.shape:
+            raise UnsupportedOperation(f"{self.path.name}: the tensor {name} is not a hidden state per token "
+                                       f"(shape {list(value.shape)}); this model cannot give sentence embeddings.")
+        return np.asarray(value, dtype=np.float32)
 
     def close(self) -> None:
         self.session = None
+        self.hidden = None
+
+
+def hidden_state_name(model: Any) -> str:
+    """The last rank-3 float tensor (batch, tokens, hidden) the graph computes, in node order."""
+    import onnx
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    typed = {v.name: v.type.tensor_type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    found = None
+    for node in inferred.graph.node:
+        for name in node.output:
+            tensor = typed.get(name)
+            if (tensor is not None and tensor.elem_type == onnx.TensorProto.FLOAT and len(tensor.shape.dim) == 3
+                    and tensor.shape.dim[2].dim_value > 0):
+                found = name
+    if found is None:
+        raise UnsupportedOperation("The ONNX graph computes no [batch, tokens, hidden] tensor, so it cannot give "
+                                   "sentence embeddings.")
+    return str(found)
+
+
+def _hidden_state_session(file: Path, session: Any) -> tuple[Any, str]:
+    import onnx
+    import onnxruntime
+
+    model = onnx.load(str(file))
+    name = hidden_state_name(model)
+    model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    options = session.get_session_options()
+    try:
+        return onnxruntime.InferenceSession(model.SerializeToString(), sess_options=options,
+                                            providers=session.get_providers()), name
+    except Exception as exc:  # onnxruntime raises its own types
+        raise UnsupportedOperation(f"onnxruntime cannot expose the hidden state of {file} ({_first_line(exc)}).") from exc
 
 
 @register_backend
