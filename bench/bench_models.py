@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from bench.common import BenchContext, Result, percentile, summarise, time_calls
+from bench.quantization import run as run_quantization
 
 GROUP = "models"
 WORDS = ("the people in this city are always so loud and I honestly cannot stand them anymore "
@@ -212,6 +213,7 @@ def run(ctx: BenchContext) -> list[Result]:
         engine.close()
 
     results += _base_size_model(ctx, n_calls, encoder, rng)
+    results += run_quantization(ctx)  # int8 approaches for the default model: parity figures and speed
     load_after = os.getloadavg()
     for when, load in (("start", load_before), ("end", load_after)):
         results.append(Result(GROUP, f"machine: 1-minute load average at the {when}", "load", load[0], None, 1,

@@ -18,21 +18,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from local_models.backends.base import METADATA_FILE
-from local_models.errors import ExportFailed, ParityCheckFailed
 from local_models.progress import Progress
 from local_models.train import assemble, part_fingerprint, read_part_description
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_SLUG = "hate-speech-r1"
-INT8_REFUSAL_FILE = "int8-refused.txt"
 
 
 @dataclass(frozen=True)
 class PreparedModel:
     torch_dir: Path
     onnx_dir: Path | None
-    onnx_int8: bool  # False when int8 failed its parity check and fp32 was exported instead
+    onnx_int8: bool  # False when no int8 form passed its parity check (the notes say why) and fp32 serves
     description: dict[str, Any]  # the trained part's description: labels, training, held-out metrics
     notes: tuple[str, ...] = ()
 
@@ -57,40 +55,32 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
 
     from local_models.export import export_onnx
 
+    from local_models.int8_form import cached_int8_form, cached_refusal, prepare_int8_form
+
     int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
-    refusal = root / INT8_REFUSAL_FILE
-    if _complete(int8_dir, "model.onnx"):
+    if cached_int8_form(part_dir, int8_dir):
         _repair_identity(int8_dir)
         return _ready(progress, PreparedModel(torch_dir, int8_dir, True, description))
-    if _complete(fp32_dir, "model.onnx") and refusal.is_file():
+    refused = cached_refusal(part_dir, root)
+    if _complete(fp32_dir, "model.onnx") and refused is not None:
         _repair_identity(fp32_dir)
-        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description,
-                                              (refusal.read_text(encoding="utf-8"),)))
+        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description, (refused,)))
     progress.check()  # the desk closed while the model was being assembled
     if not _complete(fp32_dir, "model.onnx"):
         export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=_stage(progress, steps, 1))
     progress.check()
-    try:  # quantizes the fp32 graph just built: a refusal costs seconds, not a second export
-        export_onnx(torch_dir, int8_dir, int8=True, replace=False, graph=fp32_dir / "model.onnx",
-                    progress=_stage(progress, steps, 2))
+    # the int8 form the trained part's recipe records, verified by its sha256 (local_models.int8_form)
+    form = prepare_int8_form(part_dir, torch_dir, fp32_dir, int8_dir, progress=_stage(progress, steps, 2))
+    if form.folder is not None:
         shutil.rmtree(fp32_dir, ignore_errors=True)  # only its int8 form is ever used
         return _ready(progress, PreparedModel(torch_dir, int8_dir, True, description))
-    except ParityCheckFailed as exc:
-        log.warning("int8 default model refused by the parity check: %s", exc)
-        note = (f"int8 was refused by the parity check (largest difference {exc.max_difference:.4f}); "
-                "the ONNX model is fp32.")
-        refusal.write_text(note, encoding="utf-8")  # remembered: later starts do not try again
-        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description, (note,)))
-    except ExportFailed as exc:  # the quantizer itself broke (e.g. a module missing): fp32 still serves
-        log.warning("int8 default model could not be built: %s", exc)
-        return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description,
-                                              (f"{exc}; the ONNX model is fp32.",)))
+    return _ready(progress, PreparedModel(torch_dir, fp32_dir, False, description, (form.note,)))
 
 
 # What a first start does, and where each step ends in percent (from timings: the export is the long part)
 STEPS = (("Assembling the model from the base encoder and its trained part", 20),
          ("Building its ONNX version and checking it", 75),
-         ("Trying an int8 version and checking it", 100))
+         ("Building its int8 version from the recorded recipe", 100))
 
 
 def _stage(progress: Progress, steps: Sequence[tuple[str, int]], index: int) -> Progress:

@@ -198,6 +198,7 @@ class RoundDialog(QDialog):
         self.models.clear()
         for model in view.models:
             item = QListWidgetItem(model.text)
+            item.setToolTip(model.tooltip)
             item.setData(Qt.ItemDataRole.UserRole, model.id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if model.checked else Qt.CheckState.Unchecked)
