@@ -1,6 +1,6 @@
 """What a model record's provenance says about its int8 form, in words for lists and About.
 
-    int8_status(record.provenance)   # "int8 ✓ 99.86 % same label, p99 0.046 (4,957 texts)", "fp32: ...", ""
+    int8_status(record.provenance)   # "int8 passed: 99.86% same label, p99 0.046 (4,957 texts)", or why not
     int8_detail(record.provenance)   # the whole line, with the maximum and the texts' source
     default_model_int8()             # the figures shipped with the bundled model's recipe
 
@@ -33,14 +33,21 @@ def summary_line(parity: Mapping[str, Any]) -> str:
 
 
 def _parity(provenance: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    export = (provenance or {}).get("export")
-    parity = export.get("parity") if isinstance(export, Mapping) else None
-    return parity if isinstance(parity, Mapping) else None
+    """The int8 form's verdict: of this export, else of the recipe a trained part was registered with."""
+    for key in ("export", "int8_check"):
+        holder = (provenance or {}).get(key)
+        parity = holder.get("parity") if isinstance(holder, Mapping) else None
+        if isinstance(parity, Mapping):
+            return parity
+    return None
 
 
 def _refusal(provenance: Mapping[str, Any] | None) -> str | None:
     notes = (provenance or {}).get("notes") or []
     found = [str(n) for n in notes if "int8" in str(n)] if isinstance(notes, list) else []
+    check = (provenance or {}).get("int8_check")
+    if isinstance(check, Mapping) and check.get("reason"):
+        found.append(str(check["reason"]))
     return found[0] if found else None
 
 
@@ -55,7 +62,7 @@ def int8_status(provenance: Mapping[str, Any] | None) -> str:
         mark = "passed" if parity.get("passed") else ("FORCED" if parity.get("forced") else "failed")
         return f"int8 {mark}: {agreement:.2%} same label, p99 {p99:.3f} ({texts:,} texts)"
     refusal = _refusal(provenance)
-    return "fp32: int8 refused" if refusal else ""
+    return "no int8 form (see details)" if refusal else ""
 
 
 def int8_detail(provenance: Mapping[str, Any] | None) -> str:

@@ -65,6 +65,8 @@ def test_train_then_register(data_dir, trigger_csv, tiny_base_dir, tmp_path):
     result = dynadesk("models", "register", out, data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     assert "0 -> has fruit" in result.stdout
+    listed = json.loads(dynadesk("models", "list", "--json", data_dir=data_dir).stdout)
+    assert "only 600 task texts" in listed[0]["int8"]  # the record says why it has no int8 form
 
     result = dynadesk("train", "--data", trigger_csv, "--text-column", "text", "--label-column", "kind",
                       "--out", out, data_dir=data_dir)
