@@ -1,6 +1,6 @@
 """What a model record's provenance says about its int8 form, in words for lists and About.
 
-    int8_status(record.provenance)   # "int8 passed: 99.86% same label, p99 0.046 (4,957 texts)", or why not
+    int8_status(record.provenance)   # "int8 passed: 99.86% same label, p99 0.046 · 4,957 texts", or why not
     int8_detail(record.provenance)   # the whole line, with the maximum and the texts' source
     default_model_int8()             # the figures shipped with the bundled model's recipe
 
@@ -44,7 +44,7 @@ def _parity(provenance: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 def _refusal(provenance: Mapping[str, Any] | None) -> str | None:
     notes = (provenance or {}).get("notes") or []
-    found = [str(n) for n in notes if "int8" in str(n)] if isinstance(notes, list) else []
+    found = [str(n) for n in notes if "int8" in str(n).lower()] if isinstance(notes, list) else []
     check = (provenance or {}).get("int8_check")
     if isinstance(check, Mapping) and check.get("reason"):
         found.append(str(check["reason"]))
@@ -60,9 +60,9 @@ def int8_status(provenance: Mapping[str, Any] | None) -> str:
         except (KeyError, TypeError, ValueError):
             return "int8, not checked"
         mark = "passed" if parity.get("passed") else ("FORCED" if parity.get("forced") else "failed")
-        return f"int8 {mark}: {agreement:.2%} same label, p99 {p99:.3f} ({texts:,} texts)"
+        return f"int8 {mark}: {agreement:.2%} same label, p99 {p99:.3f} · {texts:,} texts"
     refusal = _refusal(provenance)
-    return "no int8 form (see details)" if refusal else ""
+    return "no int8 form" if refusal else ""
 
 
 def int8_detail(provenance: Mapping[str, Any] | None) -> str:

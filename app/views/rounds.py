@@ -154,9 +154,11 @@ def context_count(total: int, shown: int) -> str:
 def model_choice(model: _Model, checked: bool) -> ModelChoice:
     """A model in the list: name and checksum, and the int8 check's outcome where it has one."""
     provenance = getattr(model, "provenance", None)
-    status = int8_status(provenance)
-    return ModelChoice(model.id, f"{model.name}  ({model.sha256[:12]})" + (f"  · {status}" if status else ""),
-                       checked, int8_detail(provenance))
+    status, detail = int8_status(provenance), int8_detail(provenance)
+    if status and not status.startswith("int8 passed"):
+        status += " (hover for why)"
+    return ModelChoice(model.id, f"{model.name}  ({model.sha256[:12]})" + (f"\n{status}" if status else ""),
+                       checked, detail)
 
 
 def round_view(summary: _Summary, contexts: Sequence[_Context], candidates: Sequence[_Model]) -> RoundView:

@@ -119,6 +119,6 @@ def test_the_model_list_shows_each_int8_forms_parity_figures(qtbot, lead_window)
     dialog = open_dialog(qtbot, window)
     items = {dialog.models.item(i).text().split("  (")[0]: dialog.models.item(i) for i in range(dialog.models.count())}
     shown = items["int8 model"]
-    assert "int8 passed: 99.86% same label, p99 0.046 (4,957 texts)" in shown.text()
+    assert shown.text().endswith("\nint8 passed: 99.86% same label, p99 0.046 · 4,957 texts")
     assert "max 0.169" in shown.toolTip() and "labeled_data.csv dev + test split" in shown.toolTip()
     assert "int8" not in items["base model"].text() and items["base model"].toolTip() == ""
