@@ -100,9 +100,11 @@ class RecordedInt8:
 
 
 def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, workdir: Path, *,
-                progress: Progress | None = None, ladder: Sequence[int] = LADDER) -> Int8Search:
-    """Try the recipes in order; the first that passes the rule on ``texts.parity`` is chosen."""
+                progress: Progress | None = None, ladder: Sequence[int] | None = None) -> Int8Search:
+    """Try the recipes in order; the first that passes the rule on ``texts.parity`` is chosen.
+    ``ladder``: how many of the most sensitive MatMuls to keep in float, in turn (default ``LADDER``)."""
     progress = progress or Progress()
+    ladder = LADDER if ladder is None else ladder
     workdir.mkdir(parents=True, exist_ok=True)
     fp32_sha = file_sha256(fp32_file)
     counts = {"parity": len(texts.parity), "calibration": len(texts.calibration), "source": texts.source}
@@ -143,8 +145,11 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
         graph.unlink(missing_ok=True)
     tried = f"{len(candidates)} int8 recipe(s) tried"
     if last is None:
-        return Int8Search(None, None, None, fp32_sha, reason=f"int8 not used: none of the {tried} passed on the "
-                          "selection texts", attempts=tuple(attempts), texts=counts)
+        best = max(attempts, key=lambda a: (a["agreement"], -a["p99_change"]))
+        return Int8Search(None, None, None, fp32_sha, reason=(
+            f"int8 not used: none of the {tried} passed on the selection texts (the best kept "
+            f"{best['agreement']:.2%} of {best['texts']:,} labels, p99 change {best['p99_change']:.3f})"),
+            attempts=tuple(attempts), texts=counts)
     return Int8Search(None, last[1], None, fp32_sha, reason=f"int8 not used: none of the {tried} passed the parity "
                       f"rule; the last one measured ({last[0].name}): {last[1].reason}", attempts=tuple(attempts),
                       texts=counts)

@@ -89,20 +89,21 @@ def test_an_int8_form_that_keeps_the_labels_is_used_and_its_figures_recorded(tri
     assert int8_status(record.provenance).startswith("int8 passed: ")
 
 
-def test_an_int8_form_that_breaks_the_rule_is_refused(tiny_classifier_dir, tmp_path):
+def test_an_int8_form_that_breaks_the_rule_is_refused(tiny_classifier_dir, tmp_path, monkeypatch):
     """The random tiny classifier answers 50/50 on every text: int8's small changes flip about a third
-    of its labels, so every recipe of the search fails and nothing is kept, unless forced."""
+    of its labels, so every recipe of the search fails (already on the selection texts) and nothing is kept."""
+    monkeypatch.setattr(int8_search, "LADDER", (4,))  # one step of the sensitivity ladder is enough here
     exports = tmp_path / "exports"
-    with pytest.raises(ParityCheckFailed, match="none of the .* passed the parity rule") as caught:
-        export_onnx(tiny_classifier_dir, exports / "refused", int8=True, task_texts=task_texts())
-    assert caught.value.parity is not None and caught.value.parity["passed"] is False
-    assert caught.value.parity["agreement"] < 0.995 and "label changed on" in str(caught.value)
+    texts = TaskTexts(sentences(MIN_TEXTS, 21), sentences(int8_search.SELECTION_TEXTS, 22), "trigger sentences")
+    with pytest.raises(ParityCheckFailed, match="none of the 2 int8 recipe.* passed on the selection texts"):
+        export_onnx(tiny_classifier_dir, exports / "refused", int8=True, task_texts=texts)
     assert list(exports.iterdir()) == []  # neither the export nor its staging folder is left
 
 
 def test_a_forced_int8_form_is_kept_and_recorded_as_forced(trigger_model_dir, graph, tmp_path, monkeypatch):
     """The rule's threshold made unreachable: the search fails, and --force keeps the form with its figures."""
     monkeypatch.setattr(int8_search, "judge", functools.partial(judge, max_p99_change=-1.0))
+    monkeypatch.setattr(int8_search, "LADDER", (4,))
     forced = export_onnx(trigger_model_dir, tmp_path / "forced", int8=True, task_texts=task_texts(), graph=graph,
                          force=True)
     parity = json.loads((forced.path / "dynadesk_model.json").read_text())["export"]["parity"]
@@ -128,8 +129,22 @@ def part_with_recipe(trigger_part_dir, trigger_model_dir, tmp_path_factory):
     return part
 
 
-def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_recipe, tiny_base_dir, tmp_path):
-    prepared = prepare_default_model(part_with_recipe, tmp_path / "cache", base_dir=tiny_base_dir, slug="candidate")
+@pytest.fixture(scope="module")
+def prepared_with_recipe(part_with_recipe, tiny_base_dir, tmp_path_factory):
+    """The part prepared like a promoted candidate, and a copy of its cache as it stood before the int8
+    step (assembled, fp32 exported), so the tests of that step do not export again."""
+    cache = tmp_path_factory.mktemp("prepared") / "cache"
+    prepared = prepare_default_model(part_with_recipe, cache, base_dir=tiny_base_dir, slug="candidate")
+    before_int8 = cache.parent / "before-int8"
+    shutil.copytree(cache, before_int8)
+    root = before_int8 / prepared.torch_dir.parent.name
+    shutil.rmtree(root / "onnx-int8")
+    export_onnx(prepared.torch_dir, root / "onnx-fp32")
+    return prepared, before_int8
+
+
+def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_recipe, prepared_with_recipe):
+    prepared, _ = prepared_with_recipe
     assert prepared.onnx_int8 and prepared.notes == ()
     export = json.loads((prepared.onnx_dir / "dynadesk_model.json").read_text())["export"]
     recorded = read_recipe_file(part_with_recipe)
@@ -143,12 +158,13 @@ def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_
     (lambda path: path.write_text(json.dumps({**json.loads(path.read_text()), "int8_sha256": "0" * 64})),
      "not the one whose parity was checked"),
 ])
-def test_a_missing_broken_or_different_recipe_leaves_fp32_with_the_reason(part_with_recipe, tiny_base_dir,
-                                                                          tmp_path, damage, message):
+def test_a_missing_broken_or_different_recipe_leaves_fp32_with_the_reason(part_with_recipe, prepared_with_recipe,
+                                                                          tiny_base_dir, tmp_path, damage, message):
     part = tmp_path / "part"
     shutil.copytree(part_with_recipe, part)
     damage(part / RECIPE_FILE)
     cache = tmp_path / "cache"
+    shutil.copytree(prepared_with_recipe[1], cache)  # assembled and exported: only the int8 step runs
     prepared = prepare_default_model(part, cache, base_dir=tiny_base_dir, slug="candidate")
     assert not prepared.onnx_int8 and prepared.onnx_dir.name == "onnx-fp32"
     assert message.lower() in prepared.notes[0].lower() and prepared.notes[0].endswith("The ONNX model is fp32.")
