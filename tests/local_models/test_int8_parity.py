@@ -73,7 +73,6 @@ def graph(trigger_onnx_dir):
 
 def test_an_int8_form_that_keeps_the_labels_is_used_and_its_figures_recorded(trigger_model_dir, graph, tmp_path,
                                                                               desk):
-    from app.cli import main
     from app.core.int8_status import int8_status
     from app.core.services.target_models import register_model
 
