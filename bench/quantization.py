@@ -112,7 +112,7 @@ def run(ctx: BenchContext) -> list[Result]:
         recipes = _approaches(ctx.quick, ranked)
         try:
             recorded = read_recipe_file(part)
-            if recorded.recipe is not None:
+            if recorded.recipe is not None and recorded.recipe not in recipes:  # else marked where it is listed
                 recipes.append(recorded.recipe)
         except ValueError:
             recorded = None
