@@ -54,7 +54,6 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
         return _ready(progress, PreparedModel(torch_dir, None, False, description))
 
     from local_models.export import export_onnx
-
     from local_models.int8_form import cached_int8_form, cached_refusal, prepare_int8_form
 
     int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"

@@ -215,9 +215,10 @@ def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: 
     verdict = search.verdict.to_json(forced=force) if search.verdict is not None else None
     if not force:
         raise ParityCheckFailed(f"{search.reason}. Nothing was kept; give more task texts, or force to keep the "
-                                "plain dynamic int8 form anyway (recorded as forced).",
+                                "last int8 form measured anyway (recorded as forced, with its figures).",
                                 float(verdict["max_change"]) if verdict else float("nan"), verdict)
-    recipe = Int8Recipe("dynamic")
+    # the recipe the recorded figures belong to; plain dynamic int8 when none was measured on the parity texts
+    recipe = search.measured if search.measured is not None else Int8Recipe("dynamic")
     build_int8(fp32, target, recipe)
     record = verdict or {"passed": False, "texts": len(task_texts.parity), "problems": [search.reason]}
     return ({**record, "forced": True, "attempts": list(search.attempts)}, recipe.to_json(), recipe.name)

@@ -67,6 +67,7 @@ class Int8Search:
     reason: str = ""
     attempts: tuple[dict[str, Any], ...] = ()
     texts: dict[str, Any] = field(default_factory=dict)
+    measured: Int8Recipe | None = None  # the recipe ``verdict`` belongs to when none passed (what --force keeps)
 
     @property
     def passed(self) -> bool:
@@ -152,7 +153,7 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
             attempts=tuple(attempts), texts=counts)
     return Int8Search(None, last[1], None, fp32_sha, reason=f"int8 not used: none of the {tried} passed the parity "
                       f"rule; the last one measured ({last[0].name}): {last[1].reason}", attempts=tuple(attempts),
-                      texts=counts)
+                      texts=counts, measured=last[0])
 
 
 def _attempt(recipe: Int8Recipe, verdict: ParityVerdict, stage: str) -> dict[str, Any]:

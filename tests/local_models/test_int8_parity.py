@@ -108,6 +108,7 @@ def test_a_forced_int8_form_is_kept_and_recorded_as_forced(trigger_model_dir, gr
     parity = json.loads((forced.path / "dynadesk_model.json").read_text())["export"]["parity"]
     assert forced.forced and parity["forced"] is True and parity["passed"] is False and parity["attempts"]
     assert parity["texts"] == MIN_TEXTS and "99th percentile" in parity["problems"][0]
+    assert "4 most sensitive MatMul(s) kept float" in forced.quantization  # the form the figures belong to
 
 
 def test_too_few_task_texts_refuse_int8_and_say_how_many_are_missing(trigger_model_dir, graph, tmp_path):
