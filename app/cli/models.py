@@ -191,8 +191,12 @@ def models_default(obj, variant: str) -> None:
     """Prepare (first use: assemble and export) and register the bundled hate-speech model."""
     from app.core.services.target_models import ensure_default_model
 
+    from app.core.int8_status import int8_detail
+
     record = ensure_default_model(obj.desk, variant=variant, progress=_progress())
     click.echo(f"{record.name}\n  format {record.format}, sha256 {record.sha256}\n  {record.path}")
+    if int8_detail(record.provenance):
+        click.echo(f"  {int8_detail(record.provenance)}")
     test = (record.provenance or {}).get("metrics", {}).get("test")
     if test:
         hate = test["per_label"].get("hate", {})

@@ -125,6 +125,10 @@ def test_ensure_default_model_registers_both_variants(desk, default_cache):
     test = record.provenance["metrics"]["test"]
     assert 0 < test["macro_f1"] <= 1 and "hate" in test["per_label"]
     assert record.provenance["notes"] == list(prepared.notes)
+    from app.core.int8_status import int8_status
+
+    # the figures the desk's int8 form was checked with are the record's, for the Models list and About
+    assert record.provenance["export"]["parity"]["passed"] and int8_status(record.provenance).startswith("int8 passed")
     parent = record.provenance["parent_model"]
     torch_record = ensure_default_model(desk, variant="torch")
     assert parent["sha256"] == torch_record.sha256 and torch_record.format == "hf-torch"
