@@ -271,14 +271,16 @@ def _session(model_bytes: bytes) -> Any:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """onnxruntime's quantizer logs warnings and progress on the root logger."""
+    """onnxruntime's quantizer logs warnings and progress on the root logger, and its histogram
+    calibrators print to stdout."""
+    import io
     import warnings
 
     root = logging.getLogger()
     before = root.level
     root.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:
