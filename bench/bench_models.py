@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.common import BenchContext, Result, percentile, summarise, time_calls
+from bench.quantization import run as run_quantization
 
 GROUP = "models"
 WORDS = ("the people in this city are always so loud and I honestly cannot stand them anymore "
@@ -237,7 +238,7 @@ def run(ctx: BenchContext) -> list[Result]:
     results += _batch_rows(ctx, engines, encoder, rng)
     for engine in engines.values():
         engine.close()
-    # (h19-int8) parity figures of each int8 approach tried: results += ...
+    results += run_quantization(ctx)  # int8 approaches for the default model: parity figures and speed
 
     results += _base_size_model(ctx, n_calls, encoder, rng, rates)
     load_after = os.getloadavg()

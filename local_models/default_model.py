@@ -23,21 +23,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from local_models.backends.base import METADATA_FILE
-from local_models.errors import ExportFailed, ParityCheckFailed
 from local_models.progress import Progress
 from local_models.train import assemble, part_fingerprint, read_part_description
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_SLUG = "hate-speech-r1"
-INT8_REFUSAL_FILE = "int8-refused.txt"
 
 
 @dataclass(frozen=True)
 class PreparedModel:
     torch_dir: Path
     onnx_dir: Path | None
-    onnx_int8: bool  # False when int8 failed its parity check and fp32 was exported instead
+    onnx_int8: bool  # False when no int8 form passed its parity check (the notes say why) and fp32 serves
     description: dict[str, Any]  # the trained part's description: labels, training, held-out metrics
     notes: tuple[str, ...] = ()
 
@@ -55,7 +53,7 @@ def prepare_default_model(part_dir: Path, cache_dir: Path, *, base_dir: Path | N
     torch_form = _assemble(part_dir, cache_dir, base_dir, progress, steps, slug)
     if not with_onnx:
         return _ready(progress, torch_form)
-    return _fast_forms(torch_form, progress, steps, 1)
+    return _fast_forms(part_dir, torch_form, progress, steps, 1)
 
 
 def prepare_torch_form(part_dir: Path, cache_dir: Path, *, base_dir: Path | None = None,
@@ -74,7 +72,7 @@ def prepare_fast_forms(part_dir: Path, cache_dir: Path, *, base_dir: Path | None
     progress = progress or Progress()
     torch_form = _assemble(part_dir, cache_dir, base_dir, progress, FAST_FORM_STEPS[:1], slug)
     _sweep_abandoned_staging(torch_form.torch_dir.parent)
-    return _fast_forms(torch_form, progress, FAST_FORM_STEPS, 1)
+    return _fast_forms(part_dir, torch_form, progress, FAST_FORM_STEPS, 1)
 
 
 def prepared_fast_form(part_dir: Path, cache_dir: Path, *, slug: str = DEFAULT_MODEL_SLUG) -> PreparedModel | None:
@@ -84,7 +82,7 @@ def prepared_fast_form(part_dir: Path, cache_dir: Path, *, slug: str = DEFAULT_M
     torch_dir = root / "torch"
     if not _complete(torch_dir, "model.safetensors"):
         return None
-    return _finished_onnx(PreparedModel(torch_dir, None, False, read_part_description(part_dir)))
+    return _finished_onnx(part_dir, PreparedModel(torch_dir, None, False, read_part_description(part_dir)))
 
 
 def default_model_root(part_dir: Path, cache_dir: Path, slug: str = DEFAULT_MODEL_SLUG) -> Path:
@@ -103,24 +101,27 @@ def _assemble(part_dir: Path, cache_dir: Path, base_dir: Path | None, progress: 
     return PreparedModel(torch_dir, None, False, description)
 
 
-def _finished_onnx(torch_form: PreparedModel) -> PreparedModel | None:
+def _finished_onnx(part_dir: Path, torch_form: PreparedModel) -> PreparedModel | None:
+    from local_models.int8_form import cached_int8_form, cached_refusal
+
     torch_dir, description = torch_form.torch_dir, torch_form.description
     root = torch_dir.parent
-    int8_dir, fp32_dir, refusal = root / "onnx-int8", root / "onnx-fp32", root / INT8_REFUSAL_FILE
-    if _complete(int8_dir, "model.onnx"):
+    int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
+    if cached_int8_form(part_dir, int8_dir):
         _repair_identity(int8_dir)
         return PreparedModel(torch_dir, int8_dir, True, description)
-    if _complete(fp32_dir, "model.onnx") and refusal.is_file():
+    refused = cached_refusal(part_dir, root)
+    if _complete(fp32_dir, "model.onnx") and refused is not None:
         _repair_identity(fp32_dir)
-        return PreparedModel(torch_dir, fp32_dir, False, description, (refusal.read_text(encoding="utf-8"),))
+        return PreparedModel(torch_dir, fp32_dir, False, description, (refused,))
     return None
 
 
-def _fast_forms(torch_form: PreparedModel, progress: Progress, steps: Sequence[tuple[str, int]],
+def _fast_forms(part_dir: Path, torch_form: PreparedModel, progress: Progress, steps: Sequence[tuple[str, int]],
                 first: int) -> PreparedModel:
     from local_models.export import export_onnx
 
-    finished = _finished_onnx(torch_form)
+    finished = _finished_onnx(part_dir, torch_form)
     if finished is not None:
         return _ready(progress, finished)
     torch_dir = torch_form.torch_dir
@@ -129,30 +130,22 @@ def _fast_forms(torch_form: PreparedModel, progress: Progress, steps: Sequence[t
     if not _complete(fp32_dir, "model.onnx"):
         export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=_stage(progress, steps, first))
     progress.check()
-    return _ready(progress, _int8_step(torch_form, _stage(progress, steps, first + 1)))
+    return _ready(progress, _int8_step(part_dir, torch_form, _stage(progress, steps, first + 1)))
 
 
-def _int8_step(torch_form: PreparedModel, progress: Progress) -> PreparedModel:
-    """Try the int8 form of the fp32 export next to ``torch_form``; keep fp32 (saying why) when it is refused."""
-    from local_models.export import export_onnx
+def _int8_step(part_dir: Path, torch_form: PreparedModel, progress: Progress) -> PreparedModel:
+    """The int8 form the trained part's recipe records, verified by its sha256
+    (``local_models.int8_form``); fp32 (saying why) when there is none."""
+    from local_models.int8_form import prepare_int8_form
 
     torch_dir, description = torch_form.torch_dir, torch_form.description
     root = torch_dir.parent
-    int8_dir, fp32_dir, refusal = root / "onnx-int8", root / "onnx-fp32", root / INT8_REFUSAL_FILE
-    try:  # quantizes the fp32 graph just built: a refusal costs seconds, not a second export
-        export_onnx(torch_dir, int8_dir, int8=True, replace=False, graph=fp32_dir / "model.onnx",
-                    progress=progress)
+    int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
+    form = prepare_int8_form(part_dir, torch_dir, fp32_dir, int8_dir, progress=progress)
+    if form.folder is not None:
         shutil.rmtree(fp32_dir, ignore_errors=True)  # only its int8 form is ever used
         return PreparedModel(torch_dir, int8_dir, True, description)
-    except ParityCheckFailed as exc:
-        log.warning("int8 default model refused by the parity check: %s", exc)
-        note = (f"int8 was refused by the parity check (largest difference {exc.max_difference:.4f}); "
-                "the ONNX model is fp32.")
-        refusal.write_text(note, encoding="utf-8")  # remembered: later starts do not try again
-        return PreparedModel(torch_dir, fp32_dir, False, description, (note,))
-    except ExportFailed as exc:  # the quantizer itself broke (e.g. a module missing): fp32 still serves
-        log.warning("int8 default model could not be built: %s", exc)
-        return PreparedModel(torch_dir, fp32_dir, False, description, (f"{exc}; the ONNX model is fp32.",))
+    return PreparedModel(torch_dir, fp32_dir, False, description, (form.note,))
 
 
 def _sweep_abandoned_staging(root: Path, *, older_than_s: float = 3600) -> None:
@@ -173,11 +166,11 @@ def _sweep_abandoned_staging(root: Path, *, older_than_s: float = 3600) -> None:
 # What a first start does, and where each step ends in percent (from timings: the export is the long part)
 STEPS = (("Assembling the model from the base encoder and its trained part", 20),
          ("Building its ONNX version and checking it", 75),
-         ("Trying an int8 version and checking it", 100))
+         ("Building its int8 version from the recorded recipe", 100))
 # The same steps when the PyTorch form already answers and only the fast forms are prepared
 FAST_FORM_STEPS = (("Assembling the model from the base encoder and its trained part", 5),
                    ("Building its ONNX version and checking it", 70),
-                   ("Trying an int8 version and checking it", 100))
+                   ("Building its int8 version from the recorded recipe", 100))
 
 
 def _stage(progress: Progress, steps: Sequence[tuple[str, int]], index: int) -> Progress:

@@ -3,6 +3,8 @@ the application shows ``str(error)`` as it is."""
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ModelError(Exception):
     """Base of every failure the model layer expects and can explain."""
@@ -70,11 +72,13 @@ class ExportFailed(ModelError):
 
 
 class ParityCheckFailed(ExportFailed):
-    """The exported model disagrees with the original by more than the allowed difference."""
+    """The exported model does not keep the original's answers (fp32: the conversion check; int8: the
+    parity rule of ``local_models.parity``). ``parity``: the int8 verdict's record, when one was measured."""
 
-    def __init__(self, message: str, max_difference: float):
+    def __init__(self, message: str, max_difference: float, parity: dict[str, Any] | None = None):
         super().__init__(message)
         self.max_difference = max_difference
+        self.parity = parity
 
 
 class TrainingFailed(ModelError):

@@ -1,12 +1,18 @@
-"""ONNX export of Hugging Face models, optional dynamic int8 quantization, and the parity check.
+"""ONNX export of Hugging Face models, int8 forms checked on the task's texts, and their parity.
 
-    report = export_onnx(model_dir, out_dir, int8=True)
+    report = export_onnx(model_dir, out_dir)                                   # fp32
+    report = export_onnx(model_dir, out_dir, int8=True, task_texts=texts)      # int8, searched and checked
+    report = export_onnx(model_dir, out_dir, int8=True, recorded=recipe)       # int8 as recorded, by sha256
 
 The result is a folder with ``model.onnx`` (dynamic batch and sequence axes; labels and the
 maximum length in its metadata), the tokenizer, ``config.json`` and ``dynadesk_model.json``
-(where it came from, and the parity figures). The exported model and the original answer the
-same sample texts; when their probabilities differ by more than ``max_difference`` (0.02) the
-export is refused, unless ``force`` is given, and then the difference is recorded.
+(where it came from, and the check's figures, under ``export``).
+
+fp32: a conversion check; the exported graph and the original answer ``PARITY_TEXTS`` within
+``FP32_MAX_DIFFERENCE``. int8: the parity rule of ``local_models.parity`` on at least 2,000 of the
+task's texts (``local_models.int8_search``), or a recipe whose graph was checked that way and is
+rebuilt byte for byte. A refusal raises ``ParityCheckFailed`` and keeps nothing, unless ``force``
+is given, and then the override is recorded with the figures.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from local_models.engine import InferenceEngine, load_engine
 from local_models.errors import ExportFailed, ParityCheckFailed, UnsupportedOperation
 from local_models.files import install_dir, make_staging_dir
 from local_models.heads import softmax
+from local_models.int8 import Int8Recipe, build_int8
+from local_models.int8_search import RecordedInt8, TaskTexts, build_recorded, search_int8
+from local_models.parity import MIN_TEXTS
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput, tokenizer_files
 
@@ -40,7 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_PARITY_DIFFERENCE = 0.02
+FP32_MAX_DIFFERENCE = 1e-3  # fp32 graph vs the PyTorch model: a conversion check, not a quantization rule
 OPSET = 18
 # Found in the ONNX files of exports made before ``strip_build_details``: the exporter's metadata keys.
 STALE_BUILD_MARKER = b"pkg.torch."
@@ -83,6 +92,8 @@ class ExportReport:
     forced: bool
     seconds: float
     parent_sha256: str
+    parity: dict[str, Any] | None = None  # int8: the parity verdict (local_models.parity), as recorded
+    quantization: str = "none"  # the int8 recipe's name
 
 
 def export_onnx(
@@ -91,7 +102,9 @@ def export_onnx(
     *,
     int8: bool = False,
     sample_texts: Sequence[ModelInput] | None = None,
-    max_difference: float = MAX_PARITY_DIFFERENCE,
+    max_difference: float = FP32_MAX_DIFFERENCE,
+    task_texts: TaskTexts | None = None,
+    recorded: RecordedInt8 | None = None,
     force: bool = False,
     replace: bool = True,
     graph: Path | None = None,
@@ -99,7 +112,11 @@ def export_onnx(
 ) -> ExportReport:
     """Export the Hugging Face model in ``model_dir`` to ``out_dir``, which is created, or replaced
     when present (kept instead, without ``replace``). ``graph``: an fp32 ONNX file already exported
-    from this model, to quantize instead of exporting again."""
+    from this model, to quantize instead of exporting again.
+
+    fp32: ``sample_texts`` (default ``PARITY_TEXTS``) must agree within ``max_difference``. int8:
+    ``recorded`` (a recipe checked elsewhere, rebuilt and verified by sha256), else a search on
+    ``task_texts``; without either, int8 is refused unless ``force``."""
     progress = progress or Progress()
     started = time.perf_counter()
     source = load_engine(model_dir, num_threads=None)
@@ -116,26 +133,34 @@ def export_onnx(
         else:
             shutil.copy2(graph, fp32)
         if int8:
-            progress.say("Quantizing weights to int8 ...")
-            quantize_int8(fp32, staging / MODEL_FILENAME)
+            progress.report(1, 4)
+            parity, recipe_json, quantization = _int8_graph(source, fp32, staging, task_texts, recorded, force,
+                                                            progress)
             fp32.unlink()
-        _write_metadata(staging / MODEL_FILENAME, source, int8)
+            difference, texts_compared = float(parity.get("max_change", float("nan"))), int(parity.get("texts", 0))
+            forced = bool(parity.get("forced"))
+            check: dict[str, Any] = {"parity": parity, "int8_recipe": recipe_json}
+        _write_metadata(staging / MODEL_FILENAME, source, quantization if int8 else "none")
         _copy_companions(source, staging)
-        progress.report(3, 4)  # the graph is built; the comparison is the last quarter
-        progress.say("Comparing the exported model with the original ...")
-        texts = list(sample_texts) if sample_texts else _default_samples(source)
-        exported = load_engine(staging, format="onnx", num_threads=None)
-        try:
-            difference = parity_difference(source, exported, texts)
-        finally:
-            exported.close()
-        if difference > max_difference and not force:
-            raise ParityCheckFailed(
-                f"The exported model differs from the original by up to {difference:.4f} in probability on "
-                f"{len(texts)} sample texts (allowed: {max_difference}). Nothing was kept; export again with "
-                "force to keep it anyway.", difference,
-            )
-        description = _description(source, int8, difference, len(texts), force and difference > max_difference)
+        if not int8:
+            progress.report(3, 4)  # the graph is built; the comparison is the last quarter
+            progress.say("Comparing the exported model with the original ...")
+            texts = list(sample_texts) if sample_texts else _default_samples(source)
+            exported = load_engine(staging, format="onnx", num_threads=None)
+            try:
+                difference = parity_difference(source, exported, texts)
+            finally:
+                exported.close()
+            texts_compared, forced = len(texts), force and difference > max_difference
+            if difference > max_difference and not force:
+                raise ParityCheckFailed(
+                    f"The exported model differs from the original by up to {difference:.4f} in probability on "
+                    f"{len(texts)} sample texts (allowed: {max_difference}). Nothing was kept; export again with "
+                    "force to keep it anyway.", difference,
+                )
+            check = {"conversion_check": {"max_probability_difference": difference, "texts": len(texts),
+                                          "allowed": max_difference, "forced": forced}}
+        description = _description(source, quantization if int8 else "none", check)
         (staging / METADATA_FILE).write_text(json.dumps(description, indent=2, ensure_ascii=False) + "\n",
                                              encoding="utf-8")
         install_dir(staging, out_dir, replace=replace)
@@ -147,8 +172,56 @@ def export_onnx(
     final = load_engine(out_dir, format="onnx", num_threads=1)
     sha = final.sha256
     final.close()
-    return ExportReport(out_dir, sha, int8, difference, len(texts), force and difference > max_difference,
-                        time.perf_counter() - started, source.sha256)
+    return ExportReport(out_dir, sha, int8, difference, texts_compared, forced, time.perf_counter() - started,
+                        source.sha256, parity=check.get("parity"), quantization=quantization if int8 else "none")
+
+
+def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: TaskTexts | None,
+                recorded: RecordedInt8 | None, force: bool,
+                progress: Progress) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
+    """Build ``staging/model.onnx`` in int8 and return (the parity record, the recipe, its name).
+    ``ParityCheckFailed`` when no int8 form passes, unless ``force``."""
+    target = staging / MODEL_FILENAME
+    if recorded is not None:
+        progress.say("Building the int8 form from its recorded recipe ...")
+        try:
+            build_recorded(fp32, recorded, target)
+            assert recorded.recipe is not None and recorded.parity is not None  # build_recorded checked usable
+            return ({**recorded.parity, "verified_by": "sha256 of the graph checked when the recipe was made"},
+                    recorded.recipe.to_json(), recorded.recipe.name)
+        except ParityCheckFailed as exc:
+            if not force or recorded.recipe is None:
+                raise ParityCheckFailed(f"int8 refused: {exc}", float("nan"), recorded.parity) from exc
+            build_int8(fp32, target, recorded.recipe)
+            return ({**(recorded.parity or {}), "passed": False, "forced": True, "problems": [str(exc)]},
+                    recorded.recipe.to_json(), recorded.recipe.name)
+    if task_texts is None:
+        if not force:
+            raise ParityCheckFailed(
+                f"int8 refused: no task texts to check it on. The int8 form must keep the float model's labels on at "
+                f"least {MIN_TEXTS:,} of the task's own texts; give them (e.g. `--samples FILE`, one text a line), or "
+                "force to keep an unchecked int8 form (recorded as such).", float("nan"))
+        recipe = Int8Recipe("dynamic")
+        build_int8(fp32, target, recipe)
+        return ({"passed": False, "forced": True, "texts": 0, "problems": ["no task texts were given to check it on"]},
+                recipe.to_json(), recipe.name)
+    search = search_int8(source, fp32, task_texts, staging / ".int8-search", progress=progress)
+    shutil.rmtree(staging / ".int8-search", ignore_errors=True)
+    if search.passed and search.recipe is not None:
+        build_int8(fp32, target, search.recipe)
+        assert search.verdict is not None  # passed
+        return ({**search.verdict.to_json(), "attempts": list(search.attempts)}, search.recipe.to_json(),
+                search.recipe.name)
+    verdict = search.verdict.to_json(forced=force) if search.verdict is not None else None
+    if not force:
+        raise ParityCheckFailed(f"{search.reason}. Nothing was kept; give more task texts, or force to keep the "
+                                "last int8 form measured anyway (recorded as forced, with its figures).",
+                                float(verdict["max_change"]) if verdict else float("nan"), verdict)
+    # the recipe the recorded figures belong to; plain dynamic int8 when none was measured on the parity texts
+    recipe = search.measured if search.measured is not None else Int8Recipe("dynamic")
+    build_int8(fp32, target, recipe)
+    record = verdict or {"passed": False, "texts": len(task_texts.parity), "problems": [search.reason]}
+    return ({**record, "forced": True, "attempts": list(search.attempts)}, recipe.to_json(), recipe.name)
 
 
 def _export_graph(source: InferenceEngine, path: Path) -> None:
@@ -190,28 +263,6 @@ def _export_graph(source: InferenceEngine, path: Path) -> None:
         raise ExportFailed(f"PyTorch could not export {source.name} to ONNX: {_first_line(exc)}") from exc
 
 
-def quantize_int8(fp32_path: Path, int8_path: Path) -> None:
-    """Dynamic int8 quantization: MatMul/Gemm weights per output channel, activations per tensor
-    at run time. Embedding tables (Gather) stay float: quantizing them costs accuracy and buys
-    no speed."""
-    import onnx
-
-    try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        model = onnx.load(str(fp32_path))
-        # the exporter's intermediate shape annotations trip the quantizer's own shape inference;
-        # they are optional, and onnxruntime infers shapes again at load
-        del model.graph.value_info[:]
-        with _quiet("root", level=logging.ERROR):
-            quantize_dynamic(model, str(int8_path), weight_type=QuantType.QInt8, per_channel=True,
-                             op_types_to_quantize=["MatMul", "Gemm"],
-                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-        onnx.checker.check_model(str(int8_path))
-    except Exception as exc:
-        raise ExportFailed(f"int8 quantization failed: {_first_line(exc)}") from exc
-
-
 def parity_difference(original: InferenceEngine, exported: InferenceEngine, texts: Sequence[ModelInput]) -> float:
     """Largest absolute difference in any output probability, over ``texts`` as one batch and
     one at a time (both paths, since padding and batch size must not change answers)."""
@@ -234,7 +285,7 @@ def _default_samples(engine: InferenceEngine) -> list[ModelInput]:
     return [(question, context) for question, context in zip(PARITY_TEXTS[:10], PARITY_TEXTS[10:20])]
 
 
-def _write_metadata(path: Path, source: InferenceEngine, int8: bool) -> None:
+def _write_metadata(path: Path, source: InferenceEngine, quantization: str) -> None:
     import onnx
 
     model = onnx.load(str(path))
@@ -244,7 +295,7 @@ def _write_metadata(path: Path, source: InferenceEngine, int8: bool) -> None:
         "max_length": str(source.max_length),
         "architecture": source.runtime.architecture,
         "parent_sha256": source.sha256,
-        "quantization": "dynamic-int8" if int8 else "none",
+        "quantization": quantization,
         "exported_by": "dynadesk",
     }
     for key, value in entries.items():
@@ -327,8 +378,7 @@ def _copy_companions(source: InferenceEngine, staging: Path) -> None:
     shutil.copy2(folder / "config.json", staging / "config.json")
 
 
-def _description(source: InferenceEngine, int8: bool, difference: float, texts: int,
-                 forced: bool) -> dict[str, Any]:
+def _description(source: InferenceEngine, quantization: str, check: dict[str, Any]) -> dict[str, Any]:
     parent = source.runtime.metadata
     described: dict[str, Any] = {key: parent[key]
                                  for key in ("name", "id2label", "max_length", "base", "training", "metrics")
@@ -339,11 +389,9 @@ def _description(source: InferenceEngine, int8: bool, difference: float, texts: 
         "export": {
             "parent_sha256": source.sha256,
             "parent_architecture": source.runtime.architecture,
-            "quantization": ("dynamic int8 (MatMul/Gemm weights per channel, activations per tensor)"
-                             if int8 else "none"),
+            "quantization": f"int8: {quantization}" if quantization != "none" else "none",
             "opset": OPSET,
-            "parity": {"max_probability_difference": difference, "texts": texts,
-                       "allowed": MAX_PARITY_DIFFERENCE, "forced": forced},
+            **check,
         },
     }
 

@@ -203,6 +203,7 @@ class TrainingReport:
     trained_part_bytes: int
     description: dict[str, Any]
     frozen_cache: dict[str, Any] = field(default_factory=dict)  # frozen_cache.CacheUse: what the run took from the cache
+    splits: dict[str, list[int]] = field(default_factory=dict)  # train/dev/test: indices into the data's texts
 
 
 def train_classifier(
@@ -338,7 +339,7 @@ def train_classifier(
     }
     size = save_trained_part(out_dir, {k: v for k, v in best["state"].items()}, description)
     return TrainingReport(Path(out_dir), {"dev": best["dev"], "test": test_metrics, **extra}, seconds, size, description,
-                          cache_use.to_json())
+                          cache_use.to_json(), {"train": list(train_idx), "dev": list(dev_idx), "test": list(test_idx)})
 
 
 def default_base_dir() -> Path:

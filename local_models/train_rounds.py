@@ -25,6 +25,8 @@ from local_models.backends.base import METADATA_FILE, read_json_file
 from local_models.errors import TrainingFailed
 from local_models.files import file_sha256, install_dir, make_staging_dir
 from local_models.frozen_cache import FrozenCache
+from local_models.int8_form import record_int8_recipe, split_texts
+from local_models.int8_search import TaskTexts
 from local_models.progress import Progress
 from local_models.train import (
     TRAINED_PART_FILE,
@@ -207,6 +209,17 @@ class RoundHooks:
             "source": self.rows.source}}
 
 
+def int8_texts(rows: RoundRows, hooks: RoundHooks, splits: dict[str, list[int]], seed: int) -> TaskTexts:
+    """Held-out texts (base dev/test, round dev, held-out rounds) and the round's examples judge the
+    int8 form; the base training texts calibrate it."""
+    texts = combined(rows).texts
+    base_train = set(hooks.splits.get("base_train", []))
+    held = [i for i in sorted(set(splits.get("dev", [])) | set(splits.get("test", [])) | set(hooks.held_idx))]
+    rounds = [i for i in hooks.round_idx if i not in held]
+    return split_texts(texts, sorted(base_train), held + rounds,
+                       "this training run's held-out texts and the round's examples", seed=seed)
+
+
 def combined(rows: RoundRows) -> LabelledData:
     labels = rows.base_labels + rows.round_labels + rows.held_out_labels
     return LabelledData(rows.base_texts + rows.round_texts + rows.held_out_texts, labels, list(rows.label_names),
@@ -248,6 +261,9 @@ def train_with_rounds(rows: RoundRows, out_dir: Path, *, config: TrainingConfig,
         report = train_classifier(combined(rows), staging, base_dir=base_dir, config=config, name=name,
                                   progress=progress, hooks=hooks, frozen_cache=frozen_cache)
         assemble(staging, staging / MODEL_FOLDER, base_dir=base_dir)
+        # the int8 recipe, checked on this run's held-out texts and the round's examples (local_models.int8_form)
+        record_int8_recipe(staging, int8_texts(rows, hooks, report.splits, config.seed),
+                           model_dir=staging / MODEL_FOLDER, progress=progress)
         result = RoundTrainingResult(report, out_dir, out_dir / MODEL_FOLDER, hooks.splits,
                                      file_sha256(staging / TRAINED_PART_FILE))
         if before_install is not None:

@@ -6,8 +6,7 @@ Tiny ones have random weights, a few layers and the MiniLM tokenizer:
 - ``tiny_qa_dir``: random BertForQuestionAnswering.
 - ``trigger_model_dir``: a tiny classifier trained by Dynadesk's own trainer on synthetic
   sentences whose label is exactly "contains the word banana"; a word that drives the output.
-- ``trigger_onnx_dir``: its ONNX export; ``tiny_onnx_int8_dir``: the random classifier as int8.
-  (The trigger model is too sharp for int8: its probabilities jump by more than 0.02.)
+- ``trigger_onnx_dir``: its ONNX export (fp32).
 - ``hate_trigger_model_dir``: the same, labelled like the hate-speech task: "banana" means "hate".
 - ``default_model_cache``: a models folder with the real default model prepared in it (assembled
   and exported once per session, about 20 s); copy it into a data folder to skip first-start work.
@@ -227,15 +226,6 @@ def trigger_onnx_dir(tmp_path_factory, trigger_model_dir) -> Path:
 
     return built_once(tmp_path_factory, "trigger-onnx",
                       lambda root: export_onnx(trigger_model_dir, root / "trigger-onnx")) / "trigger-onnx"
-
-
-@pytest.fixture(scope="session")
-def tiny_onnx_int8_dir(tmp_path_factory, tiny_classifier_dir) -> Path:
-    from local_models.export import export_onnx
-
-    return built_once(tmp_path_factory, "tiny-onnx-int8",
-                      lambda root: export_onnx(tiny_classifier_dir, root / "tiny-onnx-int8", int8=True)) \
-        / "tiny-onnx-int8"
 
 
 @pytest.fixture

@@ -80,6 +80,7 @@ class RoundDialog(QDialog):
 
         self.models = QListWidget(objectName="models")
         self.models.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)  # order = ensemble order
+        self.models.setWordWrap(True)  # long names and the int8 check's line stay readable in the narrow column
         self.contexts = QTableWidget(0, 5, objectName="contexts")
         self.contexts.setHorizontalHeaderLabels(["Context", "Tag", "Served", "Examples", "Fooling rate"])
         header = self.contexts.horizontalHeader()
@@ -198,6 +199,7 @@ class RoundDialog(QDialog):
         self.models.clear()
         for model in view.models:
             item = QListWidgetItem(model.text)
+            item.setToolTip(model.tooltip)
             item.setData(Qt.ItemDataRole.UserRole, model.id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if model.checked else Qt.CheckState.Unchecked)

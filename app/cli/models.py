@@ -43,6 +43,8 @@ def models() -> None:
 def models_list(obj, as_json: bool) -> None:
     """The registered models, with the checksum every stored prediction names."""
 
+    from app.core.int8_status import int8_detail, int8_status
+
     desk = obj.desk
     tasks = {t.id: t.code for t in desk.tasks.tasks()}
     records = desk.models.all()
@@ -51,14 +53,17 @@ def models_list(obj, as_json: bool) -> None:
             "id": str(r.id), "name": r.name, "format": r.format, "sha256": r.sha256, "path": r.path,
             "task": tasks.get(r.task_id), "label_map": r.label_map,
             "test_metrics": (r.provenance or {}).get("metrics", {}).get("test"),
+            "int8_parity": ((r.provenance or {}).get("export") or {}).get("parity"),
+            "int8": int8_detail(r.provenance) or None,
         } for r in records], indent=2))
         return
     rows = []
     for r in records:
         test = (r.provenance or {}).get("metrics", {}).get("test") or {}
         rows.append([r.name, r.format, r.sha256[:12], tasks.get(r.task_id, "-"),
-                     f"{test['macro_f1']:.3f}" if "macro_f1" in test else "-", r.path or "-"])
-    click.echo(format_table(["name", "format", "sha256", "task", "test macro-F1", "path"], rows))
+                     f"{test['macro_f1']:.3f}" if "macro_f1" in test else "-", int8_status(r.provenance) or "-",
+                     r.path or "-"])
+    click.echo(format_table(["name", "format", "sha256", "task", "test macro-F1", "int8 check", "path"], rows))
 
 
 @models.command("register")
@@ -85,26 +90,32 @@ def models_register(obj, path: str, name: str | None, task_code: str | None, for
 
 @models.command("export-onnx")
 @click.argument("model")
-@click.option("--int8", is_flag=True, help="Quantize the weights to int8 (dynamic quantization).")
+@click.option("--int8", is_flag=True, help="An int8 form, kept only when it keeps the float model's labels on the "
+                                           "task's texts (give them with --samples).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Folder to write (default: in the data folder's model cache).")
-@click.option("--force", is_flag=True, help="Keep the export even when the parity check fails.")
-@click.option("--max-difference", type=float, default=0.02, show_default=True,
-              help="Largest allowed probability difference on the sample texts.")
+@click.option("--force", is_flag=True, help="Keep the export even when its check fails (recorded as forced).")
+@click.option("--max-difference", type=float, default=None,
+              help="fp32: largest allowed probability difference on the sample texts (default 0.001).")
 @click.option("--samples", type=click.Path(exists=True, dir_okay=False),
-              help="UTF-8 text file with sample texts for the parity check, one per line.")
+              help="UTF-8 text file, one text a line. With --int8: the task's texts the int8 form is checked on "
+                   "(at least 2,000); without: the texts of the fp32 conversion check.")
 @click.option("--no-register", is_flag=True, help="Do not register the exported model.")
 @pass_context
 def models_export_onnx(obj, model: str, int8: bool, out_dir: str | None, force: bool,
-                       max_difference: float, samples: str | None, no_register: bool) -> None:
+                       max_difference: float | None, samples: str | None, no_register: bool) -> None:
     """Export MODEL (a Hugging Face folder, or the name or sha256 prefix of a registered model) to ONNX.
 
-    Sample texts run through both models; if any probability differs by more than
-    --max-difference the export is refused, unless --force is given.
+    fp32: sample texts run through both models; a probability difference over --max-difference refuses
+    the export. --int8: on at least 2,000 task texts (--samples) the int8 form must give the float
+    model's label on 99.5 % of them, with the 99th percentile of the probability change at most 0.05;
+    the quickest recipe that passes is kept. --force keeps a refused export, recorded as forced.
     """
     from app.core.services.target_models import TargetModelError, register_model
     from local_models.errors import ModelError
-    from local_models.export import export_onnx
+    from local_models.export import FP32_MAX_DIFFERENCE, export_onnx
+    from local_models.int8_search import TaskTexts
+    from app.core.int8_status import summary_line
 
     desk = obj.desk
     source_path, parent = _resolve_model(desk, model)
@@ -113,6 +124,8 @@ def models_export_onnx(obj, model: str, int8: bool, out_dir: str | None, force: 
         texts = [line for line in Path(samples).read_text(encoding="utf-8").splitlines() if line.strip()]
         if not texts:
             raise click.BadParameter("the file has no sample texts", param_hint="--samples")
+    if int8 and max_difference is not None:
+        raise click.UsageError("--max-difference is for fp32 exports; an int8 form is judged by the parity rule.")
     if out_dir is None:
         from local_models.engine import model_sha256
 
@@ -122,15 +135,25 @@ def models_export_onnx(obj, model: str, int8: bool, out_dir: str | None, force: 
             raise TargetModelError(str(exc)) from exc
         out_dir = str(paths.models_cache_dir(desk.root) / f"{source_path.name}-onnx{'-int8' if int8 else ''}-{sha[:12]}")
     started = time.perf_counter()
+    allowed = FP32_MAX_DIFFERENCE if max_difference is None else max_difference
     try:
-        report = export_onnx(source_path, out_dir, int8=int8, sample_texts=texts, max_difference=max_difference,
-                             force=force, progress=_progress())
+        if int8:
+            task_texts = TaskTexts(tuple(texts), (), f"{Path(samples).name}") if texts and samples else None
+            report = export_onnx(source_path, out_dir, int8=True, task_texts=task_texts, force=force,
+                                 progress=_progress())
+        else:
+            report = export_onnx(source_path, out_dir, sample_texts=texts, max_difference=allowed, force=force,
+                                 progress=_progress())
     except ModelError as exc:
         raise TargetModelError(str(exc)) from exc
-    verdict = "within" if report.max_difference <= max_difference else "OVER (kept because of --force)"
     click.echo(f"Exported to {report.path} in {time.perf_counter() - started:.1f} s")
-    click.echo(f"Parity: largest probability difference {report.max_difference:.5f} on {report.texts_compared} "
-               f"texts, {verdict} the allowed {max_difference}")
+    if int8:
+        click.echo(f"int8 recipe: {report.quantization}")
+        click.echo(summary_line(report.parity or {}) + (" (kept because of --force)" if report.forced else ""))
+    else:
+        verdict = "within" if report.max_difference <= allowed else "OVER (kept because of --force)"
+        click.echo(f"Conversion check: largest probability difference {report.max_difference:.5f} on "
+                   f"{report.texts_compared} texts, {verdict} the allowed {allowed}")
     if no_register:
         return
     task_code = None
@@ -168,8 +191,12 @@ def models_default(obj, variant: str) -> None:
     """Prepare (first use: assemble and export) and register the bundled hate-speech model."""
     from app.core.services.target_models import ensure_default_model
 
+    from app.core.int8_status import int8_detail
+
     record = ensure_default_model(obj.desk, variant=variant, progress=_progress())
     click.echo(f"{record.name}\n  format {record.format}, sha256 {record.sha256}\n  {record.path}")
+    if int8_detail(record.provenance):
+        click.echo(f"  {int8_detail(record.provenance)}")
     test = (record.provenance or {}).get("metrics", {}).get("test")
     if test:
         hate = test["per_label"].get("hate", {})
@@ -309,6 +336,16 @@ def _train_csv(data_path: Path, text_column, label_column, out_dir: Path, label_
     for label, figures in test["per_label"].items():
         click.echo(f"  {label}: precision {figures['precision']:.4f}, recall {figures['recall']:.4f}, "
                    f"F1 {figures['f1']:.4f} (support {figures['support']:,})")
+    _record_int8(out_dir, data, result.splits, f"{data_path.name} dev + test split", base_dir, config.seed, progress)
+
+
+def _record_int8(out_dir: Path, data, splits, source: str, base_dir, seed: int, progress) -> None:
+    """The int8 recipe beside the trained part, checked on the run's held-out texts (local_models.int8_form)."""
+    from local_models.int8_form import record_int8_recipe, split_texts
+
+    texts = split_texts(data.texts, splits["train"], list(splits["dev"]) + list(splits["test"]), source, seed=seed)
+    record_int8_recipe(out_dir, texts, base_dir=Path(base_dir) if base_dir else None, progress=progress)
+    click.echo(_int8_line(out_dir))
 
 
 def _train_desk(desk, task_code, rounds_spec, text_column, label_column, out_dir: Path, label_map, html_unescape,
@@ -379,4 +416,19 @@ def _report_desk_run(manifest: dict, out_dir: Path) -> None:
         if metrics.get(key):
             click.echo(f"{key.replace('_', '-')} ({metrics[key]['examples']:,} texts): macro-F1 "
                        f"{metrics[key]['macro_f1']:.4f}, accuracy {metrics[key]['accuracy']:.4f}")
+    click.echo(_int8_line(out_dir))
     click.echo(f"Model: {out_dir / manifest['output']['model']}\nManifest: {out_dir / 'manifest.json'}")
+
+
+def _int8_line(part_dir: Path) -> str:
+    """What the int8 recipe written beside a trained part says."""
+    from local_models.int8_search import read_recipe_file
+    from app.core.int8_status import summary_line
+
+    try:
+        recorded = read_recipe_file(part_dir)
+    except ValueError as exc:
+        return f"int8 form: none ({exc})."
+    if recorded.usable and recorded.recipe is not None and recorded.parity is not None:
+        return f"int8 form: {recorded.recipe.name}; {summary_line(recorded.parity)}"
+    return f"int8 form: none. {recorded.reason}"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
+from app.core.int8_status import default_model_int8
 
 BUILD_INFO_FILE = Path(__file__).resolve().with_name("build_info.json")
 UNKNOWN = "unknown"
@@ -95,6 +96,7 @@ def version_info() -> dict[str, str]:
         "qt": package_version("qt"),
         "python": sys.version.split()[0],
         "default_model_sha256": default_model_sha256(),
+        "default_model_int8": default_model_int8(),
     }
 
 
@@ -107,4 +109,5 @@ def version_text(info: dict[str, str] | None = None) -> str:
         f"torch {info['torch']}, onnxruntime {info['onnxruntime']}, Qt (PySide6) {info['qt']}, "
         f"Python {info['python']}",
         f"default model (hate_speech_r1) sha256: {info['default_model_sha256']}",
+        f"default model int8: {info.get('default_model_int8', UNKNOWN)}",
     ])

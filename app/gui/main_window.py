@@ -595,5 +595,6 @@ def about_html(info: dict[str, str], data_dir) -> str:
             f"collection.<br><br>Revision: {revision}<br>"
             f"torch {escape(info['torch'])} · onnxruntime {escape(info['onnxruntime'])} · "
             f"Qt (PySide6) {escape(info['qt'])} · Python {escape(info['python'])}<br>"
-            f"Default model sha256: <tt>{escape(info['default_model_sha256'])}</tt><br><br>"
+            f"Default model sha256: <tt>{escape(info['default_model_sha256'])}</tt><br>"
+            f"Default model int8: {escape(info.get('default_model_int8', ''))}<br><br>"
             f"Data folder: {escape(str(data_dir))}")

@@ -13,6 +13,7 @@ from typing import Protocol, Sequence
 
 from app.core.domain import FooledRule, RoundStatus
 from app.core.formatting import MISSING
+from app.core.int8_status import int8_detail, int8_status
 
 CONTEXT_TOOLTIP_CHARS = 2000
 
@@ -77,6 +78,7 @@ class ModelChoice:
     id: uuid.UUID
     text: str
     checked: bool
+    tooltip: str = ""  # the int8 check's figures (app.core.int8_status), when the model has them
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +151,16 @@ def context_count(total: int, shown: int) -> str:
     return f"{total:,} contexts" + (f" (the {shown} most served shown)" if total > shown else "")
 
 
+def model_choice(model: _Model, checked: bool) -> ModelChoice:
+    """A model in the list: name and checksum, and the int8 check's outcome where it has one."""
+    provenance = getattr(model, "provenance", None)
+    status, detail = int8_status(provenance), int8_detail(provenance)
+    if status and not status.startswith("int8 passed"):
+        status += " (hover for why)"
+    return ModelChoice(model.id, f"{model.name}  ({model.sha256[:12]})" + (f"\n{status}" if status else ""),
+                       checked, detail)
+
+
 def round_view(summary: _Summary, contexts: Sequence[_Context], candidates: Sequence[_Model]) -> RoundView:
     """The dialog's view of a round: its settings, its models among the candidates, its most served contexts."""
     opened = f"{summary.opened_at:%Y-%m-%d}" if summary.opened_at else MISSING
@@ -164,6 +176,6 @@ def round_view(summary: _Summary, contexts: Sequence[_Context], candidates: Sequ
         fooled_rule=FooledRule(summary.fooled_rule), label_start=settings.label_start,
         fixed_label=settings.fixed_label, keep_label_after_submit=settings.keep_label_after_submit,
         context_policy=settings.context_policy, context_tag=settings.context_tag or "",
-        models=tuple(ModelChoice(m.id, f"{m.name}  ({m.sha256[:12]})", m.id in chosen) for m in ordered),
+        models=tuple(model_choice(m, m.id in chosen) for m in ordered),
         contexts=context_rows(contexts), context_count=context_count(summary.contexts, len(contexts)),
     )

@@ -79,5 +79,18 @@ def test_about_dialog_shows_the_version_info(tmp_path, monkeypatch):
     (title, text), = shown
     assert title == "About Dynadesk"
     for part in (__version__, info["revision"], info["torch"], info["onnxruntime"], info["qt"],
-                 info["default_model_sha256"]):
+                 info["default_model_sha256"], info["default_model_int8"]):
         assert part in text
+
+
+def test_about_names_the_default_models_int8_check(monkeypatch, tmp_path):
+    """The figures shipped with the bundled model's int8 recipe; a missing recipe says the desk runs fp32."""
+    info = about.version_info()
+    assert "int8 parity passed: same label on " in info["default_model_int8"]
+    assert "dev + test split" in info["default_model_int8"]
+    assert f"default model int8: {info['default_model_int8']}" in about.version_text(info)
+
+    import resources
+
+    monkeypatch.setattr(resources, "ROOT", tmp_path)
+    assert about.default_model_int8() == "no int8 recipe shipped (the desk runs fp32)"

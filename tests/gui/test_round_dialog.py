@@ -106,3 +106,19 @@ def test_an_annotator_reads_the_round_but_cannot_change_it(qtbot, data_dir, moda
     assert not dialog.import_row.isVisible()
     window.close()
     desk.close()
+
+
+def test_the_model_list_shows_each_int8_forms_parity_figures(qtbot, lead_window):
+    """A lead choosing targets sees whether an int8 model kept its float model's labels, and by how much."""
+    window, desk = lead_window, lead_window.desk
+    parity = {"texts": 4957, "agreement": 0.9986, "labels_changed": 7, "p99_change": 0.0464, "max_change": 0.1685,
+              "mean_change": 0.0043, "source": "labeled_data.csv dev + test split", "passed": True, "forced": False,
+              "problems": []}
+    desk.models.register("int8 model", "onnx", "cc" * 32, task_id=desk.tasks.task("hate_speech").id,
+                         provenance={"export": {"parity": parity}})
+    dialog = open_dialog(qtbot, window)
+    items = {dialog.models.item(i).text().split("  (")[0]: dialog.models.item(i) for i in range(dialog.models.count())}
+    shown = items["int8 model"]
+    assert shown.text().endswith("\nint8 passed: 99.86% same label, p99 0.046 · 4,957 texts")
+    assert "max 0.169" in shown.toolTip() and "labeled_data.csv dev + test split" in shown.toolTip()
+    assert "int8" not in items["base model"].text() and items["base model"].toolTip() == ""

@@ -33,14 +33,20 @@ def test_register_list_and_export(data_dir, tiny_classifier_dir, tmp_path):
 
     out = tmp_path / "tiny-int8"
     result = dynadesk("models", "export-onnx", "tiny", "--int8", "--out", out, data_dir=data_dir)
+    assert_clean_failure(result, "int8 refused: no task texts to check it on")
+    assert not out.exists()
+    result = dynadesk("models", "export-onnx", "tiny", "--int8", "--force", "--out", out, data_dir=data_dir)
     assert result.returncode == 0, result.stderr
-    assert "Parity: largest probability difference" in result.stdout and "within the allowed 0.02" in result.stdout
+    assert "int8 parity: not measured (no task texts were given" in result.stdout and "--force" in result.stdout
     assert "Registered tiny (ONNX int8)" in result.stdout and (out / "model.onnx").is_file()
 
     result = dynadesk("models", "list", "--json", data_dir=data_dir)
     listed = {m["name"]: m for m in json.loads(result.stdout)}
     assert set(listed) == {"tiny", "tiny (ONNX int8)"}
     assert listed["tiny (ONNX int8)"]["task"] == "hate_speech" and listed["tiny (ONNX int8)"]["format"] == "onnx"
+    assert listed["tiny (ONNX int8)"]["int8_parity"]["forced"] is True and listed["tiny"]["int8_parity"] is None
+    table = dynadesk("models", "list", data_dir=data_dir).stdout
+    assert "int8 check" in table.splitlines()[0] and "int8, not checked" in table
 
     result = dynadesk("models", "export-onnx", "no-such-model", data_dir=data_dir)
     assert_clean_failure(result, "neither a model folder nor one registered model")
@@ -53,9 +59,14 @@ def test_train_then_register(data_dir, trigger_csv, tiny_base_dir, tmp_path):
                       "--epochs", "1", "--max-length", "32", "--threads", "1", data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     assert "Held-out test (60 texts): macro-F1" in result.stdout and "has fruit: precision" in result.stdout
+    # 600 texts in all: too few to check an int8 form on, and the trained part records why
+    assert "int8 form: none. int8 not used: only 600 task texts" in result.stdout
+    assert json.loads((out / "int8_recipe.json").read_text())["recipe"] is None
     result = dynadesk("models", "register", out, data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     assert "0 -> has fruit" in result.stdout
+    listed = json.loads(dynadesk("models", "list", "--json", data_dir=data_dir).stdout)
+    assert "only 600 task texts" in listed[0]["int8"]  # the record says why it has no int8 form
 
     result = dynadesk("train", "--data", trigger_csv, "--text-column", "text", "--label-column", "kind",
                       "--out", out, data_dir=data_dir)

@@ -53,3 +53,17 @@ def test_round_changes_give_the_settings_fields():
     changes = RoundChanges("d", "g", FooledRule.ANY, "blank", None, True, "random", "news")
     assert changes.settings() == {"label_start": "blank", "fixed_label": None, "keep_label_after_submit": True,
                                   "context_policy": "random", "context_tag": "news"}
+
+
+def test_a_model_choice_names_the_int8_check_or_why_it_serves_in_fp32():
+    from app.core.int8_status import int8_detail, int8_status
+
+    failed = {"export": {"parity": {"texts": 500, "agreement": 1.0, "p99_change": 0.01, "max_change": 0.02,
+                                    "passed": False, "forced": True, "problems": ["only 500 task texts"]}}}
+    assert int8_status(failed) == "int8 FORCED: 100.00% same label, p99 0.010 · 500 texts"
+    assert "FAILED, kept with --force" in int8_detail(failed) and "(only 500 task texts)" in int8_detail(failed)
+    refused = {"notes": ["Int8 refused: the int8 graph built here is not the one checked. The ONNX model is fp32."]}
+    assert int8_status(refused) == "no int8 form" and int8_detail(refused).startswith("Int8 refused")
+    trained = {"int8_check": {"recipe": None, "parity": None, "reason": "int8 not used: only 600 task texts"}}
+    assert int8_status(trained) == "no int8 form" and "only 600 task texts" in int8_detail(trained)
+    assert int8_status({}) == int8_status(None) == "" and int8_detail({"export": {"parity": {}}}).startswith("int8 parity: not")

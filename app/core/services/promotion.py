@@ -257,7 +257,7 @@ def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Pr
         log.warning("candidate %s: %s", torch_record.sha256[:12], refusal)
         return _with_note(desk, torch_record, refusal), False, refusal
     assert prepared.onnx_dir is not None  # prepared with_onnx
-    note = " ".join(prepared.notes) or ("int8 passed the parity check." if prepared.onnx_int8 else "fp32 ONNX.")
+    note = " ".join(prepared.notes) or (_int8_note(prepared.onnx_dir) if prepared.onnx_int8 else "fp32 ONNX.")
     flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
     existing = find_by_sha(desk, model_sha256(prepared.onnx_dir, format="onnx"))
     if existing is not None:
@@ -269,6 +269,14 @@ def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Pr
     except TargetModelError as exc:
         raise PromotionError(f"The candidate's ONNX version could not be registered: {exc}") from exc
     return record, True, note
+
+
+def _int8_note(onnx_dir: Path) -> str:
+    """The int8 check's figures, as the export recorded them."""
+    from app.core.int8_status import int8_detail
+    from local_models.export import read_export_description
+
+    return (int8_detail(read_export_description(onnx_dir)) or "int8 passed the parity check") + "."
 
 
 def _with_note(desk: Desk, record: ModelRecord, note: str) -> ModelRecord:

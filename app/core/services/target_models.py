@@ -63,7 +63,9 @@ def register_model(
     returns the existing record.
     """
     path = Path(path).expanduser().resolve()
+    int8_check = None
     if is_trained_part(path):
+        int8_check = trained_part_int8_check(path)
         path = assemble_trained_part(desk, path)
     task = desk.tasks.task(task_code) if task_code else None
     definition = desk.tasks.definition(task.id) if task else None
@@ -90,6 +92,7 @@ def register_model(
                 "model_labels": list(runtime.model_labels),
                 "tokenizer_dir": str(Path(tokenizer_dir).resolve()) if tokenizer_dir else None,
             },
+            **({"int8_check": int8_check} if int8_check else {}),
             **(provenance or {}),
         }
         mapping = {str(i): label for i, label in engine.head.label_map.items()}
@@ -99,6 +102,19 @@ def register_model(
         )
     finally:
         engine.close()
+
+
+def trained_part_int8_check(part_dir: Path) -> dict[str, Any]:
+    """What the int8 recipe written by ``dynadesk train`` says (the recipe's name, its parity figures,
+    or why the model has no int8 form), for the record's provenance."""
+    from local_models.int8_search import read_recipe_file
+
+    try:
+        recorded = read_recipe_file(part_dir)
+    except ValueError as exc:
+        return {"reason": str(exc)}
+    return {"recipe": recorded.document.get("recipe_name"), "parity": recorded.parity, "reason": recorded.reason,
+            "int8_sha256": recorded.int8_sha256}
 
 
 def assemble_trained_part(desk, part_dir: Path) -> Path:

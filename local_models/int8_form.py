@@ -1,0 +1,198 @@
+"""The int8 form of a trained part (the default model, a promoted candidate), built from its recipe.
+
+    form = prepare_int8_form(part_dir, torch_dir, fp32_dir, root / "onnx-int8")
+    form.folder   # the int8 ONNX folder, or None: the float model serves, and ``form.note`` says why
+
+A trained part carries ``int8_recipe.json`` (``local_models.int8_search``): the recipe found on the
+task's texts, the parity figures its graph got, and that graph's sha256. A desk has no task
+texts at first start, so it does not measure again: it builds the graph from the same fp32
+graph with the same recipe and uses it only when the bytes are the ones that were checked. Any
+other outcome (no recipe, a broken one, a recipe that records a refusal, other bytes) leaves
+the float model serving, with the reason recorded next to the cache (``REFUSAL_FILE``), so later
+starts do not build again until the recipe changes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from local_models.backends.base import METADATA_FILE, read_json_file
+from local_models.errors import Cancelled, ExportFailed, ModelError, ParityCheckFailed
+from local_models.files import file_sha256
+from local_models.int8_search import (
+    RECIPE_FILE,
+    Int8Search,
+    TaskTexts,
+    read_recipe_file,
+    search_int8,
+    write_recipe_file,
+)
+from local_models.parity import MIN_TEXTS
+from local_models.progress import Progress
+from local_models.tokenization import ModelInput
+
+log = logging.getLogger(__name__)
+
+REFUSAL_FILE = "int8-refused.json"
+
+
+@dataclass(frozen=True)
+class Int8Form:
+    folder: Path | None
+    note: str = ""  # why there is no int8 form, for the person at the desk
+
+
+def recipe_key(part_dir: Path) -> str:
+    """What the cached int8 form (or its refusal) was made from: the recipe file's sha256."""
+    path = Path(part_dir) / RECIPE_FILE
+    return file_sha256(path) if path.is_file() else "no recipe"
+
+
+def cached_int8_form(part_dir: Path, int8_dir: Path) -> bool:
+    """An int8 folder built from the part's current recipe."""
+    if not ((int8_dir / "model.onnx").is_file() and (int8_dir / METADATA_FILE).is_file()):
+        return False
+    try:
+        export = read_json_file(int8_dir / METADATA_FILE, "model description").get("export") or {}
+    except ModelError:
+        return False
+    return isinstance(export, dict) and export.get("int8_recipe_file_sha256") == recipe_key(part_dir)
+
+
+def cached_refusal(part_dir: Path, root: Path) -> str | None:
+    """The reason recorded when this recipe last gave no int8 form, or None."""
+    try:
+        data = json.loads((root / REFUSAL_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("recipe") != recipe_key(part_dir):
+        return None
+    return str(data.get("note") or "int8 was refused earlier")
+
+
+def prepare_int8_form(part_dir: Path, torch_dir: Path, fp32_dir: Path, int8_dir: Path, *,
+                      progress: Progress | None = None) -> Int8Form:
+    """Build (once) the int8 form the part's recipe records, verified by its sha256; or say why not.
+    ``fp32_dir``: the part's fp32 ONNX export (its graph is quantized, not exported again)."""
+    from local_models.export import export_onnx
+
+    progress = progress or Progress()
+    root = int8_dir.parent
+    key = recipe_key(part_dir)
+    if cached_int8_form(part_dir, int8_dir):
+        return Int8Form(int8_dir)
+    refused = cached_refusal(part_dir, root)
+    if refused is not None:
+        return Int8Form(None, refused)
+    try:
+        recorded = read_recipe_file(part_dir)
+        if not recorded.usable:
+            raise ParityCheckFailed(recorded.reason or "the recipe records no int8 form that passed its check",
+                                    float("nan"), recorded.parity)
+        export_onnx(torch_dir, int8_dir, int8=True, recorded=recorded, graph=fp32_dir / "model.onnx",
+                    progress=progress, replace=True)
+        _note_recipe(int8_dir, key)
+        return Int8Form(int8_dir)
+    except ParityCheckFailed as exc:  # a verdict on this recipe here: remembered until the recipe changes
+        note, remember = f"{_sentence(str(exc))} The ONNX model is fp32.", True
+    except ValueError as exc:  # no recipe, or a broken one
+        note, remember = f"{_sentence(str(exc))} The ONNX model is fp32.", True
+    except ExportFailed as exc:  # the quantizer itself broke (a module missing): the next start tries again
+        note, remember = f"{_sentence(str(exc))} The ONNX model is fp32.", False
+    log.warning("no int8 form for %s: %s", part_dir, note)
+    shutil.rmtree(int8_dir, ignore_errors=True)
+    if remember:
+        (root / REFUSAL_FILE).write_text(json.dumps({"recipe": key, "note": note}) + "\n", encoding="utf-8")
+    return Int8Form(None, note)
+
+
+def _note_recipe(int8_dir: Path, key: str) -> None:
+    """Which recipe file the folder was built from (read by ``cached_int8_form``)."""
+    path = int8_dir / METADATA_FILE
+    description = read_json_file(path, "model description")
+    description.setdefault("export", {})["int8_recipe_file_sha256"] = key
+    path.write_text(json.dumps(description, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
+def record_int8_recipe(part_dir: Path, texts: TaskTexts, *, base_dir: Path | None = None,
+                       model_dir: Path | None = None, progress: Progress | None = None) -> Int8Search:
+    """Find the int8 recipe of a trained part on its task's texts and write it beside the part
+    (``RECIPE_FILE``), passed or refused: desks then build exactly the graph that was checked.
+    ``model_dir``: the part already assembled (else it is assembled in a temporary folder)."""
+    progress = progress or Progress()
+    part_dir = Path(part_dir)
+    if len(texts.parity) < MIN_TEXTS:  # refused before any export: nothing to measure it on
+        search = search_int8_without_graph(texts)
+    else:
+        try:
+            search = _search_part(part_dir, texts, base_dir, model_dir, progress)
+        except Cancelled:
+            raise
+        except ModelError as exc:  # the model trained; only its int8 form is missing, and the recipe says why
+            search = Int8Search(None, None, None, "", reason=f"int8 not used: the int8 check could not run ({exc})",
+                                texts=_counts(texts))
+    write_recipe_file(part_dir, search)
+    progress.say(f"int8: {search.recipe.name} passed its parity check" if search.recipe is not None and search.passed
+                 else search.reason)
+    return search
+
+
+def _search_part(part_dir: Path, texts: TaskTexts, base_dir: Path | None, model_dir: Path | None,
+                 progress: Progress) -> Int8Search:
+    import tempfile
+
+    from local_models.engine import load_engine
+    from local_models.export import export_onnx
+    from local_models.train import assemble
+
+    with tempfile.TemporaryDirectory(prefix="dynadesk-int8-recipe-") as tmp:
+        work = Path(tmp)
+        if model_dir is None:
+            model_dir = assemble(part_dir, work / "torch", base_dir=base_dir)
+        progress.say("Exporting to ONNX for the int8 check ...")
+        fp32 = export_onnx(model_dir, work / "fp32", progress=progress).path / "model.onnx"
+        source = load_engine(model_dir, num_threads=None)
+        try:
+            return search_int8(source, fp32, texts, work / "search", progress=progress)
+        finally:
+            source.close()
+
+
+def _counts(texts: TaskTexts) -> dict[str, object]:
+    return {"parity": len(texts.parity), "calibration": len(texts.calibration), "source": texts.source}
+
+
+def search_int8_without_graph(texts: TaskTexts) -> Int8Search:
+    """The refusal for too few texts, without exporting anything."""
+    return Int8Search(None, None, None, "", reason=(
+        f"int8 not used: only {len(texts.parity):,} task texts to check it on ({texts.source}); the parity rule "
+        f"needs at least {MIN_TEXTS:,}, so the float model serves"),
+        texts=_counts(texts))
+
+
+def split_texts(texts: Sequence[ModelInput], train: Sequence[int], held_out: Sequence[int], source: str, *,
+                seed: int = 13, extra: Sequence[ModelInput] = ()) -> TaskTexts:
+    """The texts of a training run for the int8 check: held-out texts to judge on, topped up with
+    ``extra`` (the round's other examples) and then training texts when they are fewer than the rule
+    needs; the rest of the training texts, shuffled with ``seed``, calibrate and select."""
+    import random
+
+    parity = [texts[i] for i in held_out] + list(extra)
+    pool = [texts[i] for i in train]
+    random.Random(seed).shuffle(pool)
+    missing = max(0, MIN_TEXTS - len(parity))
+    if missing:
+        parity += pool[:missing]
+        source += f", topped up with {min(missing, len(pool)):,} training texts"
+    return TaskTexts(tuple(parity), tuple(pool[missing:]), source)

@@ -1,0 +1,280 @@
+"""Finding an int8 recipe that keeps a model's decisions on its task's texts, and recording it.
+
+    search = search_int8(source_engine, fp32_file, TaskTexts(parity, calibration, "dev+test"), workdir)
+    search.recipe, search.verdict, search.int8_sha256, search.attempts
+    write_recipe_file(folder, search)           # int8_recipe.json beside a trained part
+    recorded = read_recipe_file(folder)         # ValueError in words when it is missing or broken
+
+Order of attempts (fastest graph first; the first that passes wins):
+
+1. dynamic int8, weights per channel;
+2. the same with the k MatMuls that lose most under int8 kept in float (``int8.node_errors``:
+   one float run over ``RANKING_TEXTS`` texts ranks them all), for k in ``LADDER``.
+
+With at least ``SELECTION_TEXTS`` calibration texts (training texts, apart from the parity texts),
+each attempt must first pass on those; only then is it measured on the parity texts, so the
+figures that decide are not the figures the choice was tuned on. Every attempt is recorded.
+
+The float reference runs in batches; the int8 graph runs one text at a time, as a desk predicts
+while an annotator types (dynamic int8 scales activations per call, so batches would differ).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from local_models.errors import ExportFailed, ParityCheckFailed
+from local_models.files import file_sha256
+from local_models.heads import softmax
+from local_models.int8 import Feeds, Int8Recipe, build_int8, node_errors
+from local_models.parity import MIN_TEXTS, ParityFigures, ParityVerdict, figures_from, judge
+from local_models.progress import Progress
+from local_models.tokenization import ModelInput
+
+if TYPE_CHECKING:
+    from local_models.engine import InferenceEngine
+
+log = logging.getLogger(__name__)
+
+RECIPE_FILE = "int8_recipe.json"
+RECIPE_FORMAT = "dynadesk-int8-recipe"
+LADDER = (4, 8, 12, 16, 24)
+RANKING_TEXTS = 96
+SELECTION_TEXTS = 1000
+REFERENCE_BATCH = 32
+Answer = tuple[np.ndarray, tuple[int, ...]]  # a text's probabilities, and the decision they make
+
+
+@dataclass(frozen=True)
+class TaskTexts:
+    parity: tuple[ModelInput, ...]  # what the rule is measured on: held-out texts first
+    calibration: tuple[ModelInput, ...] = ()  # training texts: ranking and selection, apart from the parity texts
+    source: str = "task texts"
+
+
+@dataclass(frozen=True)
+class Int8Search:
+    recipe: Int8Recipe | None  # None: no int8 form passes (or none was tried); ``reason`` says why
+    verdict: ParityVerdict | None  # the chosen recipe's verdict on the parity texts (or the last one measured)
+    int8_sha256: str | None  # of the graph ``build_int8`` makes from the fp32 graph with ``recipe``
+    fp32_sha256: str
+    reason: str = ""
+    attempts: tuple[dict[str, Any], ...] = ()
+    texts: dict[str, Any] = field(default_factory=dict)
+    measured: Int8Recipe | None = None  # the recipe ``verdict`` belongs to when none passed (what --force keeps)
+
+    @property
+    def passed(self) -> bool:
+        return self.recipe is not None and self.verdict is not None and self.verdict.passed
+
+    def to_json(self) -> dict[str, Any]:
+        import onnx
+        import onnxruntime
+
+        return {"format": RECIPE_FORMAT, "format_version": 1, "onnxruntime": onnxruntime.__version__,
+                "onnx": onnx.__version__, "fp32_sha256": self.fp32_sha256, "int8_sha256": self.int8_sha256,
+                "recipe": self.recipe.to_json() if self.recipe is not None else None,
+                "recipe_name": self.recipe.name if self.recipe is not None else None,
+                "parity": self.verdict.to_json() if self.verdict is not None else None,
+                "reason": self.reason, "texts": self.texts, "attempts": list(self.attempts)}
+
+
+@dataclass(frozen=True)
+class RecordedInt8:
+    """A recipe file as read back: what to build, and the figures its graph was checked with."""
+
+    recipe: Int8Recipe | None
+    int8_sha256: str | None
+    parity: dict[str, Any] | None
+    reason: str
+    document: dict[str, Any]
+
+    @property
+    def usable(self) -> bool:
+        return self.recipe is not None and bool(self.int8_sha256) and bool((self.parity or {}).get("passed"))
+
+
+def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, workdir: Path, *,
+                progress: Progress | None = None, ladder: Sequence[int] | None = None) -> Int8Search:
+    """Try the recipes in order; the first that passes the rule on ``texts.parity`` is chosen.
+    ``ladder``: how many of the most sensitive MatMuls to keep in float, in turn (default ``LADDER``)."""
+    progress = progress or Progress()
+    ladder = LADDER if ladder is None else ladder
+    workdir.mkdir(parents=True, exist_ok=True)
+    fp32_sha = file_sha256(fp32_file)
+    counts = {"parity": len(texts.parity), "calibration": len(texts.calibration), "source": texts.source}
+    if len(texts.parity) < MIN_TEXTS:
+        return Int8Search(None, None, None, fp32_sha, reason=(
+            f"int8 not used: only {len(texts.parity):,} task texts to check it on ({texts.source}); the parity rule "
+            f"needs at least {MIN_TEXTS:,}, so the float model serves"), texts=counts)
+    selection = list(texts.calibration[:SELECTION_TEXTS]) if len(texts.calibration) >= SELECTION_TEXTS else []
+    progress.say(f"Checking int8 against the float model on {len(texts.parity):,} task texts ...")
+    reference = probabilities(source, list(texts.parity))
+    selection_reference = probabilities(source, selection) if selection else None
+    attempts: list[dict[str, Any]] = []
+    candidates: list[Int8Recipe] = [Int8Recipe("dynamic")]
+    ranked: list[str] | None = None
+    last: tuple[Int8Recipe, ParityVerdict, str] | None = None
+    index = 0
+    while index < len(candidates):
+        progress.check()
+        recipe = candidates[index]
+        index += 1
+        graph = workdir / f"attempt-{index}.onnx"
+        build_int8(fp32_file, graph, recipe)
+        if selection_reference is not None:
+            tuned = judge(compare(selection_reference, run_graph(source, graph, selection), "selection texts"),
+                          min_texts=0)
+            attempts.append(_attempt(recipe, tuned, "selection"))
+        if selection_reference is None or tuned.passed:
+            verdict = judge(compare(reference, run_graph(source, graph, list(texts.parity)), texts.source))
+            attempts.append(_attempt(recipe, verdict, "parity"))
+            last = (recipe, verdict, file_sha256(graph))
+            progress.say(f"  {recipe.name}: {'passed' if verdict.passed else verdict.reason}")
+            if verdict.passed:
+                return Int8Search(recipe, verdict, last[2], fp32_sha, attempts=tuple(attempts), texts=counts)
+        if ranked is None:  # the first attempt failed: rank the nodes once, then keep more of them in float
+            pool = list(texts.calibration or texts.parity)[:RANKING_TEXTS]
+            ranked = [name for name, _ in node_errors(fp32_file, [feeds_for(source, [t]) for t in pool])]
+            candidates += [Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k])) for k in ladder if k < len(ranked)]
+        graph.unlink(missing_ok=True)
+    tried = f"{len(candidates)} int8 recipe(s) tried"
+    if last is None:
+        best = max(attempts, key=lambda a: (a["agreement"], -a["p99_change"]))
+        return Int8Search(None, None, None, fp32_sha, reason=(
+            f"int8 not used: none of the {tried} passed on the selection texts (the best kept "
+            f"{best['agreement']:.2%} of {best['texts']:,} labels, p99 change {best['p99_change']:.3f})"),
+            attempts=tuple(attempts), texts=counts)
+    return Int8Search(None, last[1], None, fp32_sha, reason=f"int8 not used: none of the {tried} passed the parity "
+                      f"rule; the last one measured ({last[0].name}): {last[1].reason}", attempts=tuple(attempts),
+                      texts=counts, measured=last[0])
+
+
+def _attempt(recipe: Int8Recipe, verdict: ParityVerdict, stage: str) -> dict[str, Any]:
+    figures = verdict.figures
+    return {"recipe": recipe.name, "stage": stage, "texts": figures.texts, "agreement": figures.agreement,
+            "labels_changed": figures.labels_changed, "p99_change": figures.p99_change,
+            "max_change": figures.max_change, "mean_change": figures.mean_change, "passed": verdict.passed}
+
+
+def feeds_for(engine: InferenceEngine, items: Sequence[ModelInput]) -> dict[str, np.ndarray]:
+    batch = engine.encode(items)
+    return {"input_ids": batch.input_ids.astype(np.int64), "attention_mask": batch.attention_mask.astype(np.int64),
+            "token_type_ids": batch.token_type_ids.astype(np.int64)}
+
+
+def probabilities(engine: InferenceEngine, items: Sequence[ModelInput]) -> list[Answer]:
+    """Per text, the probabilities the float model gives (classification: over its labels; extractive
+    QA: start then end over the text's own tokens), in batches of similar length."""
+    order = sorted(range(len(items)), key=lambda i: len(str(items[i])))
+    result: list[Answer] = [(np.empty(0), ())] * len(items)
+    for first in range(0, len(order), REFERENCE_BATCH):
+        chunk = order[first:first + REFERENCE_BATCH]
+        batch = engine.encode([items[i] for i in chunk])
+        outputs = engine.forward(batch)
+        for row, i in enumerate(chunk):
+            result[i] = _text_probabilities(outputs, row, int(batch.attention_mask[row].sum()))
+    return result
+
+
+def run_graph(engine: InferenceEngine, graph: Path, items: Sequence[ModelInput]) -> list[Answer]:
+    """Per text, the probabilities an ONNX graph gives, one text at a time."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(graph), sess_options=options, providers=["CPUExecutionProvider"])
+    names = {i.name for i in session.get_inputs()}
+    outputs = [o.name for o in session.get_outputs()]
+    result = []
+    for item in items:
+        feeds = {k: v for k, v in feeds_for(engine, [item]).items() if k in names}
+        values = dict(zip(outputs, session.run(outputs, feeds)))
+        result.append(_text_probabilities(values, 0, int(feeds["attention_mask"][0].sum())))
+    return result
+
+
+def _text_probabilities(outputs: Mapping[str, np.ndarray], row: int, length: int) -> Answer:
+    if "logits" in outputs:
+        p = softmax(np.asarray(outputs["logits"][row], dtype=np.float64))
+        return p, (int(p.argmax()),)
+    start = softmax(np.asarray(outputs["start_logits"][row][:length], dtype=np.float64))
+    end = softmax(np.asarray(outputs["end_logits"][row][:length], dtype=np.float64))
+    return np.concatenate([start, end]), (int(start.argmax()), int(end.argmax()))
+
+
+def compare(reference: Sequence[Answer], candidate: Sequence[Answer], source: str) -> ParityFigures:
+    """Figures over texts; a decision is the label (extractive QA: the start and the end token)."""
+    change, same = np.empty(len(reference)), np.empty(len(reference), dtype=bool)
+    for i, ((a, decided_a), (b, decided_b)) in enumerate(zip(reference, candidate)):
+        if a.shape != b.shape:
+            raise ExportFailed(f"The int8 graph answers with {b.shape} values for a text, the float model {a.shape}.")
+        change[i] = float(np.abs(a - b).max())
+        same[i] = decided_a == decided_b
+    return figures_from(change, same, source)
+
+
+def write_recipe_file(folder: Path, search: Int8Search) -> Path:
+    path = Path(folder) / RECIPE_FILE
+    path.write_text(json.dumps(search.to_json(), indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def read_recipe_file(folder: Path) -> RecordedInt8:
+    """The recorded recipe of the model in ``folder``; ``ValueError`` (what is wrong, what to do) when it
+    is missing or broken."""
+    path = Path(folder) / RECIPE_FILE
+    remedy = ("make it again with `python -m local_models.quantize_default`" if (Path(folder) / "..").resolve().name
+              == "models" else "train the model again with `dynadesk train`, which records one")
+    if not path.is_file():
+        raise ValueError(f"there is no int8 recipe ({RECIPE_FILE}) in {folder}; {remedy}")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"the int8 recipe {path} is not readable JSON ({exc}); {remedy}") from exc
+    if not isinstance(document, dict) or document.get("format") != RECIPE_FORMAT:
+        raise ValueError(f"{path} is not a Dynadesk int8 recipe; {remedy}")
+    try:
+        recipe = Int8Recipe.from_json(document["recipe"]) if document.get("recipe") is not None else None
+    except ValueError as exc:
+        raise ValueError(f"the int8 recipe {path} is broken: {exc}; {remedy}") from exc
+    parity = document.get("parity")
+    if recipe is not None and (not isinstance(parity, dict) or not document.get("int8_sha256")):
+        raise ValueError(f"the int8 recipe {path} has no parity figures or no checksum of its graph; {remedy}")
+    return RecordedInt8(recipe, document.get("int8_sha256"), parity if isinstance(parity, dict) else None,
+                        str(document.get("reason") or ""), document)
+
+
+def build_recorded(fp32_file: Path, recorded: RecordedInt8, int8_file: Path) -> None:
+    """Build the recorded recipe's graph. ``ParityCheckFailed`` when the recipe records no passing form or
+    the bytes built here are not the graph that was checked; ``ExportFailed`` when the quantizer fails."""
+    if not recorded.usable or recorded.recipe is None:
+        raise ParityCheckFailed(recorded.reason or "the int8 recipe records no int8 form that passed its check",
+                                float("nan"), recorded.parity)
+    build_int8(fp32_file, int8_file, recorded.recipe)
+    built = file_sha256(int8_file)
+    if built != recorded.int8_sha256:
+        made_with = recorded.document.get("onnxruntime")
+        fp32_then = recorded.document.get("fp32_sha256")
+        import onnxruntime
+
+        why = []
+        if made_with and made_with != onnxruntime.__version__:
+            why.append(f"onnxruntime {onnxruntime.__version__} here, {made_with} when it was checked")
+        if fp32_then and fp32_then != file_sha256(fp32_file):
+            why.append("the fp32 graph it starts from differs too")
+        raise ParityCheckFailed(
+            f"the int8 graph built here (sha256 {built[:12]}) is not the one whose parity was checked "
+            f"({str(recorded.int8_sha256)[:12]}){': ' + '; '.join(why) if why else ''}, so its figures do not carry "
+            "over", float("nan"), recorded.parity)
+
+
+def calibration_feeds(engine: InferenceEngine, items: Sequence[ModelInput]) -> list[Feeds]:
+    return [feeds_for(engine, [item]) for item in items]

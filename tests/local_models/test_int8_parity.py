@@ -1,0 +1,181 @@
+"""The int8 parity rule (issue 19 §1): measured on >= 2,000 task texts, a model that breaks it is
+refused, one that meets it is used, its figures land in the model's provenance, and a trained
+part's recorded recipe is rebuilt on a desk only when its bytes are the ones that were checked."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from local_models import int8_search
+from local_models.default_model import prepare_default_model
+from local_models.engine import load_engine
+from local_models.errors import ParityCheckFailed
+from local_models.export import export_onnx
+from local_models.int8_form import REFUSAL_FILE, record_int8_recipe
+from local_models.int8_search import RECIPE_FILE, TaskTexts, read_recipe_file
+from local_models.parity import MIN_TEXTS, compare_probabilities, judge
+from tests.model_fixtures import trigger_sentences
+
+
+def sentences(n: int, seed: int) -> tuple[str, ...]:
+    return tuple(text for text, _ in trigger_sentences(n, seed=seed))
+
+
+def task_texts(n: int = MIN_TEXTS) -> TaskTexts:
+    return TaskTexts(sentences(n, 21), sentences(200, 22), "synthetic trigger sentences")
+
+
+def probabilities(n: int, rng: np.random.Generator) -> np.ndarray:
+    p = rng.uniform(0.02, 0.98, n)
+    return np.stack([p, 1 - p], axis=1)
+
+
+def test_the_rule_judges_agreement_and_the_99th_percentile_on_enough_texts():
+    rng = np.random.default_rng(0)
+    reference = probabilities(2000, rng)
+    close = reference + rng.normal(0, 0.004, reference.shape)
+    verdict = judge(compare_probabilities(reference, close, "test"))
+    assert verdict.passed and verdict.figures.texts == 2000 and verdict.figures.p99_change < 0.05
+    assert verdict.figures.max_change >= verdict.figures.p99_change >= verdict.figures.mean_change
+
+    flipped = reference.copy()
+    flipped[:11] = flipped[:11, ::-1]  # 11 of 2,000 labels change: 99.45 % < 99.5 %
+    flipped[:11, 0] = np.where(flipped[:11, 0] == 0.5, 0.6, flipped[:11, 0])
+    verdict = judge(compare_probabilities(reference, flipped, "test"))
+    assert not verdict.passed and verdict.figures.labels_changed >= 11
+    assert "agreement 99.45% < 99.5%" in verdict.reason
+
+    drifted = reference.copy()
+    drifted[:40] += np.array([0.06, -0.06]) * np.sign(0.5 - reference[:40, :1]) * -1  # 2 % of texts move by 0.06
+    verdict = judge(compare_probabilities(reference, np.clip(drifted, 0, 1), "test"))
+    assert not verdict.passed and "99th percentile of the probability change is 0.06" in verdict.reason
+
+
+def test_fewer_texts_than_the_rule_needs_never_pass():
+    rng = np.random.default_rng(1)
+    reference = probabilities(1999, rng)
+    verdict = judge(compare_probabilities(reference, reference, "a small round"))
+    assert not verdict.passed and verdict.figures.agreement == 1.0
+    assert "only 1,999 task texts" in verdict.reason and "(1 more)" in verdict.reason
+    stored = verdict.to_json(forced=True)
+    assert stored["forced"] is True and stored["problems"] == list(verdict.problems)
+
+
+@pytest.fixture(scope="module")
+def graph(trigger_onnx_dir):
+    return trigger_onnx_dir / "model.onnx"
+
+
+def test_an_int8_form_that_keeps_the_labels_is_used_and_its_figures_recorded(trigger_model_dir, graph, tmp_path,
+                                                                              desk):
+    from app.core.int8_status import int8_status
+    from app.core.services.target_models import register_model
+
+    report = export_onnx(trigger_model_dir, tmp_path / "int8", int8=True, task_texts=task_texts(), graph=graph)
+    assert report.int8 and not report.forced and report.parity is not None and report.parity["passed"]
+    parity = json.loads((report.path / "dynadesk_model.json").read_text())["export"]["parity"]
+    assert parity["texts"] == MIN_TEXTS and parity["agreement"] >= 0.995 and parity["p99_change"] <= 0.05
+    assert {"max_change", "mean_change", "labels_changed", "attempts"} <= set(parity)
+    assert load_engine(report.path).predict_one("a banana in the garden").label == "fruit"
+
+    record = register_model(desk, report.path, name="trigger int8")
+    assert record.provenance["export"]["parity"]["passed"] is True  # the figures travel into the record
+    assert int8_status(record.provenance).startswith("int8 passed: ")
+
+
+def test_an_int8_form_that_breaks_the_rule_is_refused(tiny_classifier_dir, tmp_path, monkeypatch):
+    """The random tiny classifier answers 50/50 on every text: int8's small changes flip about a third
+    of its labels, so every recipe of the search fails (already on the selection texts) and nothing is kept."""
+    monkeypatch.setattr(int8_search, "LADDER", (4,))  # one step of the sensitivity ladder is enough here
+    exports = tmp_path / "exports"
+    texts = TaskTexts(sentences(MIN_TEXTS, 21), sentences(int8_search.SELECTION_TEXTS, 22), "trigger sentences")
+    with pytest.raises(ParityCheckFailed, match="none of the 2 int8 recipe.* passed on the selection texts"):
+        export_onnx(tiny_classifier_dir, exports / "refused", int8=True, task_texts=texts)
+    assert list(exports.iterdir()) == []  # neither the export nor its staging folder is left
+
+
+def test_a_forced_int8_form_is_kept_and_recorded_as_forced(trigger_model_dir, graph, tmp_path, monkeypatch):
+    """The rule's threshold made unreachable: the search fails, and --force keeps the form with its figures."""
+    monkeypatch.setattr(int8_search, "judge", functools.partial(judge, max_p99_change=-1.0))
+    monkeypatch.setattr(int8_search, "LADDER", (4,))
+    forced = export_onnx(trigger_model_dir, tmp_path / "forced", int8=True, task_texts=task_texts(), graph=graph,
+                         force=True)
+    parity = json.loads((forced.path / "dynadesk_model.json").read_text())["export"]["parity"]
+    assert forced.forced and parity["forced"] is True and parity["passed"] is False and parity["attempts"]
+    assert parity["texts"] == MIN_TEXTS and "99th percentile" in parity["problems"][0]
+    assert "4 most sensitive MatMul(s) kept float" in forced.quantization  # the form the figures belong to
+
+
+def test_too_few_task_texts_refuse_int8_and_say_how_many_are_missing(trigger_model_dir, graph, tmp_path):
+    with pytest.raises(ParityCheckFailed, match="only 500 task texts"):
+        export_onnx(trigger_model_dir, tmp_path / "few", int8=True, task_texts=task_texts(500), graph=graph)
+    with pytest.raises(ParityCheckFailed, match="no task texts to check it on"):
+        export_onnx(trigger_model_dir, tmp_path / "none", int8=True, graph=graph)
+    forced = export_onnx(trigger_model_dir, tmp_path / "forced", int8=True, graph=graph, force=True)
+    assert forced.parity is not None and forced.parity["forced"] and not forced.parity["passed"]
+
+
+@pytest.fixture(scope="module")
+def part_with_recipe(trigger_part_dir, trigger_model_dir, tmp_path_factory):
+    part = tmp_path_factory.mktemp("recipe") / "part"
+    shutil.copytree(trigger_part_dir, part)
+    search = record_int8_recipe(part, task_texts(), model_dir=trigger_model_dir)
+    assert search.passed, search.reason
+    return part
+
+
+@pytest.fixture(scope="module")
+def prepared_with_recipe(part_with_recipe, tiny_base_dir, tmp_path_factory):
+    """The part prepared like a promoted candidate, and a copy of its cache as it stood before the int8
+    step (assembled, fp32 exported), so the tests of that step do not export again."""
+    cache = tmp_path_factory.mktemp("prepared") / "cache"
+    prepared = prepare_default_model(part_with_recipe, cache, base_dir=tiny_base_dir, slug="candidate")
+    before_int8 = cache.parent / "before-int8"
+    shutil.copytree(cache, before_int8)
+    root = before_int8 / prepared.torch_dir.parent.name
+    shutil.rmtree(root / "onnx-int8")
+    export_onnx(prepared.torch_dir, root / "onnx-fp32")
+    return prepared, before_int8
+
+
+def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_recipe, prepared_with_recipe):
+    prepared, _ = prepared_with_recipe
+    assert prepared.onnx_int8 and prepared.notes == ()
+    export = json.loads((prepared.onnx_dir / "dynadesk_model.json").read_text())["export"]
+    recorded = read_recipe_file(part_with_recipe)
+    assert export["parity"]["agreement"] == recorded.parity["agreement"] and "sha256" in export["parity"]["verified_by"]
+    assert export["int8_recipe"] == recorded.recipe.to_json()
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda path: path.unlink(), "there is no int8 recipe"),
+    (lambda path: path.write_text("{ not json", encoding="utf-8"), "is not readable JSON"),
+    (lambda path: path.write_text(json.dumps({**json.loads(path.read_text()), "int8_sha256": "0" * 64})),
+     "not the one whose parity was checked"),
+])
+def test_a_missing_broken_or_different_recipe_leaves_fp32_with_the_reason(part_with_recipe, prepared_with_recipe,
+                                                                          tiny_base_dir, tmp_path, damage, message):
+    part = tmp_path / "part"
+    shutil.copytree(part_with_recipe, part)
+    damage(part / RECIPE_FILE)
+    cache = tmp_path / "cache"
+    shutil.copytree(prepared_with_recipe[1], cache)  # assembled and exported: only the int8 step runs
+    prepared = prepare_default_model(part, cache, base_dir=tiny_base_dir, slug="candidate")
+    assert not prepared.onnx_int8 and prepared.onnx_dir.name == "onnx-fp32"
+    assert message.lower() in prepared.notes[0].lower() and prepared.notes[0].endswith("The ONNX model is fp32.")
+    assert (prepared.onnx_dir.parent / REFUSAL_FILE).is_file()  # a verdict: later starts do not build again
+    assert prepare_default_model(part, cache, base_dir=tiny_base_dir, slug="candidate").notes == prepared.notes
+
+
+def test_a_small_training_run_records_why_it_has_no_int8_form(trigger_part_dir, tmp_path):
+    part = tmp_path / "part"
+    shutil.copytree(trigger_part_dir, part)
+    record_int8_recipe(part, task_texts(120))
+    recorded = read_recipe_file(part)
+    assert recorded.recipe is None and not recorded.usable
+    assert "only 120 task texts" in recorded.reason and f"{MIN_TEXTS:,}" in recorded.reason
