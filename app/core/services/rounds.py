@@ -241,18 +241,21 @@ class RoundService:
             return True
 
     @staticmethod
-    def _first_round_as_adopted(session, task_code: str) -> Round | None:
-        round_ = session.scalar(select(Round).join(Task, Task.id == Round.task_id)
-                                .where(Task.code == task_code, Round.number == 1))
+    def _first_round(session, task_code: str) -> Round | None:
+        return session.scalar(select(Round).join(Task, Task.id == Round.task_id)
+                              .where(Task.code == task_code, Round.number == 1))
+
+    @classmethod
+    def _first_round_as_adopted(cls, session, task_code: str) -> Round | None:
+        round_ = cls._first_round(session, task_code)
         # adopt_first_models took it from revision 1 to 2; any later change bumps it again
         if round_ is None or round_.status != RoundStatus.OPEN or round_.revision != 2:
             return None
         return round_
 
-    @staticmethod
-    def _untouched_first_round(session, task_code: str) -> Round | None:
-        round_ = session.scalar(select(Round).join(Task, Task.id == Round.task_id)
-                                .where(Task.code == task_code, Round.number == 1))
+    @classmethod
+    def _untouched_first_round(cls, session, task_code: str) -> Round | None:
+        round_ = cls._first_round(session, task_code)
         if round_ is None or round_.status != RoundStatus.OPEN or round_.revision != 1:
             return None
         if session.scalar(select(RoundModel.model_id).where(RoundModel.round_id == round_.id).limit(1)):
