@@ -22,6 +22,21 @@ def tiny_onnx_dir(tmp_path_factory, tiny_classifier_dir):
                       lambda root: export_onnx(tiny_classifier_dir, root / "tiny-onnx-fp32")) / "tiny-onnx-fp32"
 
 
+@pytest.fixture(scope="module")
+def tiny_onnx_int8_dir(tmp_path_factory, tiny_onnx_dir):
+    """The fp32 export quantized as the desk's recipes do (dynamic, per channel); no parity rule here:
+    the embeddings are what this file checks."""
+    import shutil
+
+    from local_models.int8 import Int8Recipe, build_int8
+
+    def build(root):
+        shutil.copytree(tiny_onnx_dir, root / "tiny-onnx-int8")
+        build_int8(tiny_onnx_dir / "model.onnx", root / "tiny-onnx-int8" / "model.onnx", Int8Recipe())
+
+    return built_once(tmp_path_factory, "tiny-onnx-int8", build) / "tiny-onnx-int8"
+
+
 def test_torch_embeddings_are_the_masked_mean_of_the_encoders_output(tiny_classifier_dir):
     import torch
     from transformers import BertModel, BertTokenizerFast
