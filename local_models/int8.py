@@ -496,7 +496,8 @@ def split_float_channels(model: Any, channels: Mapping[str, Sequence[int]]) -> l
             output = node.output[0]
             node.input[0], node.output[0] = f"{prefix}_rest", f"{part}_int8"
             model.graph.node.extend([
-                helper.make_node("MatMul", [f"{prefix}_kept", f"{part}_weight"], [f"{part}_float"], name=f"{part}_float"),
+                helper.make_node("MatMul", [f"{prefix}_kept", f"{part}_weight"], [f"{part}_float"],
+                                 name=f"{part}_float"),
                 helper.make_node("Add", [f"{part}_int8", f"{part}_float"], [output], name=f"{part}_add")])
             float_nodes.append(f"{part}_float")
     _topological_sort(model.graph)

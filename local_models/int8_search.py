@@ -146,7 +146,8 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
             pool = [feeds_for(source, [t]) for t in list(texts.calibration or texts.parity)[:RANKING_TEXTS]]
             channels = measure_float_channels(fp32_file, pool, FLOAT_CHANNEL_RATIO)
             if channels:
-                candidates.append(Int8Recipe("dynamic", float_channels=channels, float_channel_ratio=FLOAT_CHANNEL_RATIO))
+                candidates.append(Int8Recipe("dynamic", float_channels=channels,
+                                             float_channel_ratio=FLOAT_CHANNEL_RATIO))
             ranked = [name for name, _ in node_errors(fp32_file, pool)]
             candidates += [Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k])) for k in ladder if k < len(ranked)]
         graph.unlink(missing_ok=True)
