@@ -25,10 +25,12 @@ LATENCY_CALLS = 40
 
 def _approaches(quick: bool, ranked: list[str]) -> list[Any]:
     from local_models.int8 import Int8Recipe
+    from local_models.int8_search import FLOAT_CHANNEL_RATIO
 
     dynamic = Int8Recipe("dynamic")
+    outliers = Int8Recipe("dynamic", float_channel_ratio=FLOAT_CHANNEL_RATIO)  # channels measured in run()
     if quick:
-        return [dynamic, Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:8]))]
+        return [dynamic, outliers, Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:8]))]
     return [
         dynamic,
         Int8Recipe("dynamic", per_channel=False),
@@ -38,6 +40,7 @@ def _approaches(quick: bool, ranked: list[str]) -> list[Any]:
         Int8Recipe("static", calibration="entropy"),
         Int8Recipe("static", calibration="percentile"),
         Int8Recipe("dynamic", smoothing_alpha=0.5),
+        outliers,
         *[Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k])) for k in (4, 8, 12)],
     ]
 
@@ -129,6 +132,13 @@ def run(ctx: BenchContext) -> list[Result]:
 
                     recipe = replace(recipe, smoothing=measure_smoothing(fp32_graph, calibration,
                                                                          recipe.smoothing_alpha))
+                if recipe.float_channel_ratio is not None and recipe.float_channels is None:
+                    from dataclasses import replace
+
+                    from local_models.int8 import measure_float_channels
+
+                    recipe = replace(recipe, float_channels=measure_float_channels(
+                        fp32_graph, calibration[:96], recipe.float_channel_ratio))
                 build_int8(fp32_graph, graph, recipe)
             except ModelError as exc:
                 results.append(Result(GROUP, f"int8 parity: {recipe.name}", "agreement", notes=f"failed: {exc}"))

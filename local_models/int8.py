@@ -50,12 +50,20 @@ class Int8Recipe:
     # as it was but moves activation outliers into the weights, where int8 per channel copes with them
     smoothing: Mapping[str, str] | None = field(default=None, compare=False)
     smoothing_alpha: float | None = None
+    # LLM.int8-style decomposition (Dettmers et al. 2022): per input tensor of weight MatMuls, the few
+    # channels whose peak dwarfs the rest are multiplied in float and masked out of the int8 MatMul, so
+    # one outlier channel no longer sets the activation scale of the whole tensor. The float model is
+    # unchanged; ``float_channel_ratio`` is the peak / median-peak threshold they were chosen with
+    float_channels: Mapping[str, tuple[int, ...]] | None = field(default=None, compare=False)
+    float_channel_ratio: float | None = None
 
     def __post_init__(self) -> None:
         if self.approach not in APPROACHES:
             raise ValueError(f"unknown int8 approach '{self.approach}' (known: {', '.join(APPROACHES)})")
         if self.approach == "static" and self.calibration not in CALIBRATIONS:
             raise ValueError(f"a static recipe needs a calibration of {', '.join(CALIBRATIONS)}")
+        if self.approach == "static" and self.float_channel_ratio is not None:
+            raise ValueError("float outlier channels go with dynamic int8 only")
 
     @property
     def name(self) -> str:
@@ -64,6 +72,8 @@ class Int8Recipe:
                  ", weights per channel" if self.per_channel else ", weights per tensor"]
         if self.smoothing is not None or self.smoothing_alpha is not None:
             parts.insert(0, f"smoothed (alpha {self.smoothing_alpha}) + ")
+        if self.float_channel_ratio is not None:
+            parts.append(f", outlier input channels (peak over {self.float_channel_ratio:g}x the median) kept float")
         if self.excluded_nodes:
             parts.append(f", {len(self.excluded_nodes)} most sensitive MatMul(s) kept float")
         return "".join(parts)
@@ -73,7 +83,10 @@ class Int8Recipe:
                 "calibration": self.calibration, "excluded_nodes": list(self.excluded_nodes),
                 "ranges": dict(self.ranges) if self.ranges is not None else None,
                 "smoothing_alpha": self.smoothing_alpha,
-                "smoothing": dict(self.smoothing) if self.smoothing is not None else None}
+                "smoothing": dict(self.smoothing) if self.smoothing is not None else None,
+                "float_channel_ratio": self.float_channel_ratio,
+                "float_channels": ({k: list(v) for k, v in self.float_channels.items()}
+                                   if self.float_channels is not None else None)}
 
     @classmethod
     def from_json(cls, data: Any) -> "Int8Recipe":
@@ -86,14 +99,26 @@ class Int8Recipe:
                          calibration=data.get("calibration"),
                          excluded_nodes=tuple(str(n) for n in data.get("excluded_nodes") or ()),
                          ranges=data.get("ranges"), smoothing=data.get("smoothing"),
-                         smoothing_alpha=data.get("smoothing_alpha"))
+                         smoothing_alpha=data.get("smoothing_alpha"),
+                         float_channels=_channels_from_json(data.get("float_channels")),
+                         float_channel_ratio=data.get("float_channel_ratio"))
         except KeyError as exc:
             raise ValueError(f"the int8 recipe has no '{exc.args[0]}'") from exc
         if recipe.approach == "static" and not isinstance(recipe.ranges, Mapping):
             raise ValueError("the static int8 recipe has no calibration ranges")
         if recipe.smoothing_alpha is not None and not isinstance(recipe.smoothing, Mapping):
             raise ValueError("the int8 recipe smooths activations but has no smoothing scales")
+        if recipe.float_channel_ratio is not None and recipe.float_channels is None:
+            raise ValueError("the int8 recipe keeps outlier channels in float but does not name them")
         return recipe
+
+
+def _channels_from_json(data: Any) -> dict[str, tuple[int, ...]] | None:
+    if data is None:
+        return None
+    if not isinstance(data, Mapping) or not all(isinstance(v, list) for v in data.values()):
+        raise ValueError("the int8 recipe's float channels are not lists of channel numbers per tensor")
+    return {str(k): tuple(int(i) for i in v) for k, v in data.items()}
 
 
 def build_int8(fp32_path: Path, int8_path: Path, recipe: Int8Recipe) -> None:
@@ -105,22 +130,25 @@ def build_int8(fp32_path: Path, int8_path: Path, recipe: Int8Recipe) -> None:
         raise ExportFailed("A static int8 recipe needs its calibration ranges; calibrate first.")
     if recipe.smoothing_alpha is not None and recipe.smoothing is None:
         raise ExportFailed("A smoothed int8 recipe needs its smoothing scales; measure them first.")
+    if recipe.float_channel_ratio is not None and recipe.float_channels is None:
+        raise ExportFailed("An int8 recipe with float outlier channels needs them named; measure them first.")
     try:
         with tempfile.TemporaryDirectory(prefix="dynadesk-int8-") as tmp:
             source = _optimized(fp32_path, Path(tmp)) if recipe.graph_optimizer else Path(fp32_path)
             model = onnx.load(str(source))
             if recipe.smoothing:
                 apply_smoothing(model, recipe.smoothing)
+            float_nodes = split_float_channels(model, recipe.float_channels) if recipe.float_channels else []
             # the exporter's intermediate shape annotations trip the quantizer's own shape inference;
             # they are optional, and onnxruntime infers shapes again at load
             del model.graph.value_info[:]
             with _quiet():
                 if recipe.approach == "dynamic":
-                    _dynamic(model, int8_path, recipe)
+                    _dynamic(model, int8_path, recipe, float_nodes)
                 else:
                     cache = Path(tmp) / "ranges.json"
                     cache.write_text(json.dumps(recipe.ranges), encoding="utf-8")
-                    _static(model, int8_path, recipe, None, cache)
+                    _static(model, int8_path, recipe, None, cache, float_nodes)
         onnx.checker.check_model(str(int8_path))
     except ExportFailed:
         raise
@@ -166,17 +194,19 @@ def calibrate(fp32_path: Path, recipe: Int8Recipe, feeds: Sequence[Feeds]) -> In
     return replace(recipe, ranges=ranges)
 
 
-def _dynamic(model: Any, int8_path: Path, recipe: Int8Recipe) -> None:
+def _dynamic(model: Any, int8_path: Path, recipe: Int8Recipe, float_nodes: Sequence[str] = ()) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # Embedding tables (Gather) stay float: quantizing them costs accuracy and buys no speed
     quantize_dynamic(model, str(int8_path), weight_type=QuantType.QInt8, per_channel=recipe.per_channel,
-                     op_types_to_quantize=list(QUANTIZED_OPS), nodes_to_exclude=list(recipe.excluded_nodes),
+                     op_types_to_quantize=list(QUANTIZED_OPS),
+                     nodes_to_exclude=list(recipe.excluded_nodes) + list(float_nodes),
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
 
 
-def _static(model: Any, int8_path: Path, recipe: Int8Recipe, reader: Any, cache: Path) -> None:
+def _static(model: Any, int8_path: Path, recipe: Int8Recipe, reader: Any, cache: Path,
+            float_nodes: Sequence[str] = ()) -> None:
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
@@ -184,8 +214,8 @@ def _static(model: Any, int8_path: Path, recipe: Int8Recipe, reader: Any, cache:
               "percentile": CalibrationMethod.Percentile}[str(recipe.calibration)]
     quantize_static(model, str(int8_path), reader, quant_format=QuantFormat.QDQ, per_channel=recipe.per_channel,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, calibrate_method=method,
-                    op_types_to_quantize=list(QUANTIZED_OPS), nodes_to_exclude=list(recipe.excluded_nodes),
-                    calibration_cache_path=cache,
+                    op_types_to_quantize=list(QUANTIZED_OPS),
+                    nodes_to_exclude=list(recipe.excluded_nodes) + list(float_nodes), calibration_cache_path=cache,
                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
 
 
@@ -396,3 +426,79 @@ def _topological_sort(graph: Any) -> None:
         pending = rest
     del graph.node[:]
     graph.node.extend(ordered)
+
+
+def measure_float_channels(fp32_path: Path, feeds: Sequence[Feeds], ratio: float = 6.0,
+                           most: int = 4) -> dict[str, tuple[int, ...]]:
+    """Per input tensor of weight MatMuls, the channels (at most ``most``) whose peak |x| over ``feeds``
+    exceeds ``ratio`` times the median channel's peak: what ``split_float_channels`` keeps in float.
+    In BERT-like encoders these are a handful of LayerNorm and GELU outputs' channels, 10-20x the rest."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(fp32_path))
+    weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    wanted = sorted(_weight_consumers(model, weights))
+    del model.graph.value_info[:]
+    outputs = {o.name for o in model.graph.output}
+    for name in wanted:
+        if name not in outputs:
+            model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    session = _session(model.SerializeToString())
+    names = {i.name for i in session.get_inputs()}
+    peaks: dict[str, np.ndarray] = {}
+    for feed in feeds:
+        for name, value in zip(wanted, session.run(wanted, {k: v for k, v in feed.items() if k in names})):
+            peak = np.abs(value.reshape(-1, value.shape[-1])).max(axis=0)
+            peaks[name] = peak if name not in peaks else np.maximum(peaks[name], peak)
+    chosen = {}
+    for name, peak in peaks.items():
+        threshold = ratio * float(np.median(peak))
+        channels = sorted(int(i) for i in np.argsort(-peak, kind="stable")[:most] if peak[i] > threshold)
+        if channels:
+            chosen[name] = tuple(channels)
+    return chosen
+
+
+def split_float_channels(model: Any, channels: Mapping[str, Sequence[int]]) -> list[str]:
+    """Rewrite ``model`` in place: each weight MatMul reading a tensor X of ``channels`` reads X with those
+    channels zeroed, and a small float MatMul of just those channels (and the weights' rows) is added
+    to its output. The float answers stay the same up to rounding. Returns the float MatMuls' names
+    (the quantizer must leave them alone)."""
+    import onnx
+    from onnx import numpy_helper
+
+    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    consumers = _weight_consumers(model, arrays)
+    helper, float_nodes = onnx.helper, []
+    for index, (name, kept) in enumerate(sorted(channels.items())):
+        if name not in consumers:
+            raise ExportFailed(f"The int8 recipe keeps channels of '{name}' in float, which no weight MatMul of this "
+                               "graph reads; the recipe was made for another model.")
+        width = _as_kn(consumers[name][0], arrays[consumers[name][0].input[1]]).shape[0]
+        if not kept or max(kept) >= width or min(kept) < 0:
+            raise ExportFailed(f"The int8 recipe's float channels of '{name}' do not fit its {width} channels; "
+                               "the recipe was made for another model.")
+        prefix = f"dynadesk_float_channels_{index}"
+        mask = np.ones(width, dtype=np.float32)
+        mask[list(kept)] = 0.0
+        model.graph.initializer.extend([numpy_helper.from_array(mask, f"{prefix}_mask"),
+                                        numpy_helper.from_array(np.asarray(kept, dtype=np.int64), f"{prefix}_index")])
+        model.graph.node.extend([helper.make_node("Mul", [name, f"{prefix}_mask"], [f"{prefix}_rest"],
+                                                  name=f"{prefix}_mask"),
+                                 helper.make_node("Gather", [name, f"{prefix}_index"], [f"{prefix}_kept"], axis=-1,
+                                                  name=f"{prefix}_gather")])
+        for number, node in enumerate(consumers[name]):
+            alpha = next((a.f for a in node.attribute if a.name == "alpha"), 1.0) if node.op_type == "Gemm" else 1.0
+            rows = (alpha * _as_kn(node, arrays[node.input[1]])[list(kept), :]).astype(np.float32)
+            part = f"{prefix}_{number}"
+            model.graph.initializer.append(numpy_helper.from_array(rows, f"{part}_weight"))
+            output = node.output[0]
+            node.input[0], node.output[0] = f"{prefix}_rest", f"{part}_int8"
+            model.graph.node.extend([
+                helper.make_node("MatMul", [f"{prefix}_kept", f"{part}_weight"], [f"{part}_float"],
+                                 name=f"{part}_float"),
+                helper.make_node("Add", [f"{part}_int8", f"{part}_float"], [output], name=f"{part}_add")])
+            float_nodes.append(f"{part}_float")
+    _topological_sort(model.graph)
+    return float_nodes

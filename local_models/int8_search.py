@@ -8,7 +8,9 @@
 Order of attempts (fastest graph first; the first that passes wins):
 
 1. dynamic int8, weights per channel;
-2. the same with the k MatMuls that lose most under int8 kept in float (``int8.node_errors``:
+2. the same with the few outlier channels of MatMul inputs kept in float (``int8.measure_float_channels``
+   over ``RANKING_TEXTS`` texts: a peak above ``FLOAT_CHANNEL_RATIO`` times the median channel's);
+3. plain dynamic int8 with the k MatMuls that lose most under int8 kept in float (``int8.node_errors``:
    one float run over ``RANKING_TEXTS`` texts ranks them all), for k in ``LADDER``.
 
 With at least ``SELECTION_TEXTS`` calibration texts (training texts, apart from the parity texts),
@@ -32,7 +34,7 @@ import numpy as np
 from local_models.errors import ExportFailed, ParityCheckFailed
 from local_models.files import file_sha256
 from local_models.heads import softmax
-from local_models.int8 import Feeds, Int8Recipe, build_int8, node_errors
+from local_models.int8 import Feeds, Int8Recipe, build_int8, measure_float_channels, node_errors
 from local_models.parity import MIN_TEXTS, ParityFigures, ParityVerdict, figures_from, judge
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 RECIPE_FILE = "int8_recipe.json"
 RECIPE_FORMAT = "dynadesk-int8-recipe"
 LADDER = (4, 8, 12, 16, 24)
+FLOAT_CHANNEL_RATIO = 6.0
 RANKING_TEXTS = 96
 SELECTION_TEXTS = 1000
 REFERENCE_BATCH = 32
@@ -140,8 +143,12 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
             if verdict.passed:
                 return Int8Search(recipe, verdict, last[2], fp32_sha, attempts=tuple(attempts), texts=counts)
         if ranked is None:  # the first attempt failed: rank the nodes once, then keep more of them in float
-            pool = list(texts.calibration or texts.parity)[:RANKING_TEXTS]
-            ranked = [name for name, _ in node_errors(fp32_file, [feeds_for(source, [t]) for t in pool])]
+            pool = [feeds_for(source, [t]) for t in list(texts.calibration or texts.parity)[:RANKING_TEXTS]]
+            channels = measure_float_channels(fp32_file, pool, FLOAT_CHANNEL_RATIO)
+            if channels:
+                candidates.append(Int8Recipe("dynamic", float_channels=channels,
+                                             float_channel_ratio=FLOAT_CHANNEL_RATIO))
+            ranked = [name for name, _ in node_errors(fp32_file, pool)]
             candidates += [Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k])) for k in ladder if k < len(ranked)]
         graph.unlink(missing_ok=True)
     tried = f"{len(candidates)} int8 recipe(s) tried"

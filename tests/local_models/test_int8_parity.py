@@ -179,3 +179,38 @@ def test_a_small_training_run_records_why_it_has_no_int8_form(trigger_part_dir, 
     recorded = read_recipe_file(part)
     assert recorded.recipe is None and not recorded.usable
     assert "only 120 task texts" in recorded.reason and f"{MIN_TEXTS:,}" in recorded.reason
+
+
+def test_outlier_channels_kept_in_float_leave_the_float_model_and_travel_in_the_recipe(trigger_model_dir, graph,
+                                                                                       tmp_path):
+    """The channel split rewrites the graph, not the function: without quantization it answers as before;
+    the chosen channels go through the recipe's JSON, and the same recipe builds the same bytes."""
+    import onnx
+    import onnxruntime
+
+    from local_models.files import file_sha256
+    from local_models.int8 import Int8Recipe, build_int8, measure_float_channels, split_float_channels
+
+    engine = load_engine(trigger_model_dir)
+    feeds = [int8_search.feeds_for(engine, [text]) for text in sentences(12, 23)]
+    engine.close()
+    channels = measure_float_channels(graph, feeds, ratio=1.5)  # the tiny random model has no strong outliers
+    assert channels and all(0 < len(kept) <= 4 for kept in channels.values())
+    model = onnx.load(str(graph))
+    float_nodes = split_float_channels(model, channels)
+    assert len(float_nodes) >= len(channels)
+    split, plain = (onnxruntime.InferenceSession(g, providers=["CPUExecutionProvider"])
+                    for g in (model.SerializeToString(), str(graph)))
+    wanted = {i.name for i in plain.get_inputs()}
+    for feed in feeds:
+        given = {k: v for k, v in feed.items() if k in wanted}
+        np.testing.assert_allclose(split.run(None, given)[0], plain.run(None, given)[0], atol=1e-4)
+
+    recipe = Int8Recipe("dynamic", float_channels=channels, float_channel_ratio=1.5)
+    again = Int8Recipe.from_json(json.loads(json.dumps(recipe.to_json())))
+    assert again.float_channels == channels and "outlier input channels" in again.name
+    build_int8(graph, tmp_path / "a.onnx", recipe)
+    build_int8(graph, tmp_path / "b.onnx", again)
+    assert file_sha256(tmp_path / "a.onnx") == file_sha256(tmp_path / "b.onnx")
+    with pytest.raises(ValueError, match="does not name them"):
+        Int8Recipe.from_json({**recipe.to_json(), "float_channels": None})
