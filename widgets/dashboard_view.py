@@ -84,9 +84,6 @@ class DashboardView(QWidget):
         # long names and metadata values must not widen the filter row past a laptop screen
         self.author_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.author_combo.setMinimumContentsLength(10)
-        # squeezed by a long row, a round's name shrank to "Ro": it keeps room for "Round 12"
-        self.round_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.round_combo.setMinimumContentsLength(8)
         for text, days in PERIODS:
             self.period_combo.addItem(text, days)
         self.period_combo.currentIndexChanged.connect(self._combo_changed)

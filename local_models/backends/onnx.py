@@ -97,6 +97,7 @@ class OnnxRuntime(Runtime):
     session: Any = None
     input_types: dict[str, Any] | None = None
     hidden: tuple[Any, str] | None = None  # a second session that also gives the last hidden state, and its name
+    row_by_row: bool = False  # dynamically quantized classifier: batches run one text at a time
 
     def feeds(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
         available = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
@@ -106,7 +107,16 @@ class OnnxRuntime(Runtime):
 
     def run(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
         names = list(self.head_type.output_names)
-        values = self.session.run(names, self.feeds(batch))
+        feeds = self.feeds(batch)
+        if self.row_by_row and len(batch) > 1:
+            # dynamic int8 takes one activation scale per tensor, so in a batch a text's answer would
+            # depend on the texts beside it (0.05 seen): each text alone, unpadded, as when typed
+            lengths = batch.lengths or [batch.input_ids.shape[1]] * len(batch)
+            rows = [self.session.run(names, {k: v[i:i + 1, :lengths[i]] for k, v in feeds.items()})
+                    for i in range(len(batch))]
+            return {name: np.concatenate([np.asarray(row[j], dtype=np.float32) for row in rows])
+                    for j, name in enumerate(names)}
+        values = self.session.run(names, feeds)
         return {name: np.asarray(value, dtype=np.float32) for name, value in zip(names, values)}
 
     def last_hidden_state(self, batch: EncodedBatch) -> np.ndarray:
@@ -243,7 +253,14 @@ class OnnxBackend(Backend):
             device=_device_in_use(session, device), sha256=files_sha256(cls.model_files(path, tokenizer_dir)),
             architecture=meta.get("architecture", "onnx"), metadata={**metadata, "onnx_metadata": dict(meta)},
             session=session, input_types=input_types,
+            row_by_row=head.output_names == ("logits",) and _dynamically_quantized(file),
         )
+
+
+def _dynamically_quantized(file: Path) -> bool:
+    """Whether the graph quantizes its activations at run time (DynamicQuantizeLinear, one scale per tensor)."""
+    with open(file, "rb") as handle:
+        return b"DynamicQuantizeLinear" in handle.read()
 
 
 def _session(file: Path, device: str, num_threads: int | None) -> Any:
