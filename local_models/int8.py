@@ -253,19 +253,13 @@ def node_errors(fp32_path: Path, feeds: Sequence[Feeds], *, per_channel: bool = 
     weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     nodes = [n for n in model.graph.node if n.op_type in QUANTIZED_OPS and n.input[1] in weights]
     wanted = sorted({n.input[0] for n in nodes})
-    del model.graph.value_info[:]
-    outputs = {o.name for o in model.graph.output}
-    for name in wanted:
-        if name not in outputs:
-            model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
     quantized_weights = {}
     for node in nodes:
         weight = weights[node.input[1]].astype(np.float32)
         if node.op_type == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute):
             weight = weight.T
         quantized_weights[node.name] = (weight, _fake_weight(weight, per_channel))
-    session = _session(model.SerializeToString())
-    names = {i.name for i in session.get_inputs()}
+    session, names = _exposing(model, wanted)
     errors: dict[str, list[float]] = {n.name: [] for n in nodes}
     for feed in feeds:
         values = dict(zip(wanted, session.run(wanted, {k: v for k, v in feed.items() if k in names})))
@@ -326,6 +320,21 @@ def measure_smoothing(fp32_path: Path, feeds: Sequence[Feeds], alpha: float = 0.
     """SmoothQuant's scales (Xiao et al. 2023) for every input tensor of weight MatMuls:
     s_j = max|X_j|^alpha / max|W_j|^(1 - alpha) over the texts of ``feeds``, rounded to float16
     (any s keeps the float model; rounding makes the recipe short and exact)."""
+    weights, consumers, peaks = _input_peaks(fp32_path, feeds)
+    scales = {}
+    for name in sorted(consumers):
+        weight_peak = np.max([np.abs(_as_kn(node, weights[node.input[1]])).max(axis=1) for node in consumers[name]],
+                             axis=0)
+        s = np.power(np.maximum(peaks[name], 1e-5), alpha) / np.power(np.maximum(weight_peak, 1e-5), 1 - alpha)
+        s = np.clip(s, 1e-3, 1e3).astype(np.float16)
+        scales[name] = base64.b64encode(s.tobytes()).decode("ascii")
+    return scales
+
+
+def _input_peaks(fp32_path: Path, feeds: Sequence[Feeds]) -> tuple[dict[str, np.ndarray], dict[str, list[Any]],
+                                                                    dict[str, np.ndarray]]:
+    """The graph's weights, the weight MatMuls reading each input tensor, and each such tensor's
+    peak |x| per channel over ``feeds`` (the tensors exposed as extra outputs of one session)."""
     import onnx
     from onnx import numpy_helper
 
@@ -333,26 +342,26 @@ def measure_smoothing(fp32_path: Path, feeds: Sequence[Feeds], alpha: float = 0.
     weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     consumers = _weight_consumers(model, weights)
     wanted = sorted(consumers)
-    del model.graph.value_info[:]
-    outputs = {o.name for o in model.graph.output}
-    for name in wanted:
-        if name not in outputs:
-            model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-    session = _session(model.SerializeToString())
-    names = {i.name for i in session.get_inputs()}
+    session, names = _exposing(model, wanted)
     peaks: dict[str, np.ndarray] = {}
     for feed in feeds:
         for name, value in zip(wanted, session.run(wanted, {k: v for k, v in feed.items() if k in names})):
             peak = np.abs(value.reshape(-1, value.shape[-1])).max(axis=0)
             peaks[name] = peak if name not in peaks else np.maximum(peaks[name], peak)
-    scales = {}
-    for name in wanted:
-        weight_peak = np.max([np.abs(_as_kn(node, weights[node.input[1]])).max(axis=1) for node in consumers[name]],
-                             axis=0)
-        s = np.power(np.maximum(peaks[name], 1e-5), alpha) / np.power(np.maximum(weight_peak, 1e-5), 1 - alpha)
-        s = np.clip(s, 1e-3, 1e3).astype(np.float16)
-        scales[name] = base64.b64encode(s.tobytes()).decode("ascii")
-    return scales
+    return weights, consumers, peaks
+
+
+def _exposing(model: Any, tensors: Sequence[str]) -> tuple[Any, set[str]]:
+    """A session over ``model`` (changed in place) that also answers the float ``tensors``, and its input names."""
+    import onnx
+
+    del model.graph.value_info[:]
+    outputs = {o.name for o in model.graph.output}
+    for name in tensors:
+        if name not in outputs:
+            model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    session = _session(model.SerializeToString())
+    return session, {i.name for i in session.get_inputs()}
 
 
 def apply_smoothing(model: Any, smoothing: Mapping[str, str]) -> None:
@@ -433,24 +442,7 @@ def measure_float_channels(fp32_path: Path, feeds: Sequence[Feeds], ratio: float
     """Per input tensor of weight MatMuls, the channels (at most ``most``) whose peak |x| over ``feeds``
     exceeds ``ratio`` times the median channel's peak: what ``split_float_channels`` keeps in float.
     In BERT-like encoders these are a handful of LayerNorm and GELU outputs' channels, 10-20x the rest."""
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.load(str(fp32_path))
-    weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    wanted = sorted(_weight_consumers(model, weights))
-    del model.graph.value_info[:]
-    outputs = {o.name for o in model.graph.output}
-    for name in wanted:
-        if name not in outputs:
-            model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-    session = _session(model.SerializeToString())
-    names = {i.name for i in session.get_inputs()}
-    peaks: dict[str, np.ndarray] = {}
-    for feed in feeds:
-        for name, value in zip(wanted, session.run(wanted, {k: v for k, v in feed.items() if k in names})):
-            peak = np.abs(value.reshape(-1, value.shape[-1])).max(axis=0)
-            peaks[name] = peak if name not in peaks else np.maximum(peaks[name], peak)
+    _, _, peaks = _input_peaks(fp32_path, feeds)
     chosen = {}
     for name, peak in peaks.items():
         threshold = ratio * float(np.median(peak))

@@ -199,10 +199,10 @@ class SyncClient(ModelFiles):
     def _stand_in_waits(self, task_code: str) -> bool:
         """Round 1 is served by the first start's PyTorch stand-in until its ONNX form is ready: the team
         gets the round with its lasting target (a later sync), not a target that is about to change."""
-        from app.core.services.default_model_forms import is_default_torch_form
+        from app.core.services.default_model_forms import waiting_stand_in
+        from app.core.services.target_models import DEFAULT_TASK
 
-        model_id = self.desk.rounds.first_stand_in(task_code)
-        return model_id is not None and is_default_torch_form(self.desk.models.get(model_id))
+        return task_code == DEFAULT_TASK and waiting_stand_in(self.desk) is not None
 
     def publish(self, task_code: str, round_numbers: Sequence[int] | None = None, *, handle: SyncHandle | None = None,
                 with_files: bool = True) -> PushResponse:

@@ -19,6 +19,7 @@ class ClusterList(QTreeWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("near-duplicate-clusters")
+        self._texts: dict[uuid.UUID, str] = {}  # each shown example's full text
         self.setColumnCount(4)
         self.setHeaderLabels(["Similarity", "Round", "Author", "Text"])
         self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -30,6 +31,7 @@ class ClusterList(QTreeWidget):
 
     def show_clusters(self, view: ClustersView) -> None:
         self.clear()
+        self._texts = {row.example_id: row.text for row in view.rows}
         branch: QTreeWidgetItem | None = None
         for row in view.rows:
             if row.first:
@@ -59,13 +61,5 @@ class ClusterList(QTreeWidget):
         return ids
 
     def text_of(self, example_id: uuid.UUID) -> str:
-        for item in self.findItems("*", Qt.MatchFlag.MatchWildcard | Qt.MatchFlag.MatchRecursive, 0):
-            if item.data(0, ID_ROLE) == str(example_id):
-                return item.toolTip(3)
-        return ""
+        return self._texts.get(example_id, "")
 
-    def select_example(self, example_id: uuid.UUID) -> None:
-        for item in self.findItems("*", Qt.MatchFlag.MatchWildcard | Qt.MatchFlag.MatchRecursive, 0):
-            if item.data(0, ID_ROLE) == str(example_id):
-                self.setCurrentItem(item)
-                return

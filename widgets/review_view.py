@@ -273,7 +273,7 @@ class ReviewView(QWidget):
         self.table.selectionModel().currentRowChanged.connect(self._selection)
         self.model.modelReset.connect(lambda: self._selected_ids.clear())  # Qt clears the selection silently
         self.clusters = ClusterList()
-        self.clusters.selection_changed.connect(self._cluster_selection)
+        self.clusters.selection_changed.connect(self._selection)
         self.listing = QStackedWidget(objectName="review-listing")  # the table, or the near-duplicate clusters
         self.listing.addWidget(self.table)
         self.listing.addWidget(self.clusters)
@@ -331,11 +331,6 @@ class ReviewView(QWidget):
         self.listing.setCurrentWidget(self.clusters)
         self.clusters.show_clusters(view)
         self.figures.setText(view.summary)
-
-    def _cluster_selection(self, ids: list) -> None:
-        if ids != self._selected_ids:
-            self._selected_ids = ids
-            self.selection_changed.emit(ids)
 
     def selected_ids(self) -> list[uuid.UUID]:
         if self.clusters_shown():

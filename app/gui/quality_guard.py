@@ -35,6 +35,9 @@ class DuplicateGuard(QObject):
         self._pause.timeout.connect(self._ask_novelty)
         self._accepted: str | None = None  # the normalised text the writer chose to submit anyway
         self._pending: tuple[str, Callable[[], None]] | None = None  # the warned text, and what submitting does
+        # tasks whose index the lane has built: asking the index would wait on its lock, which a
+        # lead's clustering on another lane holds for seconds
+        self._built_tasks: set[uuid.UUID] = set()
         self.view.text_edited.connect(self.text_changed)
         self.view.submit_anyway_requested.connect(self.submit_anyway)
         self.view.duplicate_edit_requested.connect(self.go_back)
@@ -77,6 +80,7 @@ class DuplicateGuard(QObject):
         index, task_id, db = self.desk.near_duplicates, round_.task_id, self.controller.db
 
         def built(_) -> None:
+            self._built_tasks.add(task_id)
             db.submit(index.save_signatures, on_error=self._failed)
 
         self.lane.submit(lambda: index.ensure_built(task_id, save=False), on_done=built, on_error=self._failed)
@@ -114,7 +118,7 @@ class DuplicateGuard(QObject):
             proceed()
             return
         task_id, index, own = self.controller.session.round.task_id, self.desk.near_duplicates, self._its_own_source()
-        if not index.is_built(task_id):  # the first open of a large older desk: the writer does not wait for it
+        if task_id not in self._built_tasks:  # the first open of a large older desk: the writer does not wait for it
             proceed()
             return
         self.view.set_status(CHECKING)

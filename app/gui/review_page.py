@@ -19,7 +19,8 @@ from app.gui.worker import SerialWorker
 from app.gui.example_fetch import for_review
 from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.views.example import VerdictChoice, verdict_text
-from app.views.quality import chosen_settings, clusters_view, quality_settings_message, quality_settings_view
+from app.views.quality import (chosen_settings, clusters_view, quality_settings_message, quality_settings_view,
+                               snippet)
 from app.views.review import ReviewChoicesView, ReviewFilterValues, ReviewItemView, review_choices, review_figures
 from widgets.review_view import ReviewView
 
@@ -162,8 +163,7 @@ class ReviewController(QObject):
 
     @staticmethod
     def _quoted(text: str, limit: int = 48) -> str:
-        flat = " ".join((text or "").split())
-        return "“" + (flat if len(flat) <= limit else flat[: limit - 1] + "…") + "”"
+        return "“" + snippet(text or "", limit) + "”"
 
     def _set_threshold(self, threshold: int) -> None:
         view, desk, code = self.view, self.desk, self.task_code

@@ -43,7 +43,6 @@ class DuplicateWarningView:
     """The banner at submit: the nearest example and its similarity."""
 
     html: str
-    example_id: uuid.UUID
     similarity: float
 
 
@@ -82,7 +81,7 @@ def duplicate_warning_view(nearest: Nearest) -> DuplicateWarningView | None:
     body = (f"<b>Near-duplicate.</b> This is {same} an example already in the task{more}: "
             f"<i>“{html.escape(snippet(first.text))}”</i> — {html.escape(_who(first))}. "
             "Submit it anyway, or go back and change it (nothing is lost).")
-    return DuplicateWarningView(body, first.example_id, first.similarity)
+    return DuplicateWarningView(body, first.similarity)
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,6 +83,7 @@ def test_an_alert_appears_when_the_leads_threshold_is_crossed(qtbot, quality):
             qtbot.keyClick(box, Qt.Key.Key_Return)
 
     assert view.z_threshold.value() == 5.0  # the task's line (QualitySettings' default)
+    assert view.duplicate_threshold.value() == 25  # the task's line, not the box's own 30: the settings were applied
     assert "“not”" not in view.alerts.toolTip()  # its z, 4.31, is below 5
     set_threshold(view.z_threshold, 4.3)
     assert view.alerts.isVisible()

@@ -261,7 +261,7 @@ class NearDuplicateIndex:
                 "minhash": to_bytes(signature)}
 
     def is_built(self, task_id: uuid.UUID) -> bool:
-        """Whether the task's index is in memory (no database work: the GUI thread may ask)."""
+        """Whether the task's index is in memory (no database work, but it waits for the index's lock)."""
         with self._lock:
             return task_id in self._tasks
 
