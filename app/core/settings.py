@@ -17,6 +17,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.errors import DynadeskError
+from app.core.wellbeing.profile import WellbeingProfile
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,10 @@ class Settings(BaseModel):
     server_url: str | None = None
     server_ca_file: str | None = None  # a team's own certificate authority (PEM), trusted besides the usual ones
     sync_interval_s: int = Field(default=300, ge=30, le=86_400)
+    wellbeing: dict[str, WellbeingProfile] = Field(default_factory=dict)  # person id -> their choices
+
+    def wellbeing_for(self, person_id: str | None) -> WellbeingProfile:
+        return self.wellbeing.get(person_id or "", WellbeingProfile())
 
 
 # version N -> function turning a version-N dict into a version-(N+1) dict
