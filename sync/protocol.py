@@ -190,6 +190,19 @@ class OutputWire(Strict):
     fooled: bool | None = None
 
 
+class AssistanceWire(Strict):
+    """The writing assistant's part in an example (``app.core.assist.provenance``). The server
+    checks it and measures ``edit_distance`` itself from ``applied_text`` and the example's text."""
+
+    arm: Literal["on", "off"] | None = None
+    session: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    applied: bool = False
+    generator: Annotated[str, StringConstraints(max_length=32)] | None = None
+    edit_type: Annotated[str, StringConstraints(max_length=64)] | None = None
+    applied_text: Text | None = None
+    edit_distance: Count | None = None  # ignored when pushed: the server measures it
+
+
 class ExampleRecord(Stamped):
     record: Literal["example"]
     task: Code
@@ -216,6 +229,7 @@ class ExampleRecord(Stamped):
     external_id: Label | None = None
     outputs: list[OutputWire] = Field(default_factory=list, max_length=16)
     duplicate_of: uuid.UUID | None = None  # set by the server; ignored when pushed
+    assistance: AssistanceWire | None = None  # None: written without the assistant, or by an older desk
 
     _bounded = bounded("example")
 
