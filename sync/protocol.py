@@ -389,6 +389,32 @@ class TeamStats(Strict):
     rows: list[FigureRow]
 
 
+class ArmFigureRow(Strict):
+    """One side of the writing assistant's split for a round or an annotator
+    (``app.core.tasks.figures.arm_split``, computed by the server from its stored records)."""
+
+    key: str
+    name: str
+    arm: Literal["assisted", "unassisted"]
+    submitted: int
+    applied: int  # with a suggestion applied
+    fooled: int
+    validated_fooling: int
+    decided: int
+    rejected: int
+    mer: float | None
+    vmer: float | None
+    rejection_rate: float | None
+    median_seconds: float | None
+
+
+class TeamAssistantSplit(Strict):
+    team: str | None
+    by: Literal["round", "annotator"]
+    rows: list[ArmFigureRow]
+    outside: int  # submitted examples without an arm (the assistant off, or written before it)
+
+
 class Duplicate(Strict):
     """An example whose text an earlier one of the round already had. When the earlier one belongs
     to another team, a lead learns only that (``other_team``); who wrote it and its id stay hidden

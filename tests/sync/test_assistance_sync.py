@@ -133,3 +133,46 @@ def test_a_server_database_from_before_the_assistant_upgrades_with_its_examples_
     assert rows() == before
     server_db.upgrade()
     assert rows() == before and stored_on_server(server_db, stored["id"]) is None
+
+
+def test_team_figures_split_by_arm_are_computed_on_the_server_from_its_records(team, server_db):
+    import httpx
+    from sqlalchemy import update
+
+    from tests.app.test_assistant_figures import HAND
+    from tests.sync.test_server import auth
+
+    on = a_session_drawn(team.ann.id, "on")
+    off = a_session_drawn(team.ann.id, "off")
+    records = []
+    for n, (status, fooled, verdict, ms, assistance) in enumerate(HAND):
+        if assistance is not None and assistance.get("arm") is not None:
+            assistance = {**assistance, "session": on if assistance["arm"] == "on" else off}
+        record = example(team.ann, f"text number {n}", status=status, time_spent_ms=ms, assistance=assistance,
+                         outputs=[{"model": str(uuid.uuid4()), "model_sha256": MODEL_SHA,
+                                   "label": "not hate" if fooled else "hate",
+                                   "probabilities": {"hate": 0.1, "not hate": 0.9} if fooled else
+                                   {"hate": 0.9, "not hate": 0.1}, "latency_ms": 3.5}])
+        records.append((record, verdict))
+    assert statuses(push(team, team.ann, *[r for r, _ in records])) == ["stored"] * len(HAND)
+    with server_db.write() as session:  # the decisions validation would have reached
+        for record, verdict in records:
+            session.execute(update(server_models.Example).where(server_models.Example.id == uuid.UUID(record["id"]))
+                            .values(decided_verdict=verdict))
+
+    response = httpx.get(f"{team.url}/v1/team/assistant", params={"by": "annotator"}, headers=auth(team.lead))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["outside"] == 2 and body["team"] == "A"
+    assisted, unassisted = body["rows"]
+    assert assisted["name"] == team.ann.name
+    assert {k: assisted[k] for k in ("arm", "submitted", "applied", "fooled", "validated_fooling", "decided",
+                                     "rejected", "mer", "vmer", "rejection_rate", "median_seconds")} == {
+        "arm": "assisted", "submitted": 4, "applied": 2, "fooled": 3, "validated_fooling": 1, "decided": 2,
+        "rejected": 1, "mer": 0.75, "vmer": 0.25, "rejection_rate": 0.5, "median_seconds": 60.0}
+    assert (unassisted["arm"], unassisted["submitted"], unassisted["mer"], unassisted["rejection_rate"],
+            unassisted["median_seconds"]) == ("unassisted", 2, 0.5, 0.0, 30.0)
+    by_round = httpx.get(f"{team.url}/v1/team/assistant", headers=auth(team.lead)).json()
+    assert {r["name"] for r in by_round["rows"]} == {"Hate speech · round 1"}
+    refused = httpx.get(f"{team.url}/v1/team/assistant", headers=auth(team.ann))
+    assert refused.status_code == 403 and "Only leads and owners" in refused.text
