@@ -42,6 +42,7 @@ from widgets.charts import BarChart, ChartFrame, LineChart
 from widgets.elided_label import ElidedLabel
 from widgets.figure_table import FigureTableModel, figure_table as _table
 from widgets.page_tabs import PageScroll
+from widgets.assistant_split_view import AssistantSplitPanel
 from widgets.quality_view import QualityView
 
 PERIODS = [("All time", None), ("Last 7 days", 7), ("Last 30 days", 30), ("Last 90 days", 90)]
@@ -200,6 +201,10 @@ class DashboardView(QWidget):
         self.sections = QTabWidget(objectName="dashboard-sections")
         self.sections.addTab(self.splitter, "Figures")
         self.sections.addTab(self.quality, "Data quality")
+        # the writing assistant's A-B split (controlled by app.gui.assistant_split)
+        self.assistant = AssistantSplitPanel()
+        self.assistant.setObjectName("dashboard-assistant")
+        self.sections.addTab(self.assistant, "Writing assistant")
         layout.addWidget(self.sections, 1)
         self._build_export_menu()
 

@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
 from app.gui.pages import Menu, MenuAction, Page, Tab
+from app.gui.assistant_split import AssistantSplitController
 from app.gui.quality import QualityController
 from app.gui.worker import SerialWorker
 from app.core.services.agreement import MIN_OVERLAP
@@ -244,6 +245,9 @@ def dashboard_page(desk: Desk, task_code: Callable[[], str | None], show_error, 
     controller.quality = QualityController(desk, view.quality, controller.worker, task_code, lambda: controller.values,
                                            inference, controller)
     controller.updated.connect(controller.quality.refresh)
+    controller.assistant = AssistantSplitController(desk, view.assistant, controller.worker, task_code,
+                                                    lambda: controller.values, show_error, controller)
+    controller.updated.connect(controller.assistant.refresh)
     refresh = MenuAction(Menu.VIEW, "Refresh the dashboard (also changes from sync)", controller.refresh_thoroughly,
                          name="dashboard-refresh")
     return Page(controller, view, Tab("Dash&board", "Ctrl+5", "tab-dashboard"), actions=(refresh,),
