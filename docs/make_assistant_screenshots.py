@@ -5,11 +5,13 @@
 A simulated team (seeded; writes only a temporary folder): round 1 ran without the assistant, round 2
 as A-B. Five writers each sit eight sessions in round 2, the arm of each drawn by the desk's own
 ``session_arm``; their examples fool the model, get a lead's decision and take writing time at rates
-chosen for the picture, not measured. Shown per annotator at a laptop's 1366×768.
+chosen for the picture, not measured. Shown per annotator at a laptop's 1366×768. Then the round
+dialog where a lead sets the round's writing assistant.
 """
 
 import random
 import sys
+import uuid
 import tempfile
 from pathlib import Path
 
@@ -33,7 +35,8 @@ def populate(desk) -> None:
     generators = [("obfuscation", "leetspeak"), ("obfuscation", "homoglyph"), ("substitution", "word_swap"),
                   ("rules", "negation"), ("rules", "group_swap")]
     n = 0
-    writers = {name: (desk.people.create(name, "annotator").id, rng.uniform(0.25, 0.45)) for name in WRITERS}
+    writers = {name: (desk.people.create(name, "annotator", person_id=uuid.UUID(int=rng.getrandbits(128))).id,
+                      rng.uniform(0.25, 0.45)) for name in WRITERS}  # seeded ids: the same draws every run
     for name, (writer, skill) in writers.items():
         for _ in range(4):  # a few examples from round 1, before the assistant: outside the split
             n += 1
@@ -66,6 +69,21 @@ def populate(desk) -> None:
                         desk.validation.validate(example.id, lead, "correct", mode="lead")
 
 
+def round_dialog(window) -> None:
+    from PySide6.QtGui import QAction
+
+    from widgets.round_dialog import RoundDialog
+
+    window.findChild(QAction, "rounds").trigger()
+    wait_until(lambda: window.findChild(RoundDialog) is not None)
+    dialog = window.findChild(RoundDialog)
+    wait_until(lambda: dialog.status.text().startswith("<b>Round 2</b>"))
+    wait(300)
+    dialog.grab().save(str(OUT / "round-dialog-assistant.png"))
+    print(OUT / "round-dialog-assistant.png")
+    dialog.close()
+
+
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
     with tempfile.TemporaryDirectory() as scratch:
@@ -83,6 +101,7 @@ def main() -> None:
         name = sys.argv[1] if len(sys.argv) > 1 else "assistant_split.png"
         window.grab().save(str(OUT / name))
         print(OUT / name)
+        round_dialog(window)
         window.close()
         desk.close()
 

@@ -502,16 +502,21 @@ def _first_writer(duplicate: dict) -> str:
 @click.option("--by", type=click.Choice(["round", "annotator"]), default="round", show_default=True)
 @click.option("--team", help="Another team (owners).")
 @click.option("--duplicates", "show_duplicates", is_flag=True, help="List duplicate texts instead.")
+@click.option("--assistant", "show_assistant", is_flag=True,
+              help="The writing assistant's split: assisted vs unassisted, by the arm of the writing session.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_context
-def sync_team(obj, by: str, team: str | None, show_duplicates: bool, as_json: bool) -> None:
-    """Leads: the team's figures on the server (MER, vMER, duplicates), or its duplicate texts."""
+def sync_team(obj, by: str, team: str | None, show_duplicates: bool, show_assistant: bool, as_json: bool) -> None:
+    """Leads: the team's figures on the server (MER, vMER, duplicates), its duplicate texts, or the
+    writing assistant's split."""
     from app.core.formatting import pct
 
     params = {"team": team} if team else {}
     with _client(obj.desk) as client:
         if show_duplicates:
             data = client.get_json("/team/duplicates", params)
+        elif show_assistant:
+            data = client.get_json("/team/assistant", {**params, "by": by})
         else:
             data = client.get_json("/team/stats", {**params, "by": by})
     if as_json:
@@ -520,6 +525,14 @@ def sync_team(obj, by: str, team: str | None, show_duplicates: bool, as_json: bo
         click.echo(format_table(["task", "round", "author", "first written by", "text"],
                                 [[d["task"], d["round_number"], d["author"], _first_writer(d), d["text"][:60]]
                                  for d in data["duplicates"]]))
+    elif show_assistant:
+        click.echo(f"Team {data['team']}, by {by}: assisted vs unassisted by the session's arm; "
+                   f"{data['outside']:,} example(s) without an arm are outside the split")
+        seconds = lambda s: "-" if s is None else f"{s:.0f} s"  # noqa: E731
+        click.echo(format_table(["", "arm", "submitted", "applied", "MER", "vMER", "rejected", "time / example"],
+                                [[r["name"], r["arm"], r["submitted"], r["applied"] if r["arm"] == "assisted" else "-",
+                                  pct(r["mer"]), pct(r["vmer"]), pct(r["rejection_rate"]),
+                                  seconds(r["median_seconds"])] for r in data["rows"]]))
     else:
         click.echo(f"Team {data['team']}, by {by}")
         click.echo(format_table(["", "submitted", "fooled", "MER", "validated fooling", "vMER", "duplicates"],

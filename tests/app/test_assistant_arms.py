@@ -12,7 +12,7 @@ from app.core.assist.types import AssistantMode
 from app.core.desk import Desk
 from app.core.services.rounds import parse_settings
 from app.core.errors import DynadeskError
-from tests.app.test_cli import assert_clean_failure, dynadesk
+from app.cli import main
 
 
 def test_off_gives_no_arm_and_on_gives_every_session_the_assistant():
@@ -82,17 +82,24 @@ def test_the_setting_defaults_to_off_and_only_leads_change_it(desk, people):
     assert desk.tasks.round("hate_speech").settings["assistant"] == "ab"  # stored (and synced) as plain JSON
 
 
-def test_a_lead_sets_the_assistant_from_the_command_line_and_the_next_round_keeps_it(data_dir):
-    assert dynadesk("init", "--name", "Lee Lead", "--role", "lead", "--without-default-model",
-                    data_dir=data_dir).returncode == 0
+def run(capsys, data_dir, *args) -> tuple[int, str, str]:
+    """The CLI in-process, as `dynadesk --data-dir D ...`."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--data-dir", str(data_dir), *map(str, args)])
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+def test_a_lead_sets_the_assistant_from_the_command_line_and_the_next_round_keeps_it(capsys, data_dir):
+    assert run(capsys, data_dir, "init", "--name", "Lee Lead", "--role", "lead", "--without-default-model")[0] == 0
     with Desk(data_dir) as desk:
         desk.models.register("base", "onnx", "aa" * 32, task_id=desk.tasks.task("hate_speech").id)
-    assert "assistant:     off" in dynadesk("rounds", "show", "--task", "hate_speech", data_dir=data_dir).stdout
-    result = dynadesk("rounds", "set", "--task", "hate_speech", "--assistant", "ab", data_dir=data_dir)
-    assert result.returncode == 0, result.stderr
-    shown = dynadesk("rounds", "show", "--task", "hate_speech", data_dir=data_dir).stdout
+    assert "assistant:     off" in run(capsys, data_dir, "rounds", "show", "--task", "hate_speech")[1]
+    code, out, err = run(capsys, data_dir, "rounds", "set", "--task", "hate_speech", "--assistant", "ab")
+    assert code == 0, err
+    shown = run(capsys, data_dir, "rounds", "show", "--task", "hate_speech")[1]
     assert "assistant:     A-B: on for a random half of each writer's sessions" in shown
-    assert dynadesk("rounds", "open", "--task", "hate_speech", "--model", "base", data_dir=data_dir).returncode == 0
-    assert "assistant:     A-B" in dynadesk("rounds", "show", "--task", "hate_speech", data_dir=data_dir).stdout
-    assert_clean_failure(dynadesk("rounds", "set", "--task", "hate_speech", "--assistant", "always",
-                                  data_dir=data_dir), "'always' is not one of 'off', 'on', 'ab'")
+    assert run(capsys, data_dir, "rounds", "open", "--task", "hate_speech", "--model", "base")[0] == 0
+    assert "assistant:     A-B" in run(capsys, data_dir, "rounds", "show", "--task", "hate_speech")[1]
+    code, out, err = run(capsys, data_dir, "rounds", "set", "--task", "hate_speech", "--assistant", "always")
+    assert code != 0 and "'always' is not one of 'off', 'on', 'ab'" in err and "Traceback" not in out + err

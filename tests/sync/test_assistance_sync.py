@@ -176,3 +176,28 @@ def test_team_figures_split_by_arm_are_computed_on_the_server_from_its_records(t
     assert {r["name"] for r in by_round["rows"]} == {"Hate speech · round 1"}
     refused = httpx.get(f"{team.url}/v1/team/assistant", headers=auth(team.ann))
     assert refused.status_code == 403 and "Only leads and owners" in refused.text
+
+
+def test_a_lead_reads_the_teams_split_from_the_command_line(team, tmp_path, capsys):
+    import pytest
+
+    from app.cli import main
+    from sync.tokens import TokenStore
+
+    on = a_session_drawn(team.ann.id, "on")
+    applied = example(team.ann, "they are all v3rmin and rats", time_spent_ms=42_000, assistance={
+        "arm": "on", "session": on, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
+        "applied_text": SUGGESTION})
+    assert statuses(push(team, team.ann, applied, example(team.ann, "no arm here"))) == ["stored", "stored"]
+    lead = prepare_desk(tmp_path / "lead", team.lead)
+    lead.settings.server_url = team.url
+    lead.save_settings()
+    TokenStore(lead.root).set(team.url, team.lead.token)
+    lead.close()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--data-dir", str(tmp_path / "lead"), "sync", "team", "--assistant", "--by", "annotator"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code in (0, None), out
+    assert "1 example(s) without an arm are outside the split" in out
+    (line,) = [row for row in out.splitlines() if team.ann.name in row]
+    assert line.split()[2:] == ["assisted", "1", "1", "100.0%", "0.0%", "–", "42", "s"]
