@@ -132,8 +132,26 @@ def run(ctx: BenchContext) -> list[Result]:
                                  budget_p95_ms=BUDGET_MS))
 
     results.append(_sort(service.view(everything), repeats))
+    results += _assistant_split(desk, task_id, repeats)
     desk.close()
     return results
+
+
+def _assistant_split(desk: Desk, task_id, repeats: int) -> list[Result]:
+    """The Dashboard's writing-assistant section: one query over the task's submitted examples and
+    the split in Python (on the dashboard worker, only while the section is visible)."""
+    from app.core.services.assistant_split import assistant_split
+
+    with desk.db.write() as session:  # an A-B round's records: half the sessions assisted, 60 % applied there
+        session.execute(text(
+            "UPDATE examples SET assistance = CASE WHEN abs(random()) % 2 = 0 THEN json_object('arm', 'off', "
+            "'session', 2, 'applied', json('false')) WHEN abs(random()) % 5 < 3 THEN json_object('arm', 'on', "
+            "'session', 1, 'applied', json('true'), 'generator', 'rules', 'edit_type', 'negation', "
+            "'applied_text', substr(text, 1, 40), 'edit_distance', 1) ELSE json_object('arm', 'on', 'session', 1, "
+            "'applied', json('false')) END"))
+    return [summarise(GROUP, f"assistant split {by}", time_calls(
+        lambda by=by: assistant_split(desk.db, by, task_id=task_id), max(3, repeats // 3)),
+        notes="Writing assistant section; no budget in DESIGN §5") for by in ("annotator", "round")]
 
 
 def _sort(view, repeats: int) -> Result:

@@ -317,6 +317,7 @@ class CreateSession:
         """The draft was moved to round ``number``: the prediction shown is no longer its target's."""
         if self.draft is not None:
             self.draft.round_number = number
+            self._record_session(self.draft)  # it is written on in this round's session now
         self.last_prediction, self.prediction_inputs, self.last_outputs = None, None, []
 
     def submit_requested(self, inputs: Mapping[str, str]) -> Submit:

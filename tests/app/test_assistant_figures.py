@@ -31,8 +31,13 @@ HAND = [
 ]
 
 
+def arm_row(key, status, fooled, verdict, ms, assistance) -> rule.ArmRow:
+    record = assistance or {}
+    return rule.ArmRow(key, status, fooled, verdict, ms, record.get("arm"), record.get("applied"))
+
+
 def test_the_split_matches_the_hand_computed_figures():
-    figures, outside = rule.arm_split(rule.ArmRow("ann", *row) for row in HAND)
+    figures, outside = rule.arm_split(arm_row("ann", *row) for row in HAND)
     assisted, unassisted = figures
     assert outside == 2
     assert (assisted.arm, assisted.submitted, assisted.applied, assisted.fooled, assisted.validated_fooling,
@@ -44,12 +49,12 @@ def test_the_split_matches_the_hand_computed_figures():
 
 
 def test_empty_sides_and_groups_have_no_rates():
-    figures, outside = rule.arm_split([rule.ArmRow("r", "submitted", None, None, None, ON)])
+    figures, outside = rule.arm_split([arm_row("r", "submitted", None, None, None, ON)])
     (only,) = figures
     assert (only.submitted, only.fooled, only.mer, only.vmer, only.rejection_rate, only.median_seconds) == (
         1, 0, 0.0, 0.0, None, None)
     assert rule.arm_split([]) == ([], 0)
-    assert rule.arm_group({"arm": "maybe"}) is None and rule.arm_group(None) is None
+    assert rule.arm_group("maybe") is None and rule.arm_group(None) is None and rule.arm_group("on") == "assisted"
     assert rule.median_seconds([None, 0, 2000, 4000]) == 3.0 and rule.median_seconds([]) is None
 
 

@@ -239,3 +239,15 @@ def test_a_restored_draft_keeps_the_arm_its_suggestion_was_applied_under():
     assert session.draft.assistance == applied
     session.use_draft(DraftRef("hate", 1, WRITER, assistance=Assistance(arm="on", session=1), id=uuid.uuid4()))
     assert session.draft.assistance == Assistance(arm="off", session=2)  # written on in this session
+
+
+def test_a_draft_moved_to_the_open_round_records_that_rounds_session():
+    from app.core.assist.types import Assistance
+    from app.views.create_session import DraftRef
+
+    session = ready()
+    session.writing_session_began(writing(session, "on", 4))
+    session.use_draft(DraftRef("hate", 0, WRITER, assistance=Assistance(arm="off", session=9), id=uuid.uuid4()))
+    assert session.draft.assistance == Assistance(arm="off", session=9)  # still in its old round
+    session.moved_to_round(1)
+    assert session.draft.assistance == Assistance(arm="on", session=4)

@@ -91,8 +91,7 @@ def dump_example(example: Example, task_code: str, *, author_id: uuid.UUID | Non
         "answer": example.answer, "model_fooled": example.model_fooled, "fooled_rule": example.fooled_rule,
         "meta": example.meta, "origin": example.origin,
         "perturbation_of": str(example.perturbation_of) if example.perturbation_of else None,
-        "edit_ops": example.edit_ops, "edit_distance": example.edit_distance, "assistance": example.assistance,
-        "status": example.status,
+        "edit_ops": example.edit_ops, "edit_distance": example.edit_distance, "status": example.status,
         "status_reason": example.status_reason, "time_spent_ms": example.time_spent_ms,
         "submitted_at": _time(example.submitted_at), "source": example.source, "external_id": example.external_id,
         "outputs": [
@@ -100,6 +99,8 @@ def dump_example(example: Example, task_code: str, *, author_id: uuid.UUID | Non
              "probabilities": o.probabilities, "latency_ms": o.latency_ms, "answer": o.answer, "fooled": o.fooled}
             for o in example.outputs
         ],
+        # only when there is one: a server from before the assistant takes the records it always took
+        **({"assistance": example.assistance} if example.assistance is not None else {}),
         **_stamps(example),
     }
 

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from sqlalchemy import select
+from sqlalchemy import String, select, type_coerce
 
 from app.core.services.stats import group_names
 from app.core.storage.db import Database
@@ -50,9 +50,10 @@ def pair_up(figures: Sequence[rule.ArmFigures], names: dict[str, str]) -> list[S
 def assistant_split(db: Database, by: SplitBy, *, task_id: uuid.UUID | None = None,
                     round_ids: Sequence[uuid.UUID] = (), author_ids: Sequence[uuid.UUID] = ()) -> AssistantSplit:
     """The split over the desk's submitted examples (of a task, rounds and authors when given)."""
-    key = {"annotator": Example.author_id, "round": Example.round_id}[by]
+    # the ids as SQLite stores them (32 hex digits, as uuid.hex): no UUID object per row
+    key = type_coerce({"annotator": Example.author_id, "round": Example.round_id}[by], String)
     query = select(key, Example.status, Example.model_fooled, Example.decided_verdict, Example.time_spent_ms,
-                   Example.assistance).where(rule.sql_submitted(Example.status))
+                   *rule.sql_arm_fields(Example.assistance)).where(rule.sql_submitted(Example.status))
     if task_id is not None:
         query = query.where(Example.task_id == task_id)
     if round_ids:
@@ -60,11 +61,10 @@ def assistant_split(db: Database, by: SplitBy, *, task_id: uuid.UUID | None = No
     if author_ids:
         query = query.where(Example.author_id.in_(list(author_ids)))
     with db.read() as session:
-        rows = [rule.ArmRow(k.hex, *rest) for k, *rest in session.execute(query)]
-        figures, outside = rule.arm_split(rows)
-        ids = list({uuid.UUID(f.key) for f in figures})
+        rows = [rule.ArmRow(*row) for row in session.execute(query)]
+        figures, outside = rule.arm_split(rows, with_total=True)
+        ids = list({uuid.UUID(f.key) for f in figures if f.key != rule.TOTAL_KEY})
         names = {k.hex: name for k, name in group_names(session, by, ids).items()}
-    everyone, _ = rule.arm_split(rule.ArmRow("", r.status, r.fooled, r.decided_verdict, r.time_spent_ms, r.assistance)
-                                 for r in rows)
-    sides = {f.arm: f for f in everyone}
-    return AssistantSplit(by, pair_up(figures, names), sides.get(rule.ASSISTED), sides.get(rule.UNASSISTED), outside)
+    sides = {f.arm: f for f in figures if f.key == rule.TOTAL_KEY}
+    groups = [f for f in figures if f.key != rule.TOTAL_KEY]
+    return AssistantSplit(by, pair_up(groups, names), sides.get(rule.ASSISTED), sides.get(rule.UNASSISTED), outside)

@@ -75,22 +75,24 @@ def median_seconds(times_ms: Iterable[int | None]) -> float | None:
     return median(recorded) / 1000 if recorded else None
 
 
-def arm_group(assistance: Mapping[str, Any] | None) -> str | None:
-    """The side of the assistant split an example is on (``ASSISTED`` / ``UNASSISTED``), or None."""
-    arm = assistance.get("arm") if isinstance(assistance, Mapping) else None
+def arm_group(arm: str | None) -> str | None:
+    """The side of the assistant split an example written in a session of ``arm`` is on
+    (``ASSISTED`` / ``UNASSISTED``), or None (no arm: outside the split)."""
     return ARM_GROUPS.get(arm) if isinstance(arm, str) else None
 
 
 @dataclass(frozen=True)
 class ArmRow:
-    """What the split reads of one example (the desk and the server each select these)."""
+    """What the split reads of one example (the desk and the server each select these; ``arm`` and
+    ``applied`` are fields of its assistance record, read in SQL: no record is decoded whole)."""
 
     key: str  # the group: an annotator's or a round's id
     status: str
     fooled: bool | None
     decided_verdict: str | None
     time_spent_ms: int | None
-    assistance: Mapping[str, Any] | None
+    arm: str | None
+    applied: bool | None
 
 
 @dataclass(frozen=True)
@@ -124,34 +126,39 @@ class ArmFigures:
         return rate(self.applied, self.submitted)
 
 
-def arm_split(rows: Iterable[ArmRow]) -> tuple[list[ArmFigures], int]:
+TOTAL_KEY = ""  # the key of every group together, when ``arm_split`` is asked for it
+
+
+def arm_split(rows: Iterable[ArmRow], *, with_total: bool = False) -> tuple[list[ArmFigures], int]:
     """Each group's figures on each side of the split it has examples on (sorted by key, assisted
-    first), and how many submitted examples had no arm (outside the split)."""
-    sides: dict[tuple[str, str], list[ArmRow]] = {}
+    first; with ``with_total`` also every group together, under ``TOTAL_KEY``), and how many
+    submitted examples had no arm (outside the split)."""
+    tallies: dict[tuple[str, str], list[Any]] = {}  # [submitted, applied, fooled, validated, decided, rejected, times]
     outside = 0
     for row in rows:
         if not is_submitted(row.status):
             continue
-        side = arm_group(row.assistance)
+        side = arm_group(row.arm)
         if side is None:
             outside += 1
             continue
-        sides.setdefault((row.key, side), []).append(row)
-    figures = [_side_figures(key, side, members) for (key, side), members in sides.items()]
+        fooling = is_fooling(row.fooled)
+        decided = row.decided_verdict is not None
+        for key in ((row.key, TOTAL_KEY) if with_total else (row.key,)):
+            tally = tallies.get((key, side))
+            if tally is None:
+                tally = tallies[(key, side)] = [0, 0, 0, 0, 0, 0, []]
+            tally[0] += 1
+            tally[1] += row.applied is True
+            tally[2] += fooling
+            tally[3] += is_validated_fooling(row.fooled, row.decided_verdict)
+            tally[4] += decided
+            tally[5] += decided and is_rejected(row.decided_verdict)
+            tally[6].append(row.time_spent_ms)
+    figures = [ArmFigures(key, side, submitted=t[0], applied=t[1], fooled=t[2], validated_fooling=t[3], decided=t[4],
+                          rejected=t[5], median_seconds=median_seconds(t[6])) for (key, side), t in tallies.items()]
     figures.sort(key=lambda f: (f.key, f.arm != ASSISTED))
     return figures, outside
-
-
-def _side_figures(key: str, side: str, rows: Sequence[ArmRow]) -> ArmFigures:
-    fooling = [r for r in rows if is_fooling(r.fooled)]
-    decided = [r for r in rows if r.decided_verdict is not None]
-    return ArmFigures(
-        key=key, arm=side, submitted=len(rows),
-        applied=sum(1 for r in rows if isinstance(r.assistance, Mapping) and r.assistance.get("applied") is True),
-        fooled=len(fooling),
-        validated_fooling=sum(1 for r in fooling if is_validated_fooling(r.fooled, r.decided_verdict)),
-        decided=len(decided), rejected=sum(1 for r in decided if is_rejected(r.decided_verdict)),
-        median_seconds=median_seconds(r.time_spent_ms for r in rows))
 
 
 def rates(part: Any, submitted: Any) -> Any:
@@ -161,6 +168,11 @@ def rates(part: Any, submitted: Any) -> Any:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(submitted > 0, part / np.maximum(submitted, 1), np.nan)
 
+
+
+def sql_arm_fields(assistance: Any) -> tuple[Any, Any]:
+    """(arm, applied) of a JSON assistance column as SQLAlchemy expressions (SQLite and PostgreSQL)."""
+    return assistance["arm"].as_string(), assistance["applied"].as_boolean()
 
 
 def sql_submitted(status: Any) -> Any:

@@ -59,7 +59,7 @@ def team_assistant_split(db: ServerDatabase, me: Person, by: str,
     with db.read() as session:
         rows = [rule.ArmRow(str(k), *rest) for k, *rest in session.execute(
             select(key, Example.status, Example.model_fooled, Example.decided_verdict, Example.time_spent_ms,
-                   Example.assistance)
+                   *rule.sql_arm_fields(Example.assistance))
             .where(Example.team == team, rule.sql_submitted(Example.status)))]
         figures, outside = rule.arm_split(rows)
         ids = list({f.key for f in figures})
