@@ -246,7 +246,7 @@ def dashboard_page(desk: Desk, task_code: Callable[[], str | None], show_error, 
                                            inference, controller)
     controller.updated.connect(controller.quality.refresh)
     controller.assistant = AssistantSplitController(desk, view.assistant, controller.worker, task_code,
-                                                    lambda: controller.values, show_error, controller)
+                                                    lambda: controller._shown_filter, show_error, controller)
     controller.updated.connect(controller.assistant.refresh)
     refresh = MenuAction(Menu.VIEW, "Refresh the dashboard (also changes from sync)", controller.refresh_thoroughly,
                          name="dashboard-refresh")

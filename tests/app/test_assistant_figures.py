@@ -89,6 +89,15 @@ def test_the_desk_split_per_annotator_and_per_round(desk, people, target_model):
     assert by_round.name == "Hate speech · round 1"
     assert (by_round.assisted.submitted, by_round.unassisted.submitted) == (4, 3)
     assert by_round.unassisted.mer == pytest.approx(1 / 3) and by_round.unassisted.median_seconds == 40.0
+    # the dashboard's form over its snapshot gives the very same figures
+    from app.core.services.dashboard_snapshot import DashboardFilter
+
+    desk.dashboard.refresh()
+    for by in ("annotator", "round"):
+        assert desk.dashboard.assistant_split(DashboardFilter(task_id=round1.task_id), by) == \
+            assistant_split(desk.db, by, task_id=round1.task_id)
+    assert desk.dashboard.assistant_split(DashboardFilter(author_ids=[people.val1.id])) == \
+        assistant_split(desk.db, "annotator", author_ids=[people.val1.id])
     only_val1 = assistant_split(desk.db, "annotator", author_ids=[people.val1.id])
     assert [g.key for g in only_val1.groups] == [people.val1.id.hex] and only_val1.outside == 0
     assert only_val1.all_unassisted.submitted == 1 and only_val1.all_assisted is None
@@ -108,3 +117,32 @@ def test_the_dashboard_rejection_rate_is_the_one_definition(desk, people, target
 
     (row,) = [g for g in desk.dashboard.annotators(DashboardFilter()) if g.submitted]
     assert row.rejection_rate == rule.rejection_rate(1, 3) == pytest.approx(1 / 3)
+
+
+def test_the_dashboard_form_and_the_records_form_agree_on_random_data(desk, people, target_model):
+    import random
+
+    from app.core.services.dashboard_snapshot import DashboardFilter
+
+    rng = random.Random(7)
+    writers = [people.author, people.val1, people.val2]
+    round2 = desk.tasks.get_or_create_round("hate_speech", 2)
+    for n in range(120):
+        arm = rng.choice(["on", "off", None, "none"])
+        assistance = None if arm == "none" else Assistance(
+            arm=arm, session=rng.randint(1, 5), **({"applied": True, "generator": "rules", "edit_type": "negation",
+                                                    "applied_text": "x y"} if arm == "on" and rng.random() < .5 else {}))
+        example = desk.examples.create(rng.choice(writers).id, "hate_speech", hate_content(f"random {n}", "hate"),
+                                       [hate_output(target_model, rng.choice(["hate", "not hate"]))],
+                                       round_number=rng.choice([1, 2]), time_spent_ms=rng.choice([0, 1000, 5000, 30_000]),
+                                       assistance=assistance)
+        with desk.db.write() as session:
+            session.execute(update(Example).where(Example.id == example.id).values(
+                status=rng.choice(["submitted", "submitted", "flagged", "retracted"]),
+                decided_verdict=rng.choice([None, "correct", "incorrect", "flagged"])))
+    desk.dashboard.refresh()
+    task_id = round2.task_id
+    for by in ("annotator", "round"):
+        for flt, kwargs in ((DashboardFilter(task_id=task_id), {}),
+                            (DashboardFilter(task_id=task_id, round_ids=[round2.id]), {"round_ids": [round2.id]})):
+            assert desk.dashboard.assistant_split(flt, by) == assistant_split(desk.db, by, task_id=task_id, **kwargs)

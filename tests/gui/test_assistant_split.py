@@ -105,5 +105,8 @@ def test_the_split_is_computed_only_while_its_section_can_be_seen(qtbot, window,
     assert computed == [] and window.dashboard_view.assistant.table.rowCount() == 0  # Figures is the open section
     desk.examples.create(people.val1.id, "hate_speech", hate_content("one more while hidden", "hate"),
                          [hate_output(target_model, "not hate")], assistance=Assistance(arm="off", session=1))
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        window.dashboard.refresh_thoroughly()  # what the window does after a store or a sync
+    assert computed == []  # the Figures section is still the one shown
     panel = open_section(qtbot, window)  # shown: computed now, with what was stored meanwhile
     assert ("Vic Validator", "Unassisted", "2") in [r[:3] for r in rows(panel)]

@@ -1,6 +1,10 @@
 """The writing assistant's split of a desk's figures: MER, vMER, rejection rate and time per
 example on the assisted and unassisted side of each annotator or round (the figures' one
-definition is ``app.core.tasks.figures.arm_split``; the sync server's team figures use it too)."""
+definition is ``app.core.tasks.figures.arm_split``; the sync server's team figures use it too).
+
+Two forms: ``snapshot_split`` over the dashboard's numpy snapshot (what the Dashboard shows, for its
+filters, in milliseconds) and ``assistant_split`` over the stored records (``arm_split`` itself, as
+the server computes it); the tests hold them to the same figures."""
 
 from __future__ import annotations
 
@@ -8,8 +12,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
+import numpy as np
 from sqlalchemy import String, select, type_coerce
 
+from app.core.services.dashboard_snapshot import (
+    ARM_CODES, DECIDED_CODES, STATUS_CODES, DashboardFilter, DashboardSnapshot,
+)
+from app.core.services.dashboard_tables import _group_median
 from app.core.services.stats import group_names
 from app.core.storage.db import Database
 from app.core.storage.models import Example
@@ -68,3 +77,56 @@ def assistant_split(db: Database, by: SplitBy, *, task_id: uuid.UUID | None = No
     sides = {f.arm: f for f in figures if f.key == rule.TOTAL_KEY}
     groups = [f for f in figures if f.key != rule.TOTAL_KEY]
     return AssistantSplit(by, pair_up(groups, names), sides.get(rule.ASSISTED), sides.get(rule.UNASSISTED), outside)
+
+
+def snapshot_split(snapshot: DashboardSnapshot, flt: DashboardFilter, by: SplitBy) -> AssistantSplit:
+    """The same split (``figures.arm_split``'s rule) over the dashboard's numpy snapshot, for its
+    filter: milliseconds over 100k examples, where reading the records takes seconds."""
+    ex = snapshot.examples
+    mask = snapshot.example_mask(flt) & rule.submitted_mask(ex["status"], STATUS_CODES)
+    arm = ex["arm"]
+    outside = int((mask & (arm < 0)).sum())
+    rows = np.nonzero(mask & (arm >= 0))[0]
+    codes = snapshot.people if by == "annotator" else snapshot.rounds
+    total = len(codes)  # the group code of every group together
+    group = (ex["author"] if by == "annotator" else ex["round"])[rows].astype(np.int64)
+    side = (arm[rows] == ARM_CODES["off"]).astype(np.int64)  # 0: assisted, 1: unassisted
+    # each example counts in its group's cell and in the totals' cell: (group, side) -> group * 2 + side
+    cells = np.concatenate([group * 2 + side, total * 2 + side])
+    n = (total + 1) * 2
+    twice = np.concatenate([rows, rows])
+    fooling = rule.fooling_mask(ex["fooled"][twice])
+    decided, times = ex["decided"][twice], ex["time_ms"][twice]
+
+    def count(selection: np.ndarray) -> np.ndarray:
+        return np.bincount(cells[selection], minlength=n)[:n]
+
+    timed = times > 0
+    submitted = np.bincount(cells, minlength=n)[:n]
+    applied, fooled = count(ex["applied"][twice]), count(fooling)
+    validated = count(rule.validated_mask(fooling, decided, DECIDED_CODES))
+    decided_n, rejected = count(decided >= 0), count(decided == DECIDED_CODES[rule.REJECTING_VERDICT.value])
+    medians = _group_median(cells[timed], times[timed], n)
+    figures, totals = [], {}
+    for cell in np.nonzero(submitted)[0].tolist():
+        code, side_code = divmod(cell, 2)
+        key = rule.TOTAL_KEY if code == total else codes.values[code]
+        figure = rule.ArmFigures(
+            key, rule.UNASSISTED if side_code else rule.ASSISTED, submitted=int(submitted[cell]),
+            applied=int(applied[cell]), fooled=int(fooled[cell]), validated_fooling=int(validated[cell]),
+            decided=int(decided_n[cell]), rejected=int(rejected[cell]),
+            median_seconds=None if np.isnan(medians[cell]) else float(medians[cell]) / 1000)
+        if code == total:
+            totals[figure.arm] = figure
+        else:
+            figures.append(figure)
+    names = {key: _snapshot_name(snapshot, key, by) for key in {f.key for f in figures}}
+    return AssistantSplit(by, pair_up(figures, names), totals.get(rule.ASSISTED), totals.get(rule.UNASSISTED),
+                          outside)
+
+
+def _snapshot_name(snapshot: DashboardSnapshot, key: str, by: SplitBy) -> str:
+    if by == "round" and key in snapshot.round_numbers:
+        task_id, number = snapshot.round_numbers[key]
+        return f"{snapshot.tasks.definition(uuid.UUID(task_id)).name} · round {number}"
+    return snapshot.names.get(key, key)

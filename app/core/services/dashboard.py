@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from app.core.services.agreement import Agreement
+from app.core.services.assistant_split import AssistantSplit, SplitBy, snapshot_split
 from app.core.services.dashboard_snapshot import DECIDED_CODES, STATUS_CODES, DashboardFilter
 from app.core.services.dashboard_tables import DashboardTables, Group
 from app.core.tasks import figures as rule
@@ -88,6 +89,11 @@ class DashboardService(DashboardTables):
         others are a selector's click away: :meth:`breakdown`)."""
         with self._lock:
             return self._view(flt, breakdown, chart_people, now)
+
+    def assistant_split(self, flt: DashboardFilter, by: SplitBy = "annotator") -> AssistantSplit:
+        """The writing assistant's split of the figures for this filter (app.core.services.assistant_split)."""
+        with self._lock:
+            return snapshot_split(self, flt, by)
 
     def breakdown_titles(self, task_id: uuid.UUID | None) -> tuple[dict[str, str], dict[str, str]]:
         """Breakdown name -> title, and choice metadata field -> its label, for a task."""

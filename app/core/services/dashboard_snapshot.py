@@ -25,6 +25,7 @@ VERDICT_CODES: dict[str | None, int] = {Verdict.CORRECT.value: DECIDED_CORRECT,
 STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
 DECIDED_CODES: dict[str | None, int] = {None: -1, **VERDICT_CODES}
 JULIAN_UNIX_EPOCH = 2440587.5
+ARM_CODES: dict[str | None, int] = {"on": 1, "off": 0}  # a session's arm; -1: none (outside the split)
 
 
 class _Rows:
@@ -142,6 +143,7 @@ class DashboardSnapshot:
             "task": np.int32, "round": np.int32, "author": np.int32, "label": np.int32, "fooled": np.int8,
             "status": np.int8, "decided": np.int8, "decided_key": np.int32, "time_ms": np.int64,
             "submitted_at": np.float64, "perturbation": np.bool_, "edit_distance": np.float64,
+            "arm": np.int8, "applied": np.bool_,  # the writing assistant's record (ARM_CODES), read in SQL
         })
         self.validations = _Table({
             "example": np.int64, "validator": np.int32, "key": np.int32, "peer": np.bool_, "at": np.float64,
@@ -204,7 +206,8 @@ class DashboardSnapshot:
         self.names = names
 
     EXAMPLE_COLUMNS = ("rowid, id, task_id, round_id, author_id, true_label, model_fooled, status, decided_verdict, "
-                       "decided_label, time_spent_ms, {submitted}, perturbation_of IS NOT NULL, edit_distance, updated_at")
+                       "decided_label, time_spent_ms, {submitted}, perturbation_of IS NOT NULL, edit_distance, "
+                       "json_extract(assistance, '$.arm'), json_extract(assistance, '$.applied'), updated_at")
 
     def _load_examples(self, sql, thorough: bool, touched: set[str]) -> int:
         columns = self.EXAMPLE_COLUMNS.format(submitted=_epoch("submitted_at"))
@@ -242,7 +245,7 @@ class DashboardSnapshot:
         if not rows:
             return 0
         (rowids, ids, tasks, rounds, authors, labels, fooled, statuses, verdicts, decided_labels, times, submitted,
-         perturbation, edit_distance, updated) = zip(*rows)
+         perturbation, edit_distance, arms, applied, updated) = zip(*rows)
         index = self.examples.upsert(list(ids), {
             "task": self.tasks_codes.many(tasks), "round": self.rounds.many(rounds), "author": self.people.many(authors),
             "label": self.labels_codes.many(labels),
@@ -254,6 +257,8 @@ class DashboardSnapshot:
             "submitted_at": np.array([math.nan if t is None else t for t in submitted], dtype=np.float64),
             "perturbation": np.array(perturbation, dtype=np.bool_),
             "edit_distance": np.array([math.nan if d is None else d for d in edit_distance], dtype=np.float64),
+            "arm": np.fromiter((ARM_CODES.get(a, -1) for a in arms), dtype=np.int8, count=len(arms)),
+            "applied": np.array([a == 1 for a in applied], dtype=np.bool_),
         })
         self._example_rowid = max(self._example_rowid, max(rowids))
         self._example_mark, self._examples_at_mark = _advance(self._example_mark, self._examples_at_mark, ids, updated)
