@@ -51,7 +51,8 @@ def generate(context: GenerationContext) -> list[Candidate]:
     wanted = context.writer_label if context.goal == Goal.FOOL else context.model_label
     target = wanted if wanted in getattr(engine, "labels", ()) else None
     result = hotflip(engine, inputs, segment=context.segment, target=target, spans=spans or None,
-                     top_words=TOP_WORDS, per_word=PER_WORD, exclude=sorted(STOPWORDS))
+                     top_words=TOP_WORDS, per_word=PER_WORD, exclude=sorted(STOPWORDS),
+                     gradients=context.gradient_pass)
     if not result.words:
         raise GeneratorUnavailable(Unavailable.NO_WORDS)
     text = context.text
