@@ -6,6 +6,7 @@ import pytest
 
 from app.core.assist.base import GeneratorUnavailable, makes
 from app.core.assist.pipeline import AssistError, suggest, with_written
+from app.core.assist.substitution import STOPWORDS
 from app.core.assist.types import Candidate, Generator, Goal, Unavailable
 from app.core.domain import FooledRule
 from app.core.tasks.definition import TaskDefinition
@@ -84,6 +85,7 @@ def test_hotflip_proposes_whole_vocabulary_words_confirmed_by_the_forward_pass(t
         assert edit.op == "replace" and " " not in edit.new
         assert is_whole_word(edit.new.lower()) and edit.new.lower() in vocabulary
         assert edit.new.lower() != edit.old.lower()
+        assert edit.old.lower() not in STOPWORDS and edit.new.lower() not in STOPWORDS
     flip = hotflip(target, TEXT, target="hate", per_word=5)
     banana = next(w for w in flip.words if w.text == "banana")
     assert banana.replacements and all(r.estimate < 0 for r in banana.replacements)
