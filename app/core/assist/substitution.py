@@ -44,8 +44,9 @@ def generate(context: GenerationContext) -> list[Candidate]:
     if engine is None or not getattr(engine, "supports_gradients", False):
         raise GeneratorUnavailable(Unavailable.NO_GRADIENTS)
     inputs = context.inputs if context.inputs is not None else context.text
+    # the most attributed words toward the model's label (the next highest too when few push toward it)
     spans = [(w.start, w.end) for w in sorted(context.words, key=lambda w: -w.score)
-             if w.score > 0 and any(ch.isalpha() for ch in w.word) and w.word.lower() not in STOPWORDS][:TOP_WORDS]
+             if any(ch.isalpha() for ch in w.word) and w.word.lower() not in STOPWORDS][:TOP_WORDS]
     # fool: lower the probability of the label the writer gave; contrast: of the model's own label
     # (the edit should change what the text says; the writer confirms the new label)
     wanted = context.writer_label if context.goal == Goal.FOOL else context.model_label
