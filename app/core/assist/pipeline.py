@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LIMIT = 64
 # A text longer than this is not a sentence someone is writing: suggestions would take seconds.
 MAX_WRITTEN_CHARS = 2000
-ATTRIBUTION_METHOD = "ablation"  # the cheap one when the caller has none: one batched forward pass
+ATTRIBUTION_METHOD = "ablation"  # without a gradient form: one batched forward pass on the target
 
 
 class AssistError(ValueError):
@@ -206,10 +206,11 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     ``models``: the round's target (an Ensemble, or one engine). ``inputs``: what the model reads
     (``app.core.services.target_models.model_input``). ``writer_label``: fool: the label the writer
     gave; contrast: the label the edit should make true (candidates may claim their own).
-    ``attributions``: word scores toward the model's label (an ``Attribution`` or ``WordScore``s),
-    computed by word ablation when not given. ``gradients``: an engine with gradients (the
-    target's PyTorch form) for word substitution; without one, substitution reports
-    ``Unavailable.NO_GRADIENTS``. ``rule``: the round's fooled rule. ``generators``: defaults to
+    ``attributions``: word scores toward the model's label (an ``Attribution`` or ``WordScore``s);
+    when not given: gradient × input from ``gradients``' one backward pass (which HotFlip reuses),
+    else word ablation on the target. ``gradients``: an engine with gradients (the target's PyTorch
+    form, the ONNX record's ``provenance.parent_model``) for word substitution; without one,
+    substitution reports ``Unavailable.NO_GRADIENTS``. ``rule``: the round's fooled rule. ``generators``: defaults to
     ``assist.generators.GENERATORS``. ``checkpoint`` is called between the steps (attributions,
     each generator, the check); it may raise (``Cancelled``) to stop when a newer request came.
     """
@@ -275,7 +276,6 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     timings["total"] = (time.perf_counter() - started) * 1000
     return SuggestionSet(text, goal, writer_label, dict(original.probabilities), original.label, tuple(checked),
                          unavailable, generated, timings)
-
 
 
 def _nothing() -> None:
