@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.core.assist.base import GeneratorUnavailable, makes
+from app.core.assist.obfuscation import generate as obfuscation_generate
 from app.core.assist.pipeline import AssistError, suggest, with_written
 from app.core.assist.substitution import STOPWORDS
 from app.core.assist.types import Candidate, Generator, Goal, Unavailable
@@ -219,3 +220,28 @@ def test_the_default_models_int8_form_answers_each_suggestion_as_it_answers_the_
         assert s.probabilities["hate"] == pytest.approx(typed.probabilities["hate"], abs=1e-6)
     onnx.close()
     torch_form.close()
+
+
+def test_the_callers_attributions_are_used_and_a_checkpoint_can_stop_the_call(target):
+    from local_models.progress import Cancelled
+
+    attribution = target.attribute(TEXT, method="ablation")
+    models = CountingEnsemble([target])
+    result = suggest(models, hate_task(), TEXT, goal="fool", writer_label="hate", attributions=attribution)
+    assert "attributions" not in result.timings_ms  # nothing computed again
+    banana = next(w for w in attribution.words if w.text == "banana")
+    assert banana.score == 1.0  # the trigger word carries the prediction...
+    obfuscated = [s for s in result.suggestions if s.candidate.generator == Generator.OBFUSCATION]
+    assert obfuscated[0].candidate.note.startswith("'banana'")  # ...so it is respelt first
+
+    calls = []
+
+    def stop_at_the_check():
+        calls.append(len(models.batches))
+        if len(calls) == 3:  # before attributions' use, before the first generator, ... the check
+            raise Cancelled("a newer text")
+
+    with pytest.raises(Cancelled):
+        suggest(models, hate_task(), TEXT, goal="fool", writer_label="hate", attributions=attribution,
+                checkpoint=stop_at_the_check, generators=(obfuscation_generate,))
+    assert len(models.batches) == 1  # the first call's batch only: the stopped call checked nothing
