@@ -47,9 +47,10 @@ def generate(context: GenerationContext) -> list[Candidate]:
     # the most attributed words toward the model's label (the next highest too when few push toward it)
     spans = [(w.start, w.end) for w in sorted(context.words, key=lambda w: -w.score)
              if any(ch.isalpha() for ch in w.word) and w.word.lower() not in STOPWORDS][:TOP_WORDS]
-    # fool: lower the probability of the label the writer gave; contrast: of the model's own label
-    # (the edit should change what the text says; the writer confirms the new label)
-    wanted = context.writer_label if context.goal == Goal.FOOL else context.model_label
+    # fool: lower the probability of the label the writer gave; contrast: of the text's present label
+    # (the writer's, else the model's): the edit should change what the text says, and the writer
+    # confirms the new label
+    wanted = context.writer_label if context.goal == Goal.FOOL else (context.text_label or context.model_label)
     target = wanted if wanted in getattr(engine, "labels", ()) else None
     result = hotflip(engine, inputs, segment=context.segment, target=target, spans=spans or None,
                      top_words=TOP_WORDS, per_word=PER_WORD, exclude=sorted(STOPWORDS),

@@ -245,3 +245,19 @@ def test_the_callers_attributions_are_used_and_a_checkpoint_can_stop_the_call(ta
         suggest(models, hate_task(), TEXT, goal="fool", writer_label="hate", attributions=attribution,
                 checkpoint=stop_at_the_check, generators=(obfuscation_generate,))
     assert len(models.batches) == 1  # the first call's batch only: the stopped call checked nothing
+
+
+def test_contrast_passes_the_texts_present_label_to_the_generators(target):
+    seen = []
+
+    @makes(Generator.RULES)
+    def records(context):
+        seen.append((context.goal, context.writer_label, context.text_label, context.model_label))
+        return []
+
+    suggest(target, hate_task(), TEXT, goal="contrast", writer_label="not hate", text_label="hate",
+            generators=(records,), gradients=target)
+    suggest(target, hate_task(), TEXT, goal="fool", writer_label="hate", generators=(records,))
+    assert seen == [(Goal.CONTRAST, "not hate", "hate", "hate"), (Goal.FOOL, "hate", "hate", "hate")]
+    with pytest.raises(AssistError, match="'hateful' is not a label"):
+        suggest(target, hate_task(), TEXT, goal="contrast", writer_label="not hate", text_label="hateful")
