@@ -27,6 +27,8 @@ from app.core.errors import DynadeskError
 
 COMMON: Final[str] = "common"
 RULES_FILE: Final[str] = "rules.yaml"
+# Tables of other generators that live beside the lists (they have their own loaders).
+OTHER_FILES: Final[frozenset[str]] = frozenset({RULES_FILE, "obfuscation.yaml"})
 FAMILIES: Final[tuple[str, ...]] = ("hate_speech", "sentiment", "nli")
 #: Bounds on what a lead may add, so one bad import cannot bloat every desk of the team.
 MAX_PHRASE_CHARS: Final[int] = 80
@@ -261,7 +263,7 @@ def load_lexicon(task_code: str, root: Path | None = None, labels: Iterable[str]
     for folder in (base / COMMON, base / task_code):
         if folder.is_dir():
             for path in sorted(folder.glob("*.yaml")):
-                if path.name != RULES_FILE:
+                if path.name not in OTHER_FILES:
                     lists[path.stem] = load_list(path)
     family, roles = _load_rules(base / task_code / RULES_FILE)
     if labels is not None:

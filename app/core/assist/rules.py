@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
+from app.core.assist.base import GeneratorUnavailable, makes
 from app.core.assist.lexicon import Lexicon, shipped_lexicon
 from app.core.assist.rule_text import (
     apostrophe_of,
@@ -25,7 +26,7 @@ from app.core.assist.rule_text import (
     starts_sentence,
     with_apostrophe,
 )
-from app.core.assist.types import Candidate, GenerationContext, Generator, Goal
+from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable
 
 PER_RULE = 4  # candidates one rule may offer: the checker's batch is shared with the other generators
 MAX_RULE_CANDIDATES = 24
@@ -100,7 +101,7 @@ def _swaps(text: str, mapping: dict[str, list[str]], edit_type: str, claimed: st
     matches = _non_overlapping(text, mapping)
     for rank in range(max((len(v) for v in mapping.values()), default=0)):
         for start, end, found, listed in matches:
-            options = mapping[listed.casefold()]
+            options = mapping[listed]
             if rank < len(options):
                 new = _swap(text, start, end, found, listed, options[rank])
                 note = (label or _arrow)(found, options[rank])
@@ -118,7 +119,7 @@ def _mapping(pairs: Iterable[tuple[str, str]], both_ways: bool = False) -> dict[
     out: dict[str, list[str]] = {}
 
     def add(key: str, value: str) -> None:
-        values = out.setdefault(key.casefold(), [])
+        values = out.setdefault(key, [])
         if value not in values:
             values.append(value)
 
@@ -231,9 +232,9 @@ def _group_mapping(groups: list[tuple[str, str]], others: list[tuple[str, str]],
     out: dict[str, list[str]] = {}
     for plural, singular in groups:
         choices = [(p, s) for p, s in others if p.casefold() != plural.casefold()][:limit]
-        out[plural.casefold()] = [p for p, _ in choices]
+        out[plural] = [p for p, _ in choices]
         if singular.casefold() != plural.casefold():
-            out.setdefault(singular.casefold(), [s for _, s in choices])
+            out.setdefault(singular, [s for _, s in choices])
     return out
 
 
@@ -261,7 +262,7 @@ def slur_swaps(ctx: GenerationContext) -> list[Candidate]:
     if source == lexicon.label("hateful"):
         first_slur: dict[str, list[str]] = {}
         for slur, description in slurs:
-            first_slur.setdefault(description.casefold(), [slur])
+            first_slur.setdefault(description, [slur])
         out += _swaps(ctx.text, first_slur, "description_to_slur", source)
     return out
 
@@ -414,3 +415,12 @@ def generate_rules(ctx: GenerationContext, limit: int = MAX_RULE_CANDIDATES) -> 
             if len(out) >= limit:
                 break
     return out
+
+
+@makes(Generator.RULES)
+def generate(ctx: GenerationContext) -> list[Candidate]:
+    """The registered generator: ``generate_rules``, or why no rule applies."""
+    found = generate_rules(ctx)
+    if not found:
+        raise GeneratorUnavailable(Unavailable.NO_RULES)
+    return found
