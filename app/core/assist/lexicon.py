@@ -134,18 +134,19 @@ class Lexicon:
                                              f"got {' = '.join(entry)!r}.")
 
     def with_changes(self, changes: WordChanges) -> Lexicon:
-        """The lists with a lead's changes applied: removals first (by case-insensitive match), then
-        additions not already present. Changes naming a list this desk does not ship are ignored
+        """The lists with a lead's changes applied: additions first, then the shipped entries, less
+        the removed ones (by case-insensitive match; a removal beats an addition). Changes naming a list this desk does not ship are ignored
         (a newer desk's lead may have named one)."""
         if changes.is_empty():
             return self
         lists = dict(self.lists)
         for name, current in self.lists.items():
             gone = {_key(e) for e in changes.removed.get(name, ()) if len(e) == current.width}
-            kept = [e for e in current.entries if _key(e) not in gone]
-            seen = {_key(e) for e in kept}
-            for entry in changes.added.get(name, ()):
-                if len(entry) == current.width and _key(entry) not in seen:
+            kept: list[Entry] = []
+            seen: set[tuple[str, ...]] = set()
+            # the lead's additions first: rules offer a list's first entries, and these are the team's focus
+            for entry in (*changes.added.get(name, ()), *current.entries):
+                if len(entry) == current.width and _key(entry) not in seen and _key(entry) not in gone:
                     kept.append(entry)
                     seen.add(_key(entry))
             lists[name] = WordList(name, current.kind, current.description, tuple(kept))
