@@ -114,6 +114,34 @@ def word_scores(attributions: Any, segment: int) -> tuple[WordScore, ...]:
     return tuple(out)
 
 
+def _attributions(models: Ensemble, gradients: InferenceEngine | None, inputs: ModelInput, segment: int,
+                  goal: Goal, writer_label: str | None) -> tuple[tuple[WordScore, ...], str | None, Any]:
+    """Word scores toward the model's label when the caller has none, and the model's label.
+
+    With a gradient form: gradient × input from the one backward pass that word substitution
+    needs anyway (kept for it). Otherwise, or when that pass aims at another label (the model
+    already disagrees with the writer): word ablation on the target, one batched pass."""
+    from local_models.hotflip import first_order
+
+    gradient_pass = None
+    if gradients is not None and gradients.supports_gradients:
+        try:
+            gradient_pass = first_order(gradients, inputs, segment=segment,
+                                        target=writer_label if goal == Goal.FOOL else None)
+        except Exception:  # substitution will say why; attributions come from ablation then
+            log.warning("no gradient pass for the assistant", exc_info=True)
+        if gradient_pass is not None and gradient_pass.target == gradient_pass.predicted:
+            scores = tuple(WordScore(u.text, u.start, u.end, score) for u, score in gradient_pass.word_scores())
+            return scores, gradient_pass.predicted, gradient_pass
+    try:
+        attribution = models.engines[0].attribute(inputs, method=ATTRIBUTION_METHOD,
+                                                  segments=None if isinstance(inputs, str) else [segment])
+    except Exception:  # a model that cannot explain still gets checked suggestions
+        log.warning("no attributions for the assistant", exc_info=True)
+        return (), None, gradient_pass
+    return word_scores(attribution, segment), attribution.predicted, gradient_pass
+
+
 # Checking ----------------------------------------------------------------------------------
 
 def _outputs(prediction: EnsemblePrediction) -> list[ModelOutput]:
@@ -212,20 +240,16 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     pause = checkpoint or _nothing
     scores = word_scores(attributions, segment)
     model_label = getattr(attributions, "predicted", None)
+    gradient_pass = None
     if not scores:
         began = time.perf_counter()
-        # the model's label comes with the attribution (its own first pass)
-        try:
-            attribution = ensemble.engines[0].attribute(
-                inputs, method=ATTRIBUTION_METHOD, segments=None if isinstance(inputs, str) else [segment])
-            scores, model_label = word_scores(attribution, segment), attribution.predicted
-        except Exception:  # a model that cannot explain still gets checked suggestions
-            log.warning("no attributions for the assistant", exc_info=True)
+        scores, model_label, gradient_pass = _attributions(ensemble, gradients, inputs, segment, goal, writer_label)
         timings["attributions"] = (time.perf_counter() - began) * 1000
     pause()
     context = GenerationContext(text=text, goal=goal, writer_label=writer_label, model_label=model_label,
                                 labels=tuple(definition.labels), task_code=definition.code, words=scores,
-                                lexicon=lexicon, inputs=inputs, segment=segment, gradients=gradients)
+                                lexicon=lexicon, inputs=inputs, segment=segment, gradients=gradients,
+                                gradient_pass=gradient_pass)
 
     began = time.perf_counter()
     per_generator: list[list[Candidate]] = []
