@@ -14,7 +14,7 @@ from app.core.errors import DynadeskError
 DEFAULT_TOP = 10
 
 
-def _gradient_form(desk, record):
+def gradient_form(desk, record):
     """The target's PyTorch form for word substitution: itself, or the record it was exported from."""
     from app.core.domain import ModelFormat
 
@@ -132,7 +132,7 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
             if not as_json:
                 click.echo(f"No --label: taking the model's answer '{writer_label}' as the text's true label.",
                            err=True)
-        torch_record = _gradient_form(desk, records[0]) if len(records) == 1 else None
+        torch_record = gradient_form(desk, records[0]) if len(records) == 1 else None
         if torch_record is not None:
             from app.core.services.target_models import load_engine_for
 

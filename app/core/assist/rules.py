@@ -200,7 +200,10 @@ def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candida
                               "negation_added", _arrow(found, negated_of[listed.casefold()]), claimed))
     verbs = frozenset(v.casefold() for v in lexicon.words("negatable_verbs"))
     apostrophe = apostrophe_of(text)
-    for subject, auxiliary in _DO_SUBJECTS.items():  # "I hate …" → "I don't hate …"
+    subjects = dict(_DO_SUBJECTS)  # "I hate …" → "I don't hate …"; "women disgust me" → "women don't disgust me"
+    for name in ("protected_groups", "non_protected_groups"):
+        subjects.update({plural: "don't" for plural, _ in lexicon.pairs(name)})
+    for subject, auxiliary in subjects.items():
         for m in find(text, subject):
             after = text[m.end:]
             next_word = after.split(maxsplit=1)[0] if after.strip() else ""
