@@ -13,6 +13,7 @@ where they are, so a text that mixes scripts is never broken into invalid pieces
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,10 @@ def load_tables(path: Path | None = None) -> ObfuscationTables:
 
 
 def _letters(word: str) -> list[int]:
-    return [i for i, ch in enumerate(word) if ch.isalpha()]
+    """Positions of the letters that can be changed alone: a letter carrying combining marks
+    ("e\u0301") is left as it is, so that no mark ends up on another letter."""
+    return [i for i, ch in enumerate(word)
+            if ch.isalpha() and not (i + 1 < len(word) and unicodedata.combining(word[i + 1]))]
 
 
 def _replace(word: str, index: int, new: str) -> str:
@@ -100,7 +104,7 @@ def leetspeak(word: str, leet: Mapping[str, str]) -> Iterator[str]:
     for i in (_middle_first(vowels) or _middle_first(mappable))[:1]:
         yield _replace(word, i, leet[word[i].lower()])
     if len(mappable) > 1:
-        yield "".join(leet.get(ch.lower(), ch) if ch.isalpha() else ch for ch in word)
+        yield "".join(leet[ch.lower()] if i in mappable else ch for i, ch in enumerate(word))
 
 
 def homoglyph_variants(word: str, homoglyphs: Mapping[str, str]) -> Iterator[str]:
@@ -109,7 +113,7 @@ def homoglyph_variants(word: str, homoglyphs: Mapping[str, str]) -> Iterator[str
     for i in _middle_first(mappable)[:1]:
         yield _replace(word, i, homoglyphs[word[i]])
     if len(mappable) > 1:
-        yield "".join(homoglyphs.get(ch, ch) for ch in word)
+        yield "".join(homoglyphs[ch] if i in mappable else ch for i, ch in enumerate(word))
 
 
 def spaces_added(word: str) -> Iterator[str]:

@@ -73,6 +73,19 @@ def test_emoji_right_to_left_and_zero_width_text_stays_whole():
     assert {c.edit_type for c in hebrew} <= {"char_swap", "char_delete", "space_removed", "homoglyph"}
 
 
+def test_combining_marks_stay_on_their_letter():
+    import unicodedata
+
+    text = "those cafe\u0301s are vile"  # decomposed: "e" + combining acute
+    made = obfuscation.generate(context(text, {"cafe\u0301s": 1.0}))
+    assert made
+    for candidate in made:
+        if candidate.edit_type in ("emoji", "space_removed"):
+            continue
+        marks = [i for i, ch in enumerate(candidate.text) if unicodedata.combining(ch)]
+        assert len(marks) == 1 and candidate.text[marks[0] - 1] == "e"
+
+
 def test_it_says_why_it_gives_nothing():
     with pytest.raises(GeneratorUnavailable) as contrast:
         obfuscation.generate(context("I hate women.", {"hate": 1.0}, goal=Goal.CONTRAST))
