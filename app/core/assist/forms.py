@@ -1,0 +1,52 @@
+"""Which registered model gives the assistant its gradients.
+
+The desk runs a round's target in its fastest form (ONNX, int8 when it passes parity), which has
+no gradients; word substitution needs the PyTorch form it was exported from. Every export names
+that form in ``provenance.parent_model`` (the default model's first start, promotion, registering
+an export), so this follows the link, as the evaluation's model families do.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from app.core.domain import ModelFormat
+from app.core.errors import NotFound
+from app.core.storage.models import ModelRecord
+from local_models.engine import ModelSpec
+
+_MAX_HOPS = 4  # an export of an export at most; a longer chain is a loop in hand-edited provenance
+
+
+def gradient_form(desk, record: ModelRecord) -> ModelRecord | None:
+    """The PyTorch record whose files give gradients for ``record``'s model: ``record`` itself when
+    it is one, else the one it was exported from, when its files are on this desk; None otherwise."""
+    by_sha = {r.sha256: r for r in desk.models.all()}
+    current: ModelRecord | None = record
+    for _ in range(_MAX_HOPS):
+        if current is None:
+            return None
+        if current.format == ModelFormat.HF_TORCH.value:
+            return current if current.path and Path(current.path).exists() else None
+        parent = (current.provenance or {}).get("parent_model") or {}
+        current = _record(desk, parent.get("id")) or by_sha.get(parent.get("sha256") or "")
+    return None
+
+
+def gradient_spec(desk, record: ModelRecord, *, num_threads: int | None = None) -> ModelSpec | None:
+    """What the inference service loads for ``gradient_form`` (None when there is none)."""
+    from app.core.services.target_models import model_spec
+
+    form = gradient_form(desk, record)
+    return None if form is None else model_spec(form, num_threads=num_threads)
+
+
+def _record(desk, model_id: object) -> ModelRecord | None:
+    if not model_id:
+        return None
+    try:
+        record: ModelRecord = desk.models.get(uuid.UUID(str(model_id)))
+        return record
+    except (ValueError, NotFound):  # a malformed id, or a model this desk does not have
+        return None
