@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.core.desk import Desk
 from app.core.domain import FooledRule, Span
 from app.core.errors import DynadeskError, InvalidExample
+from app.gui.assistant import AssistantController
 from app.gui.inference import InferenceFailure, InferenceService, LoadedModels, PredictionResult
 from app.gui.perturbation import PairController
 from app.gui.quality_guard import DuplicateGuard
@@ -47,6 +48,7 @@ class WorkspaceController(QObject):
         self.rounds = RoundFollower(self)
         self.pairs = PairController(self)
         self.guard = DuplicateGuard(self)  # novelty while typing, near-duplicate warning at submit
+        self.assistant = AssistantController(self)  # suggested edits, checked against the target
 
         view.content_changed.connect(self._content_changed)
         view.text_edited.connect(self._text_edited)
@@ -106,6 +108,7 @@ class WorkspaceController(QObject):
         session, view = self.session, self.view
         session.open_task(task_code, definition, current, records)
         view.show_task(task_view(definition))
+        self.assistant.round_opened()
         if current is None:
             view.show_goal("")
             view.set_locked(True, f"{definition.name} has no open round; a lead can open one (Round menu).")
@@ -234,6 +237,7 @@ class WorkspaceController(QObject):
         self.view.show_content(EditorContent(inputs, label), record_undo=after_submit)
         self.view.set_metadata({}, label)
         self.session.writing_restarted()
+        self.assistant.example_started()
         if not after_submit and definition.context_inputs:
             self.next_context()
         self.view.focus_editor()
@@ -274,6 +278,7 @@ class WorkspaceController(QObject):
         session.text_changed(time.monotonic())
         self.view.set_metadata_label(content.label)
         self._show_fooled(content)
+        self.assistant.refresh()  # the suggestions shown may no longer be for this text
         if session.original is not None:
             self.pairs.show_pair()  # a label change alone (Alt+N) must show in the pair's summary at once
         if session.draft is not None:
@@ -338,6 +343,7 @@ class WorkspaceController(QObject):
         view.show_content(EditorContent(dict(draft.inputs), draft.true_label, Span.from_json(draft.answer)))
         view.set_metadata(draft.meta or {}, draft.true_label)
         session.writing_resumed(draft.time_spent_ms)
+        self.assistant.example_started()
         if draft.perturbation_of:
             self.pairs.load_original(draft.perturbation_of)
         if session.round is not None and number != session.round.number:
@@ -382,6 +388,7 @@ class WorkspaceController(QObject):
         outcome = self.session.models_loaded(loaded)
         if outcome is LoadOutcome.STALE:
             return  # the models of the round that is no longer open
+        self.assistant.models_changed()
         if outcome is LoadOutcome.SWITCH:
             self.rounds.switch_round()
         details = ", ".join(f"{name} on {device}" for name, device in zip(loaded.names, loaded.devices))
@@ -439,6 +446,9 @@ class WorkspaceController(QObject):
             self.status_changed.emit("Target model failed to load")
         elif failure.operation == "attribute":
             self.view.clear_attribution(f"No attributions: {failure.message}")
+        elif failure.operation == "suggest":
+            self.assistant.failed(failure)
+            return
         else:
             self.view.clear_prediction(f"No prediction: {failure.message}")
         self.session.prediction_failed()
@@ -489,7 +499,7 @@ class WorkspaceController(QObject):
         ref, examples, outputs = session.draft, self.desk.examples, session.frozen_outputs or []
         elapsed = session.clock.ms
         payload = Content(dict(content.inputs), content.label, content.answer, meta)
-        label = content.label
+        label, assistance = content.label, self.assistant.assistance()  # what is applied now, as stored
 
         def store():
             if ref.id is None:
