@@ -148,6 +148,15 @@ class TextEncoder:
                           else truncation["max_length"] if truncation else 512)
         return cls(tokenizer, max_length, mask_token=mask, **kwargs)
 
+    def vocabulary(self) -> dict[str, int]:
+        """Every token of the tokenizer (added ones included) and its id."""
+        return dict(self._tokenizer.get_vocab(with_added_tokens=True))
+
+    def special_tokens(self) -> set[str]:
+        """The tokenizer's special tokens ([CLS], [SEP], [PAD], ...)."""
+        decoder = self._tokenizer.get_added_tokens_decoder()
+        return {t.content for t in decoder.values() if t.special}
+
     def encode(self, inputs: Sequence[ModelInput]) -> EncodedBatch:
         items = [_check_input(x) for x in inputs]
         if not items:

@@ -54,6 +54,11 @@ class GenerationContext:
     task_code: str
     words: tuple[WordScore, ...]  # attributions toward ``model_label``; empty when none are available
     lexicon: Any = None  # the task's word lists (shipped in resources/, extended by leads), see assist.lexicon
+    # What the model reads: the full ModelInput (a (context, hypothesis) pair for NLI), ``text`` being
+    # its segment ``segment``; generators edit ``text`` only (``assist.pipeline.with_written`` rebuilds).
+    inputs: Any = None
+    segment: int = 0
+    gradients: Any = None  # an InferenceEngine with gradients (the target's PyTorch form), or None
 
 
 @dataclass(frozen=True)
@@ -97,3 +102,6 @@ class Unavailable(enum.Enum):
     NO_GRADIENTS = "the target model's form has no gradients (ONNX): word substitution needs the PyTorch form"
     NO_ATTRIBUTIONS = "no attributions yet for this text"
     NO_RULES = "no rule applies to this text"
+    NO_WORDS = "the text has no words that can be changed"
+    NOT_FOR_GOAL = "this generator keeps the meaning, so it cannot make a contrast pair"
+    FAILED = "this generator failed on this text (see the log)"

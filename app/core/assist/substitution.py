@@ -1,0 +1,63 @@
+"""Gradient-guided word substitution (HotFlip-style): whole vocabulary words in place of the words
+that carry the prediction, ranked by the first-order change of the model's label's probability
+(``local_models.hotflip``). The checker confirms each by a forward pass. A substitution changes
+what the text says, so it always needs a person's judgement of its label.
+
+Needs the target's PyTorch form (``GenerationContext.gradients``); an ONNX-only target reports
+``Unavailable.NO_GRADIENTS``.
+"""
+
+from __future__ import annotations
+
+from app.core.assist.base import GeneratorUnavailable, makes
+from app.core.assist.types import Candidate, GenerationContext, Generator, Unavailable
+from local_models.hotflip import hotflip
+
+EDIT_TYPE = "word_substitution"
+TOP_WORDS = 4
+PER_WORD = 6
+# Never proposed as replacements: swapping a content word for a function word makes broken text,
+# not an adversarial example.
+STOPWORDS = frozenset("""
+a an the and or but if then so than that this these those there here of to in on at by for with from into
+onto over under about as is am are was were be been being do does did have has had having it its itself
+i me my mine we us our ours you your yours he him his she her hers they them their theirs what which who
+whom whose when where why how all any both each few more most other some such no nor not only own same
+too very can will just should would could may might must shall s t don ll re ve d m o y
+""".split())
+
+
+def _cased_like(original: str, word: str) -> str:
+    letters = [ch for ch in original if ch.isalpha()]
+    if len(letters) > 1 and all(ch.isupper() for ch in letters):
+        return word.upper()
+    if letters and letters[0].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+@makes(Generator.SUBSTITUTION)
+def generate(context: GenerationContext) -> list[Candidate]:
+    """Per word (most attributed first), its best replacements; interleaved word by word so that
+    every chosen word gets its best one before any gets its second."""
+    engine = context.gradients
+    if engine is None or not getattr(engine, "supports_gradients", False):
+        raise GeneratorUnavailable(Unavailable.NO_GRADIENTS)
+    inputs = context.inputs if context.inputs is not None else context.text
+    spans = [(w.start, w.end) for w in sorted(context.words, key=lambda w: -w.score)
+             if w.score > 0 and any(ch.isalpha() for ch in w.word)][:TOP_WORDS]
+    target = context.model_label if context.model_label in getattr(engine, "labels", ()) else None
+    result = hotflip(engine, inputs, segment=context.segment, target=target, spans=spans or None,
+                     top_words=TOP_WORDS, per_word=PER_WORD, exclude=sorted(STOPWORDS))
+    if not result.words:
+        raise GeneratorUnavailable(Unavailable.NO_WORDS)
+    text = context.text
+    out: list[Candidate] = []
+    for rank in range(PER_WORD):
+        for word in result.words:
+            if rank >= len(word.replacements) or text[word.start:word.end] != word.text:
+                continue
+            new = _cased_like(word.text, word.replacements[rank].word)
+            out.append(Candidate(text[:word.start] + new + text[word.end:], Generator.SUBSTITUTION, EDIT_TYPE,
+                                 note=f"'{word.text}' → '{new}'"))
+    return out

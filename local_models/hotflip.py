@@ -1,0 +1,177 @@
+"""Gradient-guided word substitution (HotFlip, Ebrahimi et al. 2018), the torch part.
+
+One forward and backward pass gives the gradient g of the target label's log probability at
+every input embedding. Replacing a word's tokens (embeddings e_1..e_k, gradients g_1..g_k) by one
+vocabulary word v changes it, to first order, by
+
+    Δ(v) = e_v · g_1 − Σ_i e_i · g_i
+
+(the exact HotFlip estimate (e_v − e_1) · g_1 for a one-token word). The most negative Δ are the
+replacements expected to lower the target's probability most. They are estimates: the caller
+confirms each by a forward pass. Only whole words qualify: vocabulary entries that are
+alphabetic, at least two letters, not word pieces ("##s"), not special or unused tokens.
+Needs a model with gradients (PyTorch); ONNX forms raise ``UnsupportedOperation``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence, cast
+
+import numpy as np
+
+from local_models.errors import UnsupportedOperation
+from local_models.heads import ClassificationHead
+from local_models.tokenization import ModelInput
+from local_models.words import WordUnit, group_tokens
+
+if TYPE_CHECKING:
+    from local_models.backends.hf_torch import TorchRuntime
+    from local_models.engine import InferenceEngine
+
+
+@dataclass(frozen=True)
+class Replacement:
+    word: str  # a whole vocabulary word (as the vocabulary spells it: lower case for uncased models)
+    estimate: float  # first-order change of the target's log probability (negative: it drops)
+
+
+@dataclass(frozen=True)
+class WordReplacements:
+    segment: int
+    text: str  # the word in the input
+    start: int
+    end: int
+    saliency: float  # |Σ e_i · g_i|: how much the word's embeddings matter to the target, to first order
+    replacements: tuple[Replacement, ...]  # best first
+
+
+@dataclass(frozen=True)
+class FlipResult:
+    target: str
+    target_probability: float
+    predicted: str
+    words: tuple[WordReplacements, ...]
+
+
+@dataclass(frozen=True)
+class _Vocabulary:
+    ids: Any  # torch.LongTensor of whole-word ids
+    words: tuple[str, ...]
+    id_of: dict[str, int]
+
+
+_VOCABULARIES: "weakref.WeakKeyDictionary[Any, _Vocabulary]" = weakref.WeakKeyDictionary()
+_VOCABULARY_LOCK = threading.Lock()
+
+
+def is_whole_word(token: str) -> bool:
+    return len(token) >= 2 and token.isalpha() and not token.startswith("##")
+
+
+def whole_word_vocabulary(engine: "InferenceEngine") -> _Vocabulary:
+    """The model's whole-word tokens, once per loaded module."""
+    import torch
+
+    runtime = cast("TorchRuntime", engine.runtime)
+    with _VOCABULARY_LOCK:
+        found = _VOCABULARIES.get(runtime.module)
+        if found is not None:
+            return found
+        vocab = engine.encoder.vocabulary()
+        size = int(runtime.embedding_layer().weight.shape[0])
+        special = engine.encoder.special_tokens()
+        pairs = sorted((i, t) for t, i in vocab.items() if i < size and t not in special and is_whole_word(t))
+        found = _Vocabulary(torch.tensor([i for i, _ in pairs], dtype=torch.long), tuple(t for _, t in pairs),
+                            {t: i for i, t in pairs})
+        _VOCABULARIES[runtime.module] = found
+        return found
+
+
+def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, target: str | None = None,
+            spans: Sequence[tuple[int, int]] | None = None, top_words: int = 4, per_word: int = 6,
+            exclude: Sequence[str] = ()) -> FlipResult:
+    """Replacement words for words of ``item``'s text ``segment``, ranked by their first-order
+    effect on ``target``'s log probability (default: the predicted label).
+
+    ``spans``: the words to replace (character spans in that text, best first); without them,
+    the ``top_words`` most salient words by |Σ e·g|. ``exclude``: words never proposed
+    (lower-cased compare), e.g. stopwords.
+    """
+    import torch
+
+    from local_models.attribution import _embedding_override
+
+    if not engine.supports_gradients:
+        raise UnsupportedOperation(f"{engine.name} ({engine.format}) has no gradients; word substitution "
+                                   "needs its PyTorch form.")
+    if not isinstance(engine.head, ClassificationHead):
+        raise UnsupportedOperation(f"Word substitution explains labels; {engine.name} answers with spans.")
+    runtime = cast("TorchRuntime", engine.runtime)
+    head = engine.head
+    module = runtime.module
+    layer = runtime.embedding_layer()
+    vocabulary = whole_word_vocabulary(engine)
+    batch = engine.encode([item])
+    texts = batch.segments(0)
+    units = [u for u in group_tokens(texts[segment], segment, batch.segment_offsets(0, segment)) if u.seen]
+    feeds = runtime.feeds(batch)
+    input_ids = feeds.pop("input_ids")
+    columns = torch.tensor(head._columns, dtype=torch.float32, device=module.device)
+    override = _embedding_override(layer)
+    try:
+        with torch.enable_grad():
+            embedded = layer(input_ids).detach().requires_grad_(True)
+            override.points = embedded
+            logits = module(input_ids=input_ids, **feeds).logits
+            probabilities = torch.softmax(logits.float(), dim=-1) @ columns
+            index = int(probabilities[0].argmax()) if target is None else engine.labels.index(target)
+            objective = torch.log(probabilities[0, index].clamp_min(1e-12))
+            (gradient,) = torch.autograd.grad(objective, embedded)
+    finally:
+        override.points = None
+    gradient, embedded = gradient[0].detach().float(), embedded[0].detach().float()
+    per_token = (gradient * embedded).sum(dim=-1)  # e_i · g_i
+    chosen = _choose(units, spans, per_token, top_words)
+    if not chosen:
+        probs = probabilities[0].detach().cpu().numpy()
+        return FlipResult(engine.labels[index], float(probs[index]), engine.labels[int(probs.argmax())], ())
+    weights = layer.weight.detach()
+    candidates = weights[vocabulary.ids.to(weights.device)].float()  # [V, d]
+    firsts = torch.stack([gradient[u.token_positions[0]] for u in chosen])  # [W, d]
+    constants = torch.stack([per_token[list(u.token_positions)].sum() for u in chosen])  # [W]
+    with torch.inference_mode():
+        estimates = candidates @ firsts.T - constants  # [V, W]
+    excluded = {w.lower() for w in exclude}
+    out = []
+    for k, unit in enumerate(chosen):
+        own = unit.text.lower()
+        order = torch.argsort(estimates[:, k]).cpu().numpy()
+        column = estimates[:, k].cpu().numpy()
+        picks: list[Replacement] = []
+        for j in order:
+            word = vocabulary.words[int(j)]
+            if word == own or word in excluded or column[j] >= 0:
+                if column[j] >= 0:
+                    break  # ascending: nothing further lowers the target
+                continue
+            picks.append(Replacement(word, float(column[j])))
+            if len(picks) >= per_word:
+                break
+        out.append(WordReplacements(segment, unit.text, unit.start, unit.end, float(abs(constants[k])), tuple(picks)))
+    probs = probabilities[0].detach().cpu().numpy()
+    return FlipResult(engine.labels[index], float(probs[index]), engine.labels[int(probs.argmax())], tuple(out))
+
+
+def _choose(units: list[WordUnit], spans: Sequence[tuple[int, int]] | None, per_token: Any,
+            top_words: int) -> list[WordUnit]:
+    words = [u for u in units if is_whole_word(u.text.lower()) or any(ch.isalpha() for ch in u.text)]
+    if spans is not None:
+        by_span = {(u.start, u.end): u for u in words}
+        picked = [by_span[s] for s in spans if s in by_span][:top_words]
+        if picked:
+            return picked  # else: the spans name no word the model read; fall back to saliency
+    saliency = np.array([abs(float(per_token[list(u.token_positions)].sum())) for u in words])
+    return [words[k] for k in np.argsort(-saliency, kind="stable")[:top_words]]
