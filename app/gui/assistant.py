@@ -1,18 +1,20 @@
-"""The writing assistant on the Create page: asks the inference service for checked suggestions
-(on the explanation lane, never delaying a keystroke's prediction), shows them, applies one into
-the editor as one undo step, and tells the workspace what the example records about it.
+"""The writing assistant's panel on the Create page: asks the inference service for checked
+suggestions (on the explanation lane, never delaying a keystroke's prediction), shows them,
+applies one into the editor as one undo step, and tells the Create session of every application,
+undo and redo, so that the example records the suggestion applied when it is submitted.
 
-State lives in a Qt-free AssistSession (app/views/assist_session.py); this controller only
-translates between it, the database worker, the inference service and the view.
+Panel state lives in a Qt-free AssistSession (app/views/assist_session.py); whether this writing
+session gets suggestions (the round's mode, the session's arm) is the CreateSession's, looked up by
+app/gui/assistant_sessions.py. This controller only translates between them, the inference
+service and the view.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any, Callable
 
-from app.core.assist.types import AssistantMode, Assistance, Goal
+from app.core.assist.types import Assistance, Goal
 from app.core.services.target_models import model_input
 from app.gui.inference import InferenceFailure, SuggestionResult
 from app.views.assist_session import AssistSession
@@ -20,27 +22,18 @@ from app.views.assist_session import AssistSession
 log = logging.getLogger(__name__)
 
 
-def round_mode(rounds, round_) -> AssistantMode:
-    """The round's assistant setting (off / on / A-B)."""
-    settings = rounds.settings(round_)
-    return AssistantMode(getattr(settings, "assistant", AssistantMode.OFF))
+def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | None,
+                rule: str) -> Callable[[Any, Callable], Any]:
+    """What the explanation lane runs: generate the suggestions for ``inputs`` and check each
+    against the loaded target (word substitution uses a member with gradients, when one has them)."""
+    from app.core.assist.pipeline import suggest
 
-
-def session_arm(round_, person_id: uuid.UUID, session_key: uuid.UUID, mode: AssistantMode) -> str | None:
-    """This writing session's arm: "on" / "off" (A-B: a random half of each writer's sessions)."""
-    if mode is AssistantMode.OFF:
-        return None
-    if mode is AssistantMode.ON:
-        return "on"
-    return "on" if uuid.uuid5(session_key, f"{round_.id}/{person_id}").int % 2 == 0 else "off"
-
-
-def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | None) -> Callable[[Any, Callable], Any]:
-    """What the explanation lane runs: generate and check the suggestions for ``inputs``."""
-    from app.core.assist import suggest
+    model_inputs = model_input(definition, inputs)
 
     def work(models, checkpoint):
-        return suggest(models, definition, inputs, goal=goal, writer_label=label, checkpoint=checkpoint)
+        gradients = next((engine for engine in models.engines if engine.supports_gradients), None)
+        return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
+                       rule=rule, checkpoint=checkpoint)
 
     return work
 
@@ -51,7 +44,7 @@ class AssistantController:
     def __init__(self, ws) -> None:
         self.ws = ws
         self.session = AssistSession()
-        self.session_key = uuid.uuid4()  # one writing session (this window's life): A-B draws its arm per session
+        self._previous: dict[int, Assistance | None] = {}  # per applied suggestion: the record it replaced
         view = ws.view
         view.suggest_requested.connect(self.suggest)
         view.assist_goal_changed.connect(self.choose_goal)
@@ -61,31 +54,21 @@ class AssistantController:
         view.replacement_toggled.connect(self._toggled)
         ws.inference.suggestion_ready.connect(self._arrived)
 
-    # The round ---------------------------------------------------------------------------------
-    def round_opened(self) -> None:
-        """The round written in changed (a task opened, a round switched): its mode, this session's arm."""
-        ws = self.ws
-        definition, round_ = ws.session.definition, ws.session.round
-        self.session.round_opened(definition, AssistantMode.OFF, None)
-        if round_ is None:
-            self.refresh()
-            return
-        rounds, person, key = ws.desk.rounds, ws.desk.current_person_id, self.session_key
+    # The task and the example ---------------------------------------------------------------------
+    def task_opened(self) -> None:
+        """A task opened, or the round written in switched: nothing shown of the previous one stays."""
+        self.session.task_opened(self.ws.session.definition)
+        self._previous.clear()
+        self.refresh()
 
-        def find():
-            mode = round_mode(rounds, round_)
-            return mode, session_arm(round_, person, key, mode)
-
-        def found(mode_arm) -> None:
-            if ws.session.round is round_:
-                self.session.round_opened(definition, *mode_arm)
-                self.refresh()
-
-        ws.db.submit(find, on_done=found, on_error=ws._show_error)
+    def offered(self) -> bool:
+        """Whether this writing session gets suggestions for the example on screen."""
+        return bool(self.ws.session.assistant_on)
 
     def example_started(self) -> None:
         """Another example is on screen: nothing shown or applied carries over."""
         self.session.example_started()
+        self._previous.clear()
         self.refresh()
 
     def models_changed(self) -> None:
@@ -98,7 +81,7 @@ class AssistantController:
         """Ctrl+Shift+G: checked suggestions for the text on screen (only the newest request is answered)."""
         ws, session = self.ws, self.session
         view = ws.view
-        if not session.available:
+        if not self.offered() or not session.helps():
             self.refresh(bring_forward=True)
             return
         definition = ws.session.definition
@@ -114,7 +97,8 @@ class AssistantController:
             self._say(problem)
             return
         inputs = dict(content.inputs)
-        request = ws.inference.suggest(engine_work(definition, inputs, session.goal, label), inputs)
+        work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule)
+        request = ws.inference.suggest(work, inputs)
         session.suggestions_requested(request, inputs)
         self.refresh(bring_forward=True)
 
@@ -144,10 +128,6 @@ class AssistantController:
         if label in (self.ws.session.definition.labels if self.ws.session.definition else ()):
             self.ws.view.choose_label(label)
 
-    def assistance(self) -> Assistance | None:
-        """What the example about to be stored records (None: the round runs without the assistant)."""
-        return self.session.assistance()
-
     # Deliveries ------------------------------------------------------------------------------------
     def _arrived(self, result: SuggestionResult) -> None:
         if self.session.suggestions_arrived(result.request_id, result.inputs, result.result):
@@ -160,17 +140,31 @@ class AssistantController:
         self.refresh()
 
     def _toggled(self, token: int, applied: bool) -> None:
-        (self.session.reapplied if applied else self.session.unapplied)(token)
+        """The editor did (or redid) an application, or undid it: the example's record follows."""
+        known = self.session.known(token)
+        if known is None:
+            return  # an application to an earlier example, reached by undo: it records nothing now
+        create = self.ws.session
+        if applied:
+            self.session.reapplied(token)
+            if create.assistant_on:
+                self._previous[token] = create.suggestion_applied(known.generator, known.edit_type, known.text)
+        else:
+            self.session.unapplied(token)
+            if token in self._previous:
+                create.assistance_restored(self._previous.pop(token))
         self.refresh()
 
     # Showing ---------------------------------------------------------------------------------------
     def refresh(self, *, bring_forward: bool = False) -> None:
         ws, session = self.ws, self.session
-        content = ws.view.content()
-        if session.available and session.goal is Goal.CONTRAST:
-            ws.view.set_contrast_choices(session.contrast_choices(content.label),
-                                         session.target_label(content.label)[0])
-        ws.view.show_assist(session.panel(content.inputs, content.label), bring_forward=bring_forward)
+        content, offered = ws.view.content(), self.offered()
+        writing = ws.session.writing
+        view = session.panel(content.inputs, content.label, offered=offered,
+                             mode=writing.mode if writing is not None else None)
+        if view.available and session.goal is Goal.CONTRAST:
+            ws.view.set_contrast_choices(session.contrast_choices(content.label), view.contrast_label)
+        ws.view.show_assist(view, bring_forward=bring_forward)
 
     def _say(self, text: str) -> None:
         self.session.notice(text)

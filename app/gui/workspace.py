@@ -48,7 +48,7 @@ class WorkspaceController(QObject):
         self.rounds = RoundFollower(self)
         self.pairs = PairController(self)
         self.guard = DuplicateGuard(self)  # novelty while typing, near-duplicate warning at submit
-        self.assistant = AssistantController(self)  # suggested edits, checked against the target
+        self.assist = AssistantController(self)  # the assistant's panel: suggested edits, checked against the target
 
         view.content_changed.connect(self._content_changed)
         view.text_edited.connect(self._text_edited)
@@ -108,7 +108,7 @@ class WorkspaceController(QObject):
         session, view = self.session, self.view
         session.open_task(task_code, definition, current, records)
         view.show_task(task_view(definition))
-        self.assistant.round_opened()
+        self.assist.task_opened()
         if current is None:
             view.show_goal("")
             view.set_locked(True, f"{definition.name} has no open round; a lead can open one (Round menu).")
@@ -237,7 +237,7 @@ class WorkspaceController(QObject):
         self.view.show_content(EditorContent(inputs, label), record_undo=after_submit)
         self.view.set_metadata({}, label)
         self.session.writing_restarted()
-        self.assistant.example_started()
+        self.assist.example_started()
         if not after_submit and definition.context_inputs:
             self.next_context()
         self.view.focus_editor()
@@ -278,7 +278,7 @@ class WorkspaceController(QObject):
         session.text_changed(time.monotonic())
         self.view.set_metadata_label(content.label)
         self._show_fooled(content)
-        self.assistant.refresh()  # the suggestions shown may no longer be for this text
+        self.assist.refresh()  # the suggestions shown may no longer be for this text
         if session.original is not None:
             self.pairs.show_pair()  # a label change alone (Alt+N) must show in the pair's summary at once
         if session.draft is not None:
@@ -343,7 +343,7 @@ class WorkspaceController(QObject):
         view.show_content(EditorContent(dict(draft.inputs), draft.true_label, Span.from_json(draft.answer)))
         view.set_metadata(draft.meta or {}, draft.true_label)
         session.writing_resumed(draft.time_spent_ms)
-        self.assistant.example_started()
+        self.assist.example_started()
         if draft.perturbation_of:
             self.pairs.load_original(draft.perturbation_of)
         if session.round is not None and number != session.round.number:
@@ -388,7 +388,7 @@ class WorkspaceController(QObject):
         outcome = self.session.models_loaded(loaded)
         if outcome is LoadOutcome.STALE:
             return  # the models of the round that is no longer open
-        self.assistant.models_changed()
+        self.assist.models_changed()
         if outcome is LoadOutcome.SWITCH:
             self.rounds.switch_round()
         details = ", ".join(f"{name} on {device}" for name, device in zip(loaded.names, loaded.devices))
@@ -447,7 +447,7 @@ class WorkspaceController(QObject):
         elif failure.operation == "attribute":
             self.view.clear_attribution(f"No attributions: {failure.message}")
         elif failure.operation == "suggest":
-            self.assistant.failed(failure)
+            self.assist.failed(failure)
             return
         else:
             self.view.clear_prediction(f"No prediction: {failure.message}")
@@ -499,7 +499,7 @@ class WorkspaceController(QObject):
         ref, examples, outputs = session.draft, self.desk.examples, session.frozen_outputs or []
         elapsed = session.clock.ms
         payload = Content(dict(content.inputs), content.label, content.answer, meta)
-        label, assistance = content.label, self.assistant.assistance()  # what is applied now, as stored
+        label = content.label
 
         def store():
             if ref.id is None:

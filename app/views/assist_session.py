@@ -1,10 +1,11 @@
-"""The writing assistant's state on the Create page, free of Qt: the round's assistant mode and this
-session's arm, the goal, the suggestions shown (and the inputs they are for), the newest request,
-and the suggestions applied to the example on screen (as a stack, so that undo and redo of an
-application keep the record right).
+"""The writing assistant's panel state on the Create page, free of Qt: the goal, the suggestions
+shown (and the inputs they are for), the newest request, and the suggestions applied to the
+example on screen (as a stack, so that undo and redo of an application are followed).
 
-The Qt controller (app/gui/assistant.py) only translates between this object, the inference
-service and the widgets. What an example records comes from ``assistance``.
+Whether suggestions are offered at all (the round's assistant mode, this writing session's arm)
+and what the example records (``Assistance``) are the CreateSession's (app/views/create_session.py);
+the Qt controller (app/gui/assistant.py) tells it of every application and undo, and only
+translates between these objects, the inference service and the widgets.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from app.core.assist.types import AssistantMode, Assistance, CheckedSuggestion, Goal
+from app.core.assist.types import AssistantMode, CheckedSuggestion, Goal
 from app.views.assist import (
     SUGGEST_KEYS,
     AssistPanelView,
@@ -29,7 +30,25 @@ if TYPE_CHECKING:
 OFF_REASON = "The writing assistant is off in this round (a lead's round setting)."
 ARM_OFF_REASON = ("This round compares writing with and without the assistant: this session writes "
                   "without it.")
-NOT_CLASSIFICATION = "The writing assistant helps with classification tasks; this task has no labels to fool."
+NOT_CLASSIFICATION = "The writing assistant helps with labelled tasks; here you write the question yourself."
+NO_ROUND = "Suggestions are offered while you write in the task's open round."
+LOOKING_UP = "Looking up this round's assistant setting…"
+
+
+def unavailable_reason(definition: TaskDefinition | None, mode: AssistantMode | str | None, offered: bool) -> str:
+    """Why the panel offers no suggestions, in one line ("" when it does)."""
+    if definition is not None and (not definition.labels or definition.is_extractive):
+        return NOT_CLASSIFICATION
+    if offered:
+        return ""
+    if mode is None:
+        return LOOKING_UP
+    mode = AssistantMode(mode)
+    if mode is AssistantMode.OFF:
+        return OFF_REASON
+    if mode is AssistantMode.AB:
+        return ARM_OFF_REASON
+    return NO_ROUND
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +69,6 @@ class AssistSession:
     """See the module docstring. Read the attributes freely; change them through the methods."""
 
     def __init__(self) -> None:
-        self.mode: AssistantMode = AssistantMode.OFF
-        self.arm: str | None = None  # "on" / "off" in a round running on or A-B; None when off
         self.goal: Goal = Goal.FOOL
         self.contrast_label: str | None = None
         self.definition: TaskDefinition | None = None
@@ -64,26 +81,16 @@ class AssistSession:
         self._known: dict[int, AppliedSuggestion] = {}  # every application of this example, by token
         self._tokens = 0
 
-    # The round and the task ------------------------------------------------------------------
-    def round_opened(self, definition: TaskDefinition | None, mode: AssistantMode | str, arm: str | None) -> None:
-        """The round written in (and this session's arm in it); nothing shown of another round stays."""
-        self.definition, self.mode = definition, AssistantMode(mode)
-        self.arm = None if self.mode is AssistantMode.OFF else ("on" if self.mode is AssistantMode.ON else arm)
+    # The task -------------------------------------------------------------------------------
+    def task_opened(self, definition: TaskDefinition | None) -> None:
+        """A task (or another round of it) is open: nothing shown of the previous one stays."""
+        self.definition = definition
         self.contrast_label = None
         self.example_started()
 
-    @property
-    def available(self) -> bool:
-        """Whether the panel offers suggestions (the arm is recorded either way)."""
-        return (self.definition is not None and bool(self.definition.labels) and not self.definition.is_extractive
-                and self.arm == "on")
-
-    def reason(self) -> str:
-        if self.definition is not None and (not self.definition.labels or self.definition.is_extractive):
-            return NOT_CLASSIFICATION
-        if self.mode is AssistantMode.OFF:
-            return OFF_REASON
-        return ARM_OFF_REASON if self.arm != "on" else ""
+    def helps(self) -> bool:
+        """Whether the task is one the assistant can help with (labelled, not extractive)."""
+        return self.definition is not None and bool(self.definition.labels) and not self.definition.is_extractive
 
     @property
     def written_field(self) -> str:
@@ -185,6 +192,10 @@ class AssistSession:
         self._known[applied.token] = applied
         return applied
 
+    def known(self, token: int) -> AppliedSuggestion | None:
+        """The application ``token`` names, if it was made to the example on screen."""
+        return self._known.get(token)
+
     def unapplied(self, token: int) -> None:
         """The editor undid the application ``token`` (an unknown token, of an earlier example, changes nothing)."""
         self._applied = [a for a in self._applied if a.token != token]
@@ -209,17 +220,6 @@ class AssistSession:
         return top.claimed_label
 
     # The example -----------------------------------------------------------------------------
-    def assistance(self) -> Assistance | None:
-        """What the example on screen records (None: the round runs without the assistant). The
-        edit distance to the submitted text is computed where the example is stored."""
-        if self.mode is AssistantMode.OFF:
-            return None
-        top = self.applied
-        if top is None:
-            return Assistance(arm=self.arm, applied=False)
-        return Assistance(arm=self.arm, applied=True, generator=top.generator, edit_type=top.edit_type,
-                          applied_text=top.text)
-
     def example_started(self) -> None:
         """A new example (or another draft) is on screen: nothing shown or applied carries over."""
         self._forget_shown()
@@ -229,10 +229,12 @@ class AssistSession:
         self.shown, self.shown_inputs, self.failure, self._rows = None, None, None, None
 
     # The panel -------------------------------------------------------------------------------
-    def panel(self, inputs: Mapping[str, str], writer_label: str | None) -> AssistPanelView:
-        """What the panel shows for the editor holding ``inputs`` with ``writer_label``."""
-        if not self.available or self.definition is None:
-            return AssistPanelView(available=False, reason=self.reason())
+    def panel(self, inputs: Mapping[str, str], writer_label: str | None, *, offered: bool,
+              mode: AssistantMode | str | None) -> AssistPanelView:
+        """What the panel shows for the editor holding ``inputs`` with ``writer_label``; ``offered``:
+        this writing session gets suggestions (``mode``: the round's setting, None: not known yet)."""
+        if not offered or not self.helps() or self.definition is None:
+            return AssistPanelView(available=False, reason=unavailable_reason(self.definition, mode, offered))
         labels = tuple(self.definition.labels)
         contrast = self.target_label(writer_label)[0] if self.goal is Goal.CONTRAST else None
         base = AssistPanelView(available=True, goal=self.goal, labels=labels, contrast_label=contrast,
