@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.domain import FooledRule
-from app.views.rounds import ContextRow, RoundChanges, RoundItem, RoundView
+from app.views.rounds import ASSISTANT_CHOICES, ContextRow, RoundChanges, RoundItem, RoundView
 
 LABEL_STARTS = [("Blank: the annotator chooses", "blank"), ("Fixed label", "fixed"),
                 ("Random, balancing labels", "random")]
@@ -75,6 +75,9 @@ class RoundDialog(QDialog):
         self.keep_label = QCheckBox("Keep the goal label after a submit", objectName="keep_label")
         self.policy = _combo("policy", POLICIES)
         self.tag = QLineEdit(objectName="tag", placeholderText="all tags")
+        self.assistant = _combo("assistant", ASSISTANT_CHOICES)
+        self.assistant.setToolTip("Suggested edits, each checked against the target. A-B: a fair comparison of "
+                                  "assisted and unassisted sessions (Dashboard).")
         self.label_start.currentIndexChanged.connect(
             lambda: self.fixed_label.setEnabled(self.editable and self.label_start.currentData() == "fixed"))
 
@@ -118,6 +121,7 @@ class RoundDialog(QDialog):
         form.addRow("Next context", self.policy)
         form.addRow("Only contexts tagged", self.tag)
         form.addRow("Ensemble fooled when", self.fooled_rule)
+        form.addRow("Writing assistant", self.assistant)
         form.addRow(self.save_button)
         models_box = QGroupBox("Target models (check; drag to order the ensemble)")
         models_layout = QVBoxLayout(models_box)
@@ -159,7 +163,7 @@ class RoundDialog(QDialog):
 
     def _apply_editable(self) -> None:
         for widget in (self.description, self.goal, self.fooled_rule, self.label_start, self.keep_label,
-                       self.policy, self.tag, self.models):
+                       self.policy, self.tag, self.assistant, self.models):
             widget.setEnabled(self.editable)
         self.description.setReadOnly(not self.editable)
         self.fixed_label.setEnabled(self.editable and self.label_start.currentData() == "fixed")
@@ -190,7 +194,8 @@ class RoundDialog(QDialog):
         self.description.setPlainText(view.description)
         self.goal.setText(view.goal_message)
         for combo, value in ((self.fooled_rule, view.fooled_rule.value), (self.label_start, view.label_start),
-                             (self.policy, view.context_policy), (self.fixed_label, view.fixed_label)):
+                             (self.policy, view.context_policy), (self.fixed_label, view.fixed_label),
+                             (self.assistant, view.assistant)):
             index = combo.findData(value)
             if index >= 0:
                 combo.setCurrentIndex(index)
@@ -246,6 +251,7 @@ class RoundDialog(QDialog):
             keep_label_after_submit=self.keep_label.isChecked(),
             context_policy=self.policy.currentData(),
             context_tag=self.tag.text().strip() or None,
+            assistant=self.assistant.currentData(),
         ))
 
     def _use_models(self) -> None:

@@ -13,6 +13,7 @@ import click
 
 from app.cli.base import Context, format_table, pass_context
 from app.cli.leaderboard import fill_after_round_change
+from app.core.assist.arms import MODE_WORDS
 from app.core.errors import DynadeskError
 from app.core.formatting import pct
 from app.core.services.rounds import POLICIES, parse_settings
@@ -82,6 +83,7 @@ def rounds_show(obj: Context, task_code: str, number: int | None, context_rows: 
     click.echo(f"  goal label:    starts {start}; {'kept' if settings.keep_label_after_submit else 'reset'} after submit")
     click.echo(f"  contexts:      {s.contexts}, served by {settings.context_policy}"
                + (f" (tag {settings.context_tag})" if settings.context_tag else ""))
+    click.echo(f"  assistant:     {MODE_WORDS[str(settings.assistant)]}")
     click.echo(f"  examples:      {s.examples}, {s.fooled} fooled the model")
     click.echo("  target models: " + ("; ".join(f"{name} ({sha[:12]})" for _, name, sha in s.models) or "none"))
     stats = desk.rounds.context_stats(s.id, limit=context_rows)
@@ -147,15 +149,17 @@ def rounds_attach(obj: Context, task_code: str, number: int | None, models: tupl
 @click.option("--keep-label/--reset-label", default=None, help="Keep the goal label after a submit.")
 @click.option("--policy", type=click.Choice(POLICIES), help="How the next context is chosen.")
 @click.option("--context-tag", help="Serve only contexts with this tag ('' for all).")
+@click.option("--assistant", type=click.Choice(["off", "on", "ab"]),
+              help="The writing assistant: off, on, or ab (on for a random half of each writer's sessions).")
 @pass_context
 def rounds_set(obj: Context, task_code: str, number: int | None, description, goal_message, fooled_rule, label_start,
-               fixed_label, keep_label, policy, context_tag) -> None:
+               fixed_label, keep_label, policy, context_tag, assistant) -> None:
     """Change a round's description, goal message and settings."""
     desk = obj.desk
     summary = desk.rounds.summary(task_code, number)
     settings = summary.settings.model_dump()
     for key, value in (("label_start", label_start), ("fixed_label", fixed_label), ("keep_label_after_submit", keep_label),
-                       ("context_policy", policy), ("context_tag", context_tag)):
+                       ("context_policy", policy), ("context_tag", context_tag), ("assistant", assistant)):
         if value is not None:
             settings[key] = value
     settings["context_tag"] = settings["context_tag"] or None  # '' clears the filter

@@ -53,6 +53,7 @@ class AssistantController:
         view.assist_label_confirmed.connect(self.confirm_label)
         view.replacement_toggled.connect(self._toggled)
         ws.inference.suggestion_ready.connect(self._arrived)
+        ws.assistant.assistant_changed.connect(lambda _offered: self.refresh())  # the session's arm is known
 
     # The task and the example ---------------------------------------------------------------------
     def task_opened(self) -> None:

@@ -37,6 +37,8 @@ class RoundFollower:
         before = session.round
         change = session.round_noticed(current, records)
         if change is RoundChange.SAME:
+            if current is not None:
+                ws.assistant.round_seen(current)  # the lead may have changed its assistant setting
             return
         if change is RoundChange.RESTART:  # nothing could be written: start afresh in the new round
             ws.set_task(session.task_code)
@@ -83,6 +85,7 @@ class RoundFollower:
         view.set_status("")
         if not view.warning_shown():  # a content warning not yet read keeps the editor locked
             view.set_locked(False)
+        ws.assistant.begin(new)
         if new.id == old.id:
             return  # the same round: the text stays, and the new target predicts it (see _models_loaded)
         draft = session.draft

@@ -15,7 +15,9 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.core.desk import Desk
 from app.core.domain import FooledRule, Span
 from app.core.errors import DynadeskError, InvalidExample
+from app.core.assist.provenance import read_assistance
 from app.gui.assistant import AssistantController
+from app.gui.assistant_sessions import AssistantSessions
 from app.gui.inference import InferenceFailure, InferenceService, LoadedModels, PredictionResult
 from app.gui.perturbation import PairController
 from app.gui.quality_guard import DuplicateGuard
@@ -48,6 +50,7 @@ class WorkspaceController(QObject):
         self.rounds = RoundFollower(self)
         self.pairs = PairController(self)
         self.guard = DuplicateGuard(self)  # novelty while typing, near-duplicate warning at submit
+        self.assistant = AssistantSessions(self)  # the writer's session per round and its assistant arm
         self.assist = AssistantController(self)  # the assistant's panel: suggested edits, checked against the target
 
         view.content_changed.connect(self._content_changed)
@@ -114,6 +117,7 @@ class WorkspaceController(QObject):
             view.set_locked(True, f"{definition.name} has no open round; a lead can open one (Round menu).")
             return
         view.show_goal(f"<b>Round {current.number}</b> · {current.goal_message or definition.description}")
+        self.assistant.begin(current)
         self._load_models()
         warned = definition.content_warning and task_code not in self.desk.settings.acknowledged_warnings
         view.show_warning(f"<b>Content warning.</b> {definition.content_warning}" if warned else None)
@@ -295,6 +299,7 @@ class WorkspaceController(QObject):
             return  # nothing written yet: no draft
         ref, examples, elapsed = session.draft, self.desk.examples, session.clock.ms
         inputs, label, answer, meta = dict(content.inputs), content.label, content.answer, self.view.metadata()
+        assistance = ref.assistance  # as it is now (frozen): the worker may run after the next change
 
         def save():
             if ref.id is None:
@@ -302,7 +307,7 @@ class WorkspaceController(QObject):
                                              perturbation_of=ref.perturbation_of, origin=ref.origin)
                 ref.id = draft.id
             examples.save_draft(ref.id, inputs=inputs, true_label=label, answer=answer, meta=meta,
-                                time_spent_ms=elapsed)
+                                time_spent_ms=elapsed, assistance=assistance)
 
         self.db.submit(save, on_error=self._show_error)
 
@@ -339,7 +344,8 @@ class WorkspaceController(QObject):
         draft, number = offered
         view.offer_drafts(None)
         session.use_draft(DraftRef(session.task_code, number, draft.author_id, context_id=draft.context_id,
-                                   perturbation_of=draft.perturbation_of, origin=draft.origin, id=draft.id))
+                                   perturbation_of=draft.perturbation_of, origin=draft.origin, id=draft.id,
+                                   assistance=read_assistance(draft.assistance)))
         view.show_content(EditorContent(dict(draft.inputs), draft.true_label, Span.from_json(draft.answer)))
         view.set_metadata(draft.meta or {}, draft.true_label)
         session.writing_resumed(draft.time_spent_ms)
@@ -499,14 +505,14 @@ class WorkspaceController(QObject):
         ref, examples, outputs = session.draft, self.desk.examples, session.frozen_outputs or []
         elapsed = session.clock.ms
         payload = Content(dict(content.inputs), content.label, content.answer, meta)
-        label = content.label
+        label, assistance = content.label, ref.assistance
 
         def store():
             if ref.id is None:
                 return examples.create(ref.author_id, ref.task_code, payload, outputs, round_number=ref.round_number,
                                        context_id=ref.context_id, perturbation_of=ref.perturbation_of,
-                                       time_spent_ms=elapsed, origin=ref.origin)
-            return examples.submit(ref.id, outputs, payload, time_spent_ms=elapsed)
+                                       time_spent_ms=elapsed, origin=ref.origin, assistance=assistance)
+            return examples.submit(ref.id, outputs, payload, time_spent_ms=elapsed, assistance=assistance)
 
         def stored(example) -> None:
             self.view.show_form(False)

@@ -14,10 +14,13 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from app.core.assist.types import Assistance
+
 if TYPE_CHECKING:
+    from app.core.services.writing_sessions import WritingSession
     from app.core.domain import ModelOutput
     from app.core.tasks.definition import TaskDefinition
     from app.views.create import PredictedView
@@ -41,6 +44,7 @@ class DraftRef:
     perturbation_of: uuid.UUID | None = None
     origin: dict[str, Any] | None = None
     id: uuid.UUID | None = None
+    assistance: Assistance | None = None  # the session's arm and the suggestion applied, if any
 
 
 @dataclass
@@ -124,6 +128,7 @@ class CreateSession:
         self.pending_records: list[Any] = []
         self.pending_load: int | None = None  # the load request of the pending round's target
         self.offered: list[Any] = []  # drafts offered for restoring, newest first, as (draft, its round's number)
+        self.writing: WritingSession | None = None  # the writer's session in the open round: its assistant arm
         self.clock = WritingClock(idle_gap_s)
 
     def task_chosen(self, task_code: str) -> None:
@@ -202,6 +207,7 @@ class CreateSession:
             raise TransitionError("a new example needs an open round")
         context_id = self.draft.context_id if (after_submit and self.draft) else None
         self.draft = DraftRef(self.task_code, self.round.number, author_id, context_id=context_id)
+        self._record_session(self.draft)
         self.pending_submit, self.frozen_outputs = False, None
         return self.draft
 
@@ -225,6 +231,8 @@ class CreateSession:
         """The example on screen is now ``draft`` (a context, a prompt, a restored or perturbed
         example; None: no draft)."""
         self.draft = draft
+        if draft is not None:
+            self._record_session(draft)
 
     def drafts_offered(self, drafts: Sequence[Any]) -> None:
         self.offered = list(drafts)
@@ -337,6 +345,49 @@ class CreateSession:
     def submitted(self) -> None:
         """The example was stored: the pair (if any) is done; a new example follows."""
         self.original = None
+
+    # The writing assistant ------------------------------------------------------------------
+
+    def writing_session_began(self, writing: WritingSession) -> None:
+        """The writer's session in a round began (its number and arm were looked up): the example
+        on screen, if written in that round, records it."""
+        self.writing = writing
+        if self.draft is not None:
+            self._record_session(self.draft)
+
+    @property
+    def assistant_on(self) -> bool:
+        """Whether suggestions are offered for the example on screen (its session's arm is on)."""
+        writing = self.writing
+        return (writing is not None and writing.assisted and self.round is not None
+                and writing.round_id == self.round.id and self.draft is not None
+                and self.draft.round_number == self.round.number)
+
+    def suggestion_applied(self, generator: str, edit_type: str, text: str) -> Assistance | None:
+        """The writer put a suggestion into the editor. Returns the record it replaces, for undo
+        (``assistance_restored``)."""
+        if not self.assistant_on or self.draft is None:
+            raise TransitionError("suggestions are not offered in this session")
+        previous = self.draft.assistance
+        base = previous or Assistance()
+        self.draft.assistance = replace(base, applied=True, generator=str(generator), edit_type=edit_type,
+                                        applied_text=text, edit_distance=None)
+        return previous
+
+    def assistance_restored(self, previous: Assistance | None) -> None:
+        """An applied suggestion was undone: the record is what it was before."""
+        if self.draft is not None:
+            self.draft.assistance = previous
+
+    def _record_session(self, draft: DraftRef) -> None:
+        """A draft of the session's round records the session's arm, unless a suggestion was
+        already applied to it (in an earlier session, whose arm it keeps)."""
+        writing, current = self.writing, draft.assistance
+        if writing is None or self.round is None or writing.round_id != self.round.id:
+            return
+        if draft.round_number != self.round.number or (current is not None and current.applied):
+            return
+        draft.assistance = writing.assistance()
 
     def _forget_target(self) -> None:
         self.loaded = None

@@ -11,11 +11,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, Sequence
 
+from app.core.assist.arms import MODE_WORDS
 from app.core.domain import FooledRule, RoundStatus
 from app.core.formatting import MISSING
 from app.core.int8_status import int8_detail, int8_status
 
 CONTEXT_TOOLTIP_CHARS = 2000
+# The writing assistant's round setting, as the dialog offers it: (text, value).
+ASSISTANT_CHOICES: tuple[tuple[str, str], ...] = tuple((words[0].upper() + words[1:], mode)
+                                                      for mode, words in MODE_WORDS.items())
 
 
 class _Round(Protocol):
@@ -30,6 +34,7 @@ class _Settings(Protocol):
     keep_label_after_submit: bool
     context_policy: str
     context_tag: str | None
+    assistant: str
 
 
 class _Summary(_Round, Protocol):
@@ -105,6 +110,7 @@ class RoundView:
     keep_label_after_submit: bool
     context_policy: str
     context_tag: str
+    assistant: str  # off / on / ab
     models: tuple[ModelChoice, ...]  # the round's targets first, in ensemble order, then the other candidates
     contexts: tuple[ContextRow, ...]
     context_count: str
@@ -126,12 +132,13 @@ class RoundChanges:
     keep_label_after_submit: bool
     context_policy: str
     context_tag: str | None
+    assistant: str = "off"  # the writing assistant: off / on / ab
 
     def settings(self) -> dict[str, object]:
         """The round settings' fields (for app.core.services.rounds.parse_settings)."""
         return {"label_start": self.label_start, "fixed_label": self.fixed_label,
                 "keep_label_after_submit": self.keep_label_after_submit, "context_policy": self.context_policy,
-                "context_tag": self.context_tag}
+                "context_tag": self.context_tag, "assistant": self.assistant}
 
 
 def round_items(rounds: Sequence[_Round]) -> tuple[RoundItem, ...]:
@@ -176,6 +183,7 @@ def round_view(summary: _Summary, contexts: Sequence[_Context], candidates: Sequ
         fooled_rule=FooledRule(summary.fooled_rule), label_start=settings.label_start,
         fixed_label=settings.fixed_label, keep_label_after_submit=settings.keep_label_after_submit,
         context_policy=settings.context_policy, context_tag=settings.context_tag or "",
+        assistant=str(settings.assistant),
         models=tuple(model_choice(m, m.id in chosen) for m in ordered),
         contexts=context_rows(contexts), context_count=context_count(summary.contexts, len(contexts)),
     )

@@ -122,3 +122,37 @@ def test_the_model_list_shows_each_int8_forms_parity_figures(qtbot, lead_window)
     assert shown.text().endswith("\nint8 passed: 99.86% same label, p99 0.046 · 4,957 texts")
     assert "max 0.169" in shown.toolTip() and "labeled_data.csv dev + test split" in shown.toolTip()
     assert "int8" not in items["base model"].text() and items["base model"].toolTip() == ""
+
+
+def test_a_lead_turns_on_the_ab_assistant_and_the_writing_session_follows_at_once(qtbot, lead_window):
+    window, desk = lead_window, lead_window.desk
+    workspace = window.workspace
+    qtbot.waitUntil(lambda: workspace.session.writing is not None, timeout=5000)
+    assert workspace.session.writing.arm is None and not workspace.session.assistant_on  # off by default
+    dialog = open_dialog(qtbot, window)
+    assert dialog.assistant.currentData() == "off" and dialog.assistant.isEnabled()
+    dialog.assistant.setFocus()
+    qtbot.keyClick(dialog.assistant, Qt.Key.Key_End)  # the last choice: A-B
+    assert dialog.assistant.currentText().startswith("A-B")
+    with qtbot.waitSignal(workspace.assistant.assistant_changed, timeout=5000) as changed:
+        qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: desk.tasks.round("hate_speech", 1).settings.get("assistant") == "ab", timeout=5000)
+    writing = workspace.session.writing
+    assert writing.mode == "ab" and writing.number == 1 and writing.arm in ("on", "off")
+    assert changed.args == [writing.arm == "on"] and workspace.session.assistant_on == (writing.arm == "on")
+    assert workspace.session.draft.assistance.arm == writing.arm
+    dialog.close()
+    reopened = open_dialog(qtbot, window)
+    assert reopened.assistant.currentData() == "ab"
+
+
+def test_an_annotator_reads_the_assistant_setting_but_cannot_change_it(qtbot, data_dir, modal_log):
+    desk = Desk(data_dir)
+    desk.switch_person(desk.people.create("Ana", "annotator").id)
+    window = MainWindow(desk)
+    qtbot.addWidget(window)
+    window.show()
+    dialog = open_dialog(qtbot, window)
+    assert not dialog.assistant.isEnabled() and dialog.assistant.currentText() == "Off"
+    window.close()
+    desk.close()

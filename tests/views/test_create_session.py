@@ -193,3 +193,49 @@ def test_a_renamed_writer_takes_the_draft_once():
     other = uuid.uuid4()
     assert session.writer_renamed(other) is session.draft and session.draft.author_id == other
     assert session.writer_renamed(other) is None
+
+
+def writing(session: CreateSession, arm: str | None, number: int = 1):
+    from app.core.assist.types import AssistantMode
+    from app.core.services.writing_sessions import WritingSession
+
+    mode = {None: AssistantMode.OFF, "on": AssistantMode.ON}.get(arm, AssistantMode.AB)
+    return WritingSession(session.round.id, WRITER, mode if arm != "off" else AssistantMode.AB, number, arm)
+
+
+def test_every_example_records_its_sessions_arm_and_an_applied_suggestion_can_be_undone():
+    from app.core.assist.types import Assistance
+
+    session = ready()
+    assert not session.assistant_on and session.draft.assistance is None  # the session is being looked up
+    session.writing_session_began(writing(session, "on", 3))
+    assert session.assistant_on and session.draft.assistance == Assistance(arm="on", session=3)
+    previous = session.suggestion_applied("obfuscation", "leetspeak", "th3y")
+    assert session.draft.assistance == Assistance(arm="on", session=3, applied=True, generator="obfuscation",
+                                                  edit_type="leetspeak", applied_text="th3y")
+    session.assistance_restored(previous)  # undo
+    assert session.draft.assistance == Assistance(arm="on", session=3)
+    session.new_example(WRITER, after_submit=True)
+    assert session.draft.assistance == Assistance(arm="on", session=3)
+
+
+def test_no_suggestion_is_applied_in_a_session_without_the_assistant():
+    session = ready()
+    session.writing_session_began(writing(session, "off", 2))
+    assert not session.assistant_on and session.draft.assistance.arm == "off"
+    with pytest.raises(TransitionError):
+        session.suggestion_applied("rules", "negation", "not so")
+
+
+def test_a_restored_draft_keeps_the_arm_its_suggestion_was_applied_under():
+    from app.core.assist.types import Assistance
+    from app.views.create_session import DraftRef
+
+    session = ready()
+    session.writing_session_began(writing(session, "off", 2))
+    applied = Assistance(arm="on", session=1, applied=True, generator="rules", edit_type="negation",
+                         applied_text="not so")
+    session.use_draft(DraftRef("hate", 1, WRITER, assistance=applied, id=uuid.uuid4()))
+    assert session.draft.assistance == applied
+    session.use_draft(DraftRef("hate", 1, WRITER, assistance=Assistance(arm="on", session=1), id=uuid.uuid4()))
+    assert session.draft.assistance == Assistance(arm="off", session=2)  # written on in this session

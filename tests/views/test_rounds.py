@@ -14,7 +14,7 @@ A, B, C = (uuid.UUID(int=i) for i in (1, 2, 3))
 
 def summary(**changes):
     settings = SimpleNamespace(label_start="fixed", fixed_label="hate", keep_label_after_submit=False,
-                               context_policy="least_fooled", context_tag=None)
+                               context_policy="least_fooled", context_tag=None, assistant="ab")
     base = dict(id=A, number=2, status="open", description="d", goal_message="g", fooled_rule="all", settings=settings,
                 models=[(C, "c", "cc" * 32), (A, "a", "aa" * 32)], opened_at=datetime(2026, 5, 1, tzinfo=timezone.utc),
                 closed_at=None, contexts=3, examples=7, fooled=2)
@@ -38,6 +38,7 @@ def test_a_round_view_puts_the_targets_first_in_ensemble_order():
     view = round_view(summary(), [context("two\n words", 4, 1), context("unused", 0, 0)], candidates)
     assert view.heading == "<b>Round 2</b> · open · opened 2026-05-01 · 7 examples, 2 fooled the model"
     assert view.is_open and view.fooled_rule is FooledRule.ALL and view.context_tag == ""
+    assert view.assistant == "ab"
     assert [(m.text, m.checked) for m in view.models] == [
         (f"c  ({'c' * 12})", True), (f"a  ({'a' * 12})", True), (f"b  ({'b' * 12})", False)]
     assert [(r.text, r.tooltip, r.served, r.fooling_rate) for r in view.contexts] == [
@@ -52,7 +53,8 @@ def test_a_round_view_puts_the_targets_first_in_ensemble_order():
 def test_round_changes_give_the_settings_fields():
     changes = RoundChanges("d", "g", FooledRule.ANY, "blank", None, True, "random", "news")
     assert changes.settings() == {"label_start": "blank", "fixed_label": None, "keep_label_after_submit": True,
-                                  "context_policy": "random", "context_tag": "news"}
+                                  "context_policy": "random", "context_tag": "news", "assistant": "off"}
+    assert RoundChanges("d", "g", FooledRule.ANY, "blank", None, True, "random", None, "ab").settings()["assistant"] == "ab"
 
 
 def test_a_model_choice_names_the_int8_check_or_why_it_serves_in_fp32():

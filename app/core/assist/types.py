@@ -90,6 +90,7 @@ class Assistance:
     edit_type: str | None = None
     applied_text: str | None = None  # the suggestion as applied, to measure the writer's later edits
     edit_distance: int | None = None  # words between the applied suggestion and the submitted text
+    session: int | None = None  # the writer's session number in the round, which decided the arm (arms.py)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None and k != "applied_text"} | (

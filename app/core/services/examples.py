@@ -10,6 +10,8 @@ from typing import Any, Sequence
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
+from app.core.assist.provenance import assistance_record, at_submit, check_assistance, read_assistance
+from app.core.assist.types import Assistance
 from app.core.domain import ExampleStatus, FooledRule, ModelOutput, RoundStatus, Span, SyncState, utcnow
 from app.core.errors import InvalidExample, NotFound
 from app.core.services.tasks import TaskService
@@ -127,6 +129,10 @@ def facet_rows(definition: TaskDefinition, example_id: uuid.UUID, meta: dict[str
     return rows
 
 
+def _stored(assistance: Assistance | None) -> dict[str, Any] | None:
+    return None if assistance is None else assistance_record(check_assistance(assistance))
+
+
 class ExampleService:
     def __init__(self, db: Database, tasks: TaskService):
         self.db = db
@@ -142,8 +148,10 @@ class ExampleService:
         perturbation_of: uuid.UUID | None = None,
         origin: dict | None = None,
         content: Content | None = None,
+        assistance: Assistance | None = None,
     ) -> Example:
-        """A new draft. A perturbation starts as a copy of its original's inputs and label."""
+        """A new draft. A perturbation starts as a copy of its original's inputs and label.
+        ``assistance``: the writing session's arm (and any suggestion applied so far)."""
         task = self.tasks.task(task_code)
         definition = self.tasks.definition(task.id)
         round_ = self.tasks.round(task_code, round_number)
@@ -185,6 +193,7 @@ class ExampleService:
                 meta=dict(content.meta),
                 origin=origin or {"kind": "scratch"},
                 perturbation_of=perturbation_of,
+                assistance=_stored(assistance),
                 status=ExampleStatus.DRAFT.value,
                 sync_state=SyncState.LOCAL.value,
                 fooled_rule=round_.fooled_rule,
@@ -202,8 +211,11 @@ class ExampleService:
         answer: Span | None = _UNSET,
         meta: dict[str, Any] | None = None,
         time_spent_ms: int | None = None,
+        assistance: Assistance | None = _UNSET,
     ) -> Example:
-        """Autosave: store what the editor holds now, exactly as typed."""
+        """Autosave: store what the editor holds now, exactly as typed, with the assistant's record
+        (the suggestion applied, if any, so that its edit distance can be measured at submit)."""
+        stored = _stored(assistance) if assistance is not _UNSET else None
         with self.db.write() as session:
             draft = self._draft(session, draft_id)
             if inputs is not None:
@@ -218,6 +230,8 @@ class ExampleService:
                 draft.meta = dict(meta)
             if time_spent_ms is not None:
                 draft.time_spent_ms = max(0, int(time_spent_ms))
+            if assistance is not _UNSET:
+                draft.assistance = stored
             return draft
 
     def drafts(self, author_id: uuid.UUID) -> list[Example]:
@@ -263,18 +277,25 @@ class ExampleService:
         content: Content | None = None,
         *,
         time_spent_ms: int | None = None,
+        assistance: Assistance | None = _UNSET,
     ) -> Example:
         """Turn a draft into a submitted example, with every target model's output.
 
         ``content`` replaces what the draft holds (the editor's latest state); without it the
-        draft's own content is submitted.
+        draft's own content is submitted. ``assistance`` likewise replaces the draft's record (None
+        clears it); with a suggestion applied, its word edit distance to the submitted text is
+        measured here.
         """
+        if assistance is not _UNSET and assistance is not None:
+            check_assistance(assistance)
         with self.db.write() as session:
             draft = self._draft(session, draft_id)
             if content is None:
                 content = Content(dict(draft.inputs), draft.true_label, Span.from_json(draft.answer), dict(draft.meta))
             if time_spent_ms is not None:
                 draft.time_spent_ms = max(0, int(time_spent_ms))
+            if assistance is not _UNSET:
+                draft.assistance = _stored(assistance)
             self._finish(session, draft, content, outputs)
             return draft
 
@@ -290,8 +311,10 @@ class ExampleService:
         perturbation_of: uuid.UUID | None = None,
         time_spent_ms: int = 0,
         origin: dict | None = None,
+        assistance: Assistance | None = None,
     ) -> Example:
-        """Create and submit an example in one unit of work."""
+        """Create and submit an example in one unit of work (``assistance`` as for :meth:`submit`)."""
+        stored = _stored(assistance)
         task = self.tasks.task(task_code)
         round_ = self.tasks.round(task_code, round_number)
         with self.db.write() as session:
@@ -304,6 +327,7 @@ class ExampleService:
                 perturbation_of=perturbation_of,
                 time_spent_ms=max(0, int(time_spent_ms)),
                 origin=origin or {"kind": "scratch"},
+                assistance=stored,
                 status=ExampleStatus.DRAFT.value,
             )
             session.add(example)
@@ -330,6 +354,9 @@ class ExampleService:
         example.true_label = checked.true_label
         example.answer = checked.answer.to_json() if checked.answer else None
         example.meta = checked.meta
+        if example.assistance is not None:
+            example.assistance = assistance_record(at_submit(read_assistance(example.assistance) or Assistance(),
+                                                                     example.text))
         example.fooled_rule = rule.value
         example.model_fooled = is_fooled(definition, outputs, checked.true_label, checked.answer, rule)
         example.outputs = [

@@ -14,6 +14,7 @@ from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from sqlalchemy import delete, func, select, update
 
+from app.core.assist.types import AssistantMode
 from app.core.domain import ExampleStatus, FooledRule, ModelFormat, Role, RoundStatus, utcnow
 from app.core.errors import DynadeskError, ImportProblem, NotFound
 from app.core.io.rows import csv_table, json_lines, read_text
@@ -41,6 +42,9 @@ class RoundSettings(BaseModel):
     keep_label_after_submit: bool = True
     context_policy: ContextPolicy = "least_used"
     context_tag: str | None = None  # serve only contexts with this tag
+    # The writing assistant: off until a lead turns it on, so a round already running keeps the
+    # conditions its figures were collected under (see app.core.assist.arms for A-B).
+    assistant: AssistantMode = AssistantMode.OFF
 
     @model_validator(mode="after")
     def _fixed_needs_label(self) -> "RoundSettings":

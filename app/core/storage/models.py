@@ -243,6 +243,8 @@ class Example(Synced, Base):
     perturbation_of: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("examples.id"), index=True)
     edit_ops: Mapped[list[Any] | None]
     edit_distance: Mapped[int | None] = mapped_column(Integer)
+    # The writing assistant's part (app.core.assist.provenance.assistance_record); None: no assistant.
+    assistance: Mapped[dict[str, Any] | None]
     status: Mapped[str] = mapped_column(String(16), default=ExampleStatus.DRAFT.value, index=True)
     status_reason: Mapped[str | None] = mapped_column(Text)
     time_spent_ms: Mapped[int] = mapped_column(Integer, default=0)
