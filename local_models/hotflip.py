@@ -60,7 +60,7 @@ class FlipResult:
 class _Vocabulary:
     ids: Any  # torch.LongTensor of whole-word ids
     words: tuple[str, ...]
-    id_of: dict[str, int]
+    embeddings: Any  # [words, hidden] float32: their input embeddings, copied once
 
 
 _VOCABULARIES: "weakref.WeakKeyDictionary[Any, _Vocabulary]" = weakref.WeakKeyDictionary()
@@ -84,8 +84,9 @@ def whole_word_vocabulary(engine: "InferenceEngine") -> _Vocabulary:
         size = int(runtime.embedding_layer().weight.shape[0])
         special = engine.encoder.special_tokens()
         pairs = sorted((i, t) for t, i in vocab.items() if i < size and t not in special and is_whole_word(t))
-        found = _Vocabulary(torch.tensor([i for i, _ in pairs], dtype=torch.long), tuple(t for _, t in pairs),
-                            {t: i for i, t in pairs})
+        ids = torch.tensor([i for i, _ in pairs], dtype=torch.long)
+        weights = runtime.embedding_layer().weight.detach()
+        found = _Vocabulary(ids, tuple(t for _, t in pairs), weights[ids.to(weights.device)].float().contiguous())
         _VOCABULARIES[runtime.module] = found
         return found
 
@@ -138,26 +139,27 @@ def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, ta
     if not chosen:
         probs = probabilities[0].detach().cpu().numpy()
         return FlipResult(engine.labels[index], float(probs[index]), engine.labels[int(probs.argmax())], ())
-    weights = layer.weight.detach()
-    candidates = weights[vocabulary.ids.to(weights.device)].float()  # [V, d]
+    candidates = vocabulary.embeddings  # [V, d]
     firsts = torch.stack([gradient[u.token_positions[0]] for u in chosen])  # [W, d]
     constants = torch.stack([per_token[list(u.token_positions)].sum() for u in chosen])  # [W]
     with torch.inference_mode():
         estimates = candidates @ firsts.T - constants  # [V, W]
     excluded = {w.lower() for w in exclude}
     out = []
+    # enough of the best to fill ``per_word`` after the word itself and the excluded ones are skipped
+    depth = min(len(vocabulary.words), per_word + len(excluded) + 1)
+    best_values, best_rows = torch.topk(estimates, depth, dim=0, largest=False)
+    best_values, best_rows = best_values.cpu().numpy(), best_rows.cpu().numpy()
     for k, unit in enumerate(chosen):
         own = unit.text.lower()
-        order = torch.argsort(estimates[:, k]).cpu().numpy()
-        column = estimates[:, k].cpu().numpy()
         picks: list[Replacement] = []
-        for j in order:
-            word = vocabulary.words[int(j)]
-            if word == own or word in excluded or column[j] >= 0:
-                if column[j] >= 0:
-                    break  # ascending: nothing further lowers the target
+        for value, row in zip(best_values[:, k], best_rows[:, k]):
+            if value >= 0:
+                break  # ascending: nothing further lowers the target
+            word = vocabulary.words[int(row)]
+            if word == own or word in excluded:
                 continue
-            picks.append(Replacement(word, float(column[j])))
+            picks.append(Replacement(word, float(value)))
             if len(picks) >= per_word:
                 break
         out.append(WordReplacements(segment, unit.text, unit.start, unit.end, float(abs(constants[k])), tuple(picks)))

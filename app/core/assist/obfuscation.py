@@ -66,19 +66,19 @@ def _replace(word: str, index: int, new: str) -> str:
 
 
 def _middle_first(positions: list[int]) -> list[int]:
-    """Positions ordered from the word's middle outwards: a change there keeps the word readable
-    (first and last letters stay) and breaks its tokenisation most."""
-    centre = (len(positions) - 1) / 2
+    """Positions ordered from the middle of their range outwards: a change there keeps the word
+    readable (its first letter stays) and breaks its tokenisation most."""
+    if not positions:
+        return []
+    centre = (min(positions) + max(positions)) / 2
     return sorted(positions, key=lambda k: (abs(k - centre), k))
 
 
 def char_swaps(word: str) -> Iterator[str]:
-    """Two neighbouring letters swapped, first and last letters kept ("hate" → "haet")."""
+    """Two neighbouring letters swapped, the first letter kept ("hate" → "haet", "htae")."""
     letters = _letters(word)
-    pairs = [k for k in range(1, len(letters) - 2) if letters[k + 1] == letters[k] + 1
+    pairs = [k for k in range(1, len(letters) - 1) if letters[k + 1] == letters[k] + 1
              and word[letters[k]] != word[letters[k + 1]]]
-    if not pairs and len(letters) >= 3 and letters[-1] == letters[-2] + 1 and word[letters[-1]] != word[letters[-2]]:
-        pairs = [len(letters) - 2]  # a three-letter word: swap its last two
     for k in _middle_first(pairs):
         i = letters[k]
         yield word[:i] + word[i + 1] + word[i] + word[i + 2:]
@@ -94,9 +94,10 @@ def char_deletions(word: str) -> Iterator[str]:
 
 
 def leetspeak(word: str, leet: Mapping[str, str]) -> Iterator[str]:
-    """One letter in leetspeak ("hate" → "h4te"), then every mappable letter ("h473")."""
+    """One letter in leetspeak, a vowel where there is one ("hate" → "h4te"), then every mappable letter ("h473")."""
     mappable = [i for i in _letters(word) if word[i].lower() in leet]
-    for i in _middle_first(mappable)[:1]:
+    vowels = [i for i in mappable if word[i].lower() in "aeiou"]  # as HateCheck respells: "h4te", "1diots"
+    for i in (_middle_first(vowels) or _middle_first(mappable))[:1]:
         yield _replace(word, i, leet[word[i].lower()])
     if len(mappable) > 1:
         yield "".join(leet.get(ch.lower(), ch) if ch.isalpha() else ch for ch in word)

@@ -10,7 +10,7 @@ Needs the target's PyTorch form (``GenerationContext.gradients``); an ONNX-only 
 from __future__ import annotations
 
 from app.core.assist.base import GeneratorUnavailable, makes
-from app.core.assist.types import Candidate, GenerationContext, Generator, Unavailable
+from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable
 from local_models.hotflip import hotflip
 
 EDIT_TYPE = "word_substitution"
@@ -46,7 +46,10 @@ def generate(context: GenerationContext) -> list[Candidate]:
     inputs = context.inputs if context.inputs is not None else context.text
     spans = [(w.start, w.end) for w in sorted(context.words, key=lambda w: -w.score)
              if w.score > 0 and any(ch.isalpha() for ch in w.word)][:TOP_WORDS]
-    target = context.model_label if context.model_label in getattr(engine, "labels", ()) else None
+    # fool: lower the probability of the label the writer gave; contrast: of the model's own label
+    # (the edit should change what the text says; the writer confirms the new label)
+    wanted = context.writer_label if context.goal == Goal.FOOL else context.model_label
+    target = wanted if wanted in getattr(engine, "labels", ()) else None
     result = hotflip(engine, inputs, segment=context.segment, target=target, spans=spans or None,
                      top_words=TOP_WORDS, per_word=PER_WORD, exclude=sorted(STOPWORDS))
     if not result.words:
