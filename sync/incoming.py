@@ -17,6 +17,8 @@ from app.core.domain import ReviewAction, SyncState
 from app.core.errors import DynadeskError
 from app.core.io.records import RecordWriter
 from app.core.services.lead import review_order
+from app.core.assist.lexicon import WordChanges
+from app.core.assist.words_store import store_assist_words
 from app.core.quality.settings import QualitySettings
 from app.core.quality.settings_store import store_quality_settings
 from app.core.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
@@ -241,6 +243,8 @@ class PulledRecordWriter(RecordWriter):
         store_threshold(self.session, definition, threshold, {**r, "sync_state": SyncState.SYNCED.value})
         if r.get("quality") is not None:  # a lead's desk from before the quality settings sends none
             store_quality_settings(self.session, r["task"], QualitySettings.from_json(r["quality"]))
+        if r.get("assist_words") is not None:  # nor from before the assistant's word lists
+            store_assist_words(self.session, r["task"], WordChanges.from_json(r["assist_words"]))
         self.rethreshold.add(task.id)
         self.report.count("task settings")
 

@@ -42,6 +42,7 @@ from app.core.domain import (
     Verdict,
 )
 from app.core.limits import FREE_FORM_FIELDS, free_form_problem
+from app.core.assist.lexicon import InvalidLexicon, WordChanges
 from app.core.quality.settings import BOUNDS as QUALITY_BOUNDS
 
 PROTOCOL_VERSION = 1
@@ -268,8 +269,20 @@ class TaskSettingRecord(Stamped):
     agreement_threshold: Annotated[int, Field(ge=1, le=20)]
     # The lead's data-quality settings, sent with the threshold (None from a desk older than them).
     quality: QualitySettingsWire | None = None
+    # The lead's changes to the assistant's word lists (``WordChanges`` JSON; None from older desks).
+    assist_words: dict[str, Any] | None = None
     lead: uuid.UUID
     received_at: AwareDatetime | None = None  # set by the server (ignored when pushed)
+
+    @field_validator("assist_words")
+    @classmethod
+    def _word_changes(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        try:
+            return WordChanges.from_json(value).to_json()  # checked and in one normal form
+        except InvalidLexicon as exc:
+            raise ValueError(str(exc)) from None
 
 
 PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, TaskSettingRecord, PersonRecord],

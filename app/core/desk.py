@@ -11,6 +11,7 @@ from app.core import paths
 from app.core.domain import Role
 from app.core.errors import DynadeskError
 from app.core.quality.near_duplicates import NearDuplicateIndex
+from app.core.assist.lexicon import WordChanges
 from app.core.quality.settings import QualitySettings
 from app.core.services.dashboard import DashboardService
 from app.core.services.examples import ExampleService
@@ -102,6 +103,14 @@ class Desk:
         self.lead.require_lead(lead_id)
         self.tasks.task(task_code)
         self.tasks.set_quality_settings(task_code, settings, lead_id)
+
+    def set_assist_words(self, lead_id: uuid.UUID, task_code: str, changes: WordChanges) -> None:
+        """A lead changes the task's assistant word lists, for this desk and, once synced, for the
+        team (they travel with the task's other settings). Lists and entries are checked first."""
+        self.lead.require_lead(lead_id)
+        self.tasks.task(task_code)
+        self.tasks.assist_lexicon(task_code).check_changes(changes)
+        self.tasks.set_assist_words(task_code, changes, lead_id)
 
     def close(self) -> None:
         self.db.close()

@@ -159,6 +159,8 @@ class TaskSetting(Stamped, Base):
     agreement_threshold: Mapped[int] = mapped_column(Integer)
     # The lead's data-quality settings sent with it (migration 0007; None from older desks).
     quality: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The lead's changes to the assistant's word lists (migration 0010; None from older desks).
+    assist_words: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

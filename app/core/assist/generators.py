@@ -4,10 +4,11 @@ that cannot work raises ``GeneratorUnavailable(reason)``. Add one by adding it h
 
 from __future__ import annotations
 
-from app.core.assist import obfuscation, substitution
+from app.core.assist import obfuscation, rules, substitution
 from app.core.assist.base import GeneratorFn
 
 GENERATORS: tuple[GeneratorFn, ...] = (
     obfuscation.generate,
     substitution.generate,
+    rules.generate,
 )

@@ -12,6 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.core.domain import RoundStatus, SyncState, utcnow
 from app.core.errors import NotFound
+from app.core.assist.lexicon import Lexicon, WordChanges, load_lexicon, shipped_lexicon
+from app.core.assist.words_store import assist_words_in, store_assist_words
 from app.core.quality.settings import QualitySettings
 from app.core.quality.settings_store import quality_settings_in, store_quality_settings
 from app.core.storage.db import Database
@@ -134,11 +136,37 @@ class TaskService:
             threshold = agreement_threshold_in(session, definition)
         self._queue_setting(task_code, lead_id, threshold, settings)
 
-    def _queue_setting(self, task_code: str, lead_id: uuid.UUID, threshold: int, quality: QualitySettings) -> None:
+    def assist_words(self, task_code: str) -> WordChanges:
+        """A lead's changes to the task's assistant word lists on this desk (none until made)."""
+        with self.db.read() as session:
+            return assist_words_in(session, task_code)
+
+    def assist_lexicon(self, task_code: str) -> Lexicon:
+        """The assistant's word lists for the task: the shipped ones with the lead's changes."""
         definition = self.definition_by_code(task_code)
+        shipped = shipped_lexicon(task_code)
+        if shipped.labels and not set(shipped.labels.values()) <= set(definition.labels):
+            shipped = load_lexicon(task_code, labels=definition.labels)  # raises, naming the label
+        return shipped.with_changes(self.assist_words(task_code))
+
+    def set_assist_words(self, task_code: str, changes: WordChanges, lead_id: uuid.UUID) -> None:
+        """Store a lead's word-list changes (the caller checks the role and the lists) and queue
+        them for the team in the ``task_setting`` record, with the settings in force here."""
+        definition = self.definition_by_code(task_code)
+        with self.db.read() as session:
+            threshold = agreement_threshold_in(session, definition)
+            quality = quality_settings_in(session, task_code)
+        self._queue_setting(task_code, lead_id, threshold, quality, changes)
+
+    def _queue_setting(self, task_code: str, lead_id: uuid.UUID, threshold: int, quality: QualitySettings,
+                       words: WordChanges | None = None) -> None:
+        definition = self.definition_by_code(task_code)
+        if words is None:  # the record carries every setting of the task: keep the words in force
+            words = self.assist_words(task_code)
         now = utcnow().isoformat()
         setting: dict[str, Any] = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
                    "agreement_threshold": threshold, "quality": quality.to_json(), "lead": str(lead_id),
+                   "assist_words": words.to_json(),
                    "created_at": now, "updated_at": now,
                    "revision": 1, "received_at": None, "sync_state": SyncState.PENDING.value}
         with self.db.write() as session:
@@ -147,6 +175,7 @@ class TaskService:
                 session.execute(delete(OutboxEntry).where(OutboxEntry.record_id == uuid.UUID(unsent["id"])))
             store_threshold(session, definition, threshold, setting)
             store_quality_settings(session, task_code, quality)
+            store_assist_words(session, task_code, words)
             session.add(OutboxEntry(kind="task_setting", record_id=uuid.UUID(setting["id"]), person_id=lead_id,
                                     revision=1, state="pending", attempts=0))
 

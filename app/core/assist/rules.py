@@ -1,0 +1,426 @@
+"""Rule generators: edits by type from the task's word lists (``app.core.assist.lexicon``).
+
+Each rule is a plain function ``(GenerationContext) -> list[Candidate]`` that claims the true label
+its edit should give the text (``Candidate.claimed_label``): negating a hateful statement claims
+"not hate", swapping one protected group for another keeps "hate". ``generate_rules`` runs the
+rules of the task's family and keeps, for the fool goal, the edits that keep the text's label and,
+for the contrast goal, those that claim another one (the target label, when the writer chose one).
+The target model checks every candidate afterwards; a person always decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+
+from app.core.assist.base import GeneratorUnavailable, makes
+from app.core.assist.lexicon import Lexicon, shipped_lexicon
+from app.core.assist.rule_text import (
+    apostrophe_of,
+    cased_like,
+    find,
+    framed,
+    is_mostly_rtl,
+    prefixed,
+    replace_span,
+    starts_sentence,
+    with_apostrophe,
+)
+from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable
+
+PER_RULE = 4  # candidates one rule may offer: the checker's batch is shared with the other generators
+MAX_RULE_CANDIDATES = 24
+# Plain forms that are also main verbs ("I do my job", "they have cars"): adding "not" after them
+# reads wrongly, so negation is added to them only through the verb rule.
+_MAIN_VERB_AUXILIARIES = frozenset({"do", "does", "did", "have", "has", "need", ""})
+_DO_SUBJECTS = {"i": "don't", "you": "don't", "we": "don't", "they": "don't",
+                "he": "doesn't", "she": "doesn't", "it": "doesn't"}
+
+Rule = Callable[[GenerationContext], list[Candidate]]
+
+
+# --- labels -----------------------------------------------------------------------------------
+
+def lexicon_of(ctx: GenerationContext) -> Lexicon:
+    lexicon = ctx.lexicon
+    return lexicon if isinstance(lexicon, Lexicon) else shipped_lexicon(ctx.task_code)
+
+
+def source_label(ctx: GenerationContext) -> str | None:
+    """The true label of the text as it stands. Fool: the writer's label (else the model's).
+    Contrast: ``writer_label`` is the label wanted after the edit, so the text's own is the
+    model's when that differs, or in a two-label task the other label."""
+    if ctx.goal is Goal.FOOL:
+        return ctx.writer_label or ctx.model_label
+    wanted = ctx.writer_label
+    if wanted is None or (ctx.model_label is not None and ctx.model_label != wanted):
+        return ctx.model_label
+    others = [label for label in ctx.labels if label != wanted]
+    return others[0] if len(others) == 1 else None
+
+
+def _flipped(lexicon: Lexicon, label: str | None, *role_pairs: tuple[str, str]) -> str | None:
+    """The label a meaning-reversing edit gives a text labelled ``label``: each role pair maps both ways."""
+    for one, other in role_pairs:
+        a, b = lexicon.label(one), lexicon.label(other)
+        if label is not None and label == a:
+            return b
+        if label is not None and label == b:
+            return a
+    return None
+
+
+# --- edits ------------------------------------------------------------------------------------
+
+def _candidate(text: str, edit_type: str, note: str, claimed: str | None) -> Candidate:
+    return Candidate(text=text, generator=Generator.RULES, edit_type=edit_type, note=note, claimed_label=claimed)
+
+
+def _non_overlapping(text: str, phrases: Iterable[str]) -> list[tuple[int, int, str, str]]:
+    """Whole-word matches (start, end, as written, the listed phrase), longest phrase first and
+    none overlapping another, in text order."""
+    taken: list[tuple[int, int, str, str]] = []
+    for phrase in sorted(set(phrases), key=lambda p: (-len(p), p)):
+        for m in find(text, phrase):
+            if all(m.end <= s or m.start >= e for s, e, _, _ in taken):
+                taken.append((m.start, m.end, m.found, phrase))
+    return sorted(taken)
+
+
+def _swap(text: str, start: int, end: int, found: str, listed: str, replacement: str) -> str:
+    cased = cased_like(found, with_apostrophe(replacement, apostrophe_of(text)), listed,
+                       at_start=starts_sentence(text, start))
+    return replace_span(text, start, end, cased)
+
+
+def _swaps(text: str, mapping: dict[str, list[str]], edit_type: str, claimed: str | None,
+           limit: int = PER_RULE, label: Callable[[str, str], str] | None = None) -> list[Candidate]:
+    """One candidate per (match, replacement): every listed phrase found is replaced by each of
+    its counterparts in turn, first matches first."""
+    out: list[Candidate] = []
+    matches = _non_overlapping(text, mapping)
+    for rank in range(max((len(v) for v in mapping.values()), default=0)):
+        for start, end, found, listed in matches:
+            options = mapping[listed]
+            if rank < len(options):
+                new = _swap(text, start, end, found, listed, options[rank])
+                note = (label or _arrow)(found, options[rank])
+                out.append(_candidate(new, edit_type, note, claimed))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _arrow(found: str, replacement: str) -> str:
+    return f"'{found}' → '{replacement}'" if replacement else f"'{found}' removed"
+
+
+def _mapping(pairs: Iterable[tuple[str, str]], both_ways: bool = False) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+
+    def add(key: str, value: str) -> None:
+        values = out.setdefault(key, [])
+        if value not in values:
+            values.append(value)
+
+    for a, b in pairs:
+        add(a, b)
+        if both_ways and b:
+            add(b, a)
+    return out
+
+
+# --- negation (every family) ------------------------------------------------------------------
+
+def _third_person(verb: str) -> str:
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(verb) > 1 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _base_form(word: str, verbs: frozenset[str]) -> str | None:
+    lower = word.casefold()
+    for base in (lower, lower[:-1] if lower.endswith("s") else "", lower[:-2] if lower.endswith("es") else "",
+                 lower[:-3] + "y" if lower.endswith("ies") else ""):
+        if base and base in verbs:
+            return base
+    return None
+
+
+def negations_removed(ctx: GenerationContext, claimed: str | None) -> list[Candidate]:
+    lexicon = lexicon_of(ctx)
+    text = ctx.text
+    verbs = frozenset(v.casefold() for v in lexicon.words("negatable_verbs"))
+    plain_of = {neg.casefold(): plain for neg, plain in lexicon.pairs("negations")}
+    out: list[Candidate] = []
+    for start, end, found, listed in _non_overlapping(text, plain_of):
+        plain = plain_of[listed.casefold()]
+        after = text[end:]
+        next_word = after.split(maxsplit=1)[0] if after.strip() else ""
+        base = _base_form(next_word, verbs) if plain in ("do", "does", "did") else None
+        if base is not None:  # "don't hate" → "hate", "doesn't hate" → "hates": drop the auxiliary
+            verb_start = end + len(after) - len(after.lstrip())
+            verb_end = verb_start + len(next_word.rstrip(".,!?;:"))
+            verb = {"does": _third_person(base), "did": None}.get(plain, base)
+            if verb is None:
+                continue  # "didn't hate" → "hated" needs the past tense; the plain "did hate" is offered below
+            new = text[:start] + cased_like(found, verb, listed, starts_sentence(text, start)) + text[verb_end:]
+            out.append(_candidate(new, "negation_removed", f"'{text[start:verb_end]}' → '{verb}'", claimed))
+        else:
+            new = _swap(text, start, end, found, listed, plain)
+            out.append(_candidate(new, "negation_removed", _arrow(found, plain), claimed))
+        if len(out) >= PER_RULE:
+            break
+    return out
+
+
+def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candidate]:
+    lexicon = lexicon_of(ctx)
+    text = ctx.text
+    pairs = lexicon.pairs("negations")
+    negated_spans = [(s, e) for s, e, _, _ in _non_overlapping(text, [neg for neg, _ in pairs])]
+    negated_of: dict[str, str] = {}
+    for neg, plain in pairs:
+        if plain.casefold() not in _MAIN_VERB_AUXILIARIES:
+            negated_of.setdefault(plain.casefold(), neg)
+    out: list[Candidate] = []
+    negating = {neg.split()[0].casefold() for neg, _ in pairs} | {"not"}
+    for start, end, found, listed in _non_overlapping(text, negated_of):
+        following = text[end:].split(maxsplit=1)
+        if any(s < end and start < e for s, e in negated_spans) or (
+                following and following[0].strip(".,!?;:").casefold() in negating):
+            continue  # already negated ("is not", "isn't", "are never")
+        out.append(_candidate(_swap(text, start, end, found, listed, negated_of[listed.casefold()]),
+                              "negation_added", _arrow(found, negated_of[listed.casefold()]), claimed))
+    verbs = frozenset(v.casefold() for v in lexicon.words("negatable_verbs"))
+    apostrophe = apostrophe_of(text)
+    for subject, auxiliary in _DO_SUBJECTS.items():  # "I hate …" → "I don't hate …"
+        for m in find(text, subject):
+            after = text[m.end:]
+            next_word = after.split(maxsplit=1)[0] if after.strip() else ""
+            base = _base_form(next_word.rstrip(".,!?;:"), verbs)
+            if base is None or not after[:1].isspace():
+                continue
+            verb_start = m.end + len(after) - len(after.lstrip())
+            verb_end = verb_start + len(next_word.rstrip(".,!?;:"))
+            written = text[verb_start:verb_end]
+            negated = with_apostrophe(auxiliary, apostrophe) + " " + base
+            if written.isupper() and len(written) > 1:
+                negated = negated.upper()
+            out.append(_candidate(text[:verb_start] + negated + text[verb_end:], "negation_added",
+                                  f"'{written}' → '{negated}'", claimed))
+    return out[:PER_RULE]
+
+
+def negation(ctx: GenerationContext, flip: Callable[[str | None], str | None]) -> list[Candidate]:
+    """Negation added where the text has none, removed where it has one; each claims ``flip`` of
+    the text's label."""
+    claimed = flip(source_label(ctx))
+    return negations_added(ctx, claimed) + negations_removed(ctx, claimed)
+
+
+# --- hate speech ------------------------------------------------------------------------------
+
+def _group_forms(lexicon: Lexicon, name: str) -> list[tuple[str, str]]:
+    return list(lexicon.pairs(name))
+
+
+def _group_mapping(groups: list[tuple[str, str]], others: list[tuple[str, str]], limit: int) -> dict[str, list[str]]:
+    """Each group form (plural and singular) to up to ``limit`` forms of other groups of the same number."""
+    out: dict[str, list[str]] = {}
+    for plural, singular in groups:
+        choices = [(p, s) for p, s in others if p.casefold() != plural.casefold()][:limit]
+        out[plural] = [p for p, _ in choices]
+        if singular.casefold() != plural.casefold():
+            out.setdefault(singular, [s for _, s in choices])
+    return out
+
+
+def group_swaps(ctx: GenerationContext) -> list[Candidate]:
+    lexicon = lexicon_of(ctx)
+    source = source_label(ctx)
+    hateful, harmless = lexicon.label("hateful"), lexicon.label("not_hateful")
+    protected = _group_forms(lexicon, "protected_groups")
+    unprotected = _group_forms(lexicon, "non_protected_groups")
+    out = _swaps(ctx.text, _group_mapping(protected, protected, 3), "group_swap_protected", source)
+    if source == hateful:
+        out += _swaps(ctx.text, _group_mapping(protected, unprotected, 2), "group_to_non_protected", harmless)
+    elif source == harmless:  # an attack on politicians becomes one on a protected group
+        out += _swaps(ctx.text, _group_mapping(unprotected, protected, 2), "group_to_protected", hateful)
+    return out
+
+
+def slur_swaps(ctx: GenerationContext) -> list[Candidate]:
+    """Slur → description keeps the text's label (a reclaimed use stays harmless); description →
+    slur only for hateful text (a slur makes a friendly text something else)."""
+    lexicon = lexicon_of(ctx)
+    source = source_label(ctx)
+    slurs = lexicon.pairs("slurs")
+    out = _swaps(ctx.text, _mapping(slurs), "slur_to_description", source)
+    if source == lexicon.label("hateful"):
+        first_slur: dict[str, list[str]] = {}
+        for slur, description in slurs:
+            first_slur.setdefault(description, [slur])
+        out += _swaps(ctx.text, first_slur, "description_to_slur", source)
+    return out
+
+
+def counter_speech(ctx: GenerationContext) -> list[Candidate]:
+    """A hateful statement quoted to denounce it, or reported: claims the harmless label."""
+    lexicon = lexicon_of(ctx)
+    if source_label(ctx) != lexicon.label("hateful") or is_mostly_rtl(ctx.text) or not ctx.text.strip():
+        return []
+    harmless = lexicon.label("not_hateful")
+    out = [_candidate(framed(t, ctx.text), "counter_speech", "quoted to denounce it", harmless)
+           for t in lexicon.words("counter_speech")[:PER_RULE]]
+    out += [_candidate(framed(t, ctx.text), "quotation", "reported, not endorsed", harmless)
+            for t in lexicon.words("quotations")[:2]]
+    return out
+
+
+def _keep_capital(lexicon: Lexicon) -> frozenset[str]:
+    """Words that are capitalised wherever they stand (names of groups, "Muslims")."""
+    names = {phrase.split()[0] for name in ("protected_groups", "non_protected_groups", "slurs")
+             for pair in lexicon.pairs(name) for phrase in pair if phrase[:1].isupper()}
+    return frozenset(n.casefold() for n in names)
+
+
+def hedging(ctx: GenerationContext) -> list[Candidate]:
+    """A hedge before the statement: its label stays."""
+    lexicon = lexicon_of(ctx)
+    if is_mostly_rtl(ctx.text) or not ctx.text.strip():
+        return []
+    start = ctx.text.lstrip().casefold()
+    keep = _keep_capital(lexicon)
+    return [_candidate(prefixed(h, ctx.text, keep), "hedging", f"'{h}' put before it", source_label(ctx))
+            for h in lexicon.words("hedges") if not start.startswith(h.casefold())][:3]
+
+
+def implicit_phrasing(ctx: GenerationContext) -> list[Candidate]:
+    lexicon = lexicon_of(ctx)
+    source = source_label(ctx)
+    if source != lexicon.label("hateful"):
+        return []
+    return _swaps(ctx.text, _mapping(lexicon.pairs("implicit_phrasings")), "implicit_phrasing", source)
+
+
+# --- sentiment and NLI --------------------------------------------------------------------------
+
+def antonyms(ctx: GenerationContext, claimed: str | None) -> list[Candidate]:
+    return _swaps(ctx.text, _mapping(lexicon_of(ctx).pairs("antonyms"), both_ways=True), "antonym", claimed)
+
+
+def negated_antonyms(ctx: GenerationContext) -> list[Candidate]:
+    """"good" → "not bad": about the same sentiment in other words (a litotes)."""
+    mapping = {k: ["not " + v for v in vs] for k, vs in _mapping(lexicon_of(ctx).pairs("antonyms"), True).items()}
+    return _swaps(ctx.text, mapping, "negated_antonym", source_label(ctx), limit=2)
+
+
+def quantifiers(ctx: GenerationContext, claimed: str | None) -> list[Candidate]:
+    pairs = lexicon_of(ctx).pairs("quantifier_negations")
+    return _swaps(ctx.text, _mapping(pairs, both_ways=True), "quantifier", claimed)
+
+
+# --- the families -------------------------------------------------------------------------------
+
+def _mentions_group(ctx: GenerationContext, lexicon: Lexicon) -> bool:
+    phrases = [p for name in ("protected_groups", "slurs") for pair in lexicon.pairs(name) for p in pair if p]
+    return bool(_non_overlapping(ctx.text, phrases))
+
+
+def hate_negation(ctx: GenerationContext) -> list[Candidate]:
+    """Negating hateful text claims "not hate"; removing the negation from harmless text about a
+    protected group ("I don't hate women") claims "hate". Negating harmless text proves nothing."""
+    lexicon = lexicon_of(ctx)
+    source = source_label(ctx)
+    hateful, harmless = lexicon.label("hateful"), lexicon.label("not_hateful")
+    if source == hateful:
+        return negations_added(ctx, harmless) + negations_removed(ctx, harmless)
+    if source == harmless and _mentions_group(ctx, lexicon):
+        return negations_removed(ctx, hateful)
+    return []
+
+
+def hate_speech_rules(ctx: GenerationContext) -> list[Candidate]:
+    return (hate_negation(ctx) + group_swaps(ctx) + counter_speech(ctx) + implicit_phrasing(ctx)
+            + hedging(ctx) + slur_swaps(ctx))
+
+
+def sentiment_rules(ctx: GenerationContext) -> list[Candidate]:
+    lexicon = lexicon_of(ctx)
+    source = source_label(ctx)
+    flipped = _flipped(lexicon, source, ("positive", "negative"))
+    return (negation(ctx, lambda _: flipped) + antonyms(ctx, flipped) + quantifiers(ctx, flipped)
+            + negated_antonyms(ctx))
+
+
+def nli_rules(ctx: GenerationContext) -> list[Candidate]:
+    lexicon = lexicon_of(ctx)
+    source = source_label(ctx)
+    entailment, neutral = lexicon.label("entailment"), lexicon.label("neutral")
+    contradiction = lexicon.label("contradiction")
+    negated = _flipped(lexicon, source, ("entailment", "contradiction"))
+    weakenings = lexicon.pairs("quantifier_weakenings")
+    out = negation(ctx, lambda _: negated)
+    out += antonyms(ctx, contradiction if source == entailment else None)
+    out += quantifiers(ctx, contradiction if source == entailment else None)
+    # all → some still follows from what entailed "all"; some → all no longer does
+    out += _swaps(ctx.text, _mapping(weakenings), "quantifier_weakened", entailment if source == entailment else None)
+    out += _swaps(ctx.text, _mapping((weak, strong) for strong, weak in weakenings), "quantifier_strengthened",
+                  neutral if source == entailment else None)
+    return out
+
+
+FAMILY_RULES: dict[str, Rule] = {"hate_speech": hate_speech_rules, "sentiment": sentiment_rules, "nli": nli_rules}
+
+
+def _wanted(ctx: GenerationContext, candidate: Candidate, source: str | None) -> bool:
+    if candidate.text == ctx.text or candidate.claimed_label is None or source is None:
+        return False
+    if ctx.goal is Goal.FOOL:
+        return candidate.claimed_label == source
+    return candidate.claimed_label != source and ctx.writer_label in (None, candidate.claimed_label)
+
+
+def _interleaved(candidates: list[Candidate]) -> Iterator[Candidate]:
+    """Round-robin over edit types, so a cap keeps every type represented."""
+    by_type: dict[str, list[Candidate]] = {}
+    for c in candidates:
+        by_type.setdefault(c.edit_type, []).append(c)
+    queues = list(by_type.values())
+    for rank in range(max((len(q) for q in queues), default=0)):
+        for queue in queues:
+            if rank < len(queue):
+                yield queue[rank]
+
+
+def generate_rules(ctx: GenerationContext, limit: int = MAX_RULE_CANDIDATES) -> list[Candidate]:
+    """The rule candidates for ``ctx``: those of the task's family that serve the goal, distinct,
+    every edit type represented before any gets a second, at most ``limit``."""
+    lexicon = lexicon_of(ctx)
+    family = FAMILY_RULES.get(lexicon.family or "")
+    if family is None or not ctx.text.strip():
+        return []
+    if ctx.lexicon is not lexicon:
+        ctx = replace(ctx, lexicon=lexicon)
+    source = source_label(ctx)
+    seen = {ctx.text}
+    out: list[Candidate] = []
+    for candidate in _interleaved([c for c in family(ctx) if _wanted(ctx, c, source)]):
+        if candidate.text not in seen:
+            seen.add(candidate.text)
+            out.append(candidate)
+            if len(out) >= limit:
+                break
+    return out
+
+
+@makes(Generator.RULES)
+def generate(ctx: GenerationContext) -> list[Candidate]:
+    """The registered generator: ``generate_rules``, or why no rule applies."""
+    found = generate_rules(ctx)
+    if not found:
+        raise GeneratorUnavailable(Unavailable.NO_RULES)
+    return found

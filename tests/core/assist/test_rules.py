@@ -1,0 +1,119 @@
+"""The rule generators on real shipped word lists: what each edit makes, the label it claims, and
+care with the writer's text (casing, apostrophes, emoji, zero-width characters, right-to-left)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.core.assist.lexicon import WordChanges, shipped_lexicon
+from app.core.assist.rules import generate, generate_rules
+from app.core.assist.base import GeneratorUnavailable
+from app.core.assist.types import GenerationContext, Generator, Goal, Unavailable
+
+HATE = ("hate", "not hate")
+SENTIMENT = ("positive", "negative", "neutral")
+NLI = ("entailment", "neutral", "contradiction")
+
+
+def rules(text, goal, writer_label=None, model_label="hate", task="hate_speech", labels=HATE, lexicon=None):
+    ctx = GenerationContext(text, Goal(goal), writer_label, model_label, labels, task, (), lexicon=lexicon)
+    return {c.text: c for c in generate_rules(ctx)}
+
+
+def test_negating_hate_claims_not_hate_and_removing_a_negation_claims_hate():
+    made = rules("I hate women.", "contrast", "not hate")
+    assert made["I don't hate women."].edit_type == "negation_added"
+    assert made["I don't hate women."].claimed_label == "not hate"
+    assert made["I don't hate women."].generator is Generator.RULES
+    back = rules("Let me be clear: I don’t hate women.", "contrast", "hate", "not hate")
+    assert back["Let me be clear: I hate women."].edit_type == "negation_removed"
+    assert back["Let me be clear: I hate women."].claimed_label == "hate"
+    third = rules("She doesn't hate trans people", "contrast", "hate", "not hate")
+    assert "She hates trans people" in third
+    never = rules("By their nature, women are never attractive.", "contrast", "not hate")
+    assert "By their nature, women are attractive." in never
+    assert not any("not never" in t for t in never)  # no double negation
+    # negating a harmless text proves nothing: no claim of hate from it
+    assert not any(c.edit_type == "negation_added" for c in rules("Politicians are scum.", "contrast", "hate",
+                                                                    "not hate").values())
+
+
+def test_the_fool_goal_keeps_the_label_and_the_contrast_goal_changes_it():
+    fool = rules("Muslims are disgusting 🤮 and should all die", "fool", "hate")
+    assert fool and all(c.claimed_label == "hate" for c in fool.values())
+    assert {c.edit_type for c in fool.values()} >= {"group_swap_protected", "implicit_phrasing", "hedging",
+                                                   "description_to_slur"}
+    assert "Women are disgusting 🤮 and should all die" in fool  # the emoji stays where it was
+    contrast = rules("Muslims are disgusting 🤮 and should all die", "contrast", "not hate")
+    assert contrast and all(c.claimed_label == "not hate" for c in contrast.values())
+    assert "Politicians are disgusting 🤮 and should all die" in contrast
+    assert contrast["Politicians are disgusting 🤮 and should all die"].edit_type == "group_to_non_protected"
+    to_protected = rules("Politicians are scum.", "contrast", "hate", "not hate")
+    assert to_protected["Women are scum."].claimed_label == "hate"
+
+
+def test_casing_is_the_writers():
+    made = rules("I really can't stand Muslims, honestly.", "fool", "hate")
+    assert "I really can't stand women, honestly." in made  # a name's capital does not carry over
+    shout = rules("WOMEN ARE SCUM", "fool", "hate")
+    assert "TRANS PEOPLE ARE SCUM" in shout and "I THINK WOMEN ARE SCUM" in shout
+    hedge = rules("Women are useless.", "fool", "hate")
+    assert "I think women are useless." in hedge  # the capital only started the sentence
+    assert "I think Muslims are useless." in rules("Muslims are useless.", "fool", "hate")
+
+
+def test_counter_speech_and_quotation_framing():
+    made = rules('I hate "those" women.', "contrast", "not hate")
+    framed = [c for c in made.values() if c.edit_type in ("counter_speech", "quotation")]
+    assert {c.edit_type for c in framed} == {"counter_speech", "quotation"}
+    assert all(c.claimed_label == "not hate" for c in framed)
+    assert "Saying \"I hate 'those' women\" is hateful." in made
+    assert not rules("I love women", "contrast", "hate", "not hate").get('Saying "I love women" is hateful.')
+
+
+def test_right_to_left_and_zero_width_text_is_left_as_written():
+    arabic = "أنا أكره women"
+    made = rules(arabic, "contrast", "not hate")
+    assert not any(c.edit_type in ("counter_speech", "quotation", "hedging") for c in made.values())
+    assert "أنا أكره politicians" in made  # the listed word is still swapped, the rest untouched
+    hidden = "wo\u200bmen are scum and gay\u200d people too"
+    for text in rules(hidden, "fool", "hate"):
+        assert "wo\u200bmen" in text or "women" not in text  # never "repairs" an obfuscated word
+
+
+def test_sentiment_and_nli_rules():
+    made = rules("The food was great and the staff were friendly.", "contrast", None, "positive", "sentiment",
+                 SENTIMENT)
+    assert made["The food was terrible and the staff were friendly."].claimed_label == "negative"
+    assert made["The food was not great and the staff were friendly."].edit_type == "negation_added"
+    kept = rules("The food was great.", "fool", "positive", "positive", "sentiment", SENTIMENT)
+    assert kept["The food was not terrible."].edit_type == "negated_antonym"
+    nli = rules("All the men are sitting.", "contrast", None, "entailment", "nli", NLI)
+    assert nli["None of the men are sitting."].claimed_label == "contradiction"
+    assert nli["All the men are standing."].edit_type == "antonym"
+    wanted = rules("Some of the men are sitting.", "contrast", "neutral", "entailment", "nli", NLI)
+    assert {c.claimed_label for c in wanted.values()} == {"neutral"}  # only what the writer asked for
+    assert wanted["All of the men are sitting."].edit_type == "quantifier_strengthened"
+    assert "Some of the men are sitting." in rules("All the men are sitting.", "fool", "entailment", "entailment",
+                                                  "nli", NLI)
+
+
+def test_a_leads_words_are_used_and_no_rule_is_said_so():
+    changes = WordChanges(added={"protected_groups": (("Sikhs", "Sikh"),)},
+                          removed={"protected_groups": (("trans people", "trans person"),)})
+    lexicon = shipped_lexicon("hate_speech").with_changes(changes)
+    made = rules("I hate Sikhs.", "fool", "hate", lexicon=lexicon)
+    assert "I hate women." in made and "I hate trans people." not in rules("I hate women.", "fool", "hate",
+                                                                             lexicon=lexicon)
+    ctx = GenerationContext("hello there", Goal.CONTRAST, None, "not hate", HATE, "hate_speech", ())
+    with pytest.raises(GeneratorUnavailable) as caught:
+        generate(ctx)
+    assert caught.value.reason is Unavailable.NO_RULES
+
+
+def test_at_most_the_limit_and_every_type_before_a_second():
+    ctx = GenerationContext("I hate women and Muslims are disgusting.", Goal.CONTRAST, "not hate", "hate", HATE,
+                            "hate_speech", ())
+    few = generate_rules(ctx, limit=4)
+    assert len(few) == 4 and len({c.edit_type for c in few}) == 4
+    assert len({c.text for c in generate_rules(ctx)}) == len(generate_rules(ctx))
