@@ -74,7 +74,8 @@ class SuggestionRowWidget(QFrame):
         font.setPointSizeF(font.pointSizeF() * 1.1)
         self.diff.setFont(font)
         claimed = f" · meant to be <b>{escape(row.claimed_label)}</b>" if row.claimed_label else ""
-        self.probabilities = QLabel(f"Model: {escape(row.probability_line)}{claimed}",
+        lookalikes = f"<br><i>{escape(row.lookalikes)}</i>" if row.lookalikes else ""
+        self.probabilities = QLabel(f"Model: {escape(row.probability_line)}{claimed}{lookalikes}",
                                     objectName="suggestion_probabilities", wordWrap=True,
                                     styleSheet="color:#444")
         if row.note:
@@ -135,7 +136,7 @@ class AssistPanel(QWidget):
         self.suggest_button = QPushButton(f"Suggest ({SUGGEST_KEYS})", objectName="suggest")
         self.suggest_button.clicked.connect(self.suggest_requested)
         goal_row.addWidget(self.suggest_button)
-        self.status = QLabel(objectName="assist_status", wordWrap=True)
+        self.status = QLabel(objectName="assist_status", wordWrap=True, textFormat=Qt.TextFormat.RichText)
         self.confirm = QFrame(objectName="assist_confirm")
         self.confirm.setStyleSheet("#assist_confirm { background:#fff4ce; border-radius:4px; }")
         self.confirm_text = QLabel(wordWrap=True)
@@ -154,7 +155,8 @@ class AssistPanel(QWidget):
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.setWidget(self.list_holder)
         self.scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.notes = QLabel(objectName="assist_notes", wordWrap=True, styleSheet="color:#6b6b6b")
+        self.notes = QLabel(objectName="assist_notes", wordWrap=True, styleSheet="color:#6b6b6b",
+                            textFormat=Qt.TextFormat.RichText)
         self.apply_button = QPushButton(f"Apply ({APPLY_KEYS})", objectName="assist_apply")
         self.apply_button.clicked.connect(self.apply_selected)
         bottom = QHBoxLayout()

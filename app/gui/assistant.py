@@ -22,8 +22,8 @@ from app.views.assist_session import AssistSession
 log = logging.getLogger(__name__)
 
 
-def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | None,
-                rule: str) -> Callable[[Any, Callable], Any]:
+def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | None, rule: str,
+                lexicon: Any = None) -> Callable[[Any, Callable], Any]:
     """What the explanation lane runs: generate the suggestions for ``inputs`` and check each
     against the loaded target (word substitution uses a member with gradients, when one has them)."""
     from app.core.assist.pipeline import suggest
@@ -33,7 +33,7 @@ def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | Non
     def work(models, checkpoint):
         gradients = next((engine for engine in models.engines if engine.supports_gradients), None)
         return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
-                       rule=rule, checkpoint=checkpoint)
+                       rule=rule, lexicon=lexicon, checkpoint=checkpoint)
 
     return work
 
@@ -45,6 +45,7 @@ class AssistantController:
         self.ws = ws
         self.session = AssistSession()
         self._previous: dict[int, Assistance | None] = {}  # per applied suggestion: the record it replaced
+        self.lexicon: Any = None  # the task's word lists (shipped, with the lead's changes); None: the shipped ones
         view = ws.view
         view.suggest_requested.connect(self.suggest)
         view.assist_goal_changed.connect(self.choose_goal)
@@ -58,9 +59,26 @@ class AssistantController:
     # The task and the example ---------------------------------------------------------------------
     def task_opened(self) -> None:
         """A task opened, or the round written in switched: nothing shown of the previous one stays."""
-        self.session.task_opened(self.ws.session.definition)
+        ws, definition = self.ws, self.ws.session.definition
+        self.session.task_opened(definition)
         self._previous.clear()
+        self.lexicon = None
         self.refresh()
+        if definition is None or not self.session.helps():
+            return
+        tasks, code = ws.desk.tasks, definition.code
+
+        def found(lexicon) -> None:
+            if ws.session.definition is definition:
+                self.lexicon = lexicon
+
+        def unusable(error: BaseException) -> None:  # the shipped lists still serve; the lead's problem is said
+            log.warning("the task's word lists could not be read", exc_info=error)
+            self.session.notice(f"The lead's word lists for this task could not be read ({error}); "
+                                "suggestions use the shipped ones.")
+            self.refresh()
+
+        ws.db.submit(lambda: tasks.assist_lexicon(code), on_done=found, on_error=unusable)
 
     def offered(self) -> bool:
         """Whether this writing session gets suggestions for the example on screen."""
@@ -98,7 +116,7 @@ class AssistantController:
             self._say(problem)
             return
         inputs = dict(content.inputs)
-        work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule)
+        work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule, self.lexicon)
         request = ws.inference.suggest(work, inputs)
         session.suggestions_requested(request, inputs)
         self.refresh(bring_forward=True)

@@ -8,13 +8,14 @@ it now fools the model; a line per generator that could not help. Nothing here t
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.core.assist.types import CheckedSuggestion, Generator, Unavailable
 from app.core.assist.types import Goal as Goal  # re-exported: widgets import only app.views
-from app.views.create import DiffPiece, diff_view
+from app.views.create import DiffKind, DiffPiece, diff_view
 
 SUGGEST_KEYS = "Ctrl+Shift+G"
 APPLY_KEYS = "Alt+Enter"
@@ -72,6 +73,27 @@ class SuggestionRow:
         """The model's new probabilities, its label first: 'not hate 91% · hate 9%'."""
         ordered = sorted(self.labels, key=lambda label: (label != self.predicted, self.labels.index(label)))
         return " · ".join(f"{label} {percent(self.probabilities.get(label, 0.0))}" for label in ordered)
+
+    @property
+    def lookalikes(self) -> str:
+        """What an edit that looks like nothing changed did: the characters it added that are not
+        ASCII, by script ('Т, а: Cyrillic'), and invisible ones by name ('an invisible zero width space')."""
+        seen: list[str] = []
+        for piece in self.diff:
+            if piece.kind is DiffKind.INSERT:
+                for ch in piece.text:  # emoji (symbols) show as themselves
+                    if ord(ch) > 127 and ch not in seen and not unicodedata.category(ch).startswith("S"):
+                        seen.append(ch)
+        scripts: dict[str, list[str]] = {}
+        invisible = []
+        for ch in seen:
+            name = unicodedata.name(ch, f"U+{ord(ch):04X}")
+            if unicodedata.category(ch) in ("Cf", "Zs", "Mn"):
+                invisible.append(f"an invisible {name.lower()}")
+            else:
+                scripts.setdefault(name.split(" ")[0].title(), []).append(ch)
+        parts = [f"{', '.join(chars)}: {script}" for script, chars in scripts.items()] + invisible
+        return "; ".join(parts)
 
     @property
     def title(self) -> str:

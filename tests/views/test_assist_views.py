@@ -74,6 +74,10 @@ def test_rows_show_edit_type_diff_probabilities_and_verdict():
     assert third.needs_judgement and not first.needs_judgement  # a substituted word may change the meaning
     assert "New text: those 1d10ts ruin everything" in first.accessible_text
     assert edit_type_name("slur_to_description") == "Slur to description"
+    assert first.lookalikes == ""
+    (homoglyph,) = suggestion_rows(HATE.labels, TEXT, [checked("those \u0456d\u0456ots ruin\u200beverything",
+                                                               fools=True, edit_type="homoglyph")])
+    assert homoglyph.lookalikes == "\u0456: Cyrillic; an invisible zero width space"
 
 
 def test_unavailable_generators_are_said_in_words():
