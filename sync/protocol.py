@@ -191,6 +191,19 @@ class OutputWire(Strict):
     fooled: bool | None = None
 
 
+class AssistanceWire(Strict):
+    """The writing assistant's part in an example (``app.core.assist.provenance``). The server
+    checks it and measures ``edit_distance`` itself from ``applied_text`` and the example's text."""
+
+    arm: Literal["on", "off"] | None = None
+    session: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    applied: bool = False
+    generator: Annotated[str, StringConstraints(max_length=32)] | None = None
+    edit_type: Annotated[str, StringConstraints(max_length=64)] | None = None
+    applied_text: Text | None = None
+    edit_distance: Count | None = None  # ignored when pushed: the server measures it
+
+
 class ExampleRecord(Stamped):
     record: Literal["example"]
     task: Code
@@ -217,6 +230,7 @@ class ExampleRecord(Stamped):
     external_id: Label | None = None
     outputs: list[OutputWire] = Field(default_factory=list, max_length=16)
     duplicate_of: uuid.UUID | None = None  # set by the server; ignored when pushed
+    assistance: AssistanceWire | None = None  # None: written without the assistant, or by an older desk
 
     _bounded = bounded("example")
 
@@ -386,6 +400,32 @@ class TeamStats(Strict):
     team: str | None  # None: every team (owners)
     by: Literal["round", "annotator"]
     rows: list[FigureRow]
+
+
+class ArmFigureRow(Strict):
+    """One side of the writing assistant's split for a round or an annotator
+    (``app.core.tasks.figures.arm_split``, computed by the server from its stored records)."""
+
+    key: str
+    name: str
+    arm: Literal["assisted", "unassisted"]
+    submitted: int
+    applied: int  # with a suggestion applied
+    fooled: int
+    validated_fooling: int
+    decided: int
+    rejected: int
+    mer: float | None
+    vmer: float | None
+    rejection_rate: float | None
+    median_seconds: float | None
+
+
+class TeamAssistantSplit(Strict):
+    team: str | None
+    by: Literal["round", "annotator"]
+    rows: list[ArmFigureRow]
+    outside: int  # submitted examples without an arm (the assistant off, or written before it)
 
 
 class Duplicate(Strict):

@@ -49,6 +49,7 @@ from sync.protocol import (
     PushRequest,
     PushResponse,
     RecordError,
+    TeamAssistantSplit,
     TeamStats,
 )
 from sync.server import store
@@ -351,6 +352,15 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
         examples whose text an earlier example of the same round already had."""
         scope, rows = store.team_figures(db, person, by, team)
         return TeamStats(team=scope, by=by, rows=rows)
+
+    @api.get(f"{API}/team/assistant", response_model=TeamAssistantSplit, responses=ERRORS, tags=["team"],
+             summary="MER, vMER, rejection rate and time per example, assisted and unassisted (leads and owners)")
+    def team_assistant(person: Caller, by: Literal["round", "annotator"] = "round",
+                       team: Annotated[str | None, Query(max_length=64)] = None) -> TeamAssistantSplit:
+        """The writing assistant's A-B split by the arm of the session each example was written in;
+        `applied` counts the assisted examples a suggestion was applied to."""
+        scope, rows, outside = store.team_assistant_split(db, person, by, team)
+        return TeamAssistantSplit(team=scope, by=by, rows=rows, outside=outside)
 
     @api.get(f"{API}/team/duplicates", response_model=Duplicates, responses=ERRORS, tags=["team"],
              summary="Examples whose text an earlier example of the round already had (leads and owners)")

@@ -102,6 +102,7 @@ class Example(Stamped, Base):
     perturbation_of: Mapped[uuid.UUID | None]  # no foreign key: the original may stay on its desk
     edit_ops: Mapped[list[Any] | None]
     edit_distance: Mapped[int | None] = mapped_column(Integer)
+    assistance: Mapped[dict[str, Any] | None]  # checked, its edit distance measured here (store/push.py)
     status: Mapped[str] = mapped_column(String(16))
     status_reason: Mapped[str | None] = mapped_column(Text)
     time_spent_ms: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -148,3 +148,44 @@ def test_an_old_desk_opens_with_its_examples_intact_and_no_assistance(tmp_path):
     with db.read() as session:
         assert session.get(Example, uuid.UUID(example)).assistance is None
     db.close()
+
+
+def test_exports_carry_the_record_and_an_import_measures_the_distance_again(desk, people, target_model, tmp_path):
+    import csv
+
+    from app.core.io.exporters import export
+    from app.core.io.importers import import_file
+
+    assisted = desk.examples.create(people.author.id, "hate_speech", hate_content(APPLIED.applied_text + " now", "hate"),
+                                    [hate_output(target_model, "not hate")], assistance=APPLIED)
+    plain = desk.examples.create(people.author.id, "hate_speech", hate_content("no help at all", "hate"),
+                                 [hate_output(target_model, "not hate")], assistance=Assistance(arm="off", session=2))
+    path = tmp_path / "out.jsonl"
+    export(desk, path, "jsonl", keep_identities=True)
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    exported = next(r for r in records if r.get("id") == str(assisted.id))
+    assert exported["assistance"] == {**assistance_record(APPLIED), "edit_distance": 1}
+    exported["assistance"]["edit_distance"] = 0  # a file that claims otherwise is not believed
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    with Desk(tmp_path / "fresh") as fresh:
+        assert import_file(fresh, path, "jsonl").problems == []
+        assert fresh.examples.get(assisted.id).assistance["edit_distance"] == 1
+        assert fresh.examples.get(plain.id).assistance == desk.examples.get(plain.id).assistance
+
+    table = tmp_path / "hate.csv"
+    export(desk, table, "csv", task_code="hate_speech")
+    with table.open(encoding="utf-8", newline="") as handle:
+        rows = {r["id"]: r for r in csv.DictReader(handle)}
+    row = rows[str(assisted.id)]
+    assert (row["assistant_arm"], row["assistant_session"], row["suggestion_applied"], row["suggestion_generator"],
+            row["suggestion_edit_type"], row["suggestion_text"], row["suggestion_edit_distance"]) == (
+        "on", "1", "True", "obfuscation", "leetspeak", APPLIED.applied_text, "1")
+    row = rows[str(plain.id)]
+    assert (row["assistant_arm"], row["suggestion_applied"], row["suggestion_edit_distance"]) == ("off", "False", "-1")
+
+
+def test_the_hf_features_name_every_flat_column(desk):
+    from app.core.io.exporters import _assistance_columns, _hf_features
+
+    names = {f["name"] for f in _hf_features(desk.tasks.definition_by_code("hate_speech"))}
+    assert set(_assistance_columns(assistance_record(APPLIED))) <= names

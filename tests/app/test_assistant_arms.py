@@ -23,16 +23,16 @@ def test_off_gives_no_arm_and_on_gives_every_session_the_assistant():
 
 
 def test_ab_is_the_same_for_a_session_wherever_and_whenever_it_is_asked():
-    writer, round_id = uuid.uuid4(), uuid.uuid4()
-    first = [session_arm("ab", writer, n, round_id=round_id) for n in range(1, 41)]
-    assert [session_arm("ab", str(writer), n, round_id=str(round_id)) for n in range(1, 41)] == first
+    writer, round_key = uuid.uuid4(), "hate_speech/3"
+    first = [session_arm("ab", writer, n, round_key=round_key) for n in range(1, 41)]
+    assert [session_arm("ab", str(writer), n, round_key=round_key) for n in range(1, 41)] == first
 
 
 def test_ab_balances_every_writer_within_one_session_however_few_they_write():
-    round_id = uuid.uuid4()
+    round_key = "nli/1"
     for _ in range(300):
         writer = uuid.uuid4()
-        arms = [session_arm("ab", writer, n, round_id=round_id) for n in range(1, 30)]
+        arms = [session_arm("ab", writer, n, round_key=round_key) for n in range(1, 30)]
         for written in range(1, 30):
             on = arms[:written].count("on")
             assert abs(2 * on - written) <= 1, (writer, arms[:written])
@@ -44,11 +44,12 @@ def test_ab_is_a_fair_coin_across_writers_and_rounds():
     firsts, same_as_next_pair, same_in_next_round = [], 0, 0
     n = 4000
     for _ in range(n):
-        writer, round_a, round_b = (uuid.UUID(int=rng.getrandbits(128)) for _ in range(3))
-        first = session_arm("ab", writer, 1, round_id=round_a)
+        writer = uuid.UUID(int=rng.getrandbits(128))
+        round_a, round_b = (f"hate_speech/{rng.randrange(1, 10**6)}" for _ in range(2))
+        first = session_arm("ab", writer, 1, round_key=round_a)
         firsts.append(first)
-        same_as_next_pair += first == session_arm("ab", writer, 3, round_id=round_a)
-        same_in_next_round += first == session_arm("ab", writer, 1, round_id=round_b)
+        same_as_next_pair += first == session_arm("ab", writer, 3, round_key=round_a)
+        same_in_next_round += first == session_arm("ab", writer, 1, round_key=round_b)
     sigma = math.sqrt(n) / 2  # a fair coin's count: mean n/2, sd sqrt(n)/2; 4 sd: fails by chance ~1 in 16,000
     for count in (Counter(firsts)["on"], same_as_next_pair, same_in_next_round):
         assert abs(count - n / 2) < 4 * sigma, count

@@ -19,12 +19,18 @@ from app.core.assist.types import AssistantMode
 Arm = Literal["on", "off"]
 
 
+def round_key(task_code: str, round_number: int) -> str:
+    """A round as every desk and the server name it (its id may differ between desks that made it
+    before their first sync)."""
+    return f"{task_code}/{round_number}"
+
+
 def session_arm(mode: AssistantMode | str | None, writer_id: uuid.UUID | str, session_number: int, *,
-                round_id: uuid.UUID | str | None = None) -> Arm | None:
+                round_key: str = "") -> Arm | None:
     """The arm of the writer's ``session_number``-th session (from 1) in a round run with ``mode``:
     None when the assistant is off (no arm: nothing to compare), "on" when it is on, and under A-B
-    "on" for exactly one session of each consecutive pair. ``round_id`` keys the draw, so that a
-    writer's sequence differs from round to round."""
+    "on" for exactly one session of each consecutive pair. ``round_key`` (:func:`round_key`) keys the
+    draw, so that a writer's sequence differs from round to round."""
     mode = AssistantMode(mode or AssistantMode.OFF)
     if mode is AssistantMode.OFF:
         return None
@@ -33,7 +39,7 @@ def session_arm(mode: AssistantMode | str | None, writer_id: uuid.UUID | str, se
     if isinstance(session_number, bool) or not isinstance(session_number, int) or session_number < 1:
         raise ValueError(f"A session number counts from 1; got {session_number!r}.")
     pair, second = divmod(session_number - 1, 2)
-    key = f"{writer_id}|{round_id or ''}|{pair}".encode()
+    key = f"{writer_id}|{round_key}|{pair}".encode()
     first_on = hashlib.sha256(key).digest()[0] & 1 == 1
     return "on" if first_on != bool(second) else "off"
 

@@ -83,3 +83,22 @@ def at_submit(assistance: Assistance, submitted_text: str) -> Assistance:
     assert assistance.applied_text is not None  # checked
     _ops, distance = word_edits(assistance.applied_text, submitted_text)
     return replace(assistance, edit_distance=distance)
+
+
+def received_assistance(data: Any, submitted_text: str, writer_id: Any = None, round_key: str = "") -> dict[str, Any] | None:
+    """An example's record as another desk sent it (the sync server's check, also an import's): its
+    shape checked, an "off" arm checked against the A-B draw for the writer's session (only A-B
+    makes one; skipped without ``writer_id``, as for files whose authors are pseudonyms), and the
+    edit distance measured here from the applied suggestion to ``submitted_text``, whatever figure
+    was sent. Raises :class:`InvalidExample` saying what is wrong."""
+    from app.core.assist.arms import session_arm
+
+    assistance = read_assistance(data)
+    if assistance is None:
+        return None
+    if assistance.arm is not None and assistance.session is None:
+        raise InvalidExample("The assistance record names an arm but not the writing session that drew it.")
+    if writer_id is not None and assistance.arm == "off" and session_arm("ab", writer_id, assistance.session or 0, round_key=round_key) != "off":
+        raise InvalidExample(f"The assistance record says session {assistance.session} of this writer in round "
+                             f"{round_key} ran without the assistant, but the A-B draw gives it the assistant.")
+    return assistance_record(at_submit(replace(assistance, edit_distance=None), submitted_text))

@@ -187,10 +187,24 @@ def _flat_row(example: Example, definition: TaskDefinition, task_code: str, roun
         decided_label=example.decided_label or "",
         perturbation_of=str(example.perturbation_of) if example.perturbation_of else "",
         edit_distance=example.edit_distance if example.edit_distance is not None else -1,
+        **_assistance_columns(example.assistance),
         time_spent_ms=example.time_spent_ms,
         submitted_at=example.submitted_at.isoformat() if example.submitted_at else "",
     )
     return row
+
+
+def _assistance_columns(record: dict | None) -> dict:
+    """The writing assistant's record as flat columns ("" / -1 where there is none)."""
+    a = record or {}
+
+    def number(key: str) -> int:
+        return a[key] if isinstance(a.get(key), int) else -1
+
+    return {"assistant_arm": a.get("arm") or "", "assistant_session": number("session"),
+            "suggestion_applied": bool(a.get("applied")), "suggestion_generator": a.get("generator") or "",
+            "suggestion_edit_type": a.get("edit_type") or "", "suggestion_text": a.get("applied_text") or "",
+            "suggestion_edit_distance": number("edit_distance")}
 
 
 def _hf_features(definition: TaskDefinition) -> list[dict]:
@@ -210,7 +224,12 @@ def _hf_features(definition: TaskDefinition) -> list[dict]:
             features.append({"name": spec.name, "dtype": "string"})
     features += [{"name": n, "dtype": "string"} for n in ("status", "validation_state", "decided_verdict",
                                                           "decided_label", "perturbation_of")]
-    features += [{"name": "edit_distance", "dtype": "int64"}, {"name": "time_spent_ms", "dtype": "int64"},
+    features += [{"name": "edit_distance", "dtype": "int64"}]
+    features += [{"name": "assistant_arm", "dtype": "string"}, {"name": "assistant_session", "dtype": "int64"},
+                 {"name": "suggestion_applied", "dtype": "bool"}]
+    features += [{"name": n, "dtype": "string"} for n in ("suggestion_generator", "suggestion_edit_type",
+                                                          "suggestion_text")]
+    features += [{"name": "suggestion_edit_distance", "dtype": "int64"}, {"name": "time_spent_ms", "dtype": "int64"},
                  {"name": "submitted_at", "dtype": "string"}]
     return features
 

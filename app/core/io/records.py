@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.core.assist.provenance import received_assistance
 from app.core.domain import MAX_ROUND_NUMBER, ExampleStatus, ModelFormat, Role, Span, SyncState, ValidationMode, Verdict
 from app.core.errors import DynadeskError, InvalidExample
 from app.core.io.rows import whole_number
@@ -90,7 +91,8 @@ def dump_example(example: Example, task_code: str, *, author_id: uuid.UUID | Non
         "answer": example.answer, "model_fooled": example.model_fooled, "fooled_rule": example.fooled_rule,
         "meta": example.meta, "origin": example.origin,
         "perturbation_of": str(example.perturbation_of) if example.perturbation_of else None,
-        "edit_ops": example.edit_ops, "edit_distance": example.edit_distance, "status": example.status,
+        "edit_ops": example.edit_ops, "edit_distance": example.edit_distance, "assistance": example.assistance,
+        "status": example.status,
         "status_reason": example.status_reason, "time_spent_ms": example.time_spent_ms,
         "submitted_at": _time(example.submitted_at), "source": example.source, "external_id": example.external_id,
         "outputs": [
@@ -287,6 +289,8 @@ class RecordWriter:
         try:
             checked = check_content(definition, Content(r["inputs"], r.get("true_label"), Span.from_json(r.get("answer")),
                                                         r.get("meta") or {}), require_metadata=False)
+            # the record's figure is not taken: the distance is measured again on this text
+            assistance = received_assistance(r.get("assistance"), written_text(definition, checked.inputs))
         except InvalidExample as exc:
             raise DynadeskError(str(exc)) from exc
         example = Example(
@@ -298,7 +302,8 @@ class RecordWriter:
             fooled_rule=r.get("fooled_rule", "mean"), meta=checked.meta, origin=r.get("origin") or {},
             perturbation_of=self.ref(r["perturbation_of"], "example id") if r.get("perturbation_of") else None,
             edit_ops=r.get("edit_ops"),
-            edit_distance=_count(r, "edit_distance") if r.get("edit_distance") is not None else None, status=status.value,
+            edit_distance=_count(r, "edit_distance") if r.get("edit_distance") is not None else None,
+            assistance=assistance, status=status.value,
             status_reason=r.get("status_reason"), time_spent_ms=_count(r, "time_spent_ms"),
             submitted_at=_parse_time(r.get("submitted_at")), source=r.get("source"), external_id=r.get("external_id"),
             sync_state=SyncState.LOCAL.value, **_stamp_fields(r),

@@ -131,7 +131,7 @@ class DashboardTables(DashboardSnapshot):
                 validated_fooling=int(stats["validated_fooling"][i]), decided=decided,
                 rejected=int(stats["rejected"][i]), undecided=submitted - decided,
                 mer=rule.mer(stats["fooled"][i], submitted), vmer=rule.vmer(stats["validated_fooling"][i], submitted),
-                rejection_rate=_ratio(stats["rejected"][i], decided),
+                rejection_rate=rule.rejection_rate(int(stats["rejected"][i]), decided),
                 retraction_rate=_ratio(retracted, submitted + retracted),
                 median_seconds=None if math.isnan(stats["median_ms"][i]) else float(stats["median_ms"][i]) / 1000,
             )

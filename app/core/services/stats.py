@@ -90,3 +90,8 @@ class StatsService:
         table, column = {"annotator": (Person, Person.display_name), "model": (ModelRecord, ModelRecord.name),
                          "task": (Task, Task.name)}[by]
         return dict(session.execute(select(table.id, column).where(table.id.in_(ids))).all())
+
+
+def group_names(session, by: Grouping, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """Display names of rounds ("Task · round N"), annotators, models or tasks, by id."""
+    return StatsService._names(session, by, ids)

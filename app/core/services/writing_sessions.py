@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from app.core.assist.arms import Arm, next_session_number, session_arm
+from app.core.assist.arms import Arm, next_session_number, round_key, session_arm
 from app.core.assist.types import AssistantMode, Assistance
 from app.core.errors import NotFound
 from app.core.services.rounds import RoundSettings
 from app.core.storage.db import Database
-from app.core.storage.models import Example, Round
+from app.core.storage.models import Example, Round, Task
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,16 @@ def begin_writing_session(db: Database, round_id: uuid.UUID, writer_id: uuid.UUI
     """A new session of ``writer_id`` in the round: numbered after the sessions recorded on their
     examples there (drafts included, from any desk once synced), its arm drawn by ``session_arm``."""
     with db.read() as session:
-        settings = session.scalar(select(Round.settings).where(Round.id == round_id))
-        if settings is None:
+        found = session.execute(select(Round.settings, Round.number, Task.code).join(Task, Task.id == Round.task_id)
+                                .where(Round.id == round_id)).first()
+        if found is None:
             raise NotFound(f"There is no round with id {round_id}.")
+        settings, number_in_task, task_code = found
         recorded = session.scalars(
             select(Example.assistance["session"].as_integer())
             .where(Example.round_id == round_id, Example.author_id == writer_id, Example.assistance.is_not(None))
         ).all()
     mode = RoundSettings.model_validate(settings or {}).assistant
     number = next_session_number(list(recorded))
-    return WritingSession(round_id, writer_id, mode, number, session_arm(mode, writer_id, number, round_id=round_id))
+    arm = session_arm(mode, writer_id, number, round_key=round_key(task_code, number_in_task))
+    return WritingSession(round_id, writer_id, mode, number, arm)

@@ -91,7 +91,7 @@ def changes(db: ServerDatabase, me: Person, since: int, limit: int,
 # built. SQLite stores JSON with non-ASCII escaped, which overestimates such text (pages get smaller).
 RECORD_OVERHEAD = 600
 
-HEAVY_COLUMNS = {"example": ("inputs", "meta", "origin", "edit_ops", "outputs", "status_reason"),
+HEAVY_COLUMNS = {"example": ("inputs", "meta", "origin", "edit_ops", "outputs", "status_reason", "assistance"),
                  "validation": ("reason", "model_note"), "example_review": ("comment",), "context": ("text", "data"),
                  "round": ("description", "goal_message", "settings"), "task": ("definition",),
                  "model": ("label_map", "provenance", "files"), "person": (), "task_setting": ()}

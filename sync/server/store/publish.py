@@ -8,6 +8,7 @@ from typing import Any, Sequence, cast
 
 from sqlalchemy import select
 
+from app.core.assist.types import AssistantMode
 from app.core.domain import Role, utcnow
 from app.core.tasks.definition import TaskDefinition
 from app.core.text import content_hash
@@ -17,7 +18,7 @@ from sync.server.models import Context, ModelRecord, Person, Round, Task
 from sync.server.store.batch import Batch
 from sync.server.store.rules import Forbidden
 
-
+ASSISTANT_MODES = tuple(m.value for m in AssistantMode)
 KIND_ORDER = {"task": 0, "model": 1, "round": 2, "context": 3}
 
 
@@ -99,6 +100,10 @@ class _Publish(Batch):
             if model is None:
                 return self.result(i, r, "deferred", reason=f"publish its target model {model_id} with it")
             targets.append(str(model.id))
+        assistant = r.settings.get("assistant", "off")
+        if assistant not in ASSISTANT_MODES:  # every desk reads it; a value none knows would stop them
+            return self.result(i, r, "rejected", reason=f"round setting 'assistant' is {assistant!r}; "
+                                                        f"one of {', '.join(ASSISTANT_MODES)}")
         values = dict(description=r.description, goal_message=r.goal_message, status=r.status.value,
                       fooled_rule=r.fooled_rule.value, opened_at=r.opened_at, closed_at=r.closed_at,
                       settings=r.settings, target_models=targets)

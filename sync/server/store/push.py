@@ -9,6 +9,8 @@ from typing import Sequence, cast
 
 from sqlalchemy import insert, select
 
+from app.core.assist.arms import round_key
+from app.core.assist.provenance import received_assistance
 from app.core.domain import ReviewAction, Role, Span, ValidationMode, utcnow
 from app.core.errors import InvalidExample
 from app.core.services.examples import Content, check_content, written_text
@@ -270,12 +272,17 @@ class _Push(Batch):
             model_fooled, note = judged
             fooled_rule = round_.fooled_rule
         text = written_text(definition, checked.inputs)
+        try:  # the desk's figures are not taken: the distance is measured here, the arm checked
+            assistance = received_assistance(r.assistance.model_dump() if r.assistance else None, text, r.author,
+                                             round_key(r.task, round_.number))
+        except InvalidExample as exc:
+            return self.result(i, r, "rejected", reason=str(exc))
         return dict(
             task_id=task.id, round_id=round_.id, context_id=context_id, inputs=checked.inputs, text=text,
             true_label=checked.true_label, answer=checked.answer.to_json() if checked.answer else None,
             model_fooled=model_fooled, fooled_rule=fooled_rule, meta=checked.meta, origin=r.origin,
             perturbation_of=r.perturbation_of, edit_ops=r.edit_ops, edit_distance=r.edit_distance,
-            time_spent_ms=r.time_spent_ms, submitted_at=r.submitted_at, source=r.source, external_id=r.external_id,
+            assistance=assistance, time_spent_ms=r.time_spent_ms, submitted_at=r.submitted_at, source=r.source, external_id=r.external_id,
             outputs=outputs, created_at=r.created_at, _round=round_, _note=note)
 
     def _judge(self, i: int, r: ExampleRecord, definition: TaskDefinition, round_: Round, checked: Content,

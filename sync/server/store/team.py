@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+
 from sqlalchemy import select
 
 from app.core.domain import Role
 from app.core.services.stats import Figures
 from app.core.tasks import figures as rule
-from sync.protocol import Duplicate, FigureRow
+from sync.protocol import ArmFigureRow, Duplicate, FigureRow
 from sync.server.db import ServerDatabase
 from sync.server.models import Example, Person, Round, Task
 from sync.server.store.rules import LEADS, Forbidden, fetch
@@ -45,6 +47,34 @@ def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = Non
                                  validated_fooling=counts.validated_fooling, duplicates=int(d), mer=counts.mer,
                                  vmer=counts.vmer))
     return team, sorted(figures, key=lambda f: f.name)
+
+
+def team_assistant_split(db: ServerDatabase, me: Person, by: str,
+                         team: str | None = None) -> tuple[str, list[ArmFigureRow], int]:
+    """The writing assistant's split of the team's figures, computed here from the stored records
+    (the arm each example's record carries, "fooled" as the server judged it, decisions as the
+    server summarised them) with the desk's one definition (``figures.arm_split``)."""
+    team = _team_scope(me, team)
+    key = {"round": Example.round_id, "annotator": Example.author_id}[by]
+    with db.read() as session:
+        rows = [rule.ArmRow(str(k), *rest) for k, *rest in session.execute(
+            select(key, Example.status, Example.model_fooled, Example.decided_verdict, Example.time_spent_ms,
+                   Example.assistance)
+            .where(Example.team == team, rule.sql_submitted(Example.status)))]
+        figures, outside = rule.arm_split(rows)
+        ids = list({f.key for f in figures})
+        if by == "round":
+            names = {str(rid): f"{name} · round {number}" for rid, name, number in session.execute(
+                select(Round.id, Task.name, Round.number).join(Task, Task.id == Round.task_id)
+                .where(Round.id.in_([uuid.UUID(i) for i in ids])))}
+        else:
+            names = {str(pid): name for pid, name in session.execute(
+                select(Person.id, Person.display_name).where(Person.id.in_([uuid.UUID(i) for i in ids])))}
+    out = [ArmFigureRow(key=f.key, name=names.get(f.key, f.key), arm=f.arm, submitted=f.submitted, applied=f.applied,
+                        fooled=f.fooled, validated_fooling=f.validated_fooling, decided=f.decided, rejected=f.rejected,
+                        mer=f.mer, vmer=f.vmer, rejection_rate=f.rejection_rate, median_seconds=f.median_seconds)
+           for f in figures]
+    return team, sorted(out, key=lambda r: (r.name, r.arm)), outside
 
 
 def duplicates(db: ServerDatabase, me: Person, team: str | None = None, limit: int = 1000) -> list[Duplicate]:

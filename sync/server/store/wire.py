@@ -73,7 +73,8 @@ def example_wire(e: Example, task_code: str, round_number: int, context_hash: st
         model_fooled=e.model_fooled, fooled_rule=e.fooled_rule, meta=e.meta, origin=e.origin,
         perturbation_of=e.perturbation_of, edit_ops=e.edit_ops, edit_distance=e.edit_distance, status=e.status,
         status_reason=e.status_reason, time_spent_ms=e.time_spent_ms, submitted_at=e.submitted_at, source=e.source,
-        external_id=e.external_id, outputs=e.outputs, duplicate_of=e.duplicate_of, **_stamps(e))
+        external_id=e.external_id, outputs=e.outputs, duplicate_of=e.duplicate_of, assistance=e.assistance,
+        **_stamps(e))
 
 
 def validation_wire(v: Validation) -> ValidationRecord:

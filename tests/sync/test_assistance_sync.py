@@ -1,0 +1,178 @@
+"""The writing assistant's record travels: a lead's A-B setting reaches the writers' desks, an
+assisted example's provenance reaches the other desks after sync, and the server measures the
+edit distance itself and checks the arm. Real desks, a real server on loopback (SQLite, and
+PostgreSQL when DYNADESK_TEST_PG_URL is set)."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select
+
+from app.core.assist.arms import round_key, session_arm
+from app.core.assist.types import Assistance
+from app.core.services.rounds import parse_settings
+from app.core.services.writing_sessions import begin_writing_session
+from sync.server import models as server_models
+from tests.conftest import hate_content, hate_output
+from tests.sync.helpers import MODEL_SHA, prepare_desk
+from tests.sync.test_client import client_for
+from tests.sync.test_server import example, push, statuses
+
+SUGGESTION = "they are all v3rmin"
+
+
+def stored_on_server(server_db, example_id) -> dict | None:
+    with server_db.read() as session:
+        return session.scalar(select(server_models.Example.assistance)
+                              .where(server_models.Example.id == uuid.UUID(str(example_id))))
+
+
+def a_session_drawn(writer_id, arm: str, task_round: str = "hate_speech/1") -> int:
+    """The number of one of the writer's sessions that A-B puts in ``arm``."""
+    return next(n for n in range(1, 10) if session_arm("ab", writer_id, n, round_key=task_round) == arm)
+
+
+def test_ab_reaches_the_writers_desk_and_assisted_provenance_reaches_the_leads(team, tmp_path, server_db):
+    owner = prepare_desk(tmp_path / "owner", team.owner)
+    ann = prepare_desk(tmp_path / "ann", team.ann)
+    lead = prepare_desk(tmp_path / "lead", team.lead)
+    with client_for(owner, team.url, team.owner) as owner_client, client_for(ann, team.url, team.ann) as ann_client, \
+            client_for(lead, team.url, team.lead) as lead_client:
+        model = next(m for m in owner.models.all() if m.sha256 == MODEL_SHA)
+        round1 = owner.tasks.round("hate_speech", 1)
+        owner.rounds.set_models(round1.id, team.owner.id, [model.id])
+        owner.rounds.update(round1.id, team.owner.id, settings=parse_settings({"assistant": "ab"}))
+        results = owner_client.publish("hate_speech", [1], with_files=False).results
+        assert {r.status for r in results} <= {"stored", "already_stored"}, results
+
+        ann_client.run()  # the setting arrives with the round
+        ann_round = ann.tasks.round("hate_speech", 1)
+        assert ann.rounds.settings(ann_round).assistant == "ab"
+        writing = begin_writing_session(ann.db, ann_round.id, team.ann.id)
+        assert writing.arm == session_arm("ab", team.ann.id, 1, round_key=round_key("hate_speech", 1))
+
+        target = next(m for m in ann.models.all() if m.sha256 == MODEL_SHA)
+        on = a_session_drawn(team.ann.id, "on")
+        off = a_session_drawn(team.ann.id, "off")
+        # the desk claims no edits; the writer did add two words ("and", "rats") to the suggestion
+        applied = Assistance(arm="on", session=on, applied=True, generator="obfuscation", edit_type="leetspeak",
+                             applied_text=SUGGESTION, edit_distance=0)
+        assisted = ann.examples.create(team.ann.id, "hate_speech", hate_content(SUGGESTION + " and rats", "hate"),
+                                       [hate_output(target, "not hate")], round_number=1, assistance=applied)
+        plain = ann.examples.create(team.ann.id, "hate_speech", hate_content("they should all leave", "hate"),
+                                    [hate_output(target, "not hate")], round_number=1,
+                                    assistance=Assistance(arm="off", session=off))
+        ann_client.run()
+        lead_client.run()
+
+        on_server = stored_on_server(server_db, assisted.id)
+        assert on_server["edit_distance"] == 2 and on_server["applied_text"] == SUGGESTION
+        seen = lead.examples.get(assisted.id)
+        assert seen.assistance == {"arm": "on", "session": on, "applied": True, "generator": "obfuscation",
+                                   "edit_type": "leetspeak", "applied_text": SUGGESTION, "edit_distance": 2}
+        assert lead.examples.get(plain.id).assistance["arm"] == "off"
+        assert ann.examples.get(assisted.id).assistance == seen.assistance
+
+
+def test_the_server_refuses_a_forged_arm_and_a_malformed_record_and_measures_the_distance(team, server_db):
+    on, off = a_session_drawn(team.ann.id, "on"), a_session_drawn(team.ann.id, "off")
+    honest = example(team.ann, "they are all v3rmin and rats", assistance={
+        "arm": "on", "session": on, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
+        "applied_text": SUGGESTION, "edit_distance": 0})
+    forged_arm = example(team.ann, "a text said to be unassisted", assistance={"arm": "off", "session": on})
+    applied_off = example(team.ann, "a suggestion in an unassisted session", assistance={
+        "arm": "off", "session": off, "applied": True, "generator": "rules", "edit_type": "negation",
+        "applied_text": "x"})
+    unknown_generator = example(team.ann, "from an oracle", assistance={
+        "arm": "on", "session": on, "applied": True, "generator": "oracle", "edit_type": "x", "applied_text": "x"})
+    no_session = example(team.ann, "an arm without its session", assistance={"arm": "on"})
+    response = push(team, team.ann, honest, forged_arm, applied_off, unknown_generator, no_session)
+    assert statuses(response) == ["stored", "rejected", "rejected", "rejected", "rejected"]
+    reasons = [r.get("reason") or "" for r in response.json()["results"]]
+    assert "A-B draw gives it the assistant" in reasons[1]
+    assert "without the assistant" in reasons[2]
+    assert "Unknown generator 'oracle'" in reasons[3]
+    assert "not the writing session" in reasons[4]
+    assert stored_on_server(server_db, honest["id"])["edit_distance"] == 2
+    wrong_shape = example(team.ann, "a wire record with a stray field", assistance={"arm": "on", "speed": 3})
+    assert push(team, team.ann, wrong_shape).status_code == 422
+
+
+def test_a_round_published_with_an_assistant_setting_no_desk_knows_is_refused(team, tmp_path):
+    import httpx
+
+    from tests.sync.helpers import basics_records
+
+    round_record = next(r for r in basics_records(tmp_path) if r["record"] == "round" and r["number"] == 2)
+    bad = {**round_record, "settings": {"assistant": "sometimes"}, "revision": 7}
+    response = httpx.post(f"{team.url}/v1/publish", json={"records": [bad]},
+                          headers={"Authorization": f"Bearer {team.owner.token}"})
+    assert response.status_code == 200, response.text
+    (result,) = response.json()["results"]
+    assert result["status"] == "rejected" and "round setting 'assistant' is 'sometimes'" in result["reason"]
+
+
+def test_a_server_database_from_before_the_assistant_upgrades_with_its_examples_intact(team, server_db):
+    from alembic import command
+    from sqlalchemy import text
+
+    from sync.server.db import alembic_config
+
+    stored = example(team.ann, "stored before the assistant existed")
+    assert statuses(push(team, team.ann, stored)) == ["stored"]
+    columns = "id, author_id, text, status, edit_distance, time_spent_ms, revision"
+
+    def rows():
+        with server_db.engine.connect() as connection:
+            return connection.execute(text(f"SELECT {columns} FROM examples ORDER BY id")).all()
+
+    before = rows()
+    with server_db.engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0007")  # the schema of the server before 0008
+    assert rows() == before
+    server_db.upgrade()
+    assert rows() == before and stored_on_server(server_db, stored["id"]) is None
+
+
+def test_team_figures_split_by_arm_are_computed_on_the_server_from_its_records(team, server_db):
+    import httpx
+    from sqlalchemy import update
+
+    from tests.app.test_assistant_figures import HAND
+    from tests.sync.test_server import auth
+
+    on = a_session_drawn(team.ann.id, "on")
+    off = a_session_drawn(team.ann.id, "off")
+    records = []
+    for n, (status, fooled, verdict, ms, assistance) in enumerate(HAND):
+        if assistance is not None and assistance.get("arm") is not None:
+            assistance = {**assistance, "session": on if assistance["arm"] == "on" else off}
+        record = example(team.ann, f"text number {n}", status=status, time_spent_ms=ms, assistance=assistance,
+                         outputs=[{"model": str(uuid.uuid4()), "model_sha256": MODEL_SHA,
+                                   "label": "not hate" if fooled else "hate",
+                                   "probabilities": {"hate": 0.1, "not hate": 0.9} if fooled else
+                                   {"hate": 0.9, "not hate": 0.1}, "latency_ms": 3.5}])
+        records.append((record, verdict))
+    assert statuses(push(team, team.ann, *[r for r, _ in records])) == ["stored"] * len(HAND)
+    with server_db.write() as session:  # the decisions validation would have reached
+        for record, verdict in records:
+            session.execute(update(server_models.Example).where(server_models.Example.id == uuid.UUID(record["id"]))
+                            .values(decided_verdict=verdict))
+
+    response = httpx.get(f"{team.url}/v1/team/assistant", params={"by": "annotator"}, headers=auth(team.lead))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["outside"] == 2 and body["team"] == "A"
+    assisted, unassisted = body["rows"]
+    assert assisted["name"] == team.ann.name
+    assert {k: assisted[k] for k in ("arm", "submitted", "applied", "fooled", "validated_fooling", "decided",
+                                     "rejected", "mer", "vmer", "rejection_rate", "median_seconds")} == {
+        "arm": "assisted", "submitted": 4, "applied": 2, "fooled": 3, "validated_fooling": 1, "decided": 2,
+        "rejected": 1, "mer": 0.75, "vmer": 0.25, "rejection_rate": 0.5, "median_seconds": 60.0}
+    assert (unassisted["arm"], unassisted["submitted"], unassisted["mer"], unassisted["rejection_rate"],
+            unassisted["median_seconds"]) == ("unassisted", 2, 0.5, 0.0, 30.0)
+    by_round = httpx.get(f"{team.url}/v1/team/assistant", headers=auth(team.lead)).json()
+    assert {r["name"] for r in by_round["rows"]} == {"Hate speech · round 1"}
+    refused = httpx.get(f"{team.url}/v1/team/assistant", headers=auth(team.ann))
+    assert refused.status_code == 403 and "Only leads and owners" in refused.text
