@@ -139,6 +139,29 @@ def test_with_the_assistant_off_the_panel_says_why_in_one_line(qtbot, data_dir, 
         close_window(window)
 
 
+def test_under_a_b_the_panel_shows_only_in_the_assisted_session_of_each_pair(qtbot, data_dir, hate_model,
+                                                                             modal_log):
+    assistant(data_dir, "hate_speech", mode="ab")
+    arms = []
+    for _session in range(2):  # sessions 1 and 2 of this writer form a pair: one of them is assisted
+        window = opened(qtbot, data_dir)
+        try:
+            ws, panel = window.workspace, window.workspace.view.assist
+            arm = ws.session.writing.arm
+            arms.append(arm)
+            qtbot.waitUntil(lambda: panel.view.available == (arm == "on"), timeout=WAIT)
+            if arm == "on":
+                assert panel.reason.isHidden()
+            else:
+                assert panel.body.isHidden() and "without it" in panel.reason.text()
+            type_text(qtbot, window, "save the draft")  # the draft records its session's arm either way
+            qtbot.waitUntil(lambda: ws.session.draft.id is not None, timeout=10_000)
+            assert ws.session.draft.assistance.arm == arm
+        finally:
+            close_window(window)
+    assert sorted(arms) == ["off", "on"]
+
+
 @pytest.fixture(scope="session")
 def three_label_model_dir(tmp_path_factory) -> Path:
     """A tiny (untrained) classifier answering with three labels, named as each test needs."""
