@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
+from app.core.assist.types import Goal
 from app.core.desk import Desk
 from app.core.services.rounds import parse_settings
 from app.core.services.target_models import register_model
@@ -205,35 +206,65 @@ def test_the_nli_panel_edits_the_hypothesis_only(qtbot, data_dir, three_label_mo
         close_window(window)
 
 
-def test_the_sentiment_panel_makes_a_contrast_pair_and_the_writer_confirms_the_label(
+def test_the_sentiment_panel_asks_for_the_new_label_of_a_contrast_pair_and_applies_suggestions(
         qtbot, data_dir, three_label_model_dir, modal_log):
     attach(data_dir, three_label_model_dir, "sentiment", SENTIMENT_LABELS)
     assistant(data_dir, "sentiment")
     window = opened(qtbot, data_dir, "sentiment")
     try:
         view, box = window.workspace.view, text_box(window)
-        panel = view.assist
-        type_text(qtbot, window, "The food was good and the staff were friendly.")
+        panel, sentence = view.assist, "The food was good and the staff were friendly."
+        type_text(qtbot, window, sentence)
         key(qtbot, box, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)  # positive
         view.side.setCurrentIndex(view.side.indexOf(panel))  # the writer opens the Suggestions tab
-        qtbot.mouseClick(panel.goal_buttons[panel.view.goal.CONTRAST], Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.goal_buttons[Goal.CONTRAST], Qt.MouseButton.LeftButton)
         assert panel.contrast.isVisible()
+        assert [panel.contrast.itemData(i) for i in range(panel.contrast.count())] == [None, "negative", "neutral"]
         key(qtbot, box, Qt.Key.Key_G, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
-        assert "Pick the new label" in panel.status.text()  # three labels: the writer picks the new one
+        assert "Pick the new label" in panel.status.text() and not panel.rows  # three labels: the writer picks
         panel.contrast.setCurrentIndex(panel.contrast.findData("negative"))
         panel.contrast.activated.emit(panel.contrast.currentIndex())
         wait_for_prediction(qtbot, window)
         rows = suggestions_shown(qtbot, window)
-        claimed = [r for r in rows if r.row.claimed_label]
-        if not claimed:
-            pytest.skip("no generator claimed a new label for this sentence")  # pragma: no cover
+        assert all(set(r.row.probabilities) == set(SENTIMENT_LABELS) for r in rows)  # each checked by the model
+
+        qtbot.mouseClick(panel.goal_buttons[Goal.FOOL], Qt.MouseButton.LeftButton)
+        assert not panel.rows  # the contrast suggestions are not offered for the other goal
+        rows = suggestions_shown(qtbot, window)
+        qtbot.mouseDClick(rows[0], Qt.MouseButton.LeftButton)  # a double click applies, too
+        assert box.toPlainText() == rows[0].row.text != sentence
+        key(qtbot, box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        assert box.toPlainText() == sentence and view.editor.content()["label"] == "positive"
+    finally:
+        close_window(window)
+
+
+def test_a_contrast_pair_changes_the_label_only_when_the_writer_confirms_it(qtbot, data_dir, hate_model, modal_log):
+    assistant(data_dir, "hate_speech")
+    window = opened(qtbot, data_dir)
+    try:
+        view, box = window.workspace.view, text_box(window)
+        panel = view.assist
+        type_text(qtbot, window, HATEFUL)
+        key(qtbot, box, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)  # hate
+        view.side.setCurrentIndex(view.side.indexOf(panel))
+        qtbot.mouseClick(panel.goal_buttons[Goal.CONTRAST], Qt.MouseButton.LeftButton)
+        assert panel.contrast.currentData() == "not hate"  # two labels: the other one, shown to confirm
+        wait_for_prediction(qtbot, window)
+        rows = suggestions_shown(qtbot, window)
+        claimed = [r for r in rows if r.row.claimed_label == "not hate"]
+        assert claimed and "meant to be <b>not hate</b>" in claimed[0].probabilities.text()
+        assert "Obfuscation: this generator keeps the meaning" in panel.notes.text()  # said, not silently empty
         panel.select(rows.index(claimed[0]))
         key(qtbot, box, Qt.Key.Key_Return, Qt.KeyboardModifier.AltModifier)
         assert box.toPlainText() == claimed[0].row.text
-        assert view.editor.content()["label"] == "positive"  # nothing changes the label behind the writer
-        qtbot.waitUntil(panel.confirm.isVisible, timeout=5000)
+        assert view.editor.content()["label"] == "hate"  # nothing changes the label behind the writer
+        assert panel.confirm.isVisible() and "not hate" in panel.confirm_button.text()
         qtbot.mouseClick(panel.confirm_button, Qt.MouseButton.LeftButton)
-        assert view.editor.content()["label"] == claimed[0].row.claimed_label
-        assert not panel.confirm.isVisible()
+        assert view.editor.content()["label"] == "not hate" and not panel.confirm.isVisible()
+        key(qtbot, box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)  # the label change goes first
+        assert view.editor.content()["label"] == "hate" and box.toPlainText() == claimed[0].row.text
+        key(qtbot, box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        assert box.toPlainText() == HATEFUL and not panel.confirm.isVisible()
     finally:
         close_window(window)
