@@ -92,7 +92,7 @@ class SuggestionRow:
                 invisible.append(f"an invisible {name.lower()}")
             else:
                 scripts.setdefault(name.split(" ")[0].title(), []).append(ch)
-        parts = [f"{', '.join(chars)}: {script}" for script, chars in scripts.items()] + invisible
+        parts = [f"look-alike {', '.join(chars)}: {script}" for script, chars in scripts.items()] + invisible
         return "; ".join(parts)
 
     @property
@@ -157,5 +157,5 @@ def result_status(rows: Sequence[SuggestionRow], goal: Goal) -> str:
         return "No checked suggestion for this text: try rewording it yourself, or another goal."
     fooling = sum(row.fools for row in rows)
     what = "fool the model" if goal is Goal.FOOL else "fool the model with the new label"
-    return (f"{len(rows)} suggestion(s), each checked against the model: {fooling} {what}. "
-            f"{APPLY_KEYS} applies the selected one ({MOVE_KEYS} to choose); Ctrl+Z takes it back.")
+    return (f"{len(rows)} checked suggestion(s), {fooling} {what}. {APPLY_KEYS} applies the selected one "
+            f"({MOVE_KEYS} to choose); Ctrl+Z takes it back.")

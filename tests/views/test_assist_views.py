@@ -77,7 +77,7 @@ def test_rows_show_edit_type_diff_probabilities_and_verdict():
     assert first.lookalikes == ""
     (homoglyph,) = suggestion_rows(HATE.labels, TEXT, [checked("those \u0456d\u0456ots ruin\u200beverything",
                                                                fools=True, edit_type="homoglyph")])
-    assert homoglyph.lookalikes == "\u0456: Cyrillic; an invisible zero width space"
+    assert homoglyph.lookalikes == "look-alike \u0456: Cyrillic; an invisible zero width space"
 
 
 def test_unavailable_generators_are_said_in_words():
@@ -91,7 +91,7 @@ def test_suggestions_apply_only_to_the_text_they_were_made_for():
     session = shown()
     view = session.panel({"text": TEXT}, "hate", offered=True, mode=AssistantMode.ON)
     assert view.available and view.current and len(view.rows) == 3
-    assert "3 suggestion(s)" in view.status and "2 fool the model" in view.status
+    assert "3 checked suggestion(s), 2 fool the model" in view.status and "2 fool the model" in view.status
     assert view.notes and "PyTorch" in view.notes[0]
 
     typed = {"text": TEXT + " today"}
