@@ -91,16 +91,30 @@ def whole_word_vocabulary(engine: "InferenceEngine") -> _Vocabulary:
         return found
 
 
-def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, target: str | None = None,
-            spans: Sequence[tuple[int, int]] | None = None, top_words: int = 4, per_word: int = 6,
-            exclude: Sequence[str] = ()) -> FlipResult:
-    """Replacement words for words of ``item``'s text ``segment``, ranked by their first-order
-    effect on ``target``'s log probability (default: the predicted label).
+@dataclass(frozen=True)
+class FirstOrder:
+    """One forward and backward pass: the gradient of ``target``'s log probability at every input
+    embedding of one input, and what maps it back to the words of its text ``segment``."""
 
-    ``spans``: the words to replace (character spans in that text, best first); without them,
-    the ``top_words`` most salient words by |Σ e·g|. ``exclude``: words never proposed
-    (lower-cased compare), e.g. stopwords.
-    """
+    target: str
+    target_probability: float
+    predicted: str
+    segment: int
+    units: tuple[WordUnit, ...]  # the words of the text the model read
+    gradient: Any  # [tokens, hidden] float32
+    per_token: Any  # [tokens]: e_i · g_i
+
+    def word_scores(self) -> list[tuple[WordUnit, float]]:
+        """Gradient × input per word (Σ e_i · g_i over its tokens): positive when the word pushes
+        toward the target, to first order. Scaled so that the strongest word is ±1."""
+        raw = [float(self.per_token[list(u.token_positions)].sum()) for u in self.units]
+        scale = max((abs(r) for r in raw), default=0.0)
+        return [(u, r / scale if scale > 0 else 0.0) for u, r in zip(self.units, raw)]
+
+
+def first_order(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0,
+                target: str | None = None) -> FirstOrder:
+    """The gradient pass for ``target`` (default: the predicted label) on ``item``."""
     import torch
 
     from local_models.attribution import _embedding_override
@@ -114,14 +128,13 @@ def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, ta
     head = engine.head
     module = runtime.module
     layer = runtime.embedding_layer()
-    vocabulary = whole_word_vocabulary(engine)
     batch = engine.encode([item])
     texts = batch.segments(0)
-    units = [u for u in group_tokens(texts[segment], segment, batch.segment_offsets(0, segment)) if u.seen]
+    units = tuple(u for u in group_tokens(texts[segment], segment, batch.segment_offsets(0, segment)) if u.seen)
     feeds = runtime.feeds(batch)
     input_ids = feeds.pop("input_ids")
     columns = torch.tensor(head._columns, dtype=torch.float32, device=module.device)
-    override = _embedding_override(layer)
+    override = _embedding_override(layer)  # this thread only: a prediction elsewhere runs untouched
     try:
         with torch.enable_grad():
             embedded = layer(input_ids).detach().requires_grad_(True)
@@ -134,17 +147,38 @@ def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, ta
     finally:
         override.points = None
     gradient, embedded = gradient[0].detach().float(), embedded[0].detach().float()
-    per_token = (gradient * embedded).sum(dim=-1)  # e_i · g_i
-    chosen = _choose(units, spans, per_token, top_words)
+    probs = probabilities[0].detach().cpu().numpy()
+    return FirstOrder(engine.labels[index], float(probs[index]), engine.labels[int(probs.argmax())], segment, units,
+                      gradient, (gradient * embedded).sum(dim=-1))
+
+
+def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, target: str | None = None,
+            spans: Sequence[tuple[int, int]] | None = None, top_words: int = 4, per_word: int = 6,
+            exclude: Sequence[str] = (), gradients: FirstOrder | None = None) -> FlipResult:
+    """Replacement words for words of ``item``'s text ``segment``, ranked by their first-order
+    effect on ``target``'s log probability (default: the predicted label).
+
+    ``spans``: the words to replace (character spans in that text, best first); without them,
+    the ``top_words`` most salient words by |Σ e·g|. ``exclude``: words neither replaced nor
+    proposed (lower-cased compare), e.g. stopwords. ``gradients``: this input's ``first_order`` pass when
+    the caller already made it (for the same target), so that it is not made twice.
+    """
+    import torch
+
+    if gradients is None or gradients.segment != segment or (target is not None and gradients.target != target):
+        gradients = first_order(engine, item, segment=segment, target=target)
+    vocabulary = whole_word_vocabulary(engine)
+    result = FlipResult(gradients.target, gradients.target_probability, gradients.predicted, ())
+    excluded = {w.lower() for w in exclude}
+    chosen = _choose([u for u in gradients.units if u.text.lower() not in excluded], spans, gradients.per_token,
+                     top_words)
     if not chosen:
-        probs = probabilities[0].detach().cpu().numpy()
-        return FlipResult(engine.labels[index], float(probs[index]), engine.labels[int(probs.argmax())], ())
-    candidates = vocabulary.embeddings  # [V, d]
+        return result
+    per_token, gradient = gradients.per_token, gradients.gradient
     firsts = torch.stack([gradient[u.token_positions[0]] for u in chosen])  # [W, d]
     constants = torch.stack([per_token[list(u.token_positions)].sum() for u in chosen])  # [W]
     with torch.inference_mode():
-        estimates = candidates @ firsts.T - constants  # [V, W]
-    excluded = {w.lower() for w in exclude}
+        estimates = vocabulary.embeddings @ firsts.T - constants  # [V, W]
     out = []
     # enough of the best to fill ``per_word`` after the word itself and the excluded ones are skipped
     depth = min(len(vocabulary.words), per_word + len(excluded) + 1)
@@ -163,8 +197,7 @@ def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, ta
             if len(picks) >= per_word:
                 break
         out.append(WordReplacements(segment, unit.text, unit.start, unit.end, float(abs(constants[k])), tuple(picks)))
-    probs = probabilities[0].detach().cpu().numpy()
-    return FlipResult(engine.labels[index], float(probs[index]), engine.labels[int(probs.argmax())], tuple(out))
+    return FlipResult(result.target, result.target_probability, result.predicted, tuple(out))
 
 
 def _choose(units: list[WordUnit], spans: Sequence[tuple[int, int]] | None, per_token: Any,

@@ -20,13 +20,15 @@ from app.cli.proposals import COMMANDS as PROPOSAL_COMMANDS
 from app.cli.quality import quality
 from app.cli.rounds import rounds
 from app.cli.smoke import smoke_test
+from app.cli.suggest import suggest
+from app.cli.suggest_words import suggest_words
 from app.cli.sync import serve, sync
 from app.core.errors import DynadeskError
 from app.core.logs import log_file
 
 log = logging.getLogger("dynadesk")
 
-for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality):
+for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality, suggest, suggest_words):
     cli.add_command(command)
 rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard

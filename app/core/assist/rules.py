@@ -48,10 +48,14 @@ def lexicon_of(ctx: GenerationContext) -> Lexicon:
 
 def source_label(ctx: GenerationContext) -> str | None:
     """The true label of the text as it stands. Fool: the writer's label (else the model's).
-    Contrast: ``writer_label`` is the label wanted after the edit, so the text's own is the
-    model's when that differs, or in a two-label task the other label."""
+    Contrast: ``writer_label`` is the label wanted after the edit; the text's own is
+    ``text_label`` when the writer gave it, else the model's when that differs from the wanted
+    one, else in a two-label task the other label."""
     if ctx.goal is Goal.FOOL:
         return ctx.writer_label or ctx.model_label
+    present = getattr(ctx, "text_label", None)  # the writer's label for the text as it stands, when known
+    if present is not None and present in ctx.labels:
+        return str(present)
     wanted = ctx.writer_label
     if wanted is None or (ctx.model_label is not None and ctx.model_label != wanted):
         return ctx.model_label
@@ -196,7 +200,10 @@ def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candida
                               "negation_added", _arrow(found, negated_of[listed.casefold()]), claimed))
     verbs = frozenset(v.casefold() for v in lexicon.words("negatable_verbs"))
     apostrophe = apostrophe_of(text)
-    for subject, auxiliary in _DO_SUBJECTS.items():  # "I hate …" → "I don't hate …"
+    subjects = dict(_DO_SUBJECTS)  # "I hate …" → "I don't hate …"; "women disgust me" → "women don't disgust me"
+    for name in ("protected_groups", "non_protected_groups"):
+        subjects.update({plural: "don't" for plural, _ in lexicon.pairs(name)})
+    for subject, auxiliary in subjects.items():
         for m in find(text, subject):
             after = text[m.end:]
             next_word = after.split(maxsplit=1)[0] if after.strip() else ""

@@ -1,0 +1,182 @@
+"""``dynadesk suggest``: the writing assistant at the command line. Suggested edits of a text,
+each checked against the round's target (or ensemble) and ranked, as a table or JSON, for leads
+who script experiments with it."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from app.cli.base import Context, format_table, pass_context
+from app.core.errors import DynadeskError
+
+DEFAULT_TOP = 10
+
+
+def gradient_form(desk, record):
+    """The target's PyTorch form for word substitution: itself, or the record it was exported from."""
+    from app.core.domain import ModelFormat
+
+    if record.format == ModelFormat.HF_TORCH.value:
+        return record
+    parent = ((record.provenance or {}).get("parent_model") or {}).get("id")
+    return next((r for r in desk.models.all() if str(r.id) == str(parent)), None) if parent else None
+
+
+def _load_targets(desk, records):
+    from app.core.services.target_models import load_engine_for
+    from local_models.engine import Ensemble
+
+    engines = []
+    try:
+        for record in records:
+            engines.append(load_engine_for(record))
+    except Exception:
+        for engine in engines:
+            engine.close()
+        raise
+    return Ensemble(engines)
+
+
+def _inputs(definition, text: str, context: str | None) -> dict[str, str]:
+    from app.core.tasks.definition import InputKind
+
+    written = [f for f in definition.inputs if f.kind == InputKind.WRITTEN]
+    contexts = [f for f in definition.inputs if f.kind == InputKind.CONTEXT]
+    if contexts and not (context or "").strip():
+        raise DynadeskError(f"{definition.name} reads a {contexts[0].label.lower()} with your "
+                            f"{written[0].label.lower()}: give it with --context TEXT.")
+    if context and not contexts:
+        raise DynadeskError(f"{definition.name} has no context: leave --context out.")
+    fields = {written[0].name: text}
+    if contexts:
+        fields[contexts[0].name] = context or ""
+    return fields
+
+
+def suggestion_json(rank: int, s) -> dict:
+    c = s.candidate
+    return {"rank": rank, "text": c.text, "generator": c.generator.value, "edit_type": c.edit_type, "note": c.note,
+            "claimed_label": c.claimed_label, "predicted": s.predicted,
+            "probabilities": {k: round(float(v), 6) for k, v in s.probabilities.items()},
+            "fools": s.fools, "shift": round(float(s.shift), 6)}
+
+
+@click.command("suggest")
+@click.option("--task", "task_code", required=True)
+@click.option("--round", "number", type=int, help="The round whose target checks the edits (default: the open one).")
+@click.option("--goal", type=click.Choice(["fool", "contrast"]), default="fool", show_default=True,
+              help="fool: keep the label and change the model's answer; contrast: change the true label.")
+@click.option("--label", "label", help="fool: the text's true label (default: the model's answer); "
+                                       "contrast: the label the edit should make true.")
+@click.option("--context", "context", help="The context (premise) for tasks that have one, such as NLI.")
+@click.option("--top", type=click.IntRange(1, 64), default=DEFAULT_TOP, show_default=True,
+              help="Suggestions to print.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.argument("text")
+@pass_context
+def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: str | None, context: str | None,
+            top: int, as_json: bool, text: str) -> None:
+    """Suggested edits of TEXT, each checked against the round's target, fooling ones first.
+
+    \b
+    dynadesk suggest --task hate_speech "I hate women."
+    dynadesk suggest --task hate_speech --goal contrast --label "not hate" --json "I hate women."
+    dynadesk suggest --task nli --context "A man sleeps." --goal contrast "A man is sleeping."
+    """
+    from app.core.assist.pipeline import AssistError, suggest as run_suggest
+    from app.core.assist.types import Goal
+    from app.core.domain import ModelFormat
+    from app.core.services.target_models import model_input
+    from app.core.text import clean_text, control_characters
+
+    text = clean_text(text)
+    if not text.strip():
+        raise DynadeskError('The text is empty: give the text to suggest edits for, as in '
+                            'dynadesk suggest --task hate_speech "I hate women."')
+    if control_characters(text):
+        raise DynadeskError(f"The text holds control characters ({', '.join(control_characters(text))}); "
+                            "remove them and try again.")
+    desk = obj.desk
+    definition = desk.tasks.definition_by_code(task_code)  # names the known tasks when it is not one
+    if definition.is_extractive:
+        raise DynadeskError(f"The assistant suggests edits for labelled tasks; '{task_code}' asks for an answer "
+                            "span. Write the question yourself.")
+    if label is not None and label not in definition.labels:
+        raise DynadeskError(f"'{label}' is not a label of {definition.name}; its labels: "
+                            f"{', '.join(repr(x) for x in definition.labels)}.")
+    inputs = model_input(definition, _inputs(definition, text, context))
+    round_ = desk.tasks.round(task_code, number)
+    records = desk.models.round_models(round_.id)
+    if not records:
+        from app.core.services.target_models import needs_default_model
+
+        first_start = task_code == "hate_speech" and round_.number == 1 and needs_default_model(desk)
+        raise DynadeskError(f"Round {round_.number} of {task_code} has no target model to check suggestions "
+                            f"against; attach one with `dynadesk rounds attach --task {task_code} "
+                            f"--round {round_.number} --model NAME`"
+                            + (" (or run `dynadesk init` to make the bundled default model its target)."
+                               if first_start else "."))
+    imported = [r.name for r in records if r.format == ModelFormat.IMPORTED.value]
+    if imported:
+        raise DynadeskError(f"Round {round_.number}'s target {', '.join(imported)} is known only by predictions "
+                            "recorded elsewhere; it cannot check suggestions here.")
+    lexicon = desk.tasks.assist_lexicon(task_code)
+    models = _load_targets(desk, records)
+    gradients = None
+    try:
+        writer_label = label
+        if goal == "fool" and writer_label is None:
+            writer_label = models.predict([inputs])[0].label
+            if not as_json:
+                click.echo(f"No --label: taking the model's answer '{writer_label}' as the text's true label.",
+                           err=True)
+        torch_record = gradient_form(desk, records[0]) if len(records) == 1 else None
+        if torch_record is not None:
+            from app.core.services.target_models import load_engine_for
+
+            try:
+                gradients = load_engine_for(torch_record)
+            except DynadeskError as exc:  # substitution says it is unavailable; the rest still runs
+                click.echo(f"Word substitution is left out: {exc}", err=True)
+        try:
+            result = run_suggest(models, definition, inputs, goal=Goal(goal), writer_label=writer_label,
+                                 lexicon=lexicon, gradients=gradients, rule=round_.fooled_rule)
+        except AssistError as exc:
+            raise DynadeskError(str(exc)) from exc
+    finally:
+        models.close()
+        if gradients is not None:
+            gradients.close()
+    shown = result.suggestions[:top]
+    if as_json:
+        document = {"task": task_code, "round": round_.number, "models": [r.name for r in records], "goal": goal,
+                    "label": writer_label, "text": text, "original_label": result.original_label,
+                    "original": {k: round(float(v), 6) for k, v in result.original.items()},
+                    "generated": result.generated, "checked": len(result.suggestions),
+                    "fooling": len(result.fooling),
+                    "suggestions": [suggestion_json(i, s) for i, s in enumerate(shown, 1)],
+                    "unavailable": {g.value: reason.value for g, reason in result.unavailable.items()},
+                    "timings_ms": {k: round(v, 1) for k, v in result.timings_ms.items()}}
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    labels = list(definition.labels)
+    original = ", ".join(f"{name} {result.original.get(name, 0.0):.2f}" for name in labels)
+    click.echo(f"{task_code} round {round_.number}, target {' + '.join(r.name for r in records)}")
+    click.echo(f"Your text: the model says {result.original_label} ({original})")
+    click.echo(f"{len(result.suggestions)} suggestions checked, {len(result.fooling)} fool the model"
+               + (f"; the best {len(shown)}:" if shown else "."))
+    if shown:
+        rows = [[i, "yes" if s.fools else "no", s.candidate.edit_type, s.candidate.claimed_label or writer_label or "",
+                 *(f"{s.probabilities.get(name, 0.0):.2f}" for name in labels), _printable(s.candidate.text)]
+                for i, s in enumerate(shown, 1)]
+        click.echo(format_table(["#", "fools", "edit", "label", *(f"p({name})" for name in labels), "text"], rows))
+    for generator, reason in result.unavailable.items():
+        click.echo(f"  {generator.value}: {reason.value}")
+
+
+def _printable(text: str) -> str:
+    from app.core.text import printable
+
+    return printable(text).replace("\n", " ")
