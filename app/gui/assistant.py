@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | None, rule: str,
-                lexicon: Any = None) -> Callable[[Any, Callable], Any]:
+                lexicon: Any = None, text_label: str | None = None) -> Callable[[Any, Callable], Any]:
     """What the explanation lane runs: generate the suggestions for ``inputs`` and check each
     against the loaded target (word substitution uses a member with gradients, when one has them)."""
     from app.core.assist.pipeline import suggest
@@ -33,7 +33,7 @@ def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | Non
     def work(models, checkpoint):
         gradients = next((engine for engine in models.engines if engine.supports_gradients), None)
         return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
-                       rule=rule, lexicon=lexicon, checkpoint=checkpoint)
+                       rule=rule, lexicon=lexicon, checkpoint=checkpoint, text_label=text_label)
 
     return work
 
@@ -116,7 +116,8 @@ class AssistantController:
             self._say(problem)
             return
         inputs = dict(content.inputs)
-        work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule, self.lexicon)
+        work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule, self.lexicon,
+                           text_label=content.label)  # contrast: the label the text has before the edit
         request = ws.inference.suggest(work, inputs)
         session.suggestions_requested(request, inputs)
         self.refresh(bring_forward=True)

@@ -227,6 +227,8 @@ def test_the_sentiment_panel_asks_for_the_new_label_of_a_contrast_pair_and_appli
         wait_for_prediction(qtbot, window)
         rows = suggestions_shown(qtbot, window)
         assert all(set(r.row.probabilities) == set(SENTIMENT_LABELS) for r in rows)  # each checked by the model
+        # the rules start from the writer's label (positive), whatever the model says of the text
+        assert any(r.row.claimed_label == "negative" and r.row.generator == "rule" for r in rows)
 
         qtbot.mouseClick(panel.goal_buttons[Goal.FOOL], Qt.MouseButton.LeftButton)
         assert not panel.rows  # the contrast suggestions are not offered for the other goal
