@@ -5,7 +5,7 @@ application with the shipped default model, at a laptop's 1366×768.
 
 The text is a HateCheck case (read from ../shared/data at run time, never copied): the first
 hateful dehumanisation case the default model gets right. The writer labels it hate and asks
-for suggestions (Ctrl+Shift+G); a second shot has the top suggestion applied (Alt+Enter).
+for suggestions (Ctrl+Shift+G); a second shot has the first respelling applied (Alt+↓, Alt+Enter).
 """
 
 import csv
@@ -55,6 +55,8 @@ def main() -> None:
         wait(400)
         window.grab().save(str(OUT / "assistant_panel.png"))
         print(OUT / "assistant_panel.png", text, ws.assist.session.shown.timings_ms)
+        for _ in range(next(i for i, row in enumerate(panel.rows) if row.row.generator == "obfuscation")):
+            QTest.keyClick(box, Qt.Key.Key_Down, Qt.KeyboardModifier.AltModifier)  # a respelling keeps the meaning
         QTest.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.AltModifier)
         wait_until(lambda: ws.last_prediction is not None and ws._current_prediction_matches())
         wait(400)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QRadioButton,
     QScrollArea,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -159,9 +160,10 @@ class AssistPanel(QWidget):
                             textFormat=Qt.TextFormat.RichText)
         self.apply_button = QPushButton(f"Apply ({APPLY_KEYS})", objectName="assist_apply")
         self.apply_button.clicked.connect(self.apply_selected)
+        self.apply_button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)  # not the row's width
         bottom = QHBoxLayout()
         bottom.addWidget(self.notes, 1)
-        bottom.addWidget(self.apply_button, 0, Qt.AlignmentFlag.AlignTop)
+        bottom.addWidget(self.apply_button, 0, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignRight)
         self.body = QWidget()
         body = QVBoxLayout(self.body)
         body.setContentsMargins(0, 0, 0, 0)

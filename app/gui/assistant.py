@@ -15,7 +15,8 @@ import logging
 from typing import Any, Callable
 
 from app.core.assist.types import Assistance, Goal
-from app.core.services.target_models import model_input
+from app.core.services.target_models import model_input, model_spec
+from app.gui.gradient_form import GradientForm, gradient_record
 from app.gui.inference import InferenceFailure, SuggestionResult
 from app.views.assist_session import AssistSession
 
@@ -23,15 +24,19 @@ log = logging.getLogger(__name__)
 
 
 def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | None, rule: str,
-                lexicon: Any = None, text_label: str | None = None) -> Callable[[Any, Callable], Any]:
+                lexicon: Any = None, text_label: str | None = None,
+                gradient_form: GradientForm | None = None) -> Callable[[Any, Callable], Any]:
     """What the explanation lane runs: generate the suggestions for ``inputs`` and check each
-    against the loaded target (word substitution uses a member with gradients, when one has them)."""
+    against the loaded target. Word substitution uses a member with gradients, else the target's
+    PyTorch form (``gradient_form``, loaded on this lane the first time)."""
     from app.core.assist.pipeline import suggest
 
     model_inputs = model_input(definition, inputs)
 
     def work(models, checkpoint):
         gradients = next((engine for engine in models.engines if engine.supports_gradients), None)
+        if gradients is None and gradient_form is not None and len(models.engines) == 1:
+            gradients = gradient_form.engine()
         return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
                        rule=rule, lexicon=lexicon, checkpoint=checkpoint, text_label=text_label)
 
@@ -46,6 +51,7 @@ class AssistantController:
         self.session = AssistSession()
         self._previous: dict[int, Assistance | None] = {}  # per applied suggestion: the record it replaced
         self.lexicon: Any = None  # the task's word lists (shipped, with the lead's changes); None: the shipped ones
+        self.gradient_form = GradientForm()  # an ONNX target's PyTorch form, for word substitution
         view = ws.view
         view.suggest_requested.connect(self.suggest)
         view.assist_goal_changed.connect(self.choose_goal)
@@ -91,9 +97,26 @@ class AssistantController:
         self.refresh()
 
     def models_changed(self) -> None:
-        """Other target models: suggestions checked against the old ones are no longer shown."""
+        """Other target models: suggestions checked against the old ones are no longer shown, and
+        word substitution uses the new target's PyTorch form."""
         self.session.models_changed()
         self.refresh()
+        ws, records = self.ws, list(self.ws.session.records)
+        if not records or not self.session.helps():
+            self.gradient_form.want(None)
+            return
+        models = ws.desk.models
+
+        def find():
+            record = gradient_record(records, models.all())
+            return (str(record.id), model_spec(record)) if record is not None else None
+
+        def found(form) -> None:
+            if list(ws.session.records) == records:
+                self.gradient_form.want(*(form or (None,)))
+
+        ws.db.submit(find, on_done=found, on_error=lambda error: log.warning(
+            "no PyTorch form for word substitution", exc_info=error))
 
     # The writer's requests -----------------------------------------------------------------------
     def suggest(self) -> None:
@@ -117,7 +140,8 @@ class AssistantController:
             return
         inputs = dict(content.inputs)
         work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule, self.lexicon,
-                           text_label=content.label)  # contrast: the label the text has before the edit
+                           text_label=content.label,  # contrast: the label the text has before the edit
+                           gradient_form=self.gradient_form)
         request = ws.inference.suggest(work, inputs)
         session.suggestions_requested(request, inputs)
         self.refresh(bring_forward=True)

@@ -394,9 +394,9 @@ class WorkspaceController(QObject):
         outcome = self.session.models_loaded(loaded)
         if outcome is LoadOutcome.STALE:
             return  # the models of the round that is no longer open
-        self.assist.models_changed()
         if outcome is LoadOutcome.SWITCH:
             self.rounds.switch_round()
+        self.assist.models_changed()  # after a switch: the new round's target
         details = ", ".join(f"{name} on {device}" for name, device in zip(loaded.names, loaded.devices))
         self.status_changed.emit(details)
         if not self._keep_shown:  # else the old form's answer stays, marked out of date, until the new one's

@@ -97,7 +97,8 @@ class SuggestionRow:
 
     @property
     def title(self) -> str:
-        return f"{self.rank}. {self.edit_type} ({self.generator})"
+        same = self.edit_type.lower() == self.generator.lower()  # "Word substitution (word substitution)"
+        return f"{self.rank}. {self.edit_type}" + ("" if same else f" ({self.generator})")
 
     @property
     def accessible_text(self) -> str:

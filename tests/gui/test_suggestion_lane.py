@@ -96,3 +96,34 @@ def test_the_lane_runs_the_real_assistant_on_the_loaded_models(qtbot, service, h
     result = got.args[0].result
     assert result.text == "the banana people ruin everything" and result.suggestions
     assert all(s.probabilities and s.predicted in HATE.labels for s in result.suggestions)  # each one checked
+
+
+def test_an_onnx_target_gets_word_substitution_from_its_pytorch_form(qtbot, service, trigger_model_dir,
+                                                                      trigger_onnx_dir):
+    """The ONNX target has no gradients: the lane loads the PyTorch form it was exported from (once)
+    for word substitution, and every suggestion is still checked against the ONNX target."""
+    from app.core.assist.types import Generator, Unavailable
+    from app.gui.assistant import engine_work
+    from app.gui.gradient_form import GradientForm
+    from local_models.engine import ModelSpec
+
+    as_hate = {"fruit": "hate", "plain": "not hate"}  # the trigger model's labels, named as the task's
+    load(qtbot, service, ModelSpec(trigger_onnx_dir, label_map=as_hate, num_threads=1))
+    inputs = {"text": "the banana people ruin everything"}
+
+    def suggestions(form):
+        with qtbot.waitSignal(service.suggestion_ready, timeout=SIGNAL_TIMEOUT) as got:
+            service.suggest(engine_work(HATE, inputs, Goal.FOOL, "hate", "mean", gradient_form=form), inputs)
+        return got.args[0].result
+
+    without = suggestions(None)
+    assert without.unavailable[Generator.SUBSTITUTION] is Unavailable.NO_GRADIENTS
+    form = GradientForm()
+    form.want("trigger", ModelSpec(trigger_model_dir, label_map=as_hate, num_threads=1))
+    with_form = suggestions(form)
+    assert Generator.SUBSTITUTION not in with_form.unavailable
+    assert any(s.candidate.generator is Generator.SUBSTITUTION for s in with_form.suggestions)
+    loaded = form.engine()
+    assert loaded is not None and loaded.supports_gradients and suggestions(form) and form.engine() is loaded  # once
+    form.want(None)
+    assert form.engine() is None and loaded.runtime.module is None  # a new target: the old form is closed

@@ -71,6 +71,7 @@ def test_rows_show_edit_type_diff_probabilities_and_verdict():
         (DiffKind.DELETE, "idiots"), (DiffKind.INSERT, "1d10ts")]
     assert first.probability_line == "not hate 70% · hate 30%"  # the model's label first
     assert second.verdict == "the model holds" and second.probability_line.startswith("hate 80%")
+    assert third.title == "3. Word substitution"  # the edit type says it all
     assert third.needs_judgement and not first.needs_judgement  # a substituted word may change the meaning
     assert "New text: those 1d10ts ruin everything" in first.accessible_text
     assert edit_type_name("slur_to_description") == "Slur to description"
