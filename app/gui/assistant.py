@@ -29,7 +29,8 @@ def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | Non
     """What the explanation lane runs: generate the suggestions for ``inputs`` and check each
     against the loaded target. Word substitution uses a member with gradients, else the target's
     PyTorch form (``gradient_form``, loaded on this lane the first time)."""
-    from app.core.assist.pipeline import suggest
+    from app.core.assist.pipeline import AssistError, suggest
+    from app.core.errors import DynadeskError
 
     model_inputs = model_input(definition, inputs)
 
@@ -37,8 +38,11 @@ def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | Non
         gradients = next((engine for engine in models.engines if engine.supports_gradients), None)
         if gradients is None and gradient_form is not None and len(models.engines) == 1:
             gradients = gradient_form.engine()
-        return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
-                       rule=rule, lexicon=lexicon, checkpoint=checkpoint, text_label=text_label)
+        try:
+            return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
+                           rule=rule, lexicon=lexicon, checkpoint=checkpoint, text_label=text_label)
+        except AssistError as exc:  # what is wrong with the request, said to the writer as it is
+            raise DynadeskError(str(exc)) from exc
 
     return work
 

@@ -127,3 +127,15 @@ def test_an_onnx_target_gets_word_substitution_from_its_pytorch_form(qtbot, serv
     assert loaded is not None and loaded.supports_gradients and suggestions(form) and form.engine() is loaded  # once
     form.want(None)
     assert form.engine() is None and loaded.runtime.module is None  # a new target: the old form is closed
+
+
+def test_a_request_the_assistant_cannot_serve_fails_with_its_reason(qtbot, service, hate_trigger_model_dir):
+    from app.gui.assistant import engine_work
+    from local_models.engine import ModelSpec
+
+    load(qtbot, service, ModelSpec(hate_trigger_model_dir, task_labels=tuple(HATE.labels), num_threads=1))
+    inputs = {"text": "word " * 500}  # longer than the assistant works on
+    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as got:
+        service.suggest(engine_work(HATE, inputs, Goal.FOOL, "hate", "mean"), inputs)
+    failure = got.args[0]
+    assert failure.operation == "suggest" and failure.message.startswith("The text has 2500 characters")
