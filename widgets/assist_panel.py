@@ -111,6 +111,7 @@ class AssistPanel(QWidget):
     contrast_label_changed = Signal(object)  # the new label a contrast edit should make true (str or None)
     apply_requested = Signal(int)  # the row's index (0-based, in rank order)
     confirm_label_requested = Signal(str)  # contrast: the writer confirms the applied edit's new label
+    more_requested = Signal()  # list the next suggestions too
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -118,6 +119,7 @@ class AssistPanel(QWidget):
         self.view = AssistPanelView(available=False)
         self.rows: list[SuggestionRowWidget] = []
         self.selected = -1
+        self._select_when_listed: int | None = None  # Alt+↓ past the last row listed: select it once it is
         self.reason = QLabel(objectName="assist_reason", wordWrap=True, styleSheet="color:#6b6b6b")
         self.goals = QButtonGroup(self)
         self.goal_buttons: dict[Goal, QRadioButton] = {}
@@ -150,6 +152,10 @@ class AssistPanel(QWidget):
         self.list_layout = QVBoxLayout(self.list_holder)
         self.list_layout.setContentsMargins(0, 0, 0, 0)
         self.list_layout.setSpacing(4)
+        self.more_button = QPushButton(objectName="assist_more")
+        self.more_button.setFlat(True)
+        self.more_button.clicked.connect(self.more_requested)
+        self.list_layout.addWidget(self.more_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.list_layout.addStretch(1)
         self.scroll = QScrollArea(objectName="suggestions")
         self.scroll.setWidgetResizable(True)
@@ -176,6 +182,8 @@ class AssistPanel(QWidget):
         layout.addWidget(self.reason)
         layout.addWidget(self.body, 1)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        for button in (self.suggest_button, self.apply_button, self.more_button, self.confirm_button):
+            button.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # a click leaves the writer's cursor in the text
         self.show_panel(self.view)
 
     # What the controller calls -------------------------------------------------------------------
@@ -206,6 +214,12 @@ class AssistPanel(QWidget):
         self.notes.setVisible(bool(view.notes))
         if rows_changed:
             self._set_rows(view.rows)
+        left = view.total - len(view.rows)
+        self.more_button.setVisible(left > 0)
+        self.more_button.setText(f"Show more ({left} left)")
+        if self._select_when_listed is not None and self._select_when_listed < len(self.rows):
+            self.select(self._select_when_listed)
+        self._select_when_listed = None
         self.list_holder.setEnabled(view.current)
         self.apply_button.setEnabled(view.current and self.selected >= 0)
 
@@ -232,7 +246,12 @@ class AssistPanel(QWidget):
         self.apply_button.setEnabled(self.view.current)
 
     def move_selection(self, step: int) -> None:
-        self.select(self.selected + step if self.selected >= 0 else 0)
+        wanted = self.selected + step if self.selected >= 0 else 0
+        if wanted >= len(self.rows) and self.view.total > len(self.rows):
+            self._select_when_listed = wanted
+            self.more_requested.emit()
+            return
+        self.select(wanted)
 
     def apply_selected(self) -> None:
         if self.view.available and self.view.current and 0 <= self.selected < len(self.rows):
@@ -253,19 +272,28 @@ class AssistPanel(QWidget):
             self.goal_changed.emit(goal)
 
     def _set_rows(self, rows: tuple[SuggestionRow, ...]) -> None:
+        """List ``rows``: more of the same set are appended, another set replaces the list."""
+        listed = tuple(widget.row for widget in self.rows)
+        if listed and rows[:len(listed)] == listed:
+            for index, row in enumerate(rows[len(listed):], start=len(listed)):
+                self._add_row(index, row)
+            return
         for widget in self.rows:
             self.list_layout.removeWidget(widget)
             widget.deleteLater()
         self.rows = []
         for index, row in enumerate(rows):
-            widget = SuggestionRowWidget(index, row)
-            widget.clicked.connect(self._row_clicked)
-            widget.activated.connect(self._row_activated)
-            self.list_layout.insertWidget(index, widget)
-            self.rows.append(widget)
+            self._add_row(index, row)
         self.selected = -1
         if self.rows:
             self.select(0)
+
+    def _add_row(self, index: int, row: SuggestionRow) -> None:
+        widget = SuggestionRowWidget(index, row)
+        widget.clicked.connect(self._row_clicked)
+        widget.activated.connect(self._row_activated)
+        self.list_layout.insertWidget(index, widget)
+        self.rows.append(widget)
 
     def _row_clicked(self, index: int) -> None:
         self.select(index)

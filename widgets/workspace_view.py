@@ -94,6 +94,7 @@ class WorkspaceView(QWidget):
     assist_goal_changed = Signal(object)  # a Goal
     assist_contrast_label_changed = Signal(object)  # the new label a contrast edit should make true
     suggestion_apply_requested = Signal(int)  # apply the suggestion at this index (rank order)
+    suggestions_more_requested = Signal()  # list the next suggestions too
     assist_label_confirmed = Signal(str)  # contrast: the writer sets the applied edit's new label
     replacement_toggled = Signal(int, bool)  # an applied suggestion's undo step: token, applied now
 
@@ -184,6 +185,7 @@ class WorkspaceView(QWidget):
         self.assist.goal_changed.connect(self.assist_goal_changed)
         self.assist.contrast_label_changed.connect(self.assist_contrast_label_changed)
         self.assist.apply_requested.connect(self.suggestion_apply_requested)
+        self.assist.more_requested.connect(self.suggestions_more_requested)
         self.assist.confirm_label_requested.connect(self.assist_label_confirmed)
         self.editor.replacement_toggled.connect(self.replacement_toggled)
         # Choosing and applying a suggestion without leaving the text (or from the panel itself).

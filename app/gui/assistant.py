@@ -61,6 +61,7 @@ class AssistantController:
         view.assist_goal_changed.connect(self.choose_goal)
         view.assist_contrast_label_changed.connect(self.choose_contrast_label)
         view.suggestion_apply_requested.connect(self.apply)
+        view.suggestions_more_requested.connect(self.list_more)
         view.assist_label_confirmed.connect(self.confirm_label)
         view.replacement_toggled.connect(self._toggled)
         ws.inference.suggestion_ready.connect(self._arrived)
@@ -156,6 +157,11 @@ class AssistantController:
 
     def choose_contrast_label(self, label: str | None) -> None:
         self.session.contrast_label_chosen(label)
+        self.refresh()
+
+    def list_more(self) -> None:
+        """The panel lists the next page of suggestions (a click, or Alt+↓ past the last one)."""
+        self.session.list_more()
         self.refresh()
 
     def apply(self, index: int) -> None:

@@ -20,6 +20,7 @@ from app.views.create import DiffKind, DiffPiece, diff_view
 SUGGEST_KEYS = "Ctrl+Shift+G"
 APPLY_KEYS = "Alt+Enter"
 MOVE_KEYS = "Alt+↑ / Alt+↓"
+PAGE = 10  # rows listed at first (and added by "more"): building all 64 would hold the GUI thread ~0.2 s
 
 GENERATOR_NAMES = {
     Generator.OBFUSCATION: "obfuscation",
@@ -115,7 +116,8 @@ class AssistPanelView:
     goal: Goal = Goal.FOOL
     labels: tuple[str, ...] = ()
     contrast_label: str | None = None  # contrast: the new label the writer picked
-    rows: tuple[SuggestionRow, ...] = ()
+    rows: tuple[SuggestionRow, ...] = ()  # the first ones, in rank order (more on request)
+    total: int = 0  # how many checked suggestions there are
     notes: tuple[str, ...] = ()  # generators that gave nothing, and why
     status: str = ""
     current: bool = True  # the rows are for the text on screen (else they are shown greyed, not applicable)
@@ -137,10 +139,10 @@ def unavailable_notes(unavailable: Any) -> tuple[str, ...]:
 
 
 def suggestion_rows(labels: Sequence[str], written_text: str,
-                    suggestions: Sequence[CheckedSuggestion]) -> tuple[SuggestionRow, ...]:
-    """The checked suggestions for ``written_text`` as rows, in the checker's order."""
+                    suggestions: Sequence[CheckedSuggestion], first_rank: int = 1) -> tuple[SuggestionRow, ...]:
+    """The checked suggestions for ``written_text`` as rows, in the checker's order (ranked from ``first_rank``)."""
     rows = []
-    for rank, checked in enumerate(suggestions, start=1):
+    for rank, checked in enumerate(suggestions, start=first_rank):
         candidate = checked.candidate
         generator = Generator(candidate.generator)
         rows.append(SuggestionRow(
@@ -153,10 +155,10 @@ def suggestion_rows(labels: Sequence[str], written_text: str,
     return tuple(rows)
 
 
-def result_status(rows: Sequence[SuggestionRow], goal: Goal) -> str:
-    if not rows:
+def result_status(suggestions: Sequence[CheckedSuggestion], goal: Goal) -> str:
+    if not suggestions:
         return "No checked suggestion for this text: try rewording it yourself, or another goal."
-    fooling = sum(row.fools for row in rows)
+    fooling = sum(s.fools for s in suggestions)
     what = "fool the model" if goal is Goal.FOOL else "fool the model with the new label"
-    return (f"{len(rows)} checked suggestion(s), {fooling} {what}. {APPLY_KEYS} applies the selected one "
+    return (f"{len(suggestions)} checked suggestion(s), {fooling} {what}. {APPLY_KEYS} applies the selected one "
             f"({MOVE_KEYS} to choose); Ctrl+Z takes it back.")

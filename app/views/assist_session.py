@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.core.assist.types import AssistantMode, CheckedSuggestion, Goal
 from app.views.assist import (
+    PAGE,
     SUGGEST_KEYS,
     AssistPanelView,
     SuggestionRow,
@@ -76,7 +77,8 @@ class AssistSession:
         self.shown: Any = None  # the SuggestionSet shown
         self.shown_inputs: dict[str, str] | None = None  # the inputs it is for
         self.failure: str | None = None
-        self._rows: tuple[SuggestionRow, ...] | None = None
+        self._rows: tuple[SuggestionRow, ...] = ()  # built for the rows listed so far, once each
+        self.listed = PAGE  # how many rows the panel lists
         self._applied: list[AppliedSuggestion] = []  # applied now, oldest first (undo takes the last)
         self._known: dict[int, AppliedSuggestion] = {}  # every application of this example, by token
         self._tokens = 0
@@ -138,7 +140,7 @@ class AssistSession:
         if self.requested is None or self.requested[0] != request_id:
             return False
         self.requested = None
-        self.shown, self.shown_inputs, self._rows = result, dict(inputs), None
+        self.shown, self.shown_inputs, self._rows, self.listed = result, dict(inputs), (), PAGE
         return True
 
     def suggestions_failed(self, message: str) -> None:
@@ -168,6 +170,10 @@ class AssistSession:
             return True
         top = self.applied
         return top is not None and top.before == self.shown_inputs and dict(inputs) == dict(top.after)
+
+    def list_more(self) -> None:
+        """The panel lists the next page of suggestions too."""
+        self.listed += PAGE
 
     def suggestion(self, index: int) -> CheckedSuggestion:
         suggestions: tuple[CheckedSuggestion, ...] = tuple(self.shown.suggestions) if self.shown is not None else ()
@@ -226,7 +232,7 @@ class AssistSession:
         self.requested, self._applied, self._known = None, [], {}
 
     def _forget_shown(self) -> None:
-        self.shown, self.shown_inputs, self.failure, self._rows = None, None, None, None
+        self.shown, self.shown_inputs, self.failure, self._rows = None, None, None, ()
 
     # The panel -------------------------------------------------------------------------------
     def panel(self, inputs: Mapping[str, str], writer_label: str | None, *, offered: bool,
@@ -248,9 +254,12 @@ class AssistSession:
                 status = (f"Write your text, then press Suggest ({SUGGEST_KEYS}): every suggestion is checked "
                           "against the model before it is shown.")
             return replace(base, status=status)
-        if self._rows is None:  # built once per set shown: the panel is refreshed on every keystroke
-            self._rows = suggestion_rows(labels, self.shown_inputs.get(self.written_field, ""), self.shown.suggestions)
-        rows = self._rows
+        suggestions = tuple(self.shown.suggestions)
+        wanted = min(self.listed, len(suggestions))
+        if len(self._rows) < wanted:  # each row built once: the panel is refreshed on every keystroke
+            self._rows += suggestion_rows(labels, self.shown_inputs.get(self.written_field, ""),
+                                          suggestions[len(self._rows):wanted], first_rank=len(self._rows) + 1)
+        rows = self._rows[:wanted]
         current = self.current(inputs)
         if self.busy:
             status = "Generating suggestions for the new text…"
@@ -259,7 +268,7 @@ class AssistSession:
         elif not current:
             status = f"The text changed since these suggestions: press Suggest ({SUGGEST_KEYS}) for new ones."
         else:
-            status = result_status(rows, self.goal)
-        return replace(base, rows=rows, notes=unavailable_notes(getattr(self.shown, "unavailable", None)),
+            status = result_status(suggestions, self.goal)
+        return replace(base, rows=rows, total=len(suggestions), notes=unavailable_notes(getattr(self.shown, "unavailable", None)),
                        status=status, current=current)
 

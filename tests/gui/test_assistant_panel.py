@@ -14,6 +14,7 @@ from app.core.assist.types import Goal
 from app.core.desk import Desk
 from app.core.services.rounds import parse_settings
 from app.core.services.target_models import register_model
+from app.views.assist import PAGE
 from tests.gui.conftest import close_window, open_window
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction
 from tests.model_fixtures import built_once, save_tiny
@@ -93,6 +94,10 @@ def test_a_writer_applies_a_suggestion_undoes_it_applies_another_and_submits(qtb
         assert box.toPlainText() == HATEFUL and not ws.session.draft.assistance.applied
         assert panel.view.current  # the suggestions are for this text again
 
+        assert len(panel.rows) == PAGE < panel.view.total  # a page at a time: the GUI thread stays free
+        qtbot.mouseClick(panel.more_button, Qt.MouseButton.LeftButton)
+        assert len(panel.rows) == min(2 * PAGE, panel.view.total) and panel.rows[:2] == rows[:2]
+        assert panel.selected == 0 and box.hasFocus()  # the click left the cursor in the text
         key(qtbot, box, Qt.Key.Key_Down, Qt.KeyboardModifier.AltModifier)
         assert panel.selected == 1 and rows[1].selected
         key(qtbot, box, Qt.Key.Key_Return, Qt.KeyboardModifier.AltModifier)

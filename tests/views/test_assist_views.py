@@ -17,7 +17,7 @@ from app.core.assist.types import (
     Unavailable,
 )
 from app.core.tasks.definition import builtin_tasks_dir, load_task_file
-from app.views.assist import edit_type_name, suggestion_rows, unavailable_notes
+from app.views.assist import PAGE, edit_type_name, suggestion_rows, unavailable_notes
 from app.views.assist_session import (
     ARM_OFF_REASON,
     LOOKING_UP,
@@ -121,6 +121,24 @@ def test_applying_undoing_and_applying_another():
     assert session.applied == second
     session.example_started()
     assert session.applied is None and session.known(second.token) is None and session.shown is None
+
+
+def test_a_long_set_is_listed_a_page_at_a_time():
+    many = SuggestionSet(tuple(checked(f"those idiots{'!' * i} ruin everything", fools=i % 2 == 0)
+                               for i in range(1, 25)))
+    session = AssistSession()
+    session.task_opened(HATE)
+    session.suggestions_requested(1, {"text": TEXT})
+    session.suggestions_arrived(1, {"text": TEXT}, many)
+    first = session.panel({"text": TEXT}, "hate", offered=True, mode="on")
+    assert len(first.rows) == PAGE and first.total == 24 and "24 checked suggestion(s), 12 fool" in first.status
+    session.list_more()
+    second = session.panel({"text": TEXT}, "hate", offered=True, mode="on")
+    assert second.rows[:PAGE] == first.rows and [r.rank for r in second.rows] == list(range(1, 2 * PAGE + 1))
+    session.list_more()
+    assert len(session.panel({"text": TEXT}, "hate", offered=True, mode="on").rows) == 24
+    applied = session.applying(23, {"text": TEXT})  # the last one, listed on request
+    assert applied.text == "those idiots" + "!" * 24 + " ruin everything"
 
 
 def test_an_older_request_changes_nothing_and_a_failure_is_said():
