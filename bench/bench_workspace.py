@@ -9,7 +9,9 @@
   the model's answer for exactly that text (the service keeps no debounce, so this is all of it);
   then again with the heatmap following the text ("Follow the text": every keystroke also asks
   for an attribution, which runs on the service's explanation lane), where the prediction must
-  not wait for the attributions, and the heatmap catches up when typing pauses.
+  not wait for the attributions, and the heatmap catches up when typing pauses; and with the
+  writing assistant asked for suggestions every few keystrokes (generated and checked on the
+  same explanation lane), where the prediction must not wait for them either.
 """
 
 from __future__ import annotations
@@ -108,6 +110,11 @@ def _prepare_desk(ctx: BenchContext) -> Path:
         desk.save_settings()
         if adopt_default_model(desk) is None:
             raise RuntimeError("the bench desk did not take the default model")
+        from app.core.services.rounds import parse_settings
+
+        lead = desk.people.create("Bench Lead", "lead")
+        round_ = desk.tasks.round("hate_speech")
+        desk.rounds.update(round_.id, lead.id, settings=parse_settings({"assistant": "on"}))
     return data
 
 
@@ -158,7 +165,10 @@ def _wait_until(app, condition) -> None:
 TYPING_GAP_MS = (60, 180)
 
 
-def _keystrokes(data: Path, n: int, follow: bool = False) -> tuple[list[float], str, dict]:
+SUGGEST_EVERY = 5  # keystrokes between two requests for suggestions (a writer asking often)
+
+
+def _keystrokes(data: Path, n: int, follow: bool = False, suggest: bool = False) -> tuple[list[float], str, dict]:
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
@@ -175,6 +185,8 @@ def _keystrokes(data: Path, n: int, follow: bool = False) -> tuple[list[float], 
     explained: list[object] = []
     ws.inference.prediction_ready.connect(lambda _r: shown.append(time.perf_counter()), Qt.ConnectionType.DirectConnection)
     ws.inference.attribution_ready.connect(explained.append, Qt.ConnectionType.DirectConnection)
+    suggested: list[object] = []
+    ws.inference.suggestion_ready.connect(suggested.append, Qt.ConnectionType.DirectConnection)
     deadline = time.time() + 120
     while (ws.loaded is None or "text" not in ws.view.editor.fields) and time.time() < deadline:
         app.processEvents()  # the task's fields are laid out once its definition is read on the worker
@@ -182,6 +194,9 @@ def _keystrokes(data: Path, n: int, follow: bool = False) -> tuple[list[float], 
         ws.view.warning.primary.click()
     box = ws.view.editor.fields["text"]
     ws.view.attribution.pin.setChecked(follow)
+    if suggest:
+        _wait_until(app, lambda: ws.session.assistant_on)
+        ws.view.choose_label("hate")  # suggestions keep the writer's label
     catch_up: list[float] = []
     rng = random.Random(3)
     text = " ".join(rng.choice(WORDS) for _ in range(400))
@@ -198,6 +213,8 @@ def _keystrokes(data: Path, n: int, follow: bool = False) -> tuple[list[float], 
         before = len(shown)
         start = time.perf_counter()
         QTest.keyClick(box, text[i % len(text)])
+        if suggest and i % SUGGEST_EVERY == 0:
+            ws.assist.suggest()  # after the key: its prediction is asked first, the suggestions behind it
         _wait_until(app, lambda: len(shown) > before and ws._current_prediction_matches()
                     and not ws.view.prediction.stale.isVisible())
         if i >= 10:  # warm-up: first calls allocate
@@ -208,7 +225,7 @@ def _keystrokes(data: Path, n: int, follow: bool = False) -> tuple[list[float], 
                         and not ws.view.attribution.stale.isVisible())
             catch_up.append((time.perf_counter() - paused) * 1000)
     device = ws.loaded.devices[0]
-    extra = {"attributions_shown": len(explained), "catch_up_ms": catch_up,
+    extra = {"attributions_shown": len(explained), "catch_up_ms": catch_up, "suggestion_sets": len(suggested),
              "method": explained[-1].attribution.method if explained else None}
     window.close()
     window.deleteLater()
@@ -223,6 +240,7 @@ def run(ctx: BenchContext) -> list[Result]:
     window_s, model_s, device = _cold_starts(data, runs)
     samples, key_device, _ = _keystrokes(data, 40 if ctx.quick else 300)
     following, _, extra = _keystrokes(data, 50 if ctx.quick else 300, follow=True)
+    suggesting, _, assisted = _keystrokes(data, 50 if ctx.quick else 300, suggest=True)
     first_runs = 1 if ctx.quick else 3
     first_s, first_cpu, fast_s, first_form, fast_name = _first_starts(ctx, first_runs)
     load = os.getloadavg()[0]
@@ -248,6 +266,11 @@ def run(ctx: BenchContext) -> list[Result]:
         summarise(GROUP, "keystroke to prediction shown, heatmap following the text", following, budget_p95_ms=20,
                   notes=f"as above, every keystroke also asks for {extra['method']} attributions (their own lane); "
                         f"{extra['attributions_shown']} heatmaps shown for {len(following) + 10} keystrokes"),
+        summarise(GROUP, "keystroke to prediction shown, suggestions asked for while typing", suggesting,
+                  budget_p95_ms=20,
+                  notes=f"as above, suggestions asked for every {SUGGEST_EVERY} keystrokes (explanation lane; a newer "
+                        f"request stops the running one); {assisted['suggestion_sets']} suggestion sets shown for "
+                        f"{len(suggesting) + 10} keystrokes"),
         summarise(GROUP, "typing pause to heatmap shown for the text", catch_up,
                   notes="every 25 keystrokes; includes finishing an attribution already running"),
     ]

@@ -71,6 +71,23 @@ class _TextEdit(QUndoCommand):
         self.editor._apply_text(self.field, self.before, None)
 
 
+class _Replacement(QUndoCommand):
+    """A written input replaced as one undo step (a suggestion applied); undo and redo are
+    reported with the caller's ``token``, so that what the example records follows them."""
+
+    def __init__(self, editor: "ExampleEditor", field: str, before: str, after: str, token: int, title: str):
+        super().__init__(title)
+        self.editor, self.field, self.before, self.after, self.token = editor, field, before, after, token
+
+    def redo(self) -> None:
+        self.editor._replace_text(self.field, self.after)
+        self.editor.replacement_toggled.emit(self.token, True)
+
+    def undo(self) -> None:
+        self.editor._replace_text(self.field, self.before)
+        self.editor.replacement_toggled.emit(self.token, False)
+
+
 class _LabelChange(QUndoCommand):
     def __init__(self, editor: "ExampleEditor", before: str | None, after: str | None):
         super().__init__("label")
@@ -88,6 +105,7 @@ class ExampleEditor(QWidget):
     text_edited = Signal()  # a keystroke in a written input (the live-prediction trigger)
     next_context_requested = Signal()
     prompt_requested = Signal()
+    replacement_toggled = Signal(int, bool)  # a replace_text step's token, and whether it is now applied
 
     def __init__(self, undo_stack: QUndoStack, parent=None):
         super().__init__(parent)
@@ -230,6 +248,13 @@ class ExampleEditor(QWidget):
                     self.undo_stack.push(command)
         self.content_changed.emit(self.current())
 
+    def replace_text(self, name: str, text: str, token: int, title: str = "apply a suggestion") -> None:
+        """Replace what is written in ``name`` by ``text`` as one undo step (Ctrl+Z brings the
+        writer's text back); ``replacement_toggled(token, …)`` follows every do and undo."""
+        before = self._texts[name]
+        if before != text:
+            self.undo_stack.push(_Replacement(self, name, before, text, token, title))
+
     def set_context(self, name: str, text: str) -> None:
         self._applying = True
         try:
@@ -275,6 +300,33 @@ class ExampleEditor(QWidget):
             moved.setPosition(min(cursor if cursor is not None else len(text), len(edit.toPlainText())))
             edit.setTextCursor(moved)
             self._texts[name] = text
+            self._update_counter(name)
+        finally:
+            self._applying = False
+        self.text_edited.emit()
+        self.content_changed.emit(self.current())
+
+    def _replace_text(self, name: str, text: str) -> None:
+        """Replace only the part that differs, in one edit, leaving the cursor after it (the
+        writer sees where the change is, and the view does not jump)."""
+        edit, before = self.fields[name], self._texts[name]
+        prefix = 0
+        while prefix < min(len(before), len(text)) and before[prefix] == text[prefix]:
+            prefix += 1
+        suffix = 0
+        while (suffix < min(len(before), len(text)) - prefix
+               and before[len(before) - 1 - suffix] == text[len(text) - 1 - suffix]):
+            suffix += 1
+        self._applying = True
+        try:
+            cursor = QTextCursor(edit.document())
+            cursor.beginEditBlock()
+            cursor.setPosition(utf16(before, prefix))
+            cursor.setPosition(utf16(before, len(before) - suffix), QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertText(text[prefix:len(text) - suffix])
+            cursor.endEditBlock()
+            edit.setTextCursor(cursor)
+            self._texts[name] = edit.toPlainText()
             self._update_counter(name)
         finally:
             self._applying = False

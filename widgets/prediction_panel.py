@@ -87,7 +87,8 @@ class PredictionPanel(QFrame):
         self.verdict.setMinimumHeight(self.fontMetrics().height() * 2)
         self.stale = QLabel("recomputing…", objectName="stale", styleSheet="color:#6b6b6b; font-style:italic")
         self.stale.setAlignment(Qt.AlignmentFlag.AlignRight)
-        self.combined_title = QLabel(objectName="combined_title")
+        # wraps rather than widening the page: a long model name with "not hate" no longer fits 1366 px
+        self.combined_title = QLabel(objectName="combined_title", wordWrap=True)
         self.combined = ProbabilityBars()
         self.answer = QLabel(objectName="answer", wordWrap=True)
         self.answer.setTextFormat(Qt.TextFormat.PlainText)

@@ -9,7 +9,7 @@ children stay attributes for tests; controllers do not reach into them.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QUndoStack
+from PySide6.QtGui import QKeySequence, QShortcut, QUndoStack
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.views.assist import AssistPanelView
 from app.views.create import (
     AttributionView,
     EditorContent,
@@ -32,6 +33,7 @@ from app.views.create import (
     TaskView,
 )
 from app.views.quality import DuplicateWarningView, NoveltyView
+from widgets.assist_panel import AssistPanel
 from widgets.example_editor import ExampleEditor
 from widgets.heatmap import AttributionPanel
 from widgets.metadata_form import MetadataForm
@@ -88,6 +90,13 @@ class WorkspaceView(QWidget):
     keep_requested = Signal()  # keep it as a draft of its own round
     submit_anyway_requested = Signal()  # the writer saw the near-duplicate warning and submits all the same
     duplicate_edit_requested = Signal()  # … or goes back to change the text
+    suggest_requested = Signal()  # the writing assistant: suggest edits for the text on screen
+    assist_goal_changed = Signal(object)  # a Goal
+    assist_contrast_label_changed = Signal(object)  # the new label a contrast edit should make true
+    suggestion_apply_requested = Signal(int)  # apply the suggestion at this index (rank order)
+    suggestions_more_requested = Signal()  # list the next suggestions too
+    assist_label_confirmed = Signal(str)  # contrast: the writer sets the applied edit's new label
+    replacement_toggled = Signal(int, bool)  # an applied suggestion's undo step: token, applied now
 
     def __init__(self, undo_stack: QUndoStack, parent=None):
         super().__init__(parent)
@@ -130,10 +139,12 @@ class WorkspaceView(QWidget):
         self.prediction = PredictionPanel()
         self.attribution = AttributionPanel()
         self.perturbation = PerturbationView()
+        self.assist = AssistPanel()
         self.guidelines = QTextBrowser(objectName="guidelines")
         self.guidelines.setOpenExternalLinks(False)
         self.side = PageTabs(objectName="side")  # a long perturbation comparison scrolls, the page does not grow
         self.side.addTab(self.attribution, "Why (heatmap)")
+        self.side.addTab(self.assist, "Suggestions")
         self.side.addTab(self.perturbation, "Perturbation")
         self.side.addTab(self.guidelines, "Guidelines")
         right = QSplitter(Qt.Orientation.Vertical)
@@ -170,6 +181,22 @@ class WorkspaceView(QWidget):
         self.move_offer.secondary.clicked.connect(self.keep_requested)
         self.duplicate_warning.primary.clicked.connect(self.submit_anyway_requested)
         self.duplicate_warning.secondary.clicked.connect(self.duplicate_edit_requested)
+        self.assist.suggest_requested.connect(self.suggest_requested)
+        self.assist.goal_changed.connect(self.assist_goal_changed)
+        self.assist.contrast_label_changed.connect(self.assist_contrast_label_changed)
+        self.assist.apply_requested.connect(self.suggestion_apply_requested)
+        self.assist.more_requested.connect(self.suggestions_more_requested)
+        self.assist.confirm_label_requested.connect(self.assist_label_confirmed)
+        self.editor.replacement_toggled.connect(self.replacement_toggled)
+        # Choosing and applying a suggestion without leaving the text (or from the panel itself).
+        self.suggestion_keys: list[QShortcut] = []
+        for owner in (self.editor, self.assist):
+            for keys, act in (("Alt+Return", self.assist.apply_selected), ("Alt+Enter", self.assist.apply_selected),
+                              ("Alt+Down", lambda: self.assist.move_selection(1)),
+                              ("Alt+Up", lambda: self.assist.move_selection(-1))):
+                shortcut = QShortcut(QKeySequence(keys), owner, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+                shortcut.activated.connect(act)
+                self.suggestion_keys.append(shortcut)
 
     def show_novelty(self, view: NoveltyView | None) -> None:
         """The novelty indicator beside Submit, with the closest example on hover (None: hidden)."""
@@ -286,6 +313,23 @@ class WorkspaceView(QWidget):
 
     def show_heatmap(self) -> None:
         self.side.setCurrentWidget(self.attribution)
+
+    def show_assist(self, view: AssistPanelView, *, bring_forward: bool = False) -> None:
+        """The writing assistant's panel (suggestions, or why there are none)."""
+        self.assist.show_panel(view)
+        if bring_forward:
+            self.side.setCurrentWidget(self.assist)
+
+    def set_contrast_choices(self, choices: tuple[str, ...], chosen: str | None) -> None:
+        self.assist.set_contrast_choices(choices, chosen)
+
+    def replace_written(self, name: str, text: str, token: int) -> None:
+        """Put a suggestion into the input ``name``, as one undo step reported with ``token``."""
+        self.editor.replace_text(name, text, token)
+
+    def choose_label(self, label: str) -> None:
+        """The label the writer confirmed (an undoable label change, as Alt+1 makes)."""
+        self.editor.choose_label(label)
 
     def show_pair(self, pair: PairView, *, bring_forward: bool = False) -> None:
         self.perturbation.show_pair(pair)

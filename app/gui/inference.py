@@ -12,6 +12,7 @@ receives signals; it never waits on a model.
     service.model_loaded.connect(...)      # LoadedModels
     service.prediction_ready.connect(...)  # PredictionResult
     service.attribution_ready.connect(...) # AttributionResult
+    service.suggestion_ready.connect(...)  # SuggestionResult
     service.failed.connect(...)            # InferenceFailure
     service.load([model_spec(record) for record in round_models])
     service.predict(text)                  # on every edit (after the editor's debounce)
@@ -19,7 +20,8 @@ receives signals; it never waits on a model.
 Requests coalesce: each kind of request (load, predict, attribute) keeps only its newest
 request, and its lane takes that one when it is free, so while the annotator types only the
 latest text is computed; an attribution that a newer one (or new models) made stale stops at
-its next pass. A result is delivered only if no newer request of its kind (and no
+its next pass. Suggestions (the writing assistant) run on the explanation lane too, before a
+waiting attribution, and never on the prediction lane: a keystroke's prediction never waits for them. A result is delivered only if no newer request of its kind (and no
 newer model load) was made in the meantime, checked on the GUI thread at delivery time: a
 stale result is never shown. Jobs (an evaluation: a plain function taking a ``Progress``, which
 loads its own models) queue instead of coalescing and run on the same worker; whenever they
@@ -74,9 +76,16 @@ class AttributionResult:
 
 
 @dataclass(frozen=True)
+class SuggestionResult:
+    request_id: int
+    inputs: Any  # what the work was asked for (the controller's own key: the editor's inputs)
+    result: Any  # what the work returned (app.core.assist's SuggestionSet)
+
+
+@dataclass(frozen=True)
 class InferenceFailure:
     request_id: int
-    operation: str  # "load", "predict", "attribute" or "job"
+    operation: str  # "load", "predict", "attribute", "suggest" or "job"
     message: str  # written for the user
     error: BaseException = field(repr=False)
 
@@ -134,9 +143,11 @@ class _Mailbox:
         with self._lock:
             return self._take_interactive()
 
-    def take_attribution(self) -> _Request | None:
+    def take_explanation(self) -> _Request | None:
+        """The explanation lane's next request: a suggestion (asked for by the writer) before an
+        attribution (which a pinned heatmap asks for on every keystroke)."""
         with self._lock:
-            return self._latest.pop("attribute", None)
+            return self._latest.pop("suggest", None) or self._latest.pop("attribute", None)
 
     def has_pending(self, kind: str) -> bool:
         with self._lock:
@@ -286,11 +297,12 @@ class _Worker(QObject):
 
 
 class _Explainer(QObject):
-    """The explanation lane: attributions, on the models the prediction lane loaded. Between
-    the passes of an attribution it checks whether a newer one was asked for, or the models
-    changed, and then stops: only the newest text's attribution is ever finished."""
+    """The explanation lane: attributions and suggestions, on the models the prediction lane
+    loaded. Between the passes of an attribution (the steps of a suggestion) it checks whether a
+    newer one was asked for, or the models changed, and then stops: only the newest is finished."""
 
     attributed = Signal(object, object)  # _Request, AttributionResult
+    suggested = Signal(object, object)  # _Request, SuggestionResult
     failed = Signal(object, object)  # _Request, InferenceFailure
     closed = Signal()
 
@@ -306,10 +318,10 @@ class _Explainer(QObject):
             self._niced = True
             _yield_to_predictions()
         while not self._mailbox.closing:
-            request = self._mailbox.take_attribution()
+            request = self._mailbox.take_explanation()
             if request is None:
                 return
-            self._attribute(request)
+            (self._suggest if request.kind == "suggest" else self._attribute)(request)
 
     @Slot()
     def close(self) -> None:
@@ -335,6 +347,25 @@ class _Explainer(QObject):
                 _fail(self.failed, request, "attribute", exc)
                 return
         self.attributed.emit(request, AttributionResult(request.request_id, request.payload, attribution, index))
+
+    def _suggest(self, request: _Request) -> None:
+        work, inputs = request.payload
+        with self._shared.borrow() as (models, generation):
+            if models is None:
+                _fail(self.failed, request, "suggest", RuntimeError("No model is loaded yet."))
+                return
+
+            def checkpoint() -> None:
+                if (self._mailbox.closing or self._mailbox.has_pending("suggest")
+                        or self._shared.generation != generation):
+                    raise Cancelled("Newer suggestions were asked for.")
+
+            try:
+                result = work(models, checkpoint)
+            except Exception as exc:
+                _fail(self.failed, request, "suggest", exc)
+                return
+        self.suggested.emit(request, SuggestionResult(request.request_id, inputs, result))
 
 
 EXPLANATION_NICENESS = 10
@@ -373,6 +404,7 @@ class InferenceService(QObject):
     model_loaded = Signal(object)  # LoadedModels
     prediction_ready = Signal(object)  # PredictionResult
     attribution_ready = Signal(object)  # AttributionResult
+    suggestion_ready = Signal(object)  # SuggestionResult
     failed = Signal(object)  # InferenceFailure
     job_progress = Signal(int, int, int)  # request id, done, total
     job_message = Signal(int, str)  # request id, what the job is doing now
@@ -402,6 +434,7 @@ class InferenceService(QObject):
         self._explainer.closed.connect(self._explain_thread.quit, Qt.ConnectionType.DirectConnection)
         self._explain_thread.finished.connect(self._explainer.deleteLater)
         self._explainer.attributed.connect(self._on_attributed)
+        self._explainer.suggested.connect(self._on_suggested)
         self._explainer.failed.connect(self._on_failed)
         self._wake.connect(self._worker.drain)
         self._close.connect(self._worker.close)
@@ -436,6 +469,13 @@ class InferenceService(QObject):
                   model_index: int = 0, **options) -> int:
         """Word attributions from one member model (``method``: auto, gradients or ablation)."""
         return self._post("attribute", inputs, target=target, method=method, model_index=model_index, **options)
+
+    def suggest(self, work: Callable[[Ensemble, Callable[[], None]], Any], inputs: Any = None) -> int:
+        """Run ``work(models, checkpoint)`` on the explanation lane (the writing assistant's
+        generate-and-check); ``checkpoint()`` raises Cancelled once a newer suggestion is asked for
+        or the models change. The result comes through ``suggestion_ready`` with ``inputs``, unless
+        a newer suggestion request or model load made it stale."""
+        return self._post("suggest", (work, inputs))
 
     def run_job(self, fn: Callable[[Progress], Any]) -> int:
         """Run ``fn(progress)`` on the inference thread (an evaluation with its own models), after
@@ -480,7 +520,7 @@ class InferenceService(QObject):
         if kind == "predict":
             self._last_predict = request
         self._mailbox.put(request)
-        (self._wake_explainer if kind == "attribute" else self._wake).emit()
+        (self._wake_explainer if kind in ("attribute", "suggest") else self._wake).emit()
         return request_id
 
     # Deliveries (GUI thread): stale results stop here ---------------------------------------
@@ -508,6 +548,11 @@ class InferenceService(QObject):
     def _on_attributed(self, request: _Request, result: AttributionResult) -> None:
         if not self._is_stale(request):
             self.attribution_ready.emit(result)
+
+    @Slot(object, object)
+    def _on_suggested(self, request: _Request, result: SuggestionResult) -> None:
+        if not self._is_stale(request):
+            self.suggestion_ready.emit(result)
 
     @Slot(object, object)
     def _on_failed(self, request, failure: InferenceFailure) -> None:

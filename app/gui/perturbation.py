@@ -117,6 +117,7 @@ class PairController:
         label = label if label in (definition.labels or []) else None
         view.show_content(EditorContent({name: text}, label), record_undo=True)
         view.set_metadata({}, label)
+        self.ws.assist.example_started()
         if note:
             view.show_message(note)
         self.ws._text_edited()
@@ -142,6 +143,7 @@ class PairController:
                 view.show_content(EditorContent(dict(example.inputs), example.true_label,
                                                 Span.from_json(example.answer)), record_undo=True)
                 view.set_metadata({}, example.true_label)
+                self.ws.assist.example_started()
             prediction = None
             if example.outputs:
                 outputs = [ModelOutput(o.model_id, o.model_sha256, o.label, o.probabilities) for o in example.outputs]

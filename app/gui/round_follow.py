@@ -74,6 +74,7 @@ class RoundFollower:
         ws, session, view = self.ws, self.ws.session, self.ws.view
         old = session.switch_round()
         new = session.round
+        ws.assist.task_opened()  # suggestions checked against the old round's target are gone
         view.show_goal(f"<b>Round {new.number}</b> · {new.goal_message or session.definition.description}")
         targets = ", ".join(r.name for r in session.records) or "no target model yet"
         change = ("'s target changed" if new.id == old.id else " is open" if new.number > old.number

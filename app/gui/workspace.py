@@ -16,6 +16,7 @@ from app.core.desk import Desk
 from app.core.domain import FooledRule, Span
 from app.core.errors import DynadeskError, InvalidExample
 from app.core.assist.provenance import read_assistance
+from app.gui.assistant import AssistantController
 from app.gui.assistant_sessions import AssistantSessions
 from app.gui.inference import InferenceFailure, InferenceService, LoadedModels, PredictionResult
 from app.gui.perturbation import PairController
@@ -50,6 +51,7 @@ class WorkspaceController(QObject):
         self.pairs = PairController(self)
         self.guard = DuplicateGuard(self)  # novelty while typing, near-duplicate warning at submit
         self.assistant = AssistantSessions(self)  # the writer's session per round and its assistant arm
+        self.assist = AssistantController(self)  # the assistant's panel: suggested edits, checked against the target
 
         view.content_changed.connect(self._content_changed)
         view.text_edited.connect(self._text_edited)
@@ -109,6 +111,7 @@ class WorkspaceController(QObject):
         session, view = self.session, self.view
         session.open_task(task_code, definition, current, records)
         view.show_task(task_view(definition))
+        self.assist.task_opened()
         if current is None:
             view.show_goal("")
             view.set_locked(True, f"{definition.name} has no open round; a lead can open one (Round menu).")
@@ -238,6 +241,7 @@ class WorkspaceController(QObject):
         self.view.show_content(EditorContent(inputs, label), record_undo=after_submit)
         self.view.set_metadata({}, label)
         self.session.writing_restarted()
+        self.assist.example_started()
         if not after_submit and definition.context_inputs:
             self.next_context()
         self.view.focus_editor()
@@ -278,6 +282,7 @@ class WorkspaceController(QObject):
         session.text_changed(time.monotonic())
         self.view.set_metadata_label(content.label)
         self._show_fooled(content)
+        self.assist.refresh()  # the suggestions shown may no longer be for this text
         if session.original is not None:
             self.pairs.show_pair()  # a label change alone (Alt+N) must show in the pair's summary at once
         if session.draft is not None:
@@ -344,6 +349,7 @@ class WorkspaceController(QObject):
         view.show_content(EditorContent(dict(draft.inputs), draft.true_label, Span.from_json(draft.answer)))
         view.set_metadata(draft.meta or {}, draft.true_label)
         session.writing_resumed(draft.time_spent_ms)
+        self.assist.example_started()
         if draft.perturbation_of:
             self.pairs.load_original(draft.perturbation_of)
         if session.round is not None and number != session.round.number:
@@ -390,6 +396,7 @@ class WorkspaceController(QObject):
             return  # the models of the round that is no longer open
         if outcome is LoadOutcome.SWITCH:
             self.rounds.switch_round()
+        self.assist.models_changed()  # after a switch: the new round's target
         details = ", ".join(f"{name} on {device}" for name, device in zip(loaded.names, loaded.devices))
         self.status_changed.emit(details)
         if not self._keep_shown:  # else the old form's answer stays, marked out of date, until the new one's
@@ -445,6 +452,9 @@ class WorkspaceController(QObject):
             self.status_changed.emit("Target model failed to load")
         elif failure.operation == "attribute":
             self.view.clear_attribution(f"No attributions: {failure.message}")
+        elif failure.operation == "suggest":
+            self.assist.failed(failure)
+            return
         else:
             self.view.clear_prediction(f"No prediction: {failure.message}")
         self.session.prediction_failed()

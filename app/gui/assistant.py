@@ -1,0 +1,225 @@
+"""The writing assistant's panel on the Create page: asks the inference service for checked
+suggestions (on the explanation lane, never delaying a keystroke's prediction), shows them,
+applies one into the editor as one undo step, and tells the Create session of every application,
+undo and redo, so that the example records the suggestion applied when it is submitted.
+
+Panel state lives in a Qt-free AssistSession (app/views/assist_session.py); whether this writing
+session gets suggestions (the round's mode, the session's arm) is the CreateSession's, looked up by
+app/gui/assistant_sessions.py. This controller only translates between them, the inference
+service and the view.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from app.core.assist.types import Assistance, Goal
+from app.core.services.target_models import model_input, model_spec
+from app.gui.gradient_form import GradientForm, gradient_record
+from app.gui.inference import InferenceFailure, SuggestionResult
+from app.views.assist_session import AssistSession
+
+log = logging.getLogger(__name__)
+
+
+def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | None, rule: str,
+                lexicon: Any = None, text_label: str | None = None,
+                gradient_form: GradientForm | None = None) -> Callable[[Any, Callable], Any]:
+    """What the explanation lane runs: generate the suggestions for ``inputs`` and check each
+    against the loaded target. Word substitution uses a member with gradients, else the target's
+    PyTorch form (``gradient_form``, loaded on this lane the first time)."""
+    from app.core.assist.pipeline import AssistError, suggest
+    from app.core.errors import DynadeskError
+
+    model_inputs = model_input(definition, inputs)
+
+    def work(models, checkpoint):
+        gradients = next((engine for engine in models.engines if engine.supports_gradients), None)
+        if gradients is None and gradient_form is not None and len(models.engines) == 1:
+            gradients = gradient_form.engine()
+        try:
+            return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
+                           rule=rule, lexicon=lexicon, checkpoint=checkpoint, text_label=text_label)
+        except AssistError as exc:  # what is wrong with the request, said to the writer as it is
+            raise DynadeskError(str(exc)) from exc
+
+    return work
+
+
+class AssistantController:
+    """The writing assistant for a WorkspaceController (``ws``): its session, its view, its workers."""
+
+    def __init__(self, ws) -> None:
+        self.ws = ws
+        self.session = AssistSession()
+        self._previous: dict[int, Assistance | None] = {}  # per applied suggestion: the record it replaced
+        self.lexicon: Any = None  # the task's word lists (shipped, with the lead's changes); None: the shipped ones
+        self.gradient_form = GradientForm()  # an ONNX target's PyTorch form, for word substitution
+        view = ws.view
+        view.suggest_requested.connect(self.suggest)
+        view.assist_goal_changed.connect(self.choose_goal)
+        view.assist_contrast_label_changed.connect(self.choose_contrast_label)
+        view.suggestion_apply_requested.connect(self.apply)
+        view.suggestions_more_requested.connect(self.list_more)
+        view.assist_label_confirmed.connect(self.confirm_label)
+        view.replacement_toggled.connect(self._toggled)
+        ws.inference.suggestion_ready.connect(self._arrived)
+        ws.assistant.assistant_changed.connect(lambda _offered: self.refresh())  # the session's arm is known
+
+    # The task and the example ---------------------------------------------------------------------
+    def task_opened(self) -> None:
+        """A task opened, or the round written in switched: nothing shown of the previous one stays."""
+        ws, definition = self.ws, self.ws.session.definition
+        self.session.task_opened(definition)
+        self._previous.clear()
+        self.lexicon = None
+        self.refresh()
+        if definition is None or not self.session.helps():
+            return
+        tasks, code = ws.desk.tasks, definition.code
+
+        def found(lexicon) -> None:
+            if ws.session.definition is definition:
+                self.lexicon = lexicon
+
+        def unusable(error: BaseException) -> None:  # the shipped lists still serve; the lead's problem is said
+            log.warning("the task's word lists could not be read", exc_info=error)
+            self.session.notice(f"The lead's word lists for this task could not be read ({error}); "
+                                "suggestions use the shipped ones.")
+            self.refresh()
+
+        ws.db.submit(lambda: tasks.assist_lexicon(code), on_done=found, on_error=unusable)
+
+    def offered(self) -> bool:
+        """Whether this writing session gets suggestions for the example on screen."""
+        return bool(self.ws.session.assistant_on)
+
+    def example_started(self) -> None:
+        """Another example is on screen: nothing shown or applied carries over."""
+        self.session.example_started()
+        self._previous.clear()
+        self.refresh()
+
+    def models_changed(self) -> None:
+        """Other target models: suggestions checked against the old ones are no longer shown, and
+        word substitution uses the new target's PyTorch form."""
+        self.session.models_changed()
+        self.refresh()
+        ws, records = self.ws, list(self.ws.session.records)
+        if not records or not self.session.helps():
+            self.gradient_form.want(None)
+            return
+        models = ws.desk.models
+
+        def find():
+            record = gradient_record(records, models.all())
+            return (str(record.id), model_spec(record)) if record is not None else None
+
+        def found(form) -> None:
+            if list(ws.session.records) == records:
+                self.gradient_form.want(*(form or (None,)))
+
+        ws.db.submit(find, on_done=found, on_error=lambda error: log.warning(
+            "no PyTorch form for word substitution", exc_info=error))
+
+    # The writer's requests -----------------------------------------------------------------------
+    def suggest(self) -> None:
+        """Ctrl+Shift+G: checked suggestions for the text on screen (only the newest request is answered)."""
+        ws, session = self.ws, self.session
+        view = ws.view
+        if not self.offered() or not session.helps():
+            self.refresh(bring_forward=True)
+            return
+        definition = ws.session.definition
+        content = view.content()
+        if not content.written(definition):
+            self._say("Write something first: the suggestions edit your text.")
+            return
+        if ws.session.loaded is None:
+            self._say("The target model is not loaded yet: every suggestion is checked against it.")
+            return
+        label, problem = session.target_label(content.label)
+        if problem:
+            self._say(problem)
+            return
+        inputs = dict(content.inputs)
+        work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule, self.lexicon,
+                           text_label=content.label,  # contrast: the label the text has before the edit
+                           gradient_form=self.gradient_form)
+        request = ws.inference.suggest(work, inputs)
+        session.suggestions_requested(request, inputs)
+        self.refresh(bring_forward=True)
+
+    def choose_goal(self, goal: Goal) -> None:
+        self.session.goal_chosen(goal)
+        self.refresh()
+
+    def choose_contrast_label(self, label: str | None) -> None:
+        self.session.contrast_label_chosen(label)
+        self.refresh()
+
+    def list_more(self) -> None:
+        """The panel lists the next page of suggestions (a click, or Alt+↓ past the last one)."""
+        self.session.list_more()
+        self.refresh()
+
+    def apply(self, index: int) -> None:
+        """Put suggestion ``index`` into the editor as one undo step (Ctrl+Z takes it back)."""
+        view = self.ws.view
+        if view.form_shown():
+            return
+        try:
+            applied = self.session.applying(index, view.content().inputs)
+        except (ValueError, IndexError) as exc:
+            self._say(str(exc))
+            return
+        view.replace_written(applied.field, applied.text, applied.token)
+        view.focus_editor()
+
+    def confirm_label(self, label: str) -> None:
+        """Contrast: the writer confirms the applied edit's new label; it goes into the label field."""
+        if label in (self.ws.session.definition.labels if self.ws.session.definition else ()):
+            self.ws.view.choose_label(label)
+
+    # Deliveries ------------------------------------------------------------------------------------
+    def _arrived(self, result: SuggestionResult) -> None:
+        if self.session.suggestions_arrived(result.request_id, result.inputs, result.result):
+            self.refresh(bring_forward=True)
+
+    def failed(self, failure: InferenceFailure) -> None:
+        if failure.cancelled:
+            return  # a newer request is on its way
+        self.session.suggestions_failed(f"No suggestions: {failure.message}")
+        self.refresh()
+
+    def _toggled(self, token: int, applied: bool) -> None:
+        """The editor did (or redid) an application, or undid it: the example's record follows."""
+        known = self.session.known(token)
+        if known is None:
+            return  # an application to an earlier example, reached by undo: it records nothing now
+        create = self.ws.session
+        if applied:
+            self.session.reapplied(token)
+            if create.assistant_on:
+                self._previous[token] = create.suggestion_applied(known.generator, known.edit_type, known.text)
+        else:
+            self.session.unapplied(token)
+            if token in self._previous:
+                create.assistance_restored(self._previous.pop(token))
+        self.refresh()
+
+    # Showing ---------------------------------------------------------------------------------------
+    def refresh(self, *, bring_forward: bool = False) -> None:
+        ws, session = self.ws, self.session
+        content, offered = ws.view.content(), self.offered()
+        writing = ws.session.writing
+        view = session.panel(content.inputs, content.label, offered=offered,
+                             mode=writing.mode if writing is not None else None)
+        if view.available and session.goal is Goal.CONTRAST:
+            ws.view.set_contrast_choices(session.contrast_choices(content.label), view.contrast_label)
+        ws.view.show_assist(view, bring_forward=bring_forward)
+
+    def _say(self, text: str) -> None:
+        self.session.notice(text)
+        self.refresh(bring_forward=True)
