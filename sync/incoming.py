@@ -19,6 +19,8 @@ from app.core.io.records import RecordWriter
 from app.core.services.lead import review_order
 from app.core.quality.settings import QualitySettings
 from app.core.quality.settings_store import store_quality_settings
+from app.core.wellbeing.word_list import InvalidWordList, clean_words
+from app.core.wellbeing.word_store import store_lead_words
 from app.core.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleReview, Person, Round, RoundModel, Task
@@ -241,6 +243,11 @@ class PulledRecordWriter(RecordWriter):
         store_threshold(self.session, definition, threshold, {**r, "sync_state": SyncState.SYNCED.value})
         if r.get("quality") is not None:  # a lead's desk from before the quality settings sends none
             store_quality_settings(self.session, r["task"], QualitySettings.from_json(r["quality"]))
+        if r.get("blur_words") is not None:  # likewise for a lead's blur words
+            try:
+                store_lead_words(self.session, r["task"], clean_words(r["blur_words"]))
+            except InvalidWordList as exc:  # a newer desk's rule this one lacks: keep the words it had
+                log.warning("The blur words of task %s were not taken: %s", r["task"], exc)
         self.rethreshold.add(task.id)
         self.report.count("task settings")
 

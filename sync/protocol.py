@@ -268,6 +268,8 @@ class TaskSettingRecord(Stamped):
     agreement_threshold: Annotated[int, Field(ge=1, le=20)]
     # The lead's data-quality settings, sent with the threshold (None from a desk older than them).
     quality: QualitySettingsWire | None = None
+    # The words the team's leads added to the task's blur list (None from a desk older than them).
+    blur_words: list[Annotated[str, Field(min_length=1, max_length=60)]] | None = Field(default=None, max_length=2000)
     lead: uuid.UUID
     received_at: AwareDatetime | None = None  # set by the server (ignored when pushed)
 

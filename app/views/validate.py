@@ -103,14 +103,25 @@ class QueueView:
 
 
 def queue_view(example: ValidationItemView | None, remaining: int, name: str, task: str,
-               skipped: Sequence[uuid.UUID]) -> QueueView:
+               skipped: Sequence[uuid.UUID], *, held_back: int = 0, opted_out: Sequence[str] = ()) -> QueueView:
+    """``held_back``: examples the person's opt-outs by target group (``opted_out``) keep from them."""
+    held = ""
+    if held_back and opted_out:
+        held = f" · {held_back} held back by your opt-outs"
     if example is None:
+        if held_back:
+            groups = ", ".join(opted_out) or "the groups you opted out of"
+            return QueueView(f"Validating as <b>{name}</b> · {task}{held}", None,
+                             f"Only examples targeting groups you opted out of are left in {task}: "
+                             f"{held_back} example{'s' if held_back != 1 else ''} targeting {groups}. "
+                             "They are not served to you. To change that, open Profile (the Wellbeing "
+                             "section) and take the group off your opt-outs.")
         return QueueView(f"Validating as <b>{name}</b> · {task}", None,
                          f"Nothing left for you to validate in {task}. Examples you wrote, examples "
                          "you have already validated and examples that are decided are not served.")
     again = " · skipped examples come round again" if example.id in skipped else ""
     return QueueView(f"Validating as <b>{name}</b> · {task} · <b>{remaining}</b> left for you "
-                     f"(model-fooling first, then the fewest verdicts){again}", example)
+                     f"(model-fooling first, then the fewest verdicts){again}{held}", example)
 
 
 def stored_text(choice: VerdictChoice, state: str) -> str:

@@ -159,6 +159,8 @@ class TaskSetting(Stamped, Base):
     agreement_threshold: Mapped[int] = mapped_column(Integer)
     # The lead's data-quality settings sent with it (migration 0007; None from older desks).
     quality: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The words the team's leads added to the task's blur list (migration 0011; None from older desks).
+    blur_words: Mapped[list[str] | None] = mapped_column(JSON)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

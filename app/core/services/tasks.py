@@ -17,6 +17,8 @@ from app.core.quality.settings_store import quality_settings_in, store_quality_s
 from app.core.storage.db import Database
 from app.core.storage.models import Meta, OutboxEntry, Round, Task
 from app.core.tasks.definition import TaskCatalog, TaskDefinition
+from app.core.wellbeing.word_list import task_words
+from app.core.wellbeing.word_store import lead_words_in, store_lead_words
 
 
 # A lead's choice of a task's agreement threshold on this desk, in the database's meta table, so
@@ -118,8 +120,8 @@ class TaskService:
         """Store a lead's choice (the caller checks the role) and queue it for the team: the server
         and the team's desks decide with it once it is synced."""
         with self.db.read() as session:
-            quality = quality_settings_in(session, task_code)
-        self._queue_setting(task_code, lead_id, threshold, quality)
+            quality, words = quality_settings_in(session, task_code), lead_words_in(session, task_code)
+        self._queue_setting(task_code, lead_id, threshold, quality, words)
 
     def quality_settings(self, task_code: str) -> QualitySettings:
         """The lead's data-quality settings for the task on this desk (the defaults until set)."""
@@ -131,14 +133,33 @@ class TaskService:
         team, in the same ``task_setting`` record as the agreement threshold in force here."""
         definition = self.definition_by_code(task_code)
         with self.db.read() as session:
-            threshold = agreement_threshold_in(session, definition)
-        self._queue_setting(task_code, lead_id, threshold, settings)
+            threshold, words = agreement_threshold_in(session, definition), lead_words_in(session, task_code)
+        self._queue_setting(task_code, lead_id, threshold, settings, words)
 
-    def _queue_setting(self, task_code: str, lead_id: uuid.UUID, threshold: int, quality: QualitySettings) -> None:
+    def lead_blur_words(self, task_code: str) -> tuple[str, ...]:
+        """The words the team's leads added to the task's blur list (``app.core.wellbeing.word_list``)."""
+        with self.db.read() as session:
+            return lead_words_in(session, task_code)
+
+    def blur_words(self, task_code: str) -> tuple[str, ...]:
+        """Every word a reading view blurs for the task: the bundled list and the leads' words."""
+        return task_words(task_code, self.lead_blur_words(task_code))
+
+    def set_blur_words(self, task_code: str, words: tuple[str, ...], lead_id: uuid.UUID) -> None:
+        """Store a lead's blur words (checked by the caller; the caller checks the role) and queue them
+        for the team, in the same ``task_setting`` record as the threshold and quality settings."""
+        definition = self.definition_by_code(task_code)
+        with self.db.read() as session:
+            threshold, quality = agreement_threshold_in(session, definition), quality_settings_in(session, task_code)
+        self._queue_setting(task_code, lead_id, threshold, quality, words)
+
+    def _queue_setting(self, task_code: str, lead_id: uuid.UUID, threshold: int, quality: QualitySettings,
+                       blur_words: tuple[str, ...]) -> None:
         definition = self.definition_by_code(task_code)
         now = utcnow().isoformat()
         setting: dict[str, Any] = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
-                   "agreement_threshold": threshold, "quality": quality.to_json(), "lead": str(lead_id),
+                   "agreement_threshold": threshold, "quality": quality.to_json(), "blur_words": list(blur_words),
+                   "lead": str(lead_id),
                    "created_at": now, "updated_at": now,
                    "revision": 1, "received_at": None, "sync_state": SyncState.PENDING.value}
         with self.db.write() as session:
@@ -147,6 +168,7 @@ class TaskService:
                 session.execute(delete(OutboxEntry).where(OutboxEntry.record_id == uuid.UUID(unsent["id"])))
             store_threshold(session, definition, threshold, setting)
             store_quality_settings(session, task_code, quality)
+            store_lead_words(session, task_code, blur_words)
             session.add(OutboxEntry(kind="task_setting", record_id=uuid.UUID(setting["id"]), person_id=lead_id,
                                     revision=1, state="pending", attempts=0))
 

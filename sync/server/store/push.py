@@ -145,6 +145,7 @@ class _Push(Batch):
         setting = TaskSetting(id=r.id, task_id=task.id, team=self.me.team, lead_id=lead.id,
                               agreement_threshold=r.agreement_threshold,
                               quality=r.quality.model_dump(mode="json") if r.quality is not None else None,
+                              blur_words=r.blur_words,
                               created_at=r.created_at,
                               updated_at=r.updated_at, revision=r.revision, received_at=self.now)
         self.session.add(setting)
