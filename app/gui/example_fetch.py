@@ -23,12 +23,14 @@ def _names(desk: Desk) -> dict[uuid.UUID, str]:
     return {p.id: p.display_name for p in desk.people.all()}
 
 
-def for_validation(desk: Desk, example_id: uuid.UUID) -> ValidationItemView:
-    """What a validator sees of one example (the model output travels along, hidden or not)."""
+def for_validation(desk: Desk, example_id: uuid.UUID, *, blur_words: tuple[str, ...] = (),
+                   masked: bool = False) -> ValidationItemView:
+    """What a validator sees of one example (the model output travels along, hidden or not), its
+    texts masked with the task's blur words where ``masked`` (the person's choice)."""
     example = desk.examples.get(example_id)
     definition = desk.tasks.definition(example.task_id)
     original = desk.examples.get(example.perturbation_of) if example.perturbation_of is not None else None
-    return validation_item(example, definition, _model_names(desk), original)
+    return validation_item(example, definition, _model_names(desk), original, blur_words=blur_words, masked=masked)
 
 
 def for_review(desk: Desk, example_id: uuid.UUID) -> ReviewItemView:

@@ -162,7 +162,7 @@ class MainWindow(QMainWindow):
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
 
         self.validate_view = ValidateView()
-        self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self)
+        self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self, self.inference)
         self.validate.verdict_stored.connect(lambda _id: self.refresh())
         self.mount(Page(self.validate, self.validate_view, Tab("&Validate", "Ctrl+3", "tab-validate"),
                         shown=self._validate_shown))

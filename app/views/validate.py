@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from app.core.domain import ReviewAction, ValidationState
 from app.core.tasks.definition import InputKind
 from app.views.create import DiffPiece, diff_view
 from app.views.example import Pairs, VerdictChoice, answer_label, explanations, verdict_text
+from app.views.wellbeing import BlurView, blur_view
 
 if TYPE_CHECKING:
     from app.core.storage.models import Example
@@ -65,11 +66,21 @@ class ValidationItemView:
     content_warning: str | None
     review_state: ReviewAction | None = None
     review_comment: str | None = None
+    # the texts shown (contexts, then the written texts or the pair's two), masked as the person chose
+    blur: BlurView | None = None
+
+    @property
+    def shown_texts(self) -> tuple[str, ...]:
+        """The texts the view shows, in the order of ``blur.texts``."""
+        halves = (self.pair.original.text, self.pair.edited.text) if self.pair is not None else ()
+        return (*(text for _name, text in self.context), *(halves or (text for _name, text in self.written)))
 
 
 def validation_item(example: Example, definition: TaskDefinition, models: Mapping[uuid.UUID, str],
-                    original: Example | None = None) -> ValidationItemView:
-    """``models``: names by id; ``original``: for a perturbation, the example it edits."""
+                    original: Example | None = None, *, blur_words: Sequence[str] = (),
+                    masked: bool = False) -> ValidationItemView:
+    """``models``: names by id; ``original``: for a perturbation, the example it edits; ``blur_words``
+    and ``masked``: the task's blur list and whether this person reads validation masked."""
     label = answer_label(example, definition)
     pair = None
     if original is not None:
@@ -77,7 +88,7 @@ def validation_item(example: Example, definition: TaskDefinition, models: Mappin
         pair = PairView(LabelledText(original.text, answer_label(original, definition)),
                         LabelledText(example.text, label), diff_view(original.text, example.text))
     labels = tuple(definition.labels)
-    return ValidationItemView(
+    item = ValidationItemView(
         id=example.id, task_code=definition.code,
         context=tuple((f.label, str(example.inputs.get(f.name, ""))) for f in definition.inputs
                       if f.kind == InputKind.CONTEXT and example.inputs.get(f.name)),
@@ -91,6 +102,8 @@ def validation_item(example: Example, definition: TaskDefinition, models: Mappin
         review_state=ReviewAction(example.review_state) if example.review_state else None,
         review_comment=example.review_comment,
     )
+    blur = blur_view(item.shown_texts, blur_words, masked=masked, content_warning=definition.content_warning)
+    return replace(item, blur=blur)
 
 
 @dataclass(frozen=True, slots=True)
