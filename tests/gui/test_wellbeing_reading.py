@@ -1,0 +1,140 @@
+"""What a reader sees (issue 22), driven as a validator would: the task's blur words masked in
+Validate, V shows them for the example on screen only, pointing shows one, the profile's Wellbeing
+section is stored and takes effect (blur and opt-outs), the writer's editor is never masked, and a
+long text under the content warning opens closed."""
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QAction, QTextCursor
+from PySide6.QtWidgets import QPushButton
+
+from app.core.wellbeing.profile import WellbeingProfile
+from tests.conftest import hate_content, hate_output
+from tests.gui.test_validate import open_validate, wait_for_example
+from tests.gui.test_workspace import text_box, type_text
+from widgets.masked_text import MASK_COLOUR
+from widgets.profile_dialog import ProfileDialog
+
+
+def make(desk, people, target_model, text, groups=("women",)):
+    return desk.examples.create(people.author.id, "hate_speech", hate_content(text, "hate", target_groups=list(groups)),
+                                [hate_output(target_model, "not hate")])
+
+
+def masked_colour_at(browser, position: int) -> bool:
+    cursor = QTextCursor(browser.document())
+    cursor.setPosition(position + 1)
+    return cursor.charFormat().background().color() == MASK_COLOUR
+
+
+def test_v_shows_the_words_of_this_example_only_and_pointing_shows_one(qtbot, window, people, target_model):
+    desk = window.desk
+    first = make(desk, people, target_model, "They are v3rmin and parasites, every one")
+    second = make(desk, people, target_model, "Send the vermin back")
+    desk.validation.validate(second.id, people.val2.id, "correct")  # the first comes first (fewest verdicts)
+    desk.switch_person(people.val1.id)
+    open_validate(qtbot, window)
+    view = window.validate_view
+    wait_for_example(qtbot, view, first.id)
+    written = view.written
+    assert written.masked_texts() == ["v3rmin", "parasites"]  # validators read masked by default
+    plain = written.toPlainText()
+    assert masked_colour_at(written, plain.index("v3rmin")) and not masked_colour_at(written, plain.index("They"))
+    assert "2 words masked" in view.blur_note.text()
+
+    qtbot.keyClick(view, Qt.Key.Key_V)
+    assert written.masked_texts() == [] and not masked_colour_at(written, plain.index("v3rmin"))
+    qtbot.keyClick(view, Qt.Key.Key_V)  # and masked again
+    assert written.masked_texts() == ["v3rmin", "parasites"]
+
+    # pointing at a masked word shows that word alone, leaving shows it masked again
+    cursor = QTextCursor(written.document())
+    cursor.setPosition(plain.index("parasites") + 3)
+    point = written.cursorRect(cursor).center()
+    qtbot.mouseMove(written.viewport(), point)
+    qtbot.waitUntil(lambda: written.masked_texts() == ["v3rmin"], timeout=3000)
+    qtbot.mouseMove(written.viewport(), QPoint(2, written.viewport().height() - 2))
+    qtbot.waitUntil(lambda: written.masked_texts() == ["v3rmin", "parasites"], timeout=3000)
+
+    # V for this example, a verdict, and the next example is masked again
+    qtbot.keyClick(view, Qt.Key.Key_V)
+    assert written.masked_texts() == []
+    with qtbot.waitSignal(window.validate.verdict_stored, timeout=5000):
+        qtbot.keyClick(view, Qt.Key.Key_1)
+        qtbot.keyClick(view, Qt.Key.Key_Return)
+    qtbot.keyClick(view, Qt.Key.Key_Return)
+    wait_for_example(qtbot, view, second.id)
+    assert written.masked_texts() == ["vermin"] and not written.revealed
+
+
+def test_the_profile_wellbeing_section_is_stored_and_takes_effect(qtbot, window, people, target_model):
+    desk = window.desk
+    muslims = make(desk, people, target_model, "Muslims are vermin", ["Muslims"])
+    women = make(desk, people, target_model, "Women are vermin", ["women"])
+    desk.validation.validate(women.id, people.val2.id, "correct")  # Muslims' example comes first
+    desk.switch_person(people.val1.id)
+    open_validate(qtbot, window)
+    view = window.validate_view
+    wait_for_example(qtbot, view, muslims.id)
+    assert view.written.masked_texts() == ["vermin"]
+
+    window.findChild(QAction, "profiles").trigger()
+    qtbot.waitUntil(lambda: window.findChild(ProfileDialog) is not None, timeout=5000)
+    section = window.findChild(ProfileDialog).wellbeing
+    assert section.title() == "Wellbeing · Vic Validator"
+    assert section.blur_validating.isChecked() and not section.blur_browsing.isChecked()  # the defaults
+    qtbot.mouseClick(section.blur_validating, Qt.MouseButton.LeftButton)  # read unmasked
+    assert section.task.currentData() == "hate_speech"
+    row = next(i for i in range(section.groups.count()) if section.groups.item(i).text() == "Muslims")
+    section.groups.item(row).setCheckState(Qt.CheckState.Checked)  # not served examples targeting Muslims
+    qtbot.keyClicks(section.other, "Roma")
+    qtbot.keyClick(section.other, Qt.Key.Key_Return)
+    section.break_after.setValue(40)
+    qtbot.mouseClick(section.findChild(QPushButton, "wellbeing-save"), Qt.MouseButton.LeftButton)
+    assert "Saved" in section.saved.text()
+
+    stored = window.desk.settings_store.load().wellbeing_for(str(people.val1.id))
+    assert stored == WellbeingProfile(blur_validating=False, opted_out_groups={"hate_speech": ["Muslims", "Roma"]},
+                                      break_after_min=40)
+    # it takes effect: the Muslims example is no longer served, and the next is not masked
+    wait_for_example(qtbot, view, women.id)
+    assert view.written.masked_texts() == [] and not view.blur_note.isVisible()
+    assert "held back by your opt-outs" in view.status.text()
+    with qtbot.waitSignal(window.validate.verdict_stored, timeout=5000):
+        qtbot.keyClick(view, Qt.Key.Key_1)
+        qtbot.keyClick(view, Qt.Key.Key_Return)
+    qtbot.keyClick(view, Qt.Key.Key_Return)
+    # only opted-out work is left: said plainly, never "nothing to validate"
+    qtbot.waitUntil(lambda: view.pages.currentWidget() is view.empty, timeout=5000)
+    assert "1 example targeting Muslims, Roma" in view.empty.text() and "Profile" in view.empty.text()
+    assert "Nothing left" not in view.empty.text()
+
+
+def test_the_writers_editor_is_never_masked(qtbot, window):
+    window.desk.settings.wellbeing = {window.desk.settings.current_person_id or "": WellbeingProfile(
+        blur_validating=True, blur_browsing=True)}
+    ws = window.workspace
+    qtbot.waitUntil(lambda: ws.view.warning.isVisible(), timeout=10_000)
+    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)  # the content warning, read
+    assert ws.view.editing.isEnabled()
+    type_text(qtbot, window, "they are all vermin and parasites")
+    box = text_box(window)
+    assert box.toPlainText() == "they are all vermin and parasites"
+    for position in range(len(box.toPlainText())):
+        cursor = QTextCursor(box.document())
+        cursor.setPosition(position + 1)
+        assert cursor.charFormat().background().color() != MASK_COLOUR
+        assert cursor.charFormat().foreground().color() != MASK_COLOUR
+
+
+def test_a_long_text_under_the_content_warning_opens_closed(qtbot, window, people, target_model):
+    desk = window.desk
+    long = make(desk, people, target_model, "They are vermin. " + "A long rant about them. " * 30)
+    desk.switch_person(people.val1.id)
+    open_validate(qtbot, window)
+    view = window.validate_view
+    wait_for_example(qtbot, view, long.id)
+    assert view.collapsed.isVisible() and not view.written.isVisible()
+    assert "long" in view.collapsed_note.text() and "warns" in view.collapsed_note.text()
+    qtbot.mouseClick(view.read_button, Qt.MouseButton.LeftButton)
+    assert view.written.isVisible() and not view.collapsed.isVisible()
+    assert view.written.masked_texts() == ["vermin"]  # opened, and still masked
