@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtWidgets import QTextBrowser
+from PySide6.QtCore import Qt
 
 from app.core.domain import ReviewAction
 from app.views.example import ExampleDetailView
+from app.views.wellbeing import collapsed_note
+from widgets.masked_text import MaskedTextBrowser
 
 
 FOOLED_COLOUR = "#1e6b35"  # success: the writer found a weakness of the model
@@ -17,18 +19,50 @@ def _esc(value) -> str:
     return html.escape("" if value is None else str(value)).replace("\n", "<br>")
 
 
-class ExampleDetail(QTextBrowser):
-    """Shows an example's detail view-model; bidirectional text keeps its own direction."""
+def _exact(value) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+class ExampleDetail(MaskedTextBrowser):
+    """Shows an example's detail view-model; bidirectional text keeps its own direction. Its texts
+    are masked where the reader chose blur (V shows them for this example), and a long one under
+    the task's content warning stays closed until the reader opens it."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setOpenLinks(False)
+        self._example: ExampleDetailView | None = None
+        self._opened = False
+        self.anchorClicked.connect(self._link)
         self.show_example(None)
 
+    def _link(self, url) -> None:
+        if url.toString() == "read:text" and self._example is not None:
+            self._opened = True
+            self._render(self._example)
+
+    @property
+    def collapsed(self) -> bool:
+        blur = None if self._example is None else self._example.blur
+        return blur is not None and blur.collapsed and not self._opened
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() == Qt.Key.Key_V and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            self.set_revealed(not self.revealed)
+            return
+        super().keyPressEvent(event)
+
     def show_example(self, example: ExampleDetailView | None) -> None:
+        same = (example is not None and self._example is not None and example.facts[:1] == self._example.facts[:1])
+        self._opened = self._opened and same
+        self._example = example
         if example is None:
             self.setHtml("<p style='color:#6b6b6b'>Select an example to see it here.</p>")
+            self.apply_blur(None)
             return
+        self._render(example)
+
+    def _render(self, example: ExampleDetailView) -> None:
+        closed = self.collapsed
         parts = []
         state, comment = example.review_state, example.review_comment
         if state == ReviewAction.RETURNED:
@@ -41,12 +75,16 @@ class ExampleDetail(QTextBrowser):
             items = "".join(f"<li>{_esc(v)}</li>" for v in example.validations)
             parts.append(f"<h4 style='margin-bottom:2px'>Verdicts</h4><ul style='margin-top:0'>{items}</ul>")
         original = example.original
-        if original is not None:  # a perturbation: the text it edits, before its own
-            said = (f"{_esc(original.text)}<br><span style='color:#6b6b6b'>label: {_esc(original.label)}</span>"
+        if closed and example.blur is not None:
+            parts.append(f"<p style='background:#fff4e5; color:#6b3d00; padding:6px'>{_esc(collapsed_note(example.blur))}"
+                         " <a href='read:text'>Read the text</a></p>")
+        elif original is not None:  # a perturbation: the text it edits, before its own
+            said = (f"<span style='white-space:pre-wrap'>{_exact(original.text)}</span><br><span style='color:#6b6b6b'>label: {_esc(original.label)}</span>"
                     if original.text is not None else "<i>not on this desk (it arrives with the next sync)</i>")
             parts.append(f"<h4 style='margin-bottom:2px'>Perturbation of</h4><p style='color:#444'>{said}</p>")
-        for name, value in example.inputs:
-            parts.append(f"<h4 style='margin-bottom:2px'>{_esc(name)}</h4><p>{_esc(value)}</p>")
+        for name, value in example.inputs if not closed else ():
+            # as written (spaces kept): the masks are found by the text itself
+            parts.append(f"<h4 style='margin-bottom:2px'>{_esc(name)}</h4><p style='white-space:pre-wrap'>{_exact(value)}</p>")
         if example.label is not None:
             parts.append(f"<p><b>Label:</b> {_esc(example.label)}</p>")
         fooled = example.fooled
@@ -69,3 +107,4 @@ class ExampleDetail(QTextBrowser):
         facts = "".join(f"<li>{_esc(k)}: {_esc(v)}</li>" for k, v in example.facts)
         parts.append(f"<h4>Record</h4><ul style='color:#444'>{facts}</ul>")
         self.setHtml("".join(parts))
+        self.apply_blur(None if closed else example.blur)

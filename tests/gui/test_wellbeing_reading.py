@@ -138,3 +138,35 @@ def test_a_long_text_under_the_content_warning_opens_closed(qtbot, window, peopl
     qtbot.mouseClick(view.read_button, Qt.MouseButton.LeftButton)
     assert view.written.isVisible() and not view.collapsed.isVisible()
     assert view.written.masked_texts() == ["vermin"]  # opened, and still masked
+
+
+def test_browsing_is_unmasked_by_default_and_masked_when_chosen_and_review_masks(qtbot, window, people, target_model):
+    from tests.gui.test_main_window import wait_for_count
+
+    desk = window.desk
+    make(desk, people, target_model, "those  rats should leave")
+    window.refresh()
+    wait_for_count(qtbot, window, "1 example")
+    window.table.selectRow(0)
+    qtbot.waitUntil(lambda: "those  rats should leave" in window.detail.toPlainText(), timeout=5000)
+    assert window.detail.masked_texts() == []  # browsing: off by default
+
+    person = desk.settings.current_person_id
+    desk.settings.wellbeing = {person: WellbeingProfile(blur_browsing=True)}
+    window.table.clearSelection()
+    window.table.selectRow(0)
+    window.refresh()
+    qtbot.waitUntil(lambda: window.detail.masked_texts() == ["rats"], timeout=5000)
+    window.detail.setFocus()
+    qtbot.keyClick(window.detail, Qt.Key.Key_V)
+    assert window.detail.masked_texts() == [] and window.detail.revealed
+
+    # Review reads as validating does: masked by default
+    from tests.gui.test_review import open_review, shown_ids
+
+    desk.settings.wellbeing = {}
+    open_review(qtbot, window)
+    view = window.review_view
+    qtbot.waitUntil(lambda: len(shown_ids(view)) == 1, timeout=5000)
+    view.table.selectRow(0)
+    qtbot.waitUntil(lambda: view.detail.masked_texts() == ["rats"], timeout=5000)
