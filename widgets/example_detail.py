@@ -93,7 +93,7 @@ class ExampleDetail(MaskedTextBrowser):
             parts.append(f"<p><b>Model:</b> <span style='color:{colour}'>{'fooled' if fooled else 'not fooled'}</span></p>")
         for name, value in example.meta:
             colon = "" if name.endswith(("?", ":")) else ":"
-            parts.append(f"<p><b>{_esc(name)}{colon}</b> {_esc(value)}</p>")
+            parts.append(f"<p><b>{_esc(name)}{colon}</b> <span style='white-space:pre-wrap'>{_exact(value)}</span></p>")
         if example.outputs:
             rows = "".join(
                 f"<tr><td>{_esc(o.model)}</td><td>{_esc(o.label)}</td><td>{_esc(o.probabilities)}</td></tr>"
@@ -107,4 +107,5 @@ class ExampleDetail(MaskedTextBrowser):
         facts = "".join(f"<li>{_esc(k)}: {_esc(v)}</li>" for k, v in example.facts)
         parts.append(f"<h4>Record</h4><ul style='color:#444'>{facts}</ul>")
         self.setHtml("".join(parts))
-        self.apply_blur(None if closed else example.blur)
+        shown = len(example.shown_texts)  # closed: only the metadata answers are on show, and masked
+        self.apply_blur(example.blur, list(range(shown - len(example.meta), shown)) if closed else None)

@@ -67,7 +67,7 @@ class ProfileDialog(QDialog):
         columns.addLayout(left, 1)
         self.wellbeing = WellbeingSection(wellbeing, working) if wellbeing is not None else None
         if self.wellbeing is not None:
-            columns.addWidget(self.wellbeing, 1)
+            columns.addWidget(self.wellbeing, 2)
         layout = QVBoxLayout(self)
         layout.addLayout(columns)
         layout.addWidget(buttons)

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from app.views.example import VerdictChoice
 from app.views.validate import ModelOutputView, QueueView, ValidationItemView
 from app.views.wellbeing import BlurView, collapsed_note
-from widgets.masked_text import MaskedTextBrowser
+from widgets.masked_text import MASK_COLOUR, MaskedTextBrowser
 from widgets.perturbation_view import DiffText
 from widgets.prediction_panel import ProbabilityBars
 from widgets.verdict_form import VerdictForm, tint
@@ -45,6 +45,18 @@ def _exact(value, size: str = "medium") -> str:
     """A paragraph that keeps the author's spacing: validators judge the text exactly as written.
     Sizes are relative (CSS keywords), so the user's text size (Ctrl++/Ctrl+-) still applies."""
     return f"<p dir='auto' style='white-space:pre-wrap; font-size:{size}'>{html.escape(value or '')}</p>"
+
+
+def _masked(value: str, spans) -> str:
+    """``value`` as rich text, the spans covered by a bar of the mask's colour (V shows them)."""
+    out, last = [], 0
+    for start, end in spans:
+        out.append(_esc(value[last:start]))
+        out.append(f"<span style='background:{MASK_COLOUR.name()}; color:{MASK_COLOUR.name()}'>"
+                   f"{_esc(value[start:end])}</span>")
+        last = end
+    out.append(_esc(value[last:]))
+    return "".join(out)
 
 
 def _text_block() -> MaskedTextBrowser:
@@ -214,6 +226,7 @@ class ValidateView(QWidget):
         layout.addWidget(self.pages, 1)
         self._example: ValidationItemView | None = None
         self._revealed = False
+        self._explanations_revealed = False
         self.show_empty("Loading the queue…")
 
     def set_status(self, text: str) -> None:
@@ -235,6 +248,7 @@ class ValidateView(QWidget):
     def show_example(self, example: ValidationItemView) -> None:
         self._example = example
         self._revealed = False
+        self._explanations_revealed = False
         warning = example.content_warning
         self.warning.setText(f"⚠ Content warning: {_esc(warning)}" if warning else "")
         self.warning.setVisible(bool(warning))
@@ -267,9 +281,7 @@ class ValidateView(QWidget):
         self._apply_blur(example.blur, collapse=True)
         self.label.setText(f"Author's {_esc(example.label_name)}: "
                            f"<b style='font-size:13pt'>{_esc(example.label)}</b>")
-        explanations = example.explanations
-        self.explanations.setText("".join(f"<p><i>{_esc(q)}</i><br>{_esc(a)}</p>" for q, a in explanations)
-                                  or "<p style='color:#6b6b6b'>The author gave no explanations.</p>")
+        self._show_explanations(revealed=False)
         self.form.set_labels(example.labels, example.label)
         self.form.show()
         self.stored.hide()
@@ -280,6 +292,16 @@ class ValidateView(QWidget):
             self.output.show_output(example.output, example.label)
         self.pages.setCurrentIndex(0)
         self.setFocus()
+
+    def _show_explanations(self, revealed: bool) -> None:
+        example = self._example
+        if example is None:
+            return
+        masks = example.explanation_masks if not revealed else ()
+        self.explanations.setText(
+            "".join(f"<p><i>{_esc(q)}</i><br>{_masked(a, masks[i] if i < len(masks) else ())}</p>"
+                    for i, (q, a) in enumerate(example.explanations))
+            or "<p style='color:#6b6b6b'>The author gave no explanations.</p>")
 
     def _text_views(self) -> list[tuple[MaskedTextBrowser, list[int]]]:
         """Each text view with the positions of ``blur.texts`` it shows."""
@@ -299,7 +321,8 @@ class ValidateView(QWidget):
         for view, texts in self._text_views():
             view.apply_blur(blur, texts)
             view.set_revealed(revealed)
-        count = blur.count if blur is not None else 0
+        explained = self._example.explanation_masks if self._example is not None else ()
+        count = (blur.count if blur is not None else 0) + sum(len(m) for m in explained)
         self.blur_note.setText(f"{count} word{'s' if count != 1 else ''} masked · point at one to read it, "
                                "or press V to show them on this example" if count else "")
         self.blur_note.setVisible(bool(count))
@@ -339,10 +362,12 @@ class ValidateView(QWidget):
         revealed = not self.words_revealed
         for view, _texts in self._text_views():
             view.set_revealed(revealed)
+        self._explanations_revealed = revealed
+        self._show_explanations(revealed)
 
     @property
     def words_revealed(self) -> bool:
-        return any(view.revealed for view, _texts in self._text_views())
+        return self._explanations_revealed or any(view.revealed for view, _texts in self._text_views())
 
     def show_stored(self, text: str) -> None:
         """The verdict is stored: offer the reveal (if hidden) and the next example."""

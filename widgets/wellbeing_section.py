@@ -48,7 +48,7 @@ class WellbeingSection(QGroupBox):
         for code, name, _groups in view.tasks:
             self.task.addItem(name, code)
         self.groups = QListWidget(objectName="opt-out-groups")
-        self.groups.setMaximumHeight(self.groups.fontMetrics().height() * 7)
+        self.groups.setMinimumHeight(self.groups.fontMetrics().lineSpacing() * 10)  # a task's groups, unscrolled
         self.groups.itemChanged.connect(self._group_changed)
         self.other = QLineEdit(objectName="opt-out-other", placeholderText="Another group…")
         add = QPushButton("Add", objectName="opt-out-add")

@@ -103,9 +103,10 @@ class ExampleDetailView:
 
     @property
     def shown_texts(self) -> tuple[str, ...]:
-        """The example's texts in the order the detail shows them: the original it edits, then its inputs."""
+        """The example's texts in the order the detail shows them: the original it edits, its inputs, then
+        its metadata answers (the author's explanations quote the words too)."""
         before = (self.original.text,) if self.original is not None and self.original.text is not None else ()
-        return (*before, *(value for _name, value in self.inputs))
+        return (*before, *(value for _name, value in self.inputs), *(value for _name, value in self.meta))
 
 
 def answer_label(example: Example, definition: TaskDefinition) -> str | None:

@@ -12,6 +12,7 @@ from app.core.domain import ReviewAction, ValidationState
 from app.core.tasks.definition import InputKind
 from app.views.create import DiffPiece, diff_view
 from app.views.example import Pairs, VerdictChoice, answer_label, explanations, verdict_text
+from app.core.wellbeing.blur import mask_spans
 from app.views.wellbeing import BlurView, blur_view
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class ValidationItemView:
     review_comment: str | None = None
     # the texts shown (contexts, then the written texts or the pair's two), masked as the person chose
     blur: BlurView | None = None
+    # per explanation answer: the spans (Python indices) of blur words to mask, when masked
+    explanation_masks: tuple[tuple[tuple[int, int], ...], ...] = ()
 
     @property
     def shown_texts(self) -> tuple[str, ...]:
@@ -103,7 +106,9 @@ def validation_item(example: Example, definition: TaskDefinition, models: Mappin
         review_comment=example.review_comment,
     )
     blur = blur_view(item.shown_texts, blur_words, masked=masked, content_warning=definition.content_warning)
-    return replace(item, blur=blur)
+    masks = tuple(tuple((s.start, s.end) for s in mask_spans(answer, blur_words)) if masked else ()
+                  for _question, answer in item.explanations)
+    return replace(item, blur=blur, explanation_masks=masks)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ def masked(text: str, words=WORDS) -> list[str]:
     ("VERM!N and verm|n", ["VERM!N", "verm|n"]),  # leetspeak signs
     ("v e r m i n", ["v e r m i n"]),  # spelled out
     ("v.e.r.m.i.n!", ["v.e.r.m.i.n"]),
+    ("v e r m i n s, p a r a s i t e s", ["v e r m i n s", "p a r a s i t e s"]),  # spelled-out plurals
     ("v-e-r-m-i-n", ["v-e-r-m-i-n"]),
     ("ver\u200bmin and ver\u00admin", ["ver\u200bmin", "ver\u00admin"]),  # zero-width space, soft hyphen
     ("vérmîn", ["vérmîn"]),  # diacritics

@@ -15,9 +15,9 @@ from widgets.masked_text import MASK_COLOUR
 from widgets.profile_dialog import ProfileDialog
 
 
-def make(desk, people, target_model, text, groups=("women",)):
-    return desk.examples.create(people.author.id, "hate_speech", hate_content(text, "hate", target_groups=list(groups)),
-                                [hate_output(target_model, "not hate")])
+def make(desk, people, target_model, text, groups=("women",), explanation="because"):
+    content = hate_content(text, "hate", target_groups=list(groups), label_explanation=explanation)
+    return desk.examples.create(people.author.id, "hate_speech", content, [hate_output(target_model, "not hate")])
 
 
 def masked_colour_at(browser, position: int) -> bool:
@@ -28,7 +28,8 @@ def masked_colour_at(browser, position: int) -> bool:
 
 def test_v_shows_the_words_of_this_example_only_and_pointing_shows_one(qtbot, window, people, target_model):
     desk = window.desk
-    first = make(desk, people, target_model, "They are v3rmin and parasites, every one")
+    first = make(desk, people, target_model, "They are v3rmin and parasites, every one",
+                 explanation="It calls them vermin")
     second = make(desk, people, target_model, "Send the vermin back")
     desk.validation.validate(second.id, people.val2.id, "correct")  # the first comes first (fewest verdicts)
     desk.switch_person(people.val1.id)
@@ -39,10 +40,12 @@ def test_v_shows_the_words_of_this_example_only_and_pointing_shows_one(qtbot, wi
     assert written.masked_texts() == ["v3rmin", "parasites"]  # validators read masked by default
     plain = written.toPlainText()
     assert masked_colour_at(written, plain.index("v3rmin")) and not masked_colour_at(written, plain.index("They"))
-    assert "2 words masked" in view.blur_note.text()
+    assert "3 words masked" in view.blur_note.text()  # two in the text, one in the author's explanation
+    assert f"{MASK_COLOUR.name()}'>vermin</span>" in view.explanations.text()
 
     qtbot.keyClick(view, Qt.Key.Key_V)
     assert written.masked_texts() == [] and not masked_colour_at(written, plain.index("v3rmin"))
+    assert "It calls them vermin" in view.explanations.text()
     qtbot.keyClick(view, Qt.Key.Key_V)  # and masked again
     assert written.masked_texts() == ["v3rmin", "parasites"]
 

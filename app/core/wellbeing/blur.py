@@ -116,8 +116,10 @@ def _entry_pattern(entry: str) -> str:
     prefix = entry.endswith("*")
     letters = [GAP if c == GAP else _letter_class(c) for c in entry.rstrip("*")]
     plain = "".join(letters) + (r"[\w@$!|+(€£]*" if prefix else f"(?:{_letter_class('e')}?{_letter_class('s')})?")
-    # one letter per token ("v e r m i n"), for single words
-    spelled = f"|{GAP.join(letters)}" if GAP not in entry else ""
+    # one letter per token ("v e r m i n", "p a r a s i t e s"), for single words
+    plural = (rf"(?:{GAP}[^\W_])*" if prefix  # the rest of the word, spelled out too
+              else f"(?:(?:{GAP}{_letter_class('e')})?{GAP}{_letter_class('s')})?")
+    spelled = f"|{GAP.join(letters)}{plural}" if GAP not in entry else ""
     # a leetspeak sign is not a word character, so the boundary is checked against letters and digits
     return rf"(?<![^\W_])(?:{plain}{spelled})(?![^\W_])"
 
