@@ -70,8 +70,8 @@ class ValidateController(QObject):
 
         def find() -> tuple[QueueView, tuple[str, ...]]:
             example = desk.validation.next_for(person, task_code=code, skip=skipped, opted_out=opted)
-            remaining = desk.validation.remaining(person, task_code=code, opted_out=opted)
             held = desk.validation.held_back(person, opted, task_code=code)
+            remaining = desk.validation.remaining(person, task_code=code) - held  # counted once
             name = desk.people.get(person).display_name
             task = desk.tasks.definition_by_code(code).name
             words = desk.tasks.blur_words(code)

@@ -2,8 +2,9 @@
 they target a group they named (for example their own).
 
 An example's target groups are its metadata field ``target_groups`` (a list, or one value from an
-import); the test runs in SQL with ``json_each`` so that examples that came by import or sync, whatever
-their facets, are judged by what they say.
+import). Every way an example reaches a desk (written, imported, synced) stores its choice metadata as
+facets (``example_facets``, indexed by field and value, and by example), so the queue asks those:
+one index lookup per example it passes over.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import uuid
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, and_, exists, false, literal_column, or_, select, func
+from sqlalchemy import ColumnElement, and_, false, or_, select
 
-from app.core.storage.models import Example
+from app.core.storage.models import Example, ExampleFacet
 
 TARGET_GROUPS_FIELD: Final[str] = "target_groups"
 
@@ -25,9 +26,9 @@ def targets_opted_out(opted_out: Mapping[uuid.UUID, Collection[str]]) -> ColumnE
     for task_id, groups in opted_out.items():
         if not groups:
             continue
-        each = func.json_each(Example.meta, f"$.{TARGET_GROUPS_FIELD}").table_valued("value")
-        targets = exists(select(literal_column("1")).select_from(each).where(each.c.value.in_(sorted(groups))))
-        clauses.append(and_(Example.task_id == task_id, targets))
+        targeting = select(ExampleFacet.example_id).where(ExampleFacet.field == TARGET_GROUPS_FIELD,
+                                                          ExampleFacet.value.in_(sorted(groups)))
+        clauses.append(and_(Example.task_id == task_id, Example.id.in_(targeting)))
     return or_(*clauses) if clauses else false()
 
 
