@@ -173,3 +173,28 @@ def test_browsing_is_unmasked_by_default_and_masked_when_chosen_and_review_masks
     qtbot.waitUntil(lambda: len(shown_ids(view)) == 1, timeout=5000)
     view.table.selectRow(0)
     qtbot.waitUntil(lambda: view.detail.masked_texts() == ["rats"], timeout=5000)
+
+
+def test_the_models_top_hate_words_are_masked_when_they_arrive(qtbot, data_dir, modal_log, hate_model):
+    """The real tiny target model (it says "hate" exactly when "banana" is in the text): the word list's
+    masks come with the example, the model's top word joins from the explanation lane."""
+    from app.core.desk import Desk
+    from tests.gui.conftest import close_window, open_window
+
+    with Desk(data_dir) as desk:
+        author = desk.people.create("Ana Author", "annotator")
+        validator = desk.people.create("Vic Validator", "annotator")
+        desk.examples.create(author.id, "hate_speech", hate_content("vermin ate a banana at noon", "hate"), [])
+    window = open_window(qtbot, data_dir)
+    try:
+        qtbot.waitUntil(lambda: window.workspace.loaded is not None, timeout=60_000)  # the target model is in
+        window.desk.switch_person(validator.id)
+        open_validate(qtbot, window)
+        view = window.validate_view
+        wait_for_example(qtbot, view)
+        assert "vermin" in view.written.masked_texts()  # the word list, at once
+        qtbot.waitUntil(lambda: "banana" in view.written.masked_texts(), timeout=60_000)
+        assert view.written.masked_texts()[0] == "vermin"
+        assert "Why the model" not in window.workspace.view.attribution.header.text()  # the writer's heatmap: not ours
+    finally:
+        close_window(window)
