@@ -129,3 +129,17 @@ def chosen_profile(choice: WellbeingChoice) -> WellbeingProfile:
         opted_out_groups={code: chosen for code, chosen in groups.items() if chosen},
         break_after_min=choice.break_after_min, daily_break_after_min=choice.daily_break_after_min,
         short_break_min=choice.short_break_min, long_break_min=choice.long_break_min)
+
+
+# --- a lead's blur words for a task ---------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class BlurWordsView:
+    task_name: str
+    bundled: int  # how many words the task's bundled list has
+    added: tuple[str, ...]  # the team leads' words, one entry each
+
+
+def blur_words_message(task_name: str, stored: Sequence[str]) -> str:
+    return (f"✓ {len(stored)} blur word{'s' if len(stored) != 1 else ''} added by leads for {task_name}; "
+            "they reach your team at the next sync.")

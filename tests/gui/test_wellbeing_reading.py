@@ -82,10 +82,13 @@ def test_the_profile_wellbeing_section_is_stored_and_takes_effect(qtbot, window,
 
     window.findChild(QAction, "profiles").trigger()
     qtbot.waitUntil(lambda: window.findChild(ProfileDialog) is not None, timeout=5000)
-    section = window.findChild(ProfileDialog).wellbeing
+    dialog = window.findChild(ProfileDialog)
+    qtbot.waitExposed(dialog)
+    section = dialog.wellbeing
     assert section.title() == "Wellbeing · Vic Validator"
     assert section.blur_validating.isChecked() and not section.blur_browsing.isChecked()  # the defaults
     qtbot.mouseClick(section.blur_validating, Qt.MouseButton.LeftButton)  # read unmasked
+    assert not section.blur_validating.isChecked()
     assert section.task.currentData() == "hate_speech"
     row = next(i for i in range(section.groups.count()) if section.groups.item(i).text() == "Muslims")
     section.groups.item(row).setCheckState(Qt.CheckState.Checked)  # not served examples targeting Muslims
@@ -93,7 +96,7 @@ def test_the_profile_wellbeing_section_is_stored_and_takes_effect(qtbot, window,
     qtbot.keyClick(section.other, Qt.Key.Key_Return)
     section.break_after.setValue(40)
     qtbot.mouseClick(section.findChild(QPushButton, "wellbeing-save"), Qt.MouseButton.LeftButton)
-    assert "Saved" in section.saved.text()
+    assert "Saved" in section.saved.text(), section.saved.text()
 
     stored = window.desk.settings_store.load().wellbeing_for(str(people.val1.id))
     assert stored == WellbeingProfile(blur_validating=False, opted_out_groups={"hate_speech": ["Muslims", "Roma"]},
@@ -198,3 +201,31 @@ def test_the_models_top_hate_words_are_masked_when_they_arrive(qtbot, data_dir, 
         assert "Why the model" not in window.workspace.view.attribution.header.text()  # the writer's heatmap: not ours
     finally:
         close_window(window)
+
+
+def test_a_lead_extends_the_tasks_blur_words_from_review(qtbot, window, people, target_model):
+    from widgets.blur_words_dialog import BlurWordsDialog
+    from tests.gui.test_review import open_review
+
+    desk = window.desk
+    make(desk, people, target_model, "those goblins again")
+    desk.switch_person(people.lead.id)
+    open_review(qtbot, window)
+    view = window.review_view
+    qtbot.mouseClick(view.actions_panel.blur_words_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.findChild(BlurWordsDialog) is not None, timeout=5000)
+    dialog = window.findChild(BlurWordsDialog)
+    qtbot.keyClicks(dialog.words, "x")
+    dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()  # one letter cannot be matched: refused
+    qtbot.waitUntil(lambda: "fewer than two letters" in view.actions_panel.message.text(), timeout=5000)
+    assert desk.tasks.lead_blur_words("hate_speech") == ()
+
+    qtbot.mouseClick(view.actions_panel.blur_words_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.findChildren(BlurWordsDialog)[-1].isVisible(), timeout=5000)
+    dialog = window.findChildren(BlurWordsDialog)[-1]
+    qtbot.keyClicks(dialog.words, "goblin*")
+    dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
+    qtbot.waitUntil(lambda: "1 blur word added by leads" in view.actions_panel.message.text(), timeout=5000)
+    assert desk.tasks.lead_blur_words("hate_speech") == ("goblin*",)
+    view.table.selectRow(0)
+    qtbot.waitUntil(lambda: view.detail.masked_texts() == ["goblins"], timeout=5000)  # Review masks it now
