@@ -68,19 +68,38 @@ class ValidateController(QObject):
         profile = desk.settings.wellbeing_for(str(person))
         opted = {code: sorted(profile.opted_out(code))}
 
+        def counts(item) -> tuple[int, int]:
+            """(left for the person, held back by their opt-outs), each counted once."""
+            held = desk.validation.held_back(person, opted, task_code=code) if opted[code] else 0
+            return desk.validation.remaining(person, task_code=code) - held if item is not None else 0, held
+
         def find() -> tuple[QueueView, tuple[str, ...]]:
             example = desk.validation.next_for(person, task_code=code, skip=skipped, opted_out=opted)
-            held = desk.validation.held_back(person, opted, task_code=code)
-            remaining = desk.validation.remaining(person, task_code=code) - held  # counted once
             name = desk.people.get(person).display_name
             task = desk.tasks.definition_by_code(code).name
             words = desk.tasks.blur_words(code)
             item = for_validation(desk, example.id, blur_words=words, masked=profile.blur_validating) if example else None
+            if item is not None and opted[code]:  # counting past the opt-outs takes longer: it follows
+                return queue_view(item, None, name, task, skipped), words
+            remaining, held = counts(item)
             return queue_view(item, remaining, name, task, skipped, held_back=held, opted_out=opted[code]), words
+
+        def count_later(item, name: str, task: str) -> None:
+            def status() -> str:
+                remaining, held = counts(item)
+                return queue_view(item, remaining, name, task, skipped, held_back=held, opted_out=opted[code]).status
+
+            def shown(text: str) -> None:
+                if self.view.example_id == item.id:  # a count for an example since left is not shown
+                    self.view.set_status(text)
+
+            self.db.submit_latest("validate-counts", status, on_done=shown, on_error=self.show_error)
 
         def show(found: tuple[QueueView, tuple[str, ...]]) -> None:
             queue, words = found
             self.view.show_queue(queue)
+            if queue.counting is not None:
+                count_later(queue.example, *queue.counting)
             self.model_words.cancel()
             example = queue.example
             if example is not None:

@@ -118,11 +118,13 @@ class QueueView:
     status: str
     example: ValidationItemView | None
     empty: str = ""
+    counting: tuple[str, str] | None = None  # (name, task) while what is left is still being counted
 
 
-def queue_view(example: ValidationItemView | None, remaining: int, name: str, task: str,
+def queue_view(example: ValidationItemView | None, remaining: int | None, name: str, task: str,
                skipped: Sequence[uuid.UUID], *, held_back: int = 0, opted_out: Sequence[str] = ()) -> QueueView:
-    """``held_back``: examples the person's opt-outs by target group (``opted_out``) keep from them."""
+    """``held_back``: examples the person's opt-outs by target group (``opted_out``) keep from them;
+    ``remaining`` None: still being counted (the example shows first)."""
     held = ""
     if held_back and opted_out:
         held = f" · {held_back} held back by your opt-outs"
@@ -138,6 +140,9 @@ def queue_view(example: ValidationItemView | None, remaining: int, name: str, ta
                          f"Nothing left for you to validate in {task}. Examples you wrote, examples "
                          "you have already validated and examples that are decided are not served.")
     again = " · skipped examples come round again" if example.id in skipped else ""
+    if remaining is None:
+        return QueueView(f"Validating as <b>{name}</b> · {task} · counting what is left for you…{again}", example,
+                         counting=(name, task))
     return QueueView(f"Validating as <b>{name}</b> · {task} · <b>{remaining}</b> left for you "
                      f"(model-fooling first, then the fewest verdicts){again}{held}", example)
 
