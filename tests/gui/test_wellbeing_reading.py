@@ -231,3 +231,25 @@ def test_a_lead_extends_the_tasks_blur_words_from_review(qtbot, window, people, 
     assert desk.tasks.lead_blur_words("hate_speech") == ("goblin*",)
     view.table.selectRow(0)
     qtbot.waitUntil(lambda: view.detail.masked_texts() == ["goblins"], timeout=5000)  # Review masks it now
+
+
+def test_data_opens_a_long_warned_text_closed_until_the_reader_clicks_read(qtbot, window, people, target_model):
+    from tests.gui.test_main_window import wait_for_count
+
+    desk = window.desk
+    long = "They are vermin. " + "A long rant about them. " * 30
+    make(desk, people, target_model, long, explanation="It calls them vermin")
+    window.refresh()
+    wait_for_count(qtbot, window, "1 example")
+    qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)  # the Data tab
+    window.table.selectRow(0)
+    detail = window.detail
+    qtbot.waitUntil(lambda: "Read the text" in detail.toPlainText(), timeout=5000)
+    assert detail.isVisible()
+    assert long.strip() not in detail.toPlainText() and detail.collapsed
+    cursor = QTextCursor(detail.document())
+    cursor.setPosition(detail.toPlainText().index("Read the text") + 2)
+    point = detail.cursorRect(cursor).center()
+    qtbot.mouseClick(detail.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    qtbot.waitUntil(lambda: long.strip() in detail.toPlainText(), timeout=5000)
+    assert not detail.collapsed and detail.masked_texts() == []  # Data reads unmasked by default
