@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QBrush, QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextBrowser
 
@@ -88,14 +88,20 @@ class MaskedTextBrowser(QTextBrowser):
             cursor.mergeCharFormat(fmt)
 
     # pointing at a word shows it -----------------------------------------------------------------
-    def span_at(self, position: int) -> int | None:
-        return next((i for i, (s, e) in enumerate(self._spans) if s <= position < e), None)
+    def span_at(self, boundary: int) -> int | None:
+        """The mask at a hit-test boundary: a word's end counts (the right half of its last letter)."""
+        return next((i for i, (s, e) in enumerate(self._spans) if s <= boundary <= e), None)
 
     def mouseMoveEvent(self, event) -> None:
         super().mouseMoveEvent(event)
         if not self._spans:
             return
-        hovered = self.span_at(self.cursorForPosition(event.position().toPoint()).position())
+        # an exact hit: the pointer on a masked word's characters, not in the blank beside a line's end
+        point = event.position().toPoint()
+        at = self.document().documentLayout().hitTest(
+            QPointF(point.x() + self.horizontalScrollBar().value(), point.y() + self.verticalScrollBar().value()),
+            Qt.HitTestAccuracy.ExactHit)
+        hovered = self.span_at(at) if at >= 0 else None
         if hovered != self._hovered:
             self._hovered = hovered
             self._paint()

@@ -55,6 +55,11 @@ def test_v_shows_the_words_of_this_example_only_and_pointing_shows_one(qtbot, wi
     point = written.cursorRect(cursor).center()
     qtbot.mouseMove(written.viewport(), point)
     qtbot.waitUntil(lambda: written.masked_texts() == ["v3rmin"], timeout=3000)
+    qtbot.mouseMove(written.viewport(), QPoint(2, written.viewport().height() - 2))  # blank space: masked again
+    qtbot.waitUntil(lambda: written.masked_texts() == ["v3rmin", "parasites"], timeout=3000)
+    cursor.setPosition(plain.index("parasites") + len("parasites"))
+    qtbot.mouseMove(written.viewport(), written.cursorRect(cursor).center() + QPoint(-3, 0))  # its last letter
+    qtbot.waitUntil(lambda: written.masked_texts() == ["v3rmin"], timeout=3000)
     qtbot.mouseMove(written.viewport(), QPoint(2, written.viewport().height() - 2))
     qtbot.waitUntil(lambda: written.masked_texts() == ["v3rmin", "parasites"], timeout=3000)
 
