@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QKeySequence, QShortcut
 
 from app.core.domain import ReviewAction
 from app.views.example import ExampleDetailView
@@ -47,9 +48,22 @@ class ExampleDetail(MaskedTextBrowser):
 
     def keyPressEvent(self, event) -> None:
         if event.key() == Qt.Key.Key_V and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
-            self.set_revealed(not self.revealed)
+            self.toggle_revealed()
             return
         super().keyPressEvent(event)
+
+    def toggle_revealed(self) -> None:
+        self.set_revealed(not self.revealed)
+
+    def event(self, event) -> bool:
+        # V works from the detail's neighbours too (the Data tab's table beside it); typing a V into a
+        # text field there still types it (fields take printable keys before shortcuts)
+        if event.type() == QEvent.Type.ParentChange and self.parentWidget() is not None:
+            if getattr(self, "_reveal_key", None) is not None:
+                self._reveal_key.setParent(None)
+            self._reveal_key = QShortcut(QKeySequence(Qt.Key.Key_V), self.parentWidget(), self.toggle_revealed,
+                                         context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        return super().event(event)
 
     def show_example(self, example: ExampleDetailView | None) -> None:
         same = (example is not None and self._example is not None and example.facts[:1] == self._example.facts[:1])
