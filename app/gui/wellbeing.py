@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.core.errors import DynadeskError
 from app.core.wellbeing.opt_outs import TARGET_GROUPS_FIELD
 from app.views.shell import profiles_view
 from app.views.wellbeing import WellbeingChoice, chosen_profile, wellbeing_section
@@ -42,11 +43,13 @@ def profile_dialog(window, data: tuple[list[Any], Any, list[tuple[str, str, list
 
 def store_wellbeing(window, dialog: ProfileDialog, person_id: str, choice: WellbeingChoice) -> None:
     desk: Desk = window.desk
+    before = desk.settings.wellbeing
     try:
         profile = chosen_profile(choice)
-        desk.settings.wellbeing = {**desk.settings.wellbeing, person_id: profile}
+        desk.settings.wellbeing = {**before, person_id: profile}
         desk.save_settings()
-    except Exception as exc:  # noqa: BLE001 - said in the dialog, nothing is lost: the old choices stay
+    except (ValueError, OSError, DynadeskError) as exc:  # said in the dialog; the old choices stay in force
+        desk.settings.wellbeing = before
         if dialog.wellbeing is not None:
             dialog.wellbeing.show_saved(f"Not saved: {exc}")
         return
