@@ -3,7 +3,7 @@ groups they are not served when validating (per task), and the lengths of their 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -51,9 +51,10 @@ class WellbeingSection(QGroupBox):
         self.groups.setMinimumHeight(self.groups.fontMetrics().lineSpacing() * 10)  # a task's groups, unscrolled
         self.groups.itemChanged.connect(self._group_changed)
         self.other = QLineEdit(objectName="opt-out-other", placeholderText="Another group…")
-        add = QPushButton("Add", objectName="opt-out-add")
+        add = QPushButton("Add", objectName="opt-out-add", autoDefault=False)
         add.clicked.connect(self._add_other)
-        self.other.returnPressed.connect(self._add_other)
+        # Enter adds the group; it must not reach the dialog, whose default button switches profiles
+        self.other.installEventFilter(self)
         self.task.currentIndexChanged.connect(self._show_groups)
 
         self.break_after = _minutes(5, 480, view.break_after_min, "break-after")
@@ -61,7 +62,7 @@ class WellbeingSection(QGroupBox):
         self.short_break = _minutes(1, 60, view.short_break_min, "short-break")
         self.long_break = _minutes(1, 120, view.long_break_min, "long-break")
         self.saved = QLabel(objectName="wellbeing-saved", styleSheet="color:#1e6b35")
-        save = QPushButton("Save my wellbeing choices", objectName="wellbeing-save")
+        save = QPushButton("Save my wellbeing choices", objectName="wellbeing-save", autoDefault=False)
         save.clicked.connect(self._save)
 
         layout = QVBoxLayout(self)
@@ -90,6 +91,13 @@ class WellbeingSection(QGroupBox):
         row.addWidget(save)
         layout.addLayout(row)
         self._show_groups()
+
+    def eventFilter(self, watched, event) -> bool:
+        if (watched is self.other and event.type() == QEvent.Type.KeyPress
+                and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)):
+            self._add_other()
+            return True
+        return super().eventFilter(watched, event)
 
     def _show_groups(self) -> None:
         code = self.task.currentData()

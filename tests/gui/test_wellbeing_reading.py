@@ -98,7 +98,8 @@ def test_the_profile_wellbeing_section_is_stored_and_takes_effect(qtbot, window,
     row = next(i for i in range(section.groups.count()) if section.groups.item(i).text() == "Muslims")
     section.groups.item(row).setCheckState(Qt.CheckState.Checked)  # not served examples targeting Muslims
     qtbot.keyClicks(section.other, "Roma")
-    qtbot.keyClick(section.other, Qt.Key.Key_Return)
+    qtbot.keyClick(section.other, Qt.Key.Key_Return)  # adds the group; the dialog stays, nobody is switched
+    assert dialog.isVisible() and window.desk.settings.current_person_id == str(people.val1.id)
     section.break_after.setValue(40)
     qtbot.mouseClick(section.findChild(QPushButton, "wellbeing-save"), Qt.MouseButton.LeftButton)
     assert "Saved" in section.saved.text(), section.saved.text()
