@@ -114,6 +114,17 @@ def run(ctx: BenchContext) -> list[Result]:
                              time_calls(lambda: (desk.validation.next_for(validator, task_code="hate_speech"),
                                                  desk.validation.remaining(validator, task_code="hate_speech")),
                                         repeats, warmup=2), budget_p95_ms=BUDGET_MS))
+    opted = {"hate_speech": ["women", "refugees"]}  # opt-outs by target group (issue 22): what the tab runs
+    # the tab shows the next example at once and counts what is left (past the opt-outs) after it
+    results.append(summarise("review", f"validation queue with opt-outs: next example ({k})",
+                             time_calls(lambda: desk.validation.next_for(validator, task_code="hate_speech",
+                                                                         opted_out=opted),
+                                        repeats, warmup=2), budget_p95_ms=BUDGET_MS))
+    results.append(summarise("review", f"validation queue with opt-outs: remaining + held back, after ({k})",
+                             time_calls(lambda: (desk.validation.remaining(validator, task_code="hate_speech"),
+                                                 desk.validation.held_back(validator, opted, task_code="hate_speech")),
+                                        repeats, warmup=2),
+                             notes="off the example's path: the status line's count follows the example"))
     loaded, total, samples = scroll_test(desk, broad, SCROLL_STEPS)
     scroll = summarise("review", f"scroll the table {SCROLL_STEPS} pages down ({k}): ms per step", samples,
                        notes=f"rows loaded after {SCROLL_STEPS} steps: {loaded:,} of {total:,}")

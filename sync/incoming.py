@@ -21,6 +21,8 @@ from app.core.assist.lexicon import WordChanges
 from app.core.assist.words_store import store_assist_words
 from app.core.quality.settings import QualitySettings
 from app.core.quality.settings_store import store_quality_settings
+from app.core.wellbeing.word_list import InvalidWordList, clean_words
+from app.core.wellbeing.word_store import store_lead_words
 from app.core.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleReview, Person, Round, RoundModel, Task
@@ -245,6 +247,11 @@ class PulledRecordWriter(RecordWriter):
             store_quality_settings(self.session, r["task"], QualitySettings.from_json(r["quality"]))
         if r.get("assist_words") is not None:  # nor from before the assistant's word lists
             store_assist_words(self.session, r["task"], WordChanges.from_json(r["assist_words"]))
+        if r.get("blur_words") is not None:  # likewise for a lead's blur words
+            try:
+                store_lead_words(self.session, r["task"], clean_words(r["blur_words"]))
+            except InvalidWordList as exc:  # a newer desk's rule this one lacks: keep the words it had
+                log.warning("The blur words of task %s were not taken: %s", r["task"], exc)
         self.rethreshold.add(task.id)
         self.report.count("task settings")
 

@@ -285,6 +285,8 @@ class TaskSettingRecord(Stamped):
     quality: QualitySettingsWire | None = None
     # The lead's changes to the assistant's word lists (``WordChanges`` JSON; None from older desks).
     assist_words: dict[str, Any] | None = None
+    # The words the team's leads added to the task's blur list (None from a desk older than them).
+    blur_words: list[Annotated[str, Field(min_length=1, max_length=60)]] | None = Field(default=None, max_length=2000)
     lead: uuid.UUID
     received_at: AwareDatetime | None = None  # set by the server (ignored when pushed)
 

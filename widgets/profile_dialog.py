@@ -20,15 +20,19 @@ from PySide6.QtWidgets import (
 
 from app.core.domain import Role
 from app.views.shell import ProfilesView
+from app.views.wellbeing import WellbeingSectionView
+from widgets.wellbeing_section import WellbeingSection
 
 
 class ProfileDialog(QDialog):
     chosen = Signal(str)  # person id
     created = Signal(str, object)  # display name, Role
 
-    def __init__(self, view: ProfilesView, parent=None):
+    def __init__(self, view: ProfilesView, parent=None, wellbeing: WellbeingSectionView | None = None,
+                 working: str = ""):
+        """``wellbeing``: the working person's choices (``working``: their name), or None without one."""
         super().__init__(parent)
-        self.setWindowTitle("Profiles")
+        self.setWindowTitle("Profile")
         self.people = QListWidget(objectName="people")
         for person in view.people:
             item = QListWidgetItem(person.text)
@@ -55,10 +59,17 @@ class ProfileDialog(QDialog):
         buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Switch")
         buttons.accepted.connect(self._choose)
         buttons.rejected.connect(self.reject)
+        left = QVBoxLayout()
+        left.addWidget(QLabel("Who is working at this desk?"))
+        left.addWidget(self.people)
+        left.addWidget(new_box)
+        columns = QHBoxLayout()
+        columns.addLayout(left, 1)
+        self.wellbeing = WellbeingSection(wellbeing, working) if wellbeing is not None else None
+        if self.wellbeing is not None:
+            columns.addWidget(self.wellbeing, 2)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Who is working at this desk?"))
-        layout.addWidget(self.people)
-        layout.addWidget(new_box)
+        layout.addLayout(columns)
         layout.addWidget(buttons)
 
     def _choose(self) -> None:

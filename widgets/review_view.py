@@ -177,6 +177,7 @@ class LeadActions(QFrame):
     return_requested = Signal(str)  # the comment
     threshold_requested = Signal(int)  # matching verdicts that decide an example of the task
     quality_settings_requested = Signal()  # the lead opens the task's data-quality settings
+    blur_words_requested = Signal()  # the lead opens the task's blur words (analyst wellbeing)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -211,6 +212,10 @@ class LeadActions(QFrame):
         quality = QHBoxLayout()
         quality.addWidget(QLabel("Near-duplicates and alerts:"))
         quality.addWidget(self.quality_button)
+        self.blur_words_button = QPushButton("Blur words…", objectName="blur-words-button")
+        self.blur_words_button.setToolTip("Words the reading views mask for this task, besides its bundled list")
+        self.blur_words_button.clicked.connect(self.blur_words_requested)
+        quality.addWidget(self.blur_words_button)
         quality.addStretch(1)
         work = QGridLayout()
         work.addWidget(self.comment, 0, 0, 1, 2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import uuid
+from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -22,13 +23,14 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSplitter,
     QStackedWidget,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
 from app.views.example import VerdictChoice
 from app.views.validate import ModelOutputView, QueueView, ValidationItemView
+from app.views.wellbeing import BlurView, collapsed_note
+from widgets.masked_text import MASK_COLOUR, MaskedTextBrowser
 from widgets.perturbation_view import DiffText
 from widgets.prediction_panel import ProbabilityBars
 from widgets.verdict_form import VerdictForm, tint
@@ -45,10 +47,20 @@ def _exact(value, size: str = "medium") -> str:
     return f"<p dir='auto' style='white-space:pre-wrap; font-size:{size}'>{html.escape(value or '')}</p>"
 
 
-def _text_block() -> QTextBrowser:
-    block = QTextBrowser()
-    block.setOpenLinks(False)
-    return block
+def _masked(value: str, spans) -> str:
+    """``value`` as rich text, the spans covered by a bar of the mask's colour (V shows them)."""
+    out, last = [], 0
+    for start, end in spans:
+        out.append(_esc(value[last:start]))
+        out.append(f"<span style='background:{MASK_COLOUR.name()}; color:{MASK_COLOUR.name()}'>"
+                   f"{_esc(value[start:end])}</span>")
+        last = end
+    out.append(_esc(value[last:]))
+    return "".join(out)
+
+
+def _text_block() -> MaskedTextBrowser:
+    return MaskedTextBrowser()  # the example's texts: masked where the reader chose blur
 
 
 class ModelOutputBox(QFrame):
@@ -141,6 +153,17 @@ class ValidateView(QWidget):
         pair_layout.addWidget(self.edited, 1, 1)
         pair_layout.addWidget(QLabel("<b>Edit</b> (struck through: removed; underlined: added)"), 2, 0, 1, 2)
         pair_layout.addWidget(self.diff, 3, 0, 1, 2)
+        # a long text under the task's content warning opens closed, until the reader chooses to read it
+        self.collapsed = QFrame(objectName="collapsed")
+        self.collapsed.setFrameShape(QFrame.Shape.StyledPanel)
+        self.collapsed_note = QLabel(objectName="collapsed-note", wordWrap=True)
+        self.read_button = QPushButton("Read the text", objectName="read-text")
+        self.read_button.clicked.connect(self.open_collapsed)
+        collapsed_layout = QVBoxLayout(self.collapsed)
+        collapsed_layout.addWidget(self.collapsed_note)
+        collapsed_layout.addWidget(self.read_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.blur_note = QLabel(objectName="blur-note", wordWrap=True)
+        tint(self.blur_note, "#00000000", "#6b6b6b").setAutoFillBackground(False)
         self.label = QLabel(objectName="author-label", textFormat=Qt.TextFormat.RichText)
         self.explanations = QLabel(objectName="explanations", wordWrap=True, textFormat=Qt.TextFormat.RichText)
         self.explanations.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -151,6 +174,8 @@ class ValidateView(QWidget):
         left_layout.addWidget(self.written_title)
         left_layout.addWidget(self.written, 2)
         left_layout.addWidget(self.pair, 4)
+        left_layout.addWidget(self.collapsed)
+        left_layout.addWidget(self.blur_note)
         left_layout.addWidget(self.label)
         self.explanations_box = QFrame(objectName="explanations-box")
         self.explanations_box.setFrameShape(QFrame.Shape.StyledPanel)
@@ -201,6 +226,7 @@ class ValidateView(QWidget):
         layout.addWidget(self.pages, 1)
         self._example: ValidationItemView | None = None
         self._revealed = False
+        self._explanations_revealed = False
         self.show_empty("Loading the queue…")
 
     def set_status(self, text: str) -> None:
@@ -222,6 +248,7 @@ class ValidateView(QWidget):
     def show_example(self, example: ValidationItemView) -> None:
         self._example = example
         self._revealed = False
+        self._explanations_revealed = False
         warning = example.content_warning
         self.warning.setText(f"⚠ Content warning: {_esc(warning)}" if warning else "")
         self.warning.setVisible(bool(warning))
@@ -251,11 +278,10 @@ class ValidateView(QWidget):
             self.original.setHtml(_exact(pair.original.text, "large"))
             self.edited.setHtml(_exact(pair.edited.text, "large"))
             self.diff.show_pieces(pair.diff)
+        self._apply_blur(example.blur, collapse=True)
         self.label.setText(f"Author's {_esc(example.label_name)}: "
                            f"<b style='font-size:13pt'>{_esc(example.label)}</b>")
-        explanations = example.explanations
-        self.explanations.setText("".join(f"<p><i>{_esc(q)}</i><br>{_esc(a)}</p>" for q, a in explanations)
-                                  or "<p style='color:#6b6b6b'>The author gave no explanations.</p>")
+        self._show_explanations(revealed=False)
         self.form.set_labels(example.labels, example.label)
         self.form.show()
         self.stored.hide()
@@ -266,6 +292,82 @@ class ValidateView(QWidget):
             self.output.show_output(example.output, example.label)
         self.pages.setCurrentIndex(0)
         self.setFocus()
+
+    def _show_explanations(self, revealed: bool) -> None:
+        example = self._example
+        if example is None:
+            return
+        masks = example.explanation_masks if not revealed else ()
+        self.explanations.setText(
+            "".join(f"<p><i>{_esc(q)}</i><br>{_masked(a, masks[i] if i < len(masks) else ())}</p>"
+                    for i, (q, a) in enumerate(example.explanations))
+            or "<p style='color:#6b6b6b'>The author gave no explanations.</p>")
+
+    def _text_views(self) -> list[tuple[MaskedTextBrowser, list[int]]]:
+        """Each text view with the positions of ``blur.texts`` it shows."""
+        example = self._example
+        if example is None:
+            return []
+        contexts = len(example.context)
+        out = [(self.context, list(range(contexts)))]
+        if example.pair is not None:
+            out += [(self.original, [contexts]), (self.edited, [contexts + 1])]
+        else:
+            out.append((self.written, list(range(contexts, contexts + len(example.written)))))
+        return out
+
+    def _apply_blur(self, blur: BlurView | None, *, collapse: bool = False) -> None:
+        revealed = self.words_revealed if not collapse else False
+        for view, texts in self._text_views():
+            view.apply_blur(blur, texts)
+            view.set_revealed(revealed)
+        explained = self._example.explanation_masks if self._example is not None else ()
+        count = (blur.count if blur is not None else 0) + sum(len(m) for m in explained)
+        self.blur_note.setText(f"{count} word{'s' if count != 1 else ''} masked · point at one to read it, "
+                               "or press V to show them on this example" if count else "")
+        self.blur_note.setVisible(bool(count))
+        if collapse:
+            closed = blur is not None and blur.collapsed
+            self.collapsed_note.setText(collapsed_note(blur) if closed and blur is not None else "")
+            self.collapsed.setVisible(closed)
+            if closed:
+                for view, _texts in self._text_views():
+                    view.hide()
+                self.context_title.hide()
+                self.written_title.hide()
+                self.pair.hide()
+
+    def open_collapsed(self) -> None:
+        """The reader chose to read the long text."""
+        example = self._example
+        if example is None or not self.collapsed.isVisible():
+            return
+        self.collapsed.hide()
+        contexts = bool(example.context)
+        self.context_title.setVisible(contexts)
+        self.context.setVisible(contexts)
+        self.pair.setVisible(example.pair is not None)
+        self.written.setVisible(example.pair is None)
+        self.written_title.setVisible(example.pair is None)
+
+    def show_model_words(self, example_id: uuid.UUID, blur: BlurView) -> None:
+        """The model's top words arrived for an example: mask them too, if it is still on screen."""
+        if self._example is None or self._example.id != example_id:
+            return
+        self._example = replace(self._example, blur=blur)
+        self._apply_blur(blur)
+
+    def toggle_words(self) -> None:
+        """V: show (or mask again) the masked words of the example on screen; the next is masked again."""
+        revealed = not self.words_revealed
+        for view, _texts in self._text_views():
+            view.set_revealed(revealed)
+        self._explanations_revealed = revealed
+        self._show_explanations(revealed)
+
+    @property
+    def words_revealed(self) -> bool:
+        return self._explanations_revealed or any(view.revealed for view, _texts in self._text_views())
 
     def show_stored(self, text: str) -> None:
         """The verdict is stored: offer the reveal (if hidden) and the next example."""
@@ -300,6 +402,9 @@ class ValidateView(QWidget):
 
     def keyPressEvent(self, event) -> None:
         key = event.key()
+        if self._example is not None and key == Qt.Key.Key_V and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            self.toggle_words()
+            return
         if self._example is not None and self.form.isVisible():
             if self.form.handle_key(key):
                 return

@@ -23,12 +23,14 @@ from app.cli.smoke import smoke_test
 from app.cli.suggest import suggest
 from app.cli.suggest_words import suggest_words
 from app.cli.sync import serve, sync
+from app.cli.wellbeing import wellbeing
 from app.core.errors import DynadeskError
 from app.core.logs import log_file
 
 log = logging.getLogger("dynadesk")
 
-for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality, suggest, suggest_words):
+for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality, suggest, suggest_words,
+                wellbeing):
     cli.add_command(command)
 rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 from app.core import paths
@@ -26,6 +27,7 @@ from app.core.services.validation import ValidationService
 from app.core.settings import Settings, SettingsStore
 from app.core.storage.db import Database
 from app.core.tasks.definition import builtin_tasks_dir, load_catalog
+from app.core.wellbeing.word_list import clean_words
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,16 @@ class Desk:
         self.tasks.task(task_code)
         self.tasks.assist_lexicon(task_code).check_changes(changes)
         self.tasks.set_assist_words(task_code, changes, lead_id)
+
+    def set_blur_words(self, lead_id: uuid.UUID, task_code: str, words: Iterable[str]) -> tuple[str, ...]:
+        """A lead sets the words they add to the task's blur list (all of them: an empty list removes
+        theirs), for this desk and, once synced, for the team (they travel with the task settings).
+        Returns the words as stored; ``InvalidWordList`` names entries that cannot be matched."""
+        self.lead.require_lead(lead_id)
+        self.tasks.task(task_code)
+        cleaned = clean_words(words)
+        self.tasks.set_blur_words(task_code, cleaned, lead_id)
+        return cleaned
 
     def close(self) -> None:
         self.db.close()

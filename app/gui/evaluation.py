@@ -71,6 +71,7 @@ class EvaluationController(QObject):
         self._model_key = ""
         self._set_key = ""
         self._failing: list[dict] = []  # the failing cases shown, as the evaluation wrote them
+        self._blur_words: tuple[str, ...] = ()  # the task's, for a reader who browses masked
         view.show_weights(weights(DIMENSIONS, DEFAULT_WEIGHTS))
         view.run_requested.connect(self.run)
         view.cancel_requested.connect(self.cancel)
@@ -115,6 +116,11 @@ class EvaluationController(QObject):
 
         # the newest request wins: a task changed twice shows the second task's models
         self.db.submit_latest("evaluation-models", collect, on_done=self.view.show_models, on_error=self._error)
+        self.db.submit(lambda: desk.tasks.blur_words(code), on_done=self._words_read, on_error=self._error)
+
+    def _words_read(self, words: tuple[str, ...]) -> None:
+        self._blur_words = words
+        self._show_details()
 
     def run(self, settings: EvaluationSettings) -> None:
         if self.job_id is not None:
@@ -235,7 +241,9 @@ class EvaluationController(QObject):
     def _show_details(self) -> None:
         if self.doc is not None and self._model_key and self._set_key:
             self._failing = failing_cases(self.doc, self._model_key, self._set_key)
-            self.view.show_details(build_details(self.doc, self._model_key, self._set_key, self._failing))
+            masked = self.desk.settings.wellbeing_for(str(self.desk.current_person_id)).blur_browsing
+            self.view.show_details(build_details(self.doc, self._model_key, self._set_key, self._failing,
+                                                 blur_words=self._blur_words if masked else ()))
 
     def _case_opened(self, case: FailingCase) -> None:
         found = next((c for c in self._failing if str(c["id"]) == case.id), None)

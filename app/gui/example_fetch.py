@@ -4,15 +4,18 @@ hands it to the pure builders of ``app.views``: the typed view-models the widget
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.core.errors import NotFound
 from app.views.example import ExampleDetailView, data_detail
 from app.views.review import ReviewItemView, review_item
 from app.views.validate import ValidationItemView, validation_item
+from app.views.wellbeing import blur_view
 
 if TYPE_CHECKING:
     from app.core.desk import Desk
+    from app.core.tasks.definition import TaskDefinition
 
 
 def _model_names(desk: Desk) -> dict[uuid.UUID, str]:
@@ -23,12 +26,24 @@ def _names(desk: Desk) -> dict[uuid.UUID, str]:
     return {p.id: p.display_name for p in desk.people.all()}
 
 
-def for_validation(desk: Desk, example_id: uuid.UUID) -> ValidationItemView:
-    """What a validator sees of one example (the model output travels along, hidden or not)."""
+def for_validation(desk: Desk, example_id: uuid.UUID, *, blur_words: tuple[str, ...] = (),
+                   masked: bool = False) -> ValidationItemView:
+    """What a validator sees of one example (the model output travels along, hidden or not), its
+    texts masked with the task's blur words where ``masked`` (the person's choice)."""
     example = desk.examples.get(example_id)
     definition = desk.tasks.definition(example.task_id)
     original = desk.examples.get(example.perturbation_of) if example.perturbation_of is not None else None
-    return validation_item(example, definition, _model_names(desk), original)
+    return validation_item(example, definition, _model_names(desk), original, blur_words=blur_words, masked=masked)
+
+
+def _blurred(desk: Desk, detail: ExampleDetailView, definition: TaskDefinition, *, browsing: bool) -> ExampleDetailView:
+    """``detail`` with its texts masked as the working person chose for this kind of view (reviewing
+    or browsing), and a long one under the task's content warning closed."""
+    profile = desk.settings.wellbeing_for(str(desk.current_person_id))
+    masked = profile.blur_browsing if browsing else profile.blur_validating
+    words = desk.tasks.blur_words(definition.code) if masked else ()
+    return replace(detail, blur=blur_view(detail.shown_texts, words, masked=masked,
+                                          content_warning=definition.content_warning))
 
 
 def for_review(desk: Desk, example_id: uuid.UUID) -> ReviewItemView:
@@ -36,8 +51,8 @@ def for_review(desk: Desk, example_id: uuid.UUID) -> ReviewItemView:
     example = desk.examples.get(example_id)
     definition = desk.tasks.definition(example.task_id)
     original = desk.examples.get(example.perturbation_of) if example.perturbation_of is not None else None
-    return review_item(example, definition, _names(desk), _model_names(desk), original,
-                       desk.lead.history(example_id))
+    item = review_item(example, definition, _names(desk), _model_names(desk), original, desk.lead.history(example_id))
+    return replace(item, detail=_blurred(desk, item.detail, definition, browsing=False))
 
 
 def for_data_tab(desk: Desk, example_id: uuid.UUID) -> ExampleDetailView:
@@ -50,4 +65,5 @@ def for_data_tab(desk: Desk, example_id: uuid.UUID) -> ExampleDetailView:
             original = desk.examples.get(example.perturbation_of)
         except NotFound:  # it arrives with the next sync
             original = None
-    return data_detail(example, definition, _names(desk), _model_names(desk), original)
+    detail = data_detail(example, definition, _names(desk), _model_names(desk), original)
+    return _blurred(desk, detail, definition, browsing=True)

@@ -448,6 +448,7 @@ class InferenceService(QObject):
         self._worker.job_message_raw.connect(self.job_message)
         self._worker.failed.connect(self._on_failed)
         self._last_predict: _Request | None = None
+        self.reading_requests: set[int] = set()  # attributions asked for by reading views (blur)
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -476,6 +477,16 @@ class InferenceService(QObject):
         or the models change. The result comes through ``suggestion_ready`` with ``inputs``, unless
         a newer suggestion request or model load made it stale."""
         return self._post("suggest", (work, inputs))
+
+    def attribute_for_reading(self, text: str, *, target: str) -> int:
+        """Word attributions for a text a reading view shows (the words it blurs); their results come
+        through ``attribution_ready`` as any, and ``for_reading`` tells the writer's views to pass them by."""
+        request_id = self.attribute(text, target=target)
+        self.reading_requests.add(request_id)
+        return request_id
+
+    def for_reading(self, request_id: int) -> bool:
+        return request_id in self.reading_requests
 
     def run_job(self, fn: Callable[[Progress], Any]) -> int:
         """Run ``fn(progress)`` on the inference thread (an evaluation with its own models), after

@@ -44,13 +44,14 @@ from app.gui.rounds_controller import RoundsController
 from app.gui.proposals import ProposalsController
 from app.gui.sync_controller import SyncController, sync_page
 from app.gui.validate import ValidateController
+from app.gui.wellbeing import profile_dialog, profile_dialog_data
 from app.gui.workspace import WorkspaceController
 from app.gui.worker import SerialWorker
 from app.gui.example_fetch import for_data_tab
 from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.core.services.validation import VALIDATABLE
 from app.views.example import DataFilterValues
-from app.views.shell import Choice, ExportView, import_view, profiles_view, task_choices
+from app.views.shell import Choice, ExportView, import_view, task_choices
 from widgets.elided_label import ElidedLabel
 from widgets.evaluation_view import EvaluationView
 from widgets.example_detail import ExampleDetail
@@ -58,7 +59,6 @@ from widgets.example_table import ExampleTableModel, ExampleTableView
 from widgets.filter_bar import FilterBar
 from widgets.import_dialog import ExportDialog, ImportDialog
 from widgets.page_tabs import PageTabs
-from widgets.profile_dialog import ProfileDialog
 from widgets.review_view import ReviewView
 from widgets.validate_view import ValidateView
 from widgets.workspace_view import WorkspaceView
@@ -162,7 +162,7 @@ class MainWindow(QMainWindow):
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
 
         self.validate_view = ValidateView()
-        self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self)
+        self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self, self.inference)
         self.validate.verdict_stored.connect(lambda _id: self.refresh())
         self.mount(Page(self.validate, self.validate_view, Tab("&Validate", "Ctrl+3", "tab-validate"),
                         shown=self._validate_shown))
@@ -380,10 +380,10 @@ class MainWindow(QMainWindow):
         self.returned_work.refresh()
 
     def open_profiles(self) -> None:
-        self.db.submit(self.desk.people.all, on_done=self._open_profiles, on_error=self.show_error)
+        self.db.submit(lambda: profile_dialog_data(self.desk), on_done=self._open_profiles, on_error=self.show_error)
 
-    def _open_profiles(self, everyone: list) -> None:
-        dialog = ProfileDialog(profiles_view(everyone, self.desk.settings.current_person_id), self)
+    def _open_profiles(self, data) -> None:
+        dialog = profile_dialog(self, data)  # with the working person's Wellbeing section
         dialog.chosen.connect(self._profile_chosen)
         dialog.created.connect(self._profile_created)
         dialog.open()

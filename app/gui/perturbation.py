@@ -81,6 +81,8 @@ class PairController:
             self.explain(self.ws.view.explain_target())
 
     def attributed(self, result: AttributionResult) -> None:
+        if self.ws.inference.for_reading(result.request_id):
+            return  # a reading view's (the words it blurs), not the writer's
         session, view = self.ws.session, self.ws.view
         attribution, definition = result.attribution, session.definition
         segment = written_segment(definition)

@@ -16,6 +16,7 @@ from app.core.desk import Desk
 from app.core.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
 from app.gui.worker import SerialWorker
+from app.gui.blur_words import BlurWordsEditor
 from app.gui.example_fetch import for_review
 from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.views.example import VerdictChoice, verdict_text
@@ -66,6 +67,7 @@ class ReviewController(QObject):
         view.accept_requested.connect(self._accept)
         view.threshold_requested.connect(self._set_threshold)
         view.quality_settings_requested.connect(self._edit_quality_settings)
+        self.blur_words = BlurWordsEditor(self)  # the lead's blur words for the task (analyst wellbeing)
         view.quality_settings_chosen.connect(self._set_quality_settings)
         # near-duplicate clusters of a whole task take a second or more at 100,000 examples: not on the writer lane
         self.quality_lane = SerialWorker("dynadesk-review-quality", self)

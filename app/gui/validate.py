@@ -14,6 +14,8 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
+from app.gui.inference import InferenceService
+from app.gui.reading_blur import ModelWords
 from app.gui.worker import SerialWorker
 from app.gui.example_fetch import for_validation
 from app.views.example import VerdictChoice
@@ -24,9 +26,11 @@ from widgets.validate_view import ValidateView
 class ValidateController(QObject):
     verdict_stored = Signal(object)  # the example's id, once its verdict is in the database
 
-    def __init__(self, desk: Desk, db: SerialWorker, view: ValidateView, show_error, parent=None):
+    def __init__(self, desk: Desk, db: SerialWorker, view: ValidateView, show_error, parent=None,
+                 inference: InferenceService | None = None):
         super().__init__(parent)
         self.desk, self.db, self.view, self.show_error = desk, db, view, show_error
+        self.model_words = ModelWords(inference, self)  # the model's words to blur, after the word list's
         self.task_code: str | None = None
         self.skipped: list[uuid.UUID] = []
         self._person: uuid.UUID | None = None
@@ -61,17 +65,46 @@ class ValidateController(QObject):
         desk, code, skipped = self.desk, self.task_code, list(self.skipped)
         person = self._person = desk.current_person_id
 
-        def find() -> QueueView:
-            example = desk.validation.next_for(person, task_code=code, skip=skipped)
-            remaining = desk.validation.remaining(person, task_code=code)
+        profile = desk.settings.wellbeing_for(str(person))
+        opted = {code: sorted(profile.opted_out(code))}
+
+        def counts(item) -> tuple[int, int]:
+            """(left for the person, held back by their opt-outs), each counted once."""
+            held = desk.validation.held_back(person, opted, task_code=code) if opted[code] else 0
+            return desk.validation.remaining(person, task_code=code) - held if item is not None else 0, held
+
+        def find() -> tuple[QueueView, tuple[str, ...]]:
+            example = desk.validation.next_for(person, task_code=code, skip=skipped, opted_out=opted)
             name = desk.people.get(person).display_name
             task = desk.tasks.definition_by_code(code).name
-            return queue_view(for_validation(desk, example.id) if example else None, remaining, name, task, skipped)
+            words = desk.tasks.blur_words(code)
+            item = for_validation(desk, example.id, blur_words=words, masked=profile.blur_validating) if example else None
+            if item is not None and opted[code]:  # counting past the opt-outs takes longer: it follows
+                return queue_view(item, None, name, task, skipped), words
+            remaining, held = counts(item)
+            return queue_view(item, remaining, name, task, skipped, held_back=held, opted_out=opted[code]), words
 
-        def show(queue: QueueView) -> None:
+        def count_later(item, name: str, task: str) -> None:
+            def status() -> str:
+                remaining, held = counts(item)
+                return queue_view(item, remaining, name, task, skipped, held_back=held, opted_out=opted[code]).status
+
+            def shown(text: str) -> None:
+                if self.view.example_id == item.id:  # a count for an example since left is not shown
+                    self.view.set_status(text)
+
+            self.db.submit_latest("validate-counts", status, on_done=shown, on_error=self.show_error)
+
+        def show(found: tuple[QueueView, tuple[str, ...]]) -> None:
+            queue, words = found
             self.view.show_queue(queue)
-            if queue.example is not None:
+            if queue.counting is not None:
+                count_later(queue.example, *queue.counting)
+            self.model_words.cancel()
+            example = queue.example
+            if example is not None:
                 self._shown_at = time.monotonic()
+                self.model_words.request(example.id, example.blur, example.labels, words, self.view.show_model_words)
 
         # the newest request wins: a queue asked for before a skip or a task switch is not shown
         self.db.submit_latest("validate-next", find, on_done=show, on_error=self.show_error)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
 from app.core.formatting import MISSING, num, pct
+from app.core.wellbeing.blur import mask_spans, masked_text
 
 SMALL_SET = 30  # fewer cases than this: one case moves the set's F1 by several points
 
@@ -240,8 +241,10 @@ FAILING_HEADERS = ("Case", "Functionality", "Target", "Text", "Gold", "Predicted
 
 
 def build_details(doc: Mapping[str, Any], model_key: str, set_key: str,
-                  failing: Sequence[Mapping[str, Any]]) -> DetailsView:
-    """One model on one set; ``failing``: its failing cases (evaluation_scoring.failing_cases)."""
+                  failing: Sequence[Mapping[str, Any]], *, blur_words: Sequence[str] = ()) -> DetailsView:
+    """One model on one set; ``failing``: its failing cases (evaluation_scoring.failing_cases);
+    ``blur_words``: the task's blur list where the reader browses masked (the table's text shows them
+    as dots; the case opened in Create is the writer's own, unmasked)."""
     f = doc["results"][model_key]["sets"][set_key]
     parts = [f"Accuracy <b>{pct(f['accuracy'])}</b>, macro-F1 <b>{num(f['macro_f1'])}</b> over {f['n']} cases."]
     if f.get("target_gap"):
@@ -263,5 +266,9 @@ def build_details(doc: Mapping[str, Any], model_key: str, set_key: str,
         failing=tuple(FailingCase(id=str(case_id), functionality=functionality, target=target, text=str(text),
                                   gold=str(gold), predicted=str(predicted), confidence=confidence)
                       for case_id, functionality, target, text, gold, predicted, confidence in rows),
-        failing_table=grid(FAILING_HEADERS, rows),
+        failing_table=grid(FAILING_HEADERS, [[*r[:3], _masked(str(r[3]), blur_words), *r[4:]] for r in rows]),
     )
+
+
+def _masked(text: str, words: Sequence[str]) -> str:
+    return masked_text(text, mask_spans(text, words)) if words else text

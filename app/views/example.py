@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from app.core.domain import ExampleStatus, ReviewAction, ValidationState, Verdict
 
 if TYPE_CHECKING:
+    from app.views.wellbeing import BlurView
     from app.core.services.review import ExampleRow
     from app.core.storage.models import Example
     from app.core.tasks.definition import TaskDefinition
@@ -98,6 +99,14 @@ class ExampleDetailView:
     review_comment: str | None = None
     original: OriginalView | None = None
     verdicts_first: bool = False  # a lead adjudicating reads the verdicts before the text
+    blur: BlurView | None = None  # the shown texts (``shown_texts``), masked as the reader chose
+
+    @property
+    def shown_texts(self) -> tuple[str, ...]:
+        """The example's texts in the order the detail shows them: the original it edits, its inputs, then
+        its metadata answers (the author's explanations quote the words too)."""
+        before = (self.original.text,) if self.original is not None and self.original.text is not None else ()
+        return (*before, *(value for _name, value in self.inputs), *(value for _name, value in self.meta))
 
 
 def answer_label(example: Example, definition: TaskDefinition) -> str | None:

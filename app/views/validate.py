@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from app.core.domain import ReviewAction, ValidationState
 from app.core.tasks.definition import InputKind
 from app.views.create import DiffPiece, diff_view
 from app.views.example import Pairs, VerdictChoice, answer_label, explanations, verdict_text
+from app.core.wellbeing.blur import mask_spans
+from app.views.wellbeing import BlurView, blur_view
 
 if TYPE_CHECKING:
     from app.core.storage.models import Example
@@ -65,11 +67,23 @@ class ValidationItemView:
     content_warning: str | None
     review_state: ReviewAction | None = None
     review_comment: str | None = None
+    # the texts shown (contexts, then the written texts or the pair's two), masked as the person chose
+    blur: BlurView | None = None
+    # per explanation answer: the spans (Python indices) of blur words to mask, when masked
+    explanation_masks: tuple[tuple[tuple[int, int], ...], ...] = ()
+
+    @property
+    def shown_texts(self) -> tuple[str, ...]:
+        """The texts the view shows, in the order of ``blur.texts``."""
+        halves = (self.pair.original.text, self.pair.edited.text) if self.pair is not None else ()
+        return (*(text for _name, text in self.context), *(halves or (text for _name, text in self.written)))
 
 
 def validation_item(example: Example, definition: TaskDefinition, models: Mapping[uuid.UUID, str],
-                    original: Example | None = None) -> ValidationItemView:
-    """``models``: names by id; ``original``: for a perturbation, the example it edits."""
+                    original: Example | None = None, *, blur_words: Sequence[str] = (),
+                    masked: bool = False) -> ValidationItemView:
+    """``models``: names by id; ``original``: for a perturbation, the example it edits; ``blur_words``
+    and ``masked``: the task's blur list and whether this person reads validation masked."""
     label = answer_label(example, definition)
     pair = None
     if original is not None:
@@ -77,7 +91,7 @@ def validation_item(example: Example, definition: TaskDefinition, models: Mappin
         pair = PairView(LabelledText(original.text, answer_label(original, definition)),
                         LabelledText(example.text, label), diff_view(original.text, example.text))
     labels = tuple(definition.labels)
-    return ValidationItemView(
+    item = ValidationItemView(
         id=example.id, task_code=definition.code,
         context=tuple((f.label, str(example.inputs.get(f.name, ""))) for f in definition.inputs
                       if f.kind == InputKind.CONTEXT and example.inputs.get(f.name)),
@@ -91,6 +105,10 @@ def validation_item(example: Example, definition: TaskDefinition, models: Mappin
         review_state=ReviewAction(example.review_state) if example.review_state else None,
         review_comment=example.review_comment,
     )
+    blur = blur_view(item.shown_texts, blur_words, masked=masked, content_warning=definition.content_warning)
+    masks = tuple(tuple((s.start, s.end) for s in mask_spans(answer, blur_words)) if masked else ()
+                  for _question, answer in item.explanations)
+    return replace(item, blur=blur, explanation_masks=masks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +118,33 @@ class QueueView:
     status: str
     example: ValidationItemView | None
     empty: str = ""
+    counting: tuple[str, str] | None = None  # (name, task) while what is left is still being counted
 
 
-def queue_view(example: ValidationItemView | None, remaining: int, name: str, task: str,
-               skipped: Sequence[uuid.UUID]) -> QueueView:
+def queue_view(example: ValidationItemView | None, remaining: int | None, name: str, task: str,
+               skipped: Sequence[uuid.UUID], *, held_back: int = 0, opted_out: Sequence[str] = ()) -> QueueView:
+    """``held_back``: examples the person's opt-outs by target group (``opted_out``) keep from them;
+    ``remaining`` None: still being counted (the example shows first)."""
+    held = ""
+    if held_back and opted_out:
+        held = f" · {held_back} held back by your opt-outs"
     if example is None:
+        if held_back:
+            groups = ", ".join(opted_out) or "the groups you opted out of"
+            return QueueView(f"Validating as <b>{name}</b> · {task}{held}", None,
+                             f"Only examples targeting groups you opted out of are left in {task}: "
+                             f"{held_back} example{'s' if held_back != 1 else ''} targeting {groups}. "
+                             "They are not served to you. To change that, open Profile (the Wellbeing "
+                             "section) and take the group off your opt-outs.")
         return QueueView(f"Validating as <b>{name}</b> · {task}", None,
                          f"Nothing left for you to validate in {task}. Examples you wrote, examples "
                          "you have already validated and examples that are decided are not served.")
     again = " · skipped examples come round again" if example.id in skipped else ""
+    if remaining is None:
+        return QueueView(f"Validating as <b>{name}</b> · {task} · counting what is left for you…{again}", example,
+                         counting=(name, task))
     return QueueView(f"Validating as <b>{name}</b> · {task} · <b>{remaining}</b> left for you "
-                     f"(model-fooling first, then the fewest verdicts){again}", example)
+                     f"(model-fooling first, then the fewest verdicts){again}{held}", example)
 
 
 def stored_text(choice: VerdictChoice, state: str) -> str:

@@ -162,6 +162,8 @@ class TaskSetting(Stamped, Base):
     quality: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The lead's changes to the assistant's word lists (migration 0010; None from older desks).
     assist_words: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The words the team's leads added to the task's blur list (migration 0011; None from older desks).
+    blur_words: Mapped[list[str] | None] = mapped_column(JSON)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

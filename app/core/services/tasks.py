@@ -19,6 +19,8 @@ from app.core.quality.settings_store import quality_settings_in, store_quality_s
 from app.core.storage.db import Database
 from app.core.storage.models import Meta, OutboxEntry, Round, Task
 from app.core.tasks.definition import TaskCatalog, TaskDefinition
+from app.core.wellbeing.word_list import task_words
+from app.core.wellbeing.word_store import lead_words_in, store_lead_words
 
 
 # A lead's choice of a task's agreement threshold on this desk, in the database's meta table, so
@@ -119,9 +121,7 @@ class TaskService:
     def set_agreement_threshold(self, task_code: str, threshold: int, lead_id: uuid.UUID) -> None:
         """Store a lead's choice (the caller checks the role) and queue it for the team: the server
         and the team's desks decide with it once it is synced."""
-        with self.db.read() as session:
-            quality = quality_settings_in(session, task_code)
-        self._queue_setting(task_code, lead_id, threshold, quality)
+        self._queue_setting(task_code, lead_id, threshold=threshold)
 
     def quality_settings(self, task_code: str) -> QualitySettings:
         """The lead's data-quality settings for the task on this desk (the defaults until set)."""
@@ -131,10 +131,7 @@ class TaskService:
     def set_quality_settings(self, task_code: str, settings: QualitySettings, lead_id: uuid.UUID) -> None:
         """Store a lead's data-quality settings (the caller checks the role) and queue them for the
         team, in the same ``task_setting`` record as the agreement threshold in force here."""
-        definition = self.definition_by_code(task_code)
-        with self.db.read() as session:
-            threshold = agreement_threshold_in(session, definition)
-        self._queue_setting(task_code, lead_id, threshold, settings)
+        self._queue_setting(task_code, lead_id, quality=settings)
 
     def assist_words(self, task_code: str) -> WordChanges:
         """A lead's changes to the task's assistant word lists on this desk (none until made)."""
@@ -152,21 +149,37 @@ class TaskService:
     def set_assist_words(self, task_code: str, changes: WordChanges, lead_id: uuid.UUID) -> None:
         """Store a lead's word-list changes (the caller checks the role and the lists) and queue
         them for the team in the ``task_setting`` record, with the settings in force here."""
+        self._queue_setting(task_code, lead_id, assist_words=changes)
+
+    def lead_blur_words(self, task_code: str) -> tuple[str, ...]:
+        """The words the team's leads added to the task's blur list (``app.core.wellbeing.word_list``)."""
+        with self.db.read() as session:
+            return lead_words_in(session, task_code)
+
+    def blur_words(self, task_code: str) -> tuple[str, ...]:
+        """Every word a reading view blurs for the task: the bundled list and the leads' words."""
+        return task_words(task_code, self.lead_blur_words(task_code))
+
+    def set_blur_words(self, task_code: str, words: tuple[str, ...], lead_id: uuid.UUID) -> None:
+        """Store a lead's blur words (checked by the caller; the caller checks the role) and queue them
+        for the team, in the same ``task_setting`` record as the task's other settings."""
+        self._queue_setting(task_code, lead_id, blur_words=words)
+
+    def _queue_setting(self, task_code: str, lead_id: uuid.UUID, *, threshold: int | None = None,
+                       quality: QualitySettings | None = None, assist_words: WordChanges | None = None,
+                       blur_words: tuple[str, ...] | None = None) -> None:
+        """One ``task_setting`` record carries every lead setting of the task: the one changed, and
+        the others as they are in force here (None: keep)."""
         definition = self.definition_by_code(task_code)
         with self.db.read() as session:
-            threshold = agreement_threshold_in(session, definition)
-            quality = quality_settings_in(session, task_code)
-        self._queue_setting(task_code, lead_id, threshold, quality, changes)
-
-    def _queue_setting(self, task_code: str, lead_id: uuid.UUID, threshold: int, quality: QualitySettings,
-                       words: WordChanges | None = None) -> None:
-        definition = self.definition_by_code(task_code)
-        if words is None:  # the record carries every setting of the task: keep the words in force
-            words = self.assist_words(task_code)
+            threshold = agreement_threshold_in(session, definition) if threshold is None else threshold
+            quality = quality_settings_in(session, task_code) if quality is None else quality
+            assist_words = assist_words_in(session, task_code) if assist_words is None else assist_words
+            blur_words = lead_words_in(session, task_code) if blur_words is None else blur_words
         now = utcnow().isoformat()
         setting: dict[str, Any] = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
-                   "agreement_threshold": threshold, "quality": quality.to_json(), "lead": str(lead_id),
-                   "assist_words": words.to_json(),
+                   "agreement_threshold": threshold, "quality": quality.to_json(),
+                   "assist_words": assist_words.to_json(), "blur_words": list(blur_words), "lead": str(lead_id),
                    "created_at": now, "updated_at": now,
                    "revision": 1, "received_at": None, "sync_state": SyncState.PENDING.value}
         with self.db.write() as session:
@@ -175,7 +188,8 @@ class TaskService:
                 session.execute(delete(OutboxEntry).where(OutboxEntry.record_id == uuid.UUID(unsent["id"])))
             store_threshold(session, definition, threshold, setting)
             store_quality_settings(session, task_code, quality)
-            store_assist_words(session, task_code, words)
+            store_assist_words(session, task_code, assist_words)
+            store_lead_words(session, task_code, blur_words)
             session.add(OutboxEntry(kind="task_setting", record_id=uuid.UUID(setting["id"]), person_id=lead_id,
                                     revision=1, state="pending", attempts=0))
 

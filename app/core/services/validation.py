@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import uuid
+from collections.abc import Collection, Mapping
 from typing import Protocol, Sequence
 
 from sqlalchemy import exists, func, or_, select, text
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.core.domain import ExampleStatus, Role, SyncState, ValidationMode, ValidationState, Verdict
 from app.core.errors import NotFound, ValidationRuleError
+from app.core.wellbeing.opt_outs import targets_opted_out
 from app.core.services.tasks import TaskService
 from app.core.storage import outbox
 from app.core.storage.db import Database
@@ -20,6 +22,9 @@ from app.core.tasks.definition import TaskDefinition
 
 # Examples in these states can be validated; drafts and retracted examples cannot.
 VALIDATABLE = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)
+
+# A validator's opt-outs: task code -> target groups they are not served (``WellbeingProfile.opted_out_groups``).
+OptOuts = Mapping[str, Collection[str]]
 
 
 def verdict_key(validation: Validation) -> tuple[str, str | None]:
@@ -147,40 +152,67 @@ class ValidationService:
         if verdict == Verdict.FLAGGED and not reason:
             raise ValidationRuleError("A flag needs a reason.")
 
-    def queue_query(self, validator_id: uuid.UUID, *, task_id: uuid.UUID | None = None, round_id: uuid.UUID | None = None):
+    def queue_query(self, validator_id: uuid.UUID, *, task_id: uuid.UUID | None = None, round_id: uuid.UUID | None = None,
+                    opted_out: OptOuts | None = None, only_opted_out: bool = False):
         """Examples this person may validate: model-fooling first, then the least validated,
-        then the oldest. Runs off the partial index ``ix_examples_queue``."""
+        then the oldest. Runs off the partial index ``ix_examples_queue``. ``opted_out``: the
+        target groups the person is not served, per task code; ``only_opted_out``: the examples
+        those opt-outs hold back instead."""
         mine = exists().where(
             Validation.example_id == Example.id,
             Validation.validator_id == validator_id,
             Validation.mode == ValidationMode.PEER.value,
         )
+        held_back = targets_opted_out(self._opt_out_ids(opted_out))
         query = select(Example).where(text(QUEUE_CONDITION), Example.author_id != validator_id, ~mine,
-                                      *self._rule_conditions(task_id, round_id))
+                                      *self._rule_conditions(task_id, round_id),
+                                      held_back if only_opted_out else ~held_back)
         return query.order_by(Example.model_fooled.desc(), Example.validation_count, Example.submitted_at, ROWID)
 
+    def _opt_out_ids(self, opted_out: OptOuts | None) -> dict[uuid.UUID, Collection[str]]:
+        """Opt-outs by task id; a task this desk does not hold has nothing to hold back."""
+        known = {task.code: task.id for task in self.tasks.tasks()} if opted_out else {}
+        return {known[code]: groups for code, groups in (opted_out or {}).items() if code in known and groups}
+
     def queue(self, validator_id: uuid.UUID, *, task_code: str | None = None, round_id: uuid.UUID | None = None,
-              limit: int = 20) -> list[Example]:
+              limit: int = 20, opted_out: OptOuts | None = None) -> list[Example]:
         task_id = self.tasks.task(task_code).id if task_code else None
         with self.db.read() as session:
-            return list(session.scalars(self.queue_query(validator_id, task_id=task_id, round_id=round_id).limit(limit)))
+            return list(session.scalars(self.queue_query(validator_id, task_id=task_id, round_id=round_id,
+                                                         opted_out=opted_out).limit(limit)))
 
     def next_for(self, validator_id: uuid.UUID, *, task_code: str | None = None, round_id: uuid.UUID | None = None,
-                 skip: Sequence[uuid.UUID] = ()) -> Example | None:
-        """The next example to validate, passing over those skipped in this sitting. Once only
-        skipped examples are left, they come round again: skipping never empties the queue."""
+                 skip: Sequence[uuid.UUID] = (), opted_out: OptOuts | None = None) -> Example | None:
+        """The next example to validate, passing over those skipped in this sitting and those
+        targeting a group the person opted out of. Once only skipped examples are left, they come
+        round again: skipping never empties the queue."""
         task_id = self.tasks.task(task_code).id if task_code else None
         with self.db.read() as session:
-            query = self.queue_query(validator_id, task_id=task_id, round_id=round_id)
+            query = self.queue_query(validator_id, task_id=task_id, round_id=round_id, opted_out=opted_out)
             if skip:
                 fresh = session.scalars(query.where(Example.id.not_in(list(skip))).limit(1)).first()
                 if fresh is not None:
                     return fresh
             return session.scalars(query.limit(1)).first()
 
-    def remaining(self, validator_id: uuid.UUID, *, task_code: str | None = None,
+    def held_back(self, validator_id: uuid.UUID, opted_out: OptOuts | None, *, task_code: str | None = None,
                   round_id: uuid.UUID | None = None) -> int:
-        """How many examples this person may still validate."""
+        """How many examples the person could validate but is not served, for their opt-outs."""
+        if not self._opt_out_ids(opted_out):
+            return 0
+        task_id = self.tasks.task(task_code).id if task_code else None
+        query = self.queue_query(validator_id, task_id=task_id, round_id=round_id, opted_out=opted_out,
+                                 only_opted_out=True).order_by(None)
+        with self.db.read() as session:
+            return session.scalar(select(func.count()).select_from(query.with_only_columns(Example.id).subquery())) or 0
+
+    def remaining(self, validator_id: uuid.UUID, *, task_code: str | None = None,
+                  round_id: uuid.UUID | None = None, opted_out: OptOuts | None = None) -> int:
+        """How many examples this person may still validate (served to them: less those their
+        opt-outs hold back)."""
+        if opted_out and self._opt_out_ids(opted_out):
+            return (self.remaining(validator_id, task_code=task_code, round_id=round_id)
+                    - self.held_back(validator_id, opted_out, task_code=task_code, round_id=round_id))
         # Counted as (undecided) − (mine to write) − (already validated by me): each part runs off an
         # index, where counting the queue itself tests "not validated by me" row by row (~300 ms at 100k).
         task_id = self.tasks.task(task_code).id if task_code else None

@@ -148,6 +148,7 @@ class _Push(Batch):
                               agreement_threshold=r.agreement_threshold,
                               quality=r.quality.model_dump(mode="json") if r.quality is not None else None,
                               assist_words=r.assist_words,
+                              blur_words=r.blur_words,
                               created_at=r.created_at,
                               updated_at=r.updated_at, revision=r.revision, received_at=self.now)
         self.session.add(setting)

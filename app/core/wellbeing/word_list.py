@@ -1,0 +1,83 @@
+"""A task's blur word list: the words bundled in ``resources/wellbeing/<task code>/words.txt`` and
+the ones the team's leads added.
+
+A lead's words travel to the team in the task's ``task_setting`` record (``blur_words``, beside the
+agreement threshold and the data-quality settings) and are kept on a desk in the meta table under
+``BLUR_WORDS_KEY`` (``word_store``). This module is free of storage, so view-models may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Final
+
+from app.core.errors import DynadeskError
+from app.core.wellbeing.blur import normalise_entry
+
+BLUR_WORDS_KEY: Final[str] = "blur_words.{code}"
+MAX_ENTRY_CHARS: Final[int] = 60
+MAX_LEAD_WORDS: Final[int] = 2000
+
+
+class InvalidWordList(DynadeskError):
+    pass
+
+
+def _folder() -> Path:
+    import resources
+
+    return resources.ROOT / "wellbeing"
+
+
+def parse_lines(lines: Iterable[str]) -> list[str]:
+    """The entries of a word list file: one a line, ``#`` starts a comment, blank lines skipped."""
+    entries = []
+    for line in lines:
+        entry = line.split("#", 1)[0].strip()
+        if entry:
+            entries.append(entry)
+    return entries
+
+
+@lru_cache(maxsize=32)
+def bundled_words(task_code: str) -> tuple[str, ...]:
+    """The words shipped for the task (none for a task without a list)."""
+    path = _folder() / task_code / "words.txt"
+    if not path.is_file():
+        return ()
+    return tuple(parse_lines(path.read_text(encoding="utf-8").splitlines()))
+
+
+def clean_words(words: Iterable[str]) -> tuple[str, ...]:
+    """A lead's entries, checked and de-duplicated (by their matched form), in the order given.
+    Raises ``InvalidWordList`` naming every entry that cannot be matched, and why."""
+    seen: set[str] = set()
+    out: list[str] = []
+    problems: list[str] = []
+    for raw in words:
+        entry = " ".join(str(raw).split())
+        if not entry:
+            continue
+        if len(entry) > MAX_ENTRY_CHARS:
+            problems.append(f"'{entry[:20]}…' is longer than {MAX_ENTRY_CHARS} characters")
+            continue
+        matched = normalise_entry(entry)
+        if len(matched.rstrip("*").replace(" ", "")) < 2:
+            problems.append(f"'{entry}' has fewer than two letters to match")
+            continue
+        if matched not in seen:
+            seen.add(matched)
+            out.append(entry)
+    if problems:
+        raise InvalidWordList("These blur words cannot be used: " + "; ".join(problems)
+                              + ". Give whole words or phrases (an ending '*' covers every word they start).")
+    if len(out) > MAX_LEAD_WORDS:
+        raise InvalidWordList(f"A task's added blur words are at most {MAX_LEAD_WORDS}; {len(out)} were given.")
+    return tuple(out)
+
+
+def task_words(task_code: str, lead_words: Iterable[str] = ()) -> tuple[str, ...]:
+    """Everything blurred for the task: the bundled list and the leads' words."""
+    return bundled_words(task_code) + tuple(lead_words)
