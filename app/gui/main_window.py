@@ -29,6 +29,7 @@ from app.core.about import version_info
 from app.core.desk import Desk
 from app.core.domain import ReviewAction, Role
 from app.core.errors import DynadeskError
+from app.gui.breaks import break_page
 from app.gui.browser import ExampleBrowser
 from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
@@ -171,6 +172,7 @@ class MainWindow(QMainWindow):
         self.review_page.verdict_stored.connect(lambda _id: self.refresh())
         self.mount(Page(self.review_page, self.review_view, Tab("&Review", "Ctrl+4", "tab-review"),
                         shown=self._review_shown))
+        self.breaks = self.mount(break_page(self)).controller  # after Create, Validate and Review: it watches them
         dashboard = self.mount(dashboard_page(desk, lambda: self._task_code, self.show_error, self, self.inference))
         self.dashboard, self.dashboard_view = dashboard.controller, dashboard.view
         self.evaluation_view = EvaluationView()

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from app.core.domain import SyncState, utcnow
 from app.core.errors import DynadeskError, NotFound
 from app.core.storage.db import Database
-from app.core.storage.models import Example, ExposureSpan, Meta, Person, Task, WellbeingBreak
+from app.core.storage.models import Example, ExposureSpan, Meta, Person, Task, Validation, WellbeingBreak
 from app.core.wellbeing.breaks import BreakAction, BreakClock, BreakKind, BreakPrompt
 from app.core.wellbeing.exposure import (
     MAX_READING_MS,
@@ -98,6 +98,24 @@ class WellbeingService:
             session.add(row)
             session.flush()
             return span_of(row)
+
+    def record_stored(self, person_id: uuid.UUID, activity: Activity, example_id: uuid.UUID, *,
+                      ended_at: datetime | None = None) -> Span | None:
+        """Record writing or validating an example from the time its stored record holds: the example's
+        ``time_spent_ms`` (its author's) or this person's latest verdict's ``time_spent_ms``."""
+        with self.db.read() as session:
+            if activity is Activity.WRITING:
+                spent = session.scalar(select(Example.time_spent_ms).where(Example.id == example_id,
+                                                                           Example.author_id == person_id))
+            elif activity is Activity.VALIDATING:
+                spent = session.scalar(select(Validation.time_spent_ms).where(
+                    Validation.example_id == example_id, Validation.validator_id == person_id)
+                    .order_by(Validation.created_at.desc()).limit(1))
+            else:
+                raise DynadeskError("A lead's review time is not stored with the review; pass it to record().")
+        if spent is None:
+            return None  # not this person's work (the profile changed meanwhile): nothing to count
+        return self.record(person_id, activity, example_id, int(spent), ended_at=ended_at)
 
     def record_break(self, person_id: uuid.UUID, prompt: BreakPrompt, action: BreakAction, *,
                      at: datetime | None = None) -> None:
