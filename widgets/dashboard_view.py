@@ -40,6 +40,7 @@ from app.views.dashboard import (
 )
 from widgets.charts import BarChart, ChartFrame, LineChart
 from widgets.elided_label import ElidedLabel
+from widgets.exposure_view import ExposureView
 from widgets.figure_table import FigureTableModel, figure_table as _table
 from widgets.page_tabs import PageScroll
 from widgets.quality_view import QualityView
@@ -200,6 +201,8 @@ class DashboardView(QWidget):
         self.sections = QTabWidget(objectName="dashboard-sections")
         self.sections.addTab(self.splitter, "Figures")
         self.sections.addTab(self.quality, "Data quality")
+        self.exposure = ExposureView()  # issue 22: care figures, apart from the per-annotator table
+        self.sections.addTab(self.exposure, "Exposure (care)")
         layout.addWidget(self.sections, 1)
         self._build_export_menu()
 
