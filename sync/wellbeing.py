@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 
 from app.core.domain import SyncState
 from app.core.storage.models import ExposureSpan, Person, WellbeingBreak
-from app.core.wellbeing.service import TeamLimits
+from app.core.wellbeing.figures import TeamLimits
 from sync import local
 from sync.protocol import API, Me
 from sync.transport import Refused, SyncHandle, _errors

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from app.core.wellbeing.service import PersonDay, TeamLimits
+from app.core.wellbeing.figures import PersonDay, TeamLimits
 
 CARE_NOTE = ("Figures for care, not performance. They show where someone may need a break or a lighter day; "
              "they are never part of the per-annotator table or its exports, and leave this desk only as team "

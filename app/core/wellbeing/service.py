@@ -5,11 +5,9 @@ and the figures of the lead's exposure view and the aggregate export."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Iterable
 
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from app.core.domain import SyncState, utcnow
@@ -26,42 +24,11 @@ from app.core.wellbeing.exposure import (
     local_day,
     local_zone_name,
 )
+from app.core.wellbeing.figures import PersonDay, TeamLimits
 from app.core.wellbeing.harmful import HarmfulLabels
 from app.core.wellbeing.profile import WellbeingProfile
 
 LIMITS_KEY = "wellbeing.team_limits"
-
-
-class TeamLimits(BaseModel):
-    """Alert lines a lead sets for their team: figures for care, never targets."""
-
-    model_config = ConfigDict(frozen=True)
-
-    daily_min: int = Field(default=240, ge=10, le=1440)
-    continuous_min: int = Field(default=60, ge=5, le=480)
-    team: str | None = None
-    set_by: uuid.UUID | None = None
-    set_at: datetime | None = None
-    sync_state: str = SyncState.PENDING.value
-
-
-@dataclass(frozen=True)
-class PersonDay:
-    """One person's day for the lead's view."""
-
-    person_id: uuid.UUID
-    name: str
-    day: date
-    writing_min: float
-    validating_min: float
-    reviewing_min: float
-    longest_run_min: float
-    breaks_taken: int
-    snoozes: int
-
-    @property
-    def total_min(self) -> float:
-        return self.writing_min + self.validating_min + self.reviewing_min
 
 
 def span_of(row: ExposureSpan) -> Span:
