@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 from app.core.domain import SyncState
 from app.core.storage.models import ExposureSpan, Person, WellbeingBreak
 from app.core.wellbeing.figures import TeamLimits
+from app.core.wellbeing.service import TEAM_KEY
 from sync import local
 from sync.protocol import API, Me
 from sync.transport import Refused, SyncHandle, _errors
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from app.core.desk import Desk
     from sync.client import SyncClient
 
-TEAM_KEY = "wellbeing.team"
 
 
 def cursor_key(server_url: str, person_id: uuid.UUID) -> str:

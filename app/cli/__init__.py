@@ -21,12 +21,13 @@ from app.cli.quality import quality
 from app.cli.rounds import rounds
 from app.cli.smoke import smoke_test
 from app.cli.sync import serve, sync
+from app.cli.wellbeing import wellbeing
 from app.core.errors import DynadeskError
 from app.core.logs import log_file
 
 log = logging.getLogger("dynadesk")
 
-for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality):
+for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality, wellbeing):
     cli.add_command(command)
 rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard

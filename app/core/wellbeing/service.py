@@ -29,6 +29,7 @@ from app.core.wellbeing.harmful import HarmfulLabels
 from app.core.wellbeing.profile import WellbeingProfile
 
 LIMITS_KEY = "wellbeing.team_limits"
+TEAM_KEY = "wellbeing.team"  # the team this desk last synced in (sync.wellbeing)
 
 
 def span_of(row: ExposureSpan) -> Span:
@@ -160,6 +161,20 @@ class WellbeingService:
                                  exposure.minutes(Activity.WRITING), exposure.minutes(Activity.VALIDATING),
                                  exposure.minutes(Activity.REVIEWING), exposure.longest_run_ms / 60_000, took, snoozed))
         return out
+
+    def teams(self) -> dict[uuid.UUID, str]:
+        """Each person's team as the server named it (pulled records; this desk's own once synced)."""
+        with self.db.read() as session:
+            rows = list(session.execute(select(ExposureSpan.person_id, ExposureSpan.team)
+                                        .where(ExposureSpan.team.is_not(None)).order_by(ExposureSpan.ended_at)))
+            rows += list(session.execute(select(WellbeingBreak.person_id, WellbeingBreak.team)
+                                         .where(WellbeingBreak.team.is_not(None)).order_by(WellbeingBreak.at)))
+            own = session.get(Meta, TEAM_KEY)
+            synced_as = session.get(Meta, "sync.person")
+        teams = {person: team for person, team in rows if team}
+        if own is not None and synced_as is not None:
+            teams.setdefault(uuid.UUID(synced_as.value), own.value)
+        return teams
 
     # the team's limits -------------------------------------------------------------------------
 
