@@ -72,6 +72,7 @@ class BreakController(QObject):
 
         def recorded(result: tuple[Span | None, BreakClock | None]) -> None:
             span, restored = result
+            self.person_changed()
             clock = self.clocks.setdefault(person, restored) if restored is not None else self.clocks.get(person)
             if clock is None:
                 return
@@ -130,4 +131,6 @@ def break_page(window: MainWindow) -> Page:
     controller.watch(Activity.VALIDATING, window.validate.verdict_stored)
     window.review_page.browser.detail_ready.connect(controller.review_opened)
     window.review_page.verdict_stored.connect(controller.review_acted)
+    # the profile changes through dialogs and sync: looked at whenever the person moves between pages
+    window.tabs.currentChanged.connect(lambda _index: controller.person_changed())
     return Page(controller)

@@ -14,6 +14,7 @@ CARE_NOTE = ("Figures for care, not performance. They show where someone may nee
              "totals (dynadesk wellbeing export).")
 COLUMNS = ("Person", "Day", "Writing", "Validating", "Reviewing", "Total", "Longest run", "Breaks", "Alerts")
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
+PHRASES = {1: "today", 7: "in the last 7 days", 30: "in the last 30 days"}
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,12 @@ def exposure_screen(days: list[PersonDay], limits: TeamLimits, *, lead: bool, to
                                      minutes(day.longest_run_min), _breaks(day), "; ".join(alerts) or "—"), alerts))
     alerting = sum(r.alerting for r in rows)
     people = len({d.person_id for d in days})
-    period = dict(PERIODS).get(period_days, f"last {period_days} days").lower()
+    period = PHRASES.get(period_days, f"in the last {period_days} days")
     if lead:
         headline = (f"{people} {'person' if people == 1 else 'people'} worked with hateful content {period}; "
                     f"{alerting} day{'s' if alerting != 1 else ''} above the team's limits.")
     else:
-        headline = f"Your time with hateful content, {period}: only you and your team's leads see it."
+        headline = f"Your time with hateful content {period}: only you and your team's leads see it."
     limits_text = (f"Alert above {minutes(limits.daily_min)} a day or {minutes(limits.continuous_min)} "
                    "without a break")
     if lead:
