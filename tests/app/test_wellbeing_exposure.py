@@ -31,6 +31,9 @@ def test_work_across_local_midnight_counts_on_both_days():
     parts = split_by_day(at(12), at(12, d=12), "UTC")
     assert parts == [(date(2026, 3, 10), 12 * 3_600_000), (date(2026, 3, 11), 24 * 3_600_000),
                      (date(2026, 3, 12), 12 * 3_600_000)]
+    # The night Berlin moves to summer time (29 March): 22:30–02:30 UTC is 23:30 CET to 04:30 CEST, real minutes.
+    assert split_by_day(at(22, 30, d=28), at(2, 30, d=29), "Europe/Berlin") == [
+        (date(2026, 3, 28), 1_800_000), (date(2026, 3, 29), 12_600_000)]
     assert zone_info("Not/AZone") == UTC and zone_info("+99:00") == UTC
 
 

@@ -120,3 +120,25 @@ def test_typing_across_the_threshold_shows_nothing_until_submit_and_a_break_take
     assert (taken.person_id, taken.kind, taken.action) == (me, "short", "taken")
     written = [s for s in rows(desk, ExposureSpan) if s.example_id is not None]
     assert [(s.activity, s.person_id) for s in written] == [("writing", me)]
+
+
+def test_a_leads_review_time_is_recorded_at_the_return(qtbot, window, people, target_model):
+    from tests.gui.test_review import make_examples, open_review, shown_ids, wait_rows
+
+    desk = window.desk
+    split, agreed, flagged = make_examples(desk, people, target_model)
+    desk.switch_person(people.lead.id)
+    open_review(qtbot, window)
+    view = window.review_view
+    wait_rows(qtbot, view, [split.id, agreed.id, flagged.id])
+    view.table.selectRow(shown_ids(view).index(split.id))
+    qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail.id == split.id,
+                    timeout=5000)
+    qtbot.keyClicks(view.actions_panel.comment, "Say which group is attacked")
+    assert rows(desk, ExposureSpan) == []  # nothing while the lead reads and types
+    with qtbot.waitSignal(window.review_page.verdict_stored, timeout=5000):
+        qtbot.keyClick(view.actions_panel.comment, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(rows(desk, ExposureSpan)) == 1, timeout=5000)
+    (span,) = rows(desk, ExposureSpan)
+    assert (span.person_id, span.activity, span.example_id) == (people.lead.id, "reviewing", split.id)
+    assert 0 < (span.ended_at - span.started_at).total_seconds() <= 600
