@@ -9,6 +9,7 @@ from datetime import date, datetime, timedelta
 from typing import Iterable
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.core.domain import SyncState, utcnow
 from app.core.errors import DynadeskError, NotFound
@@ -47,43 +48,46 @@ class WellbeingService:
                ended_at: datetime | None = None) -> Span | None:
         """Record ``spent_ms`` of ``activity`` on an example ending at ``ended_at`` (now), if the example is
         hateful content by the label its reader saw (the author's label). Returns the span, or None."""
-        ended_at = ended_at or utcnow()
         if spent_ms < 0:
             raise DynadeskError(f"Time spent cannot be negative ({spent_ms} ms).")
-        if activity is not Activity.WRITING:
-            spent_ms = min(spent_ms, MAX_READING_MS)
         with self.db.write() as session:
-            found = session.execute(select(Task.code, Example.true_label).join(Task, Task.id == Example.task_id)
-                                    .where(Example.id == example_id)).first()
-            if found is None:
-                raise NotFound(f"There is no example with id {example_id}.")
-            code, label = found
-            if not spent_ms or not self.harmful.is_harmful(code, label):
-                return None
-            row = ExposureSpan(person_id=person_id, activity=activity.value, task_code=code, example_id=example_id,
-                               started_at=ended_at - timedelta(milliseconds=spent_ms), ended_at=ended_at,
-                               zone=self.zone, sync_state=SyncState.PENDING.value)
-            session.add(row)
-            session.flush()
-            return span_of(row)
+            return self._record(session, person_id, activity, example_id, spent_ms, ended_at or utcnow())
 
     def record_stored(self, person_id: uuid.UUID, activity: Activity, example_id: uuid.UUID, *,
                       ended_at: datetime | None = None) -> Span | None:
         """Record writing or validating an example from the time its stored record holds: the example's
         ``time_spent_ms`` (its author's) or this person's latest verdict's ``time_spent_ms``."""
-        with self.db.read() as session:
+        if activity is Activity.REVIEWING:
+            raise DynadeskError("A lead's review time is not stored with the review; pass it to record().")
+        with self.db.write() as session:
             if activity is Activity.WRITING:
                 spent = session.scalar(select(Example.time_spent_ms).where(Example.id == example_id,
                                                                            Example.author_id == person_id))
-            elif activity is Activity.VALIDATING:
+            else:
                 spent = session.scalar(select(Validation.time_spent_ms).where(
                     Validation.example_id == example_id, Validation.validator_id == person_id)
                     .order_by(Validation.created_at.desc()).limit(1))
-            else:
-                raise DynadeskError("A lead's review time is not stored with the review; pass it to record().")
-        if spent is None:
-            return None  # not this person's work (the profile changed meanwhile): nothing to count
-        return self.record(person_id, activity, example_id, int(spent), ended_at=ended_at)
+            if spent is None:
+                return None  # not this person's work (the profile changed meanwhile): nothing to count
+            return self._record(session, person_id, activity, example_id, max(0, int(spent)), ended_at or utcnow())
+
+    def _record(self, session: Session, person_id: uuid.UUID, activity: Activity, example_id: uuid.UUID,
+                spent_ms: int, ended_at: datetime) -> Span | None:
+        if activity is not Activity.WRITING:
+            spent_ms = min(spent_ms, MAX_READING_MS)
+        found = session.execute(select(Task.code, Example.true_label).join(Task, Task.id == Example.task_id)
+                                .where(Example.id == example_id)).first()
+        if found is None:
+            raise NotFound(f"There is no example with id {example_id}.")
+        code, label = found
+        if not spent_ms or not self.harmful.is_harmful(code, label):
+            return None
+        row = ExposureSpan(person_id=person_id, activity=activity.value, task_code=code, example_id=example_id,
+                           started_at=ended_at - timedelta(milliseconds=spent_ms), ended_at=ended_at,
+                           zone=self.zone, sync_state=SyncState.PENDING.value)
+        session.add(row)
+        session.flush()
+        return span_of(row)
 
     def record_break(self, person_id: uuid.UUID, prompt: BreakPrompt, action: BreakAction, *,
                      at: datetime | None = None) -> None:
