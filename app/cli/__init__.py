@@ -14,6 +14,7 @@ import click
 from app.cli.compare import compare
 from app.cli.desk import cli
 from app.cli.evaluate import eval_
+from app.cli.exposure import exposure
 from app.cli.leaderboard import leaderboard
 from app.cli.models import models, train
 from app.cli.proposals import COMMANDS as PROPOSAL_COMMANDS
@@ -21,18 +22,18 @@ from app.cli.quality import quality
 from app.cli.rounds import rounds
 from app.cli.smoke import smoke_test
 from app.cli.sync import serve, sync
-from app.cli.wellbeing import wellbeing
 from app.core.errors import DynadeskError
 from app.core.logs import log_file
 
 log = logging.getLogger("dynadesk")
 
-for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality, wellbeing):
+for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality):
     cli.add_command(command)
 rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard
 for command in PROPOSAL_COMMANDS:  # dynadesk rounds propose, proposals, promote, decline, policy
     rounds.add_command(command)
+cli.add_command(exposure)  # dynadesk exposure export: team aggregates only (issue 22)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Exposure leaves a desk only in aggregate (issue 22): `dynadesk wellbeing export` writes one row per
+"""Exposure leaves a desk only in aggregate (issue 22): `dynadesk exposure export` writes one row per
 team and day, never a row per person, and withholds a team-day of fewer than --min-group people."""
 
 import csv
@@ -31,7 +31,7 @@ def test_the_export_is_team_days_and_small_groups_are_withheld(desk, people, tmp
                                    sync_state=SyncState.SYNCED.value))
     desk.close()
     out = tmp_path / "exposure.csv"
-    code, printed, err = run_cli(capsys, "wellbeing", "export", out, "--until", "2026-03-10", "--days", "1")
+    code, printed, err = run_cli(capsys, "exposure", "export", out, "--until", "2026-03-10", "--days", "1")
     assert code == 0, err
     assert "2 team-day(s)" in printed and "1 withheld (fewer than 3 people)" in printed
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
@@ -45,5 +45,5 @@ def test_the_export_is_team_days_and_small_groups_are_withheld(desk, people, tmp
     text = out.read_text(encoding="utf-8")
     assert not any(p.display_name in text or str(p.id) in text for p in [*a_team, people.lead])  # nobody by name
 
-    code, printed, err = run_cli(capsys, "wellbeing", "export", out, "--until", "2026-03-10", "--min-group", "1")
+    code, printed, err = run_cli(capsys, "exposure", "export", out, "--until", "2026-03-10", "--min-group", "1")
     assert code != 0 and "min-group" in err

@@ -1,7 +1,7 @@
 """Screenshots of the break prompt and the lead's exposure view (issue 22), taken offscreen from the real
 application at 1366×768.
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_wellbeing_screenshots.py
+    QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_exposure_screenshots.py
 
 A scratch data folder with the project's DynaHate-layout fixture, a team of five whose time with hateful
 content over the last week is recorded as their desks would record it (spans ending at submits and

@@ -1,4 +1,4 @@
-"""``dynadesk wellbeing``: exposure leaves a desk only as team aggregates (issue 22)."""
+"""``dynadesk exposure``: exposure to hateful content leaves a desk only as team aggregates (issue 22)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from app.core.wellbeing.aggregate import MIN_GROUP, team_days, write_csv
 from app.core.wellbeing.exposure import local_day
 
 
-@click.group("wellbeing")
-def wellbeing() -> None:
+@click.group("exposure")
+def exposure() -> None:
     """Exposure to hateful content: team aggregates only."""
 
 
-@wellbeing.command("export")
+@exposure.command("export")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--days", type=click.IntRange(1, 3660), default=30, show_default=True,
               help="The last N days, ending today (this desk's time zone).")
