@@ -17,7 +17,7 @@ from app.core.desk import Desk
 from app.core.domain import utcnow
 from app.core.wellbeing.breaks import SNOOZE, BreakAction, BreakClock, BreakPrompt
 from app.core.wellbeing.exposure import Activity, Span
-from app.gui.pages import Page
+from app.gui.pages import Menu, MenuAction, Page
 from app.gui.worker import SerialWorker
 from app.views.breaks import break_prompt_view, break_taken_text
 from widgets.break_prompt import BreakPromptBar
@@ -39,8 +39,8 @@ class BreakController(QObject):
         self.clocks: dict[uuid.UUID, BreakClock] = {}
         self.shown: tuple[uuid.UUID, BreakPrompt] | None = None
         self._review_shown: tuple[uuid.UUID, float] | None = None  # the example a lead has open, since when
-        bar.take_requested.connect(lambda: self._answer(BreakAction.TAKEN))
-        bar.snooze_requested.connect(lambda: self._answer(BreakAction.SNOOZED))
+        bar.take_requested.connect(self.take)
+        bar.snooze_requested.connect(self.snooze)
 
     def watch(self, activity: Activity, stored: Signal) -> None:
         """``stored`` carries an example's id once its submit or verdict is in the database."""
@@ -89,8 +89,17 @@ class BreakController(QObject):
 
         self.db.submit(record, on_done=recorded, on_error=self.show_error)
 
+    def take(self) -> None:
+        self._answer(BreakAction.TAKEN)
+
+    def snooze(self) -> None:
+        self._answer(BreakAction.SNOOZED)
+
     def _answer(self, action: BreakAction) -> None:
-        if self.shown is None:
+        if self.shown is None:  # from the menu, with no prompt shown
+            window = self.bar.window()
+            if hasattr(window, "statusBar"):
+                window.statusBar().showMessage("No break is suggested just now.", 4000)
             return
         person, prompt = self.shown
         self.shown = None
@@ -133,4 +142,8 @@ def break_page(window: MainWindow) -> Page:
     window.review_page.verdict_stored.connect(controller.review_acted)
     # the profile changes through dialogs and sync: looked at whenever the person moves between pages
     window.tabs.currentChanged.connect(lambda _index: controller.person_changed())
-    return Page(controller)
+    # the bar's buttons take no focus (a typist keeps the keyboard); the Profile menu reaches them by keyboard
+    actions = (MenuAction(Menu.PROFILE, "Take the suggested break", controller.take, name="break-take",
+                          separator_before=True),
+               MenuAction(Menu.PROFILE, "Remind me about the break later", controller.snooze, name="break-snooze"))
+    return Page(controller, actions=actions)

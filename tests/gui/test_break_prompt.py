@@ -76,9 +76,11 @@ def test_a_verdict_after_the_threshold_prompts_and_a_snooze_is_recorded(qtbot, w
     spans = rows(desk, ExposureSpan)
     assert [(s.activity, s.example_id) for s in spans if s.example_id == first.id] == [("validating", first.id)]
 
-    with qtbot.waitSignal(controller.answered, timeout=5000):
-        qtbot.mouseClick(bar.snooze, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(controller.answered, timeout=5000):  # by keyboard: the Profile menu's entry
+        window.named_actions["break-snooze"].trigger()
     assert not bar.isVisible()
+    window.named_actions["break-take"].trigger()  # nothing is suggested now: nothing is recorded
+    assert "No break is suggested" in window.statusBar().currentMessage()
     (snoozed,) = rows(desk, WellbeingBreak)
     assert (snoozed.person_id, snoozed.kind, snoozed.action, snoozed.break_min) == (people.val1.id, "short",
                                                                                    "snoozed", 5)
