@@ -51,6 +51,7 @@ from app.gui.example_fetch import for_data_tab
 from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.core.services.validation import VALIDATABLE
 from app.views.example import DataFilterValues
+from app.views.shell import about_html
 from app.views.shell import Choice, ExportView, import_view, profiles_view, task_choices
 from widgets.elided_label import ElidedLabel
 from widgets.evaluation_view import EvaluationView
@@ -586,17 +587,3 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About Dynadesk", about_html(version_info(), self.desk.root))
-
-
-def about_html(info: dict[str, str], data_dir) -> str:
-    """The About box: version, build revision, runtimes and the default model's checksum."""
-    from html import escape
-
-    revision = escape(info["revision"]) + (f" (built {escape(info['built'])})" if info.get("built") else "")
-    return (f"<b>Dynadesk {escape(info['version'])}</b><br>Offline workbench for dynamic adversarial data "
-            f"collection.<br><br>Revision: {revision}<br>"
-            f"torch {escape(info['torch'])} · onnxruntime {escape(info['onnxruntime'])} · "
-            f"Qt (PySide6) {escape(info['qt'])} · Python {escape(info['python'])}<br>"
-            f"Default model sha256: <tt>{escape(info['default_model_sha256'])}</tt><br>"
-            f"Default model int8: {escape(info.get('default_model_int8', ''))}<br><br>"
-            f"Data folder: {escape(str(data_dir))}")
