@@ -76,10 +76,10 @@ def sync_wellbeing(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle | 
     out = WellbeingSync()
     with desk.db.write() as session:
         local.set_meta(session, TEAM_KEY, me.team)
-    if not _push(desk, client, me, handle, out):
+    # an older server (404) has none of these endpoints: the records wait on this desk for a newer one
+    if not _push(desk, client, me, handle, out) or not _pull(desk, client, me, handle, out):
         out.unsupported = True
         return out
-    _pull(desk, client, me, handle, out)
     out.limits = _limits(desk, client, me, handle)
     return out
 
@@ -114,13 +114,15 @@ def _push(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle, out: Wellb
                                     .values(sync_state=SyncState.SYNCED.value, team=me.team))
 
 
-def _pull(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle, out: WellbeingSync) -> None:
+def _pull(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle, out: WellbeingSync) -> bool:
     key = cursor_key(client.url, me.id)
     with desk.db.read() as session:
         cursor = int(local.get_meta(session, key) or 0)
     while True:
         handle.check()
         response = _call(client, "GET", "/wellbeing/records", handle, params={"since": cursor})
+        if response.status_code == 404:
+            return False
         if response.status_code != 200:
             raise Refused(f"The server answered HTTP {response.status_code}: {_errors(response).detail}")
         page = WellbeingFeed.model_validate_json(response.content)
@@ -150,7 +152,7 @@ def _pull(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle, out: Wellb
                 out.pulled += 1
             local.set_meta(session, key, str(page.cursor))
         if not page.more or page.cursor == cursor:
-            return
+            return True
         cursor = page.cursor
 
 
