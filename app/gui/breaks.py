@@ -39,6 +39,9 @@ class BreakController(QObject):
         self.clocks: dict[uuid.UUID, BreakClock] = {}
         self.shown: tuple[uuid.UUID, BreakPrompt] | None = None
         self._review_shown: tuple[uuid.UUID, float] | None = None  # the example a lead has open, since when
+        # the "see you in N minutes" note goes by itself; the timer dies with the bar
+        self._note_timer = QTimer(bar, singleShot=True, interval=NOTE_SHOWN_MS)
+        self._note_timer.timeout.connect(lambda: self.shown is None and self.bar.dismiss())
         bar.take_requested.connect(self.take)
         bar.snooze_requested.connect(self.snooze)
 
@@ -108,7 +111,7 @@ class BreakController(QObject):
         if action is BreakAction.TAKEN:
             clock.take_break(now, prompt.kind)
             self.bar.show_note(break_taken_text(prompt))
-            QTimer.singleShot(NOTE_SHOWN_MS, lambda: self.shown is None and self.bar.dismiss())
+            self._note_timer.start()
         else:
             clock.snooze(now)
             self.bar.dismiss()
