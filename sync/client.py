@@ -65,6 +65,7 @@ class SyncClient(ModelFiles):
             if self.unify_models(handle, report) or report.published:
                 self.push(me, handle, report)  # examples re-pointed to the server's model, or now published, go now
             self.pull_policies(handle, report)
+            self.sync_wellbeing(me, handle, report)
             if fetch_models:
                 self.fetch_models(handle, report)
         except (Offline, Cancelled):
@@ -271,6 +272,22 @@ class SyncClient(ModelFiles):
             pull_policies(self.desk, self, handle)
         except Refused as exc:  # a sync is not spoiled by it; promoting asks the server again
             report.warnings.append(f"could not read who may promote: {exc}")
+
+    def sync_wellbeing(self, me: Me, handle: SyncHandle, report: SyncReport) -> None:
+        """Exposure and breaks (``sync.wellbeing``): a sync is not spoiled by them; they go next time."""
+        from sync.wellbeing import sync_wellbeing
+
+        try:
+            done = sync_wellbeing(self.desk, self, me, handle)
+        except Refused as exc:
+            report.warnings.append(f"exposure and breaks were not synced: {exc}")
+            return
+        report.pushed += done.pushed
+        report.already_stored += done.already
+        report.pulled += done.pulled
+        if done.conflicts:
+            report.warnings.append(f"{len(done.conflicts)} exposure or break record(s) differ from the server's copy; "
+                                   "the server's stands")
 
     def queue_imported(self, *, source: str | None = None, task_code: str | None = None) -> int:
         """Queue an imported data set for the next push (owners only: it goes out under its own authors)."""

@@ -40,6 +40,7 @@ from app.views.dashboard import (
 )
 from widgets.charts import BarChart, ChartFrame, LineChart
 from widgets.elided_label import ElidedLabel
+from widgets.exposure_view import ExposureView
 from widgets.figure_table import FigureTableModel, figure_table as _table
 from widgets.page_tabs import PageScroll
 from widgets.assistant_split_view import AssistantSplitPanel
@@ -205,6 +206,9 @@ class DashboardView(QWidget):
         self.assistant = AssistantSplitPanel()
         self.assistant.setObjectName("dashboard-assistant")
         self.sections.addTab(self.assistant, "Writing assistant")
+        self.exposure = ExposureView()  # issue 22: care figures, apart from the per-annotator table
+        self.sections.addTab(self.exposure, "Exposure (care)")
+        self.sections.currentChanged.connect(self._section_changed)
         layout.addWidget(self.sections, 1)
         self._build_export_menu()
 
@@ -223,6 +227,15 @@ class DashboardView(QWidget):
         self.filter_row.addStretch(1)
         self.filter_row.addWidget(self.summary)
         self.filter_row.addWidget(self.export_button)
+        self._section_changed()
+
+    def _section_changed(self, *_args) -> None:
+        """The filters shape the figures and the data-quality view, not exposure (it has its own period)."""
+        filtered = getattr(self, "sections", None) is None or self.sections.currentWidget() is not self.exposure
+        for index in range(self.filter_row.count()):
+            widget = self.filter_row.itemAt(index).widget()
+            if widget is not None:
+                widget.setVisible(filtered)
 
     def _filter_parts(self) -> list[QWidget]:
         return [c for _, c in self._filter_widgets] + list(self.facet_combos.values()) + [

@@ -14,6 +14,7 @@ import click
 from app.cli.compare import compare
 from app.cli.desk import cli
 from app.cli.evaluate import eval_
+from app.cli.exposure import exposure
 from app.cli.leaderboard import leaderboard
 from app.cli.models import models, train
 from app.cli.proposals import COMMANDS as PROPOSAL_COMMANDS
@@ -36,6 +37,7 @@ rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard
 for command in PROPOSAL_COMMANDS:  # dynadesk rounds propose, proposals, promote, decline, policy
     rounds.add_command(command)
+cli.add_command(exposure)  # dynadesk exposure export: team aggregates only (issue 22)
 
 
 def main(argv: list[str] | None = None) -> None:

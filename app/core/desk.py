@@ -28,6 +28,8 @@ from app.core.settings import Settings, SettingsStore
 from app.core.storage.db import Database
 from app.core.tasks.definition import builtin_tasks_dir, load_catalog
 from app.core.wellbeing.word_list import clean_words
+from app.core.wellbeing.harmful import FILENAME as HARMFUL_FILENAME, HarmfulLabels
+from app.core.wellbeing.service import WellbeingService
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ class Desk:
         # Built per task on first use (from a worker in the GUI), then kept current from the change log.
         self.near_duplicates = NearDuplicateIndex(
             self.db, lambda task_id: self.tasks.quality_settings(self.tasks.task_code(task_id)).near_threshold)
+        self.exposure = WellbeingService(self.db, _harmful_labels(self.root))
         self.tasks.sync_catalog()
         self.tasks.ensure_first_rounds()
         self._person_id: uuid.UUID | None = None
@@ -132,6 +135,15 @@ class Desk:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _harmful_labels(root: Path) -> HarmfulLabels:
+    """The bundled hateful labels, extended by this desk's own file; a broken file is named and left out."""
+    try:
+        return HarmfulLabels.load(root / "wellbeing" / HARMFUL_FILENAME)
+    except DynadeskError as exc:
+        log.warning("%s The bundled list is used meanwhile.", exc)
+        return HarmfulLabels.load()
 
 
 def _login_name() -> str:

@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
+from app.gui.exposure import ExposureController
 from app.gui.pages import Menu, MenuAction, Page, Tab
 from app.gui.assistant_split import AssistantSplitController
 from app.gui.quality import QualityController
@@ -248,6 +249,8 @@ def dashboard_page(desk: Desk, task_code: Callable[[], str | None], show_error, 
     controller.assistant = AssistantSplitController(desk, view.assistant, controller.worker, task_code,
                                                     lambda: controller._shown_filter, show_error, controller)
     controller.updated.connect(controller.assistant.refresh)
+    # exposure: figures for care, in a section of their own, never in the per-annotator table
+    controller.exposure = ExposureController(desk, view.exposure, controller.worker, show_error, controller)
     refresh = MenuAction(Menu.VIEW, "Refresh the dashboard (also changes from sync)", controller.refresh_thoroughly,
                          name="dashboard-refresh")
     return Page(controller, view, Tab("Dash&board", "Ctrl+5", "tab-dashboard"), actions=(refresh,),

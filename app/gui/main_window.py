@@ -29,6 +29,7 @@ from app.core.about import version_info
 from app.core.desk import Desk
 from app.core.domain import ReviewAction, Role
 from app.core.errors import DynadeskError
+from app.gui.breaks import break_page
 from app.gui.browser import ExampleBrowser
 from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
@@ -51,7 +52,7 @@ from app.gui.example_fetch import for_data_tab
 from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.core.services.validation import VALIDATABLE
 from app.views.example import DataFilterValues
-from app.views.shell import Choice, ExportView, import_view, task_choices
+from app.views.shell import Choice, ExportView, about_html, import_view, task_choices
 from widgets.elided_label import ElidedLabel
 from widgets.evaluation_view import EvaluationView
 from widgets.example_detail import ExampleDetail
@@ -171,6 +172,7 @@ class MainWindow(QMainWindow):
         self.review_page.verdict_stored.connect(lambda _id: self.refresh())
         self.mount(Page(self.review_page, self.review_view, Tab("&Review", "Ctrl+4", "tab-review"),
                         shown=self._review_shown))
+        self.breaks = self.mount(break_page(self)).controller  # after Create, Validate and Review: it watches them
         dashboard = self.mount(dashboard_page(desk, lambda: self._task_code, self.show_error, self, self.inference))
         self.dashboard, self.dashboard_view = dashboard.controller, dashboard.view
         self.evaluation_view = EvaluationView()
@@ -584,17 +586,3 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About Dynadesk", about_html(version_info(), self.desk.root))
-
-
-def about_html(info: dict[str, str], data_dir) -> str:
-    """The About box: version, build revision, runtimes and the default model's checksum."""
-    from html import escape
-
-    revision = escape(info["revision"]) + (f" (built {escape(info['built'])})" if info.get("built") else "")
-    return (f"<b>Dynadesk {escape(info['version'])}</b><br>Offline workbench for dynamic adversarial data "
-            f"collection.<br><br>Revision: {revision}<br>"
-            f"torch {escape(info['torch'])} · onnxruntime {escape(info['onnxruntime'])} · "
-            f"Qt (PySide6) {escape(info['qt'])} · Python {escape(info['python'])}<br>"
-            f"Default model sha256: <tt>{escape(info['default_model_sha256'])}</tt><br>"
-            f"Default model int8: {escape(info.get('default_model_int8', ''))}<br><br>"
-            f"Data folder: {escape(str(data_dir))}")

@@ -1,4 +1,4 @@
-"""What the main window's smaller dialogs show: the profile chooser and the import and export dialogs.
+"""What the main window's smaller dialogs show: the profile chooser, the import and export dialogs, About.
 
 Built by pure functions from domain objects; Qt-free, tested in tests/views/test_shell.py.
 """
@@ -65,3 +65,17 @@ def task_choices(tasks: Iterable[_Task]) -> tuple[Choice, ...]:
 
 def import_view(formats: Iterable[_Format], tasks: tuple[Choice, ...]) -> ImportView:
     return ImportView(tuple(Choice(f.description, f.name) for f in formats), tasks)
+
+
+def about_html(info: dict[str, str], data_dir: object) -> str:
+    """The About box: version, build revision, runtimes and the default model's checksum."""
+    from html import escape
+
+    revision = escape(info["revision"]) + (f" (built {escape(info['built'])})" if info.get("built") else "")
+    return (f"<b>Dynadesk {escape(info['version'])}</b><br>Offline workbench for dynamic adversarial data "
+            f"collection.<br><br>Revision: {revision}<br>"
+            f"torch {escape(info['torch'])} · onnxruntime {escape(info['onnxruntime'])} · "
+            f"Qt (PySide6) {escape(info['qt'])} · Python {escape(info['python'])}<br>"
+            f"Default model sha256: <tt>{escape(info['default_model_sha256'])}</tt><br>"
+            f"Default model int8: {escape(info.get('default_model_int8', ''))}<br><br>"
+            f"Data folder: {escape(str(data_dir))}")

@@ -58,6 +58,7 @@ from sync.server.db import ServerDatabase
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, RequestLimits
 from sync.server.models import Person
 from sync.server.proposal_routes import add_proposal_routes
+from sync.server.wellbeing_routes import add_wellbeing_routes
 
 log = logging.getLogger(__name__)
 
@@ -368,6 +369,7 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
         return Duplicates(duplicates=store.duplicates(db, person, team))
 
     add_proposal_routes(api, db, blobs, ERRORS)
+    add_wellbeing_routes(api, db, ERRORS)
     return api
 
 

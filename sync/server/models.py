@@ -227,3 +227,35 @@ class Proposal(Stamped, Base):
     reason: Mapped[str | None] = mapped_column(Text)
     promoted_round: Mapped[int | None] = mapped_column(Integer)
     forced: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+WELLBEING_SEQ = "wellbeing_seq"
+
+
+class WellbeingRecord(Base):
+    """A person's exposure span or answered break prompt (issue 22), as their desk pushed it. Served only
+    to the person and to the leads of the team they were in when it arrived (``team``); never in the
+    change feed, never in exports but as team aggregates. ``seq`` is taken from the ``wellbeing_seq``
+    counter at the end of the push, so a reader that has seen N has seen every record before it."""
+
+    __tablename__ = "wellbeing_records"
+    __table_args__ = (Index(None, "team", "seq"), Index(None, "person_id", "seq"))
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, unique=True)
+    kind: Mapped[str] = mapped_column(String(16))  # "exposure" or "break"
+    person_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
+    team: Mapped[str] = mapped_column(String(64))
+    body: Mapped[dict[str, Any]]
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WellbeingLimits(Stamped, Base):
+    """A lead's exposure alert lines for their team (append-only; the latest to arrive is in force)."""
+
+    __tablename__ = "wellbeing_limits"
+    __table_args__ = (Index(None, "team", "received_at"),)
+    team: Mapped[str] = mapped_column(String(64))
+    lead_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
+    daily_min: Mapped[int] = mapped_column(Integer)
+    continuous_min: Mapped[int] = mapped_column(Integer)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -427,3 +427,39 @@ class ExampleChange(Base):
     __table_args__ = {"sqlite_autoincrement": True}
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     example_id: Mapped[uuid.UUID]
+
+
+class ExposureSpan(Synced, Base):
+    """A span of one person's work with hateful content (issue 22; app/core/wellbeing): writing,
+    validating or reviewing one example, recorded when the work ended. No text: only who, what kind
+    of work, when, and in which time zone. Pushed to the server for the person's team leads
+    (``sync.wellbeing``); a lead's desk keeps the team's spans it pulled (``team`` set)."""
+
+    __tablename__ = "exposure_spans"
+    __table_args__ = (Index(None, "person_id", "ended_at"), Index(None, "sync_state"))
+    person_id: Mapped[uuid.UUID]  # no foreign key: a pulled span's person may not be on this desk
+    activity: Mapped[str] = mapped_column(String(16))
+    task_code: Mapped[str] = mapped_column(String(64))
+    example_id: Mapped[uuid.UUID | None]
+    started_at: Mapped[datetime]
+    ended_at: Mapped[datetime]
+    zone: Mapped[str] = mapped_column(String(64))
+    team: Mapped[str | None] = mapped_column(String(64))
+    sync_state: Mapped[str] = mapped_column(String(16), default=SyncState.PENDING.value)
+
+
+class WellbeingBreak(Synced, Base):
+    """A break prompt answered: taken or snoozed (issue 22). Synced like an exposure span."""
+
+    __tablename__ = "wellbeing_breaks"
+    __table_args__ = (Index(None, "person_id", "at"), Index(None, "sync_state"))
+    person_id: Mapped[uuid.UUID]
+    kind: Mapped[str] = mapped_column(String(16))  # BreakKind
+    action: Mapped[str] = mapped_column(String(16))  # BreakAction
+    at: Mapped[datetime]
+    break_min: Mapped[int] = mapped_column(Integer)  # the break suggested
+    continuous_min: Mapped[int] = mapped_column(Integer)
+    daily_min: Mapped[int] = mapped_column(Integer)
+    zone: Mapped[str] = mapped_column(String(64))
+    team: Mapped[str | None] = mapped_column(String(64))
+    sync_state: Mapped[str] = mapped_column(String(16), default=SyncState.PENDING.value)

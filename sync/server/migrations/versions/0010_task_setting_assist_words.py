@@ -2,7 +2,7 @@
 team's desks suggest edits from the same lists.
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-11-24
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 
 revision = '0010'
-down_revision = '0008'
+down_revision = '0009'
 branch_labels = None
 depends_on = None
 
