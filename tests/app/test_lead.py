@@ -205,6 +205,9 @@ def test_a_desk_from_before_objection_counts_gets_them_on_upgrade(data_dir, desk
             raw.execute(f"DROP TRIGGER {trigger}")  # revision 0013's
         raw.execute("DROP TABLE example_signatures")
         raw.execute("DROP TABLE example_changes")
+        raw.execute("ALTER TABLE examples DROP COLUMN assistance")  # revision 0014's
+        raw.execute("DROP TABLE exposure_spans")  # revision 0015's
+        raw.execute("DROP TABLE wellbeing_breaks")
         raw.execute("UPDATE alembic_version SET version_num = '0009'")
     with Desk(data_dir) as upgraded:
         assert [r.id for r in upgraded.review.rows(ExampleFilter(objected=True))] == [objected.id]
