@@ -190,7 +190,8 @@ def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candida
         if plain.casefold() not in _MAIN_VERB_AUXILIARIES:
             negated_of.setdefault(plain.casefold(), neg)
     out: list[Candidate] = []
-    negating = {neg.split()[0].casefold() for neg, _ in pairs} | {"not"}
+    # the words that do the negating: those of a negated form that its plain form lacks ("not", "won't")
+    negating = {word for neg, plain in pairs for word in set(neg.casefold().split()) - set(plain.casefold().split())}
     for start, end, found, listed in _non_overlapping(text, negated_of):
         following = text[end:].split(maxsplit=1)
         if any(s < end and start < e for s, e in negated_spans) or (

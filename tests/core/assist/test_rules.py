@@ -33,6 +33,8 @@ def test_negating_hate_claims_not_hate_and_removing_a_negation_claims_hate():
     never = rules("By their nature, women are never attractive.", "contrast", "not hate")
     assert "By their nature, women are attractive." in never
     assert not any("not never" in t for t in never)  # no double negation
+    assert "I won’t have to hurt a woman today." in rules("I’ll have to hurt a woman today.", "contrast", "not hate")
+    assert "These women don't disgust me." in rules("These women disgust me.", "contrast", "not hate")
     # negating a harmless text proves nothing: no claim of hate from it
     assert not any(c.edit_type == "negation_added" for c in rules("Politicians are scum.", "contrast", "hate",
                                                                     "not hate").values())
