@@ -159,8 +159,8 @@ def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, ta
     effect on ``target``'s log probability (default: the predicted label).
 
     ``spans``: the words to replace (character spans in that text, best first); without them,
-    the ``top_words`` most salient words by |Σ e·g|. ``exclude``: words never proposed
-    (lower-cased compare), e.g. stopwords. ``gradients``: this input's ``first_order`` pass when
+    the ``top_words`` most salient words by |Σ e·g|. ``exclude``: words neither replaced nor
+    proposed (lower-cased compare), e.g. stopwords. ``gradients``: this input's ``first_order`` pass when
     the caller already made it (for the same target), so that it is not made twice.
     """
     import torch
@@ -169,7 +169,9 @@ def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, ta
         gradients = first_order(engine, item, segment=segment, target=target)
     vocabulary = whole_word_vocabulary(engine)
     result = FlipResult(gradients.target, gradients.target_probability, gradients.predicted, ())
-    chosen = _choose(list(gradients.units), spans, gradients.per_token, top_words)
+    excluded = {w.lower() for w in exclude}
+    chosen = _choose([u for u in gradients.units if u.text.lower() not in excluded], spans, gradients.per_token,
+                     top_words)
     if not chosen:
         return result
     per_token, gradient = gradients.per_token, gradients.gradient
@@ -177,7 +179,6 @@ def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, ta
     constants = torch.stack([per_token[list(u.token_positions)].sum() for u in chosen])  # [W]
     with torch.inference_mode():
         estimates = vocabulary.embeddings @ firsts.T - constants  # [V, W]
-    excluded = {w.lower() for w in exclude}
     out = []
     # enough of the best to fill ``per_word`` after the word itself and the excluded ones are skipped
     depth = min(len(vocabulary.words), per_word + len(excluded) + 1)

@@ -132,10 +132,12 @@ def emoji_for(word: str, emoji: Mapping[str, str]) -> str | None:
 
 
 def _chosen_words(context: GenerationContext) -> list[WordScore]:
-    """The words that push toward the model's label most, strongest first, that can be respelt."""
+    """The words with the highest attribution toward the model's label, that can be respelt: those
+    that push toward it first, then (when fewer than TOP_WORDS do) the next highest, since a
+    respelling also changes how the model reads its neighbours and the check decides anyway."""
     text = context.text
     usable = [w for w in context.words
-              if w.score > 0 and 0 <= w.start < w.end <= len(text) and text[w.start:w.end] == w.word
+              if 0 <= w.start < w.end <= len(text) and text[w.start:w.end] == w.word
               and len(_letters(w.word)) >= MIN_LETTERS]
     return sorted(usable, key=lambda w: -w.score)[:TOP_WORDS]
 

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LIMIT = 64
 # A text longer than this is not a sentence someone is writing: suggestions would take seconds.
 MAX_WRITTEN_CHARS = 2000
-ATTRIBUTION_METHOD = "ablation"  # the cheap one when the caller has none: one batched forward pass
+ATTRIBUTION_METHOD = "ablation"  # without a gradient form: one batched forward pass on the target
 
 
 class AssistError(ValueError):
@@ -115,7 +115,7 @@ def word_scores(attributions: Any, segment: int) -> tuple[WordScore, ...]:
 
 
 def _attributions(models: Ensemble, gradients: InferenceEngine | None, inputs: ModelInput, segment: int,
-                  goal: Goal, writer_label: str | None) -> tuple[tuple[WordScore, ...], str | None, Any]:
+                  aim: str | None) -> tuple[tuple[WordScore, ...], str | None, Any]:
     """Word scores toward the model's label when the caller has none, and the model's label.
 
     With a gradient form: gradient × input from the one backward pass that word substitution
@@ -126,8 +126,7 @@ def _attributions(models: Ensemble, gradients: InferenceEngine | None, inputs: M
     gradient_pass = None
     if gradients is not None and gradients.supports_gradients:
         try:
-            gradient_pass = first_order(gradients, inputs, segment=segment,
-                                        target=writer_label if goal == Goal.FOOL else None)
+            gradient_pass = first_order(gradients, inputs, segment=segment, target=aim)
         except Exception:  # substitution will say why; attributions come from ablation then
             log.warning("no gradient pass for the assistant", exc_info=True)
         if gradient_pass is not None and gradient_pass.target == gradient_pass.predicted:
@@ -200,16 +199,19 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
             gradients: InferenceEngine | None = None, limit: int = DEFAULT_LIMIT,
             rule: FooledRule | str = FooledRule.MEAN,
             generators: Sequence[GeneratorFn] | None = None,
-            checkpoint: Callable[[], None] | None = None) -> SuggestionSet:
+            checkpoint: Callable[[], None] | None = None, text_label: str | None = None) -> SuggestionSet:
     """Checked, ranked suggestions for the writer's text.
 
     ``models``: the round's target (an Ensemble, or one engine). ``inputs``: what the model reads
     (``app.core.services.target_models.model_input``). ``writer_label``: fool: the label the writer
     gave; contrast: the label the edit should make true (candidates may claim their own).
-    ``attributions``: word scores toward the model's label (an ``Attribution`` or ``WordScore``s),
-    computed by word ablation when not given. ``gradients``: an engine with gradients (the
-    target's PyTorch form) for word substitution; without one, substitution reports
-    ``Unavailable.NO_GRADIENTS``. ``rule``: the round's fooled rule. ``generators``: defaults to
+    ``text_label``: the writer's label for the text as it is now (contrast: before the edit; fool:
+    the same as ``writer_label``, its default).
+    ``attributions``: word scores toward the model's label (an ``Attribution`` or ``WordScore``s);
+    when not given: gradient × input from ``gradients``' one backward pass (which HotFlip reuses),
+    else word ablation on the target. ``gradients``: an engine with gradients (the target's PyTorch
+    form, the ONNX record's ``provenance.parent_model``) for word substitution; without one,
+    substitution reports ``Unavailable.NO_GRADIENTS``. ``rule``: the round's fooled rule. ``generators``: defaults to
     ``assist.generators.GENERATORS``. ``checkpoint`` is called between the steps (attributions,
     each generator, the check); it may raise (``Cancelled``) to stop when a newer request came.
     """
@@ -219,8 +221,11 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     ensemble = models if isinstance(models, Ensemble) else Ensemble([models])
     segment = written_segment(definition)
     text = written_text(inputs, segment)
-    if writer_label is not None and writer_label not in definition.labels:
-        raise AssistError(f"'{writer_label}' is not a label of {definition.name} ({', '.join(definition.labels)}).")
+    for given in (writer_label, text_label):
+        if given is not None and given not in definition.labels:
+            raise AssistError(f"'{given}' is not a label of {definition.name} ({', '.join(definition.labels)}).")
+    if goal == Goal.FOOL and text_label is None:
+        text_label = writer_label
     if goal == Goal.FOOL and writer_label is None:
         raise AssistError("Choose the label your text has first: suggestions keep it and try to fool the model.")
     if limit < 1:
@@ -243,13 +248,15 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     gradient_pass = None
     if not scores:
         began = time.perf_counter()
-        scores, model_label, gradient_pass = _attributions(ensemble, gradients, inputs, segment, goal, writer_label)
+        # the pass aims where substitution will: away from the text's present label
+        aim = writer_label if goal == Goal.FOOL else text_label
+        scores, model_label, gradient_pass = _attributions(ensemble, gradients, inputs, segment, aim)
         timings["attributions"] = (time.perf_counter() - began) * 1000
     pause()
     context = GenerationContext(text=text, goal=goal, writer_label=writer_label, model_label=model_label,
                                 labels=tuple(definition.labels), task_code=definition.code, words=scores,
                                 lexicon=lexicon, inputs=inputs, segment=segment, gradients=gradients,
-                                gradient_pass=gradient_pass)
+                                gradient_pass=gradient_pass, text_label=text_label)
 
     began = time.perf_counter()
     per_generator: list[list[Candidate]] = []
@@ -275,7 +282,6 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     timings["total"] = (time.perf_counter() - started) * 1000
     return SuggestionSet(text, goal, writer_label, dict(original.probabilities), original.label, tuple(checked),
                          unavailable, generated, timings)
-
 
 
 def _nothing() -> None:

@@ -16,8 +16,8 @@ from local_models.hotflip import hotflip
 EDIT_TYPE = "word_substitution"
 TOP_WORDS = 4
 PER_WORD = 6
-# Never proposed as replacements: swapping a content word for a function word makes broken text,
-# not an adversarial example.
+# Neither replaced nor proposed: swapping a content word for a function word (or one function word
+# for another) makes broken text, not an adversarial example; negation is the rules' edit.
 STOPWORDS = frozenset("""
 a an the and or but if then so than that this these those there here of to in on at by for with from into
 onto over under about as is am are was were be been being do does did have has had having it its itself
@@ -44,11 +44,13 @@ def generate(context: GenerationContext) -> list[Candidate]:
     if engine is None or not getattr(engine, "supports_gradients", False):
         raise GeneratorUnavailable(Unavailable.NO_GRADIENTS)
     inputs = context.inputs if context.inputs is not None else context.text
+    # the most attributed words toward the model's label (the next highest too when few push toward it)
     spans = [(w.start, w.end) for w in sorted(context.words, key=lambda w: -w.score)
-             if w.score > 0 and any(ch.isalpha() for ch in w.word)][:TOP_WORDS]
-    # fool: lower the probability of the label the writer gave; contrast: of the model's own label
-    # (the edit should change what the text says; the writer confirms the new label)
-    wanted = context.writer_label if context.goal == Goal.FOOL else context.model_label
+             if any(ch.isalpha() for ch in w.word) and w.word.lower() not in STOPWORDS][:TOP_WORDS]
+    # fool: lower the probability of the label the writer gave; contrast: of the text's present label
+    # (the writer's, else the model's): the edit should change what the text says, and the writer
+    # confirms the new label
+    wanted = context.writer_label if context.goal == Goal.FOOL else (context.text_label or context.model_label)
     target = wanted if wanted in getattr(engine, "labels", ()) else None
     result = hotflip(engine, inputs, segment=context.segment, target=target, spans=spans or None,
                      top_words=TOP_WORDS, per_word=PER_WORD, exclude=sorted(STOPWORDS),

@@ -45,11 +45,13 @@ def test_the_most_attributed_word_gets_hatechecks_spelling_variations():
     assert all(c.note and "→" in c.note for c in made)
 
 
-def test_words_pushing_away_from_the_label_and_short_words_are_left_alone():
+def test_words_toward_the_label_come_first_and_short_words_are_left_alone():
     made = obfuscation.generate(context("I am so nice to you", {"nice": -1.0, "so": 0.9, "you": 0.5}))
-    changed = {c.note.split("'")[1] for c in made}
-    assert changed <= {"you", "to you", "so you"}  # only "you" (3 letters, positive) is respelt
-    assert not any("n1ce" in c.text for c in made)
+    respelt = [c.note.split("'")[1] for c in made]
+    assert not any(old in ("so", "I", "am", "to") for old in respelt)  # under three letters: typos, not tests
+    firsts = [k for k, old in enumerate(respelt) if "nice" in old]
+    lasts = [k for k, old in enumerate(respelt) if old == "you"]
+    assert lasts and firsts and max(lasts) < min(firsts)  # "you" pushes toward the label: respelt first
 
 
 def test_emoji_right_to_left_and_zero_width_text_stays_whole():

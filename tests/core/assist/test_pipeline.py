@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.core.assist.base import GeneratorUnavailable, makes
+from app.core.assist.obfuscation import generate as obfuscation_generate
 from app.core.assist.pipeline import AssistError, suggest, with_written
+from app.core.assist.substitution import STOPWORDS
 from app.core.assist.types import Candidate, Generator, Goal, Unavailable
 from app.core.domain import FooledRule
 from app.core.tasks.definition import TaskDefinition
@@ -84,6 +86,7 @@ def test_hotflip_proposes_whole_vocabulary_words_confirmed_by_the_forward_pass(t
         assert edit.op == "replace" and " " not in edit.new
         assert is_whole_word(edit.new.lower()) and edit.new.lower() in vocabulary
         assert edit.new.lower() != edit.old.lower()
+        assert edit.old.lower() not in STOPWORDS and edit.new.lower() not in STOPWORDS
     flip = hotflip(target, TEXT, target="hate", per_word=5)
     banana = next(w for w in flip.words if w.text == "banana")
     assert banana.replacements and all(r.estimate < 0 for r in banana.replacements)
@@ -96,8 +99,10 @@ def test_an_onnx_only_target_says_substitution_needs_the_pytorch_form(trigger_on
     definition = TaskDefinition.model_validate({"code": "fruit", "name": "Fruit", "labels": ["fruit", "plain"],
                                                 "inputs": [{"name": "text", "label": "Text"}]})
     result = suggest(onnx, definition, TEXT, goal="fool", writer_label="fruit", gradients=onnx)
-    assert result.unavailable == {Generator.SUBSTITUTION: Unavailable.NO_GRADIENTS}
-    assert result.suggestions and {s.candidate.generator for s in result.suggestions} == {Generator.OBFUSCATION}
+    assert result.unavailable[Generator.SUBSTITUTION] == Unavailable.NO_GRADIENTS
+    assert Generator.OBFUSCATION not in result.unavailable
+    assert result.suggestions and Generator.OBFUSCATION in {s.candidate.generator for s in result.suggestions}
+    assert Generator.SUBSTITUTION not in {s.candidate.generator for s in result.suggestions}
     with pytest.raises(UnsupportedOperation, match="PyTorch form"):
         hotflip(onnx, TEXT)
     onnx.close()
@@ -178,8 +183,9 @@ def test_bad_input_gets_a_clear_message_or_an_empty_set_with_its_reason(target, 
     assert empty.suggestions == () and set(empty.unavailable.values()) == {Unavailable.NO_WORDS}
     emoji_only = suggest(target, hate_task(), "😡 😡", goal="fool", writer_label="hate", gradients=target)
     assert emoji_only.suggestions == ()
-    assert emoji_only.unavailable == {Generator.OBFUSCATION: Unavailable.NO_WORDS,
-                                      Generator.SUBSTITUTION: Unavailable.NO_WORDS}
+    assert emoji_only.unavailable[Generator.OBFUSCATION] == Unavailable.NO_WORDS
+    assert emoji_only.unavailable[Generator.SUBSTITUTION] == Unavailable.NO_WORDS
+    assert set(emoji_only.unavailable) == set(Generator)  # every generator says why it gave nothing
     with pytest.raises(AssistError, match="up to 2000"):
         suggest(target, hate_task(), "word " * 2000, goal="fool", writer_label="hate")
     with pytest.raises(AssistError, match="Choose the label"):
@@ -217,3 +223,44 @@ def test_the_default_models_int8_form_answers_each_suggestion_as_it_answers_the_
         assert s.probabilities["hate"] == pytest.approx(typed.probabilities["hate"], abs=1e-6)
     onnx.close()
     torch_form.close()
+
+
+def test_the_callers_attributions_are_used_and_a_checkpoint_can_stop_the_call(target):
+    from local_models.progress import Cancelled
+
+    attribution = target.attribute(TEXT, method="ablation")
+    models = CountingEnsemble([target])
+    result = suggest(models, hate_task(), TEXT, goal="fool", writer_label="hate", attributions=attribution)
+    assert "attributions" not in result.timings_ms  # nothing computed again
+    banana = next(w for w in attribution.words if w.text == "banana")
+    assert banana.score == 1.0  # the trigger word carries the prediction...
+    obfuscated = [s for s in result.suggestions if s.candidate.generator == Generator.OBFUSCATION]
+    assert obfuscated[0].candidate.note.startswith("'banana'")  # ...so it is respelt first
+
+    calls = []
+
+    def stop_at_the_check():
+        calls.append(len(models.batches))
+        if len(calls) == 3:  # before attributions' use, before the first generator, ... the check
+            raise Cancelled("a newer text")
+
+    with pytest.raises(Cancelled):
+        suggest(models, hate_task(), TEXT, goal="fool", writer_label="hate", attributions=attribution,
+                checkpoint=stop_at_the_check, generators=(obfuscation_generate,))
+    assert len(models.batches) == 1  # the first call's batch only: the stopped call checked nothing
+
+
+def test_contrast_passes_the_texts_present_label_to_the_generators(target):
+    seen = []
+
+    @makes(Generator.RULES)
+    def records(context):
+        seen.append((context.goal, context.writer_label, context.text_label, context.model_label))
+        return []
+
+    suggest(target, hate_task(), TEXT, goal="contrast", writer_label="not hate", text_label="hate",
+            generators=(records,), gradients=target)
+    suggest(target, hate_task(), TEXT, goal="fool", writer_label="hate", generators=(records,))
+    assert seen == [(Goal.CONTRAST, "not hate", "hate", "hate"), (Goal.FOOL, "hate", "hate", "hate")]
+    with pytest.raises(AssistError, match="'hateful' is not a label"):
+        suggest(target, hate_task(), TEXT, goal="contrast", writer_label="not hate", text_label="hateful")
