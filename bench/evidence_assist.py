@@ -157,7 +157,7 @@ def contrast_experiment(cases, models, definition, lexicon) -> list[ContrastRow]
         paired_case = case if direction.startswith("hateful") else by_id[case["ref_case_id"]]
         row.model_on_paired_case += paired_predictions[paired_case["case_id"]] == paired_text_label
         result = suggest(models, definition, original, goal="contrast", writer_label=wanted, lexicon=lexicon,
-                         generators=(rules.generate,), **_present_label(present))
+                         generators=(rules.generate,), text_label=present)
         types = NEGATION if family == "negation" else COUNTER
         offered = [s for s in result.suggestions if s.candidate.edit_type in types]
         row.offered += bool(offered)
@@ -166,16 +166,6 @@ def contrast_experiment(cases, models, definition, lexicon) -> list[ContrastRow]
         if produced and row.example is None:
             row.example = (original, produced[0].candidate.text, paired_case["test_case"].strip())
     return list(rows.values())
-
-
-def _present_label(present: str) -> dict:
-    """The original's own label, for a pipeline that takes it (``text_label``); without it the
-    rules read it from the model (right on these cases by selection or not: both are reported)."""
-    import inspect
-
-    from app.core.assist.pipeline import suggest
-
-    return {"text_label": present} if "text_label" in inspect.signature(suggest).parameters else {}
 
 
 def share(part: int, whole: int) -> str:

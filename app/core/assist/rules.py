@@ -53,9 +53,8 @@ def source_label(ctx: GenerationContext) -> str | None:
     one, else in a two-label task the other label."""
     if ctx.goal is Goal.FOOL:
         return ctx.writer_label or ctx.model_label
-    present = getattr(ctx, "text_label", None)  # the writer's label for the text as it stands, when known
-    if present is not None and present in ctx.labels:
-        return str(present)
+    if ctx.text_label is not None and ctx.text_label in ctx.labels:  # the writer said what the text is now
+        return ctx.text_label
     wanted = ctx.writer_label
     if wanted is None or (ctx.model_label is not None and ctx.model_label != wanted):
         return ctx.model_label
