@@ -64,6 +64,7 @@ class FoolFigures:
     with_keeping: int = 0  # top 5 has a fooling obfuscation or label-keeping rule
     with_kind: Counter = field(default_factory=Counter)  # kind -> cases whose top 5 has a fooling one of it
     with_any: int = 0
+    keeping_anywhere: int = 0  # any checked suggestion (not only the top 5) fools and keeps the meaning
     type_cases: Counter = field(default_factory=Counter)  # edit type -> cases with a fooling one in the top 5
     type_shown: Counter = field(default_factory=Counter)  # edit type -> suggestions of it in the top 5
     type_fooling: Counter = field(default_factory=Counter)  # edit type -> fooling suggestions of it in the top 5
@@ -105,8 +106,10 @@ def fool_experiment(cases, models, definition, gradients, lexicon, sample: int |
         if prediction.label != HATE:
             continue
         figures.correct += 1
-        top = suggest(models, definition, text, goal="fool", writer_label=HATE, lexicon=lexicon,
-                      gradients=gradients).suggestions[:TOP]
+        checked = suggest(models, definition, text, goal="fool", writer_label=HATE, lexicon=lexicon,
+                          gradients=gradients).suggestions
+        top = checked[:TOP]
+        figures.keeping_anywhere += any(s.fools and kind_of(s) in ("obfuscation", "rule") for s in checked)
         fooling = [s for s in top if s.fools]
         kinds = {kind_of(s) for s in fooling}
         keeps = bool(kinds & {"obfuscation", "rule"})
@@ -157,7 +160,7 @@ def contrast_experiment(cases, models, definition, lexicon) -> list[ContrastRow]
         paired_case = case if direction.startswith("hateful") else by_id[case["ref_case_id"]]
         row.model_on_paired_case += paired_predictions[paired_case["case_id"]] == paired_text_label
         result = suggest(models, definition, original, goal="contrast", writer_label=wanted, lexicon=lexicon,
-                         generators=(rules.generate,), **_present_label(present))
+                         generators=(rules.generate,), text_label=present)
         types = NEGATION if family == "negation" else COUNTER
         offered = [s for s in result.suggestions if s.candidate.edit_type in types]
         row.offered += bool(offered)
@@ -166,16 +169,6 @@ def contrast_experiment(cases, models, definition, lexicon) -> list[ContrastRow]
         if produced and row.example is None:
             row.example = (original, produced[0].candidate.text, paired_case["test_case"].strip())
     return list(rows.values())
-
-
-def _present_label(present: str) -> dict:
-    """The original's own label, for a pipeline that takes it (``text_label``); without it the
-    rules read it from the model (right on these cases by selection or not: both are reported)."""
-    import inspect
-
-    from app.core.assist.pipeline import suggest
-
-    return {"text_label": present} if "text_label" in inspect.signature(suggest).parameters else {}
 
 
 def share(part: int, whole: int) -> str:
@@ -206,6 +199,8 @@ def markdown(fool: FoolFigures, contrast: list[ContrastRow], *, command: str, mo
         f"| a word substitution (*needs a person's judgement*) | {fool.with_kind['substitution']:,} | "
         f"{share(fool.with_kind['substitution'], fool.correct)} |",
         f"| anything | {fool.with_any:,} | {share(fool.with_any, fool.correct)} |",
+        f"| *for comparison: any checked suggestion (up to 64, not only the top 5) fools and keeps the meaning* | "
+        f"{fool.keeping_anywhere:,} | {share(fool.keeping_anywhere, fool.correct)} |",
         "",
         "Per edit type (top-5 suggestions of the cases above): how many cases got a fooling one of that type, and "
         "how often a shown suggestion of that type fooled.",

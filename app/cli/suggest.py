@@ -70,14 +70,17 @@ def suggestion_json(rank: int, s) -> dict:
               help="fool: keep the label and change the model's answer; contrast: change the true label.")
 @click.option("--label", "label", help="fool: the text's true label (default: the model's answer); "
                                        "contrast: the label the edit should make true.")
+@click.option("--text-label", "text_label",
+              help="contrast: the text's label as it stands (default: the model's answer, or in a two-label task "
+                   "the label other than --label).")
 @click.option("--context", "context", help="The context (premise) for tasks that have one, such as NLI.")
 @click.option("--top", type=click.IntRange(1, 64), default=DEFAULT_TOP, show_default=True,
               help="Suggestions to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.argument("text")
 @pass_context
-def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: str | None, context: str | None,
-            top: int, as_json: bool, text: str) -> None:
+def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: str | None, text_label: str | None,
+            context: str | None, top: int, as_json: bool, text: str) -> None:
     """Suggested edits of TEXT, each checked against the round's target, fooling ones first.
 
     \b
@@ -103,9 +106,12 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
     if definition.is_extractive:
         raise DynadeskError(f"The assistant suggests edits for labelled tasks; '{task_code}' asks for an answer "
                             "span. Write the question yourself.")
-    if label is not None and label not in definition.labels:
-        raise DynadeskError(f"'{label}' is not a label of {definition.name}; its labels: "
-                            f"{', '.join(repr(x) for x in definition.labels)}.")
+    for given in (label, text_label):
+        if given is not None and given not in definition.labels:
+            raise DynadeskError(f"'{given}' is not a label of {definition.name}; its labels: "
+                                f"{', '.join(repr(x) for x in definition.labels)}.")
+    if text_label is not None and goal == "fool":
+        raise DynadeskError("--text-label is for the contrast goal; with --goal fool, --label is the text's label.")
     inputs = model_input(definition, _inputs(definition, text, context))
     round_ = desk.tasks.round(task_code, number)
     records = desk.models.round_models(round_.id)
@@ -142,7 +148,8 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
                 click.echo(f"Word substitution is left out: {exc}", err=True)
         try:
             result = run_suggest(models, definition, inputs, goal=Goal(goal), writer_label=writer_label,
-                                 lexicon=lexicon, gradients=gradients, rule=round_.fooled_rule)
+                                 lexicon=lexicon, gradients=gradients, rule=round_.fooled_rule,
+                                 text_label=text_label)
         except AssistError as exc:
             raise DynadeskError(str(exc)) from exc
     finally:

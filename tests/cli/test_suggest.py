@@ -77,6 +77,7 @@ def test_suggest_contrast_pairs_claim_the_new_label(capsys, banana_round):
     (["--task", "hate_speech", "--round", "9", "x"], "has no round 9"),
     (["--task", "hate_speech", "--label", "spam", "x"], "'spam' is not a label of Hate speech; its labels: 'hate', 'not hate'"),
     (["--task", "hate_speech", "   "], "The text is empty"),
+    (["--task", "hate_speech", "--text-label", "hate", "x"], "--text-label is for the contrast goal"),
     (["--task", "sentiment", "The food was great."], "Round 1 of sentiment has no target model"),
     (["--task", "nli", "A man sleeps."], "give it with --context TEXT"),
     (["--task", "extractive_qa", "Who?"], "asks for an answer span"),

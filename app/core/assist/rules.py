@@ -53,9 +53,8 @@ def source_label(ctx: GenerationContext) -> str | None:
     one, else in a two-label task the other label."""
     if ctx.goal is Goal.FOOL:
         return ctx.writer_label or ctx.model_label
-    present = getattr(ctx, "text_label", None)  # the writer's label for the text as it stands, when known
-    if present is not None and present in ctx.labels:
-        return str(present)
+    if ctx.text_label is not None and ctx.text_label in ctx.labels:  # the writer said what the text is now
+        return ctx.text_label
     wanted = ctx.writer_label
     if wanted is None or (ctx.model_label is not None and ctx.model_label != wanted):
         return ctx.model_label
@@ -190,7 +189,8 @@ def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candida
         if plain.casefold() not in _MAIN_VERB_AUXILIARIES:
             negated_of.setdefault(plain.casefold(), neg)
     out: list[Candidate] = []
-    negating = {neg.split()[0].casefold() for neg, _ in pairs} | {"not"}
+    # the words that do the negating: those of a negated form that its plain form lacks ("not", "won't")
+    negating = {word for neg, plain in pairs for word in set(neg.casefold().split()) - set(plain.casefold().split())}
     for start, end, found, listed in _non_overlapping(text, negated_of):
         following = text[end:].split(maxsplit=1)
         if any(s < end and start < e for s, e in negated_spans) or (

@@ -33,6 +33,8 @@ def test_negating_hate_claims_not_hate_and_removing_a_negation_claims_hate():
     never = rules("By their nature, women are never attractive.", "contrast", "not hate")
     assert "By their nature, women are attractive." in never
     assert not any("not never" in t for t in never)  # no double negation
+    assert "I won’t have to hurt a woman today." in rules("I’ll have to hurt a woman today.", "contrast", "not hate")
+    assert "These women don't disgust me." in rules("These women disgust me.", "contrast", "not hate")
     # negating a harmless text proves nothing: no claim of hate from it
     assert not any(c.edit_type == "negation_added" for c in rules("Politicians are scum.", "contrast", "hate",
                                                                     "not hate").values())
@@ -117,3 +119,13 @@ def test_at_most_the_limit_and_every_type_before_a_second():
     few = generate_rules(ctx, limit=4)
     assert len(few) == 4 and len({c.edit_type for c in few}) == 4
     assert len({c.text for c in generate_rules(ctx)}) == len(generate_rules(ctx))
+
+
+def test_a_contrast_pair_starts_from_the_writers_present_label():
+    # the model already says negative (it is fooled): without text_label the rules could not tell
+    ctx = GenerationContext("The food was great.", Goal.CONTRAST, "negative", "negative", SENTIMENT, "sentiment", (),
+                            text_label="positive")
+    made = {c.text: c for c in generate_rules(ctx)}
+    assert made["The food was terrible."].claimed_label == "negative"
+    assert generate_rules(GenerationContext("The food was great.", Goal.CONTRAST, "negative", "negative", SENTIMENT,
+                                            "sentiment", ())) == []
