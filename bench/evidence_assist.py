@@ -187,7 +187,8 @@ def markdown(fool: FoolFigures, contrast: list[ContrastRow], *, command: str, mo
         "",
         f"HateCheck dev, hateful cases: {fool.cases:,}; the model gets {fool.correct:,} right "
         f"({share(fool.correct, fool.cases)}). For each of those, the top {TOP} suggestions (goal *fool*, label "
-        "*hate*):",
+        "*hate*) in the order the writer sees them: fooling first; in each group the best of every edit type, "
+        "then the rest, by how far the model's probability moved (`app.core.assist.ranking`):",
         "",
         "| top 5 holds a suggestion that fools the model and is … | cases | share |",
         "|---|---:|---:|",

@@ -15,7 +15,8 @@ DEFAULT_TOP = 10
 
 
 def gradient_form(desk, record):
-    """The target's PyTorch form for word substitution: itself, or the record it was exported from."""
+    """A target's PyTorch form for word substitution: itself, or the record it was exported from (None
+    when it was exported elsewhere or is known only by its predictions)."""
     from app.core.domain import ModelFormat
 
     if record.format == ModelFormat.HF_TORCH.value:
@@ -138,7 +139,11 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
             if not as_json:
                 click.echo(f"No --label: taking the model's answer '{writer_label}' as the text's true label.",
                            err=True)
-        torch_record = gradient_form(desk, records[0]) if len(records) == 1 else None
+        # word substitution: a member that has gradients (as the panel does), else the PyTorch form of
+        # the first member exported from one; the ensemble still checks every suggestion
+        member = next((engine for engine in models.engines if engine.supports_gradients), None)
+        torch_record = None if member is not None else next(
+            (form for form in (gradient_form(desk, r) for r in records) if form is not None), None)
         if torch_record is not None:
             from app.core.services.target_models import load_engine_for
 
@@ -148,8 +153,8 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
                 click.echo(f"Word substitution is left out: {exc}", err=True)
         try:
             result = run_suggest(models, definition, inputs, goal=Goal(goal), writer_label=writer_label,
-                                 lexicon=lexicon, gradients=gradients, rule=round_.fooled_rule,
-                                 text_label=text_label)
+                                 lexicon=lexicon, gradients=member if member is not None else gradients,
+                                 rule=round_.fooled_rule, text_label=text_label)
         except AssistError as exc:
             raise DynadeskError(str(exc)) from exc
     finally:

@@ -122,3 +122,21 @@ def test_a_lead_edits_the_word_lists_from_the_command_line(capsys, banana_round,
         desk.switch_person(annotator.id)
     code, _out, err = run(capsys, banana_round, "suggest-words", "--task", "hate_speech", "add", "hedges", "Well,")
     assert code == 1 and "lead" in err
+
+
+def test_an_ensemble_target_gets_word_substitutions_from_a_member_with_gradients(capsys, banana_round,
+                                                                                 tiny_classifier_dir):
+    from app.core.services.target_models import register_model
+
+    with Desk(banana_round) as desk:
+        round_ = desk.tasks.round("hate_speech", 1)
+        other = register_model(desk, tiny_classifier_dir, task_code="hate_speech", name="Other model")
+        members = [r.id for r in desk.models.round_models(round_.id)] + [other.id]
+        desk.rounds.set_models(round_.id, desk.current_person_id, members)  # the lead of the fixture
+    code, out, err = run(capsys, banana_round, "suggest", "--task", "hate_speech", "--label", "hate", "--top", "64",
+                         "--json", "banana women are awful")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["models"] == ["Trigger model", "Other model"]
+    assert "substitution" not in document["unavailable"]  # an ensemble no longer loses word substitution
+    assert any(s["generator"] == "substitution" for s in document["suggestions"])

@@ -1,7 +1,8 @@
 """The assistant's pipeline: generate candidate edits, check every one against the target, rank.
 
     result = suggest(models, definition, inputs, goal=Goal.FOOL, writer_label="hate")
-    result.suggestions      # CheckedSuggestion, fooling ones first, then by how far they moved the model
+    result.suggestions      # CheckedSuggestion, fooling ones first, then by how far they moved the model,
+                            # the best of each edit type first (assist.ranking)
     result.original         # the model's probabilities for the writer's own text
     result.unavailable      # {Generator: Unavailable}: why a generator gave nothing
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.assist.base import GeneratorFn, GeneratorUnavailable, generator_of
+from app.core.assist.ranking import rank
 from app.core.assist.types import (
     Candidate,
     CheckedSuggestion,
@@ -187,9 +189,8 @@ def check(models: Ensemble, definition: TaskDefinition, inputs: ModelInput, segm
         edits, _ = word_edits(original_text, candidate.text)
         checked.append(CheckedSuggestion(candidate, dict(prediction.probabilities), prediction.label or "",
                                          fools, shift, tuple(edits)))
-    # fooling first; then the largest move; ties keep the generators' order (stable sort)
-    checked.sort(key=lambda s: (not s.fools, -s.shift))
-    return original, checked
+    # fooling first, then by the largest move, the best of each edit type before a second of any
+    return original, rank(checked, text_label=writer_label if goal == Goal.FOOL else None)
 
 
 # The pipeline ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from app.core.text import word_edits
 from local_models.engine import Ensemble, load_engine
 from local_models.errors import UnsupportedOperation
 from local_models.hotflip import hotflip, is_whole_word
+from tests.core.assist.test_ranking import assert_ranked
 
 LABELS = ["hate", "not hate"]
 TEXT = "my old banana waited near the river today"  # "banana" makes the trigger model say "hate"
@@ -70,9 +71,7 @@ def test_every_suggestion_is_checked_in_one_batch_and_its_probabilities_are_the_
         assert suggestion.edits == tuple(word_edits(TEXT, suggestion.candidate.text)[0])
     # the trigger word is what carries the prediction: respelling it fools the model
     assert result.fooling and any("banana" in s.candidate.note for s in result.fooling)
-    # ranked: every fooling suggestion first, then by how far the writer's label's probability fell
-    keys = [(not s.fools, -s.shift) for s in result.suggestions]
-    assert keys == sorted(keys)
+    assert_ranked(result.suggestions)
     assert set(result.timings_ms) >= {"attributions", "generate", "check", "total"}
 
 
