@@ -223,7 +223,8 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     form, the ONNX record's ``provenance.parent_model``) for word substitution; without one,
     substitution reports ``Unavailable.NO_GRADIENTS``. ``rule``: the round's fooled rule. ``generators``: defaults to
     ``assist.generators.GENERATORS``. ``checkpoint`` is called between the steps (attributions,
-    each generator, the check); it may raise (``Cancelled``) to stop when a newer request came.
+    each generator, the check, and the check's batches of ``CHECK_CHUNK`` texts); it may raise
+    (``Cancelled``) to stop when a newer request came.
     """
     started = time.perf_counter()
     goal = Goal(goal)
