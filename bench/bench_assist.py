@@ -145,8 +145,8 @@ def run(ctx: BenchContext) -> list[Result]:
                     check(models, definition, result.text, 0, candidates, goal=Goal.FOOL, writer_label="hate")
                     threads_wall[threads].append((time.perf_counter() - began) * 1000)
                     threads_cpu[threads].append((time.process_time() - began_cpu) * 1000)
-            evaluation = _evaluation_side_by_side(target, runtime, [t for t, _ in bench_texts(96 if ctx.quick else 480,
-                                                                                               seed=11)])
+            evaluated = [t for t, _ in bench_texts(96 if ctx.quick else 480, seed=11)]
+            evaluation = _evaluation_side_by_side(target, runtime, evaluated)
         finally:
             runtime.row_threads = default_threads
 
@@ -154,7 +154,8 @@ def run(ctx: BenchContext) -> list[Result]:
     n_candidates = f"{statistics.median(checked):.0f} candidates checked (median; cap 64)"
     note = (f"default model, target {form} ({'row by row' if getattr(runtime, 'row_by_row', False) else 'batched'})"
             f", gradients from its PyTorch form; {len(texts)} texts (HateCheck hateful + Davidson); {n_candidates}; "
-            f"{default_num_threads()} thread(s); load {load_before[0]:.2f} → {load_after[0]:.2f}")
+            f"{default_num_threads()} intra-op thread(s), the check's texts on {default_threads}; "
+            f"load {load_before[0]:.2f} → {load_after[0]:.2f}")
     results = [
         summarise(GROUP, "suggest: generate + check 64 candidates (whole call)", totals, budget_p95_ms=BUDGET_MS,
                   notes=note),
