@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from local_models.backends.base import (
     register_backend,
 )
 from local_models.backends.hf_checks import check_config_fields
+from local_models.backends.row_pool import RowPool
 from local_models.errors import (
     CorruptModel,
     DeviceUnavailable,
@@ -98,6 +100,10 @@ class OnnxRuntime(Runtime):
     input_types: dict[str, Any] | None = None
     hidden: tuple[Any, str] | None = None  # a second session that also gives the last hidden state, and its name
     row_by_row: bool = False  # dynamically quantized classifier: batches run one text at a time
+    # a row-by-row batch's texts run on this many threads at once (same answers; see row_pool.py)
+    row_threads: int = 1
+    _rows: RowPool | None = field(default=None, init=False, repr=False)
+    _rows_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def feeds(self, batch: EncodedBatch) -> dict[str, np.ndarray]:
         available = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
@@ -111,10 +117,26 @@ class OnnxRuntime(Runtime):
         if self.row_by_row and len(batch) > 1:
             # dynamic int8 takes one activation scale per tensor, so in a batch a text's answer would
             # depend on the texts beside it (0.05 seen): each text alone, unpadded, as when typed
+            # on the runtime's threads (row_pool.py); a text that comes twice runs once (same answer)
             lengths = batch.lengths or [batch.input_ids.shape[1]] * len(batch)
-            rows = [self.session.run(names, {k: v[i:i + 1, :lengths[i]] for k, v in feeds.items()})
-                    for i in range(len(batch))]
-            return {name: np.concatenate([np.asarray(row[j], dtype=np.float32) for row in rows])
+            session = self.session
+            distinct: list[dict[str, np.ndarray]] = []
+            position: dict[tuple[bytes, ...], int] = {}
+            which = []  # each text's place in distinct
+            for i in range(len(batch)):
+                text = {k: v[i:i + 1, :lengths[i]] for k, v in feeds.items()}
+                key = tuple(text[k].tobytes() for k in sorted(text))
+                if key not in position:
+                    position[key] = len(distinct)
+                    distinct.append(text)
+                which.append(position[key])
+
+            def run_row(n: int) -> list[Any]:
+                row: list[Any] = session.run(names, distinct[n])
+                return row
+
+            rows = self.row_pool().map(run_row, len(distinct))
+            return {name: np.concatenate([np.asarray(rows[n][j], dtype=np.float32) for n in which])
                     for j, name in enumerate(names)}
         values = self.session.run(names, feeds)
         return {name: np.asarray(value, dtype=np.float32) for name, value in zip(names, values)}
@@ -132,7 +154,23 @@ class OnnxRuntime(Runtime):
                                        f"(shape {list(value.shape)}); this model cannot give sentence embeddings.")
         return np.asarray(value, dtype=np.float32)
 
+    def row_pool(self) -> RowPool:
+        """The runtime's pool for row-by-row batches, made on first use (``row_threads`` threads)."""
+        with self._rows_lock:
+            previous = self._rows
+            if previous is None or previous.threads != self.row_threads:
+                self._rows = RowPool(self.row_threads, name="onnx-rows")
+            rows = self._rows
+        assert rows is not None
+        if previous is not None and previous is not rows:
+            previous.close()
+        return rows
+
     def close(self) -> None:
+        with self._rows_lock:
+            rows, self._rows = self._rows, None
+        if rows is not None:
+            rows.close()
         self.session = None
         self.hidden = None
 
@@ -248,13 +286,28 @@ class OnnxBackend(Backend):
             tokenizer_home, max_length=chosen_length,
             pair_truncation=head.pair_truncation, pad_token_id=config.get("pad_token_id"),
         )
+        row_by_row = head.output_names == ("logits",) and _dynamically_quantized(file)
         return OnnxRuntime(
             backend=cls, path=Path(path), head_type=head, model_labels=labels, encoder=encoder,
             device=_device_in_use(session, device), sha256=files_sha256(cls.model_files(path, tokenizer_dir)),
             architecture=meta.get("architecture", "onnx"), metadata={**metadata, "onnx_metadata": dict(meta)},
             session=session, input_types=input_types,
-            row_by_row=head.output_names == ("logits",) and _dynamically_quantized(file),
+            row_by_row=row_by_row, row_threads=row_threads_for(row_by_row, device, num_threads),
         )
+
+
+ROW_THREADS = 2  # the desk's machines have 2 cores or more: the second one takes every other text
+
+
+def row_threads_for(row_by_row: bool, device: str, num_threads: int | None) -> int:
+    """Threads for a row-by-row batch: 2 on the CPU when each run has one intra-op thread (the desk's
+    default on 2 cores) and there is a second core; otherwise 1, as a run with several intra-op
+    threads already spreads over the cores (and the GPU runs one kernel stream)."""
+    import os
+
+    if not row_by_row or not device.startswith("cpu") or num_threads != 1 or (os.cpu_count() or 1) < 2:
+        return 1
+    return ROW_THREADS
 
 
 def _dynamically_quantized(file: Path) -> bool:

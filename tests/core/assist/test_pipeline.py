@@ -6,7 +6,7 @@ import pytest
 
 from app.core.assist.base import GeneratorUnavailable, makes
 from app.core.assist.obfuscation import generate as obfuscation_generate
-from app.core.assist.pipeline import AssistError, suggest, with_written
+from app.core.assist.pipeline import CHECK_CHUNK, AssistError, check, suggest, with_written
 from app.core.assist.substitution import STOPWORDS
 from app.core.assist.types import Candidate, Generator, Goal, Unavailable
 from app.core.domain import FooledRule
@@ -52,12 +52,15 @@ def target(hate_trigger_model_dir):
     engine.close()
 
 
-def test_every_suggestion_is_checked_in_one_batch_and_its_probabilities_are_the_models(target):
+def test_every_suggestion_is_checked_in_batches_and_its_probabilities_are_the_models(target):
     models = CountingEnsemble([target])
     result = suggest(models, hate_task(), TEXT, goal=Goal.FOOL, writer_label="hate", gradients=target)
     assert result.original_label == "hate" and result.original["hate"] > 0.5
-    assert len(models.batches) == 1  # one batch: the writer's text, then every candidate
-    assert models.batches[0][0] == TEXT and len(models.batches[0]) == len(result.suggestions) + 1
+    # the writer's text, then every candidate once, in batches of CHECK_CHUNK (a checkpoint between)
+    assert len(models.batches) == -(-(len(result.suggestions) + 1) // CHECK_CHUNK) > 1
+    assert all(len(b) <= CHECK_CHUNK for b in models.batches)
+    checked = [text for b in models.batches for text in b]
+    assert checked[0] == TEXT and sorted(checked[1:]) == sorted(s.candidate.text for s in result.suggestions)
     texts = [s.candidate.text for s in result.suggestions]
     assert len(set(texts)) == len(texts) and TEXT not in texts
     assert {s.candidate.generator for s in result.suggestions} == {Generator.OBFUSCATION, Generator.SUBSTITUTION}
@@ -112,7 +115,7 @@ def test_nli_edits_only_the_hypothesis(target):
     models = CountingEnsemble([target])
     result = suggest(models, pair_task(), (premise, TEXT), goal="fool", writer_label="hate", gradients=target)
     assert result.suggestions and result.text == TEXT
-    (batch,) = models.batches
+    batch = [item for b in models.batches for item in b]
     assert all(isinstance(item, tuple) and item[0] == premise for item in batch)
     assert sorted(item[1] for item in batch[1:]) == sorted(s.candidate.text for s in result.suggestions)
     direct = target.predict([(premise, s.candidate.text) for s in result.suggestions])
@@ -237,6 +240,7 @@ def test_the_callers_attributions_are_used_and_a_checkpoint_can_stop_the_call(ta
     assert obfuscated[0].candidate.note.startswith("'banana'")  # ...so it is respelt first
 
     calls = []
+    before = len(models.batches)
 
     def stop_at_the_check():
         calls.append(len(models.batches))
@@ -246,7 +250,31 @@ def test_the_callers_attributions_are_used_and_a_checkpoint_can_stop_the_call(ta
     with pytest.raises(Cancelled):
         suggest(models, hate_task(), TEXT, goal="fool", writer_label="hate", attributions=attribution,
                 checkpoint=stop_at_the_check, generators=(obfuscation_generate,))
-    assert len(models.batches) == 1  # the first call's batch only: the stopped call checked nothing
+    assert len(models.batches) == before  # the stopped call checked nothing
+
+
+def test_a_newer_request_stops_a_long_check_between_its_batches(target):
+    """The check runs CHECK_CHUNK texts at a time and asks the caller's checkpoint between them, so
+    a newer keystroke's request never waits for all 64 candidates."""
+    from local_models.progress import Cancelled
+
+    candidates = [Candidate(f"my old banana waited near the river {i}", Generator.OBFUSCATION, "char_swap")
+                  for i in range(40)]
+    models = CountingEnsemble([target])
+    asked = []
+
+    def newer_request_after_two_batches():
+        asked.append(len(models.batches))
+        if len(models.batches) == 2:
+            raise Cancelled("a newer text")
+
+    with pytest.raises(Cancelled):
+        check(models, hate_task(), TEXT, 0, candidates, goal=Goal.FOOL, writer_label="hate",
+              checkpoint=newer_request_after_two_batches, chunk=8)
+    assert asked == [1, 2] and [len(b) for b in models.batches] == [8, 8]  # 16 of 41 texts, then stopped
+    original, checked = check(models, hate_task(), TEXT, 0, candidates, goal=Goal.FOOL, writer_label="hate",
+                              checkpoint=lambda: None, chunk=8)
+    assert len(checked) == 40 and [len(b) for b in models.batches[2:]] == [8, 8, 8, 8, 8, 1]
 
 
 def test_contrast_passes_the_texts_present_label_to_the_generators(target):
