@@ -14,17 +14,6 @@ from app.core.errors import DynadeskError
 DEFAULT_TOP = 10
 
 
-def gradient_form(desk, record):
-    """A target's PyTorch form for word substitution: itself, or the record it was exported from (None
-    when it was exported elsewhere or is known only by its predictions)."""
-    from app.core.domain import ModelFormat
-
-    if record.format == ModelFormat.HF_TORCH.value:
-        return record
-    parent = ((record.provenance or {}).get("parent_model") or {}).get("id")
-    return next((r for r in desk.models.all() if str(r.id) == str(parent)), None) if parent else None
-
-
 def _load_targets(desk, records):
     from app.core.services.target_models import load_engine_for
     from local_models.engine import Ensemble
@@ -142,8 +131,9 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
         # word substitution: a member that has gradients (as the panel does), else the PyTorch form of
         # the first member exported from one; the ensemble still checks every suggestion
         member = next((engine for engine in models.engines if engine.supports_gradients), None)
-        torch_record = None if member is not None else next(
-            (form for form in (gradient_form(desk, r) for r in records) if form is not None), None)
+        from app.core.assist.forms import first_gradient_form
+
+        torch_record = None if member is not None else first_gradient_form(desk, records)
         if torch_record is not None:
             from app.core.services.target_models import load_engine_for
 

@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 from app.core.assist.types import Assistance, Goal
 from app.core.services.target_models import model_input, model_spec
-from app.gui.gradient_form import GradientForm, gradient_record
+from app.core.assist.forms import first_gradient_form
+from app.gui.gradient_form import GradientForm
 from app.gui.inference import InferenceFailure, SuggestionResult
 from app.views.assist_session import AssistSession
 
@@ -36,7 +37,7 @@ def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | Non
 
     def work(models, checkpoint):
         gradients = next((engine for engine in models.engines if engine.supports_gradients), None)
-        if gradients is None and gradient_form is not None and len(models.engines) == 1:
+        if gradients is None and gradient_form is not None:
             gradients = gradient_form.engine()
         try:
             return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
@@ -110,10 +111,10 @@ class AssistantController:
         if not records or not self.session.helps():
             self.gradient_form.want(None)
             return
-        models = ws.desk.models
+        desk = ws.desk
 
         def find():
-            record = gradient_record(records, models.all())
+            record = first_gradient_form(desk, records)
             return (str(record.id), model_spec(record)) if record is not None else None
 
         def found(form) -> None:

@@ -12,21 +12,7 @@ import logging
 import threading
 from typing import Any
 
-from app.core.domain import ModelFormat
-
 log = logging.getLogger(__name__)
-
-
-def gradient_record(records, all_records) -> Any:
-    """The PyTorch record behind a single target (itself when it is PyTorch; None for an ensemble,
-    or when the export's parent is unknown here). ``all_records``: the desk's registered models."""
-    if len(records) != 1:
-        return None
-    record = records[0]
-    if record.format == ModelFormat.HF_TORCH.value:
-        return record
-    parent = ((record.provenance or {}).get("parent_model") or {}).get("id")
-    return next((r for r in all_records if str(r.id) == str(parent)), None) if parent else None
 
 
 class GradientForm:

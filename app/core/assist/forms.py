@@ -34,6 +34,12 @@ def gradient_form(desk, record: ModelRecord) -> ModelRecord | None:
     return None
 
 
+def first_gradient_form(desk, records) -> ModelRecord | None:
+    """The gradient form of the first of a round's targets that has one (an ensemble's substitutions
+    follow one member's gradients; every suggestion is still checked against the whole ensemble)."""
+    return next((form for form in (gradient_form(desk, r) for r in records) if form is not None), None)
+
+
 def gradient_spec(desk, record: ModelRecord, *, num_threads: int | None = None) -> ModelSpec | None:
     """What the inference service loads for ``gradient_form`` (None when there is none)."""
     from app.core.services.target_models import model_spec

@@ -4,15 +4,13 @@ read and written in the caller's unit of work, as the quality settings are
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Final
 
-from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from app.core.assist.lexicon import InvalidLexicon, WordChanges
-from app.core.storage.models import Meta
+from app.core.storage.meta_values import meta_value, store_meta_value
 
 ASSIST_WORDS_KEY: Final[str] = "assist_words.{code}"
 
@@ -21,11 +19,9 @@ log = logging.getLogger(__name__)
 
 def assist_words_in(session: Session, code: str) -> WordChanges:
     """The lead's changes for the task on this desk (none until a lead makes some)."""
-    row = session.get(Meta, ASSIST_WORDS_KEY.format(code=code))
-    if row is None:
-        return WordChanges()
     try:
-        return WordChanges.from_json(json.loads(row.value))
+        value = meta_value(session, ASSIST_WORDS_KEY.format(code=code))
+        return WordChanges() if value is None else WordChanges.from_json(value)
     except (ValueError, TypeError, InvalidLexicon):
         # a damaged value must not stop suggestions: the shipped lists still work, a lead can set them again
         log.warning("the stored assistant word changes of %s are damaged; using the shipped lists", code)
@@ -33,8 +29,4 @@ def assist_words_in(session: Session, code: str) -> WordChanges:
 
 
 def store_assist_words(session: Session, code: str, changes: WordChanges) -> None:
-    key = ASSIST_WORDS_KEY.format(code=code)
-    if changes.is_empty():
-        session.execute(delete(Meta).where(Meta.key == key))
-    else:
-        session.merge(Meta(key=key, value=json.dumps(changes.to_json(), ensure_ascii=False)))
+    store_meta_value(session, ASSIST_WORDS_KEY.format(code=code), None if changes.is_empty() else changes.to_json())
