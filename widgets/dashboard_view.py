@@ -92,8 +92,9 @@ class DashboardView(QWidget):
         self.facet_combos: dict[str, QComboBox] = {}
         self.clear_button = QPushButton("Clear filters", objectName="dashboard-clear")
         self.clear_button.clicked.connect(self.clear_filters)
-        # "12,345 of 99,999 examples" must not push the row past a laptop screen: it gives way first
-        self.summary = ElidedLabel(objectName="dashboard-summary")
+        # "12,345 of 99,999 examples" must not push the row past a laptop screen: it gives way first,
+        # from its end, so that the count stays readable
+        self.summary = ElidedLabel(objectName="dashboard-summary", elide=Qt.TextElideMode.ElideRight)
         self.summary.setMinimumWidth(60)
         self.export_button = QToolButton(objectName="dashboard-export", text="Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)

@@ -10,9 +10,11 @@ MINIMUM_WIDTH = 140
 
 
 class ElidedLabel(QLabel):
-    def __init__(self, text: str = "", parent=None, **kwargs):
+    def __init__(self, text: str = "", parent=None, *, elide: Qt.TextElideMode = Qt.TextElideMode.ElideMiddle,
+                 **kwargs):
         super().__init__(parent, **kwargs)
         self._full = ""
+        self._elide = elide
         self.setText(text)
 
     def text(self) -> str:  # the whole text, not what fits
@@ -35,5 +37,5 @@ class ElidedLabel(QLabel):
         self._fit()
 
     def _fit(self) -> None:
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, max(0, self.width() - 4))
+        shown = self.fontMetrics().elidedText(self._full, self._elide, max(0, self.width() - 4))
         super().setText(shown)
