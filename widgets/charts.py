@@ -16,7 +16,7 @@ from typing import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QPointF, Qt, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.views.dashboard import Bar, Line
@@ -83,9 +83,11 @@ class TimeAxis(pg.AxisItem):
     """Dates and times in local time; ticks at most every minute."""
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph's name)
-        # labels are about 80 pixels wide; one cut at an end would be hidden, and the first names the day
-        margin = (maxVal - minVal) * 42 / max(size, 1.0)
-        step, values = time_tick_values(minVal, maxVal, max(3, int(size // 80)), margin)
+        # a label cut at an end is not drawn, and the first names the day: keep ticks half the widest
+        # label from either end, measured in the axis's font (the person chooses its size)
+        label = QFontMetrics(self.style.get("tickFont") or self.font()).horizontalAdvance("28 Sep 23:59") + 8
+        margin = (maxVal - minVal) * (label / 2) / max(size, 1.0)
+        step, values = time_tick_values(minVal, maxVal, max(3, int(size // label)), margin)
         return [(step, values)]
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802
