@@ -58,9 +58,7 @@ def words_list(obj: Context, list_name: str | None) -> None:
              w.description[:70] + ("…" if len(w.description) > 70 else "")]
             for name, w in sorted(lexicon.lists.items())]))
         return
-    found = lexicon.lists.get(list_name)
-    if found is None:
-        raise DynadeskError(f"{task_code} has no word list '{list_name}'. Its lists: {', '.join(sorted(lexicon.lists))}.")
+    found = _word_list(lexicon, list_name)
     added = {_key(e) for e in changes.added.get(list_name, ())}
     click.echo(f"{list_name} ({found.kind.value}): {found.description}")
     for entry in found.entries:
@@ -69,14 +67,24 @@ def words_list(obj: Context, list_name: str | None) -> None:
         click.echo(f"- {_show(entry)}  (removed)")
 
 
-def _entries(lexicon, list_name: str, values: tuple[str, ...]):
-    from app.core.assist.lexicon import parse_entry
-
+def _word_list(lexicon, list_name: str):
     found = lexicon.lists.get(list_name)
     if found is None:
         raise DynadeskError(f"{lexicon.task_code} has no word list '{list_name}'. Its lists: "
                             f"{', '.join(sorted(lexicon.lists))}.")
-    return [parse_entry(v, found.kind) for v in values]
+    return found
+
+
+def _edit(obj: Context, list_name: str, values: tuple[str, ...]):
+    """What `add` and `remove` start from: the lead's current changes, VALUES parsed as entries of
+    LIST_NAME, and the (casefolded) entries the list has now."""
+    from app.core.assist.lexicon import parse_entry
+
+    tasks = obj.desk.tasks
+    lexicon = tasks.assist_lexicon(obj.assist_task)
+    found = _word_list(lexicon, list_name)
+    parsed = [parse_entry(v, found.kind) for v in values]
+    return tasks.assist_words(obj.assist_task), parsed, {_key(e) for e in found.entries}
 
 
 @suggest_words.command("add")
@@ -88,10 +96,7 @@ def words_add(obj: Context, list_name: str, entries: tuple[str, ...]) -> None:
     from app.core.assist.lexicon import WordChanges
 
     task_code = obj.assist_task
-    desk = obj.desk
-    changes = desk.tasks.assist_words(task_code)
-    new = _entries(desk.tasks.assist_lexicon(task_code), list_name, entries)
-    present = {_key(e) for e in desk.tasks.assist_lexicon(task_code).lists[list_name].entries}
+    changes, new, present = _edit(obj, list_name, entries)
     fresh = [e for e in new if _key(e) not in present]
     keys = {_key(e) for e in new}
     added = {**changes.added, list_name: (*changes.added.get(list_name, ()), *fresh)}
@@ -111,11 +116,7 @@ def words_remove(obj: Context, list_name: str, entries: tuple[str, ...]) -> None
     from app.core.assist.lexicon import WordChanges
 
     task_code = obj.assist_task
-    desk = obj.desk
-    changes = desk.tasks.assist_words(task_code)
-    lexicon = desk.tasks.assist_lexicon(task_code)
-    gone = _entries(lexicon, list_name, entries)
-    present = {_key(e) for e in lexicon.lists[list_name].entries}
+    changes, gone, present = _edit(obj, list_name, entries)
     missing = [_show(e) for e in gone if _key(e) not in present]
     if missing:
         raise DynadeskError(f"'{list_name}' has no {', '.join(repr(m) for m in missing)}; "
