@@ -14,21 +14,6 @@ from app.core.errors import DynadeskError
 DEFAULT_TOP = 10
 
 
-def _load_targets(desk, records):
-    from app.core.services.target_models import load_engine_for
-    from local_models.engine import Ensemble
-
-    engines = []
-    try:
-        for record in records:
-            engines.append(load_engine_for(record))
-    except Exception:
-        for engine in engines:
-            engine.close()
-        raise
-    return Ensemble(engines)
-
-
 def _inputs(definition, text: str, context: str | None) -> dict[str, str]:
     from app.core.tasks.definition import InputKind
 
@@ -81,7 +66,7 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
     from app.core.assist.pipeline import AssistError, suggest as run_suggest
     from app.core.assist.types import Goal
     from app.core.domain import ModelFormat
-    from app.core.services.target_models import model_input
+    from app.core.services.target_models import load_ensemble, model_input
     from app.core.text import clean_text, control_characters
 
     text = clean_text(text)
@@ -119,7 +104,7 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
         raise DynadeskError(f"Round {round_.number}'s target {', '.join(imported)} is known only by predictions "
                             "recorded elsewhere; it cannot check suggestions here.")
     lexicon = desk.tasks.assist_lexicon(task_code)
-    models = _load_targets(desk, records)
+    models = load_ensemble(records)
     gradients = None
     try:
         writer_label = label
