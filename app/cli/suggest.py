@@ -63,7 +63,8 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
     dynadesk suggest --task hate_speech --goal contrast --label "not hate" --json "I hate women."
     dynadesk suggest --task nli --context "A man sleeps." --goal contrast "A man is sleeping."
     """
-    from app.core.assist.pipeline import AssistError, suggest as run_suggest
+    from app.core.assist.pipeline import AssistError, written_segment
+    from app.core.assist.pipeline import suggest as run_suggest
     from app.core.assist.types import Goal
     from app.core.domain import ModelFormat
     from app.core.services.target_models import load_ensemble, model_input
@@ -78,9 +79,10 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
                             "remove them and try again.")
     desk = obj.desk
     definition = desk.tasks.definition_by_code(task_code)  # names the known tasks when it is not one
-    if definition.is_extractive:
-        raise DynadeskError(f"The assistant suggests edits for labelled tasks; '{task_code}' asks for an answer "
-                            "span. Write the question yourself.")
+    try:
+        written_segment(definition)  # refuses extractive tasks before any model loads
+    except AssistError as exc:
+        raise DynadeskError(str(exc)) from exc
     for given in (label, text_label):
         if given is not None and given not in definition.labels:
             raise DynadeskError(f"'{given}' is not a label of {definition.name}; its labels: "
