@@ -36,6 +36,9 @@ import statistics
 import time
 from pathlib import Path
 
+from dataclasses import dataclass
+from typing import Any
+
 from bench.common import BenchContext, Result, percentile, summarise
 
 GROUP = "assist"
@@ -75,24 +78,45 @@ def bench_texts(n: int, seed: int = 5) -> list[tuple[str, str]]:
     return texts[:n]
 
 
-def run(ctx: BenchContext) -> list[Result]:
+@dataclass
+class AssistModels:
+    """The hate-speech task and the default model as the desk runs the assistant on it: the target
+    in its ONNX form (alone in ``models``), and its PyTorch form for substitution's gradients."""
+
+    definition: Any
+    target: Any
+    gradients: Any
+    models: Any
+    form: str  # "ONNX int8" or "ONNX fp32"
+
+
+def load_assist_models(cache_dir: Path) -> AssistModels:
+    """Prepared under CACHE_DIR (kept, so a second run starts at once); shared with evidence_assist."""
     import resources
-    from app.core.assist.pipeline import check, suggest
-    from app.core.assist.types import Goal
     from app.core.tasks.definition import load_task_file
     from local_models.backends.hf_torch import quiet_transformers
     from local_models.default_model import prepare_default_model
-    from local_models.engine import Ensemble, default_num_threads, load_engine
+    from local_models.engine import Ensemble, load_engine
 
     quiet_transformers()
-    load_before = os.getloadavg()
     definition = load_task_file(resources.ROOT / "tasks" / "hate_speech.yaml")
-    prepared = prepare_default_model(resources.ROOT / "models" / "hate_speech_r1", ctx.work_dir / "cache")
+    prepared = prepare_default_model(resources.ROOT / "models" / "hate_speech_r1", cache_dir)
     assert prepared.onnx_dir is not None
     target = load_engine(prepared.onnx_dir, task_labels=definition.labels)
     gradients = load_engine(prepared.torch_dir, task_labels=definition.labels)
-    models = Ensemble([target])
-    form = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
+    return AssistModels(definition, target, gradients, Ensemble([target]),
+                        "ONNX int8" if prepared.onnx_int8 else "ONNX fp32")
+
+
+def run(ctx: BenchContext) -> list[Result]:
+    from app.core.assist.pipeline import check, suggest
+    from app.core.assist.types import Goal
+    from local_models.engine import default_num_threads
+
+    load_before = os.getloadavg()
+    loaded = load_assist_models(ctx.work_dir / "cache")
+    definition, target, gradients, models, form = (loaded.definition, loaded.target, loaded.gradients,
+                                                   loaded.models, loaded.form)
     texts = bench_texts(24 if ctx.quick else 120)
     for text, _ in texts[:3]:  # warm: sessions, the vocabulary table, the tables file
         suggest(models, definition, text, goal="fool", writer_label="hate", gradients=gradients)

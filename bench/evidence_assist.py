@@ -254,25 +254,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "assist-experiment.md")
     options = parser.parse_args(argv)
 
-    import resources
     from app.core.assist.lexicon import load_lexicon
-    from app.core.tasks.definition import load_task_file
-    from local_models.backends.hf_torch import quiet_transformers
-    from local_models.default_model import prepare_default_model
-    from local_models.engine import Ensemble, load_engine
+    from bench.bench_assist import load_assist_models
 
     if not HATECHECK.is_file():
         print(f"HateCheck's dev suite is not at {HATECHECK}.", file=sys.stderr)
         return 1
-    quiet_transformers()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    definition = load_task_file(resources.ROOT / "tasks" / "hate_speech.yaml")
-    prepared = prepare_default_model(resources.ROOT / "models" / "hate_speech_r1", options.work / "cache")
-    assert prepared.onnx_dir is not None
-    target = load_engine(prepared.onnx_dir, task_labels=definition.labels)
-    gradients = load_engine(prepared.torch_dir, task_labels=definition.labels)
-    models = Ensemble([target])
-    model = f"the default model, {'ONNX int8' if prepared.onnx_int8 else 'ONNX fp32'} (gradients: its PyTorch form)"
+    loaded = load_assist_models(options.work / "cache")
+    definition, gradients, models = loaded.definition, loaded.gradients, loaded.models
+    model = f"the default model, {loaded.form} (gradients: its PyTorch form)"
     lexicon = load_lexicon("hate_speech", labels=definition.labels)
     cases = load_cases()
     try:

@@ -14,21 +14,6 @@ from app.core.errors import DynadeskError
 DEFAULT_TOP = 10
 
 
-def _load_targets(desk, records):
-    from app.core.services.target_models import load_engine_for
-    from local_models.engine import Ensemble
-
-    engines = []
-    try:
-        for record in records:
-            engines.append(load_engine_for(record))
-    except Exception:
-        for engine in engines:
-            engine.close()
-        raise
-    return Ensemble(engines)
-
-
 def _inputs(definition, text: str, context: str | None) -> dict[str, str]:
     from app.core.tasks.definition import InputKind
 
@@ -78,10 +63,11 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
     dynadesk suggest --task hate_speech --goal contrast --label "not hate" --json "I hate women."
     dynadesk suggest --task nli --context "A man sleeps." --goal contrast "A man is sleeping."
     """
-    from app.core.assist.pipeline import AssistError, suggest as run_suggest
+    from app.core.assist.pipeline import AssistError, written_segment
+    from app.core.assist.pipeline import suggest as run_suggest
     from app.core.assist.types import Goal
     from app.core.domain import ModelFormat
-    from app.core.services.target_models import model_input
+    from app.core.services.target_models import load_ensemble, model_input
     from app.core.text import clean_text, control_characters
 
     text = clean_text(text)
@@ -93,9 +79,10 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
                             "remove them and try again.")
     desk = obj.desk
     definition = desk.tasks.definition_by_code(task_code)  # names the known tasks when it is not one
-    if definition.is_extractive:
-        raise DynadeskError(f"The assistant suggests edits for labelled tasks; '{task_code}' asks for an answer "
-                            "span. Write the question yourself.")
+    try:
+        written_segment(definition)  # refuses extractive tasks before any model loads
+    except AssistError as exc:
+        raise DynadeskError(str(exc)) from exc
     for given in (label, text_label):
         if given is not None and given not in definition.labels:
             raise DynadeskError(f"'{given}' is not a label of {definition.name}; its labels: "
@@ -119,7 +106,7 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
         raise DynadeskError(f"Round {round_.number}'s target {', '.join(imported)} is known only by predictions "
                             "recorded elsewhere; it cannot check suggestions here.")
     lexicon = desk.tasks.assist_lexicon(task_code)
-    models = _load_targets(desk, records)
+    models = load_ensemble(records)
     gradients = None
     try:
         writer_label = label

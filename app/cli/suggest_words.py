@@ -9,15 +9,12 @@ from pathlib import Path
 import click
 
 from app.cli.base import Context, format_table, pass_context
+from app.core.assist.lexicon import entry_key
 from app.core.errors import DynadeskError
 
 
 def _show(entry: tuple[str, ...]) -> str:
     return entry[0] if len(entry) == 1 else f"{entry[0]} = {entry[1]}"
-
-
-def _key(entry: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(part.casefold() for part in entry)
 
 
 def _save(obj: Context, task_code: str, changes) -> None:
@@ -58,25 +55,25 @@ def words_list(obj: Context, list_name: str | None) -> None:
              w.description[:70] + ("…" if len(w.description) > 70 else "")]
             for name, w in sorted(lexicon.lists.items())]))
         return
-    found = lexicon.lists.get(list_name)
-    if found is None:
-        raise DynadeskError(f"{task_code} has no word list '{list_name}'. Its lists: {', '.join(sorted(lexicon.lists))}.")
-    added = {_key(e) for e in changes.added.get(list_name, ())}
+    found = lexicon.word_list(list_name)
+    added = {entry_key(e) for e in changes.added.get(list_name, ())}
     click.echo(f"{list_name} ({found.kind.value}): {found.description}")
     for entry in found.entries:
-        click.echo(f"{'+' if _key(entry) in added else ' '} {_show(entry)}")
+        click.echo(f"{'+' if entry_key(entry) in added else ' '} {_show(entry)}")
     for entry in changes.removed.get(list_name, ()):
         click.echo(f"- {_show(entry)}  (removed)")
 
 
-def _entries(lexicon, list_name: str, values: tuple[str, ...]):
+def _edit(obj: Context, list_name: str, values: tuple[str, ...]):
+    """What `add` and `remove` start from: the lead's current changes, VALUES parsed as entries of
+    LIST_NAME, and the (casefolded) entries the list has now."""
     from app.core.assist.lexicon import parse_entry
 
-    found = lexicon.lists.get(list_name)
-    if found is None:
-        raise DynadeskError(f"{lexicon.task_code} has no word list '{list_name}'. Its lists: "
-                            f"{', '.join(sorted(lexicon.lists))}.")
-    return [parse_entry(v, found.kind) for v in values]
+    tasks = obj.desk.tasks
+    lexicon = tasks.assist_lexicon(obj.assist_task)
+    found = lexicon.word_list(list_name)
+    parsed = [parse_entry(v, found.kind) for v in values]
+    return tasks.assist_words(obj.assist_task), parsed, {entry_key(e) for e in found.entries}
 
 
 @suggest_words.command("add")
@@ -88,14 +85,11 @@ def words_add(obj: Context, list_name: str, entries: tuple[str, ...]) -> None:
     from app.core.assist.lexicon import WordChanges
 
     task_code = obj.assist_task
-    desk = obj.desk
-    changes = desk.tasks.assist_words(task_code)
-    new = _entries(desk.tasks.assist_lexicon(task_code), list_name, entries)
-    present = {_key(e) for e in desk.tasks.assist_lexicon(task_code).lists[list_name].entries}
-    fresh = [e for e in new if _key(e) not in present]
-    keys = {_key(e) for e in new}
+    changes, new, present = _edit(obj, list_name, entries)
+    fresh = [e for e in new if entry_key(e) not in present]
+    keys = {entry_key(e) for e in new}
     added = {**changes.added, list_name: (*changes.added.get(list_name, ()), *fresh)}
-    removed = {**changes.removed, list_name: tuple(e for e in changes.removed.get(list_name, ()) if _key(e) not in keys)}
+    removed = {**changes.removed, list_name: tuple(e for e in changes.removed.get(list_name, ()) if entry_key(e) not in keys)}
     _save(obj, task_code, WordChanges(added=added, removed=removed))
     skipped = len(new) - len(fresh)
     click.echo(f"{list_name}: {len(fresh)} added" + (f", {skipped} already there" if skipped else "")
@@ -111,19 +105,15 @@ def words_remove(obj: Context, list_name: str, entries: tuple[str, ...]) -> None
     from app.core.assist.lexicon import WordChanges
 
     task_code = obj.assist_task
-    desk = obj.desk
-    changes = desk.tasks.assist_words(task_code)
-    lexicon = desk.tasks.assist_lexicon(task_code)
-    gone = _entries(lexicon, list_name, entries)
-    present = {_key(e) for e in lexicon.lists[list_name].entries}
-    missing = [_show(e) for e in gone if _key(e) not in present]
+    changes, gone, present = _edit(obj, list_name, entries)
+    missing = [_show(e) for e in gone if entry_key(e) not in present]
     if missing:
         raise DynadeskError(f"'{list_name}' has no {', '.join(repr(m) for m in missing)}; "
                             f"see `dynadesk suggest-words --task {task_code} list {list_name}`.")
-    keys = {_key(e) for e in gone}
-    was_added = {_key(e) for e in changes.added.get(list_name, ())}
-    added = {**changes.added, list_name: tuple(e for e in changes.added.get(list_name, ()) if _key(e) not in keys)}
-    shipped_gone = tuple(e for e in gone if _key(e) not in was_added)
+    keys = {entry_key(e) for e in gone}
+    was_added = {entry_key(e) for e in changes.added.get(list_name, ())}
+    added = {**changes.added, list_name: tuple(e for e in changes.added.get(list_name, ()) if entry_key(e) not in keys)}
+    shipped_gone = tuple(e for e in gone if entry_key(e) not in was_added)
     removed = {**changes.removed, list_name: (*changes.removed.get(list_name, ()), *shipped_gone)}
     _save(obj, task_code, WordChanges(added=added, removed=removed))
     click.echo(f"{list_name}: {len(gone)} removed. The team gets the change at the next sync.")
@@ -157,8 +147,8 @@ def words_import(obj: Context, file: str, replace: bool) -> None:
         def merged(a, b):
             out = {name: list(entries) for name, entries in a.items()}
             for name, entries in b.items():
-                seen = {_key(e) for e in out.get(name, [])}
-                out.setdefault(name, []).extend(e for e in entries if _key(e) not in seen)
+                seen = {entry_key(e) for e in out.get(name, [])}
+                out.setdefault(name, []).extend(e for e in entries if entry_key(e) not in seen)
             return {name: tuple(entries) for name, entries in out.items()}
 
         incoming = WordChanges(added=merged(current.added, incoming.added),

@@ -119,14 +119,19 @@ class Lexicon:
     def label(self, role: str) -> str | None:
         return self.labels.get(role)
 
+    def word_list(self, name: str) -> WordList:
+        """The list called ``name``; an unknown name is refused with the lists there are."""
+        found = self.lists.get(name)
+        if found is None:
+            raise InvalidLexicon(f"{self.task_code} has no word list '{name}'. Its lists: "
+                                 f"{', '.join(sorted(self.lists)) or 'none'}.")
+        return found
+
     def check_changes(self, changes: WordChanges) -> None:
         """Refuse changes that name an unknown list or have the wrong shape for it."""
         for side in (changes.added, changes.removed):
             for name, entries in side.items():
-                target = self.lists.get(name)
-                if target is None:
-                    raise InvalidLexicon(f"{self.task_code} has no word list '{name}'. Its lists: "
-                                         f"{', '.join(sorted(self.lists)) or 'none'}.")
+                target = self.word_list(name)
                 for entry in entries:
                     if len(entry) != target.width:
                         shape = "one phrase" if target.width == 1 else "a pair written A=B"
@@ -141,19 +146,20 @@ class Lexicon:
             return self
         lists = dict(self.lists)
         for name, current in self.lists.items():
-            gone = {_key(e) for e in changes.removed.get(name, ()) if len(e) == current.width}
+            gone = {entry_key(e) for e in changes.removed.get(name, ()) if len(e) == current.width}
             kept: list[Entry] = []
             seen: set[tuple[str, ...]] = set()
             # the lead's additions first: rules offer a list's first entries, and these are the team's focus
             for entry in (*changes.added.get(name, ()), *current.entries):
-                if len(entry) == current.width and _key(entry) not in seen and _key(entry) not in gone:
+                if len(entry) == current.width and entry_key(entry) not in seen and entry_key(entry) not in gone:
                     kept.append(entry)
-                    seen.add(_key(entry))
+                    seen.add(entry_key(entry))
             lists[name] = WordList(name, current.kind, current.description, tuple(kept))
         return Lexicon(self.task_code, self.family, self.labels, lists)
 
 
-def _key(entry: Entry) -> tuple[str, ...]:
+def entry_key(entry: Entry) -> tuple[str, ...]:
+    """What makes two entries the same (case-insensitive)."""
     return tuple(part.casefold() for part in entry)
 
 

@@ -10,6 +10,7 @@ Needs the target's PyTorch form (``GenerationContext.gradients``); an ONNX-only 
 from __future__ import annotations
 
 from app.core.assist.base import GeneratorUnavailable, makes
+from app.core.assist.rule_text import cased_like
 from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable
 from local_models.hotflip import hotflip
 
@@ -25,15 +26,6 @@ i me my mine we us our ours you your yours he him his she her hers they them the
 whom whose when where why how all any both each few more most other some such no nor not only own same
 too very can will just should would could may might must shall s t don ll re ve d m o y
 """.split())
-
-
-def _cased_like(original: str, word: str) -> str:
-    letters = [ch for ch in original if ch.isalpha()]
-    if len(letters) > 1 and all(ch.isupper() for ch in letters):
-        return word.upper()
-    if letters and letters[0].isupper():
-        return word[:1].upper() + word[1:]
-    return word
 
 
 @makes(Generator.SUBSTITUTION)
@@ -63,7 +55,7 @@ def generate(context: GenerationContext) -> list[Candidate]:
         for word in result.words:
             if rank >= len(word.replacements) or text[word.start:word.end] != word.text:
                 continue
-            new = _cased_like(word.text, word.replacements[rank].word)
+            new = cased_like(word.text, word.replacements[rank].word)  # the rules' casing
             out.append(Candidate(text[:word.start] + new + text[word.end:], Generator.SUBSTITUTION, EDIT_TYPE,
                                  note=f"'{word.text}' → '{new}'"))
     return out

@@ -129,16 +129,7 @@ def family_name(members: Sequence[ModelRecord]) -> str:
 
 
 def load_predictor(choice: ModelChoice, num_threads: int | None = None):
-    from app.core.services.target_models import load_engine_for
-    from local_models.engine import Ensemble
+    from app.core.services.target_models import load_ensemble
 
-    engines = []
-    try:
-        for record in choice.records:
-            engines.append(load_engine_for(record, num_threads=num_threads))
-    except Exception:
-        for engine in engines:
-            engine.close()
-        raise
-    return Ensemble(engines)
+    return load_ensemble(choice.records, num_threads=num_threads)
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from app.core import paths
 from app.core.domain import ModelFormat, ModelOutput, Span
 from app.core.errors import DynadeskError
 from app.core.storage.models import ModelRecord
 from app.core.tasks.definition import InputKind, TaskDefinition
-from local_models.engine import InferenceEngine, ModelSpec, Prediction, load_engine, model_sha256
+from local_models.engine import Ensemble, InferenceEngine, ModelSpec, Prediction, load_engine, model_sha256
 from local_models.errors import ModelError
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput
@@ -148,6 +148,19 @@ def load_engine_for(record: ModelRecord, *, device: str = "cpu", num_threads: in
         return model_spec(record, device=device, num_threads=num_threads).load()
     except ModelError as exc:
         raise TargetModelError(str(exc)) from exc
+
+
+def load_ensemble(records: Sequence[ModelRecord], *, num_threads: int | None = None) -> Ensemble:
+    """The records' engines answering as one ensemble; those already loaded are closed when one fails."""
+    engines: list[InferenceEngine] = []
+    try:
+        for record in records:
+            engines.append(load_engine_for(record, num_threads=num_threads))
+    except Exception:
+        for engine in engines:
+            engine.close()
+        raise
+    return Ensemble(engines)
 
 
 def to_model_output(prediction: Prediction, record: ModelRecord) -> ModelOutput:
