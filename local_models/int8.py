@@ -186,7 +186,7 @@ def calibrate(fp32_path: Path, recipe: Int8Recipe, feeds: Sequence[Feeds]) -> In
             model = onnx.load(str(source))
             del model.graph.value_info[:]
             cache = Path(tmp) / "ranges.json"
-            with _quiet():
+            with _quiet(stdout=True):
                 _static(model, Path(tmp) / "int8.onnx", recipe, Reader(), cache)
             ranges = json.loads(cache.read_text(encoding="utf-8"))
     except Exception as exc:
@@ -223,7 +223,7 @@ def _optimized(fp32_path: Path, folder: Path) -> Path:
     """onnxruntime's transformer optimizer (model_type bert: attention, LayerNorm and GELU fusions)."""
     from onnxruntime.transformers.optimizer import optimize_model
 
-    with _quiet():
+    with _quiet(stdout=True):
         model = optimize_model(str(fp32_path), model_type="bert", num_heads=0, hidden_size=0, opt_level=0)
         target = folder / "optimized.onnx"
         model.save_model_to_file(str(target))
@@ -294,21 +294,42 @@ def _session(model_bytes: bytes) -> Any:
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """onnxruntime's quantizer logs warnings and progress on the root logger, and its histogram
-    calibrators print to stdout."""
+def _quiet(*, stdout: bool = False) -> Iterator[None]:
+    """onnxruntime's quantizer logs warnings and progress on the root logger itself (``logging.warning``),
+    its transformer optimizer on ``onnxruntime.*`` loggers; with ``stdout`` also what the optimizer and the
+    histogram calibrators print. A filter on the root logger drops only records made on the root logger:
+    raising the root's level instead would silence every logger of the process, the desk's threads included,
+    for as long as a promotion quantizes. Stdout is process-wide, so only the steps that print swallow it."""
     import io
     import warnings
 
     root = logging.getLogger()
-    before = root.level
-    root.setLevel(logging.ERROR)
+    library = logging.getLogger("onnxruntime")
+    before = library.level
+    only_errors = _RootRecordsBelow(logging.ERROR)
+    root.addFilter(only_errors)
+    library.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
+            if stdout:
+                stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
             yield
     finally:
-        root.setLevel(before)
+        root.removeFilter(only_errors)
+        library.setLevel(before)
+
+
+class _RootRecordsBelow(logging.Filter):
+    """Drops records below ``level`` made on the root logger; records propagated from named loggers
+    never pass a parent's filters, so they stay untouched."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.level
 
 
 def _first_line(exc: BaseException) -> str:

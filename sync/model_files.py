@@ -17,8 +17,8 @@ from app.core.domain import ModelFormat, RoundStatus
 from app.core.storage.models import ModelRecord, Round, RoundModel
 from local_models.files import file_sha256
 from sync.protocol import API, ModelRecordWire, manifest_sha256
-from sync.transport import (CHUNK, RETRY_STATUS, Connection, Interrupted, Refused, SyncError, SyncHandle, SyncReport,
-                            _errors, _expect)
+from sync.transport import (CHUNK, RETRY_STATUS, Connection, Damaged, Interrupted, Refused, SyncError, SyncHandle,
+                            SyncReport, _errors, _expect)
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class ModelFiles(Connection):
             attempt += 1
             part.unlink(missing_ok=True)
             if damaged_attempts is not None and damaged >= damaged_attempts:
-                break
+                raise Damaged(f"A model file could not be downloaded ({last}); the next sync tries again.")
             self.retries += 1
             report.retries += 1
             handle.sleep(self.policy.delay(attempt))

@@ -4,7 +4,7 @@ the model, ``SyncClient.publish``) downloads one instead of exporting it. Qt-fre
     record = fetch_prepared_form(desk, tokens, torch_record)   # None: prepare it here
 
 Every file is checked against its sha256 and the whole against the form's checksum; a damaged
-arrival is refused at once (``Interrupted``), and the caller prepares its own.
+arrival is refused at once (``Damaged``, an ``Interrupted``), and the caller prepares its own.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ from sync.proposal_wire import (
     TaskPolicyWire,
 )
 from sync.protocol import API, manifest_sha256
-from sync.transport import Offline, Refused, SyncError, SyncHandle, SyncReport, _errors
+from sync.transport import Damaged, Offline, Refused, SyncError, SyncHandle, SyncReport, _errors
 
 if TYPE_CHECKING:
     from app.core.desk import Desk
@@ -360,7 +360,7 @@ def download_proposal(desk: Desk, client: SyncClient, wire: ProposalWire, handle
                 client._download_blob(f.sha256, target, handle, SyncReport(), damaged_attempts=2)
             except SyncError as exc:
                 shutil.rmtree(staging, ignore_errors=True)
-                damaged = "damaged" in str(exc)
+                damaged = isinstance(exc, Damaged)
                 raise ProposalError(
                     f"{name} of proposal {wire.id} could not be downloaded whole ({exc}). Nothing was installed "
                     "and no round changed. " + (f"The copy on the server does not match its sha256: ask "

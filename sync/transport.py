@@ -48,6 +48,11 @@ class Interrupted(SyncError):
     """The server stopped answering part-way; the next sync resumes where this one stopped."""
 
 
+class Damaged(Interrupted):
+    """A file kept arriving with the wrong sha256 (given up after the caller's ``damaged_attempts``):
+    the copy on the server is most likely damaged, so trying again will not help."""
+
+
 class Cancelled(SyncError):
     pass
 

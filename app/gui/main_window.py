@@ -178,9 +178,9 @@ class MainWindow(QMainWindow):
         self.evaluation_view = EvaluationView()
         self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
         self.evaluation.case_opened.connect(self.open_evaluation_case)
-        # the model leaderboard fills in the background: when the tab opens and after a round change
+        # the model leaderboard fills in the background: when the tab opens and after a round change (_show_rounds
+        # sees every change, made here, by a sync or by a promotion: connecting rounds_changed too filled it twice)
         self.leaderboard = LeaderboardController(self.desk, self.db, self.inference, self.evaluation_view.leaderboard)
-        self.rounds.rounds_changed.connect(self.leaderboard.round_changed)
         self._round_states: dict[str, tuple] = {}  # per task, its rounds as last shown: a change fills the board
         self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),
                         shown=self._evaluation_shown, shutdown=self.leaderboard.shutdown))

@@ -169,3 +169,24 @@ def test_an_extractive_task_gets_a_note_not_an_error(qtbot, window):
         combo.setCurrentIndex(combo.findData("extractive_qa"))
     assert "extractive QA task" in panel.table.item(0, 0).text()
     assert panel.status.text() == "" and panel.refresh_button.isEnabled()
+
+
+def test_a_round_changed_in_the_rounds_dialog_fills_the_board_once(qtbot, window, data_dir, two_rounds, monkeypatch):
+    """The rounds dialog's change re-reads the task's rounds, which is what fills the board: it is not
+    filled a second time straight from the dialog's signal."""
+    from app.gui import leaderboard as controller_module
+
+    open_tab(qtbot, window)
+    real, plans = controller_module.plan_leaderboard, []
+
+    def counted(*args, **kwargs):
+        plans.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(controller_module, "plan_leaderboard", counted)
+    with Desk(data_dir) as other:
+        other.rounds.open_next("hate_speech", two_rounds["lead"].id, [two_rounds["banana"].id])
+    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT):
+        window.rounds.rounds_changed.emit("hate_speech")  # what the dialog says after opening a round
+    assert plans == ["hate_speech"] and not window.leaderboard.running
+    assert window.evaluation_view.leaderboard.table.item(0, 7).text().startswith("Round 3")
