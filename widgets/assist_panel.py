@@ -225,6 +225,10 @@ class AssistPanel(QWidget):
 
     def set_contrast_choices(self, choices: tuple[str, ...], chosen: str | None) -> None:
         """The labels a contrast edit can aim at (all but the writer's), ``chosen`` selected."""
+        wanted = ([None] if len(choices) != 1 else []) + list(choices)
+        listed = [self.contrast.itemData(i) for i in range(self.contrast.count())]
+        if listed == wanted and self.contrast.currentData() == chosen:
+            return  # asked again on every keystroke: the list is rebuilt only when it changes
         self.contrast.blockSignals(True)
         self.contrast.clear()
         if len(choices) != 1:

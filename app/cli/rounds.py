@@ -149,7 +149,7 @@ def rounds_attach(obj: Context, task_code: str, number: int | None, models: tupl
 @click.option("--keep-label/--reset-label", default=None, help="Keep the goal label after a submit.")
 @click.option("--policy", type=click.Choice(POLICIES), help="How the next context is chosen.")
 @click.option("--context-tag", help="Serve only contexts with this tag ('' for all).")
-@click.option("--assistant", type=click.Choice(["off", "on", "ab"]),
+@click.option("--assistant", type=click.Choice(list(MODE_WORDS)),
               help="The writing assistant: off, on, or ab (on for a random half of each writer's sessions).")
 @pass_context
 def rounds_set(obj: Context, task_code: str, number: int | None, description, goal_message, fooled_rule, label_start,

@@ -330,42 +330,37 @@ class _Explainer(QObject):
     def _attribute(self, request: _Request) -> None:
         options = dict(request.options)
         index = options.pop("model_index", 0)
-        with self._shared.borrow() as (models, generation):
-            if models is None:
-                _fail(self.failed, request, "attribute", RuntimeError("No model is loaded yet."))
-                return
-
-            def checkpoint() -> None:
-                if (self._mailbox.closing or self._mailbox.has_pending("attribute")
-                        or self._shared.generation != generation):
-                    raise Cancelled("A newer attribution was asked for.")
-
-            try:
-                engine = models.engines[index]
-                attribution = engine.attribute(request.payload, checkpoint=checkpoint, **options)
-            except Exception as exc:
-                _fail(self.failed, request, "attribute", exc)
-                return
-        self.attributed.emit(request, AttributionResult(request.request_id, request.payload, attribution, index))
+        self._serve(request, "A newer attribution was asked for.",
+                    lambda models, checkpoint: models.engines[index].attribute(
+                        request.payload, checkpoint=checkpoint, **options),
+                    lambda attribution: self.attributed.emit(request, AttributionResult(
+                        request.request_id, request.payload, attribution, index)))
 
     def _suggest(self, request: _Request) -> None:
         work, inputs = request.payload
+        self._serve(request, "Newer suggestions were asked for.", work,
+                    lambda result: self.suggested.emit(request, SuggestionResult(request.request_id, inputs, result)))
+
+    def _serve(self, request: _Request, stale: str, run: Callable[[Ensemble, Callable[[], None]], Any],
+               deliver: Callable[[Any], None]) -> None:
+        """``run(models, checkpoint)`` on the borrowed models; ``checkpoint()`` raises Cancelled
+        (saying ``stale``) once a newer request of this kind waits or the models were replaced."""
         with self._shared.borrow() as (models, generation):
             if models is None:
-                _fail(self.failed, request, "suggest", RuntimeError("No model is loaded yet."))
+                _fail(self.failed, request, request.kind, RuntimeError("No model is loaded yet."))
                 return
 
             def checkpoint() -> None:
-                if (self._mailbox.closing or self._mailbox.has_pending("suggest")
+                if (self._mailbox.closing or self._mailbox.has_pending(request.kind)
                         or self._shared.generation != generation):
-                    raise Cancelled("Newer suggestions were asked for.")
+                    raise Cancelled(stale)
 
             try:
-                result = work(models, checkpoint)
+                result = run(models, checkpoint)
             except Exception as exc:
-                _fail(self.failed, request, "suggest", exc)
+                _fail(self.failed, request, request.kind, exc)
                 return
-        self.suggested.emit(request, SuggestionResult(request.request_id, inputs, result))
+        deliver(result)
 
 
 EXPLANATION_NICENESS = 10

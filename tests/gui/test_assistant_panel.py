@@ -275,3 +275,23 @@ def test_a_contrast_pair_changes_the_label_only_when_the_writer_confirms_it(qtbo
         assert box.toPlainText() == HATEFUL and not panel.confirm.isVisible()
     finally:
         close_window(window)
+
+
+def test_the_contrast_labels_are_listed_again_only_when_they_change(qtbot):
+    """The panel is refreshed on every keystroke; the contrast list keeps the writer's pick and is
+    rebuilt only when the labels on offer (or the one chosen) change."""
+    from widgets.assist_panel import AssistPanel
+
+    panel = AssistPanel()
+    qtbot.addWidget(panel)
+    inserted = []
+    panel.contrast.model().rowsInserted.connect(lambda *_: inserted.append(1))
+    panel.set_contrast_choices(("negative", "neutral"), "negative")
+    assert [panel.contrast.itemData(i) for i in range(panel.contrast.count())] == [None, "negative", "neutral"]
+    assert panel.contrast.currentData() == "negative" and inserted
+    inserted.clear()
+    panel.set_contrast_choices(("negative", "neutral"), "negative")  # a keystroke: nothing changed
+    assert not inserted and panel.contrast.currentData() == "negative"
+    panel.set_contrast_choices(("positive", "neutral"), None)  # the writer's label changed
+    assert [panel.contrast.itemData(i) for i in range(panel.contrast.count())] == [None, "positive", "neutral"]
+    assert panel.contrast.currentData() is None and inserted

@@ -75,6 +75,36 @@ def test_ab_reaches_the_writers_desk_and_assisted_provenance_reaches_the_leads(t
         assert ann.examples.get(assisted.id).assistance == seen.assistance
 
 
+def test_the_next_round_keeps_ab_on_the_writers_desk_and_a_later_change_reaches_it(team, tmp_path):
+    """The hand-over between rounds and desks: the owner's next round copies round 1's A-B setting,
+    the writer's desk gets it with the round (its arms keyed by the new round), and the lead's later
+    change to that round replaces it there."""
+    owner = prepare_desk(tmp_path / "owner", team.owner)
+    ann = prepare_desk(tmp_path / "ann", team.ann)
+    with client_for(owner, team.url, team.owner) as owner_client, client_for(ann, team.url, team.ann) as ann_client:
+        model = next(m for m in owner.models.all() if m.sha256 == MODEL_SHA)
+        # round 2 is the latest on every prepared desk; the next round is one only the owner's desk has
+        round2 = owner.tasks.round("hate_speech", 2)
+        owner.rounds.update(round2.id, team.owner.id, settings=parse_settings({"assistant": "ab"}))
+        opened = owner.rounds.open_next("hate_speech", team.owner.id, [model.id], close_previous=False)
+        assert owner.rounds.settings(opened).assistant == "ab"
+        results = owner_client.publish("hate_speech", [opened.number], with_files=False).results
+        assert {r.status for r in results} <= {"stored", "already_stored"}, results
+
+        ann_client.run()
+        ann_round = ann.tasks.round("hate_speech", opened.number)
+        assert ann.rounds.settings(ann_round).assistant == "ab"
+        assert [begin_writing_session(ann.db, ann_round.id, team.ann.id).arm] == \
+            [session_arm("ab", team.ann.id, 1, round_key=round_key("hate_speech", opened.number))]
+
+        owner.rounds.update(opened.id, team.owner.id, settings=parse_settings({"assistant": "on"}))
+        results = owner_client.publish("hate_speech", [opened.number], with_files=False).results
+        assert [r.status for r in results if r.record == "round"] == ["stored"], results
+        ann_client.run()
+        assert ann.rounds.settings(ann.tasks.round("hate_speech", opened.number)).assistant == "on"
+        assert ann.rounds.settings(ann.tasks.round("hate_speech", 1)).assistant == "off"
+
+
 def test_the_server_refuses_a_forged_arm_and_a_malformed_record_and_measures_the_distance(team, server_db):
     on, off = a_session_drawn(team.ann.id, "on"), a_session_drawn(team.ann.id, "off")
     honest = example(team.ann, "they are all v3rmin and rats", assistance={
