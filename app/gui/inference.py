@@ -147,7 +147,8 @@ class _Mailbox:
         """The explanation lane's next request: a suggestion (asked for by the writer) before an
         attribution (which a pinned heatmap asks for on every keystroke)."""
         with self._lock:
-            return self._latest.pop("suggest", None) or self._latest.pop("attribute", None)
+            return (self._latest.pop("suggest", None) or self._latest.pop("attribute", None)
+                    or self._latest.pop("read", None))
 
     def has_pending(self, kind: str) -> bool:
         with self._lock:
@@ -336,7 +337,7 @@ class _Explainer(QObject):
                 return
 
             def checkpoint() -> None:
-                if (self._mailbox.closing or self._mailbox.has_pending("attribute")
+                if (self._mailbox.closing or self._mailbox.has_pending(request.kind)
                         or self._shared.generation != generation):
                     raise Cancelled("A newer attribution was asked for.")
 
@@ -481,7 +482,8 @@ class InferenceService(QObject):
     def attribute_for_reading(self, text: str, *, target: str) -> int:
         """Word attributions for a text a reading view shows (the words it blurs); their results come
         through ``attribution_ready`` as any, and ``for_reading`` tells the writer's views to pass them by."""
-        request_id = self.attribute(text, target=target)
+        # a kind of its own: the writer's newest attribution and a reader's never replace or cancel each other
+        request_id = self._post("read", text, target=target, method="auto", model_index=0)
         self.reading_requests.add(request_id)
         return request_id
 
@@ -531,7 +533,7 @@ class InferenceService(QObject):
         if kind == "predict":
             self._last_predict = request
         self._mailbox.put(request)
-        (self._wake_explainer if kind in ("attribute", "suggest") else self._wake).emit()
+        (self._wake_explainer if kind in ("attribute", "read", "suggest") else self._wake).emit()
         return request_id
 
     # Deliveries (GUI thread): stale results stop here ---------------------------------------
