@@ -145,7 +145,7 @@ class _Mailbox:
 
     def take_explanation(self) -> _Request | None:
         """The explanation lane's next request: a suggestion (asked for by the writer) before an
-        attribution (which a pinned heatmap asks for on every keystroke)."""
+        attribution (which a pinned heatmap asks for on every keystroke), before a reading view's."""
         with self._lock:
             return (self._latest.pop("suggest", None) or self._latest.pop("attribute", None)
                     or self._latest.pop("read", None))
