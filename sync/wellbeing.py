@@ -64,10 +64,14 @@ def break_wire(row: WellbeingBreak) -> BreakWire:
                      zone=row.zone)
 
 
-def _call(client: SyncClient, method: str, path: str, handle: SyncHandle, **kwargs: Any):
+def _call(client: SyncClient, method: str, path: str, handle: SyncHandle, *, ok: tuple[int, ...] = (200,),
+          **kwargs: Any):
+    """The server's answer when its status is one of ``ok``; any other is refused with the server's reason."""
     response = client._call(method, f"{API}{path}", handle, **kwargs)
     if response.status_code in (403, 400, 422):
         raise Refused(f"The server refused wellbeing records: {_errors(response).detail}")
+    if response.status_code not in ok:
+        raise Refused(f"The server answered HTTP {response.status_code}: {_errors(response).detail}")
     return response
 
 
@@ -98,11 +102,9 @@ def _push(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle, out: Wellb
             return True
         records = [exposure_wire(s).model_dump(mode="json") for s in spans]
         records += [break_wire(b).model_dump(mode="json") for b in breaks]
-        response = _call(client, "POST", "/wellbeing/push", handle, body={"records": records})
+        response = _call(client, "POST", "/wellbeing/push", handle, ok=(200, 404), body={"records": records})
         if response.status_code == 404:
             return False
-        if response.status_code != 200:
-            raise Refused(f"The server answered HTTP {response.status_code}: {_errors(response).detail}")
         result = WellbeingPushResult.model_validate_json(response.content)
         out.pushed += result.stored
         out.already += result.already_stored
@@ -120,11 +122,9 @@ def _pull(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle, out: Wellb
         cursor = int(local.get_meta(session, key) or 0)
     while True:
         handle.check()
-        response = _call(client, "GET", "/wellbeing/records", handle, params={"since": cursor})
+        response = _call(client, "GET", "/wellbeing/records", handle, ok=(200, 404), params={"since": cursor})
         if response.status_code == 404:
             return False
-        if response.status_code != 200:
-            raise Refused(f"The server answered HTTP {response.status_code}: {_errors(response).detail}")
         page = WellbeingFeed.model_validate_json(response.content)
         with desk.db.write() as session:
             ids = [item.record.id for item in page.records]
@@ -160,14 +160,10 @@ def _limits(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle) -> TeamL
     here = desk.exposure.limits() if desk.exposure.limits_set() else None
     if here is not None and here.sync_state == SyncState.PENDING.value and here.set_by == me.id:
         body = TeamLimitsUpdate(daily_min=here.daily_min, continuous_min=here.continuous_min).model_dump()
-        response = _call(client, "PUT", "/wellbeing/limits", handle, body=body)
-        if response.status_code != 200:
-            raise Refused(f"The server answered HTTP {response.status_code}: {_errors(response).detail}")
-    response = _call(client, "GET", "/wellbeing/limits", handle)
+        _call(client, "PUT", "/wellbeing/limits", handle, body=body)
+    response = _call(client, "GET", "/wellbeing/limits", handle, ok=(200, 204))
     if response.status_code == 204:
         return here
-    if response.status_code != 200:
-        raise Refused(f"The server answered HTTP {response.status_code}: {_errors(response).detail}")
     wire = TeamLimitsWire.model_validate_json(response.content)
     limits = TeamLimits(daily_min=wire.daily_min, continuous_min=wire.continuous_min, team=wire.team,
                         set_by=wire.set_by, set_at=wire.set_at, sync_state=SyncState.SYNCED.value)

@@ -145,9 +145,10 @@ class _Mailbox:
 
     def take_explanation(self) -> _Request | None:
         """The explanation lane's next request: a suggestion (asked for by the writer) before an
-        attribution (which a pinned heatmap asks for on every keystroke)."""
+        attribution (which a pinned heatmap asks for on every keystroke), before a reading view's."""
         with self._lock:
-            return self._latest.pop("suggest", None) or self._latest.pop("attribute", None)
+            return (self._latest.pop("suggest", None) or self._latest.pop("attribute", None)
+                    or self._latest.pop("read", None))
 
     def has_pending(self, kind: str) -> bool:
         with self._lock:
@@ -330,7 +331,7 @@ class _Explainer(QObject):
     def _attribute(self, request: _Request) -> None:
         options = dict(request.options)
         index = options.pop("model_index", 0)
-        self._serve(request, "A newer attribution was asked for.",
+        self._serve(request, "attribute", "A newer attribution was asked for.",
                     lambda models, checkpoint: models.engines[index].attribute(
                         request.payload, checkpoint=checkpoint, **options),
                     lambda attribution: self.attributed.emit(request, AttributionResult(
@@ -338,16 +339,17 @@ class _Explainer(QObject):
 
     def _suggest(self, request: _Request) -> None:
         work, inputs = request.payload
-        self._serve(request, "Newer suggestions were asked for.", work,
+        self._serve(request, "suggest", "Newer suggestions were asked for.", work,
                     lambda result: self.suggested.emit(request, SuggestionResult(request.request_id, inputs, result)))
 
-    def _serve(self, request: _Request, stale: str, run: Callable[[Ensemble, Callable[[], None]], Any],
-               deliver: Callable[[Any], None]) -> None:
+    def _serve(self, request: _Request, operation: str, stale: str,
+               run: Callable[[Ensemble, Callable[[], None]], Any], deliver: Callable[[Any], None]) -> None:
         """``run(models, checkpoint)`` on the borrowed models; ``checkpoint()`` raises Cancelled
-        (saying ``stale``) once a newer request of this kind waits or the models were replaced."""
+        (saying ``stale``) once a newer request of this kind waits or the models were replaced.
+        Failures are reported as ``operation`` (a reading view's attribution is an "attribute" too)."""
         with self._shared.borrow() as (models, generation):
             if models is None:
-                _fail(self.failed, request, request.kind, RuntimeError("No model is loaded yet."))
+                _fail(self.failed, request, operation, RuntimeError("No model is loaded yet."))
                 return
 
             def checkpoint() -> None:
@@ -358,7 +360,7 @@ class _Explainer(QObject):
             try:
                 result = run(models, checkpoint)
             except Exception as exc:
-                _fail(self.failed, request, request.kind, exc)
+                _fail(self.failed, request, operation, exc)
                 return
         deliver(result)
 
@@ -476,7 +478,8 @@ class InferenceService(QObject):
     def attribute_for_reading(self, text: str, *, target: str) -> int:
         """Word attributions for a text a reading view shows (the words it blurs); their results come
         through ``attribution_ready`` as any, and ``for_reading`` tells the writer's views to pass them by."""
-        request_id = self.attribute(text, target=target)
+        # a kind of its own: the writer's newest attribution and a reader's never replace or cancel each other
+        request_id = self._post("read", text, target=target, method="auto", model_index=0)
         self.reading_requests.add(request_id)
         return request_id
 
@@ -526,7 +529,7 @@ class InferenceService(QObject):
         if kind == "predict":
             self._last_predict = request
         self._mailbox.put(request)
-        (self._wake_explainer if kind in ("attribute", "suggest") else self._wake).emit()
+        (self._wake_explainer if kind in ("attribute", "read", "suggest") else self._wake).emit()
         return request_id
 
     # Deliveries (GUI thread): stale results stop here ---------------------------------------

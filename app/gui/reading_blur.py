@@ -21,13 +21,13 @@ class ModelWords(QObject):
     def __init__(self, inference: InferenceService | None, parent: QObject | None = None):
         super().__init__(parent)
         self.inference = inference
-        self._pending: tuple[int, uuid.UUID, int, BlurView, tuple[str, ...], Callable] | None = None
+        self._pending: tuple[int, uuid.UUID, int, BlurView, Callable] | None = None
         if inference is not None:
             inference.attribution_ready.connect(self._arrived)
             inference.failed.connect(self._failed)
 
     def request(self, example_id: uuid.UUID, blur: BlurView | None, labels: tuple[str, ...],
-                words: tuple[str, ...], on_words: Callable[[uuid.UUID, BlurView], None]) -> None:
+                on_words: Callable[[uuid.UUID, BlurView], None]) -> None:
         """Ask for the model's words of the example's text (the one the target model reads alone:
         a single written text, or a perturbation's edit); ``on_words(example_id, blur)`` when they come."""
         self._pending = None
@@ -36,7 +36,7 @@ class ModelWords(QObject):
             return
         index = len(blur.texts) - 1  # the written text, or the pair's edited half
         request_id = self.inference.attribute_for_reading(blur.texts[index].text, target=label)
-        self._pending = (request_id, example_id, index, blur, words, on_words)
+        self._pending = (request_id, example_id, index, blur, on_words)
 
     def cancel(self) -> None:
         self._pending = None
@@ -45,10 +45,10 @@ class ModelWords(QObject):
         pending = self._pending
         if pending is None or pending[0] != result.request_id:
             return
-        _request, example_id, index, blur, words, on_words = pending
+        _request, example_id, index, blur, on_words = pending
         self._pending = None
         scores = [WordScore(w.text, w.start, w.end, w.score) for w in result.attribution.words if w.segment == 0]
-        on_words(example_id, with_model_words(blur, words, {index: scores}))
+        on_words(example_id, with_model_words(blur, {index: scores}))
 
     def _failed(self, failure: InferenceFailure) -> None:
         if self._pending is not None and failure.request_id == self._pending[0]:

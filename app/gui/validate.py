@@ -73,16 +73,16 @@ class ValidateController(QObject):
             held = desk.validation.held_back(person, opted, task_code=code) if opted[code] else 0
             return desk.validation.remaining(person, task_code=code) - held if item is not None else 0, held
 
-        def find() -> tuple[QueueView, tuple[str, ...]]:
+        def find() -> QueueView:
             example = desk.validation.next_for(person, task_code=code, skip=skipped, opted_out=opted)
             name = desk.people.get(person).display_name
             task = desk.tasks.definition_by_code(code).name
             words = desk.tasks.blur_words(code)
             item = for_validation(desk, example.id, blur_words=words, masked=profile.blur_validating) if example else None
             if item is not None and opted[code]:  # counting past the opt-outs takes longer: it follows
-                return queue_view(item, None, name, task, skipped), words
+                return queue_view(item, None, name, task, skipped)
             remaining, held = counts(item)
-            return queue_view(item, remaining, name, task, skipped, held_back=held, opted_out=opted[code]), words
+            return queue_view(item, remaining, name, task, skipped, held_back=held, opted_out=opted[code])
 
         def count_later(item, name: str, task: str) -> None:
             def status() -> str:
@@ -95,8 +95,7 @@ class ValidateController(QObject):
 
             self.db.submit_latest("validate-counts", status, on_done=shown, on_error=self.show_error)
 
-        def show(found: tuple[QueueView, tuple[str, ...]]) -> None:
-            queue, words = found
+        def show(queue: QueueView) -> None:
             self.view.show_queue(queue)
             if queue.counting is not None:
                 count_later(queue.example, *queue.counting)
@@ -104,7 +103,7 @@ class ValidateController(QObject):
             example = queue.example
             if example is not None:
                 self._shown_at = time.monotonic()
-                self.model_words.request(example.id, example.blur, example.labels, words, self.view.show_model_words)
+                self.model_words.request(example.id, example.blur, example.labels, self.view.show_model_words)
 
         # the newest request wins: a queue asked for before a skip or a task switch is not shown
         self.db.submit_latest("validate-next", find, on_done=show, on_error=self.show_error)

@@ -443,8 +443,8 @@ class WorkspaceController(QObject):
                                                   loaded.devices, content, self._fooled(content)))
 
     def _inference_failed(self, failure: InferenceFailure) -> None:
-        if failure.cancelled or failure.operation == "job":  # evaluation work reports its own
-            return
+        if failure.cancelled or failure.operation == "job" or self.inference.for_reading(failure.request_id):
+            return  # evaluation work and reading views' blur report their own
         if failure.operation == "load":
             if self.session.load_failed():  # the round changes all the same; its model's problem is shown
                 self.rounds.switch_round()

@@ -1,15 +1,15 @@
 """View-models of analyst wellbeing for readers (issue 22): what a reading view masks and collapses,
 and the Wellbeing section of the profile dialog. Pure functions; controllers run them on the
-database worker (the word list match) or on arrival of the model's attributions."""
+database worker (the word list match) or on arrival of the model's attributions (a merge only)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from app.core.assist.types import WordScore
-from app.core.wellbeing.blur import mask_spans
+from app.core.wellbeing.blur import mask_spans, model_spans, utf16_offsets
 from app.core.wellbeing.profile import WellbeingProfile
 
 # A text under the task's content warning longer than this opens collapsed in a reading view.
@@ -60,12 +60,30 @@ def blur_view(texts: Sequence[str], words: Iterable[str], *, masked: bool, conte
     return BlurView(tuple(items), masked, bool(content_warning) and length > LONG_TEXT_CHARS, length)
 
 
-def with_model_words(view: BlurView, words: Iterable[str], scores: Mapping[int, Sequence[WordScore]]) -> BlurView:
-    """``view`` again with the model's top words masked as well (they arrive after the word list's)."""
+def with_model_words(view: BlurView, scores: Mapping[int, Sequence[WordScore]]) -> BlurView:
+    """``view`` again with the model's top words masked as well. They arrive on the GUI thread after the
+    word list's, so they are merged into the spans the view already has: the list is not matched again."""
     if not view.masked:
         return view
-    again = blur_view([t.text for t in view.texts], words, masked=True, content_warning=None, scores=scores)
-    return BlurView(again.texts, True, view.collapsed, view.length)
+    texts = []
+    for index, item in enumerate(view.texts):
+        found = model_spans(item.text, scores.get(index, ()))
+        if found:
+            offsets = utf16_offsets(item.text)
+            item = MaskedText(item.text, _merged([*item.spans, *((offsets[s], offsets[e]) for s, e, _w in found)]))
+        texts.append(item)
+    return replace(view, texts=tuple(texts))
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Overlapping spans as one, in reading order (as ``mask_spans`` merges them)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
 
 
 def collapsed_note(view: BlurView) -> str:

@@ -244,3 +244,15 @@ def test_new_models_while_an_attribution_runs(qtbot, service, tiny_classifier_di
     with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT) as got:
         service.attribute("a banana", method="ablation")
     assert attributions == [got.args[0]] and got.args[0].attribution.model_sha == info.sha256s[0]
+
+
+def test_a_writers_and_a_readers_attributions_both_arrive(qtbot, service, tiny_classifier_dir):
+    """The blur of a reading view and the writer's heatmap ask for attributions independently: neither
+    replaces the other as a newer request of the same kind would."""
+    load(qtbot, service, spec(tiny_classifier_dir, name="tiny"))
+    arrived = []
+    service.attribution_ready.connect(lambda result: arrived.append(result.request_id))
+    writer = service.attribute("the writer's text", target="hate")
+    reader = service.attribute_for_reading("the reader's text", target="hate")
+    qtbot.waitUntil(lambda: {writer, reader} <= set(arrived), timeout=SIGNAL_TIMEOUT)
+    assert service.for_reading(reader) and not service.for_reading(writer)

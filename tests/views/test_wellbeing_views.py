@@ -43,3 +43,19 @@ def test_profile_section_round_trip_keeps_groups_written_in_as_other():
         ("women", True), ("Muslims", False), ("Roma", True)]
     choice = WellbeingChoice(True, True, (("hate_speech", (" Roma ", "women", "")), ("nli", ())), 50, 240, 5, 15)
     assert chosen_profile(choice) == profile
+
+
+def test_the_models_words_join_the_word_lists_masks_as_one_match_of_both_would():
+    from app.core.assist.types import WordScore
+    from app.views.wellbeing import with_model_words
+
+    texts = ("🐀 those v3rmin rats again", "calm words only")
+    scores = {0: [WordScore("v3rmin", 8, 14, 0.9), WordScore("rats", 15, 19, 0.8), WordScore("again", 20, 25, 0.1)],
+              1: [WordScore("calm", 0, 4, 0.5)]}
+    listed = blur_view(texts, ("vermin",), masked=True, content_warning="hate")
+    both = with_model_words(listed, scores)
+    assert both == blur_view(texts, ("vermin",), masked=True, content_warning="hate", scores=scores)
+    assert both.texts[0].spans == ((9, 15), (16, 20))  # UTF-16: the emoji is two units; "again" scores too low
+    assert both.texts[1].spans == ((0, 4),)
+    unmasked = blur_view(texts, ("vermin",), masked=False, content_warning=None)
+    assert with_model_words(unmasked, scores) is unmasked
