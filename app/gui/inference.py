@@ -445,7 +445,9 @@ class InferenceService(QObject):
         self._worker.job_message_raw.connect(self.job_message)
         self._worker.failed.connect(self._on_failed)
         self._last_predict: _Request | None = None
-        self.reading_requests: set[int] = set()  # attributions asked for by reading views (blur)
+        # attributions asked for by reading views (blur): only the newest waits and one more may be
+        # running, so the last few ids are all that can still be answered
+        self.reading_requests: deque[int] = deque(maxlen=64)
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -480,7 +482,7 @@ class InferenceService(QObject):
         through ``attribution_ready`` as any, and ``for_reading`` tells the writer's views to pass them by."""
         # a kind of its own: the writer's newest attribution and a reader's never replace or cancel each other
         request_id = self._post("read", text, target=target, method="auto", model_index=0)
-        self.reading_requests.add(request_id)
+        self.reading_requests.append(request_id)
         return request_id
 
     def for_reading(self, request_id: int) -> bool:
