@@ -5,8 +5,8 @@ their outputs (``local_models.train``). Most of a next-round run's texts are the
 before, so ``FrozenCache`` keeps those outputs between runs.
 
 Each text's states are a pure function of the text (and the key below): texts are run in batches of equal
-token length, so there is no padding, and the states do not depend on which other texts share the batch
-(checked bit for bit). A run that finds every text in the cache therefore trains on exactly the tensors a
+token length, so there is no padding, and attention runs one text at a time (see ``_per_text_attention``), so
+the states do not depend on which other texts share the batch on any CPU (checked bit for bit). A run that finds every text in the cache therefore trains on exactly the tensors a
 run that computed them would, and reproduces its weights bit for bit.
 
 Layout: ``<folder>/<key>/shard-*.safetensors``; a key names everything that shapes the states (the base
@@ -39,7 +39,7 @@ from local_models.progress import Progress
 log = logging.getLogger(__name__)
 
 FORMAT = "dynadesk-frozen-states"
-VERSION = 1
+VERSION = 2  # 2: attention one text at a time (states made by 1 could depend on their batch)
 BATCH = 64
 DEFAULT_MAX_BYTES = 3 * 1024 ** 3  # ~75,000 tweets with all-MiniLM-L6-v2 (measured: 1.06 GB for 27,067 texts)
 STALE_TEMP_SECONDS = 3600
@@ -148,6 +148,8 @@ def _compute(model: Any, encoder: Any, texts: list[str], frozen_count: int, prog
     out: list[Any] = [None] * len(texts)
     model.eval()
     base.encoder.layer = torch.nn.ModuleList(list(layers)[:frozen_count])
+    attention = base.config._attn_implementation
+    base.config._attn_implementation = _per_text_attention()
     done = 0
     try:
         with torch.inference_mode():
@@ -163,7 +165,38 @@ def _compute(model: Any, encoder: Any, texts: list[str], frozen_count: int, prog
                 progress.report(done, len(texts))
     finally:
         base.encoder.layer = layers
+        base.config._attn_implementation = attention
     return out
+
+
+PER_TEXT_ATTENTION = "dynadesk_per_text_sdpa"
+
+
+def _per_text_attention() -> str:
+    """The name of an attention that runs SDPA one text at a time (registered once).
+
+    The batched attention products (SDPA and eager alike) round differently with the number of texts in the batch on
+    some CPUs (AMD EPYC without AMX), so a text's states would depend on which texts share its batch. The projections
+    around it do not (checked bit for bit across batch sizes), so only attention goes text by text: its inputs have
+    the same shape whatever the batch, and so the same kernel and the same bits on every machine."""
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask
+
+    if PER_TEXT_ATTENTION not in ALL_MASK_ATTENTION_FUNCTIONS:
+        def per_text(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, **kwargs: Any) -> tuple[Any, None]:
+            import torch
+
+            rows = []
+            for i in range(query.shape[0]):
+                mask = None if attention_mask is None else attention_mask[i:i + 1]
+                rows.append(sdpa_attention_forward(module, query[i:i + 1], key[i:i + 1], value[i:i + 1], mask,
+                                                   **kwargs)[0])
+            return torch.cat(rows), None
+
+        AttentionInterface.register(PER_TEXT_ATTENTION, per_text)
+        AttentionMaskInterface.register(PER_TEXT_ATTENTION, sdpa_mask)
+    return PER_TEXT_ATTENTION
 
 
 def _write_key_file(folder: Path, described: dict[str, Any]) -> None:

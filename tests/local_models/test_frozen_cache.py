@@ -59,6 +59,8 @@ def test_states_do_not_depend_on_which_texts_were_cached_before(tiny_base_dir, r
     mixed, use = _states(tiny_base_dir, texts, cache)
     assert use.from_cache == len(texts[::3]) and use.computed == len(set(texts)) - len(set(texts[::3]))
     assert all(torch.equal(a, b) for a, b in zip(alone, mixed))
+    singles = [_states(tiny_base_dir, [text], None)[0][0] for text in texts[:24]]
+    assert all(torch.equal(a, b) for a, b in zip(alone, singles))  # a batch of one: the same bits again
 
 
 def test_a_damaged_shard_is_removed_and_rebuilt_with_a_log_line(tiny_base_dir, rows, tmp_path, monkeypatch):
