@@ -100,9 +100,9 @@ def test_read_assistance_refuses_unknown_fields_and_non_objects():
 
 def test_at_submit_counts_words_with_the_one_segmentation():
     # punctuation and emoji are words of their own (app.core.text.words): "!" and "☠️" are two edits
-    assert at_submit(APPLIED, "they are all v3rmin and should leave ! ☠️").edit_distance == 2
-    assert at_submit(APPLIED, APPLIED.applied_text).edit_distance == 0
-    assert at_submit(Assistance(arm="on"), "whatever").edit_distance is None
+    assert at_submit(APPLIED, "they are all v3rmin and should leave ! ☠️", max_chars=5000).edit_distance == 2
+    assert at_submit(APPLIED, APPLIED.applied_text, max_chars=5000).edit_distance == 0
+    assert at_submit(Assistance(arm="on"), "whatever", max_chars=5000).edit_distance is None
 
 
 def test_writing_sessions_are_numbered_after_the_ones_recorded_in_the_round(desk, people):

@@ -33,6 +33,19 @@ def a_session_drawn(writer_id, arm: str, task_round: str = "hate_speech/1") -> i
     return next(n for n in range(1, 10) if session_arm("ab", writer_id, n, round_key=task_round) == arm)
 
 
+def run_round_with(team, tmp_path, assistant: str, number: int = 1) -> None:
+    """The owner publishes round ``number`` again with the assistant set to ``assistant``."""
+    import httpx
+
+    from tests.sync.helpers import basics_records
+
+    record = next(r for r in basics_records(tmp_path) if r["record"] == "round" and r["number"] == number)
+    revised = {**record, "settings": {**record["settings"], "assistant": assistant}, "revision": record["revision"] + 1}
+    response = httpx.post(f"{team.url}/v1/publish", json={"records": [revised]},
+                          headers={"Authorization": f"Bearer {team.owner.token}"})
+    assert [r["status"] for r in response.json()["results"]] == ["stored"], response.text
+
+
 def test_ab_reaches_the_writers_desk_and_assisted_provenance_reaches_the_leads(team, tmp_path, server_db):
     owner = prepare_desk(tmp_path / "owner", team.owner)
     ann = prepare_desk(tmp_path / "ann", team.ann)
@@ -105,7 +118,8 @@ def test_the_next_round_keeps_ab_on_the_writers_desk_and_a_later_change_reaches_
         assert ann.rounds.settings(ann.tasks.round("hate_speech", 1)).assistant == "off"
 
 
-def test_the_server_refuses_a_forged_arm_and_a_malformed_record_and_measures_the_distance(team, server_db):
+def test_the_server_refuses_a_forged_arm_and_a_malformed_record_and_measures_the_distance(team, server_db, tmp_path):
+    run_round_with(team, tmp_path, "ab")
     on, off = a_session_drawn(team.ann.id, "on"), a_session_drawn(team.ann.id, "off")
     honest = example(team.ann, "they are all v3rmin and rats", assistance={
         "arm": "on", "session": on, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
@@ -165,13 +179,14 @@ def test_a_server_database_from_before_the_assistant_upgrades_with_its_examples_
     assert rows() == before and stored_on_server(server_db, stored["id"]) is None
 
 
-def test_team_figures_split_by_arm_are_computed_on_the_server_from_its_records(team, server_db):
+def test_team_figures_split_by_arm_are_computed_on_the_server_from_its_records(team, server_db, tmp_path):
     import httpx
     from sqlalchemy import update
 
     from tests.app.test_assistant_figures import HAND
     from tests.sync.test_server import auth
 
+    run_round_with(team, tmp_path, "ab")
     on = a_session_drawn(team.ann.id, "on")
     off = a_session_drawn(team.ann.id, "off")
     records = []
@@ -214,6 +229,7 @@ def test_a_lead_reads_the_teams_split_from_the_command_line(team, tmp_path, caps
     from app.cli import main
     from sync.tokens import TokenStore
 
+    run_round_with(team, tmp_path, "on")
     on = a_session_drawn(team.ann.id, "on")
     applied = example(team.ann, "they are all v3rmin and rats", time_spent_ms=42_000, assistance={
         "arm": "on", "session": on, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
