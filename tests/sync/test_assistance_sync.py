@@ -247,3 +247,88 @@ def test_a_lead_reads_the_teams_split_from_the_command_line(team, tmp_path, caps
     assert "1 example(s) without an arm are outside the split" in out
     (line,) = [row for row in out.splitlines() if team.ann.name in row]
     assert line.split()[2:] == ["assisted", "1", "1", "100.0%", "0.0%", "–", "42", "s"]
+
+
+def test_claims_the_rounds_setting_does_not_allow_are_stored_as_unassisted_and_the_split_leaves_them_out(
+        team, server_db, tmp_path):
+    import httpx
+
+    from tests.sync.test_server import auth
+
+    on, off = a_session_drawn(team.ann.id, "on"), a_session_drawn(team.ann.id, "off")
+    claim = {"arm": "on", "session": on, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
+             "applied_text": SUGGESTION}
+    in_an_off_round = example(team.ann, "they are all v3rmin, said to be assisted", assistance=claim)
+    no_arm_applied = example(team.ann, "applied without a session", assistance={**claim, "arm": None})
+    response = push(team, team.ann, in_an_off_round, no_arm_applied)  # round 1 runs without the assistant
+    assert statuses(response) == ["stored", "stored"]
+    reasons = [r["reason"] for r in response.json()["results"]]
+    assert "stored as unassisted" in reasons[0] and "the assistant is off in round hate_speech/1" in reasons[0]
+    assert "session without the assistant (no arm)" in reasons[1]
+    unassisted = {"arm": None, "session": on, "applied": False, "generator": None, "edit_type": None,
+                  "applied_text": None, "edit_distance": None}
+    assert stored_on_server(server_db, in_an_off_round["id"]) == unassisted
+    assert stored_on_server(server_db, no_arm_applied["id"]) == unassisted
+
+    run_round_with(team, tmp_path, "ab")
+    against_the_draw = example(team.ann, "an 'on' arm the draw puts off", assistance={**claim, "session": off})
+    honest = example(team.ann, "they are all v3rmin and rats", assistance=claim)
+    hidden_control = example(team.ann, "an edit type that moves the cursor",
+                             assistance={**claim, "edit_type": "leet\x1b[2Jspeak"})
+    response = push(team, team.ann, against_the_draw, honest, hidden_control)
+    assert statuses(response) == ["stored", "stored", "rejected"]
+    reasons = [r["reason"] or "" for r in response.json()["results"]]
+    assert f"the A-B draw puts session {off} of this writer in round hate_speech/1 without the assistant" in reasons[0]
+    assert reasons[1] == "" and stored_on_server(server_db, honest["id"])["arm"] == "on"
+    assert "control characters (\\x1b)" in reasons[2]
+    assert stored_on_server(server_db, against_the_draw["id"])["arm"] is None
+
+    split = httpx.get(f"{team.url}/v1/team/assistant", params={"by": "annotator"}, headers=auth(team.lead)).json()
+    assert [(r["arm"], r["submitted"], r["applied"]) for r in split["rows"]] == [("assisted", 1, 1)]
+    assert split["outside"] == 3  # the three claims the rounds' setting did not allow
+
+
+def test_a_huge_suggestion_is_stored_unmeasured_and_measuring_holds_up_no_other_desks_push(
+        team, server_db, tmp_path, monkeypatch):
+    """The distance is measured before the push's write transaction: while one annotator's push is
+    being measured, another annotator's push is stored (on SQLite, one writer at a time, it would
+    otherwise wait for the first to commit)."""
+    import importlib
+    import threading
+
+    push_module = importlib.import_module("sync.server.store.push")  # the package's name "push" is the function
+
+    run_round_with(team, tmp_path, "on")
+    claim = {"arm": "on", "session": 1, "applied": True, "generator": "rules", "edit_type": "negation"}
+    huge = example(team.ann, "they are not vermin", assistance={**claim, "applied_text": "word " * 20_000})
+    response = push(team, team.ann, huge)
+    assert statuses(response) == ["stored"]
+    assert "edit distance from the applied suggestion is stored as unknown" in response.json()["results"][0]["reason"]
+    assert "5,000 characters" in response.json()["results"][0]["reason"]  # the task's own max_chars
+    stored = stored_on_server(server_db, huge["id"])
+    assert stored["edit_distance"] is None and stored["applied_text"] == "word " * 20_000
+
+    measuring, other_stored = threading.Event(), threading.Event()
+    measure = push_module.word_distance
+
+    def held_until_the_other_push_is_stored(*args, **kwargs):
+        measuring.set()
+        if not other_stored.wait(timeout=60):
+            raise AssertionError("the other desk's push was not stored while this one was being measured")
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(push_module, "word_distance", held_until_the_other_push_is_stored)
+    measured = example(team.ann, "they are not vermin at all", assistance={**claim, "applied_text": "they are not vermin"})
+    outcome: dict = {}
+    first = threading.Thread(target=lambda: outcome.update(response=push(team, team.ann, measured)))
+    first.start()
+    try:
+        assert measuring.wait(timeout=60), "the first push never measured its suggestion"
+        other = example(team.bob, "another annotator's example")
+        assert statuses(push(team, team.bob, other)) == ["stored"]
+        assert "response" not in outcome  # the first push is still being measured
+    finally:
+        other_stored.set()
+        first.join(timeout=120)
+    assert statuses(outcome["response"]) == ["stored"]
+    assert stored_on_server(server_db, measured["id"])["edit_distance"] == 2
