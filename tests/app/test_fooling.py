@@ -70,6 +70,15 @@ def test_an_output_no_model_gives_is_judged_neither_fooled_nor_not(output, messa
         is_fooled(hate, [output], "not hate")
 
 
+def test_a_models_answer_longer_than_its_context_may_be_is_not_judged():
+    from app.core.tasks.fooling import InvalidOutput
+
+    qa = CATALOG["extractive_qa"]
+    long_answer = "word " * 10_001  # the context holds at most 50,000 characters
+    with pytest.raises(InvalidOutput, match="more than the 50,000 its context may hold"):
+        is_fooled(qa, [out("x", answer=Span(0, len(long_answer), long_answer))], answer=Span(0, 4, "word"))
+
+
 def test_the_desk_refuses_to_submit_an_impossible_output_and_keeps_the_draft(desk, people, target_model):
     from app.core.errors import InvalidExample
     from tests.conftest import hate_content

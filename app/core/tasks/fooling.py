@@ -13,13 +13,12 @@ from app.core.errors import InvalidExample
 from app.core.tasks.definition import FooledMetric, TaskDefinition
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCTUATION = set(string.punctuation)
+_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)  # in C: an answer may be a whole context long
 
 
 def normalize_answer(text: str) -> str:
     """SQuAD's normalisation: lower-case, drop punctuation and articles, fold white space."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = text.lower().translate(_NO_PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 
@@ -63,6 +62,11 @@ class InvalidOutput(InvalidExample, ValueError):
 
 def output_problem(definition: TaskDefinition, output: ModelOutput) -> str | None:
     """What makes ``output`` impossible for ``definition``'s task, in words, or None."""
+    if definition.answer is not None:  # a model's answer is a span of the context: no longer than it may be
+        spanned = next(f.max_chars for f in definition.inputs if f.name == definition.answer.span_of)
+        answer = output.answer.text if output.answer else output.label
+        if len(answer) > spanned:
+            return (f"its answer has {len(answer):,} characters, more than the {spanned:,} its context may hold")
     labels = set(definition.labels)
     if labels and output.label not in labels:
         return f"its label {output.label[:80]!r} is not one of the task's labels ({', '.join(definition.labels)})"
