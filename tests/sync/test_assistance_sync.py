@@ -332,3 +332,21 @@ def test_a_huge_suggestion_is_stored_unmeasured_and_measuring_holds_up_no_other_
         first.join(timeout=120)
     assert statuses(outcome["response"]) == ["stored"]
     assert stored_on_server(server_db, measured["id"])["edit_distance"] == 2
+
+
+def test_a_push_measures_at_most_its_budget_and_leaves_the_rest_unknown(team, server_db, tmp_path, monkeypatch):
+    import importlib
+
+    push_module = importlib.import_module("sync.server.store.push")
+    run_round_with(team, tmp_path, "on")
+    claim = {"arm": "on", "session": 1, "applied": True, "generator": "rules", "edit_type": "negation",
+             "applied_text": "they are not vermin"}
+    first = example(team.ann, "they are not vermin at all", assistance=claim)
+    second = example(team.ann, "they are not vermin, not at all", assistance=claim)
+    # room for the first pair only (19 + 26 characters)
+    monkeypatch.setattr(push_module, "MEASURED_CHARS_PER_PUSH", 50)
+    response = push(team, team.ann, first, second)
+    assert statuses(response) == ["stored", "stored"]
+    assert stored_on_server(server_db, first["id"])["edit_distance"] == 2
+    assert stored_on_server(server_db, second["id"])["edit_distance"] is None
+    assert "more to measure than one push may" in response.json()["results"][1]["reason"]

@@ -157,7 +157,8 @@ def received_assistance(data: Any, submitted_text: str, *, max_chars: int, write
                 else word_distance(assistance.applied_text, submitted_text, max_chars=max_chars))
     note = None if measured is not None else (
         f"the edit distance from the applied suggestion is stored as unknown: the suggestion or the text is "
-        f"longer than the {max_chars:,} characters it is measured on for this task")
+        f"longer than the {max_chars:,} characters it is measured on for this task, or the request held more "
+        f"to measure than one push may")
     return Received(assistance_record(replace(assistance, edit_distance=measured)), note)
 
 
