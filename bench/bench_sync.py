@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from bench.common import BenchContext, Result, percentile
+from bench.sync_checks import worst_record_push
 from sync.client import SyncClient
 from sync.transport import RetryPolicy
 from tests.sync.helpers import (
@@ -329,6 +330,7 @@ def run(ctx: BenchContext) -> list[Result]:
     results: list[Result] = []
     random.seed(0)
     kinds = backends()
+    results += worst_record_push(ctx)
     for kind in kinds:
         results.append(sync_10k(ctx, kind, runs=1 if ctx.quick else 3))
     for kind in kinds:

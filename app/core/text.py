@@ -14,6 +14,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from rapidfuzz.distance import Levenshtein
+
 from local_models.words import WordSpan as Word
 from local_models.words import split_words
 
@@ -73,8 +75,23 @@ class EditOp:
         return self.__dict__.copy()
 
 
+def word_distance(original: str, edited: str, *, max_chars: int) -> int | None:
+    """The word edit distance between two texts (the figure of :func:`word_edits`), or None
+    (unknown) when either text is longer than ``max_chars``: the cost stays bounded by the caller's
+    limit, whatever the texts. Linear memory (rapidfuzz over the words as integers), never a matrix."""
+    if len(original) > max_chars or len(edited) > max_chars:
+        return None
+    ids: dict[str, int] = {}
+    a = [ids.setdefault(w.text, len(ids)) for w in words(original)]
+    b = [ids.setdefault(w.text, len(ids)) for w in words(edited)]
+    return int(Levenshtein.distance(a, b))
+
+
 def _alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], int]:
     """Levenshtein alignment of two word lists: steps (kind, i, j) in order, and the distance.
+
+    A full matrix: for the diff views of texts a task's ``max_chars`` bounds (on the desk), never
+    for a figure computed from what another desk sent (see :func:`word_distance`).
 
     ``equal``/``replace`` pair a[i] with b[j]; ``delete`` removes a[i] before b[j]; ``insert``
     adds b[j] before a[i].

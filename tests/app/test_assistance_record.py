@@ -100,9 +100,9 @@ def test_read_assistance_refuses_unknown_fields_and_non_objects():
 
 def test_at_submit_counts_words_with_the_one_segmentation():
     # punctuation and emoji are words of their own (app.core.text.words): "!" and "☠️" are two edits
-    assert at_submit(APPLIED, "they are all v3rmin and should leave ! ☠️").edit_distance == 2
-    assert at_submit(APPLIED, APPLIED.applied_text).edit_distance == 0
-    assert at_submit(Assistance(arm="on"), "whatever").edit_distance is None
+    assert at_submit(APPLIED, "they are all v3rmin and should leave ! ☠️", max_chars=5000).edit_distance == 2
+    assert at_submit(APPLIED, APPLIED.applied_text, max_chars=5000).edit_distance == 0
+    assert at_submit(Assistance(arm="on"), "whatever", max_chars=5000).edit_distance is None
 
 
 def test_writing_sessions_are_numbered_after_the_ones_recorded_in_the_round(desk, people):
@@ -189,3 +189,104 @@ def test_the_hf_features_name_every_flat_column(desk):
 
     names = {f["name"] for f in _hf_features(desk.tasks.definition_by_code("hate_speech"))}
     assert set(_assistance_columns(assistance_record(APPLIED))) <= names
+
+
+def test_the_bounded_distance_is_the_diffs_distance_and_unknown_beyond_its_bound():
+    import random
+
+    from app.core.text import word_distance, word_edits
+
+    rng = random.Random(7)
+    vocabulary = ["they", "are", "v3rmin", "n\u200bice", "(all)", "I❤️you", "!", "sh!t", "leave,", "rats"]
+    for _ in range(200):
+        a = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12)))
+        b = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12)))
+        assert word_distance(a, b, max_chars=200) == word_edits(a, b)[1], (a, b)
+    assert word_distance("x " * 60, "x", max_chars=100) is None  # the suggestion is over the bound
+    assert word_distance("x", "x " * 60, max_chars=100) is None  # the text is
+    assert word_distance("x " * 50, "x", max_chars=100) == 49
+
+
+def test_the_bound_is_the_tasks_own_max_chars_capped_for_every_task(desk):
+    from app.core.assist.provenance import MAX_DISTANCE_CHARS, distance_bound
+
+    assert distance_bound(desk.tasks.definition_by_code("hate_speech")) == 5000
+    assert distance_bound(desk.tasks.definition_by_code("nli")) == 2000  # the hypothesis, not the premise
+    wide = desk.tasks.definition_by_code("hate_speech").model_copy(
+        update={"inputs": [f.model_copy(update={"max_chars": 200_000})
+                           for f in desk.tasks.definition_by_code("hate_speech").inputs]})
+    assert distance_bound(wide) == MAX_DISTANCE_CHARS
+
+
+def test_a_suggestion_longer_than_the_task_allows_is_stored_with_its_distance_unknown(desk, people, target_model,
+                                                                                     tmp_path):
+    from app.core.io.exporters import export
+    from app.core.io.importers import import_file
+
+    huge = Assistance(arm="on", session=1, applied=True, generator="rules", edit_type="negation",
+                      applied_text="word " * 20_000)
+    example = desk.examples.create(people.author.id, "hate_speech", hate_content("they are not vermin", "hate"),
+                                   [hate_output(target_model, "not hate")], assistance=huge)
+    stored = desk.examples.get(example.id).assistance
+    assert stored["edit_distance"] is None and stored["applied_text"] == huge.applied_text
+    path = tmp_path / "out.jsonl"
+    export(desk, path, "jsonl", keep_identities=True)
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    next(r for r in records if r.get("id") == str(example.id))["assistance"]["edit_distance"] = 3
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    with Desk(tmp_path / "fresh") as fresh:  # an import measures within the same bound
+        assert import_file(fresh, path, "jsonl").problems == []
+        assert fresh.examples.get(example.id).assistance["edit_distance"] is None
+
+
+WRITER = uuid.UUID("00000000-0000-4000-8000-000000000001")
+
+
+def drawn(arm: str) -> int:
+    from app.core.assist.arms import session_arm
+
+    return next(n for n in range(1, 20) if session_arm("ab", WRITER, n, round_key="hate_speech/1") == arm)
+
+
+@pytest.mark.parametrize("mode, claim, why", [
+    ("off", {"arm": "on", "applied": False}, "the assistant is off in round hate_speech/1"),
+    ("off", {"arm": "off", "session": "off", "applied": False}, "the assistant is off in round hate_speech/1"),
+    ("on", {"arm": "off", "session": "off", "applied": False}, "the assistant is on in every session of round hate_speech/1"),
+    ("ab", {"arm": "on", "session": "off"}, "the A-B draw puts session"),
+    ("ab", {"arm": None}, "a suggestion is marked applied in a session without the assistant"),
+    ("on", {"arm": None}, "a suggestion is marked applied in a session without the assistant"),
+])
+def test_a_claim_the_rounds_setting_does_not_allow_is_kept_as_unassisted_with_the_reason(mode, claim, why):
+    from app.core.assist.provenance import received_assistance
+
+    session = drawn(claim.pop("session", "on"))
+    record = {**assistance_record(APPLIED), "session": session, **claim}
+    if not record["applied"]:
+        record.update(generator=None, edit_type=None, applied_text=None)
+    received = received_assistance(record, "they are all v3rmin", max_chars=5000, writer_id=WRITER,
+                                   round_key="hate_speech/1", mode=mode)
+    assert received.record == assistance_record(Assistance(session=session))
+    assert received.note is not None and why in received.note and "outside the A-B figures" in received.note
+
+
+def test_a_claim_the_rounds_setting_allows_is_kept_and_measured():
+    from app.core.assist.provenance import received_assistance
+
+    honest = {**assistance_record(APPLIED), "session": drawn("on")}
+    for mode in ("ab", "on"):
+        received = received_assistance(honest, APPLIED.applied_text + " now", max_chars=5000, writer_id=WRITER,
+                                       round_key="hate_speech/1", mode=mode)
+        assert received.record == {**honest, "edit_distance": 1} and received.note is None
+    unassisted = assistance_record(Assistance(arm="off", session=drawn("off")))
+    assert received_assistance(unassisted, "x", max_chars=5000, writer_id=WRITER, round_key="hate_speech/1",
+                               mode="ab").record == unassisted
+    with pytest.raises(InvalidExample, match="A-B draw gives it the assistant"):  # no desk sends this: refused
+        received_assistance({**unassisted, "session": drawn("on")}, "x", max_chars=5000, writer_id=WRITER,
+                            round_key="hate_speech/1", mode="ab")
+
+
+@pytest.mark.parametrize("edit_type", ["leet\x1b[2Jspeak", "neg\u202eation", "negation\x00"])
+def test_an_edit_type_with_control_characters_is_refused(edit_type):
+    with pytest.raises(InvalidExample, match="control characters"):
+        read_assistance(assistance_record(Assistance(arm="on", session=1, applied=True, generator="rules",
+                                                     edit_type=edit_type, applied_text="x")))

@@ -33,6 +33,19 @@ def a_session_drawn(writer_id, arm: str, task_round: str = "hate_speech/1") -> i
     return next(n for n in range(1, 10) if session_arm("ab", writer_id, n, round_key=task_round) == arm)
 
 
+def run_round_with(team, tmp_path, assistant: str, number: int = 1) -> None:
+    """The owner publishes round ``number`` again with the assistant set to ``assistant``."""
+    import httpx
+
+    from tests.sync.helpers import basics_records
+
+    record = next(r for r in basics_records(tmp_path) if r["record"] == "round" and r["number"] == number)
+    revised = {**record, "settings": {**record["settings"], "assistant": assistant}, "revision": record["revision"] + 1}
+    response = httpx.post(f"{team.url}/v1/publish", json={"records": [revised]},
+                          headers={"Authorization": f"Bearer {team.owner.token}"})
+    assert [r["status"] for r in response.json()["results"]] == ["stored"], response.text
+
+
 def test_ab_reaches_the_writers_desk_and_assisted_provenance_reaches_the_leads(team, tmp_path, server_db):
     owner = prepare_desk(tmp_path / "owner", team.owner)
     ann = prepare_desk(tmp_path / "ann", team.ann)
@@ -105,7 +118,8 @@ def test_the_next_round_keeps_ab_on_the_writers_desk_and_a_later_change_reaches_
         assert ann.rounds.settings(ann.tasks.round("hate_speech", 1)).assistant == "off"
 
 
-def test_the_server_refuses_a_forged_arm_and_a_malformed_record_and_measures_the_distance(team, server_db):
+def test_the_server_refuses_a_forged_arm_and_a_malformed_record_and_measures_the_distance(team, server_db, tmp_path):
+    run_round_with(team, tmp_path, "ab")
     on, off = a_session_drawn(team.ann.id, "on"), a_session_drawn(team.ann.id, "off")
     honest = example(team.ann, "they are all v3rmin and rats", assistance={
         "arm": "on", "session": on, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
@@ -165,13 +179,14 @@ def test_a_server_database_from_before_the_assistant_upgrades_with_its_examples_
     assert rows() == before and stored_on_server(server_db, stored["id"]) is None
 
 
-def test_team_figures_split_by_arm_are_computed_on_the_server_from_its_records(team, server_db):
+def test_team_figures_split_by_arm_are_computed_on_the_server_from_its_records(team, server_db, tmp_path):
     import httpx
     from sqlalchemy import update
 
     from tests.app.test_assistant_figures import HAND
     from tests.sync.test_server import auth
 
+    run_round_with(team, tmp_path, "ab")
     on = a_session_drawn(team.ann.id, "on")
     off = a_session_drawn(team.ann.id, "off")
     records = []
@@ -214,6 +229,7 @@ def test_a_lead_reads_the_teams_split_from_the_command_line(team, tmp_path, caps
     from app.cli import main
     from sync.tokens import TokenStore
 
+    run_round_with(team, tmp_path, "on")
     on = a_session_drawn(team.ann.id, "on")
     applied = example(team.ann, "they are all v3rmin and rats", time_spent_ms=42_000, assistance={
         "arm": "on", "session": on, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
@@ -231,3 +247,106 @@ def test_a_lead_reads_the_teams_split_from_the_command_line(team, tmp_path, caps
     assert "1 example(s) without an arm are outside the split" in out
     (line,) = [row for row in out.splitlines() if team.ann.name in row]
     assert line.split()[2:] == ["assisted", "1", "1", "100.0%", "0.0%", "–", "42", "s"]
+
+
+def test_claims_the_rounds_setting_does_not_allow_are_stored_as_unassisted_and_the_split_leaves_them_out(
+        team, server_db, tmp_path):
+    import httpx
+
+    from tests.sync.test_server import auth
+
+    on, off = a_session_drawn(team.ann.id, "on"), a_session_drawn(team.ann.id, "off")
+    claim = {"arm": "on", "session": on, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
+             "applied_text": SUGGESTION}
+    in_an_off_round = example(team.ann, "they are all v3rmin, said to be assisted", assistance=claim)
+    no_arm_applied = example(team.ann, "applied without a session", assistance={**claim, "arm": None})
+    response = push(team, team.ann, in_an_off_round, no_arm_applied)  # round 1 runs without the assistant
+    assert statuses(response) == ["stored", "stored"]
+    reasons = [r["reason"] for r in response.json()["results"]]
+    assert "stored as unassisted" in reasons[0] and "the assistant is off in round hate_speech/1" in reasons[0]
+    assert "session without the assistant (no arm)" in reasons[1]
+    unassisted = {"arm": None, "session": on, "applied": False, "generator": None, "edit_type": None,
+                  "applied_text": None, "edit_distance": None}
+    assert stored_on_server(server_db, in_an_off_round["id"]) == unassisted
+    assert stored_on_server(server_db, no_arm_applied["id"]) == unassisted
+
+    run_round_with(team, tmp_path, "ab")
+    against_the_draw = example(team.ann, "an 'on' arm the draw puts off", assistance={**claim, "session": off})
+    honest = example(team.ann, "they are all v3rmin and rats", assistance=claim)
+    hidden_control = example(team.ann, "an edit type that moves the cursor",
+                             assistance={**claim, "edit_type": "leet\x1b[2Jspeak"})
+    response = push(team, team.ann, against_the_draw, honest, hidden_control)
+    assert statuses(response) == ["stored", "stored", "rejected"]
+    reasons = [r["reason"] or "" for r in response.json()["results"]]
+    assert f"the A-B draw puts session {off} of this writer in round hate_speech/1 without the assistant" in reasons[0]
+    assert reasons[1] == "" and stored_on_server(server_db, honest["id"])["arm"] == "on"
+    assert "control characters (\\x1b)" in reasons[2]
+    assert stored_on_server(server_db, against_the_draw["id"])["arm"] is None
+
+    split = httpx.get(f"{team.url}/v1/team/assistant", params={"by": "annotator"}, headers=auth(team.lead)).json()
+    assert [(r["arm"], r["submitted"], r["applied"]) for r in split["rows"]] == [("assisted", 1, 1)]
+    assert split["outside"] == 3  # the three claims the rounds' setting did not allow
+
+
+def test_a_huge_suggestion_is_stored_unmeasured_and_measuring_holds_up_no_other_desks_push(
+        team, server_db, tmp_path, monkeypatch):
+    """The distance is measured before the push's write transaction: while one annotator's push is
+    being measured, another annotator's push is stored (on SQLite, one writer at a time, it would
+    otherwise wait for the first to commit)."""
+    import importlib
+    import threading
+
+    push_module = importlib.import_module("sync.server.store.push")  # the package's name "push" is the function
+
+    run_round_with(team, tmp_path, "on")
+    claim = {"arm": "on", "session": 1, "applied": True, "generator": "rules", "edit_type": "negation"}
+    huge = example(team.ann, "they are not vermin", assistance={**claim, "applied_text": "word " * 20_000})
+    response = push(team, team.ann, huge)
+    assert statuses(response) == ["stored"]
+    assert "edit distance from the applied suggestion is stored as unknown" in response.json()["results"][0]["reason"]
+    assert "5,000 characters" in response.json()["results"][0]["reason"]  # the task's own max_chars
+    stored = stored_on_server(server_db, huge["id"])
+    assert stored["edit_distance"] is None and stored["applied_text"] == "word " * 20_000
+
+    measuring, other_stored = threading.Event(), threading.Event()
+    measure = push_module.word_distance
+
+    def held_until_the_other_push_is_stored(*args, **kwargs):
+        measuring.set()
+        if not other_stored.wait(timeout=60):
+            raise AssertionError("the other desk's push was not stored while this one was being measured")
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(push_module, "word_distance", held_until_the_other_push_is_stored)
+    measured = example(team.ann, "they are not vermin at all", assistance={**claim, "applied_text": "they are not vermin"})
+    outcome: dict = {}
+    first = threading.Thread(target=lambda: outcome.update(response=push(team, team.ann, measured)))
+    first.start()
+    try:
+        assert measuring.wait(timeout=60), "the first push never measured its suggestion"
+        other = example(team.bob, "another annotator's example")
+        assert statuses(push(team, team.bob, other)) == ["stored"]
+        assert "response" not in outcome  # the first push is still being measured
+    finally:
+        other_stored.set()
+        first.join(timeout=120)
+    assert statuses(outcome["response"]) == ["stored"]
+    assert stored_on_server(server_db, measured["id"])["edit_distance"] == 2
+
+
+def test_a_push_measures_at_most_its_budget_and_leaves_the_rest_unknown(team, server_db, tmp_path, monkeypatch):
+    import importlib
+
+    push_module = importlib.import_module("sync.server.store.push")
+    run_round_with(team, tmp_path, "on")
+    claim = {"arm": "on", "session": 1, "applied": True, "generator": "rules", "edit_type": "negation",
+             "applied_text": "they are not vermin"}
+    first = example(team.ann, "they are not vermin at all", assistance=claim)
+    second = example(team.ann, "they are not vermin, not at all", assistance=claim)
+    # room for the first pair only (19 + 26 characters)
+    monkeypatch.setattr(push_module, "MEASURED_CHARS_PER_PUSH", 50)
+    response = push(team, team.ann, first, second)
+    assert statuses(response) == ["stored", "stored"]
+    assert stored_on_server(server_db, first["id"])["edit_distance"] == 2
+    assert stored_on_server(server_db, second["id"])["edit_distance"] is None
+    assert "more to measure than one push may" in response.json()["results"][1]["reason"]

@@ -71,6 +71,20 @@ def test_the_server_judges_from_the_outputs_whatever_the_claim(team):
 
 
 @sqlite_only
+def test_an_output_no_model_gives_is_refused_not_judged_fooled(team):
+    negative = example(team.ann, "a negative probability", outputs=[
+        {**output("not hate", 0.1), "probabilities": {"hate": -0.6, "not hate": 1.6}}])
+    unknown = example(team.ann, "a label the task lacks", outputs=[{**output("not hate", 0.1), "label": "kittens"}])
+    honest = example(team.ann, "an honest fool")
+    stored = results(push(team, team.ann, negative, unknown, honest))
+    assert [r["status"] for r in stored] == ["rejected", "rejected", "stored"]
+    assert "cannot be judged: its probability of 'hate' is -0.6" in stored[0]["reason"]
+    assert "cannot be judged: its label 'kittens' is not one of the task's labels" in stored[1]["reason"]
+    row = round_one(team, team.lead)
+    assert (row["submitted"], row["fooled"]) == (1, 1)
+
+
+@sqlite_only
 def test_outputs_of_models_that_are_not_the_rounds_targets_are_refused(team, tmp_path):
     from tests.sync.helpers import basics_records
 

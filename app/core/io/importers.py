@@ -28,7 +28,7 @@ from app.core.services.examples import Content, check_content, facet_rows, writt
 from app.core.services.models import imported_model_sha
 from app.core.storage.models import Context, Example, ModelOutputRow, ModelRecord, Person, Round, Suite, SuiteCase, Task
 from app.core.tasks.definition import TaskDefinition
-from app.core.tasks.fooling import is_fooled
+from app.core.tasks.fooling import check_outputs, is_fooled
 from app.core.tasks.splits import GROUP_KEY
 from app.core.text import content_hash, printable, word_edits
 
@@ -195,6 +195,7 @@ class Importer:
         """Add one submitted example, or None when it is already present or its row is bad."""
         try:
             checked = check_content(definition, content, require_metadata=False)
+            check_outputs(definition, outputs)
         except InvalidExample as exc:
             self.report.problems.append(ImportProblem(line, str(exc)))
             return None

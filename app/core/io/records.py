@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.core.assist.provenance import received_assistance
+from app.core.assist.provenance import distance_bound, received_assistance
 from app.core.domain import MAX_ROUND_NUMBER, ExampleStatus, ModelFormat, Role, Span, SyncState, ValidationMode, Verdict
 from app.core.errors import DynadeskError, InvalidExample
 from app.core.io.rows import whole_number
@@ -291,7 +291,8 @@ class RecordWriter:
             checked = check_content(definition, Content(r["inputs"], r.get("true_label"), Span.from_json(r.get("answer")),
                                                         r.get("meta") or {}), require_metadata=False)
             # the record's figure is not taken: the distance is measured again on this text
-            assistance = received_assistance(r.get("assistance"), written_text(definition, checked.inputs))
+            assistance = received_assistance(r.get("assistance"), written_text(definition, checked.inputs),
+                                             max_chars=distance_bound(definition)).record
         except InvalidExample as exc:
             raise DynadeskError(str(exc)) from exc
         example = Example(

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
-from app.core.assist.provenance import assistance_record, at_submit, check_assistance, read_assistance
+from app.core.assist.provenance import assistance_record, at_submit, check_assistance, distance_bound, read_assistance
 from app.core.assist.types import Assistance
 from app.core.domain import ExampleStatus, FooledRule, ModelOutput, RoundStatus, Span, SyncState, utcnow
 from app.core.errors import InvalidExample, NotFound
@@ -356,7 +356,7 @@ class ExampleService:
         example.meta = checked.meta
         if example.assistance is not None:
             example.assistance = assistance_record(at_submit(read_assistance(example.assistance) or Assistance(),
-                                                                     example.text))
+                                                             example.text, max_chars=distance_bound(definition)))
         example.fooled_rule = rule.value
         example.model_fooled = is_fooled(definition, outputs, checked.true_label, checked.answer, rule)
         example.outputs = [

@@ -36,13 +36,15 @@ def judge(definition: TaskDefinition, targets: Sequence[str], rule: str, true_la
     shas = [o["model_sha256"] for o in outputs]
     models = [ModelOutput(uuid.UUID(str(o["model"])), o["model_sha256"], o["label"], dict(o.get("probabilities") or {}),
                           o.get("latency_ms"), Span.from_json(o.get("answer"))) for o in outputs]
-    judged = [{**wire, "fooled": is_fooled(definition, [model], true_label, answer)}  # each on its own, as desks do
-              for wire, model in zip(outputs, models)]
     foreign = [sha for sha in shas if sha not in targets]
     repeated = len(set(shas)) != len(shas)
     missing = [sha for sha in targets if sha not in shas]
+    if foreign or repeated:  # refused unjudged: only the round's targets, once each, are worth the work
+        return Judgement(None, list(outputs), targets, foreign, repeated, missing)
+    judged = [{**wire, "fooled": is_fooled(definition, [model], true_label, answer)}  # each on its own, as desks do
+              for wire, model in zip(outputs, models)]
     fooled = None
-    if targets and not (foreign or repeated or missing):
+    if targets and not missing:
         fooled = is_fooled(definition, models, true_label, answer, FooledRule(rule))
     return Judgement(fooled, judged, targets, foreign, repeated, missing)
 

@@ -10,12 +10,15 @@ from typing import Sequence, cast
 from sqlalchemy import insert, select
 
 from app.core.assist.arms import round_key
-from app.core.assist.provenance import received_assistance
-from app.core.domain import ReviewAction, Role, Span, ValidationMode, utcnow
+from app.core.assist.provenance import distance_bound, received_assistance
+from app.core.assist.types import AssistantMode
+from app.core.domain import ModelOutput, ReviewAction, Role, Span, ValidationMode, utcnow
 from app.core.errors import InvalidExample
 from app.core.services.examples import Content, check_content, written_text
 from app.core.services.validation import summarise
+from app.core.text import word_distance
 from app.core.tasks.definition import TaskDefinition
+from app.core.tasks.fooling import output_problem
 from sync.protocol import (
     ExampleRecord,
     ExampleReviewRecord,
@@ -44,12 +47,35 @@ from sync.server.store.wire import (
 )
 
 
+# Edit distances measured before a push's transaction: (applied suggestion, written text) -> words, None: unknown.
+Measured = dict[tuple[str, str], int | None]
+# What one push may have measured, in characters of suggestions and texts: an honest push of 500
+# assisted tweets holds a tenth of it; a push of 2,000 worst records would otherwise cost minutes.
+MEASURED_CHARS_PER_PUSH = 1_000_000
+
+
+def _content(definition: TaskDefinition, r: ExampleRecord) -> Content:
+    """``r``'s content as the task's rules keep it (``InvalidExample`` when they refuse it)."""
+    answer = Span(r.answer.start, r.answer.end, r.answer.text) if r.answer else None
+    return check_content(definition, Content(dict(r.inputs), r.true_label, answer, dict(r.meta)),
+                         require_metadata=r.source is None)
+
+
+def _assistant_mode(round_: Round) -> AssistantMode:
+    """The round's assistant setting (publish checked it; anything else counts as off)."""
+    try:
+        return AssistantMode((round_.settings or {}).get("assistant") or AssistantMode.OFF)
+    except ValueError:
+        return AssistantMode.OFF
+
+
 class _Push(Batch):
     """One push. New examples, validations and reviews are inserted (as plain rows, in bulk) only after
     the change counter is taken, which also gives them their arrival order for duplicates."""
 
-    def run(self, records: Sequence) -> list[RecordResult]:
+    def run(self, records: Sequence, measured: Measured) -> list[RecordResult]:
         session = self.session
+        self.measured = measured
         timely = self.in_time(records)
         people = [(i, r) for i, r in timely if r.record == "person"]
         examples = [(i, r) for i, r in timely if r.record == "example"]
@@ -248,9 +274,7 @@ class _Push(Batch):
         if round_ is None:
             return self.result(i, r, "deferred", reason=f"round {r.round_number} of '{r.task}' is not published yet")
         try:
-            answer = Span(r.answer.start, r.answer.end, r.answer.text) if r.answer else None
-            checked = check_content(definition, Content(dict(r.inputs), r.true_label, answer, dict(r.meta)),
-                                    require_metadata=r.source is None)
+            checked = _content(definition, r)
         except InvalidExample as exc:
             return self.result(i, r, "rejected", reason=str(exc))
         context_id = None
@@ -264,6 +288,11 @@ class _Push(Batch):
             model = self.model(output.model_sha256)
             if model is None:
                 return self.result(i, r, "deferred", reason=f"model {output.model_sha256[:12]}… is not published yet")
+            problem = output_problem(definition, ModelOutput(model.id, output.model_sha256, output.label,
+                                                             dict(output.probabilities)))
+            if problem:  # no model gives it: judged neither fooled nor not, and not stored as evidence
+                return self.result(i, r, "rejected", reason=f"its output of model {output.model_sha256[:12]}… "
+                                                            f"cannot be judged: {problem}")
             outputs.append({**output.model_dump(mode="json"), "model": str(model.id)})
         model_fooled, fooled_rule, note = r.model_fooled, r.fooled_rule.value, None
         if judge:
@@ -273,11 +302,15 @@ class _Push(Batch):
             model_fooled, note = judged
             fooled_rule = round_.fooled_rule
         text = written_text(definition, checked.inputs)
-        try:  # the desk's figures are not taken: the distance is measured here, the arm checked
-            assistance = received_assistance(r.assistance.model_dump() if r.assistance else None, text, r.author,
-                                             round_key(r.task, round_.number))
+        try:  # the desk's figures are not taken: the distance was measured before this transaction, the arm is checked
+            received = received_assistance(
+                r.assistance.model_dump() if r.assistance else None, text, max_chars=distance_bound(definition),
+                writer_id=r.author, round_key=round_key(r.task, round_.number), mode=_assistant_mode(round_),
+                measure=lambda applied, written: self.measured.get((applied, written)))
         except InvalidExample as exc:
             return self.result(i, r, "rejected", reason=str(exc))
+        assistance = received.record
+        note = "; ".join(n for n in (note, received.note) if n) or None
         return dict(
             task_id=task.id, round_id=round_.id, context_id=context_id, inputs=checked.inputs, text=text,
             true_label=checked.true_label, answer=checked.answer.to_json() if checked.answer else None,
@@ -376,7 +409,9 @@ class _Push(Batch):
         values = self._resolve(i, r, judge=False)
         if values is None:
             return  # deferred or rejected: its content no longer fits what the server has
-        for key in ("_round", "_note", "text"):
+        # the assistance record as the server took it when stored stands (as its "fooled" does):
+        # the round's setting may have changed since, and nothing is measured again here
+        for key in ("_round", "_note", "text", "assistance"):
             values.pop(key)
         stored = {k: getattr(e, k) for k in values}
         if author.token_hash is not None:  # the server's judgement, made once when stored, is not the client's
@@ -510,7 +545,42 @@ class _Push(Batch):
                 first[key] = (row.stored_seq, row.id)
 
 
+def measure_assistance(db: ServerDatabase, records: Sequence) -> Measured:
+    """The edit distance of every new example's applied suggestion, each within its task's bound
+    (``distance_bound``), measured outside any write transaction: the push's writes, and everyone
+    else's, never wait on it. Examples the server already has are not measured (their stored
+    record stands); a record whose content the task refuses is left to the push to reject."""
+    wanted = [r for r in records if r.record == "example" and r.assistance is not None and r.assistance.applied
+              and r.assistance.applied_text is not None]
+    if not wanted:
+        return {}
+    with db.read() as session:
+        definitions = {code: TaskDefinition.model_validate(definition) for code, definition in session.execute(
+            select(Task.code, Task.definition).where(Task.code.in_({r.task for r in wanted})))}
+        stored: set[uuid.UUID] = set()
+        for chunk in chunks(sorted({r.id for r in wanted})):
+            stored.update(session.scalars(select(Example.id).where(Example.id.in_(chunk))))
+    measured: Measured = {}
+    budget = MEASURED_CHARS_PER_PUSH
+    for r in wanted:
+        definition = definitions.get(r.task)
+        if definition is None or r.id in stored:
+            continue
+        try:
+            text = written_text(definition, _content(definition, r).inputs)
+        except InvalidExample:
+            continue
+        key = (r.assistance.applied_text, text)
+        cost = len(key[0]) + len(key[1])
+        if key not in measured and cost <= budget:  # past the request's budget: left unknown
+            measured[key] = word_distance(*key, max_chars=distance_bound(definition))
+            budget -= cost
+    return measured
+
+
 def push(db: ServerDatabase, me: Person, records: Sequence, now: datetime | None = None) -> list[RecordResult]:
-    """``now``: the request's arrival time, stored as each new record's ``received_at``."""
+    """``now``: the request's arrival time, stored as each new record's ``received_at``. What costs
+    more than a look-up (the assistance's edit distances) is computed first, outside the transaction."""
     now = now or utcnow()
-    return db.write_retrying(lambda session: _Push(session, me, [None] * len(records), now=now).run(records))
+    measured = measure_assistance(db, records)
+    return db.write_retrying(lambda session: _Push(session, me, [None] * len(records), now=now).run(records, measured))
