@@ -1,7 +1,8 @@
 #!/bin/sh
 # `make package-check`: install the tarball into a clean temporary HOME and drive the bundled app
 # (offscreen, fresh data folder, no .venv and no Python on PATH/PYTHONPATH): the window appears,
-# the default model predicts a typed text, an example is submitted, a screenshot is written.
+# the default model predicts a typed text, an example is submitted, a screenshot is written; then
+# again on the same data folder, where the same text meets the near-duplicate warning.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARBALL=${1:-$(ls -t "$ROOT"/dist/dynadesk-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)}
@@ -33,11 +34,19 @@ start=$(date +%s.%N)
 clean_env "$APP" smoke-test --screenshot "$WORK/first-start.png" --timeout "${SMOKE_TIMEOUT:-600}" > "$WORK/first.json"
 first=$(elapsed "$start")
 cat "$WORK/first.json"
-echo "== smoke test again (model cached)"
+# The second run types the same text on the same data folder: it must meet the near-duplicate
+# warning and store the example through "Submit anyway" (the smoke fails if the warning is missing).
+expect() {
+    grep -Eq "\"$2\": $3,?\$" "$1" || { echo "package-check: $(basename "$1") lacks \"$2\": $3" >&2; exit 1; }
+}
+expect "$WORK/first.json" near_duplicate_warning false
+echo "== smoke test again (model cached; the same text meets the near-duplicate warning)"
 start=$(date +%s.%N)
 clean_env "$APP" smoke-test --screenshot "$WORK/second-start.png" --timeout 120 > "$WORK/second.json"
 second=$(elapsed "$start")
 cat "$WORK/second.json"
+expect "$WORK/second.json" near_duplicate_warning true
+expect "$WORK/second.json" examples_with_this_text 2
 mkdir -p "$ROOT/build/package-check"
 cp "$WORK"/*.png "$WORK"/*.json "$ROOT/build/package-check/"
 echo "package-check passed: first start ${first} s, second start ${second} s (process wall time);"

@@ -1,13 +1,16 @@
-"""The installer, menu entry and icon that ship in the tarball (the bundle itself is built by
-`make package` and checked by `make package-check`, never in `make test`)."""
+"""The installer, menu entry and icon that ship in the tarball, and the bundle's own check run from
+source (the bundle itself is built by `make package` and checked by `make package-check`, never in
+`make test`)."""
 
 from __future__ import annotations
 
 import configparser
 import json
 import os
+import shutil
 import subprocess
 import sys
+import uuid
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -133,3 +136,39 @@ def test_the_app_works_without_the_modules_the_bundle_leaves_out(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report == {"tabs": 6, "errors": []}
+
+
+SMOKE_AS_BUNDLED = """
+import json, sys
+for name in json.loads(sys.argv[1]):  # as in the bundle: the modules its spec leaves out are absent
+    sys.modules.setdefault(name, None)
+from app.cli import main
+main(sys.argv[2:])
+"""
+
+
+def test_the_package_check_smoke_runs_twice_on_one_data_folder_through_the_near_duplicate_warning(
+        data_dir, default_model_cache, tmp_path):
+    """`make package-check`'s two smoke runs, from source (the bundle takes minutes to build): the
+    second types the same text on the same data folder, so it meets the near-duplicate warning and
+    stores the example through "Submit anyway", where it once waited for the metadata form in vain."""
+    from app.core import paths
+    from app.core.desk import Desk
+
+    shutil.copytree(default_model_cache, paths.models_cache_dir(data_dir))  # prepared once per test run
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "DYNADESK_DATA_DIR": str(data_dir)}
+    runs = []
+    for run in ("first", "second"):
+        result = subprocess.run([sys.executable, "-c", SMOKE_AS_BUNDLED, json.dumps(_bundle_excludes()), "smoke-test",
+                                 "--screenshot", str(tmp_path / f"{run}.png"), "--timeout", "240"],
+                                env=env, capture_output=True, text=True, timeout=300, cwd=PACKAGING.parent)
+        assert result.returncode == 0, f"{run} run: {result.stderr[-3000:]}"
+        runs.append(json.loads(result.stdout))
+        assert (tmp_path / f"{run}.png").is_file()
+    first, second = runs
+    assert (first["near_duplicate_warning"], first["examples_with_this_text"]) == (False, 1)
+    assert (second["near_duplicate_warning"], second["examples_with_this_text"]) == (True, 2)
+    with Desk(data_dir) as desk:  # a hand count: both stored, nothing lost to the warning
+        stored = [desk.examples.get(uuid.UUID(run["example"]["id"])) for run in runs]
+    assert [(e.text, e.status) for e in stored] == [("Have a lovely weekend, everyone!", "submitted")] * 2
+    assert stored[0].id != stored[1].id

@@ -1,8 +1,9 @@
 """Rule generators: edits by type from the task's word lists (``app.core.assist.lexicon``).
 
 Each rule is a plain function ``(GenerationContext) -> list[Candidate]`` that claims the true label
-its edit should give the text (``Candidate.claimed_label``): negating a hateful statement claims
-"not hate", swapping one protected group for another keeps "hate". ``generate_rules`` runs the
+its edit should give the text (``Candidate.claimed_label``): negating the hateful predicate of a
+one-clause hateful statement claims "not hate", swapping one protected group for another keeps
+"hate". A rule claims only what its edit guarantees; an edit it cannot vouch for is not offered. ``generate_rules`` runs the
 rules of the task's family and keeps, for the fool goal, the edits that keep the text's label and,
 for the contrast goal, those that claim another one (the target label, when the writer chose one).
 The target model checks every candidate afterwards; a person always decides.
@@ -10,8 +11,10 @@ The target model checks every candidate afterwards; a person always decides.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from functools import lru_cache
 
 from app.core.assist.base import GeneratorUnavailable, makes
 from app.core.assist.lexicon import Lexicon, shipped_lexicon
@@ -152,12 +155,16 @@ def _base_form(word: str, verbs: frozenset[str]) -> str | None:
     return None
 
 
-def negations_removed(ctx: GenerationContext, claimed: str | None) -> list[Candidate]:
+# A negation site: where the edit starts in the text, the edited text and the note.
+Site = tuple[int, str, str]
+
+
+def _removal_sites(ctx: GenerationContext, limit: int = PER_RULE) -> list[Site]:
     lexicon = lexicon_of(ctx)
     text = ctx.text
     verbs = frozenset(v.casefold() for v in lexicon.words("negatable_verbs"))
     plain_of = {neg.casefold(): plain for neg, plain in lexicon.pairs("negations")}
-    out: list[Candidate] = []
+    out: list[Site] = []
     for start, end, found, listed in _non_overlapping(text, plain_of):
         plain = plain_of[listed.casefold()]
         after = text[end:]
@@ -170,16 +177,19 @@ def negations_removed(ctx: GenerationContext, claimed: str | None) -> list[Candi
             if verb is None:
                 continue  # "didn't hate" → "hated" needs the past tense; the plain "did hate" is offered below
             new = text[:start] + cased_like(found, verb, listed, starts_sentence(text, start)) + text[verb_end:]
-            out.append(_candidate(new, "negation_removed", f"'{text[start:verb_end]}' → '{verb}'", claimed))
+            out.append((start, new, f"'{text[start:verb_end]}' → '{verb}'"))
         else:
-            new = _swap(text, start, end, found, listed, plain)
-            out.append(_candidate(new, "negation_removed", _arrow(found, plain), claimed))
-        if len(out) >= PER_RULE:
+            out.append((start, _swap(text, start, end, found, listed, plain), _arrow(found, plain)))
+        if len(out) >= limit:
             break
     return out
 
 
-def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candidate]:
+def negations_removed(ctx: GenerationContext, claimed: str | None) -> list[Candidate]:
+    return [_candidate(new, "negation_removed", note, claimed) for _, new, note in _removal_sites(ctx)]
+
+
+def _addition_sites(ctx: GenerationContext) -> list[Site]:
     lexicon = lexicon_of(ctx)
     text = ctx.text
     pairs = lexicon.pairs("negations")
@@ -188,7 +198,7 @@ def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candida
     for neg, plain in pairs:
         if plain.casefold() not in _MAIN_VERB_AUXILIARIES:
             negated_of.setdefault(plain.casefold(), neg)
-    out: list[Candidate] = []
+    out: list[Site] = []
     # the words that do the negating: those of a negated form that its plain form lacks ("not", "won't")
     negating = {word for neg, plain in pairs for word in set(neg.casefold().split()) - set(plain.casefold().split())}
     for start, end, found, listed in _non_overlapping(text, negated_of):
@@ -196,8 +206,8 @@ def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candida
         if any(s < end and start < e for s, e in negated_spans) or (
                 following and following[0].strip(".,!?;:").casefold() in negating):
             continue  # already negated ("is not", "isn't", "are never")
-        out.append(_candidate(_swap(text, start, end, found, listed, negated_of[listed.casefold()]),
-                              "negation_added", _arrow(found, negated_of[listed.casefold()]), claimed))
+        out.append((start, _swap(text, start, end, found, listed, negated_of[listed.casefold()]),
+                    _arrow(found, negated_of[listed.casefold()])))
     verbs = frozenset(v.casefold() for v in lexicon.words("negatable_verbs"))
     apostrophe = apostrophe_of(text)
     subjects = dict(_DO_SUBJECTS)  # "I hate …" → "I don't hate …"; "women disgust me" → "women don't disgust me"
@@ -216,9 +226,12 @@ def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candida
             negated = with_apostrophe(auxiliary, apostrophe) + " " + base
             if written.isupper() and len(written) > 1:
                 negated = negated.upper()
-            out.append(_candidate(text[:verb_start] + negated + text[verb_end:], "negation_added",
-                                  f"'{written}' → '{negated}'", claimed))
-    return out[:PER_RULE]
+            out.append((verb_start, text[:verb_start] + negated + text[verb_end:], f"'{written}' → '{negated}'"))
+    return out
+
+
+def negations_added(ctx: GenerationContext, claimed: str | None) -> list[Candidate]:
+    return [_candidate(new, "negation_added", note, claimed) for _, new, note in _addition_sites(ctx)[:PER_RULE]]
 
 
 def negation(ctx: GenerationContext, flip: Callable[[str | None], str | None]) -> list[Candidate]:
@@ -337,16 +350,120 @@ def _mentions_group(ctx: GenerationContext, lexicon: Lexicon) -> bool:
     return bool(_non_overlapping(ctx.text, phrases))
 
 
+# --- what a negation can promise in hate speech --------------------------------------------------
+# Negating one predicate flips a text's label only when that predicate was all that made it
+# hateful: "Jews secretly run the world and must not be stopped" still spreads the conspiracy.
+
+# Words that start another clause, whose predicate a negation elsewhere leaves as it was.
+_CLAUSE_WORDS = frozenset("""and but or nor because cause cuz coz so yet while whereas although though since unless
+until who whom whose which that where""".split())
+_TOKENS = re.compile(r"[^\W_]+(?:['\u2019\u02bc][^\W_]+)*|\n|[^\w\s]")
+_CLAUSE_MARKS = frozenset(";:()[]{}\u2014\u2013\n.!?")
+_CONTRACTED_VERB = re.compile(r"['\u2019\u02bc](?:s|re|m|ve|ll|d)$", re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def _stems(word: str) -> frozenset[str]:
+    """``word`` and the base forms it may be inflected from (plurals, -ed, -ing)."""
+    w = word.casefold()
+    out = {w}
+    for suffix, tail in (("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e")):
+        if w.endswith(suffix) and len(w) > len(suffix) + 2:
+            out.add(w[:-len(suffix)] + tail)
+    out |= {stem[:-1] for stem in list(out) if len(stem) > 3 and stem[-1] == stem[-2]}  # "stopped", "shooting"
+    return frozenset(out)
+
+
+class _HatefulReading:
+    """Where a text (of the hate speech task) says something hateful, as its word lists tell, and
+    how it falls into clauses."""
+
+    def __init__(self, lexicon: Lexicon):
+        listed = [*lexicon.words("hateful_predicates"), *(slur for slur, _ in lexicon.pairs("slurs"))]
+        self.words = frozenset(p.casefold() for p in listed if " " not in p)
+        self.phrases = tuple(p for p in listed if " " in p)
+        # the auxiliaries of the negation list, plain and negated ("is", "can't"), not its "all of"
+        auxiliaries = {form.casefold() for neg, base in lexicon.pairs("negations")
+                       if base and " " not in base and (neg.endswith(" not") or neg.endswith("n't") or neg == "cannot")
+                       for form in (neg, base) if " " not in form}
+        self.verbs = (auxiliaries | {v.casefold() for v in lexicon.words("negatable_verbs")} | self.words
+                      | {p.split()[0].casefold() for p in self.phrases})  # "run" of "run the world"
+
+    def hateful_at(self, text: str) -> list[int]:
+        """Where each hateful word or phrase starts."""
+        found = [m.start() for m in _TOKENS.finditer(text) if _stems(m.group()) & self.words]
+        return sorted(found + [m.start for phrase in self.phrases for m in find(text, phrase)])
+
+    def _has_verb(self, tokens: list[re.Match[str]]) -> bool:
+        return any(_stems(t.group()) & self.verbs or _CONTRACTED_VERB.search(t.group()) for t in tokens)
+
+    def clauses(self, text: str) -> list[tuple[int, int]]:
+        """The text's clauses as (start, end): parts between joining words ("and", "who") or marks
+        (";", a sentence's end), and between commas where both sides have a verb of their own."""
+        parts: list[list[re.Match[str]]] = [[]]
+        for token in _TOKENS.finditer(text):
+            word = token.group()
+            if word.casefold() in _CLAUSE_WORDS or word in _CLAUSE_MARKS:
+                parts.append([])
+            else:
+                parts[-1].append(token)
+        clauses: list[tuple[int, int]] = []
+        for part in parts:
+            pieces: list[list[re.Match[str]]] = [[]]
+            for token in part:
+                if token.group() == ",":
+                    pieces.append([])
+                else:
+                    pieces[-1].append(token)
+            merged: list[list[re.Match[str]]] = []
+            for piece in pieces:  # a piece without a verb ("By their nature,") belongs to its neighbour
+                if merged and not (self._has_verb(piece) and self._has_verb(merged[-1])):
+                    merged[-1] += piece
+                else:
+                    merged.append(piece)
+            if len(merged) > 1 and not self._has_verb(merged[0]):
+                merged[1] = merged[0] + merged[1]
+                del merged[0]
+            clauses += [(piece[0].start(), piece[-1].end()) for piece in merged
+                        if any(t.group()[:1].isalnum() for t in piece)]
+        return clauses
+
+    def hateful_after(self, text: str) -> Callable[[int], bool]:
+        """Whether the clause of ``text`` that holds a place says something hateful from there on."""
+        clauses, found = self.clauses(text), self.hateful_at(text)
+
+        def after(at: int) -> bool:
+            end = next((e for s, e in clauses if s <= at < e), at)
+            return any(at <= p < end for p in found)
+
+        return after
+
+
 def hate_negation(ctx: GenerationContext) -> list[Candidate]:
-    """Negating hateful text claims "not hate"; removing the negation from harmless text about a
-    protected group ("I don't hate women") claims "hate". Negating harmless text proves nothing."""
+    """Negating the hateful predicate of a hateful text claims "not hate"; removing the negation
+    from harmless text about a protected group so that it says something hateful ("I don't hate
+    women") claims "hate". Each claim is made only where the edit guarantees it (the text is one
+    clause, and the negated predicate holds all its hate); other negations are not offered.
+    Negating harmless text proves nothing."""
     lexicon = lexicon_of(ctx)
     source = source_label(ctx)
     hateful, harmless = lexicon.label("hateful"), lexicon.label("not_hateful")
+    reading = _HatefulReading(lexicon)
     if source == hateful:
-        return negations_added(ctx, harmless) + negations_removed(ctx, harmless)
+        if len(reading.clauses(ctx.text)) != 1:  # another clause may stay hateful
+            return []
+        found = reading.hateful_at(ctx.text)
+        # added: the negated predicate holds every hateful word; removed: none is left ("never attractive")
+        added = [_candidate(new, "negation_added", note, harmless) for at, new, note in _addition_sites(ctx)
+                 if found and found[0] >= at]
+        removed = [_candidate(new, "negation_removed", note, harmless) for _, new, note in _removal_sites(ctx)
+                   if not reading.hateful_at(new)]
+        return added[:PER_RULE] + removed
     if source == harmless and _mentions_group(ctx, lexicon):
-        return negations_removed(ctx, hateful)
+        # a removal drops negating words only: the hateful words stand where they stood
+        hateful_after = reading.hateful_after(ctx.text)
+        return [_candidate(new, "negation_removed", note, hateful) for at, new, note in _removal_sites(ctx)
+                if hateful_after(at)]
     return []
 
 

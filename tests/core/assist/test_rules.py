@@ -40,6 +40,35 @@ def test_negating_hate_claims_not_hate_and_removing_a_negation_claims_hate():
                                                                     "not hate").values())
 
 
+def test_a_negation_claims_a_flip_only_where_the_negated_predicate_held_all_the_hate():
+    # the conspiracy claim stays when "must" is negated: no "not hate" is claimed, so none is offered
+    conspiracy = rules("Jews secretly run the world and must be stopped", "contrast", "not hate")
+    assert "Jews secretly run the world and must not be stopped" not in conspiracy
+    assert not any(c.edit_type.startswith("negation") for c in conspiracy.values())
+    assert not any(c.edit_type.startswith("negation") for c in rules(
+        "Jews secretly run the world, they must be stopped", "contrast", "not hate").values())
+    assert rules("Jews must be stopped", "contrast", "not hate")["Jews must not be stopped"].claimed_label == "not hate"
+    # another hateful clause, or a hateful word before the negated predicate, stays hateful
+    for text, negated in (("Muslims are disgusting and should all die", "Muslims are not disgusting and should all die"),
+                          ("Muslims are vermin, they should all die", "Muslims are not vermin, they should all die"),
+                          ("Those filthy Muslims should be deported.", "Those filthy Muslims should not be deported.")):
+        assert negated not in rules(text, "contrast", "not hate"), text
+    # one clause whose predicate is the hateful one: the flip is claimed
+    for text, negated in (("Women are inferior.", "Women are not inferior."),
+                          ("Gay people should be deported.", "Gay people should not be deported."),
+                          ("I think Muslims are vermin.", "I don't think Muslims are vermin.")):
+        assert rules(text, "contrast", "not hate")[negated].claimed_label == "not hate", text
+    assert rules("Black people can't be trusted.", "contrast", "not hate")[
+        "Black people can be trusted."].edit_type == "negation_removed"
+    assert "Jews stop lying." not in rules("Jews never stop lying.", "contrast", "not hate")  # "lying" stays
+    # the fool goal never gets them either: the rule promises neither label for such a text
+    assert not any(c.edit_type.startswith("negation") for c in rules(
+        "Jews secretly run the world and must be stopped", "fool", "hate").values())
+    # removing a negation claims hate only where the text then says something hateful
+    assert rules("Women aren't animals.", "contrast", "hate", "not hate")["Women are animals."].claimed_label == "hate"
+    assert "Women like football." not in rules("Women don't like football.", "contrast", "hate", "not hate")
+
+
 def test_the_fool_goal_keeps_the_label_and_the_contrast_goal_changes_it():
     fool = rules("Muslims are disgusting 🤮 and should all die", "fool", "hate")
     assert fool and all(c.claimed_label == "hate" for c in fool.values())
@@ -114,8 +143,7 @@ def test_a_leads_words_are_used_and_no_rule_is_said_so():
 
 
 def test_at_most_the_limit_and_every_type_before_a_second():
-    ctx = GenerationContext("I hate women and Muslims are disgusting.", Goal.CONTRAST, "not hate", "hate", HATE,
-                            "hate_speech", ())
+    ctx = GenerationContext("I hate women.", Goal.CONTRAST, "not hate", "hate", HATE, "hate_speech", ())
     few = generate_rules(ctx, limit=4)
     assert len(few) == 4 and len({c.edit_type for c in few}) == 4
     assert len({c.text for c in generate_rules(ctx)}) == len(generate_rules(ctx))
