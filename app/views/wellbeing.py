@@ -138,15 +138,17 @@ class WellbeingChoice:
     long_break_min: int
 
 
-def chosen_profile(choice: WellbeingChoice) -> WellbeingProfile:
-    """The profile to store (pydantic checks the bounds the dialog's spin boxes keep to)."""
+def chosen_profile(choice: WellbeingChoice, before: WellbeingProfile | None = None) -> WellbeingProfile:
+    """The profile to store (pydantic checks the bounds the dialog's spin boxes keep to); choices the
+    section does not show (the assistant's slur option) stay as ``before`` had them."""
     groups = {code: sorted(set(g.strip() for g in chosen if g.strip()))
               for code, chosen in choice.opted_out_groups}
     return WellbeingProfile(
         blur_validating=choice.blur_validating, blur_browsing=choice.blur_browsing,
         opted_out_groups={code: chosen for code, chosen in groups.items() if chosen},
         break_after_min=choice.break_after_min, daily_break_after_min=choice.daily_break_after_min,
-        short_break_min=choice.short_break_min, long_break_min=choice.long_break_min)
+        short_break_min=choice.short_break_min, long_break_min=choice.long_break_min,
+        suggest_slurs=before.suggest_slurs if before is not None else False)
 
 
 # --- a lead's blur words for a task ---------------------------------------------------------------

@@ -212,7 +212,7 @@ def _longest(text: str, root: dict, start: int) -> tuple[int, str] | None:
                 char = text[i]
                 readings = _READS_AS.get(char)
                 if readings is None:
-                    node = node.get(char)  # type: ignore[assignment]
+                    node = node.get(char)
                     if node is None or (spelled and char == GAP):
                         break
                     i += step
