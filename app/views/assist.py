@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from app.core.assist.types import CheckedSuggestion, Generator, Unavailable
 from app.core.assist.types import Goal as Goal  # re-exported: widgets import only app.views
-from app.core.wellbeing.blur import mask_spans, masked_text
+from app.views.wellbeing import blurred
 from app.views.create import DiffKind, DiffPiece, diff_view
 
 SUGGEST_KEYS = "Ctrl+Shift+G"
@@ -139,11 +139,6 @@ def unavailable_notes(unavailable: Any) -> tuple[str, ...]:
         reason = why.value if isinstance(why, Unavailable) else str(why)
         notes.append(f"{name[:1].upper() + name[1:]}: {reason}" if name else reason)
     return tuple(notes)
-
-
-def blurred(text: str, blur_words: Sequence[str]) -> str:
-    """``text`` as a reader with blur on sees it where no blur can be drawn: the word list's matches masked."""
-    return masked_text(text, mask_spans(text, blur_words)) if blur_words else text
 
 
 def suggestion_rows(labels: Sequence[str], written_text: str,
