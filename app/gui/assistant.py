@@ -77,10 +77,10 @@ class AssistantController:
         self._previous.clear()
         self.lexicon = None
         self.refresh()
+        self.wellbeing_changed()  # the words others' texts are masked with on this page (suggestions, notices)
         if definition is None or not self.session.helps():
             return
         tasks, code = ws.desk.tasks, definition.code
-        self.wellbeing_changed()
 
         def found(lexicon) -> None:
             if ws.session.definition is definition:

@@ -137,11 +137,24 @@ def _data(qtbot, window, _examples) -> QWidget:
     return window.data_page
 
 
+def _quality_terms(qtbot, window, _examples) -> QWidget:
+    """The Dashboard's data-quality section, with the examples behind a term listed."""
+    window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
+    qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+    view = window.dashboard_view
+    view.sections.tabBar().setCurrentIndex(view.sections.indexOf(view.quality))
+    with qtbot.waitSignal(window.dashboard.quality.term_shown, timeout=20_000):
+        window.dashboard.quality.show_term("vermin")
+    assert view.quality.examples.rowCount() > 0
+    return view.quality
+
+
 VIEWS: dict[str, Callable[..., QWidget]] = {
     "Validate": _validate,
     "Review": _review,
     "Review's near-duplicate clusters": _clusters,
     "Data": _data,
+    "Dashboard's data quality, a term's examples": _quality_terms,
 }
 
 
