@@ -191,6 +191,11 @@ def _ends_word(text: str, i: int) -> bool:
     return i >= len(text) or not text[i].isalnum()
 
 
+# Readings tried from one word start: each is at most an entry long, so a text costs at most this
+# many entries' length per word, whatever a list of look-alike spellings ("1" as i or l) makes of it.
+_MAX_READINGS: Final[int] = 64
+
+
 def _longest(text: str, root: dict, start: int) -> tuple[int, str] | None:
     """The longest entry that matches from ``start``: (end, entry). Read as written ("v3rm1n",
     "porch monkey") or spelled out letter by letter ("v e r m i n", single words only)."""
@@ -200,7 +205,9 @@ def _longest(text: str, root: dict, start: int) -> tuple[int, str] | None:
     for spelled in (False, True) if spelled_out else (False,):
         step = 2 if spelled else 1
         stack = [(root, start)]
-        while stack:
+        readings_left = _MAX_READINGS
+        while stack and readings_left:
+            readings_left -= 1
             node, i = stack.pop()
             while True:  # one path down the trie; a sign that reads as several letters forks it
                 if i > start and (_WORD in node or _START in node):  # read so far: up to i (spelled: its gap)
