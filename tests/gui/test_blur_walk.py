@@ -198,3 +198,38 @@ def test_no_reading_view_shows_a_slur_unmasked_with_blur_on(qtbot, window, peopl
         if found:
             leaks[name] = found
     assert not leaks, leaks
+
+
+def test_the_evaluations_failing_cases_pass_the_walk(qtbot, data_dir, hate_model, tmp_path, modal_log):
+    """The Evaluate tab's failing cases (HateCheck texts the target gets wrong), read with blur on."""
+    import csv
+
+    from tests.gui.conftest import close_window, open_window
+    from tests.gui.test_evaluation import WAIT, choose_suite, open_tab, tick_only
+
+    suite = tmp_path / "suite.csv"
+    with open(suite, "w", encoding="utf-8", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["", "functionality", "case_id", "test_case", "label_gold", "target_ident", "direction",
+                      "focus_words", "focus_lemma", "ref_case_id", "ref_templ_id", "templ_id", "case_templ"])
+        for i, text in enumerate([SLURRED[0], "They are all v3rmin", "Those p a r a s i t e s again",
+                                  "I love bananas"]):
+            out.writerow([i, "derog_dehum_h", i + 1, text, "hateful", "women", "general", "", "", "", "",
+                          i + 1, text])
+    window = open_window(qtbot, data_dir)
+    try:
+        ws = window.workspace
+        qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
+        desk = window.desk
+        desk.settings.wellbeing = {str(desk.current_person_id): WellbeingProfile(blur_browsing=True)}
+        view = open_tab(qtbot, window)
+        tick_only(view, "round:1")
+        choose_suite(qtbot, view, suite)
+        with qtbot.waitSignal(window.evaluation.finished, timeout=WAIT):
+            qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: view.failing.rowCount() >= 3, timeout=WAIT)  # the slurred cases fail
+        view.result_tabs.setCurrentIndex(4)
+        assert not unmasked(view)
+        assert any("•" in view.failing.item(r, 3).text() for r in range(view.failing.rowCount()))
+    finally:
+        close_window(window)
