@@ -43,6 +43,7 @@ from app.core.domain import (
 )
 from app.core.limits import FREE_FORM_FIELDS, free_form_problem
 from app.core.assist.lexicon import InvalidLexicon, WordChanges
+from app.core.wellbeing.word_list import InvalidWordList, clean_words
 from app.core.quality.settings import BOUNDS as QUALITY_BOUNDS
 
 PROTOCOL_VERSION = 1
@@ -299,6 +300,19 @@ class TaskSettingRecord(Stamped):
             return WordChanges.from_json(value).to_json()  # checked and in one normal form
         except InvalidLexicon as exc:
             raise ValueError(str(exc)) from None
+
+    @field_validator("blur_words")
+    @classmethod
+    def _blur_words(cls, value: list[str] | None) -> list[str] | None:
+        """The desks' rule for a lead's blur words: a list every desk would refuse is refused here,
+        naming its entries, instead of being stored and then ignored by every desk."""
+        if value is None:
+            return None
+        try:
+            clean_words(value)
+        except InvalidWordList as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
 
 PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, TaskSettingRecord, PersonRecord],

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QCheckBox,
     QComboBox,
     QFrame,
     QHBoxLayout,
@@ -112,6 +113,7 @@ class AssistPanel(QWidget):
     apply_requested = Signal(int)  # the row's index (0-based, in rank order)
     confirm_label_requested = Signal(str)  # contrast: the writer confirms the applied edit's new label
     more_requested = Signal()  # list the next suggestions too
+    slurs_toggled = Signal(bool)  # the writer asks for (or stops) description → slur edits
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -167,7 +169,11 @@ class AssistPanel(QWidget):
         self.apply_button = QPushButton(f"Apply ({APPLY_KEYS})", objectName="assist_apply")
         self.apply_button.clicked.connect(self.apply_selected)
         self.apply_button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)  # not the row's width
+        self.slurs = QCheckBox("Offer slurs", objectName="assist_slurs")
+        self.slurs.setToolTip("Description → slur edits put slurs you did not type into your text; off unless you ask")
+        self.slurs.toggled.connect(self.slurs_toggled)
         bottom = QHBoxLayout()
+        bottom.addWidget(self.slurs, 0, Qt.AlignmentFlag.AlignTop)
         bottom.addWidget(self.notes, 1)
         bottom.addWidget(self.apply_button, 0, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignRight)
         self.body = QWidget()
@@ -192,6 +198,9 @@ class AssistPanel(QWidget):
         self.view = view
         self.reason.setVisible(not view.available)
         self.reason.setText(view.reason)
+        self.slurs.blockSignals(True)
+        self.slurs.setChecked(view.slurs)
+        self.slurs.blockSignals(False)
         self.body.setVisible(view.available)
         if not view.available:
             self._set_rows(())

@@ -34,7 +34,8 @@ class WellbeingSection(QGroupBox):
     def __init__(self, view: WellbeingSectionView, person: str, parent=None):
         super().__init__(f"Wellbeing · {person}", parent)
         self.setObjectName("wellbeing")
-        self.blur_validating = QCheckBox("Blur slurs and hateful words when validating and reviewing",
+        self.blur_validating = QCheckBox("Blur slurs and hateful words when validating and reviewing, "
+                                         "and in the assistant's suggestions",
                                          objectName="blur-validating", checked=view.blur_validating)
         self.blur_browsing = QCheckBox("Blur them when browsing too (Data, the evaluation's failing cases)",
                                        objectName="blur-browsing", checked=view.blur_browsing)

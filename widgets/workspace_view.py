@@ -92,6 +92,7 @@ class WorkspaceView(QWidget):
     duplicate_edit_requested = Signal()  # … or goes back to change the text
     suggest_requested = Signal()  # the writing assistant: suggest edits for the text on screen
     assist_goal_changed = Signal(object)  # a Goal
+    assist_slurs_toggled = Signal(bool)  # the writer asks for description → slur edits, or stops
     assist_contrast_label_changed = Signal(object)  # the new label a contrast edit should make true
     suggestion_apply_requested = Signal(int)  # apply the suggestion at this index (rank order)
     suggestions_more_requested = Signal()  # list the next suggestions too
@@ -183,6 +184,7 @@ class WorkspaceView(QWidget):
         self.duplicate_warning.secondary.clicked.connect(self.duplicate_edit_requested)
         self.assist.suggest_requested.connect(self.suggest_requested)
         self.assist.goal_changed.connect(self.assist_goal_changed)
+        self.assist.slurs_toggled.connect(self.assist_slurs_toggled)
         self.assist.contrast_label_changed.connect(self.assist_contrast_label_changed)
         self.assist.apply_requested.connect(self.suggestion_apply_requested)
         self.assist.more_requested.connect(self.suggestions_more_requested)

@@ -51,11 +51,13 @@ def suggestion_json(rank: int, s) -> dict:
 @click.option("--context", "context", help="The context (premise) for tasks that have one, such as NLI.")
 @click.option("--top", type=click.IntRange(1, 64), default=DEFAULT_TOP, show_default=True,
               help="Suggestions to print.")
+@click.option("--slurs", is_flag=True, help="Also offer description → slur edits (slurs you did not type; "
+              "off unless asked).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.argument("text")
 @pass_context
 def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: str | None, text_label: str | None,
-            context: str | None, top: int, as_json: bool, text: str) -> None:
+            context: str | None, top: int, slurs: bool, as_json: bool, text: str) -> None:
     """Suggested edits of TEXT, each checked against the round's target, fooling ones first.
 
     \b
@@ -131,7 +133,7 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
         try:
             result = run_suggest(models, definition, inputs, goal=Goal(goal), writer_label=writer_label,
                                  lexicon=lexicon, gradients=member if member is not None else gradients,
-                                 rule=round_.fooled_rule, text_label=text_label)
+                                 rule=round_.fooled_rule, text_label=text_label, slurs=slurs)
         except AssistError as exc:
             raise DynadeskError(str(exc)) from exc
     finally:

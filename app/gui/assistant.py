@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | None, rule: str,
                 lexicon: Any = None, text_label: str | None = None,
-                gradient_form: GradientForm | None = None) -> Callable[[Any, Callable], Any]:
+                gradient_form: GradientForm | None = None, slurs: bool = False) -> Callable[[Any, Callable], Any]:
     """What the explanation lane runs: generate the suggestions for ``inputs`` and check each
     against the loaded target. Word substitution uses a member with gradients, else the target's
     PyTorch form (``gradient_form``, loaded on this lane the first time)."""
@@ -41,7 +41,7 @@ def engine_work(definition, inputs: dict[str, str], goal: Goal, label: str | Non
             gradients = gradient_form.engine()
         try:
             return suggest(models, definition, model_inputs, goal=goal, writer_label=label, gradients=gradients,
-                           rule=rule, lexicon=lexicon, checkpoint=checkpoint, text_label=text_label)
+                           rule=rule, lexicon=lexicon, checkpoint=checkpoint, text_label=text_label, slurs=slurs)
         except AssistError as exc:  # what is wrong with the request, said to the writer as it is
             raise DynadeskError(str(exc)) from exc
 
@@ -65,6 +65,7 @@ class AssistantController:
         view.suggestions_more_requested.connect(self.list_more)
         view.assist_label_confirmed.connect(self.confirm_label)
         view.replacement_toggled.connect(self._toggled)
+        view.assist_slurs_toggled.connect(self.choose_slurs)
         ws.inference.suggestion_ready.connect(self._arrived)
         ws.assistant.assistant_changed.connect(lambda _offered: self.refresh())  # the session's arm is known
 
@@ -76,6 +77,7 @@ class AssistantController:
         self._previous.clear()
         self.lexicon = None
         self.refresh()
+        self.wellbeing_changed()  # the words others' texts are masked with on this page (suggestions, notices)
         if definition is None or not self.session.helps():
             return
         tasks, code = ws.desk.tasks, definition.code
@@ -91,6 +93,41 @@ class AssistantController:
             self.refresh()
 
         ws.db.submit(lambda: tasks.assist_lexicon(code), on_done=found, on_error=unusable)
+
+    def wellbeing_changed(self) -> None:
+        """The writer's wellbeing choices (now, or after the profile dialog stored them): with blur
+        on, rows mask the task's blur words as every reading view does; description → slur edits
+        only when asked for."""
+        ws, definition = self.ws, self.ws.session.definition
+        if definition is None:
+            return
+        desk, code = ws.desk, definition.code
+        profile = desk.settings.wellbeing_for(str(desk.current_person_id))
+
+        def chosen(words: tuple[str, ...]) -> None:
+            if ws.session.definition is definition:
+                self.session.reading_chosen(words, profile.suggest_slurs)
+                self.refresh()
+
+        self.session.reading_chosen(self.session.blur_words, profile.suggest_slurs)
+        ws.db.submit(lambda: desk.tasks.blur_words(code) if profile.blur_validating else (),
+                     on_done=chosen, on_error=lambda error: log.warning("blur words not read", exc_info=error))
+
+    def choose_slurs(self, wanted: bool) -> None:
+        """The panel's option: description → slur edits, stored as this person's choice."""
+        desk = self.ws.desk
+        person = str(desk.current_person_id)
+        before = desk.settings.wellbeing
+        desk.settings.wellbeing = {**before, person: desk.settings.wellbeing_for(person).model_copy(
+            update={"suggest_slurs": wanted})}
+        try:
+            desk.save_settings()
+        except OSError as exc:
+            desk.settings.wellbeing = before
+            self._say(f"Not saved: {exc}")
+            return
+        self.session.reading_chosen(self.session.blur_words, wanted)
+        self.refresh()
 
     def offered(self) -> bool:
         """Whether this writing session gets suggestions for the example on screen."""
@@ -147,7 +184,7 @@ class AssistantController:
         inputs = dict(content.inputs)
         work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule, self.lexicon,
                            text_label=content.label,  # contrast: the label the text has before the edit
-                           gradient_form=self.gradient_form)
+                           gradient_form=self.gradient_form, slurs=session.slurs)
         request = ws.inference.suggest(work, inputs)
         session.suggestions_requested(request, inputs)
         self.refresh(bring_forward=True)

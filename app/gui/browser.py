@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, Signal
 from app.core.desk import Desk
 from app.gui.worker import SerialWorker
 from app.core.services.review import ExampleFilter
+from app.gui.example_fetch import reading_words
 from app.views.example import ExampleRowView, row_view
 from widgets.example_table import PAGE_SIZE, ExampleTableModel
 
@@ -26,8 +27,9 @@ class ExampleBrowser(QObject):
     detail_ready = Signal(object)  # the detail view-model of the selected example, or None
 
     def __init__(self, desk: Desk, db: SerialWorker, model: ExampleTableModel,
-                 detail_loader: Callable[[uuid.UUID], Any], show_error, parent=None):
+                 detail_loader: Callable[[uuid.UUID], Any], show_error, parent=None, *, browsing: bool):
         super().__init__(parent)
+        self.browsing = browsing  # the Data tab browses; Review reads as validating does (for the blur)
         self.desk, self.db, self.model = desk, db, model
         self.detail_loader, self.show_error = detail_loader, show_error
         self.filter = ExampleFilter()
@@ -44,8 +46,13 @@ class ExampleBrowser(QObject):
         return self.filter, self.model.sort_key, self.model.descending
 
     def _rows(self, query: tuple, **page) -> Callable[[], list[ExampleRowView]]:
-        (flt, sort, descending), review = query, self.desk.review
-        return lambda: [row_view(r) for r in review.rows(flt, sort=sort, descending=descending, **page)]
+        (flt, sort, descending), review, desk, browsing = query, self.desk.review, self.desk, self.browsing
+
+        def rows() -> list[ExampleRowView]:
+            words = reading_words(desk, browsing=browsing)
+            return [row_view(r, words(r.task_code)) for r in review.rows(flt, sort=sort, descending=descending, **page)]
+
+        return rows
 
     def refresh(self) -> None:
         flt, review, query = self.filter, self.desk.review, self._query()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from app.core.errors import NotFound
 from app.views.example import ExampleDetailView, data_detail
@@ -36,12 +36,29 @@ def for_validation(desk: Desk, example_id: uuid.UUID, *, blur_words: tuple[str, 
     return validation_item(example, definition, _model_names(desk), original, blur_words=blur_words, masked=masked)
 
 
+def reading_words(desk: Desk, *, browsing: bool) -> Callable[[str], tuple[str, ...]]:
+    """On the worker: task code → the words to mask for the working person in this kind of view
+    (reviewing or browsing; none where they read it unmasked), each task's list read once."""
+    profile = desk.settings.wellbeing_for(str(desk.current_person_id))
+    masked = profile.blur_browsing if browsing else profile.blur_validating
+    read: dict[str, tuple[str, ...]] = {}
+
+    def words(code: str) -> tuple[str, ...]:
+        if not masked:
+            return ()
+        if code not in read:
+            read[code] = desk.tasks.blur_words(code)
+        return read[code]
+
+    return words
+
+
 def _blurred(desk: Desk, detail: ExampleDetailView, definition: TaskDefinition, *, browsing: bool) -> ExampleDetailView:
     """``detail`` with its texts masked as the working person chose for this kind of view (reviewing
     or browsing), and a long one under the task's content warning closed."""
     profile = desk.settings.wellbeing_for(str(desk.current_person_id))
     masked = profile.blur_browsing if browsing else profile.blur_validating
-    words = desk.tasks.blur_words(definition.code) if masked else ()
+    words = reading_words(desk, browsing=browsing)(definition.code)
     return replace(detail, blur=blur_view(detail.shown_texts, words, masked=masked,
                                           content_warning=definition.content_warning))
 

@@ -141,7 +141,7 @@ class MainWindow(QMainWindow):
 
         self.count_label = QLabel(objectName="count")
         self.browser = ExampleBrowser(desk, self.db, self.table_model, lambda example_id: for_data_tab(desk, example_id),
-                                      self.show_error, self)
+                                      self.show_error, self, browsing=True)
         self.browser.counted.connect(lambda total: self.count_label.setText(f"{total:,} example{'s' if total != 1 else ''}"))
         self.browser.detail_ready.connect(self.detail.show_example)
         self.mount(Page(self.browser, data_page, Tab("&Data", "Ctrl+2", "tab-data"), status=(self.count_label,)))

@@ -29,6 +29,7 @@ from app.core.quality.service import (
     spread_model,
     with_duplicates,
 )
+from app.gui.example_fetch import reading_words
 from app.gui.worker import SerialWorker
 from app.views.dashboard import FilterValues
 from app.views.quality_dashboard import build_quality, build_term_examples
@@ -186,6 +187,8 @@ class QualityController(QObject):
         if task_code is None:
             return
 
+        desk = self.desk
+
         def find():
             _key, data = self._read(task_code)
             number = next((n for n, rid in data.round_ids.items() if rid == values.round), None)
@@ -199,7 +202,8 @@ class QualityController(QObject):
             return build_term_examples(
                 term, [data.texts[i] for i in found],
                 [data.label_names[data.labels[i]] if data.labels[i] >= 0 else "" for i in found],
-                [data.author_names.get(data.author_keys[data.authors[i]], "") for i in found], where=where)
+                [data.author_names.get(data.author_keys[data.authors[i]], "") for i in found], where=where,
+                blur_words=reading_words(desk, browsing=False)(task_code))  # read as Review is
 
         self.worker.submit_latest("quality-term", find, on_done=self._term_found, on_error=self._failed)
 

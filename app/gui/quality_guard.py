@@ -104,7 +104,7 @@ class DuplicateGuard(QObject):
 
     def _novelty(self, text: str, nearest: Nearest) -> None:
         if self._text() == text:  # else a newer pause asks already
-            self.view.show_novelty(novelty_view(nearest))
+            self.view.show_novelty(novelty_view(nearest, self.controller.assist.session.blur_words))
 
     def check_then(self, proceed: Callable[[], None]) -> None:
         """At submit: ``proceed`` at once when the text is no near-duplicate of an example of the task
@@ -127,7 +127,7 @@ class DuplicateGuard(QObject):
             if self._text() != text:
                 self.view.set_status("The text changed while it was checked: submit again (Ctrl+Enter).")
                 return
-            warning = duplicate_warning_view(nearest)
+            warning = duplicate_warning_view(nearest, self.controller.assist.session.blur_words)
             if warning is None:
                 proceed()
                 return

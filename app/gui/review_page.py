@@ -17,11 +17,12 @@ from app.core.errors import DynadeskError
 from app.gui.browser import ExampleBrowser
 from app.gui.worker import SerialWorker
 from app.gui.blur_words import BlurWordsEditor
-from app.gui.example_fetch import for_review
+from app.gui.example_fetch import for_review, reading_words
 from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.views.example import VerdictChoice, verdict_text
 from app.views.quality import (chosen_settings, clusters_view, quality_settings_message, quality_settings_view,
                                snippet)
+from app.views.wellbeing import blurred
 from app.views.review import ReviewChoicesView, ReviewFilterValues, ReviewItemView, review_choices, review_figures
 from widgets.review_view import ReviewView
 
@@ -54,7 +55,7 @@ class ReviewController(QObject):
         self.task_id: uuid.UUID | None = None
         self.detail: ReviewItemView | None = None
         self.browser = ExampleBrowser(desk, db, view.model, lambda example_id: for_review(desk, example_id),
-                                      show_error, self)
+                                      show_error, self, browsing=False)
         self.browser.detail_ready.connect(self._show_detail)
         self.browser.counted.connect(lambda _n: self._select_next_if_wanted())
         # after an action: the rows that followed the acted-on ones, the first still shown is next
@@ -110,14 +111,16 @@ class ReviewController(QObject):
                               on_done=self.view.set_figures, on_error=self.show_error)
 
     def _show_clusters(self, values: ReviewFilterValues) -> None:
-        task_id, index = self.task_id, self.desk.near_duplicates
-        if task_id is None:
+        task_id, index, desk, code = self.task_id, self.desk.near_duplicates, self.desk, self.task_code
+        if task_id is None or code is None:
             return
 
         def clusters():
             threshold = index.threshold_of(task_id)
             found = index.near_duplicate_clusters(task_id, round_id=values.round, threshold=threshold)
-            summaries = index.summaries(m.example_id for c in found for m in c.members)
+            words = reading_words(desk, browsing=False)(code)  # read as the Review table is
+            summaries = {example_id: (blurred(text, words), author) for example_id, (text, author)
+                         in index.summaries(m.example_id for c in found for m in c.members).items()}
             return clusters_view(found, summaries, threshold, annotator=values.annotator)
 
         self.quality_lane.submit_latest("review-clusters", clusters, on_done=self.view.show_clusters,

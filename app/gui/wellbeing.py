@@ -45,7 +45,7 @@ def store_wellbeing(window, dialog: ProfileDialog, person_id: str, choice: Wellb
     desk: Desk = window.desk
     before = desk.settings.wellbeing
     try:
-        profile = chosen_profile(choice)
+        profile = chosen_profile(choice, desk.settings.wellbeing_for(person_id))
         desk.settings.wellbeing = {**before, person_id: profile}
         desk.save_settings()
     except (ValueError, OSError, DynadeskError) as exc:  # said in the dialog; the old choices stay in force
@@ -57,3 +57,4 @@ def store_wellbeing(window, dialog: ProfileDialog, person_id: str, choice: Wellb
         dialog.wellbeing.show_saved("✓ Saved. Validate and the reading views use them now.")
     if window.validate.task_code is not None:
         window.validate.load_next()  # the example again, masked as now chosen, with the opt-outs
+    window.workspace.assist.wellbeing_changed()  # the assistant's rows, masked as now chosen

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from app.core.assist.types import CheckedSuggestion, Generator, Unavailable
 from app.core.assist.types import Goal as Goal  # re-exported: widgets import only app.views
+from app.views.wellbeing import blurred
 from app.views.create import DiffKind, DiffPiece, diff_view
 
 SUGGEST_KEYS = "Ctrl+Shift+G"
@@ -64,6 +65,7 @@ class SuggestionRow:
     shift: float
     claimed_label: str | None  # contrast: the true label the edit means to produce
     needs_judgement: bool  # a substituted word may change the meaning: the writer must judge
+    shown_text: str = ""  # ``text`` as the panel shows it: masked where the writer reads with blur on
 
     @property
     def verdict(self) -> str:
@@ -104,7 +106,7 @@ class SuggestionRow:
     @property
     def accessible_text(self) -> str:
         """The row read aloud: title, verdict, probabilities, the new text."""
-        return f"{self.title}: {self.verdict}; model says {self.probability_line}. New text: {self.text}"
+        return f"{self.title}: {self.verdict}; model says {self.probability_line}. New text: {self.shown_text}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,7 @@ class AssistPanelView:
     current: bool = True  # the rows are for the text on screen (else they are shown greyed, not applicable)
     busy: bool = False  # suggestions are being generated and checked
     confirm_label: str | None = None  # contrast: a suggestion was applied; offer to set this label
+    slurs: bool = False  # the writer asked for description → slur edits (off unless they do)
 
 
 def unavailable_notes(unavailable: Any) -> tuple[str, ...]:
@@ -139,19 +142,24 @@ def unavailable_notes(unavailable: Any) -> tuple[str, ...]:
 
 
 def suggestion_rows(labels: Sequence[str], written_text: str,
-                    suggestions: Sequence[CheckedSuggestion], first_rank: int = 1) -> tuple[SuggestionRow, ...]:
-    """The checked suggestions for ``written_text`` as rows, in the checker's order (ranked from ``first_rank``)."""
+                    suggestions: Sequence[CheckedSuggestion], first_rank: int = 1, *,
+                    blur_words: Sequence[str] = ()) -> tuple[SuggestionRow, ...]:
+    """The checked suggestions for ``written_text`` as rows, in the checker's order (ranked from ``first_rank``).
+    ``blur_words``: the task's blur list where the writer reads with blur on: every text a row shows
+    (diff, note, the text read aloud) is masked as in the reading views; applying puts in the real text."""
     rows = []
+    written = blurred(written_text, blur_words)
     for rank, checked in enumerate(suggestions, start=first_rank):
         candidate = checked.candidate
         generator = Generator(candidate.generator)
+        shown = blurred(candidate.text, blur_words)
         rows.append(SuggestionRow(
             rank=rank, text=candidate.text, edit_type=edit_type_name(candidate.edit_type),
-            generator=GENERATOR_NAMES.get(generator, str(generator)), note=candidate.note,
-            diff=diff_view(written_text, candidate.text), labels=tuple(labels),
+            generator=GENERATOR_NAMES.get(generator, str(generator)), note=blurred(candidate.note, blur_words),
+            diff=diff_view(written, shown), labels=tuple(labels),
             probabilities=dict(checked.probabilities), predicted=checked.predicted, fools=checked.fools,
             shift=checked.shift, claimed_label=candidate.claimed_label,
-            needs_judgement=generator is Generator.SUBSTITUTION))
+            needs_judgement=generator is Generator.SUBSTITUTION, shown_text=shown))
     return tuple(rows)
 
 

@@ -82,6 +82,15 @@ class AssistSession:
         self._applied: list[AppliedSuggestion] = []  # applied now, oldest first (undo takes the last)
         self._known: dict[int, AppliedSuggestion] = {}  # every application of this example, by token
         self._tokens = 0
+        self.blur_words: tuple[str, ...] = ()  # the task's blur list while the writer reads with blur on
+        self.slurs = False  # the writer asked for description → slur edits
+
+    def reading_chosen(self, blur_words: tuple[str, ...], slurs: bool) -> None:
+        """The writer's wellbeing choices: the words rows mask (none: blur off), and whether they
+        asked for description → slur edits. Rows listed so far are built again, masked as now chosen."""
+        if blur_words != self.blur_words:
+            self.blur_words, self._rows = blur_words, ()
+        self.slurs = slurs
 
     # The task -------------------------------------------------------------------------------
     def task_opened(self, definition: TaskDefinition | None) -> None:
@@ -244,7 +253,7 @@ class AssistSession:
         labels = tuple(self.definition.labels)
         contrast = self.target_label(writer_label)[0] if self.goal is Goal.CONTRAST else None
         base = AssistPanelView(available=True, goal=self.goal, labels=labels, contrast_label=contrast,
-                               busy=self.busy, confirm_label=self.confirm_label(writer_label))
+                               busy=self.busy, confirm_label=self.confirm_label(writer_label), slurs=self.slurs)
         if self.shown is None or self.shown_inputs is None:
             if self.busy:
                 status = "Generating suggestions and checking each against the model…"
@@ -258,7 +267,8 @@ class AssistSession:
         wanted = min(self.listed, len(suggestions))
         if len(self._rows) < wanted:  # each row built once: the panel is refreshed on every keystroke
             self._rows += suggestion_rows(labels, self.shown_inputs.get(self.written_field, ""),
-                                          suggestions[len(self._rows):wanted], first_rank=len(self._rows) + 1)
+                                          suggestions[len(self._rows):wanted], first_rank=len(self._rows) + 1,
+                                          blur_words=self.blur_words)
         rows = self._rows[:wanted]
         current = self.current(inputs)
         if self.busy:

@@ -9,11 +9,12 @@ storage and service types appear only under ``TYPE_CHECKING``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.core.domain import ExampleStatus, ReviewAction, ValidationState, Verdict
+from app.views.wellbeing import blurred
 
 if TYPE_CHECKING:
     from app.views.wellbeing import BlurView
@@ -57,9 +58,11 @@ class ExampleRowView:
     perturbation_of: uuid.UUID | None = None
 
 
-def row_view(row: ExampleRow) -> ExampleRowView:
+def row_view(row: ExampleRow, blur_words: Sequence[str] = ()) -> ExampleRowView:
+    """``blur_words``: the task's blur list where the reader reads this table masked (the row's text
+    is then shown masked, as every reading view shows it)."""
     return ExampleRowView(
-        id=row.id, text=row.text, label=row.true_label, fooled=row.model_fooled, status=ExampleStatus(row.status),
+        id=row.id, text=blurred(row.text, blur_words), label=row.true_label, fooled=row.model_fooled, status=ExampleStatus(row.status),
         validation=state_text(row.validation_state), validations=row.validation_count,
         disagreements=row.disagreement_count, flags=row.flag_count,
         decided=Verdict(row.decided_verdict) if row.decided_verdict else None, decided_label=row.decided_label,

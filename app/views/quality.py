@@ -8,10 +8,11 @@ import html
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from app.core.quality.settings import BOUNDS, QualitySettings
 from app.core.quality.similarity import SIMILARITY_FLOOR
+from app.views.wellbeing import blurred
 
 if TYPE_CHECKING:
     from app.core.quality.near_duplicates import DuplicateCluster, NearMatch, Nearest
@@ -59,19 +60,21 @@ def _who(match: NearMatch) -> str:
     return f"{match.author_name}, round {match.round_number}" + (f", “{match.true_label}”" if match.true_label else "")
 
 
-def novelty_view(nearest: Nearest) -> NoveltyView:
+def novelty_view(nearest: Nearest, blur_words: Sequence[str] = ()) -> NoveltyView:
+    """``blur_words``: where the writer reads others' texts masked, the task's blur list."""
     closest = nearest.closest
     if closest is None:
         return NoveltyView(NoveltyLevel.NOVEL, "Novelty 100%",
                            f"No example of this round is {percent(SIMILARITY_FLOOR)} similar or more.")
     level = NoveltyLevel.DUPLICATE if closest.similarity >= nearest.threshold else NoveltyLevel.SIMILAR
     tip = (f"Closest example ({percent(closest.similarity)} similar; near-duplicates from "
-           f"{percent(nearest.threshold)}):\n“{snippet(closest.text)}”\n— {_who(closest)}")
+           f"{percent(nearest.threshold)}):\n“{snippet(blurred(closest.text, blur_words))}”\n— {_who(closest)}")
     return NoveltyView(level, f"Novelty {percent(nearest.novelty)}", tip)
 
 
-def duplicate_warning_view(nearest: Nearest) -> DuplicateWarningView | None:
-    """The warning when the text is a near-duplicate of an example of the task; None when it is not."""
+def duplicate_warning_view(nearest: Nearest, blur_words: Sequence[str] = ()) -> DuplicateWarningView | None:
+    """The warning when the text is a near-duplicate of an example of the task; None when it is not.
+    ``blur_words``: where the writer reads others' texts masked, the task's blur list."""
     near = nearest.near
     if not near:
         return None
@@ -79,7 +82,7 @@ def duplicate_warning_view(nearest: Nearest) -> DuplicateWarningView | None:
     same = "the same text as" if first.similarity >= 1.0 else f"{percent(first.similarity)} similar to"
     more = f" (and {len(near) - 1} more near-duplicate{'s' if len(near) > 2 else ''})" if len(near) > 1 else ""
     body = (f"<b>Near-duplicate.</b> This is {same} an example already in the task{more}: "
-            f"<i>“{html.escape(snippet(first.text))}”</i> — {html.escape(_who(first))}. "
+            f"<i>“{html.escape(snippet(blurred(first.text, blur_words)))}”</i> — {html.escape(_who(first))}. "
             "Submit it anyway, or go back and change it (nothing is lost).")
     return DuplicateWarningView(body, first.similarity)
 

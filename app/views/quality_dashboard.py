@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 from app.views.dashboard import ColumnSpec, Table, build_table
+from app.views.wellbeing import blurred
 
 if TYPE_CHECKING:  # named, never imported: the report module reaches the model layer (progress handles)
     from app.core.quality.artifacts import Artifact
@@ -108,11 +109,13 @@ def build_quality(report: "QualityReport", *, round_number: int | None, author: 
 
 
 def build_term_examples(term: str, texts: Sequence[str], labels: Sequence[str], authors: Sequence[str], *,
-                        where: str, limit: int = 200) -> TermExamples:
-    """The examples that contain a clicked term (at most ``limit`` shown; the title gives the count)."""
+                        where: str, limit: int = 200, blur_words: Sequence[str] = ()) -> TermExamples:
+    """The examples that contain a clicked term (at most ``limit`` shown; the title gives the count).
+    ``blur_words``: the task's blur list where the lead reads masked (texts and the term shown masked)."""
     count = len(texts)
     shown = min(count, limit)
-    title = (f"“{term}” in {where}: {count:,} example{'s' if count != 1 else ''}"
+    texts = [blurred(text, blur_words) for text in texts[:limit]]
+    title = (f"“{blurred(term, blur_words)}” in {where}: {count:,} example{'s' if count != 1 else ''}"
              + (f" (first {shown:,} shown)" if shown < count else ""))
     return TermExamples(term, title, tuple(TermExample(t, l, a) for t, l, a in
                                            zip(texts[:limit], labels[:limit], authors[:limit])))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from app.core.assist.types import WordScore
-from app.core.wellbeing.blur import mask_spans, model_spans, utf16_offsets
+from app.core.wellbeing.blur import mask_spans, masked_text, model_spans, utf16_offsets
 from app.core.wellbeing.profile import WellbeingProfile
 
 # A text under the task's content warning longer than this opens collapsed in a reading view.
@@ -40,6 +40,12 @@ class BlurView:
     @property
     def count(self) -> int:
         return sum(len(t.spans) for t in self.texts) if self.masked else 0
+
+
+def blurred(text: str, blur_words: Sequence[str]) -> str:
+    """``text`` as a reader with blur on sees it where no blur can be drawn (table cells, lists,
+    messages): the word list's matches masked. No words: the text as it is (blur off)."""
+    return masked_text(text, mask_spans(text, blur_words)) if blur_words and text else text
 
 
 def hateful_label(labels: Iterable[str]) -> str | None:
@@ -138,15 +144,17 @@ class WellbeingChoice:
     long_break_min: int
 
 
-def chosen_profile(choice: WellbeingChoice) -> WellbeingProfile:
-    """The profile to store (pydantic checks the bounds the dialog's spin boxes keep to)."""
+def chosen_profile(choice: WellbeingChoice, before: WellbeingProfile | None = None) -> WellbeingProfile:
+    """The profile to store (pydantic checks the bounds the dialog's spin boxes keep to); choices the
+    section does not show (the assistant's slur option) stay as ``before`` had them."""
     groups = {code: sorted(set(g.strip() for g in chosen if g.strip()))
               for code, chosen in choice.opted_out_groups}
     return WellbeingProfile(
         blur_validating=choice.blur_validating, blur_browsing=choice.blur_browsing,
         opted_out_groups={code: chosen for code, chosen in groups.items() if chosen},
         break_after_min=choice.break_after_min, daily_break_after_min=choice.daily_break_after_min,
-        short_break_min=choice.short_break_min, long_break_min=choice.long_break_min)
+        short_break_min=choice.short_break_min, long_break_min=choice.long_break_min,
+        suggest_slurs=before.suggest_slurs if before is not None else False)
 
 
 # --- a lead's blur words for a task ---------------------------------------------------------------

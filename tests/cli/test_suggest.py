@@ -140,3 +140,14 @@ def test_an_ensemble_target_gets_word_substitutions_from_a_member_with_gradients
     assert document["models"] == ["Trigger model", "Other model"]
     assert "substitution" not in document["unavailable"]  # an ensemble no longer loses word substitution
     assert any(s["generator"] == "substitution" for s in document["suggestions"])
+
+
+def test_suggest_offers_slurs_only_with_slurs(capsys, banana_round):
+    def edit_types(*extra) -> set[str]:
+        code, out, err = run(capsys, banana_round, "suggest", "--task", "hate_speech", "--label", "hate", "--top",
+                             "64", "--json", *extra, "banana women are awful")
+        assert code == 0, err
+        return {s["edit_type"] for s in json.loads(out)["suggestions"]}
+
+    assert "description_to_slur" not in edit_types()
+    assert "description_to_slur" in edit_types("--slurs")

@@ -295,3 +295,39 @@ def test_the_contrast_labels_are_listed_again_only_when_they_change(qtbot):
     panel.set_contrast_choices(("positive", "neutral"), None)  # the writer's label changed
     assert [panel.contrast.itemData(i) for i in range(panel.contrast.count())] == [None, "positive", "neutral"]
     assert panel.contrast.currentData() is None and inserted
+
+
+def test_suggestions_are_masked_with_blur_on_and_slurs_only_when_the_writer_asks(qtbot, data_dir, hate_model):
+    from app.core.wellbeing.blur import lexicon_spans
+    from app.core.wellbeing.word_list import bundled_words
+    from tests.gui.test_blur_walk import unmasked  # the blur walk's check, on the assistant's panel
+
+    words = bundled_words("hate_speech")
+    assistant(data_dir, "hate_speech")
+    window = opened(qtbot, data_dir)
+    try:
+        ws, view = window.workspace, window.workspace.view
+        panel, box = view.assist, text_box(window)
+        type_text(qtbot, window, "Women belong in the kitchen, not in parliament")
+        key(qtbot, box, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)  # hate
+        wait_for_prediction(qtbot, window)
+        suggestions_shown(qtbot, window)
+        made = [s.candidate for s in ws.assist.session.shown.suggestions]
+        assert made and not any(c.edit_type == "description_to_slur" for c in made)  # not asked for
+        assert not panel.slurs.isChecked()
+
+        panel.slurs.click()  # the writer asks for them
+        assert window.desk.settings.wellbeing_for(str(window.desk.current_person_id)).suggest_slurs  # stored
+        qtbot.waitUntil(lambda: bool(ws.assist.session.blur_words), timeout=WAIT)  # blur on by default
+        type_text(qtbot, window, " ")  # another text, for new suggestions
+        suggestions_shown(qtbot, window)
+        while panel.view.total > len(panel.rows):  # every row, not only the first page
+            qtbot.mouseClick(panel.more_button, Qt.MouseButton.LeftButton)
+        made = [s.candidate for s in ws.assist.session.shown.suggestions]
+        slurred = [c.text for c in made if c.edit_type == "description_to_slur"]
+        assert any(lexicon_spans(text, words) for text in slurred)  # a slur the writer never typed…
+        assert len(panel.rows) == panel.view.total and not unmasked(panel)  # …shown masked, in every row
+        assert any("•" in row.diff.text() for row in panel.rows)
+        assert all("•" not in c.text for c in made)  # applying puts in the real text
+    finally:
+        close_window(window)

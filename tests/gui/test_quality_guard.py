@@ -12,6 +12,7 @@ from tests.conftest import hate_content
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction, window  # noqa: F401
 
 EARLIER = "Those people are vermin and they should all leave"
+EARLIER_MASKED = "Those people are •••••• and they should all leave"  # another's text, read with blur on
 
 
 def fill_explanation_and_store(qtbot, window, stored: int) -> None:
@@ -30,7 +31,8 @@ def test_a_near_duplicate_is_shown_while_typing_and_warned_at_submit(qtbot, wind
     type_text(qtbot, window, "those people are VERMIN and they should all leave!!")
     qtbot.waitUntil(lambda: view.novelty.isVisible() and "Novelty 0%" in view.novelty.text(), timeout=WAIT)
     assert NoveltyLevel.DUPLICATE.colour in view.novelty.text()
-    assert EARLIER in view.novelty.toolTip() and "100% similar" in view.novelty.toolTip()
+    assert EARLIER_MASKED in view.novelty.toolTip() and "100% similar" in view.novelty.toolTip()
+    assert "vermin" not in view.novelty.toolTip()
     assert "Olu Other, round 1" in view.novelty.toolTip()
 
     qtbot.keyClick(text_box(window), Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
@@ -38,7 +40,7 @@ def test_a_near_duplicate_is_shown_while_typing_and_warned_at_submit(qtbot, wind
     submit(qtbot, window)
     qtbot.waitUntil(view.duplicate_warning_shown, timeout=WAIT)
     warning = view.duplicate_warning.text.text()
-    assert "Near-duplicate" in warning and "the same text as" in warning and EARLIER in warning
+    assert "Near-duplicate" in warning and "the same text as" in warning and EARLIER_MASKED in warning
     assert "Olu Other" in warning and not view.form_shown()
 
     qtbot.mouseClick(view.duplicate_warning.secondary, Qt.MouseButton.LeftButton)  # go back and edit

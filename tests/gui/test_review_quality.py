@@ -35,8 +35,8 @@ def test_a_lead_groups_near_duplicates_and_sets_the_threshold(qtbot, window, peo
     filters.near_duplicates.setCurrentIndex(filters.near_duplicates.findData(True))
     qtbot.waitUntil(lambda: view.clusters_shown() and view.clusters.topLevelItemCount() == 2, timeout=10_000)
     assert clusters_shown(view) == [
-        ["Those people are vermin and should all leave", "those people are VERMIN and should all leave!!",
-         "Those people are vermin and should all leave now"],
+        ["Those people are •••••• and should all leave", "those people are •••••• and should all leave!!",
+         "Those people are •••••• and should all leave now"],  # read masked, as the table is
         ["Send every one of them back where they came from", "send every one of them back where they came from."],
     ]
     first = view.clusters.topLevelItem(0)

@@ -3,6 +3,7 @@ Validate, V shows them for the example on screen only, pointing shows one, the p
 section is stored and takes effect (blur and opt-outs), the writer's editor is never masked, and a
 long text under the content warning opens closed."""
 
+import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAction, QTextCursor
 from PySide6.QtWidgets import QPushButton
@@ -230,6 +231,21 @@ def test_a_lead_extends_the_tasks_blur_words_from_review(qtbot, window, people, 
     qtbot.keyClicks(dialog.words, "x")
     dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()  # one letter cannot be matched: refused
     qtbot.waitUntil(lambda: "fewer than two letters" in view.actions_panel.message.text(), timeout=5000)
+    assert desk.tasks.lead_blur_words("hate_speech") == ()
+
+    # entries the server refuses too: the same message, naming each (one rule for desk and server)
+    from app.core.wellbeing.word_list import InvalidWordList, clean_words
+
+    hostile = ["*", "(a+)+$", "k*ke", "goblin*"]
+    with pytest.raises(InvalidWordList) as refused:
+        clean_words(hostile)
+    qtbot.mouseClick(view.actions_panel.blur_words_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.findChildren(BlurWordsDialog)[-1].isVisible(), timeout=5000)
+    dialog = window.findChildren(BlurWordsDialog)[-1]
+    dialog.words.setPlainText("\n".join(hostile))
+    dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
+    qtbot.waitUntil(lambda: "'(a+)+$'" in view.actions_panel.message.text(), timeout=5000)
+    assert str(refused.value) in " ".join(view.actions_panel.message.text().split())
     assert desk.tasks.lead_blur_words("hate_speech") == ()
 
     qtbot.mouseClick(view.actions_panel.blur_words_button, Qt.MouseButton.LeftButton)

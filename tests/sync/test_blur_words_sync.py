@@ -12,7 +12,7 @@ from app.core.errors import DynadeskError
 from tests.sync.helpers import prepare_desk
 from tests.sync.test_client import client_for
 from tests.sync.test_review_sync import outbox
-from tests.sync.test_server import push, statuses
+from tests.sync.test_server import changes, push, statuses
 from tests.sync.test_team_threshold import setting
 
 
@@ -50,6 +50,31 @@ def test_the_server_checks_and_keeps_the_blur_words(team):
     assert statuses(push(team, team.lead, good)) == ["already_stored"]
 
 
+HOSTILE = ["*", ".*", "(a+)+$", "\x00", "vermin"]
+
+
+def _refusal(words) -> str:
+    from app.core.wellbeing.word_list import InvalidWordList, clean_words
+
+    with pytest.raises(InvalidWordList) as refused:
+        clean_words(words)
+    return str(refused.value)
+
+
+def test_the_server_refuses_a_list_every_desk_would_refuse_naming_its_entries(team):
+    record = setting(team.lead, 2)
+    response = push(team, team.lead, {**record, "blur_words": HOSTILE})
+    assert response.status_code == 422
+    body = response.json()
+    reason = body["errors"][0]["reason"]
+    assert _refusal(HOSTILE) in reason  # the desk's words, from the one rule
+    for shown in ("'*'", "'.*'", "'(a+)+$'", "\\x00"):
+        assert shown in reason
+    assert "nothing was stored" in body["detail"]
+    assert not [r for r in changes(team, team.lead)["records"] if r["record"] == "task_setting"]  # nothing stored
+    assert statuses(push(team, team.lead, {**record, "blur_words": ["vermin"]})) == ["stored"]
+
+
 def test_the_cli_lists_adds_and_removes_a_leads_words(desk, capsys):
     from tests.app.test_cli_quality import run
 
@@ -68,3 +93,5 @@ def test_the_cli_lists_adds_and_removes_a_leads_words(desk, capsys):
     assert code != 0 and "Not among the leads' words" in err
     code, _, err = run(capsys, data, "wellbeing", "words", "add", "--task", "hate_speech", "x")
     assert code != 0 and "'x' has fewer than two letters" in err
+    code, _, err = run(capsys, data, "wellbeing", "words", "add", "--task", "hate_speech", *HOSTILE)
+    assert code != 0 and _refusal(HOSTILE) in " ".join(err.split())  # the server's words too

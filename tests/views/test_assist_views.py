@@ -212,3 +212,22 @@ def test_why_the_panel_offers_nothing(definition, mode, offered, reason):
     session.task_opened(definition)
     view = session.panel({}, None, offered=offered, mode=mode)
     assert not view.available and view.reason == reason and not view.rows
+
+
+def test_rows_are_masked_as_a_reading_view_where_the_writer_reads_with_blur_on():
+    slurred = SuggestionSet((checked("those bitches ruin everything", fools=True, generator=Generator.RULES,
+                                     edit_type="description_to_slur"),), {})
+    session = AssistSession()
+    session.task_opened(HATE)
+    session.suggestions_requested(1, {"text": TEXT})
+    assert session.suggestions_arrived(1, {"text": TEXT}, slurred)
+    unmasked_row = session.panel({"text": TEXT}, "hate", offered=True, mode="on").rows[0]
+    assert "bitches" in unmasked_row.accessible_text  # blur off: as written
+
+    session.reading_chosen(("bitch*",), slurs=True)  # blur on: the rows are built again, masked
+    view = session.panel({"text": TEXT}, "hate", offered=True, mode="on")
+    (row,) = view.rows
+    assert view.slurs
+    assert row.text == "those bitches ruin everything"  # what applying puts in
+    assert "bitches" not in row.accessible_text and "those ••••••• ruin" in row.accessible_text
+    assert [p.text for p in row.diff if p.kind is DiffKind.INSERT] == ["•••••••"]

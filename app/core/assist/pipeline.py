@@ -210,7 +210,8 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
             gradients: InferenceEngine | None = None, limit: int = DEFAULT_LIMIT,
             rule: FooledRule | str = FooledRule.MEAN,
             generators: Sequence[GeneratorFn] | None = None,
-            checkpoint: Callable[[], None] | None = None, text_label: str | None = None) -> SuggestionSet:
+            checkpoint: Callable[[], None] | None = None, text_label: str | None = None,
+            slurs: bool = False) -> SuggestionSet:
     """Checked, ranked suggestions for the writer's text.
 
     ``models``: the round's target (an Ensemble, or one engine). ``inputs``: what the model reads
@@ -225,7 +226,8 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     substitution reports ``Unavailable.NO_GRADIENTS``. ``rule``: the round's fooled rule. ``generators``: defaults to
     ``assist.generators.GENERATORS``. ``checkpoint`` is called between the steps (attributions,
     each generator, the check, and the check's batches of ``CHECK_CHUNK`` texts); it may raise
-    (``Cancelled``) to stop when a newer request came.
+    (``Cancelled``) to stop when a newer request came. ``slurs``: the writer asked for
+    description → slur edits (off by default).
     """
     started = time.perf_counter()
     goal = Goal(goal)
@@ -268,7 +270,7 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
     context = GenerationContext(text=text, goal=goal, writer_label=writer_label, model_label=model_label,
                                 labels=tuple(definition.labels), task_code=definition.code, words=scores,
                                 lexicon=lexicon, inputs=inputs, segment=segment, gradients=gradients,
-                                gradient_pass=gradient_pass, text_label=text_label)
+                                gradient_pass=gradient_pass, text_label=text_label, slurs=slurs)
 
     began = time.perf_counter()
     per_generator: list[list[Candidate]] = []

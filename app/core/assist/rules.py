@@ -274,12 +274,13 @@ def group_swaps(ctx: GenerationContext) -> list[Candidate]:
 
 def slur_swaps(ctx: GenerationContext) -> list[Candidate]:
     """Slur → description keeps the text's label (a reclaimed use stays harmless); description →
-    slur only for hateful text (a slur makes a friendly text something else)."""
+    slur only for hateful text (a slur makes a friendly text something else), and only when the
+    writer asked for it (``ctx.slurs``): a slur the writer never typed is not shown unasked."""
     lexicon = lexicon_of(ctx)
     source = source_label(ctx)
     slurs = lexicon.pairs("slurs")
     out = _swaps(ctx.text, _mapping(slurs), "slur_to_description", source)
-    if source == lexicon.label("hateful"):
+    if source == lexicon.label("hateful") and ctx.slurs:
         first_slur: dict[str, list[str]] = {}
         for slur, description in slurs:
             first_slur.setdefault(description, [slur])

@@ -11,21 +11,13 @@ from __future__ import annotations
 
 from app.core.assist.base import GeneratorUnavailable, makes
 from app.core.assist.rule_text import cased_like
+from app.core.assist.stopwords import STOPWORDS  # neither replaced nor proposed: broken text, not an example
 from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable
 from local_models.hotflip import hotflip
 
 EDIT_TYPE = "word_substitution"
 TOP_WORDS = 4
 PER_WORD = 6
-# Neither replaced nor proposed: swapping a content word for a function word (or one function word
-# for another) makes broken text, not an adversarial example; negation is the rules' edit.
-STOPWORDS = frozenset("""
-a an the and or but if then so than that this these those there here of to in on at by for with from into
-onto over under about as is am are was were be been being do does did have has had having it its itself
-i me my mine we us our ours you your yours he him his she her hers they them their theirs what which who
-whom whose when where why how all any both each few more most other some such no nor not only own same
-too very can will just should would could may might must shall s t don ll re ve d m o y
-""".split())
 
 
 @makes(Generator.SUBSTITUTION)

@@ -61,6 +61,7 @@ class GenerationContext:
     gradients: Any = None  # an InferenceEngine with gradients (the target's PyTorch form), or None
     gradient_pass: Any = None  # local_models.hotflip.FirstOrder when the pipeline already made it
     text_label: str | None = None  # the writer's label for the text as it is now (contrast: before the edit)
+    slurs: bool = False  # the writer asked for edits that put slurs into the text (description → slur)
 
 
 @dataclass(frozen=True)

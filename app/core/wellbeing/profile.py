@@ -11,6 +11,9 @@ class WellbeingProfile(BaseModel):
     # Off by default where a person reads as a writer, on where they read as a validator (issue 22).
     blur_validating: bool = True  # Validate, Review
     blur_browsing: bool = False  # Data, the evaluation's failing cases
+    # The assistant's "description to slur" edits: off unless the writer asks for them (the writer
+    # never typed those slurs; they are shown masked while blur_validating is on, like any reading view).
+    suggest_slurs: bool = False
     # task code -> target groups this person is not served in the validation queue
     opted_out_groups: dict[str, list[str]] = Field(default_factory=dict)
     break_after_min: int = Field(default=50, ge=5, le=480)  # continuous work with hateful content

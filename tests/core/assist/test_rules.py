@@ -15,8 +15,10 @@ SENTIMENT = ("positive", "negative", "neutral")
 NLI = ("entailment", "neutral", "contradiction")
 
 
-def rules(text, goal, writer_label=None, model_label="hate", task="hate_speech", labels=HATE, lexicon=None):
-    ctx = GenerationContext(text, Goal(goal), writer_label, model_label, labels, task, (), lexicon=lexicon)
+def rules(text, goal, writer_label=None, model_label="hate", task="hate_speech", labels=HATE, lexicon=None,
+          slurs=True):
+    ctx = GenerationContext(text, Goal(goal), writer_label, model_label, labels, task, (), lexicon=lexicon,
+                            slurs=slurs)
     return {c.text: c for c in generate_rules(ctx)}
 
 
@@ -81,6 +83,13 @@ def test_the_fool_goal_keeps_the_label_and_the_contrast_goal_changes_it():
     assert contrast["Politicians are disgusting 🤮 and should all die"].edit_type == "group_to_non_protected"
     to_protected = rules("Politicians are scum.", "contrast", "hate", "not hate")
     assert to_protected["Women are scum."].claimed_label == "hate"
+
+
+def test_description_to_slur_only_when_the_writer_asks_for_it():
+    asked = rules("Women belong in the kitchen, not in parliament", "fool", "hate")
+    assert any(c.edit_type == "description_to_slur" for c in asked.values())
+    unasked = rules("Women belong in the kitchen, not in parliament", "fool", "hate", slurs=False)
+    assert unasked and not any(c.edit_type == "description_to_slur" for c in unasked.values())
 
 
 def test_casing_is_the_writers():
