@@ -79,7 +79,8 @@ class _Publish(Batch):
                 return self.result(i, r, "deferred", reason=f"upload its files first ({', '.join(missing[:5])})")
         files = [f.model_dump() for f in r.files] if r.files is not None else None
         model = self.model(r.sha256)
-        if model is None and self.lead and form_parents(r.provenance or {}) - self.new_models:
+        if (model is None and self.lead and r.format.value == "onnx"  # what model_forms serves as a form
+                and form_parents(r.provenance or {}) - self.new_models):
             # a form of a model other teams use would reach every desk that prepares that model
             return self.result(i, r, "rejected", reason="a lead publishes faster forms only of the model their "
                                                         "promotion adds; forms of published models are the owner's")
@@ -151,7 +152,7 @@ class _Publish(Batch):
         if same is not None:
             return self.result(i, r, "already_stored", revision=same.revision)
         if self.lead and round_.id not in self.opened:
-            return self.result(i, r, "rejected", reason=LEAD_CHANGE.format(what=f"round {r.number}'s contexts"))
+            return self.result(i, r, "rejected", reason=LEAD_CHANGE.format(what=f"round {r.round_number}'s contexts"))
         self.session.flush()
         taken = self.session.get(Context, r.id) is not None
         context = Context(id=uuid.uuid4() if taken else r.id, round_id=round_.id, text=r.text, data=r.data, tag=r.tag,
