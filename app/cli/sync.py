@@ -403,7 +403,8 @@ def _show_status(desk) -> None:
     _show_waiting(status.waiting)
     use = server_storage(desk.db)
     if use is not None:  # leads and owners: their uploads count against a quota
-        limit = "no limit" if use.quota is None else f"{use.used * 100 // max(use.quota, 1)}% of your {size_text(use.quota)}"
+        limit = ("no limit" if use.quota is None
+                 else f"{use.used * 100 // max(use.quota, 1)}% of your {size_text(use.quota)}")
         click.echo(f"Model files:   {size_text(use.used)} in {use.files:,} file(s) on the server ({limit}; "
                    "as of the last sync)")
     if status.held:

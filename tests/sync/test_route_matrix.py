@@ -4,9 +4,10 @@ The set of routes comes from the FastAPI app's own route table; every route need
 ``MATRIX``, and every row names, for an annotator, a lead, the owner, another team's lead and no token,
 the status expected and whether the request stores anything. A refusal (and every read) must leave the
 database and the blob store exactly as they were. Team isolation is a column: after every request by the
-lead (or an annotator) of team A that stores something, what team B sees (its feed, proposals, figures, wellbeing, storage) is compared
-with what it saw before: unchanged, or, for the one row where the owner allows it (the round a lead's own
-promotion opened, under "leads may promote"), grown by new records with nothing it saw changed.
+lead (or an annotator) of team A that stores something, what team B sees (its feed, proposals, figures,
+wellbeing, storage) is compared with what it saw before: unchanged, or, for the one row where the owner
+allows it (the round a lead's own promotion opened, under "leads may promote"), grown by new records with
+nothing it saw changed.
 
 One server for the module (SQLite, with "leads may promote" on for the task), many requests.
 """
@@ -129,6 +130,17 @@ def _round_record(number: int, **changes) -> dict:
     return record
 
 
+def _form_record(world: World) -> dict:
+    """An ONNX record that names the published test model as its parent: a form of it (``model_forms``)."""
+    record = dict(basics_records(None)[1])
+    files = [{"name": f"model/model-{world.unique()}.onnx", "sha256": world.stored_blob,
+              "size": len(b"the stored file")}]
+    record.update(id=str(uuid.uuid4()), name="a faster form", format="onnx", files=files,
+                  sha256=manifest_sha256([(f["name"], f["sha256"]) for f in files]),
+                  provenance={"export": {"parent_sha256": MODEL_SHA}})
+    return record
+
+
 def _publish_next_round(world: World, _role: str) -> None:
     response = world.call("owner", "POST", "/v1/publish", json={"records": [_round_record(_next_round(world))]})
     assert response.status_code == 200, response.text
@@ -193,6 +205,10 @@ MATRIX: dict[tuple[str, str], list[Row]] = {
                 "record": "context", "id": str(uuid.uuid4()), "round": str(uuid.uuid4()), "task": TASK,
                 "round_number": 1, "text": f"a context {w.unique()}",
                 "created_at": utcnow().isoformat(), "updated_at": utcnow().isoformat(), "revision": 1}]}),
+            {"annotator": _refused(403), "lead": Cell(200, False), "owner": Cell(200, True),
+             "other_lead": Cell(200, False), "none": _refused(401)}),
+        Row("a faster form of the published target, which every team's desks would fetch", lambda w, r: Request(
+            "POST", "/v1/publish", json={"records": [_form_record(w)]}),
             {"annotator": _refused(403), "lead": Cell(200, False), "owner": Cell(200, True),
              "other_lead": Cell(200, False), "none": _refused(401)}),
         Row("the round the lead's own promotion opened",
@@ -364,8 +380,8 @@ def world(tmp_path_factory):
     db = server_database(f"sqlite:///{root / 'server' / 'server.sqlite'}")
     server = ThreadServer(db, root / "server", per_token=Rate.parse("0"), per_address=Rate.parse("0"))
     owner = add_account(db, "Olga Owner", "owner", "A")
-    people = {"annotator": add_account(db, "Ann Annotator", "annotator", "A"), "lead": add_account(db, "Lee Lead", "lead", "A"),
-              "owner": owner, "other_lead": add_account(db, "Lia Lead", "lead", "B"), "none": None}
+    people = {"annotator": add_account(db, "Ann Annotator", "annotator", "A"),
+              "lead": add_account(db, "Lee Lead", "lead", "A"), "owner": owner, "other_lead": add_account(db, "Lia Lead", "lead", "B"), "none": None}
     b_people = {"lead B": people["other_lead"], "annotator B": add_account(db, "Cat Annotator", "annotator", "B")}
     publish_basics(server.url, owner, root)
     for name in ("Lee Lead", "Lia Lead"):

@@ -207,7 +207,7 @@ def decide_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID, deci
         if decision.state == "promoted" and decision.round_number is None:
             raise DynadeskError("Say which round the promoted candidate is the target of (round_number).")
         owner = me.role == Role.OWNER.value
-        if decision.state == "promoted" and not owner:
+        if decision.state == "promoted" and not owner and decision.round_number is not None:
             _check_lead_round(session, me, task, proposal, decision.round_number)
         when = now or utcnow()
         proposal.state, proposal.decided_by_id, proposal.decided_at = decision.state, me.id, when

@@ -12,7 +12,15 @@ from app.core.assist.types import AssistantMode
 from app.core.domain import Role, utcnow
 from app.core.tasks.definition import TaskDefinition
 from app.core.text import content_hash
-from sync.protocol import ContextRecord, ModelRecordWire, RecordResult, RoundRecord, TaskRecord, form_parents, manifest_sha256
+from sync.protocol import (
+    ContextRecord,
+    ModelRecordWire,
+    RecordResult,
+    RoundRecord,
+    TaskRecord,
+    form_parents,
+    manifest_sha256,
+)
 from sync.server.db import ServerDatabase
 from sync.server.models import Context, ModelRecord, Person, Round, Task
 from sync.server.store.batch import Batch
@@ -79,8 +87,7 @@ class _Publish(Batch):
                 return self.result(i, r, "deferred", reason=f"upload its files first ({', '.join(missing[:5])})")
         files = [f.model_dump() for f in r.files] if r.files is not None else None
         model = self.model(r.sha256)
-        if (model is None and self.lead and r.format.value == "onnx"  # what model_forms serves as a form
-                and form_parents(r.provenance or {}) - self.new_models):
+        if model is None and self.lead and r.format.value == "onnx" and self._published_parents(r):
             # a form of a model other teams use would reach every desk that prepares that model
             return self.result(i, r, "rejected", reason="a lead publishes faster forms only of the model their "
                                                         "promotion adds; forms of published models are the owner's")
@@ -101,6 +108,11 @@ class _Publish(Batch):
             return self.result(i, r, "rejected", reason=LEAD_CHANGE.format(what="a published model's files"))
         model.files = files
         self._bump(model, "model", i, r)
+
+    def _published_parents(self, r: ModelRecordWire) -> bool:
+        """Whether an ONNX record names a model published before this request: ``model_forms`` would serve
+        it to every desk that prepares that model."""
+        return any(self.model(sha) is not None for sha in form_parents(r.provenance or {}) - self.new_models)
 
     def _round(self, i: int, r: RoundRecord) -> None:
         task = self.task(r.task)
