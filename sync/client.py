@@ -39,7 +39,7 @@ from sync import local
 from sync.incoming import apply_page
 from sync.model_files import ModelFiles
 from sync.outgoing import pending_batch, settle, unfit_published
-from sync.protocol import API, ChangesResponse, Me, PushResponse, form_parents
+from sync.protocol import API, ChangesResponse, Me, PushResponse, StorageUse, form_parents
 from sync.transport import Cancelled, Offline, Refused, SyncError, SyncHandle, SyncReport, _errors, _expect, _record_error
 
 if TYPE_CHECKING:
@@ -65,6 +65,8 @@ class SyncClient(ModelFiles):
             if self.unify_models(handle, report) or report.published:
                 self.push(me, handle, report)  # examples re-pointed to the server's model, or now published, go now
             self.pull_policies(handle, report)
+            if me.role in (Role.LEAD, Role.OWNER):
+                self.pull_storage(handle, report)
             self.sync_wellbeing(me, handle, report)
             if fetch_models:
                 self.fetch_models(handle, report)
@@ -272,6 +274,17 @@ class SyncClient(ModelFiles):
             pull_policies(self.desk, self, handle)
         except Refused as exc:  # a sync is not spoiled by it; promoting asks the server again
             report.warnings.append(f"could not read who may promote: {exc}")
+
+    def pull_storage(self, handle: SyncHandle, report: SyncReport) -> None:
+        """How much of their quota for model files a lead or owner uses on the server (``dynadesk sync``)."""
+        response = self._call("GET", f"{API}/storage", handle)
+        if response.status_code == 404:  # an older server: no quotas
+            return
+        try:
+            _expect(response, 200)
+            local.note_storage(self.db, StorageUse.model_validate_json(response.content))
+        except (SyncError, ValueError) as exc:
+            report.warnings.append(f"could not read this person's storage on the server: {exc}")
 
     def sync_wellbeing(self, me: Me, handle: SyncHandle, report: SyncReport) -> None:
         """Exposure and breaks (``sync.wellbeing``): a sync is not spoiled by them; they go next time."""

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from app.core.storage import outbox
 from app.core.storage.db import Database
 from app.core.storage.models import Example, Meta, OutboxEntry, Task
+from sync.protocol import StorageUse
 
 
 LAST_SUCCESS = "sync.last_success"
@@ -142,3 +143,22 @@ def note(db: Database, *, success: datetime | None = None, error: str | None = N
             set_meta(session, LAST_ERROR, "")
         if error is not None:
             set_meta(session, LAST_ERROR, error[:2000])
+
+
+SERVER_STORAGE = "sync.server_storage"
+
+
+def note_storage(db: Database, use: StorageUse) -> None:
+    """The server's count of this person's model files, as of this sync (shown by ``dynadesk sync``)."""
+    with db.write() as session:
+        set_meta(session, SERVER_STORAGE, use.model_dump_json())
+
+
+def server_storage(db: Database) -> StorageUse | None:
+    value = db.get_meta(SERVER_STORAGE)
+    if not value:
+        return None
+    try:
+        return StorageUse.model_validate_json(value)
+    except ValueError:
+        return None

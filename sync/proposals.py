@@ -14,8 +14,9 @@ Promoting, step by step, each step changing nothing until it can no longer fail:
 3. The candidate is compared again on this desk (``compare_candidate``, with the proposal's base test
    file and suite when this desk has the same files); with nothing to compare on here, the proposer's
    report decides. ``promote_candidate`` refuses a worse candidate unless ``force``.
-4. The new round is published as ``dynadesk sync publish T --round N`` does (``SyncClient.publish``), with
-   the round it closed, and the proposal is marked promoted (who, when, which round, forced or not).
+4. The proposal is marked promoted (who, when, which round, forced or not), then the new round is published
+   as ``dynadesk sync publish T --round N`` does (``SyncClient.publish``); an owner's publish also closes
+   the round it replaced, a lead's only adds the new one (the server limits a lead to that round).
    Run again after a failure in step 4, it finishes the same promotion instead of promoting twice.
 """
 
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from pydantic import TypeAdapter
 
+from app.core.domain import Role
 from app.core.errors import DynadeskError
 from app.core.services.comparison import ComparisonReport, Difference, describe
 from app.core.services.round_training import MANIFEST_FILE, read_manifest
@@ -452,7 +454,7 @@ def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | st
     if wire.state in ("declined", "superseded"):
         raise ProposalError(f"Proposal {wire.id} is {wire.state}" + (f" ({wire.reason})" if wire.reason else "")
                             + "; only an open proposal is promoted. The lead can propose a new candidate.")
-    check_promoter(desk, wire.task)  # before any download; the server checks again at publish
+    actor = check_promoter(desk, wire.task)  # before any download; the server checks again at publish
     promotion = None
     if done is None:
         progress.say("Downloading the proposal's files…")
@@ -465,9 +467,16 @@ def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | st
     else:
         note = "This desk had promoted the proposal already; finishing its publication."
     round_number, previous, forced = done
+    # Marked first: the server lets a lead publish only the round their own promotion claimed.
+    decision = ProposalDecision(state="promoted", round_number=round_number, forced=forced,
+                                reason="promoted over a worse comparison (forced)" if forced else None)
+    # A lead adds the new round; closing the previous one, which every team works in, is the owner's.
+    rounds = [n for n in (previous, round_number) if n is not None] if actor.role == Role.OWNER else [round_number]
     progress.say(f"Publishing round {round_number}…")
     try:
-        response = client.publish(wire.task, [n for n in (previous, round_number) if n is not None], handle=handle)
+        decided = ProposalWire.model_validate_json(_send(client, "POST", f"/proposals/{wire.id}/decision", handle,
+                                                         body=decision.model_dump(mode="json")))
+        response = client.publish(wire.task, rounds, handle=handle)
     except Offline as exc:
         raise ProposalError(f"Round {round_number} is open on this desk, but the server could not be reached to "
                             f"publish it ({exc}). Run `dynadesk rounds promote --proposal {wire.id}` again when "
@@ -479,10 +488,6 @@ def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | st
             + "; ".join(f"{r.record}: {r.status}: {r.reason or ''}" for r in refused[:5])
             + f". Run `dynadesk rounds promote --proposal {wire.id}` again to finish (nothing is promoted twice).")
     published = {s: response.count(s) for s in ("stored", "already_stored") if response.count(s)}
-    decision = ProposalDecision(state="promoted", round_number=round_number, forced=forced,
-                                reason="promoted over a worse comparison (forced)" if forced else None)
-    decided = ProposalWire.model_validate_json(_send(client, "POST", f"/proposals/{wire.id}/decision", handle,
-                                                     body=decision.model_dump(mode="json")))
     return ProposalPromotion(ProposalSummary.from_wire(decided), round_number, previous, promotion, note, published)
 
 

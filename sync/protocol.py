@@ -469,6 +469,14 @@ class BlobStored(Strict):
     created: bool
 
 
+class StorageUse(Strict):
+    """The model files a person keeps on the server (``GET /v1/storage``): what their quota counts."""
+
+    used: int = Field(ge=0, le=2**63 - 1)  # bytes of the files they uploaded that the server still keeps
+    files: int = Field(ge=0, le=2**63 - 1)
+    quota: int | None = Field(default=None, ge=0, le=2**63 - 1)  # None: no limit
+
+
 def manifest_sha256(files: Iterable[tuple[str, str]]) -> str:
     """A model's checksum from its (name, file sha256) pairs: the same manifest hash as
     ``local_models.files.files_sha256``, computed without reading the files."""

@@ -18,11 +18,13 @@ import click
 from app.cli.base import format_table, pass_context
 from app.core import paths
 from app.core.errors import DynadeskError
+from app.core.formatting import size_text
 from app.core.text import printable
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate
 
 
 SERVER_DB_ENV = "DYNADESK_SERVER_DB"
+SWEEP_GRACE_HOURS = 24.0
 DEFAULT_PORT = 8765
 
 
@@ -110,6 +112,7 @@ def serve_run(obj, db: str | None, data: str | None, host: str, port: int, worke
         click.echo(f"Database: {database.describe()} (schema {database.current_revision()})", err=True)
     finally:
         database.close()
+    _sweep(_server_db(obj, db, data), _server_dir(obj, data), SWEEP_GRACE_HOURS)
     os.environ[DB_ENV] = url
     os.environ[DATA_ENV] = str(_server_dir(obj, data))
     os.environ[TOKEN_LIMIT_ENV], os.environ[ADDRESS_LIMIT_ENV] = str(token_limit), str(address_limit)
@@ -206,6 +209,78 @@ def serve_people(obj, db: str | None, data: str | None) -> None:
     finally:
         database.close()
     click.echo(format_table(["name", "role", "team", "active", "id"], rows))
+
+
+def _sweep(database, folder: Path, grace_hours: float, dry_run: bool = False):
+    from datetime import timedelta
+
+    from sync.server.blobs import BlobStore
+    from sync.server.store import storage
+
+    try:
+        database.check_schema()
+        swept = storage.sweep(database, BlobStore(folder / "blobs"), grace=timedelta(hours=grace_hours),
+                              dry_run=dry_run)
+    finally:
+        database.close()
+    if swept.files or swept.partial or dry_run:
+        click.echo(f"{'Would remove' if dry_run else 'Removed'} {swept.files:,} model file(s) nothing needs any more "
+                   f"({size_text(swept.bytes)}) and {swept.partial:,} interrupted upload(s).", err=True)
+    return swept
+
+
+@serve.command("sweep-blobs")
+@click.option("--grace-hours", type=click.FloatRange(0, 10_000), default=SWEEP_GRACE_HOURS, show_default=True,
+              help="Keep unreferenced files younger than this (a lead uploads a candidate's files, then proposes it).")
+@click.option("--dry-run", is_flag=True, help="Say what would go; remove nothing.")
+@_server_options
+@pass_context
+def serve_sweep_blobs(obj, grace_hours: float, dry_run: bool, db: str | None, data: str | None) -> None:
+    """Remove model files that no published model or open or promoted proposal names (`serve run` does this
+    at every start, with the default grace period)."""
+    _sweep(_server_db(obj, db, data), _server_dir(obj, data), grace_hours, dry_run)
+
+
+def _quota_value(_ctx, param, value: str | None):
+    from sync.server.store.storage import UNLIMITED
+
+    if value is None:
+        return None
+    text = value.strip().lower().replace(" ", "")
+    if text == "default":
+        return "default"
+    if text in ("unlimited", "none"):
+        return UNLIMITED
+    units = {"gib": 2**30, "gb": 10**9, "mib": 2**20, "mb": 10**6, "kib": 1024, "kb": 1000, "b": 1}
+    for unit, factor in units.items():
+        if text.endswith(unit) and text[:-len(unit)].replace(".", "", 1).isdigit():
+            return int(float(text[:-len(unit)]) * factor)
+    if text.isdigit():
+        return int(text)
+    raise click.BadParameter(f"'{value}' is not a size (e.g. 500MiB, 4GiB), 'unlimited' or 'default'.", param=param)
+
+
+@serve.command("quota")
+@click.argument("who")
+@click.argument("size", required=False, callback=_quota_value)
+@_server_options
+@pass_context
+def serve_quota(obj, who: str, size, db: str | None, data: str | None) -> None:
+    """Show or set how much model-file storage a person may use (e.g. `quota "Lee Lead" 8GiB`; `default`:
+    their role's, which is 4 GiB for leads, none for owners; `unlimited`)."""
+    from sync.server.store import storage
+
+    database = _server_db(obj, db, data)
+    try:
+        database.check_schema()
+        person = (storage.person_named(database, who) if size is None
+                  else storage.set_quota(database, who, None if size == "default" else size))
+        use = storage.allowance(database, person)
+    finally:
+        database.close()
+    limit = "no limit" if use.quota is None else f"a quota of {size_text(use.quota)}"
+    click.echo(f"{printable(person.display_name)} keeps {use.files:,} model file(s), {size_text(use.used)}, "
+               f"on the server; {limit}.")
 
 
 @serve.group("quarantine")
@@ -312,7 +387,7 @@ def sync(ctx: click.Context, now: bool) -> None:
 
 def _show_status(desk) -> None:
     from sync.client import person_id
-    from sync.local import local_status
+    from sync.local import local_status, server_storage
 
     status = local_status(desk.db, person_id(desk))
     url = desk.settings.server_url
@@ -326,6 +401,12 @@ def _show_status(desk) -> None:
     click.echo(f"Last success:  {last}")
     click.echo(f"Waiting:       {status.pending:,} record(s)")
     _show_waiting(status.waiting)
+    use = server_storage(desk.db)
+    if use is not None:  # leads and owners: their uploads count against a quota
+        limit = ("no limit" if use.quota is None
+                 else f"{use.used * 100 // max(use.quota, 1)}% of your {size_text(use.quota)}")
+        click.echo(f"Model files:   {size_text(use.used)} in {use.files:,} file(s) on the server ({limit}; "
+                   "as of the last sync)")
     if status.held:
         click.echo(f"Other profiles: {status.held:,} record(s) that sync with their own token")
     if status.rejected or status.conflicts:

@@ -23,3 +23,10 @@ def text_table(headers: list[str], rows: list[list[str]]) -> tuple[list[str], li
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines, widths
+
+
+def size_text(n: int) -> str:
+    """A size in bytes as people read it: 512 bytes, 3 KiB, 120.4 MiB, 4.0 GiB."""
+    if n >= 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} bytes"

@@ -3,7 +3,7 @@ pure functions, Qt-free, tested in tests/views/test_proposals.py."""
 
 from __future__ import annotations
 
-from app.core.domain import Role
+from app.core.domain import Role, may_promote
 from app.core.formatting import pct
 from app.core.services.comparison import METRIC_NAMES, Difference, signed_points
 from app.views.proposals import FigureRow, ProposalDetail, ProposalRow, ProposalsView, RefusalView
@@ -88,7 +88,7 @@ def proposals_view(listing: ProposalListing, role: Role, task_name: str) -> Prop
                                 rounds=", ".join(map(str, p.rounds_trained_on)) or "-", headline=headline,
                                 state=_state(p), tone=tone, is_open=p.state == "open"))
         details.append(proposal_detail(p))
-    may = role == Role.OWNER or (role == Role.LEAD and listing.leads_may_promote)
+    may = may_promote(role, listing.leads_may_promote)
     if role == Role.OWNER:
         note = "You own this task: promote a proposal to open the next round with it, or decline it."
     elif may:

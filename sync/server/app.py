@@ -49,6 +49,7 @@ from sync.protocol import (
     PushRequest,
     PushResponse,
     RecordError,
+    StorageUse,
     TeamAssistantSplit,
     TeamStats,
 )
@@ -58,6 +59,7 @@ from sync.server.db import ServerDatabase
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, RequestLimits
 from sync.server.models import Person
 from sync.server.proposal_routes import add_proposal_routes
+from sync.server.store import storage
 from sync.server.wellbeing_routes import add_wellbeing_routes
 
 log = logging.getLogger(__name__)
@@ -320,7 +322,8 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}},
              summary="Upload a model file (owners and leads)")
     async def upload(request: Request, person: Caller, sha256: Annotated[str, PathParam(pattern=SHA256)]):
-        """The server keeps the file only if its content hashes to `sha256`."""
+        """The server keeps the file only if its content hashes to `sha256`, and only within the uploader's
+        quota (413 otherwise, with nothing stored; `GET /v1/storage` says how much is in use)."""
         if person.role not in ("owner", "lead"):  # leads upload the files of their proposals
             raise store.Forbidden("Only owners and leads upload model files.")
         declared = request.headers.get("content-length")
@@ -331,19 +334,47 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
                 pass
             return JSONResponse(BlobStored(sha256=sha256, size=blobs.path(sha256).stat().st_size,
                                            created=False).model_dump(), status_code=200)
+        allowance = await anyio.to_thread.run_sync(storage.allowance, db, person)
+        room = allowance.room()
+        limit = MAX_BLOB_BYTES if room is None else min(room, MAX_BLOB_BYTES)
+
+        def too_large(size: int) -> StarletteHTTPException:
+            if room is not None and size > room:
+                return StarletteHTTPException(413, storage.over_quota_message(
+                    person, allowance.used, allowance.quota or 0, size))
+            return StarletteHTTPException(413, f"A model file may have at most {MAX_BLOB_BYTES // 2**30} GiB.")
+
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise too_large(int(declared))
         writer = await anyio.to_thread.run_sync(blobs.writer, sha256)
         try:
             async for chunk in request.stream():
-                if writer.size + len(chunk) > MAX_BLOB_BYTES:
-                    raise StarletteHTTPException(413, f"A model file may have at most {MAX_BLOB_BYTES // 2**30} GiB.")
+                if writer.size + len(chunk) > limit:
+                    raise too_large(writer.size + len(chunk))
                 await anyio.to_thread.run_sync(writer.write, chunk)
-            created = await anyio.to_thread.run_sync(writer.commit)
+            await anyio.to_thread.run_sync(writer.finish)
+            # counted (and checked against concurrent uploads) before the file is in place
+            await anyio.to_thread.run_sync(storage.record_upload, db, person, sha256, writer.size)
+            try:
+                created = await anyio.to_thread.run_sync(writer.place)
+            except OSError:
+                await anyio.to_thread.run_sync(storage.forget_upload, db, sha256)
+                raise
         except BlobMismatch as exc:
             raise StarletteHTTPException(422, f"The upload is not the file named {sha256}: {exc}.") from None
+        except storage.OverQuota as exc:
+            raise StarletteHTTPException(413, str(exc)) from None
         finally:
             writer.abort()
         return JSONResponse(BlobStored(sha256=sha256, size=writer.size, created=created).model_dump(),
                             status_code=201 if created else 200)
+
+    @api.get(f"{API}/storage", response_model=StorageUse, responses=ERRORS, tags=["models"],
+             summary="The model files this person keeps on the server, and their quota")
+    def storage_use(person: Caller) -> StorageUse:
+        """What `PUT /v1/blobs` counts: the files this person uploaded that the server still keeps."""
+        allowance = storage.allowance(db, person)
+        return StorageUse(used=allowance.used, files=allowance.files, quota=allowance.quota)
 
     @api.get(f"{API}/team/stats", response_model=TeamStats, responses=ERRORS, tags=["team"],
              summary="MER and vMER per round or per annotator (leads and owners)")

@@ -2,7 +2,8 @@
 
 A file is written to a temporary name while its hash is computed, and renamed into place only
 when the hash matches the name it was uploaded under: a stored blob is always complete and
-always what its name says.
+always what its name says. Who uploaded what, the quotas and the sweep of unreferenced files are the
+store's (``sync.server.store.storage``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 SHA = re.compile(r"^[0-9a-f]{64}$")
 
@@ -36,6 +38,27 @@ class BlobStore:
 
     def writer(self, sha256: str) -> "BlobWriter":
         return BlobWriter(self, sha256)
+
+    def stored(self) -> Iterator[tuple[str, Path]]:
+        """Every stored blob: (sha256, path)."""
+        for shard in sorted(self.root.iterdir()):
+            if shard.is_dir():
+                for path in sorted(shard.iterdir()):
+                    if SHA.match(path.name) and path.is_file():
+                        yield path.name, path
+
+    def partial(self) -> Iterator[Path]:
+        """Files of uploads in progress, or of uploads a killed server left behind."""
+        for shard in self.root.iterdir():
+            if shard.is_dir():
+                yield from (p for p in shard.iterdir() if p.name.startswith(".") and p.name.endswith(".part"))
+
+    def remove(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        try:
+            path.parent.rmdir()
+        except OSError:  # other blobs live there
+            pass
 
 
 class BlobWriter:
@@ -62,6 +85,11 @@ class BlobWriter:
 
     def commit(self) -> bool:
         """Move the file into place; False when an identical blob was already there."""
+        self.finish()
+        return self.place()
+
+    def finish(self) -> None:
+        """Flush the written file to disk and check its hash (``BlobMismatch`` when it is not its name)."""
         self.handle.flush()
         os.fsync(self.handle.fileno())
         self.handle.close()
@@ -69,6 +97,9 @@ class BlobWriter:
         if actual != self.sha256:
             self.tmp.unlink(missing_ok=True)
             raise BlobMismatch(f"the content's sha256 is {actual}, not {self.sha256}")
+
+    def place(self) -> bool:
+        """Move the finished file into place; False when an identical blob was already there."""
         existed = self.final.exists()
         os.replace(self.tmp, self.final)
         return not existed

@@ -50,6 +50,8 @@ class Person(PersonColumns, Stamped, Base):
     # sha256 of the API token; None for people who only appear as authors of imported data sets.
     token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # bytes of model files this person may keep on the server; None: their role's default (store.storage)
+    blob_quota: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Task(TaskColumns, Stamped, Base):
@@ -227,6 +229,17 @@ class Proposal(Stamped, Base):
     reason: Mapped[str | None] = mapped_column(Text)
     promoted_round: Mapped[int | None] = mapped_column(Integer)
     forced: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class StoredBlob(Base):
+    """Who uploaded a stored file (``sync.server.blobs``) and when: their quota counts it, and the sweep
+    keeps it through a grace period before it may go unreferenced. Files from before this table have no row."""
+
+    __tablename__ = "blobs"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    uploaded_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("people.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 WELLBEING_SEQ = "wellbeing_seq"

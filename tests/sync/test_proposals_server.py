@@ -108,14 +108,53 @@ def test_a_lead_publishes_rounds_only_where_the_task_allows_and_never_a_task_cha
     httpx.put(f"{team.url}/v1/tasks/{TASK}/policy", json={"leads_may_promote": True}, headers=auth(team.owner))
     task = dict(next(r for r in records if r["record"] == "task"))
     renamed = {**task, "name": "Renamed by a lead"}
+    unclaimed = publish([task, round_three])  # no promotion of theirs opened round 3
+    assert [r["status"] for r in unclaimed.json()["results"]] == ["already_stored", "rejected"]
+    assert "their own promotion opened" in unclaimed.json()["results"][1]["reason"]
+    ours = propose(team, team.lead, proposal([upload(team, team.lead, b"lead A's candidate")])).json()["id"]
+    assert decide(team, team.lead, ours, state="promoted", round_number=3).status_code == 200
     answer = publish([task, round_three])
     assert answer.status_code == 200, answer.text
     assert [r["status"] for r in answer.json()["results"]] == ["already_stored", "stored"]
+    assert publish([round_three]).json()["results"][0]["status"] == "already_stored"  # resent: the same
     answer = publish([renamed])
     assert answer.json()["results"][0]["status"] == "rejected"
     assert "only owners change" in answer.json()["results"][0]["reason"]
     assert httpx.post(f"{team.url}/v1/publish", json={"records": [round_three]},
                       headers=auth(team.ann)).status_code == 403
+
+
+def test_a_lead_of_one_team_never_closes_or_retargets_a_round_every_team_works_in(team):
+    """With leads allowed to promote, team B's lead published round 2 closed with the assistant on, and
+    team A's next round-2 example was refused. Now a lead changes no round that exists, claims only the
+    task's next round, and supersedes only their own team's proposals."""
+    from tests.sync.test_server import example, push, statuses
+
+    httpx.put(f"{team.url}/v1/tasks/{TASK}/policy", json={"leads_may_promote": True}, headers=auth(team.owner))
+    round_two = dict(next(r for r in basics_records(None) if r["record"] == "round" and r["number"] == 2))
+    closed = {**round_two, "status": "closed", "settings": {**round_two.get("settings", {}), "assistant": "on"}}
+    answer = httpx.post(f"{team.url}/v1/publish", json={"records": [closed]}, headers=auth(team.lia))
+    assert answer.status_code == 200 and answer.json()["results"][0]["status"] == "rejected", answer.text
+    assert "only the owner changes round 2" in answer.json()["results"][0]["reason"]
+    feed = httpx.get(f"{team.url}/v1/changes", headers=auth(team.ann)).json()["records"]
+    rounds = {r["number"]: r for r in feed if r["record"] == "round"}
+    assert rounds[2]["status"] == "open" and rounds[2]["settings"] == round_two.get("settings", {})
+    assert statuses(push(team, team.ann, example(team.ann, "round two still takes work", round_number=2))) == [
+        "stored"]
+
+    files = [upload(team, team.lead, b"candidate of team A")]
+    theirs = propose(team, team.lia, proposal(files)).json()["id"]
+    ours = propose(team, team.lead, proposal(files)).json()["id"]
+    skipped = decide(team, team.lia, theirs, state="promoted", round_number=5)
+    assert skipped.status_code == 409 and "not the next round" in skipped.json()["detail"]
+    assert decide(team, team.lia, theirs, state="promoted", round_number=2).status_code == 409  # exists
+    assert decide(team, team.lia, theirs, state="promoted", round_number=3).status_code == 200
+    assert {p["id"]: p["state"] for p in listed(team, team.lead)["proposals"]} == {ours: "open"}  # not B's to close
+    taken = decide(team, team.lead, ours, state="promoted", round_number=3)
+    assert taken.status_code == 409 and "opened round 3" in taken.json()["detail"]
+    round_three = {**round_two, "id": str(uuid.uuid4()), "number": 3}
+    lee = httpx.post(f"{team.url}/v1/publish", json={"records": [round_three]}, headers=auth(team.lead))
+    assert lee.json()["results"][0]["status"] == "rejected"  # Lia's promotion claimed round 3, not Lee's
 
 
 def test_the_owner_lists_and_declines_from_the_command_line(team, tmp_path, capsys):

@@ -164,6 +164,12 @@ def test_with_the_owners_leave_a_lead_promotes_directly_and_the_server_takes_the
     with SyncClient(annotator, team.url, team.owner.token, policy=QUICK) as client:
         stored = fetch_proposal(client, summary.id)
     assert (stored.state, stored.promoted_round, stored.decided_by) == ("promoted", number + 1, "Lee Lead")
+    import httpx
+
+    feed = httpx.get(f"{team.url}/v1/changes", params={"limit": 1000},
+                     headers={"Authorization": f"Bearer {team.bob.token}"}).json()["records"]
+    statuses = {r["number"]: r["status"] for r in feed if r["record"] == "round"}
+    assert statuses[number] == "open" and statuses[number + 1] == "open"  # other teams' round: the owner closes it
     round_number, _ = _open_round(annotator)
     assert round_number == number + 1 and annotator.models.round_models(annotator.tasks.round(TASK).id)[0].path
     annotator.close()

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from app import __version__
 from app.core import paths
-from app.core.domain import Role, RoundStatus, utcnow
+from app.core.domain import Role, RoundStatus, may_promote, utcnow
 from app.core.errors import DynadeskError
 from app.core.limits import free_form_problem, max_bytes
 from app.core.services.round_training import MANIFEST_FILE
@@ -190,11 +190,11 @@ def check_promoter(desk: Desk, task_code: str | None, actor_id: uuid.UUID | None
     where nobody else could decide (the server still judges a round the lead publishes later); an
     annotator never."""
     actor = desk.people.get(actor_id) if actor_id is not None else desk.current_person()
-    if actor.role not in (Role.LEAD, Role.OWNER):
+    if not may_promote(actor.role, True):
         raise PromotionError(f"Only owners (and leads, where the task's owner allows it) can promote a model; "
                              f"{actor.display_name} is an {actor.role}.")
-    if (actor.role == Role.LEAD and task_code is not None and desk.settings.server_url
-            and not promotion_policy(desk, task_code).leads_may_promote):
+    allowed = task_code is None or not desk.settings.server_url or promotion_policy(desk, task_code).leads_may_promote
+    if not may_promote(actor.role, allowed):
         raise PromotionError(
             f"Only the owner promotes a candidate to the next round of {task_code}: the task does not let leads "
             f"promote. Propose it to the owner instead (`dynadesk rounds propose --task {task_code} --model DIR`), "

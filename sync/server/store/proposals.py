@@ -7,8 +7,11 @@ person and the task's policy; nothing a desk says about its own role counts.
   policy lets leads promote. Promoting one proposal supersedes the task's other open proposals (they
   were compared with a target that is no longer current); a lead's new proposal supersedes their
   own earlier open ones for the task.
-- Publishing a round (``store.publish``) follows the same rule: owners, or leads of a task whose
-  policy lets them (``leads_may_publish``).
+- Publishing a round (``store.publish``) follows the same rule (``app.core.domain.may_promote``), and a
+  lead publishes only the round their own promotion opened (``claimed_round``): the task's next round,
+  which no other promotion claimed. A lead changes no round, model or context that exists, and a lead's
+  promotion supersedes only their own team's open proposals: every team works in a task's rounds, and
+  what one team's lead does must not change what another team sees (docs/sync.md).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import uuid
 from datetime import datetime
 from typing import Callable, Iterable
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.core.domain import Role, utcnow
@@ -32,7 +35,8 @@ from sync.proposal_wire import (
 )
 from sync.protocol import manifest_sha256
 from sync.server.db import ServerDatabase
-from sync.server.models import Person, Proposal, Task, TaskPolicy
+from app.core import domain as rules
+from sync.server.models import Person, Proposal, Round, Task, TaskPolicy
 from sync.server.store.rules import LEADS, Forbidden
 
 
@@ -59,17 +63,38 @@ def leads_may_promote(session: Session, task_id: uuid.UUID) -> bool:
     return bool(session.scalar(select(TaskPolicy.leads_may_promote).where(TaskPolicy.task_id == task_id)))
 
 
-def may_promote(session: Session, me: Person, task: Task) -> bool:
-    """The one rule, on the server: owners always; leads when the task's policy lets them."""
-    return me.role == Role.OWNER.value or (me.role == Role.LEAD.value and leads_may_promote(session, task.id))
+def may_promote(session: Session, me: Person, task: Task | None) -> bool:
+    """``app.core.domain.may_promote`` with the task's policy as the server holds it (no task: no policy)."""
+    return rules.may_promote(me.role, task is not None and leads_may_promote(session, task.id))
 
 
-def leads_may_publish(session: Session, codes: Iterable[str]) -> list[str]:
-    """Of ``codes``, the tasks whose policy does *not* let leads promote and publish rounds."""
-    wanted = set(codes)
-    allowed = set(session.scalars(select(Task.code).join(TaskPolicy, TaskPolicy.task_id == Task.id)
-                                  .where(Task.code.in_(wanted), TaskPolicy.leads_may_promote.is_(True))))
-    return sorted(wanted - allowed)
+def may_not_publish(session: Session, me: Person, codes: Iterable[str]) -> list[str]:
+    """Of ``codes``, the tasks whose rounds ``me`` may not publish (the promotion rule)."""
+    tasks = {t.code: t for t in session.scalars(select(Task).where(Task.code.in_(set(codes))))}
+    return sorted(code for code in set(codes) if not may_promote(session, me, tasks.get(code)))
+
+
+def claimed_round(session: Session, me: Person, task_id: uuid.UUID, number: int) -> bool:
+    """Whether ``me`` promoted a proposal of the task to round ``number``: the one round a lead may open."""
+    return session.scalar(select(Proposal.id).where(
+        Proposal.task_id == task_id, Proposal.state == "promoted", Proposal.promoted_round == number,
+        Proposal.decided_by_id == me.id).limit(1)) is not None
+
+
+def _check_lead_round(session: Session, me: Person, task: Task, proposal: Proposal, number: int) -> None:
+    """A lead opens only the task's next round, and only one lead's promotion claims it: every team works
+    in a task's rounds, so a lead never changes or claims a round another promotion opened."""
+    latest = session.scalar(select(func.max(Round.number)).where(Round.task_id == task.id)) or 0
+    if number != latest + 1:
+        raise Conflict(f"Round {number} is not the next round of '{task.code}' on the server (that is round "
+                       f"{latest + 1}); sync, then promote again. A lead opens only the next round; changes to "
+                       "rounds that exist are the owner's.")
+    taken = session.scalar(select(Proposal.id).where(
+        Proposal.task_id == task.id, Proposal.state == "promoted", Proposal.promoted_round == number,
+        Proposal.id != proposal.id).limit(1))
+    if taken is not None:
+        raise Conflict(f"Another promotion opened round {number} of '{task.code}' already; sync, then propose "
+                       "against it.")
 
 
 def _names(session: Session, ids: Iterable[uuid.UUID | None]) -> dict[uuid.UUID, str]:
@@ -165,7 +190,8 @@ def decide_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID, deci
         proposal = session.get(Proposal, proposal_id)
         if proposal is None or not _visible(me, proposal):
             raise NotFound(f"There is no proposal {proposal_id} that you may see.")
-        task = session.get(Task, proposal.task_id)
+        # the task's row lock orders promotions of one task, so two leads never claim the same round
+        task = session.scalar(select(Task).where(Task.id == proposal.task_id).with_for_update())
         assert task is not None
         if not may_promote(session, me, task):
             raise Forbidden(f"Only the owner decides proposals for '{task.code}'"
@@ -180,14 +206,19 @@ def decide_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID, deci
                            f"{decision.state}.")
         if decision.state == "promoted" and decision.round_number is None:
             raise DynadeskError("Say which round the promoted candidate is the target of (round_number).")
+        owner = me.role == Role.OWNER.value
+        if decision.state == "promoted" and not owner and decision.round_number is not None:
+            _check_lead_round(session, me, task, proposal, decision.round_number)
         when = now or utcnow()
         proposal.state, proposal.decided_by_id, proposal.decided_at = decision.state, me.id, when
         proposal.reason, proposal.forced = decision.reason, decision.forced if decision.state == "promoted" else False
         proposal.promoted_round = decision.round_number if decision.state == "promoted" else None
         proposal.updated_at, proposal.revision = when, proposal.revision + 1
         if decision.state == "promoted":
+            # a lead's promotion leaves other teams' proposals as they are: they are theirs, and the owner's
+            others = [] if owner else [Proposal.team == me.team]
             session.execute(update(Proposal).where(Proposal.task_id == task.id, Proposal.state == "open",
-                                                   Proposal.id != proposal.id)
+                                                   Proposal.id != proposal.id, *others)
                             .values(state="superseded", updated_at=when,
                                     reason=f"proposal {proposal.id} became the target of round {decision.round_number}"))
         session.flush()
