@@ -382,7 +382,8 @@ class MainWindow(QMainWindow):
         self.returned_work.refresh()
 
     def open_profiles(self) -> None:
-        self.db.submit(lambda: profile_dialog_data(self.desk), on_done=self._open_profiles, on_error=self.show_error)
+        self.db.submit(lambda: profile_dialog_data(self.desk, self.sync.team_server()), on_done=self._open_profiles,
+                       on_error=self.show_error)
 
     def _open_profiles(self, data) -> None:
         dialog = profile_dialog(self, data)  # with the working person's Wellbeing section
@@ -392,11 +393,24 @@ class MainWindow(QMainWindow):
 
     def _profile_chosen(self, person_id: str) -> None:
         desk = self.desk
-        self.db.submit(lambda: desk.switch_person(uuid.UUID(person_id)) or desk.current_person(),
-                       on_done=self._show_person, on_error=self.show_error)
+
+        def switch():
+            self._refuse_on_team_desk(uuid.UUID(person_id))
+            desk.switch_person(uuid.UUID(person_id))
+            return desk.current_person()
+
+        self.db.submit(switch, on_done=self._show_person, on_error=self.show_error)
+
+    def _refuse_on_team_desk(self, person_id: uuid.UUID | None) -> None:
+        """On the worker: a desk that syncs with a team server works as its token's holder only."""
+        server = self.sync.team_server()
+        if server is not None and person_id != self.desk.current_person_id:
+            raise DynadeskError(f"This desk syncs with {server}: it works as the person its sync token names. "
+                                "Someone else works with their own token (Sync ▸ Sync settings…).")
 
     def _profile_created(self, name: str, role: Role) -> None:
         def create():
+            self._refuse_on_team_desk(None)
             return self.desk.people.create(name, role)
 
         self.db.submit(create, on_done=lambda person: self._profile_chosen(str(person.id)), on_error=self.show_error)

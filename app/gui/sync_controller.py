@@ -86,6 +86,12 @@ class SyncController(QObject):
     def configured(self) -> bool:
         return bool(self.desk.settings.server_url)
 
+    def team_server(self) -> str | None:
+        """The team server this desk syncs with, where a token for it is held (read on a worker: the
+        keyring may be slow); on such a desk the token's holder is who works here."""
+        url = self.desk.settings.server_url
+        return url if url and self.tokens.get(url) else None
+
     def sync_now(self, asked: bool = True) -> None:
         """Sync now; ``asked``: a person asked (Sync now), so a sync that cannot start says why."""
         if self.running or self._stopped:
