@@ -233,7 +233,7 @@ class LeadActions(QFrame):
     def set_lead(self, is_lead: bool, who: str) -> None:
         self.not_lead.setVisible(not is_lead)
         self.not_lead.setText(f"{who} is not a team lead: you can browse and filter, but adjudicating, accepting "
-                              "and returning work need a lead or owner profile (Profile menu, Ctrl+Shift+P).")
+                              "and returning work are for a lead or owner, at their own desk or profile.")
         self.form.set_locked(not is_lead)
         for widget in (self.comment, self.return_button, self.accept_button, self.threshold, self.threshold_button,
                        self.quality_button):
