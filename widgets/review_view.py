@@ -188,8 +188,11 @@ class LeadActions(QFrame):
         self.form = VerdictForm(allow_skip=False, title="Lead verdict (final: it decides the example)")
         self.comment = QLineEdit(objectName="return-comment",
                                  placeholderText="Comment for the annotator (required to return)…")
-        self.return_button = QPushButton("Return selected to the author", objectName="return")
-        self.accept_button = QPushButton("Accept this annotator's decided work…", objectName="accept")
+        # short labels: the side keeps a narrow minimum, so the table's text column gets the width
+        self.return_button = QPushButton("Return to the author", objectName="return")
+        self.return_button.setToolTip("Return the selected examples to their author, with the comment above")
+        self.accept_button = QPushButton("Accept their decided work…", objectName="accept")
+        self.accept_button.setToolTip("Accept the decided work of the selected example's author")
         self.return_button.clicked.connect(lambda: self.return_requested.emit(self.comment.text().strip()))
         self.comment.returnPressed.connect(lambda: self.return_requested.emit(self.comment.text().strip()))
         self.accept_button.clicked.connect(self.accept_requested)

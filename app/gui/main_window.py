@@ -157,7 +157,7 @@ class MainWindow(QMainWindow):
                                           self.show_returned, self.show_error, self)
         self.mount(Page(self.returned_work, status=(returned_label,)))
         self.statusBar().messageChanged.connect(self._make_room_for_message)
-        self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
+        self._data_folder_owed = True  # said once the status bar has its widgets and the window its width
 
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
@@ -566,6 +566,24 @@ class MainWindow(QMainWindow):
         self.db.submit(lambda: export(desk, path, format_, task_code=task_code, keep_identities=keep_identities),
                        on_done=lambda report: QMessageBox.information(self, "Export finished", report.summary()),
                        on_error=self.show_error)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._data_folder_owed:
+            self._data_folder_owed = False
+            QTimer.singleShot(0, lambda: self.show_data_folder(self.desk.root))
+
+    def show_data_folder(self, root, timeout_ms: int = 10_000) -> None:
+        """'Data folder: …' in the status bar, its middle elided where the whole path would run into the
+        status widgets beside it (the model status keeps at least its narrowest width)."""
+        bar = self.statusBar()
+        beside = [w for w in bar.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+                  if w.isVisible() and w is not self.model_label and w.geometry().left() > 0]
+        room = self.width() - sum(w.sizeHint().width() for w in beside) - 60 - 48
+        prefix = "Data folder: "
+        path = bar.fontMetrics().elidedText(str(root), Qt.TextElideMode.ElideMiddle,
+                                            max(80, room - bar.fontMetrics().horizontalAdvance(prefix)))
+        bar.showMessage(prefix + path, timeout_ms)
 
     def _make_room_for_message(self, message: str) -> None:
         """A status-bar message is shown whole: the model status beside it shortens while it is up
