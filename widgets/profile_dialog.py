@@ -69,9 +69,12 @@ class ProfileDialog(QDialog):
         if view.can_switch:
             left.addWidget(new_box)
         else:
+            self.people.setMaximumHeight(self.people.sizeHintForRow(0) * 2 + 8)  # one person: the note has the room
             note = QLabel(view.team_note, objectName="team-note", wordWrap=True)
+            note.setMinimumWidth(240)
             note.setTextFormat(Qt.TextFormat.PlainText)
             left.addWidget(note)
+            left.addStretch(1)
             new_box.hide()
         columns = QHBoxLayout()
         columns.addLayout(left, 1)

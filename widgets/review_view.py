@@ -221,9 +221,10 @@ class LeadActions(QFrame):
         quality.addWidget(self.blur_words_button)
         quality.addStretch(1)
         work = QGridLayout()
+        # one button a row: the accept button names the author, and beside Return it held the panel wide
         work.addWidget(self.comment, 0, 0, 1, 2)
         work.addWidget(self.return_button, 1, 0)
-        work.addWidget(self.accept_button, 1, 1)
+        work.addWidget(self.accept_button, 2, 0, 1, 2)
         layout = QVBoxLayout(self)
         layout.addWidget(self.not_lead)
         layout.addWidget(self.form)

@@ -79,6 +79,8 @@ def test_review_gives_the_text_column_the_spare_width(qtbot, window, desk, peopl
     window.tabs.setCurrentWidget(window.review_view)
     table = window.review_view.table
     qtbot.waitUntil(lambda: table.model().rowCount() > 0, timeout=20_000)
+    table.selectRow(0)  # the accept button now names the author
+    qtbot.waitUntil(lambda: window.review_page.detail is not None, timeout=20_000)
     qtbot.wait(50)
     assert table.columnWidth(0) >= 0.3 * table.viewport().width()
     assert no_horizontal_scroll(window.review_view)

@@ -400,6 +400,7 @@ def test_the_base_data_box_enter_columns_by_name_and_its_note(qtbot, data_dir, h
         assert (dialog.text_column.currentText(), dialog.label_column.currentText()) == ("tweet", "class")
         assert dialog.base_note.text().startswith("Base data: labeled_data.csv (6 columns)")
         assert "No base data chosen yet" not in dialog.base_note.text()
+        shot(dialog, "next-round-1-base-data.png")
 
         dialog.base_path.clear()
         qtbot.keyClick(dialog.base_path, Qt.Key.Key_Return)
