@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -43,8 +43,10 @@ from app.views.next_round import (
     BETTER,
     FROM_BASE,
     FROM_TARGET,
+    NO_BASE_NOTE,
     UNCLEAR,
     WORSE,
+    BaseColumnsView,
     ComparisonView,
     PromotionView,
     StepProgress,
@@ -59,7 +61,24 @@ BANNER = {True: "background:#f8d7d3;color:#5c1a12", False: "background:#e8f0fa;c
 COLUMNS = ["Split", "Metric", "Current", "Candidate", "Difference", "95 % interval", "n"]
 
 
+class _EnterConfirms(QObject):
+    """Enter in a path box confirms what was typed there (``then``), and stops: the dialog's default
+    button (Train, or a Browse… that had focus) is not pressed by it."""
+
+    def __init__(self, edit: QLineEdit, then) -> None:
+        super().__init__(edit)
+        self._then = then
+        edit.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.KeyPress and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self._then()
+            return True
+        return False
+
+
 def _browse_row(edit: QLineEdit, button: QPushButton) -> QWidget:
+    button.setAutoDefault(False)  # Enter elsewhere in the dialog never opens a file chooser
     row = QWidget()
     layout = QHBoxLayout(row)
     layout.setContentsMargins(0, 0, 0, 0)
@@ -145,7 +164,9 @@ class NextRoundDialog(QDialog):
         box.addWidget(self.include_undecided)
 
         self.base_path = QLineEdit(objectName="base-path", placeholderText="Labelled CSV file (optional)")
-        self.base_path.editingFinished.connect(lambda: self.columns_requested.emit(self.base_path.text().strip()))
+        self.base_path.editingFinished.connect(self._base_path_confirmed)
+        _EnterConfirms(self.base_path, self._base_path_confirmed)
+        self._base_path_asked: str | None = None  # the path whose columns were asked for last
         browse = QPushButton("Browse…", objectName="browse-base")
         browse.clicked.connect(self._browse_base)
         self.text_column = QComboBox(objectName="text-column", editable=True)
@@ -246,7 +267,17 @@ class NextRoundDialog(QDialog):
 
     def _browse_base(self) -> None:
         if self._browse_into(self.base_path, "Base data"):
-            self.columns_requested.emit(self.base_path.text().strip())
+            self._base_path_confirmed()
+
+    def _base_path_confirmed(self) -> None:
+        path = self.base_path.text().strip()
+        if path == self._base_path_asked:  # Enter then leaving the box: asked once
+            return
+        self._base_path_asked = path
+        if path:
+            self.columns_requested.emit(path)
+        else:
+            self.set_columns(BaseColumnsView((), "", "", NO_BASE_NOTE))
 
     def show_setup(self, setup: TrainSetup) -> None:
         self.setWindowTitle(f"Next round · {setup.task_name}")
@@ -260,6 +291,7 @@ class NextRoundDialog(QDialog):
             self.rounds.addItem(item)
         self.include_undecided.setChecked(setup.include_undecided)
         self.base_path.setText(setup.base_path)
+        self._base_path_asked = setup.base_path  # its columns are asked for by the controller
         for combo, value in ((self.text_column, setup.text_column), (self.label_column, setup.label_column)):
             combo.clear()
             combo.setEditText(value)
@@ -281,15 +313,16 @@ class NextRoundDialog(QDialog):
         self._publish_possible = setup.publish_possible
         self.publish_reason.setText(setup.publish_reason)
 
-    def set_columns(self, columns: tuple[str, ...], problem: str = "") -> None:
-        """The chosen base data file's columns (kept as typed where the file has that column)."""
-        for combo in (self.text_column, self.label_column):
+    def set_columns(self, view: BaseColumnsView, problem: str = "") -> None:
+        """The chosen base data file's columns: a column already named (pre-filled, or typed) stays where
+        the file has it, else the column found by name; none is guessed by position."""
+        columns = list(view.columns)
+        for combo, found in ((self.text_column, view.text_column), (self.label_column, view.label_column)):
             typed = combo.currentText()
             combo.clear()
-            combo.addItems(list(columns))
-            combo.setEditText(typed if typed in columns or not columns else combo.itemText(0))
-        if columns and self.label_column.currentText() == self.text_column.currentText() and len(columns) > 1:
-            self.label_column.setEditText(columns[1])
+            combo.addItems(columns)
+            combo.setEditText(typed if typed in columns or not columns else found)
+        self.base_note.setText(view.note)
         if problem:
             self.show_message(problem, error=True)
 

@@ -55,14 +55,27 @@ class ProfileDialog(QDialog):
         row.addWidget(self.problem, 1)
         row.addWidget(add)
         form.addRow(row)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Switch")
-        buttons.accepted.connect(self._choose)
+        if view.can_switch:
+            buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+            buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Switch")
+            buttons.accepted.connect(self._choose)
+        else:
+            buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+            self.people.itemDoubleClicked.disconnect()
         buttons.rejected.connect(self.reject)
         left = QVBoxLayout()
-        left.addWidget(QLabel("Who is working at this desk?"))
+        left.addWidget(QLabel("Who is working at this desk?" if view.can_switch else "Working at this desk"))
         left.addWidget(self.people)
-        left.addWidget(new_box)
+        if view.can_switch:
+            left.addWidget(new_box)
+        else:
+            self.people.setMaximumHeight(self.people.sizeHintForRow(0) * 2 + 8)  # one person: the note has the room
+            note = QLabel(view.team_note, objectName="team-note", wordWrap=True)
+            note.setMinimumWidth(240)
+            note.setTextFormat(Qt.TextFormat.PlainText)
+            left.addWidget(note)
+            left.addStretch(1)
+            new_box.hide()
         columns = QHBoxLayout()
         columns.addLayout(left, 1)
         self.wellbeing = WellbeingSection(wellbeing, working) if wellbeing is not None else None

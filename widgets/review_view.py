@@ -188,8 +188,11 @@ class LeadActions(QFrame):
         self.form = VerdictForm(allow_skip=False, title="Lead verdict (final: it decides the example)")
         self.comment = QLineEdit(objectName="return-comment",
                                  placeholderText="Comment for the annotator (required to return)…")
-        self.return_button = QPushButton("Return selected to the author", objectName="return")
-        self.accept_button = QPushButton("Accept this annotator's decided work…", objectName="accept")
+        # short labels: the side keeps a narrow minimum, so the table's text column gets the width
+        self.return_button = QPushButton("Return to the author", objectName="return")
+        self.return_button.setToolTip("Return the selected examples to their author, with the comment above")
+        self.accept_button = QPushButton("Accept their decided work…", objectName="accept")
+        self.accept_button.setToolTip("Accept the decided work of the selected example's author")
         self.return_button.clicked.connect(lambda: self.return_requested.emit(self.comment.text().strip()))
         self.comment.returnPressed.connect(lambda: self.return_requested.emit(self.comment.text().strip()))
         self.accept_button.clicked.connect(self.accept_requested)
@@ -218,9 +221,10 @@ class LeadActions(QFrame):
         quality.addWidget(self.blur_words_button)
         quality.addStretch(1)
         work = QGridLayout()
+        # one button a row: the accept button names the author, and beside Return it held the panel wide
         work.addWidget(self.comment, 0, 0, 1, 2)
         work.addWidget(self.return_button, 1, 0)
-        work.addWidget(self.accept_button, 1, 1)
+        work.addWidget(self.accept_button, 2, 0, 1, 2)
         layout = QVBoxLayout(self)
         layout.addWidget(self.not_lead)
         layout.addWidget(self.form)
@@ -233,7 +237,7 @@ class LeadActions(QFrame):
     def set_lead(self, is_lead: bool, who: str) -> None:
         self.not_lead.setVisible(not is_lead)
         self.not_lead.setText(f"{who} is not a team lead: you can browse and filter, but adjudicating, accepting "
-                              "and returning work need a lead or owner profile (Profile menu, Ctrl+Shift+P).")
+                              "and returning work are for a lead or owner, at their own desk or profile.")
         self.form.set_locked(not is_lead)
         for widget in (self.comment, self.return_button, self.accept_button, self.threshold, self.threshold_button,
                        self.quality_button):

@@ -44,6 +44,13 @@ def figures_view(figures: Figures, breakdown: str, chart_people_chosen: bool,
                          min_overlap=MIN_OVERLAP, threshold_warning=threshold_warning)
 
 
+def own_figures_only(desk: Desk) -> uuid.UUID | None:
+    """On the worker: the working person's id when per-person figures other than theirs are not for
+    them (per-person performance is for leads and owners); None when they see everyone's."""
+    person_id = desk.current_person_id
+    return None if desk.lead.is_lead(person_id) else person_id
+
+
 class DashboardController(QObject):
     updated = Signal()  # figures for the newest request are on screen
     exported = Signal(list)  # files written in the background by an export of everything
@@ -124,8 +131,9 @@ class DashboardController(QObject):
                 service.refresh(thorough=thorough)
             task_id = desk.tasks.task(task_code).id if task_code else None
             flt = self._filter(task_id, values)
-            figures = service.view(flt, breakdown=breakdown, chart_people=people)
-            choices = self._choices(task_code, task_id) if wants_choices else None
+            only = own_figures_only(desk)
+            figures = service.view(flt, breakdown=breakdown, chart_people=people, only_person=only)
+            choices = self._choices(task_code, task_id, only) if wants_choices else None
             warning = threshold_warning(desk.tasks.agreement_threshold(task_id),
                                         len(desk.people.all())) if task_id else None
             view = figures_view(figures, breakdown, bool(people), warning)
@@ -147,8 +155,9 @@ class DashboardController(QObject):
             since=when(values.since), until=when(values.until),
         )
 
-    def _choices(self, task_code: str | None, task_id) -> FilterChoices | None:
-        """Filter choices for the task, from the catalogue and what the snapshot has seen (on the worker)."""
+    def _choices(self, task_code: str | None, task_id, only_person: uuid.UUID | None = None) -> FilterChoices | None:
+        """Filter choices for the task, from the catalogue and what the snapshot has seen (on the worker);
+        ``only_person``: someone who sees their own figures only, and so picks no colleague."""
         if task_code is None:
             return None
         desk = self.desk
@@ -160,7 +169,8 @@ class DashboardController(QObject):
                 seen = desk.dashboard.facet_fields.get(spec.name)
                 facets.append((spec.name, spec.label, tuple(spec.choices), seen.values if seen else ()))
         return build_choices(((r.id.hex, r.number) for r in desk.tasks.rounds(task_code)),
-                             ((p.id.hex, p.display_name) for p in desk.people.all()), definition.labels, facets)
+                             ((p.id.hex, p.display_name) for p in desk.people.all()
+                              if only_person is None or p.id == only_person), definition.labels, facets)
 
     def _computed(self, result) -> None:
         task_code, figures, view, choices, self._shown_filter, asked_choices = result

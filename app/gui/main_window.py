@@ -157,7 +157,7 @@ class MainWindow(QMainWindow):
                                           self.show_returned, self.show_error, self)
         self.mount(Page(self.returned_work, status=(returned_label,)))
         self.statusBar().messageChanged.connect(self._make_room_for_message)
-        self.statusBar().showMessage(f"Data folder: {desk.root}", 10_000)
+        self._data_folder_owed = True  # said once the status bar has its widgets and the window its width
 
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
         self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
@@ -382,7 +382,8 @@ class MainWindow(QMainWindow):
         self.returned_work.refresh()
 
     def open_profiles(self) -> None:
-        self.db.submit(lambda: profile_dialog_data(self.desk), on_done=self._open_profiles, on_error=self.show_error)
+        self.db.submit(lambda: profile_dialog_data(self.desk, self.sync.team_server()), on_done=self._open_profiles,
+                       on_error=self.show_error)
 
     def _open_profiles(self, data) -> None:
         dialog = profile_dialog(self, data)  # with the working person's Wellbeing section
@@ -392,11 +393,24 @@ class MainWindow(QMainWindow):
 
     def _profile_chosen(self, person_id: str) -> None:
         desk = self.desk
-        self.db.submit(lambda: desk.switch_person(uuid.UUID(person_id)) or desk.current_person(),
-                       on_done=self._show_person, on_error=self.show_error)
+
+        def switch():
+            self._refuse_on_team_desk(uuid.UUID(person_id))
+            desk.switch_person(uuid.UUID(person_id))
+            return desk.current_person()
+
+        self.db.submit(switch, on_done=self._show_person, on_error=self.show_error)
+
+    def _refuse_on_team_desk(self, person_id: uuid.UUID | None) -> None:
+        """On the worker: a desk that syncs with a team server works as its token's holder only."""
+        server = self.sync.team_server()
+        if server is not None and person_id != self.desk.current_person_id:
+            raise DynadeskError(f"This desk syncs with {server}: it works as the person its sync token names. "
+                                "Someone else works with their own token (Sync ▸ Sync settings…).")
 
     def _profile_created(self, name: str, role: Role) -> None:
         def create():
+            self._refuse_on_team_desk(None)
             return self.desk.people.create(name, role)
 
         self.db.submit(create, on_done=lambda person: self._profile_chosen(str(person.id)), on_error=self.show_error)
@@ -552,6 +566,24 @@ class MainWindow(QMainWindow):
         self.db.submit(lambda: export(desk, path, format_, task_code=task_code, keep_identities=keep_identities),
                        on_done=lambda report: QMessageBox.information(self, "Export finished", report.summary()),
                        on_error=self.show_error)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._data_folder_owed:
+            self._data_folder_owed = False
+            QTimer.singleShot(0, lambda: self.show_data_folder(self.desk.root))
+
+    def show_data_folder(self, root, timeout_ms: int = 10_000) -> None:
+        """'Data folder: …' in the status bar, its middle elided where the whole path would run into the
+        status widgets beside it (the model status keeps at least its narrowest width)."""
+        bar = self.statusBar()
+        beside = [w for w in bar.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+                  if w.isVisible() and w is not self.model_label and w.geometry().left() > 0]
+        room = self.width() - sum(w.sizeHint().width() for w in beside) - 60 - 48
+        prefix = "Data folder: "
+        path = bar.fontMetrics().elidedText(str(root), Qt.TextElideMode.ElideMiddle,
+                                            max(80, room - bar.fontMetrics().horizontalAdvance(prefix)))
+        bar.showMessage(prefix + path, timeout_ms)
 
     def _make_room_for_message(self, message: str) -> None:
         """A status-bar message is shown whole: the model status beside it shortens while it is up

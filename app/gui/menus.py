@@ -47,8 +47,10 @@ def build_menus(window) -> dict[Menu, QMenu]:
     menus = {menu: window.menuBar().addMenu(menu.value) for menu in Menu}
     undo = window.undo_stack.createUndoAction(window, "&Undo")
     undo.setShortcut(QKeySequence.StandardKey.Undo)
+    undo.setObjectName("undo")
     redo = window.undo_stack.createRedoAction(window, "&Redo")
     redo.setShortcut(QKeySequence.StandardKey.Redo)
+    redo.setObjectName("redo")
     menus[Menu.EDIT].addActions([undo, redo])
     return menus
 
@@ -58,9 +60,9 @@ def window_actions(window) -> tuple[MenuAction, ...]:
     return (
         MenuAction(Menu.FILE, "&Import data set…", window.open_import, "Ctrl+I", "import"),
         MenuAction(Menu.FILE, "&Export…", window.open_export, "Ctrl+E", "export"),
-        MenuAction(Menu.FILE, "&Quit", window.close, QKeySequence.StandardKey.Quit, separator_before=True),
+        MenuAction(Menu.FILE, "&Quit", window.close, QKeySequence.StandardKey.Quit, "quit", separator_before=True),
         MenuAction(Menu.VIEW, "&Refresh", window.refresh, QKeySequence.StandardKey.Refresh, "refresh"),
-        MenuAction(Menu.VIEW, "Find", window.find_in_data, QKeySequence.StandardKey.Find),
+        MenuAction(Menu.VIEW, "Find", window.find_in_data, QKeySequence.StandardKey.Find, "find"),
         MenuAction(Menu.VIEW, "Larger text", lambda: window.change_font_size(+1), QKeySequence.StandardKey.ZoomIn,
                    "larger-text"),
         MenuAction(Menu.VIEW, "Smaller text", lambda: window.change_font_size(-1), QKeySequence.StandardKey.ZoomOut,
@@ -69,7 +71,7 @@ def window_actions(window) -> tuple[MenuAction, ...]:
         MenuAction(Menu.ROUND, "&Next round: train, compare, promote…", window.open_next_round, name="next-round"),
         MenuAction(Menu.PROFILE, "&Switch or create profile…", window.open_profiles, "Ctrl+Shift+P", "profiles"),
         MenuAction(Menu.HELP, "&Keyboard shortcuts", lambda: show_shortcuts(window), "F1", "shortcuts"),
-        MenuAction(Menu.HELP, "&About Dynadesk", window.show_about),
+        MenuAction(Menu.HELP, "&About Dynadesk", window.show_about, name="about"),
     )
 
 

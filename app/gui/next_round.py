@@ -26,7 +26,9 @@ from app.core.domain import Role
 from app.core.errors import DynadeskError
 from app.gui.inference import InferenceFailure, InferenceService
 from app.gui.worker import SerialWorker
-from app.views.next_round import TrainChoices, comparison_view, promotion_view, step_progress, train_setup
+from app.views.next_round import (
+    BaseColumnsView, TrainChoices, base_columns_view, comparison_view, promotion_view, step_progress, train_setup,
+)
 from widgets.next_round_dialog import NextRoundDialog
 
 log = logging.getLogger(__name__)
@@ -161,11 +163,17 @@ class NextRoundController(QObject):
     def _columns(self, path: str) -> None:
         if self.dialog is None or not path:
             return
+        from app.core.services.evaluation_data import guess_columns
         from app.core.services.next_round import csv_columns
 
+        def read() -> BaseColumnsView:
+            columns = csv_columns(Path(path))
+            return base_columns_view(Path(path).expanduser().name, columns, *guess_columns(columns))
+
         dialog = self.dialog
-        self.db.submit(lambda: tuple(csv_columns(Path(path))), on_done=dialog.set_columns,
-                       on_error=lambda exc: dialog.set_columns((), str(exc)))
+        self.db.submit(read, on_done=dialog.set_columns,
+                       on_error=lambda exc: dialog.set_columns(
+                           BaseColumnsView((), "", "", f"No base data chosen: {exc}"), str(exc)))
 
     # Step 1: train ------------------------------------------------------------------------------
     def train(self, choices: TrainChoices) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 
 from typing import Callable
 
@@ -23,13 +24,14 @@ from PySide6.QtWidgets import QWidget
 from app.core.errors import DynadeskError
 from app.gui.pages import Menu, MenuAction, Page
 from app.gui.worker import SerialWorker
-from app.views.sync import SyncLight, settings_view, sync_view, syncing_view
+from app.views.sync import SyncLight, SyncView, settings_view, sync_view, syncing_view
 
 log = logging.getLogger(__name__)
 
 FIRST_SYNC_MS = 3_000  # after start, once the window is up
 POLL_MS = 5_000  # how often the waiting count is refreshed between syncs
 RETRY_MIN_S = 15
+FIRST_SYNC_SOON = "Syncing in a moment…"
 
 
 class SyncController(QObject):
@@ -60,6 +62,7 @@ class SyncController(QObject):
         self._client = None
         self._lock = threading.Lock()
         self._stopped = False
+        self._started_once = False  # a sync has run (or been tried) since the window opened
 
     def start(self) -> None:
         self.poll.start()
@@ -86,6 +89,19 @@ class SyncController(QObject):
     def configured(self) -> bool:
         return bool(self.desk.settings.server_url)
 
+    def team_server(self) -> str | None:
+        """The team server this desk syncs with, where a token for it is held (read on a worker: the
+        keyring may be slow); on such a desk the token's holder is who works here."""
+        url = self.desk.settings.server_url
+        return url if url and self.tokens.get(url) else None
+
+    def first_view(self, status=None) -> SyncView:
+        """What the status bar says before the first sync: on a desk with a server, that it is seconds away
+        (never "Sync off"); without one, that sync is off."""
+        if self.configured:
+            return replace(syncing_view(status), message=FIRST_SYNC_SOON)
+        return SyncView(SyncLight.OFF, 0, None)
+
     def sync_now(self, asked: bool = True) -> None:
         """Sync now; ``asked``: a person asked (Sync now), so a sync that cannot start says why."""
         if self.running or self._stopped:
@@ -98,6 +114,7 @@ class SyncController(QObject):
             return
         self.timer.stop()
         self.running = True
+        self._started_once = True
         self._set(SyncLight.SYNCING, "")
         self.progress.emit("sync", 0, 0)
         self.worker.submit(self._run, on_done=self._succeeded, on_error=self._failed)
@@ -187,6 +204,9 @@ class SyncController(QObject):
         if self.running:
             return
         self._status = status
+        if self.configured and not self._started_once:
+            self.status_changed.emit(self.first_view(status))
+            return
         self.status_changed.emit(sync_view(self.state if self.configured else SyncLight.OFF, status, self.message))
 
     def _set(self, state: SyncLight, message: str) -> None:
@@ -278,6 +298,7 @@ def sync_page(controller: SyncController, parent: QWidget, show_message: Callabl
     from widgets.sync_status import SyncStatusWidget
 
     widget = SyncStatusWidget()
+    widget.show_status(controller.first_view())
 
     def settings_needed(why: str) -> None:
         show_message(why, 15_000)

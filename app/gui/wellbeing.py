@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from app.core.desk import Desk
 
 
-def profile_dialog_data(desk: Desk) -> tuple[list[Any], Any, list[tuple[str, str, list[str]]]]:
-    """On the worker: everyone, the working person, and each task's target groups (code, name, groups)."""
+def profile_dialog_data(desk: Desk, team_server: str | None = None
+                        ) -> tuple[list[Any], Any, list[tuple[str, str, list[str]]], str | None]:
+    """On the worker: everyone, the working person, each task's target groups (code, name, groups), and
+    ``team_server`` (the team server this desk syncs with, a token held for it; None on a desk of its own)."""
     person = desk.current_person()
     groups = []
     for task in desk.tasks.tasks():
@@ -26,15 +28,16 @@ def profile_dialog_data(desk: Desk) -> tuple[list[Any], Any, list[tuple[str, str
         field = next((m for m in definition.metadata if m.name == TARGET_GROUPS_FIELD), None)
         if field is not None:
             groups.append((task.code, task.name, list(field.choices)))
-    return desk.people.all(), person, groups
+    return desk.people.all(), person, groups, team_server
 
 
-def profile_dialog(window, data: tuple[list[Any], Any, list[tuple[str, str, list[str]]]]) -> ProfileDialog:
+def profile_dialog(window, data: tuple[list[Any], Any, list[tuple[str, str, list[str]]], str | None]
+                   ) -> ProfileDialog:
     """The dialog, its Wellbeing section wired to store the person's choices."""
-    everyone, person, groups = data
+    everyone, person, groups, team_server = data
     desk: Desk = window.desk
     section = wellbeing_section(desk.settings.wellbeing_for(str(person.id)), groups) if person else None
-    dialog = ProfileDialog(profiles_view(everyone, desk.settings.current_person_id), window, section,
+    dialog = ProfileDialog(profiles_view(everyone, desk.settings.current_person_id, team_server), window, section,
                            person.display_name if person else "")
     if dialog.wellbeing is not None:
         dialog.wellbeing.chosen.connect(lambda choice: store_wellbeing(window, dialog, str(person.id), choice))

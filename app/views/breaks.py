@@ -23,6 +23,10 @@ def _duration(minutes: int) -> str:
     return f"{hours} h {rest:02d} min" if rest else f"{hours} h"
 
 
+def _minutes(count: int) -> str:
+    return f"{count} minute{'' if count == 1 else 's'}"
+
+
 def break_prompt_view(prompt: BreakPrompt, snooze_min: int) -> BreakPromptView:
     if prompt.kind is BreakKind.LONG:
         title = "Time for a longer break"
@@ -31,10 +35,10 @@ def break_prompt_view(prompt: BreakPrompt, snooze_min: int) -> BreakPromptView:
     else:
         title = "Time for a short break"
         text = (f"You have worked with hateful content for {_duration(prompt.continuous_min)} without a pause. "
-                f"Step away for {prompt.break_min} minutes.")
+                f"Step away for {_minutes(prompt.break_min)}.")
     return BreakPromptView(prompt.kind, title, text, f"Take a {prompt.break_min}-minute break",
                            f"Remind me in {snooze_min} min")
 
 
 def break_taken_text(prompt: BreakPrompt) -> str:
-    return f"Break started: see you in {prompt.break_min} minutes. Your work is saved."
+    return f"Break started: see you in {_minutes(prompt.break_min)}. Your work is saved."

@@ -9,9 +9,10 @@ from datetime import date
 
 from app.core.wellbeing.figures import PersonDay, TeamLimits
 
-CARE_NOTE = ("Figures for care, not performance. They show where someone may need a break or a lighter day; "
-             "they are never part of the per-annotator table or its exports, and leave this desk only as team "
-             "totals (dynadesk exposure export).")
+CARE_NOTE = ("Figures for care, not performance. They show where someone may need a break or a lighter day, "
+             "and are never part of the per-annotator table or its exports. A person's own rows reach only them "
+             "and their team's leads (through the team server); an export (dynadesk exposure export) holds team "
+             "totals only.")
 COLUMNS = ("Person", "Day", "Writing", "Validating", "Reviewing", "Total", "Longest run", "Breaks", "Alerts")
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 PHRASES = {1: "today", 7: "in the last 7 days", 30: "in the last 30 days"}

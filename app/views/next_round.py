@@ -86,6 +86,29 @@ class TrainSetup:
 
 
 @dataclass(frozen=True, slots=True)
+class BaseColumnsView:
+    """The chosen base data file's columns, and the text and label columns found by name in them."""
+
+    columns: tuple[str, ...]
+    text_column: str  # "" when no column has a known text name
+    label_column: str
+    note: str  # what is chosen, replacing the note the dialog opened with
+
+
+NO_BASE_NOTE = "No base data chosen yet: the model then learns from the round examples alone."
+
+
+def base_columns_view(file_name: str, columns: Sequence[str], text_column: str | None,
+                      label_column: str | None) -> BaseColumnsView:
+    found = [f"text “{text_column}”" if text_column else "", f"label “{label_column}”" if label_column else ""]
+    found = [part for part in found if part]
+    guessed = (f"; columns found by name: {' and '.join(found)}" if found else "") + (
+        "" if text_column and label_column else "; choose the columns the file's names did not give away")
+    return BaseColumnsView(tuple(columns), text_column or "", label_column or "",
+                           f"Base data: {file_name} ({len(columns)} columns){guessed}.")
+
+
+@dataclass(frozen=True, slots=True)
 class TrainChoices:
     """What the user chose in step 1 (the dialog sends it; the controller checks it)."""
 
@@ -182,8 +205,7 @@ def train_setup(task_code: str, task_name: str, counts: Sequence[_RoundCount], d
         task_code, task_name, round_rows(counts, defaults.rounds), defaults.include_undecided,
         base.path if base else "", base.text_column if base else "", base.label_column if base else "",
         label_map_text, base.html_unescape if base else False,
-        f"Pre-filled {base.source}." if base else "No base data chosen yet: the model then learns from "
-        "the round examples alone.",
+        f"Pre-filled {base.source}." if base else NO_BASE_NOTE,
         defaults.start_from if defaults.warm_target else FROM_BASE, defaults.warm_target or "",
         defaults.round_weight, defaults.suite, candidates_folder, not promote_reason, promote_reason,
         not publish_reason, publish_reason)

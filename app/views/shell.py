@@ -41,6 +41,11 @@ class ProfilesView:
     people: tuple[Choice, ...]  # "name — role", the person's id
     current_id: str | None
     roles: tuple[Role, ...] = tuple(Role)
+    team_note: str = ""  # on a desk that syncs with a team server: why nobody else can be chosen here
+
+    @property
+    def can_switch(self) -> bool:
+        return not self.team_note
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +60,16 @@ class ExportView:
     current_task: str | None
 
 
-def profiles_view(people: Iterable[_Person], current_id: str | None) -> ProfilesView:
-    return ProfilesView(tuple(Choice(f"{p.display_name} — {p.role}", str(p.id)) for p in people), current_id)
+def profiles_view(people: Iterable[_Person], current_id: str | None, team_server: str | None = None) -> ProfilesView:
+    """Everyone at the desk to choose from; on a desk that syncs with ``team_server`` (a server and its
+    token), only the working person: there a person is who the server's token says, and their role is
+    the server's, so no other profile can be switched to or made up."""
+    if team_server is None:
+        return ProfilesView(tuple(Choice(f"{p.display_name} — {p.role}", str(p.id)) for p in people), current_id)
+    me = tuple(Choice(f"{p.display_name} — {p.role}", str(p.id)) for p in people if str(p.id) == current_id)
+    return ProfilesView(me, current_id, roles=(), team_note=(
+        f"This desk syncs with {team_server}: you work here as the person your sync token names, with the role "
+        "the server gives them. Someone else works with their own token (Sync ▸ Sync settings…)."))
 
 
 def task_choices(tasks: Iterable[_Task]) -> tuple[Choice, ...]:

@@ -63,9 +63,10 @@ def test_defaults_come_from_the_last_candidate_then_from_the_targets_training_da
     assert desk.rounds.adopt_first_models("hate_speech", [target.id])
     first = train_defaults(desk, "hate_speech")
     assert first.warm_target == "Trigger model" and first.start_from == "target" and first.rounds == ()
-    assert first.base is not None and first.base.path == ""  # the file is not on this desk: its columns are
+    trained_on = hate_trigger_model_dir.parent.parent / "hate-trigger.csv"
+    assert first.base is not None and first.base.path == str(trained_on)  # still where it was trained from
     assert (first.base.text_column, first.base.label_column) == ("sentence", "kind")
-    assert "hate-trigger.csv" in first.base.source
+    assert "hate-trigger.csv" in first.base.source and "choose" not in first.base.source
 
     older = new_candidate_dir(desk.root, "hate_speech", datetime(2026, 1, 1))
     older.mkdir(parents=True)
@@ -109,3 +110,15 @@ def test_imports_are_counted_as_left_out_unless_named(desk, people, target_model
         session.get(Example, example.id).origin = {"kind": "import", "format": "hatecheck"}
     (one,) = round_counts(desk, "hate_speech")
     assert (one.decided, one.undecided, one.left_out) == (0, 0, 1)
+
+
+def test_the_targets_training_file_is_pre_filled_only_where_it_still_is(tmp_path):
+    from app.core.services.next_round import _training_file_here
+    from local_models.files import file_sha256
+
+    data = tmp_path / "labeled_data.csv"
+    data.write_text("tweet,class\nhello,2\n", encoding="utf-8")
+    assert _training_file_here({"path": str(data), "sha256": file_sha256(data)}) == str(data)
+    assert _training_file_here({"path": str(data), "sha256": "0" * 64}) == ""  # another file by that name now
+    assert _training_file_here({"path": str(tmp_path / "gone.csv")}) == ""
+    assert _training_file_here({"file": "labeled_data.csv"}) == ""  # the bundled model records no path

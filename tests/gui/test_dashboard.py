@@ -7,7 +7,7 @@ import csv
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QComboBox, QFileDialog
 
 from tests.simulation import small_team
 
@@ -40,6 +40,7 @@ def cell(view, name: str, header: str) -> str:
 @pytest.fixture
 def dashboard(qtbot, window, desk, people, target_model):
     team = small_team(desk, people, target_model)
+    window.desk.switch_person(people.lead.id)  # per-person figures are for leads
     window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
     with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
         qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
@@ -255,3 +256,30 @@ def test_the_dashboard_warns_when_the_team_cannot_reach_the_agreement_threshold(
     with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
         qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
     assert not view.threshold_warning.isVisible()
+
+
+def test_an_annotator_sees_their_own_row_and_the_team_totals_only(qtbot, window, desk, people, target_model, tmp_path):
+    """Per-person performance is for leads: an annotator's dashboard has their own row, the team's
+    totals, their own line over time and no colleague to pick in the Author filter; the export of the
+    table holds the same two rows."""
+    small_team(desk, people, target_model)
+    window.desk.switch_person(people.author.id)
+    window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+    view = window.dashboard_view
+    assert names(view.annotator_model) == ["Ana Author", "Team (everyone)"]
+    assert cell(view, "Ana Author", "MER") == "60.0%"
+    assert cell(view, "Team (everyone)", "Submitted") == "6"  # the whole team's six submitted examples
+    assert {line.name for line in window.dashboard.figures.time_series} <= {"Ana Author"}
+    authors = view.findChild(QComboBox, "dashboard-author")
+    assert [authors.itemText(i) for i in range(authors.count())][1:] == ["Ana Author"]
+    written = window.dashboard.export_to("annotators", tmp_path / "a.csv")
+    with written[0].open(encoding="utf-8") as handle:
+        assert [row[0] for row in csv.reader(handle)][1:] == ["Ana Author", "Team (everyone)"]
+
+    window.desk.switch_person(people.lead.id)  # a lead sees everyone
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        window.dashboard.refresh()
+    assert {"Ana Author", "Vic Validator", "Wen Validator", "Xia Validator"} <= set(names(view.annotator_model))
+    assert "Team (everyone)" not in names(view.annotator_model)

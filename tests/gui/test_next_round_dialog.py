@@ -365,3 +365,45 @@ def test_promote_is_disabled_with_the_reason_for_someone_who_may_not_promote(qtb
     assert dialog.promote_button.isEnabled() and not dialog.promote_reason.isVisible()
     dialog.show_comparison(comparison_view(document(-0.02)))
     assert dialog.promote_button.text() == "Promote anyway…" and not dialog.refusal.isHidden()  # on step 3
+
+
+def test_the_base_data_box_enter_columns_by_name_and_its_note(qtbot, data_dir, hate_trigger_model_dir, tmp_path,
+                                                              modal_log, monkeypatch):
+    """Step 1's base data: pre-filled with the file the target was trained on (still where it was); Enter in
+    the file box reads the typed file (no file chooser, no training); the columns are found by name, not
+    taken as the file's first two; the note says which file is chosen."""
+    from PySide6.QtWidgets import QFileDialog
+
+    browsed = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: browsed.append(args) or ("", ""))
+    set_up(data_dir, hate_trigger_model_dir, examples=12)
+    davidson = tmp_path / "labeled_data.csv"  # Davidson et al.'s published column layout
+    davidson.write_text(",count,hate_speech,offensive_language,neither,class,tweet\n"
+                        "0,3,0,0,3,2,!!! RT @mayasolovely: As a woman you shouldn't complain\n", encoding="utf-8")
+    window = open_window(qtbot, data_dir)
+    try:
+        dialog = open_dialog(qtbot, window)
+        trained_on = hate_trigger_model_dir.parent.parent / "hate-trigger.csv"
+        assert dialog.base_path.text() == str(trained_on)
+        assert dialog.base_note.text().startswith("Pre-filled from the current target's training data")
+        qtbot.waitUntil(lambda: dialog.text_column.count() == 2, timeout=WAIT)  # sentence, kind
+        assert (dialog.text_column.currentText(), dialog.label_column.currentText()) == ("sentence", "kind")
+        assert dialog.base_note.text().startswith("Base data: hate-trigger.csv (2 columns)")
+
+        dialog.base_path.setFocus()
+        dialog.base_path.selectAll()
+        qtbot.keyClicks(dialog.base_path, str(davidson))
+        qtbot.keyClick(dialog.base_path, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: dialog.text_column.count() == 6, timeout=WAIT)  # the unnamed index column is not one
+        assert browsed == [] and dialog.isVisible() and dialog.pages.currentIndex() == 0
+        assert not dialog.cancel_button.isVisible()  # Enter started no training
+        assert (dialog.text_column.currentText(), dialog.label_column.currentText()) == ("tweet", "class")
+        assert dialog.base_note.text().startswith("Base data: labeled_data.csv (6 columns)")
+        assert "No base data chosen yet" not in dialog.base_note.text()
+        shot(dialog, "next-round-1-base-data.png")
+
+        dialog.base_path.clear()
+        qtbot.keyClick(dialog.base_path, Qt.Key.Key_Return)
+        assert dialog.base_note.text().startswith("No base data chosen yet")
+    finally:
+        close_window(window)

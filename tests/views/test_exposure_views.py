@@ -4,8 +4,8 @@ import uuid
 from datetime import date
 
 from app.core.wellbeing.figures import PersonDay, TeamLimits
-from app.views.breaks import break_prompt_view
-from app.views.exposure import alerts_for, exposure_screen, minutes
+from app.views.breaks import break_prompt_view, break_taken_text
+from app.views.exposure import CARE_NOTE, alerts_for, exposure_screen, minutes
 from app.core.wellbeing.breaks import BreakKind, BreakPrompt
 
 TODAY = date(2026, 3, 10)
@@ -39,3 +39,21 @@ def test_the_prompt_says_why_and_what_to_do():
     assert (short.take_label, short.snooze_label) == ("Take a 5-minute break", "Remind me in 10 min")
     long = break_prompt_view(BreakPrompt(BreakKind.LONG, 20, 245, 15), 10)
     assert "4 h 05 min with hateful content today" in long.text and long.take_label == "Take a 15-minute break"
+
+
+def test_one_minute_is_singular_and_more_are_plural():
+    one = BreakPrompt(BreakKind.SHORT, 52, 130, 1)
+    assert break_prompt_view(one, 10).text.endswith("Step away for 1 minute.")
+    assert break_taken_text(one) == "Break started: see you in 1 minute. Your work is saved."
+    assert "see you in 5 minutes." in break_taken_text(BreakPrompt(BreakKind.SHORT, 52, 130, 5))
+
+
+def test_the_care_note_is_true_of_the_lead_screen_it_sits_on():
+    """A lead's screen shows a row per person: the note must not say figures leave the desk only as team
+    totals; it says who sees a person's rows, and that only the export is team totals."""
+    limits = TeamLimits(daily_min=120, continuous_min=45)
+    screen = exposure_screen([day("Ana", TODAY, writing=10), day("Bo", TODAY, writing=5)], limits, lead=True,
+                             today=TODAY, period_days=1)
+    assert len({r.cells[0] for r in screen.rows}) == 2  # per person, as it should be for a lead
+    assert "only as team totals" not in CARE_NOTE
+    assert "reach only them and their team's leads" in CARE_NOTE and "holds team totals only" in CARE_NOTE

@@ -21,3 +21,12 @@ def test_import_choices_show_descriptions_and_task_names():
     assert tasks == (Choice("Natural language inference", "nli"),)
     view = import_view([SimpleNamespace(name="jsonl", description="Dynadesk JSONL")], tasks)
     assert view.formats == (Choice("Dynadesk JSONL", "jsonl"),) and view.tasks == tasks
+
+
+def test_on_a_team_desk_only_the_token_holder_is_offered_and_nobody_can_be_made_up():
+    ann = SimpleNamespace(id=uuid.UUID(int=1), display_name="Ann", role=Role.ANNOTATOR)
+    lee = SimpleNamespace(id=uuid.UUID(int=2), display_name="Lee", role=Role.LEAD)
+    view = profiles_view([ann, lee], str(ann.id), "https://team.example")
+    assert view.people == (Choice("Ann — annotator", str(ann.id)),) and view.roles == ()
+    assert not view.can_switch and "https://team.example" in view.team_note
+    assert profiles_view([ann, lee], str(ann.id)).can_switch

@@ -84,11 +84,30 @@ class DashboardService(DashboardTables):
     Not thread-safe: use one instance from one thread at a time (the GUI runs it on one worker).
     """
     def view(self, flt: DashboardFilter, *, breakdown: str = "round", chart_people: Sequence[uuid.UUID | str] = (),
-             now: datetime | None = None) -> DashboardView:
+             now: datetime | None = None, only_person: uuid.UUID | None = None) -> DashboardView:
         """Every figure the dashboard shows for this filter, with one breakdown in full (the
-        others are a selector's click away: :meth:`breakdown`)."""
+        others are a selector's click away: :meth:`breakdown`).
+
+        ``only_person``: the figures as someone who is not a lead sees them: per-person figures are
+        theirs alone (their own row, the team's totals, their own line over time, the agreement pairs
+        they are in); the breakdowns and charts are team totals already."""
         with self._lock:
-            return self._view(flt, breakdown, chart_people, now)
+            if only_person is not None:
+                flt = replace(flt, author_ids=())  # a colleague's examples are not theirs to pick out
+                chart_people = (only_person,)
+            view = self._view(flt, breakdown, chart_people, now)
+            if only_person is not None:
+                view = self._own_share(view, flt, only_person.hex)
+            return view
+
+    def _own_share(self, view: DashboardView, flt: DashboardFilter, key: str) -> DashboardView:
+        code = self.people.index.get(key, -1)
+        agreement = replace(view.agreement, pairs=[p for p in view.agreement.pairs if code in (p.rater_a, p.rater_b)])
+        names = {c: name for c, name in view.rater_names.items() if c == code}
+        names.update({c: "a colleague" for p in agreement.pairs for c in (p.rater_a, p.rater_b) if c != code})
+        return replace(view, annotators=[a for a in view.annotators if a.key == key] + [self.team_total(flt)],
+                       agreement=agreement, rater_names=names,
+                       time_series=[s for s in view.time_series if s.key == key])
 
     def assistant_split(self, flt: DashboardFilter, by: SplitBy = "annotator") -> AssistantSplit:
         """The writing assistant's split of the figures for this filter (app.core.services.assistant_split)."""

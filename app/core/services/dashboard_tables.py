@@ -49,6 +49,7 @@ class Group:
 
 
 # The per-annotator table's columns: (attribute, header, kind, tooltip). Kinds tell views how to format.
+TEAM_KEY = "team"  # the team-totals row: no person's key is this (person keys are uuid hex)
 ANNOTATOR_COLUMNS = [
     ("name", "Annotator", "text", "Display name"),
     ("submitted", "Submitted", "int", "Examples submitted or flagged (not drafts, not retracted)"),
@@ -173,6 +174,14 @@ class DashboardTables(DashboardSnapshot):
             row.validations, row.validations_on_decided = int(given[p]), int(judged[p])
             row.agreement_with_decision = _ratio(agreeing[p], judged[p])
         return sorted(rows, key=lambda r: (-r.submitted, r.name.casefold()))
+
+    def team_total(self, flt: DashboardFilter, mask: np.ndarray | None = None) -> Group:
+        """Everyone's examples in view as one row of the per-annotator table: the team's totals, shown to
+        someone who sees only their own row (its key is TEAM_KEY, never a person's)."""
+        mask = self.example_mask(flt) if mask is None else mask
+        rows = np.arange(len(self.examples))
+        stats = self._groups(mask, rows, np.zeros(len(rows), dtype=np.int64), 1)
+        return self._rows(stats, [TEAM_KEY], ["Team (everyone)"], per_person=True)[0]
 
     def breakdown(self, by: str, flt: DashboardFilter, mask: np.ndarray | None = None, *,
                   medians: bool = True) -> list[Group]:

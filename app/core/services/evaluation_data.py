@@ -108,6 +108,15 @@ class Variant:
 
 
 
+def guess_columns(header: Sequence[str]) -> tuple[str | None, str | None]:
+    """A labelled file's text and label columns, found by name (TEXT_COLUMNS, LABEL_COLUMNS, first known
+    name wins); None where no column has a known name."""
+    def find(known: tuple[str, ...]) -> str | None:
+        return next((c for c in known if c in header), None)
+
+    return find(TEXT_COLUMNS), find(LABEL_COLUMNS)
+
+
 def _read_text(path: Path, what: str) -> str:
     try:
         return read_text(Path(path), what, MAX_EVAL_FILE_BYTES)
@@ -204,8 +213,9 @@ def read_labelled_file(path: str | Path, *, text_column: str | None = None, labe
         header = list(dict.fromkeys(k for _, r in records for k in r))
     else:
         header, records = _csv_rows(path, content, "data file")
-    text_col = text_column or next((c for c in TEXT_COLUMNS if c in header), None)
-    label_col = label_column or next((c for c in LABEL_COLUMNS if c in header), None)
+    guessed_text, guessed_label = guess_columns(header)
+    text_col = text_column or guessed_text
+    label_col = label_column or guessed_label
     for chosen, option, known in ((text_col, "--text-column", TEXT_COLUMNS), (label_col, "--label-column", LABEL_COLUMNS)):
         if chosen is None or chosen not in header:
             raise EvaluationInputError(

@@ -172,11 +172,28 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
                              warm_target, "")
     base = None
     if isinstance(trained_with, Mapping) and trained_with.get("text_column"):
-        base = BaseDefaults("", str(trained_with["text_column"]), str(trained_with.get("label_column", "")),
+        found = _training_file_here(trained_with)
+        base = BaseDefaults(found, str(trained_with["text_column"]), str(trained_with.get("label_column", "")),
                             trained_with.get("label_map"), bool(trained_with.get("html_unescaped")),
-                            f"from the current target's training data ({trained_with.get('file', 'its data file')}): "
-                            "choose that file")
+                            f"from the current target's training data ({trained_with.get('file', 'its data file')})"
+                            + ("" if found else ": choose that file, it is not where the target was trained from"))
     return TrainDefaults(base, "target" if warm_target else "base", "auto", False, (), warm_target, "")
+
+
+def _training_file_here(trained_with: Mapping[str, Any]) -> str:
+    """The file a target was trained on, where its description says it was and it is still that file
+    (same sha256); "" otherwise."""
+    from local_models.files import file_sha256
+
+    recorded = trained_with.get("path")
+    path = Path(str(recorded)) if recorded else None
+    if path is None or not path.is_file():
+        return ""
+    try:
+        same = not trained_with.get("sha256") or file_sha256(path) == trained_with["sha256"]
+    except OSError:
+        return ""
+    return str(path) if same else ""
 
 
 def csv_columns(path: Path) -> list[str]:

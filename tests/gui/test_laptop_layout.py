@@ -1,0 +1,120 @@
+"""The views the 1366×768 laptop showed clipped: each fits, with no horizontal scroll bar and no cut
+text, at that size (the window as a maximised window gets it, less the title bar)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint
+from PySide6.QtWidgets import QComboBox, QScrollArea, QWidget
+
+from app.core.assist.types import Goal
+from app.views.assist import AssistPanelView
+from tests.gui.test_workspace import type_text, wait_for_prediction, window  # noqa: F401 (fixture)
+from tests.simulation import small_team
+from widgets.assist_panel import AssistPanel
+
+WIDTH, HEIGHT = 1366, 740
+
+
+def laptop(qtbot, win) -> None:
+    win.resize(WIDTH, HEIGHT)
+    qtbot.waitUntil(lambda: win.width() == WIDTH and win.height() == HEIGHT)
+
+
+def no_horizontal_scroll(page) -> bool:
+    scroll = page.parentWidget().parentWidget()  # the PageScroll holding the page
+    assert isinstance(scroll, QScrollArea)
+    return not scroll.horizontalScrollBar().isVisible()
+
+
+def whole(widget) -> bool:
+    """Nothing of the widget is cut off by what holds it."""
+    return widget.visibleRegion().boundingRect().size() == widget.size()
+
+
+def test_three_banners_leave_both_probability_bars_whole(qtbot, window):
+    laptop(qtbot, window)
+    type_text(qtbot, window, "the quiet teacher walked near the river")
+    wait_for_prediction(qtbot, window)
+    view = window.workspace_view
+    view.round_notice.show_message("Round 2 opened while you were working: new examples now go to round 2. "
+                                   "The draft you are writing stays in round 1 until you move it.", "OK")
+    view.move_offer.show_message("Your draft was written in round 1, which a lead has closed since. Move it to "
+                                 "round 2, where it is predicted again by round 2's target?", "Move", "Keep")
+    view.returned.show_message("A lead returned 2 examples to you with a comment: see Data, Returned to me, "
+                               "revise them and submit them again.", "Show")
+    qtbot.waitUntil(lambda: view.returned.isVisible())
+    qtbot.wait(50)  # the layout settles
+    panel = view.prediction
+    assert whole(panel.combined), "a probability bar is cut"
+
+
+def test_the_perturbation_tab_fits_without_a_horizontal_scroll_bar(qtbot, window):
+    laptop(qtbot, window)
+    view = window.workspace_view
+    view.side.setCurrentWidget(view.perturbation)
+    qtbot.waitUntil(view.perturbation.isVisible)
+    assert no_horizontal_scroll(view.perturbation)
+    assert view.perturbation.minimumSizeHint().width() <= view.side.width()
+
+
+def test_the_assistant_in_contrast_mode_shows_its_buttons_whole(qtbot):
+    holder = QWidget()  # no layout: the panel gets exactly the side pane's width, whatever its minimum
+    qtbot.addWidget(holder)
+    panel = AssistPanel(holder)
+    panel.show_panel(AssistPanelView(available=True, goal=Goal.CONTRAST, labels=("hate", "not hate"),
+                                     contrast_label="not hate", status="Choose the new label, then Suggest."))
+    panel.set_contrast_choices(("hate", "not hate"), "not hate")
+    panel.setGeometry(0, 0, 480, 400)  # the side pane at 1366 px, a little narrower once the editor is widened
+    holder.resize(480, 400)
+    holder.show()
+    qtbot.waitUntil(panel.isVisible)
+    assert panel.minimumSizeHint().width() <= 480
+    for button in (panel.suggest_button, panel.apply_button):
+        assert button.width() >= button.sizeHint().width(), button.text()
+
+
+def test_review_gives_the_text_column_the_spare_width(qtbot, window, desk, people, target_model):
+    small_team(desk, people, target_model)
+    laptop(qtbot, window)
+    window.tabs.setCurrentWidget(window.review_view)
+    table = window.review_view.table
+    qtbot.waitUntil(lambda: table.model().rowCount() > 0, timeout=20_000)
+    table.selectRow(0)  # the accept button now names the author
+    qtbot.waitUntil(lambda: window.review_page.detail is not None, timeout=20_000)
+    qtbot.wait(50)
+    assert table.columnWidth(0) >= 0.3 * table.viewport().width()
+    assert no_horizontal_scroll(window.review_view)
+
+
+def test_the_dashboard_filters_show_their_choice_whole(qtbot, window, desk, people, target_model):
+    small_team(desk, people, target_model)
+    window.desk.switch_person(people.lead.id)
+    laptop(qtbot, window)
+    view = window.dashboard_view
+    with qtbot.waitSignal(window.dashboard.updated, timeout=20_000):
+        window.tabs.setCurrentWidget(view)
+    view.round_combo.setCurrentIndex(view.round_combo.findText("Round 1"))
+    qtbot.waitUntil(lambda: view.round_combo.currentText() == "Round 1")
+    qtbot.wait(50)
+    for combo in view.findChildren(QComboBox):
+        if combo.isVisible() and combo.objectName().startswith("dashboard-"):
+            assert combo.width() >= combo.minimumSizeHint().width(), combo.objectName()
+    round_combo = view.round_combo
+    assert round_combo.width() >= round_combo.fontMetrics().horizontalAdvance("Round 1") + 24
+    assert no_horizontal_scroll(view)
+
+
+def test_the_data_folder_message_never_runs_into_the_model_label(qtbot, window):
+    laptop(qtbot, window)
+    bar = window.statusBar()
+    root = "/home/annotator-with-a-long-name/Documents/Dynadesk projects/hate speech round 2/dynadesk-data"
+    window.show_data_folder(root)
+    qtbot.wait(50)
+    message = bar.currentMessage()
+    label = window.model_label
+    left = label.mapTo(window, QPoint(0, 0)).x() if label.isVisible() else WIDTH
+    first = min(w.mapTo(window, QPoint(0, 0)).x() for w in bar.children()
+                if hasattr(w, "isVisible") and w.isVisible() and w.parent() is bar and w is not bar
+                and hasattr(w, "geometry") and w.geometry().width() > 0 and w.geometry().left() > 0)
+    assert bar.fontMetrics().horizontalAdvance(message) + 8 < min(left, first), message
+    assert message.startswith("Data folder:") and message.endswith("dynadesk-data")
