@@ -24,9 +24,10 @@ GROUPINGS: tuple[Grouping, ...] = ("round", "annotator", "model", "task")
 class Figures:
     key: str
     name: str
-    submitted: int
+    submitted: int  # written on a desk: MER and vMER divide by these
     fooled: int
     validated_fooling: int
+    imported: int = 0  # submitted examples of imported data sets, counted apart (``figures.is_imported``)
 
     @property
     def mer(self) -> float | None:
@@ -39,7 +40,7 @@ class Figures:
 
 # Per target model. CROSS JOIN fixes SQLite's loop order (examples outside, their outputs
 # inside, both through covering indexes); the planner's own choice is five times slower.
-_MODEL_COUNTS, _MODEL_COUNTED = rule.sqlite_counts("e.status", "o.fooled", "e.decided_verdict")
+_MODEL_COUNTS, _MODEL_COUNTED = rule.sqlite_counts("e.status", "o.fooled", "e.decided_verdict", "e.source")
 MODEL_FIGURES = text(
     f"""
     SELECT o.model_id, {_MODEL_COUNTS}
@@ -63,12 +64,12 @@ class StatsService:
                 counts = session.execute(MODEL_FIGURES, {
                     "task_id": task_id.hex if task_id else None, "round_id": round_id.hex if round_id else None,
                 }).all()
-                counts = [(uuid.UUID(k), s, f, v) for k, s, f, v in counts]
+                counts = [(uuid.UUID(k), s, f, v, i) for k, s, f, v, i in counts]
             else:
                 key = {"round": Example.round_id, "annotator": Example.author_id, "task": Example.task_id}[by]
                 query = (
-                    select(key, *rule.sql_counts(Example.model_fooled, Example.decided_verdict))
-                    .where(rule.sql_submitted(Example.status))
+                    select(key, *rule.sql_counts(Example.model_fooled, Example.decided_verdict, Example.source))
+                    .where(rule.sql_in_figures(Example.status))
                     .group_by(key)
                 )
                 if task_id is not None:
@@ -77,7 +78,7 @@ class StatsService:
                     query = query.where(Example.round_id == round_id)
                 counts = session.execute(query).all()
             names = self._names(session, by, [row[0] for row in counts])
-        figures = [Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v)) for k, s, f, v in counts]
+        figures = [Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v), int(i)) for k, s, f, v, i in counts]
         return sorted(figures, key=lambda f: f.name)
 
     @staticmethod
