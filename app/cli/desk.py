@@ -147,6 +147,9 @@ def stats(obj: Context, groupings: tuple[str, ...], task_code: str | None, as_js
             ["", "submitted", "fooled", "MER", "validated fooling", "vMER", "imported"],
             [[f.name, f.submitted, f.fooled, pct(f.mer), f.validated_fooling, pct(f.vmer), f.imported] for f in rows],
         ))
+    if desk.stats.suites(task_id):
+        click.echo("\nHateCheck suites are test cases, not examples: `dynadesk eval --suite` scores a model on them; "
+                   "they are not counted here.")
     if any(f.imported for rows in result.values() for f in rows):
         click.echo("\nImported examples were not written against the target model: MER and vMER count only "
                    "examples written on a desk.")

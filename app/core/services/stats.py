@@ -81,6 +81,18 @@ class StatsService:
         figures = [Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v), int(i)) for k, s, f, v, i in counts]
         return sorted(figures, key=lambda f: f.name)
 
+    def suites(self, task_id: uuid.UUID | None = None) -> int:
+        """How many functional test suites (HateCheck) the desk holds: test cases, which no figure here counts."""
+        from sqlalchemy import func
+
+        from app.core.storage.models import Suite
+
+        query = select(func.count()).select_from(Suite)
+        if task_id is not None:
+            query = query.where(Suite.task_id == task_id)
+        with self.db.read() as session:
+            return int(session.scalar(query) or 0)
+
     @staticmethod
     def _names(session, by: Grouping, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
         if by == "round":
