@@ -66,9 +66,9 @@ def test_an_owners_imported_anli_set_goes_out_once_the_printed_fixes_are_run(tea
     run(owner, "sync", "share-imported")
     run(owner, "sync", "--now")
     met = follow_fixes(owner, runs_on=lambda fix: owner)
-    assert met and "Waiting:       0 record(s)" in run(owner, "sync").output
-    # the issue's order of steps: publish first, then share: nothing waits either
-    assert not waiting(owner)
+    # the one publish sends the task, its round and the data set's own model (ANLI's adversary): nothing else waits
+    assert met == ["task 'nli' is not published on this server yet"]
+    assert "Waiting:       0 record(s)" in run(owner, "sync").output
 
 
 @sqlite_only
@@ -128,3 +128,44 @@ def test_a_model_only_this_desk_has_says_no_command_fixes_it(team, tmp_path):
     [(reason, fix)] = waiting(ann).items()
     assert reason == "model cdcdcdcdcdcd… is not published yet"
     assert fix.startswith("no command fixes it: my own model is a model of this desk only") and "`" not in fix
+
+
+@sqlite_only
+def test_a_context_the_server_lacks_waits_until_the_owner_publishes_the_round_again(team, tmp_path):
+    """A lead writes from a prompt her desk imported; the owner imports the same prompts after publishing
+    round 2: the printed publish of round 2 again sends it, and the lead's example goes out."""
+    from app.core.storage.models import Context, RoundModel
+    from sqlalchemy import select
+    from tests.sync.helpers import MODEL_SHA, prepare_desk
+
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("Write about your neighbours.\n", encoding="utf-8")
+    lead, owner = tmp_path / "lead", tmp_path / "owner"
+    with prepare_desk(lead, team.lead) as desk:
+        model = next(m for m in desk.models.all() if m.sha256 == MODEL_SHA)
+        round2 = desk.tasks.round("hate_speech", 2)
+        desk.rounds.import_contexts(round2.id, team.lead.id, prompts)
+        with desk.db.read() as session:
+            context_id = session.scalar(select(Context.id).where(Context.round_id == round2.id))
+        desk.examples.create(team.lead.id, "hate_speech", hate_content("my neighbours are vermin", "hate"),
+                             [hate_output(model, "not hate")], round_number=2, context_id=context_id)
+    configure(lead, team.url, team.lead.token)
+    run(lead, "sync", "--now")
+    with prepare_desk(owner, team.owner) as desk:  # the owner's round 2, published before, now with the prompts
+        model = next(m for m in desk.models.all() if m.sha256 == MODEL_SHA)
+        round2 = desk.tasks.round("hate_speech", 2)
+        with desk.db.write() as session:
+            session.add(RoundModel(round_id=round2.id, model_id=model.id, position=0))
+        desk.rounds.import_contexts(round2.id, team.owner.id, prompts)
+    configure(owner, team.url, team.owner.token)
+    met = follow_fixes(lead, runs_on=lambda fix: owner if fix.startswith("the owner") else lead)
+    assert met == ["its context is not published in round 2 yet"]
+
+
+def test_reasons_no_command_fixes_say_who_settles_them():
+    """A validation or review waits for its example: no command of this desk's person fixes that."""
+    from sync.local import fix_for
+
+    fix = fix_for("deferred: example 1b2c3d is not on the server yet", "hate_speech")
+    assert fix == "its example goes first; it waits for the example's own reason, or the example's author must sync"
+    assert not COMMAND.search(fix)
