@@ -8,6 +8,7 @@ and the tests check that sentence.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -69,6 +70,13 @@ def test_an_owners_imported_anli_set_goes_out_once_the_printed_fixes_are_run(tea
     # the one publish sends the task, its round and the data set's own model (ANLI's adversary): nothing else waits
     assert met == ["task 'nli' is not published on this server yet"]
     assert "Waiting:       0 record(s)" in run(owner, "sync").output
+    # pulled on a second desk: the imported examples arrive there and count apart from MER
+    ann = tmp_path / "ann"
+    configure(ann, team.url, team.ann.token)
+    run(ann, "sync", "--now")
+    shown = run(ann, "stats", "--task", "nli", "--json").output
+    rows = json.loads(shown)["task"]
+    assert [(r["submitted"], r["imported"], r["mer"]) for r in rows] == [(0, 6, None)]
 
 
 @sqlite_only
