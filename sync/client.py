@@ -231,6 +231,10 @@ class SyncClient(ModelFiles):
             models |= {m.id: m for m in session.scalars(select(ModelRecord).where(
                 ModelRecord.format == ModelFormat.ONNX.value, ModelRecord.task_id == task.id))
                 if m.id not in models and m.path and form_parents(m.provenance or {}) & shas}
+            # an imported data set's own model (ANLI's adversary): a record without files that its examples'
+            # outputs name; the server defers those examples until it knows the model
+            models |= {m.id: m for m in session.scalars(select(ModelRecord).where(
+                ModelRecord.format == ModelFormat.IMPORTED.value, ModelRecord.task_id == task.id))}
             contexts = list(session.scalars(select(Context).where(Context.round_id.in_([r.id for r in rounds]))
                                             .order_by(Context.created_at)))
             numbers = {r.id: r.number for r in rounds}

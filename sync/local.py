@@ -71,13 +71,39 @@ _FIXES = (
 )
 
 
-def fix_for(reason: str, task: str | None) -> str:
-    """What fixes a deferred record, in words a person can act on."""
+_MODEL = re.compile(r"model (?P<model>[0-9a-f]+)… is not published")
+
+
+def fix_for(reason: str, task: str | None, session: Session | None = None) -> str:
+    """What fixes a deferred record, in words a person can act on (with ``session``, a model the server
+    lacks is looked up on this desk: only a round's target or an imported data set's model is published)."""
+    model = _MODEL.search(reason)
+    if model and session is not None:
+        unpublishable = _unpublishable_model(session, model["model"])
+        if unpublishable:
+            return unpublishable
     for pattern, fix in _FIXES:
         found = pattern.search(reason)
         if found:
             return fix.format(**{"task": task or "TASK", **found.groupdict()})
     return "it goes out once the server has what it refers to; the owner may need to run `dynadesk sync publish TASK`"
+
+
+def _unpublishable_model(session: Session, sha_prefix: str) -> str | None:
+    """Why no publish sends a model that examples were written against, or None when a publish does
+    (a round's target, an imported data set's model record, or a model this desk does not know)."""
+    from app.core.domain import ModelFormat
+    from app.core.storage.models import ModelRecord, RoundModel
+
+    models = list(session.scalars(select(ModelRecord).where(ModelRecord.sha256.like(f"{sha_prefix}%"))))
+    if not models or any(m.format == ModelFormat.IMPORTED.value for m in models):
+        return None
+    if session.scalar(select(func.count()).select_from(RoundModel)
+                      .where(RoundModel.model_id.in_([m.id for m in models]))):
+        return None
+    return (f"no command fixes it: {models[0].name} is a model of this desk only, not a target of any round, and the "
+            "server takes examples judged against their round's target models; these stay on this desk (write them "
+            "again against the round's target)")
 
 
 def waiting_reasons(session: Session, person_id: uuid.UUID | None) -> tuple[WaitingReason, ...]:
@@ -93,7 +119,7 @@ def waiting_reasons(session: Session, person_id: uuid.UUID | None) -> tuple[Wait
     codes: dict[uuid.UUID | None, str] = dict(
         session.execute(select(Task.id, Task.code).where(Task.id.in_({r[2] for r in rows if r[2]}))).all())
     out = [WaitingReason(error.removeprefix("deferred:").strip(), n,
-                         fix_for(error, codes.get(task_id))) for error, n, task_id in rows]
+                         fix_for(error, codes.get(task_id), session)) for error, n, task_id in rows]
     return tuple(sorted(out, key=lambda w: (-w.count, w.reason)))
 
 

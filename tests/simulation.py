@@ -63,8 +63,10 @@ def import_anli_team(desk, path: str | Path, *, seed: int = 7, days: int = 21, n
                         "at": when.replace(tzinfo=None).isoformat(sep=" "),
                         "status": "retracted" if rng.random() < retract else "submitted"})
     with desk.db.write() as session:
+        # they stand for examples these writers wrote on their desks (no data set's source): MER counts them
         session.execute(text("UPDATE examples SET author_id = :author, time_spent_ms = :ms, submitted_at = :at, "
-                             "created_at = :at, updated_at = :at, status = :status WHERE id = :id"), updates)
+                             "created_at = :at, updated_at = :at, status = :status, source = NULL WHERE id = :id"),
+                        updates)
     return SimulatedTeam("nli", writers, {}, ids)
 
 

@@ -52,6 +52,7 @@ from app.views.next_round import (
     StepProgress,
     TrainChoices,
     TrainSetup,
+    imported_choice_text,
 )
 from widgets.comparison_chart import AccuracyComparisonChart
 
@@ -158,10 +159,15 @@ class NextRoundDialog(QDialog):
         self.rounds.setMaximumHeight(84)
         self.include_undecided = QCheckBox("Also take undecided examples, with their author's label (the manifest "
                                            "records it)", objectName="include-undecided")
+        # imported data sets (HateCheck cases as a round, ANLI...) come with gold labels, not verdicts: taken on request
+        self.include_imported = QCheckBox(objectName="include-imported")
+        self.include_imported.setVisible(False)
+        self._imported_names: tuple[str, ...] = ()
         rounds_box = QGroupBox("Rounds to learn from (decided examples; held-out ones are never trained on)")
         box = QVBoxLayout(rounds_box)
         box.addWidget(self.rounds)
         box.addWidget(self.include_undecided)
+        box.addWidget(self.include_imported)
 
         self.base_path = QLineEdit(objectName="base-path", placeholderText="Labelled CSV file (optional)")
         self.base_path.editingFinished.connect(self._base_path_confirmed)
@@ -290,6 +296,10 @@ class NextRoundDialog(QDialog):
             item.setCheckState(Qt.CheckState.Checked if row.checked else Qt.CheckState.Unchecked)
             self.rounds.addItem(item)
         self.include_undecided.setChecked(setup.include_undecided)
+        self._imported_names = tuple(name for name, _ in setup.imported_sets)
+        self.include_imported.setText(imported_choice_text(setup.imported_sets) if setup.imported_sets else "")
+        self.include_imported.setVisible(bool(setup.imported_sets))
+        self.include_imported.setChecked(False)
         self.base_path.setText(setup.base_path)
         self._base_path_asked = setup.base_path  # its columns are asked for by the controller
         for combo, value in ((self.text_column, setup.text_column), (self.label_column, setup.label_column)):
@@ -335,7 +345,8 @@ class NextRoundDialog(QDialog):
                             self.label_map.text().strip(), self.html_unescape.isChecked(),
                             FROM_TARGET if self.from_target.isChecked() else FROM_BASE, weight,
                             self.suite.text().strip(), self.epochs.value(), self.seed.value(), self.encoder.text().strip(),
-                            self.learning_rate.text().strip())
+                            self.learning_rate.text().strip(),
+                            self._imported_names if self.include_imported.isChecked() else ())
 
     def _train(self) -> None:
         self.show_message("")

@@ -137,15 +137,22 @@ def stats(obj: Context, groupings: tuple[str, ...], task_code: str | None, as_js
     result = {by: desk.stats.figures(by, task_id=task_id) for by in (groupings or GROUPINGS)}
     if as_json:
         click.echo(json.dumps({by: [{"key": f.key, "name": f.name, "submitted": f.submitted, "fooled": f.fooled,
-                                     "validated_fooling": f.validated_fooling, "mer": f.mer, "vmer": f.vmer}
+                                     "validated_fooling": f.validated_fooling, "mer": f.mer, "vmer": f.vmer,
+                                     "imported": f.imported}
                                     for f in rows] for by, rows in result.items()}, indent=2))
         return
     for by, rows in result.items():
         click.echo(f"\nBy {by}")
         click.echo(format_table(
-            ["", "submitted", "fooled", "MER", "validated fooling", "vMER"],
-            [[f.name, f.submitted, f.fooled, pct(f.mer), f.validated_fooling, pct(f.vmer)] for f in rows],
+            ["", "submitted", "fooled", "MER", "validated fooling", "vMER", "imported"],
+            [[f.name, f.submitted, f.fooled, pct(f.mer), f.validated_fooling, pct(f.vmer), f.imported] for f in rows],
         ))
+    if desk.stats.suites(task_id):
+        click.echo("\nHateCheck suites are test cases, not examples: `dynadesk eval --suite` scores a model on them; "
+                   "they are not counted here.")
+    if any(f.imported for rows in result.values() for f in rows):
+        click.echo("\nImported examples were not written against the target model: MER and vMER count only "
+                   "examples written on a desk.")
 
 
 @cli.command("restore-backup")

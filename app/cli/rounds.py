@@ -84,7 +84,8 @@ def rounds_show(obj: Context, task_code: str, number: int | None, context_rows: 
     click.echo(f"  contexts:      {s.contexts}, served by {settings.context_policy}"
                + (f" (tag {settings.context_tag})" if settings.context_tag else ""))
     click.echo(f"  assistant:     {MODE_WORDS[str(settings.assistant)]}")
-    click.echo(f"  examples:      {s.examples}, {s.fooled} fooled the model")
+    imported = f"; {s.imported} imported (not written against the target: outside MER)" if s.imported else ""
+    click.echo(f"  examples:      {s.examples}, {s.fooled} fooled the model{imported}")
     click.echo("  target models: " + ("; ".join(f"{name} ({sha[:12]})" for _, name, sha in s.models) or "none"))
     stats = desk.rounds.context_stats(s.id, limit=context_rows)
     if stats:

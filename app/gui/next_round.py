@@ -77,6 +77,7 @@ def _train_options(task_code: str, choices: TrainChoices):
                             num_threads=default_num_threads())
     return RoundTrainingOptions(task=task_code, rounds=list(choices.rounds), base_data=base,
                                 start_from=choices.start_from, include_undecided=choices.include_undecided,
+                                imported=list(choices.imported),
                                 round_weight=choices.round_weight, encoder=encoder, config=config)
 
 

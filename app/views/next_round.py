@@ -30,6 +30,7 @@ class _RoundCount(Protocol):
     held_out: int
     undecided: int
     left_out: int
+    imported: Mapping[str, int]
 
 
 class _BaseDefaults(Protocol):
@@ -83,6 +84,8 @@ class TrainSetup:
     promote_reason: str  # why Promote is disabled ("" when it is not)
     publish_possible: bool
     publish_reason: str  # why Publish is not offered
+    # imported data sets in the task's rounds and their examples: taken, with their gold labels, when chosen
+    imported_sets: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +129,7 @@ class TrainChoices:
     seed: int
     encoder: str  # "" : the packaged base encoder (or the one the target was trained from)
     learning_rate: str = "2e-4"  # as typed
+    imported: tuple[str, ...] = ()  # imported data sets to take (their names), with their gold labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,9 +192,11 @@ def round_rows(counts: Sequence[_RoundCount], chosen: Sequence[int] = ()) -> tup
     rows = []
     for c in counts:
         parts = [f"{c.decided:,} decided ({c.held_out:,} held out)", f"{c.undecided:,} undecided"]
+        if c.imported:
+            parts.append(", ".join(f"{n:,} imported ({name})" for name, n in sorted(c.imported.items())))
         if c.left_out:
-            parts.append(f"{c.left_out:,} left out (flagged, unnamed imports)")
-        usable = c.decided > 0 or c.undecided > 0
+            parts.append(f"{c.left_out:,} left out (flagged)")
+        usable = c.decided > 0 or c.undecided > 0 or bool(c.imported)
         checked = (c.number in chosen) if chosen else c.decided > 0
         rows.append(RoundRow(c.number, f"Round {c.number} ({c.status}): " + ", ".join(parts), checked and usable,
                              usable))
@@ -208,7 +214,22 @@ def train_setup(task_code: str, task_name: str, counts: Sequence[_RoundCount], d
         f"Pre-filled {base.source}." if base else NO_BASE_NOTE,
         defaults.start_from if defaults.warm_target else FROM_BASE, defaults.warm_target or "",
         defaults.round_weight, defaults.suite, candidates_folder, not promote_reason, promote_reason,
-        not publish_reason, publish_reason)
+        not publish_reason, publish_reason, imported_sets(counts))
+
+
+def imported_sets(counts: Sequence[_RoundCount]) -> tuple[tuple[str, int], ...]:
+    """Each imported data set of the task's rounds with its examples (a choice of its own in step 1)."""
+    totals: dict[str, int] = {}
+    for c in counts:
+        for name, n in c.imported.items():
+            totals[name] = totals.get(name, 0) + n
+    return tuple(sorted(totals.items()))
+
+
+def imported_choice_text(sets: Sequence[tuple[str, int]]) -> str:
+    """The check box that takes imported data sets: which, how many, and what they bring."""
+    named = ", ".join(f"{name} ({n:,})" for name, n in sets)
+    return f"Also take the imported data sets {named}, with their own gold labels (the manifest records it)"
 
 
 def duration(seconds: float) -> str:

@@ -282,3 +282,30 @@ def test_a_missing_or_empty_group_column_is_refused_with_what_to_do(desk, tmp_pa
     with pytest.raises(ImportFailed) as failed:
         import_file(desk, path, "hatecheck", round_number=1, group_column="templ_id")
     assert "templ_id is empty" in str(failed.value)
+
+
+def test_hatecheck_round_examples_imported_before_the_target_runs_get_its_answers_on_a_second_import(
+        desk, tmp_path, hate_trigger_model_dir):
+    """Imported before the round had a target (a desk's first start), the cases are stored without model
+    outputs; importing the file again once the target runs fills them in, and adds no example."""
+    from app.core.io.importers import import_file
+    from app.core.services.target_models import register_model
+    from app.core.storage.models import Example
+    from tests.app.test_stats import csv_slice
+    from tests.conftest import shared_file
+
+    cases = csv_slice(shared_file("hatecheck", "test_suite_cases_dev.csv"), tmp_path / "hatecheck.csv", 7)
+    first = import_file(desk, cases, "hatecheck", round_number=1, group_column="templ_id")
+    assert first.added["examples"] == 7 and "import the file again" in " ".join(first.warnings)
+    with desk.db.read() as session:
+        assert all(not e.outputs and e.model_fooled is None for e in session.query(Example))
+    target = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
+    desk.rounds.adopt_first_models("hate_speech", [target.id])
+    again = import_file(desk, cases, "hatecheck", round_number=1, group_column="templ_id")
+    assert again.added == {"examples given their model outputs": 7} and again.already_present == 0
+    with desk.db.read() as session:
+        examples = list(session.query(Example))
+        assert len(examples) == 7
+        assert all([o.model_sha256 for o in e.outputs] == [target.sha256] and e.model_fooled is not None
+                   for e in examples)
+    assert import_file(desk, cases, "hatecheck", round_number=1, group_column="templ_id").already_present == 7

@@ -101,7 +101,7 @@ def test_csv_columns_are_read_from_the_header_or_refused_clearly(tmp_path):
         csv_columns(binary)
 
 
-def test_imports_are_counted_as_left_out_unless_named(desk, people, target_model):
+def test_imports_are_counted_by_data_set_apart_from_the_left_out(desk, people, target_model):
     example = desk.examples.create(people.author.id, "hate_speech", hate_content("an imported text", "hate"),
                                    [hate_output(target_model, "hate")])
     from app.core.storage.models import Example
@@ -109,7 +109,7 @@ def test_imports_are_counted_as_left_out_unless_named(desk, people, target_model
     with desk.db.write() as session:
         session.get(Example, example.id).origin = {"kind": "import", "format": "hatecheck"}
     (one,) = round_counts(desk, "hate_speech")
-    assert (one.decided, one.undecided, one.left_out) == (0, 0, 1)
+    assert (one.decided, one.undecided, one.left_out, dict(one.imported)) == (0, 0, 0, {"hatecheck": 1})
 
 
 def test_the_targets_training_file_is_pre_filled_only_where_it_still_is(tmp_path):

@@ -407,3 +407,38 @@ def test_the_base_data_box_enter_columns_by_name_and_its_note(qtbot, data_dir, h
         assert dialog.base_note.text().startswith("No base data chosen yet")
     finally:
         close_window(window)
+
+
+def test_hatecheck_imported_as_round_examples_can_be_taken_from_the_dialog(qtbot, data_dir, tmp_path, modal_log,
+                                                                         hate_trigger_model_dir):
+    """HateCheck cases imported as round 1 (as the README shows) are listed as imported, not as "left out",
+    and a check box takes them: the training options name the data set."""
+    from app.core.io.importers import import_file
+    from app.core.services.training_data import training_set
+    from app.gui.next_round import _train_options
+    from tests.app.test_stats import csv_slice
+    from tests.conftest import shared_file
+
+    set_up(data_dir, hate_trigger_model_dir, examples=12, lesson=False)
+    cases = csv_slice(shared_file("hatecheck", "test_suite_cases_dev.csv"), tmp_path / "hatecheck.csv", 9)
+    with Desk(data_dir) as desk:
+        import_file(desk, cases, "hatecheck", round_number=1, group_column="templ_id")
+    window = open_window(qtbot, data_dir)
+    try:
+        dialog = open_dialog(qtbot, window)
+        text = dialog.rounds.item(0).text()
+        assert "9 imported (hatecheck)" in text and "left out" not in text, text
+        box = dialog.include_imported
+        assert box.isVisible() and not box.isChecked() and "hatecheck (9)" in box.text()
+        chosen = []
+        dialog.train_requested.connect(chosen.append)
+        assert dialog.choices().imported == ()
+        qtbot.mouseClick(box, Qt.MouseButton.LeftButton)
+        assert dialog.choices().imported == ("hatecheck",)
+        options = _train_options(TASK, dialog.choices())
+        assert options.imported == ["hatecheck"]
+        data = training_set(window.desk, TASK, [1], imported=options.imported)
+        taken = [e for e in [*data.train, *data.held_out] if e.source == "imported"]
+        assert len(taken) == 9 and "imported_not_named" not in data.excluded
+    finally:
+        close_window(window)

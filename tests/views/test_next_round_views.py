@@ -32,11 +32,14 @@ def test_the_eta_waits_for_a_meaningful_rate_then_extrapolates_it():
 
 
 def test_rounds_are_offered_with_their_counts_and_checked_by_use():
-    counts = [RoundCount(1, "closed", 120, 12, 3, 2), RoundCount(2, "open", 0, 0, 4, 0), RoundCount(3, "open", 0, 0, 0, 0)]
+    counts = [RoundCount(1, "closed", 120, 12, 3, 2), RoundCount(2, "open", 0, 0, 4, 0), RoundCount(3, "open", 0, 0, 0, 0),
+              RoundCount(4, "open", 0, 0, 0, 0, {"hatecheck": 2298})]
     rows = round_rows(counts)
-    assert rows[0].text == "Round 1 (closed): 120 decided (12 held out), 3 undecided, 2 left out (flagged, unnamed imports)"
-    assert [(r.checked, r.enabled) for r in rows] == [(True, True), (False, True), (False, False)]
-    assert [r.checked for r in round_rows(counts, chosen=(2,))] == [False, True, False]  # as last used
+    assert rows[0].text == "Round 1 (closed): 120 decided (12 held out), 3 undecided, 2 left out (flagged)"
+    # imported cases are a choice of their own, not "left out"; a round of them alone can be chosen
+    assert rows[3].text == "Round 4 (open): 0 decided (0 held out), 0 undecided, 2,298 imported (hatecheck)"
+    assert [(r.checked, r.enabled) for r in rows] == [(True, True), (False, True), (False, False), (False, True)]
+    assert [r.checked for r in round_rows(counts, chosen=(2,))] == [False, True, False, False]  # as last used
 
 
 def test_the_setup_starts_from_the_base_encoder_when_no_target_was_trained_by_dynadesk():

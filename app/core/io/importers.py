@@ -205,7 +205,13 @@ class Importer:
             return None
         stored = session.get(Example, example_id)
         if stored is not None:
-            if same_content(stored, checked):
+            if same_content(stored, checked) and outputs and not stored.outputs:
+                # stored before the round's target could run (a desk's first start): its answers now
+                stored.outputs = self.output_rows(definition, checked, outputs)
+                stored.model_fooled = is_fooled(definition, outputs, checked.true_label, checked.answer)
+                stored.updated_at = utcnow()
+                self.report.count("examples given their model outputs")
+            elif same_content(stored, checked):
                 self.report.already_present += 1
             else:
                 self.report.problems.append(ImportProblem(
@@ -221,13 +227,7 @@ class Importer:
             source=self.name, external_id=external_id, sync_state=SyncState.LOCAL.value, fooled_rule=round_.fooled_rule,
             model_fooled=is_fooled(definition, outputs, checked.true_label, checked.answer),
         )
-        example.outputs = [
-            ModelOutputRow(model_id=o.model_id, position=i, model_sha256=o.model_sha256, label=o.label,
-                           probabilities=o.probabilities, latency_ms=o.latency_ms,
-                           answer=o.answer.to_json() if o.answer else None,
-                           fooled=is_fooled(definition, [o], checked.true_label, checked.answer))
-            for i, o in enumerate(outputs)
-        ]
+        example.outputs = self.output_rows(definition, checked, outputs)
         session.add(example)
         session.flush()
         session.add_all(facet_rows(definition, example.id, checked.meta))
@@ -235,6 +235,17 @@ class Importer:
             context.times_used += 1
         self.report.count("examples")
         return example
+
+
+    @staticmethod
+    def output_rows(definition: TaskDefinition, checked: Content, outputs: list[ModelOutput]) -> list[ModelOutputRow]:
+        return [
+            ModelOutputRow(model_id=o.model_id, position=i, model_sha256=o.model_sha256, label=o.label,
+                           probabilities=o.probabilities, latency_ms=o.latency_ms,
+                           answer=o.answer.to_json() if o.answer else None,
+                           fooled=is_fooled(definition, [o], checked.true_label, checked.answer))
+            for i, o in enumerate(outputs)
+        ]
 
 
 def same_content(stored: Example, checked: Content) -> bool:

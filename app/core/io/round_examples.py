@@ -26,12 +26,14 @@ def target_outputs(desk: Any, task_code: str | None, round_number: int, texts: S
         round_ = desk.tasks.round(task_code, round_number)
     except DynadeskError:
         report.warnings.append(f"round {round_number} of {task_code} is new, so it has no target model: the "
-                               "examples are stored without model outputs (none of them counts as fooling a model)")
+                               "examples are stored without model outputs (none of them counts as fooling a model); import the "
+                               "file again once the round has its target, and they get its answers")
         return none
     targets = [r for r in desk.models.round_models(round_.id) if r.format != "imported"]
     if not targets:
         report.warnings.append(f"round {round_number} of {task_code} has no target model that runs on this desk: "
-                               "the examples are stored without model outputs")
+                               "the examples are stored without model outputs; import the file again once it has "
+                               "one, and they get its answers")
         return none
     outputs = none
     for record in targets:

@@ -62,7 +62,7 @@ def assistant_split(db: Database, by: SplitBy, *, task_id: uuid.UUID | None = No
     # the ids as SQLite stores them (32 hex digits, as uuid.hex): no UUID object per row
     key = type_coerce({"annotator": Example.author_id, "round": Example.round_id}[by], String)
     query = select(key, Example.status, Example.model_fooled, Example.decided_verdict, Example.time_spent_ms,
-                   *rule.sql_arm_fields(Example.assistance)).where(rule.sql_submitted(Example.status))
+                   *rule.sql_arm_fields(Example.assistance)).where(rule.sql_submitted(Example.status, Example.source))
     if task_id is not None:
         query = query.where(Example.task_id == task_id)
     if round_ids:
@@ -83,7 +83,7 @@ def snapshot_split(snapshot: DashboardSnapshot, flt: DashboardFilter, by: SplitB
     """The same split (``figures.arm_split``'s rule) over the dashboard's numpy snapshot, for its
     filter: milliseconds over 100k examples, where reading the records takes seconds."""
     ex = snapshot.examples
-    mask = snapshot.example_mask(flt) & rule.submitted_mask(ex["status"], STATUS_CODES)
+    mask = snapshot.example_mask(flt) & rule.submitted_mask(ex["status"], STATUS_CODES, ex["imported"])
     arm = ex["arm"]
     outside = int((mask & (arm < 0)).sum())
     rows = np.nonzero(mask & (arm >= 0))[0]

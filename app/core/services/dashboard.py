@@ -141,7 +141,7 @@ class DashboardService(DashboardTables):
             breakdown = "round"
         breakdowns = {breakdown: self.breakdown(breakdown, flt, mask)}
         agreement_result, rater_names = self.agreement(flt, mask)
-        counted = mask & rule.submitted_mask(ex["status"], STATUS_CODES)
+        counted = mask & rule.submitted_mask(ex["status"], STATUS_CODES, ex["imported"])
 
         def chart(name: str, **without) -> list[Group]:
             """A chart's bars ignore the chart's own filter, so that the other bars stay to click

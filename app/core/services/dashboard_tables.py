@@ -12,7 +12,7 @@ import numpy as np
 
 from app.core.services.agreement import MIN_OVERLAP, Agreement, agreement
 from app.core.services.dashboard_snapshot import (
-    DECIDED_CODES, DECIDED_INCORRECT, STATUS_CODES, DashboardFilter, DashboardSnapshot,
+    DECIDED_CODES, DECIDED_INCORRECT, RETRACTED, STATUS_CODES, DashboardFilter, DashboardSnapshot,
 )
 from app.core.tasks import figures as rule
 
@@ -33,6 +33,7 @@ class Group:
     decided: int = 0
     rejected: int = 0
     undecided: int = 0
+    imported: int = 0  # imported data sets' examples: not written against the target, outside MER and vMER
     mer: float | None = None
     vmer: float | None = None
     rejection_rate: float | None = None
@@ -75,6 +76,8 @@ BREAKDOWN_COLUMNS = [
     ("retraction_rate", "Retracted", "rate", "Retracted ÷ (submitted + retracted)"),
     ("undecided", "Backlog", "int", "Submitted examples not yet decided"),
     ("median_seconds", "Median time", "seconds", "Median writing time per example"),
+    ("imported", "Imported", "int", "Examples imported from a data set: not written against the target, "
+                                    "so outside Submitted, MER and vMER"),
 ]
 
 
@@ -87,7 +90,8 @@ class DashboardTables(DashboardSnapshot):
         ex = self.examples
         keep = mask[rows] & (codes >= 0)
         rows, codes = rows[keep], codes[keep]
-        counted = rule.submitted_mask(ex["status"][rows], STATUS_CODES)
+        imported = ex["imported"][rows]
+        counted = rule.submitted_mask(ex["status"][rows], STATUS_CODES, imported)
         fooled_here = rule.fooling_mask(ex["fooled"][rows] if fooled is None else fooled[keep])
         decided = ex["decided"][rows]
         perturbed = counted & ex["perturbation"][rows]
@@ -102,8 +106,11 @@ class DashboardTables(DashboardSnapshot):
             return table[:, _flag_set(bits, without)].sum(axis=1)
 
         out = {
-            "submitted": count(1), "retracted": count(without=1), "fooled": count(1, 2),
+            "submitted": count(1), "fooled": count(1, 2),
+            "retracted": np.bincount(codes[ex["status"][rows] == RETRACTED], minlength=n_groups)[:n_groups],
             "validated_fooling": count(1, 2, 4), "decided": count(1, 16), "rejected": count(1, 8),
+            "imported": np.bincount(codes[rule.imported_mask(ex["status"][rows], STATUS_CODES, imported)],
+                                    minlength=n_groups)[:n_groups],
         }
         times = ex["time_ms"][rows]
         if medians:
@@ -130,7 +137,7 @@ class DashboardTables(DashboardSnapshot):
             group = Group(
                 key=key, name=name, submitted=submitted, retracted=retracted, fooled=int(stats["fooled"][i]),
                 validated_fooling=int(stats["validated_fooling"][i]), decided=decided,
-                rejected=int(stats["rejected"][i]), undecided=submitted - decided,
+                rejected=int(stats["rejected"][i]), undecided=submitted - decided, imported=int(stats["imported"][i]),
                 mer=rule.mer(stats["fooled"][i], submitted), vmer=rule.vmer(stats["validated_fooling"][i], submitted),
                 rejection_rate=rule.rejection_rate(int(stats["rejected"][i]), decided),
                 retraction_rate=_ratio(retracted, submitted + retracted),
@@ -161,7 +168,7 @@ class DashboardTables(DashboardSnapshot):
         given = np.bincount(validators, minlength=n_people)[:n_people]
         judged = np.bincount(validators[on_decided], minlength=n_people)[:n_people]
         agreeing = np.bincount(validators[on_decided & (keys == decided_key)], minlength=n_people)[:n_people]
-        shown = (stats["submitted"] + stats["retracted"] + given) > 0
+        shown = (stats["submitted"] + stats["retracted"] + stats["imported"] + given) > 0
         if flt.author_ids:
             chosen = np.zeros(n_people, dtype=np.bool_)
             chosen[[c for c in (self._code(self.people, a) for a in flt.author_ids) if c >= 0]] = True
@@ -201,7 +208,7 @@ class DashboardTables(DashboardSnapshot):
         else:
             return []
         stats = self._groups(mask, rows, codes, len(codebook), fooled, medians)
-        present = np.nonzero(stats["submitted"] + stats["retracted"])[0]
+        present = np.nonzero(stats["submitted"] + stats["retracted"] + stats["imported"])[0]
         picked = {name: column[present] for name, column in stats.items()}
         keys = [codebook.values[i] for i in present]
         names = [self.names.get(k, k) for k in keys]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, cast
@@ -36,7 +36,9 @@ class RoundCount:
     decided: int  # taken: decided, not flagged (their decided label)
     held_out: int  # of those, on the held-out side (never trained on; compared on)
     undecided: int  # taken only with "include undecided"
-    left_out: int  # submitted but never taken: flagged, imported and not named, unknown label
+    left_out: int  # submitted but never taken: flagged, unknown label
+    # imported data sets' examples, by data set name: taken (with their gold labels) only when named
+    imported: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class _Row(NamedTuple):
 def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
     """Every round of the task with its count of decided examples (held-out ones among them) and of
     undecided ones, by the same rule training uses (``training_data._choose``)."""
-    from app.core.services.training_data import _choose
+    from app.core.services.training_data import _choose, imported_name
 
     task = desk.tasks.task(task_code)
     counts: dict[uuid.UUID, dict[str, int]] = {}
@@ -88,6 +90,7 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
         rounds = list(session.scalars(select(Round).where(Round.task_id == task.id).order_by(Round.number)))
         for round_ in rounds:
             counts[round_.id] = {"decided": 0, "held_out": 0, "undecided": 0, "left_out": 0}
+        imported: dict[uuid.UUID, dict[str, int]] = {round_.id: {} for round_ in rounds}
         columns = [getattr(Example, name) for name in _Row._fields]
         found = [(values[0], _Row(*values[1:]))
                  for values in session.execute(select(Example.round_id, *columns).where(Example.task_id == task.id))]
@@ -97,7 +100,10 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
             tally = counts.get(round_id)
             if tally is None:
                 continue
-            if label is None:
+            if label is None and source == "imported_not_named":
+                name = imported_name(row)
+                imported[round_id][name] = imported[round_id].get(name, 0) + 1
+            elif label is None:
                 if source not in _NOT_WRITTEN:
                     tally["left_out"] += 1
             elif source == "undecided":
@@ -106,7 +112,7 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
                 tally["decided"] += 1
                 tally["held_out"] += held_out_example(row.id, row.perturbation_of, row.origin,
                                                       origins.get(row.perturbation_of) if row.perturbation_of else None)
-        return [RoundCount(r.number, str(r.status), **counts[r.id]) for r in rounds]
+        return [RoundCount(r.number, str(r.status), **counts[r.id], imported=imported[r.id]) for r in rounds]
 
 
 def candidates_dir(root: Path) -> Path:

@@ -67,8 +67,9 @@ class RoundSummary:
     opened_at: object
     closed_at: object
     contexts: int
-    examples: int
+    examples: int  # written on desks (MER's denominator)
     fooled: int
+    imported: int = 0  # imported data sets' examples, counted apart
 
 
 @dataclass(frozen=True)
@@ -121,14 +122,14 @@ class RoundService:
         task_code = self.tasks.task_code(round_.task_id)
         with self.db.read() as session:
             contexts = session.scalar(select(func.count()).where(Context.round_id == round_.id)) or 0
-            examples, fooled, _validated = session.execute(
-                select(*figures.sql_counts(Example.model_fooled, Example.decided_verdict))
-                .where(Example.round_id == round_.id, figures.sql_submitted(Example.status))
+            examples, fooled, _validated, imported = session.execute(
+                select(*figures.sql_counts(Example.model_fooled, Example.decided_verdict, Example.source))
+                .where(Example.round_id == round_.id, figures.sql_in_figures(Example.status))
             ).one()
         models = [(m.id, m.name, m.sha256) for m in self.models.round_models(round_.id)]
         return RoundSummary(round_.id, task_code, round_.number, round_.status, round_.description,
                             round_.goal_message, round_.fooled_rule, self.settings(round_), models,
-                            round_.opened_at, round_.closed_at, contexts, int(examples), int(fooled))
+                            round_.opened_at, round_.closed_at, contexts, int(examples), int(fooled), int(imported))
 
     def target_candidates(self, task_code: str) -> list[ModelRecord]:
         """Models that can serve as this task's targets: runnable, and for this task or any."""
@@ -143,10 +144,12 @@ class RoundService:
 
     def context_stats(self, round_id: uuid.UUID, *, limit: int | None = None) -> list[ContextStats]:
         """Each context with how often it was served and how often it led to a fooling example."""
-        submitted, fooled, _validated = figures.sql_counts(Example.model_fooled, Example.decided_verdict)
+        submitted, fooled, _validated, _imported = figures.sql_counts(Example.model_fooled, Example.decided_verdict,
+                                                                      Example.source)
         per_context = (
             select(Example.context_id.label("context_id"), submitted.label("examples"), fooled.label("fooled"))
-            .where(Example.round_id == round_id, figures.sql_submitted(Example.status), Example.context_id.is_not(None))
+            .where(Example.round_id == round_id, figures.sql_submitted(Example.status, Example.source),
+                   Example.context_id.is_not(None))
             .group_by(Example.context_id)
             .subquery()
         )
@@ -430,7 +433,7 @@ class RoundService:
         stats = session.execute(
             select(Context.id, Context.times_used,
                    figures.sql_total(figures.sql_fooling(Example.model_fooled)), func.count(Example.id))
-            .outerjoin(Example, (Example.context_id == Context.id) & figures.sql_submitted(Example.status))
+            .outerjoin(Example, (Example.context_id == Context.id) & figures.sql_submitted(Example.status, Example.source))
             .where(Context.id.in_(pool))
             .group_by(Context.id)
         ).all()

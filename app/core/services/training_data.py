@@ -133,6 +133,12 @@ def _imported_names(example: Example) -> set[str]:
     return {str(n) for n in (origin.get("format"), origin.get("file"), example.source) if n}
 
 
+def imported_name(example: Any) -> str:
+    """The name an imported example's data set is taken by (``training_set(imported=...)``): its format."""
+    origin = example.origin or {}
+    return str(example.source or origin.get("format") or origin.get("file") or "imported")
+
+
 def _choose(example: Example, include_undecided: bool, imported: set[str]) -> tuple[str, str] | tuple[None, str]:
     """(label, source) when the example is taken; (None, reason) when it is left out."""
     if example.status == ExampleStatus.DRAFT:

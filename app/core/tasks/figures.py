@@ -1,7 +1,9 @@
 """Dynabench's figures, defined once: MER (model error rate) and vMER (validated model error rate).
 
 - An example counts as *submitted* when its status is submitted or flagged (drafts and retracted
-  examples do not count).
+  examples do not count) and it was written on a desk against the round's target: imported data sets
+  (HateCheck cases, ANLI, DynaHate; anything with a ``source``) were not written against this model,
+  so they count apart, as *imported*, and never in MER or vMER.
 - It *fooled* the model when its "fooled" is true (None, nothing judged, does not count).
 - It is *validated fooling* when it fooled the model and the decision on it is 'correct' (the
   author's label stands).
@@ -34,8 +36,18 @@ ASSISTED, UNASSISTED = "assisted", "unassisted"
 ARM_GROUPS = {"on": ASSISTED, "off": UNASSISTED}  # a session's arm -> its side of the split
 
 
-def is_submitted(status: str) -> bool:
-    return status in COUNTED
+def is_written(source: str | None) -> bool:
+    """Written on a desk (against the round's target), not imported from a data set."""
+    return source is None
+
+
+def is_submitted(status: str, source: str | None = None) -> bool:
+    return status in COUNTED and is_written(source)
+
+
+def is_imported(status: str, source: str | None) -> bool:
+    """A submitted example of an imported data set: counted apart, outside MER and vMER."""
+    return status in COUNTED and not is_written(source)
 
 
 def is_fooling(fooled: bool | None) -> bool:
@@ -175,19 +187,31 @@ def sql_arm_fields(assistance: Any) -> tuple[Any, Any]:
     return assistance["arm"].as_string(), assistance["applied"].as_boolean()
 
 
-def sql_submitted(status: Any) -> Any:
-    """The WHERE clause of the examples that count (a SQLAlchemy expression over a status column)."""
+def sql_submitted(status: Any, source: Any) -> Any:
+    """The WHERE clause of the examples that count (SQLAlchemy, over the status and source columns)."""
+    return status.in_(COUNTED) & source.is_(None)
+
+
+def sql_imported(status: Any, source: Any) -> Any:
+    """The WHERE clause of the imported examples, counted apart (``is_imported``)."""
+    return status.in_(COUNTED) & source.is_not(None)
+
+
+def sql_in_figures(status: Any) -> Any:
+    """Examples that count as submitted or as imported: a query that reports both (``sql_counts``) keeps these
+    and counts each kind with its own condition."""
     return status.in_(COUNTED)
 
 
-def sql_counts(fooled: Any, decided_verdict: Any) -> tuple[Any, Any, Any]:
-    """(submitted, fooled, validated fooling) as SQLAlchemy aggregates over the rows of a GROUP BY
-    whose WHERE is ``sql_submitted``; portable (SQLite and PostgreSQL)."""
-    from sqlalchemy import and_, func
+def sql_counts(fooled: Any, decided_verdict: Any, source: Any) -> tuple[Any, Any, Any, Any]:
+    """(submitted, fooled, validated fooling, imported) as SQLAlchemy aggregates over the rows of a
+    GROUP BY whose WHERE is ``sql_in_figures`` (or ``sql_submitted``); portable (SQLite and PostgreSQL)."""
+    from sqlalchemy import and_
 
-    fooling = sql_fooling(fooled)
-    return (func.count(), sql_total(fooling),
-            sql_total(and_(fooling, decided_verdict == VALIDATING_VERDICT.value)))
+    written = source.is_(None)
+    fooling = and_(written, sql_fooling(fooled))
+    return (sql_total(written), sql_total(fooling),
+            sql_total(and_(fooling, decided_verdict == VALIDATING_VERDICT.value)), sql_total(source.is_not(None)))
 
 
 def sql_fooling(fooled: Any) -> Any:
@@ -202,22 +226,56 @@ def sql_total(condition: Any) -> Any:
     return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
 
 
+def sql_status_counts(fooled: Any, decided_verdict: Any) -> tuple[Any, Any, Any]:
+    """(rows, fooling, validated fooling) over the rows a WHERE picked, whatever their source. Fast queries
+    take these over ``sql_in_figures`` (a covering index answers) and again over ``sql_imported`` (the
+    few imported rows, through the source index): written = the first less the second (``written_counts``)."""
+    from sqlalchemy import and_, func
+
+    fooling = sql_fooling(fooled)
+    return func.count(), sql_total(fooling), sql_total(and_(fooling, decided_verdict == VALIDATING_VERDICT.value))
+
+
+def written_counts(every: Sequence[int], imported: Sequence[int]) -> tuple[int, int, int, int]:
+    """(submitted, fooled, validated fooling, imported) from the counts of ``sql_status_counts`` over every
+    counted row and over the imported ones alone: what ``sql_counts`` gives in one (slower) pass."""
+    rows, fooled, validated = (int(v or 0) for v in every)
+    i_rows, i_fooled, i_validated = (int(v or 0) for v in imported)
+    return rows - i_rows, fooled - i_fooled, validated - i_validated, i_rows
+
+
 def sqlite_counts(status: str, fooled: str, decided_verdict: str) -> tuple[str, str]:
-    """The same rule as SQLite text, for hand-tuned queries: (the select list of the three counts,
-    the WHERE condition), over the named columns."""
+    """``sql_status_counts`` as SQLite text, for hand-tuned queries: (the select list of the three counts,
+    the WHERE condition of ``sql_in_figures``), over the named columns. Null-safe (``IS``): an undecided
+    example's NULL verdict counts 0, so a group whose examples all fooled and none is decided sums to 0, not NULL."""
     counted = ", ".join(f"'{s}'" for s in COUNTED)
-    return (f"count(*), sum({fooled} IS 1), "
-            f"sum({fooled} IS 1 AND {decided_verdict} = '{VALIDATING_VERDICT.value}')",
+    return (f"count(*), total({fooled} IS 1), "
+            f"total({fooled} IS 1 AND {decided_verdict} IS '{VALIDATING_VERDICT.value}')",
             f"{status} IN ({counted})")
 
 
+def sqlite_imported(source: str) -> str:
+    """The extra WHERE condition (SQLite text) that keeps imported rows only (``sql_imported``)."""
+    return f"{source} IS NOT NULL"
 
-def submitted_mask(status: Any, code_of: Mapping[str, int]) -> Any:
-    """Which rows count as submitted, from a column of status codes (``code_of`` maps statuses to codes)."""
+
+
+def status_mask(status: Any, code_of: Mapping[str, int]) -> Any:
+    """Which rows have a submitted or flagged status, written or imported (``code_of`` maps statuses to codes)."""
     mask = status == code_of[COUNTED[0]]
     for name in COUNTED[1:]:
         mask = mask | (status == code_of[name])
     return mask
+
+
+def submitted_mask(status: Any, code_of: Mapping[str, int], imported: Any) -> Any:
+    """Which rows count as submitted, from a column of status codes and one of "imported" flags."""
+    return status_mask(status, code_of) & ~imported
+
+
+def imported_mask(status: Any, code_of: Mapping[str, int], imported: Any) -> Any:
+    """Which rows are imported examples, counted apart (``is_imported``)."""
+    return status_mask(status, code_of) & imported
 
 
 def fooling_mask(fooled: Any) -> Any:

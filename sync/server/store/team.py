@@ -30,9 +30,9 @@ def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = Non
     key = {"round": Example.round_id, "annotator": Example.author_id}[by]
     with db.read() as session:
         rows = session.execute(
-            select(key, *rule.sql_counts(Example.model_fooled, Example.decided_verdict),
+            select(key, *rule.sql_counts(Example.model_fooled, Example.decided_verdict, Example.source),
                    rule.sql_total(Example.duplicate_of.is_not(None)))
-            .where(Example.team == team, rule.sql_submitted(Example.status)).group_by(key)).all()
+            .where(Example.team == team, rule.sql_in_figures(Example.status)).group_by(key)).all()
         ids = [row[0] for row in rows]
         if by == "round":
             names = {rid: f"{name} · round {number}" for rid, name, number in session.execute(
@@ -41,8 +41,8 @@ def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = Non
             names = dict(session.execute(select(Person.id, Person.display_name).where(Person.id.in_(ids))).all())
     # MER and vMER as the desk defines them (``app.core.tasks.figures``, through ``Figures``), over "fooled" as the server judged it at push.
     figures = []
-    for k, s, f, v, d in rows:
-        counts = Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v))
+    for k, s, f, v, i, d in rows:
+        counts = Figures(str(k), names.get(k, str(k)), int(s), int(f), int(v), int(i))
         figures.append(FigureRow(key=counts.key, name=counts.name, submitted=counts.submitted, fooled=counts.fooled,
                                  validated_fooling=counts.validated_fooling, duplicates=int(d), mer=counts.mer,
                                  vmer=counts.vmer))
@@ -60,7 +60,7 @@ def team_assistant_split(db: ServerDatabase, me: Person, by: str,
         rows = [rule.ArmRow(str(k), *rest) for k, *rest in session.execute(
             select(key, Example.status, Example.model_fooled, Example.decided_verdict, Example.time_spent_ms,
                    *rule.sql_arm_fields(Example.assistance))
-            .where(Example.team == team, rule.sql_submitted(Example.status)))]
+            .where(Example.team == team, rule.sql_submitted(Example.status, Example.source)))]
         figures, outside = rule.arm_split(rows)
         ids = list({f.key for f in figures})
         if by == "round":
