@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, Field, StringConstraints
+from pydantic import AwareDatetime, Field, StringConstraints, model_validator
 
 from app.core.limits import Bound
 from sync.protocol import Code, Count, FreeJson, Hex64, Name, Short, ShownName, Strict, Team
@@ -23,6 +23,24 @@ PartFileName = Annotated[str, StringConstraints(
 MAX_PROPOSAL_FILES = 200
 PROPOSAL_STATES = ("open", "promoted", "declined", "superseded")
 ProposalState = Literal["open", "promoted", "declined", "superseded"]
+
+
+def file_name_clash(names: list[str]) -> str | None:
+    """Why ``names`` cannot all be files of one folder (one named twice, also as letter case goes on some
+    file systems, or one a folder of another), or None."""
+    seen: dict[str, str] = {}
+    for name in names:
+        folded = name.casefold()
+        if folded in seen:
+            return f"'{seen[folded]}' and '{name}' are the same file name"
+        seen[folded] = name
+    for name in names:
+        parts = name.casefold().split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder in seen:
+                return f"'{seen[folder]}' is a file, and '{name}' needs it to be a folder"
+    return None
 
 
 class ProposalFile(Strict):
@@ -45,6 +63,13 @@ class ProposalCreate(Strict):
     # The report's key figures (see sync.proposals); the whole report travels as a file.
     figures: FreeJson = Field(default_factory=dict)
     note: Short | None = None
+
+    @model_validator(mode="after")
+    def _distinct_files(self) -> "ProposalCreate":
+        clash = file_name_clash([f.name for f in self.files])
+        if clash:
+            raise ValueError(f"the proposal's files cannot share one folder: {clash}")
+        return self
 
 
 class ProposalDecision(Strict):
