@@ -8,7 +8,7 @@ arrival is refused at once (``Damaged``, an ``Interrupted``), and the caller pre
 
 A form is taken on what it answers, not on its provenance's word: before it is used, it and the model
 it stands for answer the same bounded set of task texts (this desk's own texts of the task, filled up
-with a fixed set), and ``local_models.parity``'s rule judges the two (``form_parity``). A form that
+with a fixed set), and ``local_models.parity.judge_sample`` judges the two (``form_parity``). A form that
 fails is refused (``FormRefused``) and nothing of it stays registered.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 from sqlalchemy import select
 
 from app.core.storage.models import Context, Example, ModelRecord, Round, Task
-from local_models.parity import ParityVerdict, compare_probabilities, judge
+from local_models.parity import ParityVerdict, judge_sample
 from sync.client import SyncClient
 from sync.protocol import API, ModelForms, ModelRecordWire
 from sync.tokens import TokenStore
@@ -123,8 +123,8 @@ def parity_texts(desk, model: ModelRecord, limit: int = PARITY_TEXTS) -> list[st
 
 
 def form_parity(desk, model: ModelRecord, form: ModelRecord, texts: Sequence[str] | None = None) -> ParityVerdict:
-    """How ``form`` answers beside ``model`` on a bounded set of task texts, judged by the parity rule
-    (with the bounded count in place of its 2,000 texts)."""
+    """How ``form`` answers beside ``model`` on a bounded set of task texts, judged by the parity rule's
+    sample check (the full rule, on 2,000 texts, ran where the form was made)."""
     from app.core.services.target_models import load_engine_for
 
     asked = list(texts) if texts is not None else parity_texts(desk, model)
@@ -139,9 +139,7 @@ def form_parity(desk, model: ModelRecord, form: ModelRecord, texts: Sequence[str
         reference.close()
     labels = sorted(expected[0].probabilities) if expected else []
     if not asked or any(sorted(p.probabilities) != labels for p in answered):
-        figures = compare_probabilities(np.ones((1, 1)), np.zeros((1, 1)), "the form's labels differ")
-        return judge(figures, min_texts=MIN_PARITY_TEXTS)
-    figures = compare_probabilities(np.array([[p.probabilities[k] for k in labels] for p in expected]),
-                                    np.array([[p.probabilities[k] for k in labels] for p in answered]),
-                                    source=f"{len(asked)} task texts on this desk")
-    return judge(figures, min_texts=MIN_PARITY_TEXTS)
+        return judge_sample(np.ones((1, 1)), np.zeros((1, 1)), "the form's labels differ", min_texts=MIN_PARITY_TEXTS)
+    return judge_sample(np.array([[p.probabilities[k] for k in labels] for p in expected]),
+                        np.array([[p.probabilities[k] for k in labels] for p in answered]),
+                        f"{len(asked)} task texts on this desk", min_texts=MIN_PARITY_TEXTS)

@@ -60,7 +60,7 @@ def test_a_form_that_answers_otherwise_is_refused_whatever_its_provenance_says(t
     assert 40 <= len(texts) <= 200 and set(FIXED_TEXTS) <= set(texts)
     assert form_parity(owner, torch, true_form).passed
     verdict = form_parity(owner, torch, forged)
-    assert not verdict.passed and "label changed" in verdict.reason
+    assert not verdict.passed and "label changed" in verdict.reason, verdict.reason
     with owner.db.write() as session:  # only the forged form travels with the model
         session.delete(session.get(ModelRecord, true_form.id))
     opened = owner.rounds.open_next(TASK, team.owner.id, [torch.id], close_previous=True)
@@ -77,3 +77,23 @@ def test_a_form_that_answers_otherwise_is_refused_whatever_its_provenance_says(t
     with ann.db.read() as session:
         assert session.scalar(select(ModelRecord).where(ModelRecord.sha256 == forged.sha256)) is None
     ann.close()
+
+
+def test_the_sample_check_passes_a_form_within_the_rule_and_refuses_one_that_is_not_the_models():
+    import numpy as np
+
+    from local_models.parity import judge_sample
+
+    rng = np.random.default_rng(3)
+    first = rng.uniform(0.02, 0.98, 64)
+    reference = np.stack([first, 1 - first], axis=1)
+    near = np.clip(first + rng.normal(0, 0.01, 64), 0, 1)
+    near[0] = 1 - first[0]  # one text on the boundary flips, as an int8 form's may
+    within = judge_sample(reference, np.stack([near, 1 - near], axis=1), "sample", min_texts=40)
+    assert within.passed, within.reason
+    swapped = judge_sample(reference, reference[:, ::-1], "sample", min_texts=40)
+    assert not swapped.passed and "label changed" in swapped.reason
+    drifted = np.clip(first + 0.2, 0, 1)
+    moved = judge_sample(reference, np.stack([drifted, 1 - drifted], axis=1), "sample", min_texts=40)
+    assert not moved.passed and "moved by more than" in moved.reason
+    assert not judge_sample(reference[:10], reference[:10], "sample", min_texts=40).passed
