@@ -66,7 +66,7 @@ def remove_stale_staging(final: Path) -> list[Path]:
     named = re.compile(rf"(\d+)-{_MKDTEMP}")
     unnamed = re.compile(_MKDTEMP)
     prefix = f".{final.name}-"
-    removed = []
+    removed: list[Path] = []
     try:
         siblings = list(final.parent.iterdir())
     except OSError:
