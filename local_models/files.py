@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterable
 
 CHUNK = 1 << 20
+# A staging folder of a process that no longer runs (a killed `dynadesk train`, a crash) is removed by
+# the next build of the same folder; one whose maker cannot be told (made before its name carried the
+# process id) once it is this old.
+STALE_UNKNOWN_STAGING_S = 24 * 3600
+_MKDTEMP = "[a-z0-9_]{8}"
 
 
 def file_sha256(path: Path) -> str:
@@ -46,9 +54,54 @@ def make_staging_dir(final: Path) -> Path:
     crash never leaves a half-written model that looks finished). It gets the permissions a
     plainly created folder would get, not mkdtemp's private ones."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    remove_stale_staging(final)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-{os.getpid()}-", dir=final.parent))
     os.chmod(staging, 0o777 & ~_umask())
     return staging
+
+
+def remove_stale_staging(final: Path) -> list[Path]:
+    """Remove the staging folders of ``final`` that no running process will finish: those whose maker
+    (named in the folder's name) has ended, and unnamed ones older than a day. Returns what went."""
+    named = re.compile(rf"(\d+)-{_MKDTEMP}")
+    unnamed = re.compile(_MKDTEMP)
+    prefix = f".{final.name}-"
+    removed: list[Path] = []
+    try:
+        siblings = list(final.parent.iterdir())
+    except OSError:
+        return removed
+    for path in siblings:
+        if not path.name.startswith(prefix) or path.is_symlink() or not path.is_dir():
+            continue
+        rest = path.name[len(prefix):]
+        maker = named.fullmatch(rest)
+        if maker:
+            stale = not _running(int(maker.group(1)))
+        elif unnamed.fullmatch(rest):
+            try:
+                stale = time.time() - path.stat().st_mtime > STALE_UNKNOWN_STAGING_S
+            except OSError:
+                continue
+        else:
+            continue  # another folder's staging (``final`` is a prefix of its name)
+        if stale:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (this one does; where that cannot be asked safely, assume it does)."""
+    if pid == os.getpid() or sys.platform == "win32":  # signal 0 is not a probe on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def install_dir(staging: Path, final: Path, *, replace: bool) -> Path:

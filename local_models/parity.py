@@ -11,6 +11,12 @@ round's examples):
 - the 99th percentile of the probability change is at most ``MAX_P99_CHANGE``;
 - the mean and the maximum change are reported, not judged: one text may move a lot.
 
+A form fetched from elsewhere is checked again where it is used, on a bounded sample (``judge_sample``):
+it fails when its label changes are more than a form keeping ``MIN_AGREEMENT`` shows but once in a
+thousand samples of that size, or when more than a tenth of the texts move by over ``MAX_P99_CHANGE``.
+That catches a form that is not the model's (swapped labels, other weights), not the last half percent,
+which the full rule settled where the form was made.
+
 Fewer texts than ``MIN_TEXTS`` never pass: with 500 texts a single changed label moves the
 agreement by 0.2 %, and the 99th percentile rests on 5 texts, so the rule cannot tell a model
 that keeps 99.5 % of labels from one that keeps 98 %. The refusal says how many texts are
@@ -21,6 +27,7 @@ reported beside it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from math import comb
 from typing import Any
 
 import numpy as np
@@ -99,4 +106,37 @@ def judge(figures: ParityFigures, *, min_texts: int = MIN_TEXTS, min_agreement: 
     if not figures.p99_change <= max_p99_change:  # NaN fails too
         problems.append(f"the 99th percentile of the probability change is {figures.p99_change:.3f} "
                         f"(> {max_p99_change})")
+    return ParityVerdict(figures, not problems, tuple(problems))
+
+
+SAMPLE_RISK = 0.001  # how often a sample check may refuse a form that keeps the rule
+SAMPLE_SHARE_WITHIN = 0.9  # of a sample's texts, the share whose change must stay within MAX_P99_CHANGE
+
+
+def allowed_changes(texts: int, *, min_agreement: float = MIN_AGREEMENT, risk: float = SAMPLE_RISK) -> int:
+    """The most label changes among ``texts`` sampled texts that a form keeping ``min_agreement`` exceeds
+    with probability below ``risk`` (a binomial tail)."""
+    p, below = 1.0 - min_agreement, 0.0
+    for k in range(texts + 1):
+        below += comb(texts, k) * p**k * (1.0 - p) ** (texts - k)
+        if 1.0 - below < risk:
+            return k
+    return texts
+
+
+def judge_sample(reference: np.ndarray, candidate: np.ndarray, source: str, *, min_texts: int) -> ParityVerdict:
+    """The sample check of a form against its model, on their [texts, classes] probabilities."""
+    figures = compare_probabilities(reference, candidate, source)
+    change = np.abs(np.asarray(reference, dtype=np.float64) - np.asarray(candidate, dtype=np.float64)).max(axis=1)
+    problems = []
+    if figures.texts < min_texts:
+        problems.append(f"only {figures.texts:,} texts to compare on; the check needs at least {min_texts:,}")
+    allowed = allowed_changes(figures.texts)
+    if figures.labels_changed > allowed:
+        problems.append(f"the label changed on {figures.labels_changed:,} of {figures.texts:,} texts (a form "
+                        f"keeping {MIN_AGREEMENT:.1%} of labels changes at most {allowed} there)")
+    moved = float(np.quantile(change, SAMPLE_SHARE_WITHIN))
+    if not moved <= MAX_P99_CHANGE:  # NaN fails too
+        problems.append(f"{1 - SAMPLE_SHARE_WITHIN:.0%} of the texts moved by more than {moved:.3f} "
+                        f"(> {MAX_P99_CHANGE})")
     return ParityVerdict(figures, not problems, tuple(problems))

@@ -9,21 +9,38 @@ as a blob.
 
 from __future__ import annotations
 
-import json
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, Field, StringConstraints, field_validator
+from pydantic import AwareDatetime, Field, StringConstraints, model_validator
 
-from sync.protocol import Code, Count, Hex64, Name, Short, Strict, Team
+from app.core.limits import Bound
+from sync.protocol import Code, Count, FreeJson, Hex64, Name, Short, ShownName, Strict, Team
 
 # A file of a trained candidate folder, relative to it: plain names in at most three sub-folders.
 PartFileName = Annotated[str, StringConstraints(
-    pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}(/[A-Za-z0-9][A-Za-z0-9._-]{0,199}){0,3}$")]
+    pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}(/[A-Za-z0-9][A-Za-z0-9._-]{0,199}){0,3}$"), Bound.line(803)]
 MAX_PROPOSAL_FILES = 200
-MAX_FIGURES_BYTES = 64 * 1024
 PROPOSAL_STATES = ("open", "promoted", "declined", "superseded")
 ProposalState = Literal["open", "promoted", "declined", "superseded"]
+
+
+def file_name_clash(names: list[str]) -> str | None:
+    """Why ``names`` cannot all be files of one folder (one named twice, also as letter case goes on some
+    file systems, or one a folder of another), or None."""
+    seen: dict[str, str] = {}
+    for name in names:
+        folded = name.casefold()
+        if folded in seen:
+            return f"'{seen[folded]}' and '{name}' are the same file name"
+        seen[folded] = name
+    for name in names:
+        parts = name.casefold().split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder in seen:
+                return f"'{seen[folder]}' is a file, and '{name}' needs it to be a folder"
+    return None
 
 
 class ProposalFile(Strict):
@@ -43,17 +60,16 @@ class ProposalCreate(Strict):
     files: list[ProposalFile] = Field(min_length=1, max_length=MAX_PROPOSAL_FILES)
     files_sha256: Hex64  # manifest_sha256 of (name, sha256): the list arrived as it was sent
     comparison: ProposalFile | None = None  # the comparison report (JSON), a blob
-    figures: dict[str, Any] = Field(default_factory=dict)  # the report's key figures (see sync.proposals)
+    # The report's key figures (see sync.proposals); the whole report travels as a file.
+    figures: FreeJson = Field(default_factory=dict)
     note: Short | None = None
 
-    @field_validator("figures")
-    @classmethod
-    def _small(cls, value: dict[str, Any]) -> dict[str, Any]:
-        size = len(json.dumps(value, default=str).encode("utf-8"))
-        if size > MAX_FIGURES_BYTES:
-            raise ValueError(f"the key figures take {size} bytes; at most {MAX_FIGURES_BYTES} fit (the whole "
-                             "report travels as a file)")
-        return value
+    @model_validator(mode="after")
+    def _distinct_files(self) -> "ProposalCreate":
+        clash = file_name_clash([f.name for f in self.files])
+        if clash:
+            raise ValueError(f"the proposal's files cannot share one folder: {clash}")
+        return self
 
 
 class ProposalDecision(Strict):
@@ -68,7 +84,7 @@ class ProposalWire(Strict):
     task: Code
     team: Team
     proposer_id: uuid.UUID
-    proposer: str
+    proposer: ShownName
     created_at: AwareDatetime
     name: Name
     rounds_trained_on: list[int]
@@ -76,12 +92,12 @@ class ProposalWire(Strict):
     files: list[ProposalFile]
     files_sha256: Hex64
     comparison: ProposalFile | None
-    figures: dict[str, Any]
-    note: str | None
+    figures: FreeJson
+    note: Short | None
     state: ProposalState
-    decided_by: str | None = None
+    decided_by: ShownName | None = None
     decided_at: AwareDatetime | None = None
-    reason: str | None = None
+    reason: Short | None = None
     promoted_round: int | None = None
     forced: bool = False
     size: Count = 0  # bytes of all its files
@@ -100,7 +116,7 @@ class TaskPolicyUpdate(Strict):
 class TaskPolicyWire(Strict):
     task: Code
     leads_may_promote: bool
-    set_by: str | None = None
+    set_by: ShownName | None = None
     set_at: AwareDatetime | None = None
 
 

@@ -49,6 +49,7 @@ from local_models.files import file_sha256
 from local_models.progress import Progress
 from sync.proposal_wire import (
     MAX_PROPOSAL_FILES,
+    file_name_clash,
     PartFileName,
     ProposalCreate,
     ProposalDecision,
@@ -345,12 +346,26 @@ def download_proposal(desk: Desk, client: SyncClient, wire: ProposalWire, handle
     if manifest_sha256((f.name, f.sha256) for f in wire.files) != wire.files_sha256:
         raise ProposalError(f"The server's file list of proposal {wire.id} does not add up to its checksum; "
                             "nothing was downloaded. Ask the proposer to propose the candidate again.")
+    clash = file_name_clash([f.name for f in wire.files])
+    if clash:  # checked before anything is written: no staging folder is left behind
+        raise ProposalError(f"The files of proposal {wire.id} cannot share one folder ({clash}); nothing was "
+                            "downloaded. Ask the proposer to propose the candidate again.")
     final = proposal_folder(desk, wire.id)
     wanted = [(f.name, f) for f in wire.files] + ([(f"{META_DIR}/{REPORT_NAME}", wire.comparison)]
                                                   if wire.comparison else [])
     if (final / META_DIR / ".complete").is_file() and all(_matches(final / name, f) for name, f in wanted):
         return final
     staging = final.with_name(f".{wire.id}.partial")
+    try:
+        return _download_into(client, wire, wanted, staging, final, handle)
+    except OSError as exc:  # a full disk, a folder not writable: nothing half-made stays
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ProposalError(f"Proposal {wire.id} could not be written on this desk ({exc}); nothing was installed "
+                            "and no round changed.") from exc
+
+
+def _download_into(client: SyncClient, wire: ProposalWire, wanted: list[tuple[str, ProposalFile]], staging: Path,
+                   final: Path, handle: SyncHandle) -> Path:
     staging.mkdir(parents=True, exist_ok=True)
     total, done = sum(f.size for _, f in wanted), 0
     for name, f in wanted:

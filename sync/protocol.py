@@ -9,7 +9,9 @@ unknown fields, so a typo is a 422 with the field named, never a silently droppe
 Limits: a request body is at most ``MAX_BODY_BYTES``; one push carries at most
 ``MAX_PUSH_RECORDS`` records; one input text at most ``MAX_TEXT_CHARS`` characters (a task's
 own ``max_chars`` is checked on top of that when the record is stored); free-form JSON fields
-(``origin``, ``meta``, ``settings``, ...) as deep and as large as ``app.core.limits`` allows. A page of
+(``origin``, ``meta``, ``settings``, ...) as deep and as large as ``app.core.limits`` allows. Every text and
+free JSON field carries its ``Bound`` from ``app.core.limits`` in its type (``tests/sync/test_wire_bounds.py``
+finds any that does not). A page of
 changes stops adding records once it holds about ``MAX_PULL_BYTES`` (always at least one change).
 """
 
@@ -27,7 +29,6 @@ from pydantic import (
     Field,
     StringConstraints,
     TypeAdapter,
-    ValidationInfo,
     field_validator,
 )
 
@@ -41,7 +42,7 @@ from app.core.domain import (
     ValidationMode,
     Verdict,
 )
-from app.core.limits import FREE_FORM_FIELDS, free_form_problem
+from app.core.limits import Bound
 from app.core.assist.lexicon import InvalidLexicon, WordChanges
 from app.core.wellbeing.word_list import InvalidWordList, clean_words
 from app.core.quality.settings import BOUNDS as QUALITY_BOUNDS
@@ -56,16 +57,26 @@ MAX_TEXT_CHARS = 200_000  # the largest max_chars a task definition may set
 MAX_BLOB_BYTES = 8 * 1024**3
 TOKEN_PREFIX = "ddk_"
 
-Hex64 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-Code = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-Label = Annotated[str, StringConstraints(max_length=200)]
-Short = Annotated[str, StringConstraints(max_length=500)]
-Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
-Team = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")]
+Hex64 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$"), Bound.line(64)]
+Code = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$"), Bound.line(64)]
+Name = Annotated[str, StringConstraints(min_length=1), Bound.line(200)]
+Label = Annotated[str, Bound.line(200)]
+Short = Annotated[str, Bound.text(500)]
+Text = Annotated[str, Bound.text(MAX_TEXT_CHARS)]
+Team = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$"), Bound.line(64)]
 Count = Annotated[int, Field(ge=0, le=10**12)]
 Revision = Annotated[int, Field(ge=1, le=2**31 - 1)]
-FileName = Annotated[str, StringConstraints(pattern=r"^(model|tokenizer)/[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")]
+FileName = Annotated[str, StringConstraints(pattern=r"^(model|tokenizer)/[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"),
+                     Bound.line(210)]
+# Free JSON: as deep, as large, with such characters and numbers as app.core.limits allows (its size
+# limit by the field's name: a task's definition and a model's provenance may be larger).
+FreeJson = Annotated[dict[str, Any], Bound.json()]
+FreeList = Annotated[list[Any], Bound.json()]
+FreeValue = Annotated[Any, Bound.json()]
+# What the server writes for a reader (a refusal's reason, a person's name in figures): control
+# characters escaped and cut to length, never refused.
+Shown = Annotated[str, Bound.shown(64 * 1024)]
+ShownName = Annotated[str, Bound.shown(200)]
 
 SUBMITTED_STATES = Literal["submitted", "flagged", "retracted"]  # drafts never leave the desk
 
@@ -81,19 +92,6 @@ class Stamped(Strict):
     revision: Revision = 1
 
 
-def _bounded(value: Any, info: ValidationInfo) -> Any:
-    assert info.field_name is not None  # always set for a field validator
-    problem = free_form_problem(info.field_name, value)
-    if problem:
-        raise ValueError(problem)
-    return value
-
-
-def bounded(kind: str) -> Any:
-    """The validator that keeps a record kind's free-form fields within ``app.core.limits``."""
-    return field_validator(*FREE_FORM_FIELDS[kind])(_bounded)
-
-
 class PersonRecord(Stamped):
     record: Literal["person"]
     display_name: Name
@@ -105,10 +103,8 @@ class TaskRecord(Stamped):
     record: Literal["task"]
     code: Code
     name: Name
-    definition: dict[str, Any]
+    definition: FreeJson
     fingerprint: Hex64
-
-    _bounded = bounded("task")
 
 
 class ModelFile(Strict):
@@ -124,12 +120,10 @@ class ModelRecordWire(Stamped):
     name: Name
     format: ModelFormat
     sha256: Hex64
-    label_map: dict[str, Any] = Field(default_factory=dict)
+    label_map: FreeJson = Field(default_factory=dict)
     task: Code | None = None
-    provenance: dict[str, Any] = Field(default_factory=dict)
+    provenance: FreeJson = Field(default_factory=dict)
     files: list[ModelFile] | None = Field(default=None, max_length=1000)  # None: no files on the server
-
-    _bounded = bounded("model")
 
 
 def form_parents(provenance: dict[str, Any]) -> set[str]:
@@ -156,10 +150,8 @@ class RoundRecord(Stamped):
     fooled_rule: FooledRule = FooledRule.MEAN
     opened_at: AwareDatetime | None = None
     closed_at: AwareDatetime | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: FreeJson = Field(default_factory=dict)
     target_models: list[uuid.UUID] = Field(default_factory=list, max_length=16)
-
-    _bounded = bounded("round")
 
 
 class ContextRecord(Stamped):
@@ -168,12 +160,10 @@ class ContextRecord(Stamped):
     task: Code
     round_number: Annotated[int, Field(ge=1)]
     text: Text
-    data: Any = None
+    data: FreeValue = None
     tag: Label = ""
     source: Short = ""
     times_used: Count = 0
-
-    _bounded = bounded("context")
 
 
 class SpanWire(Strict):
@@ -199,8 +189,8 @@ class AssistanceWire(Strict):
     arm: Literal["on", "off"] | None = None
     session: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     applied: bool = False
-    generator: Annotated[str, StringConstraints(max_length=32)] | None = None
-    edit_type: Annotated[str, StringConstraints(max_length=64)] | None = None
+    generator: Annotated[str, Bound.line(32)] | None = None
+    edit_type: Annotated[str, Bound.line(64)] | None = None
     applied_text: Text | None = None
     edit_distance: Count | None = None  # ignored when pushed: the server measures it
 
@@ -218,10 +208,10 @@ class ExampleRecord(Stamped):
     answer: SpanWire | None = None
     model_fooled: bool | None = None
     fooled_rule: FooledRule = FooledRule.MEAN
-    meta: dict[str, Any] = Field(default_factory=dict)
-    origin: dict[str, Any] = Field(default_factory=dict)
+    meta: FreeJson = Field(default_factory=dict)
+    origin: FreeJson = Field(default_factory=dict)
     perturbation_of: uuid.UUID | None = None
-    edit_ops: list[Any] | None = None
+    edit_ops: FreeList | None = None
     edit_distance: Count | None = None
     status: SUBMITTED_STATES
     status_reason: Text | None = None
@@ -232,8 +222,6 @@ class ExampleRecord(Stamped):
     outputs: list[OutputWire] = Field(default_factory=list, max_length=16)
     duplicate_of: uuid.UUID | None = None  # set by the server; ignored when pushed
     assistance: AssistanceWire | None = None  # None: written without the assistant, or by an older desk
-
-    _bounded = bounded("example")
 
 
 class ValidationRecord(Stamped):
@@ -285,9 +273,9 @@ class TaskSettingRecord(Stamped):
     # The lead's data-quality settings, sent with the threshold (None from a desk older than them).
     quality: QualitySettingsWire | None = None
     # The lead's changes to the assistant's word lists (``WordChanges`` JSON; None from older desks).
-    assist_words: dict[str, Any] | None = None
+    assist_words: FreeJson | None = None
     # The words the team's leads added to the task's blur list (None from a desk older than them).
-    blur_words: list[Annotated[str, Field(min_length=1, max_length=60)]] | None = Field(default=None, max_length=2000)
+    blur_words: list[Annotated[str, Field(min_length=1), Bound.line(60)]] | None = Field(default=None, max_length=2000)
     lead: uuid.UUID
     received_at: AwareDatetime | None = None  # set by the server (ignored when pushed)
 
@@ -350,14 +338,14 @@ class RecordResult(Strict):
 
     index: int
     id: uuid.UUID
-    record: str
+    record: Code
     status: ResultStatus
     revision: int | None = None  # the server's revision of the record after this request
-    reason: str | None = None
+    reason: Shown | None = None
     # The server's version, for conflicts; for a stored example, {"model_fooled": ...} when the
     # server judged it otherwise than the desk (the server's judgement counts); for a review already
     # stored, {"received_at": ...}: when it first arrived (a resend after a lost answer keeps that time).
-    server: dict[str, Any] | None = None
+    server: Annotated[dict[str, Any], Bound.json(MAX_BODY_BYTES)] | None = None
 
 
 class PushResponse(Strict):
@@ -381,29 +369,29 @@ class ChangesResponse(Strict):
 
 class Me(Strict):
     id: uuid.UUID
-    display_name: str
+    display_name: ShownName
     role: Role
-    team: str
+    team: Team
     protocol: int = PROTOCOL_VERSION
-    server_version: str
+    server_version: Label
 
 
 class RecordError(Strict):
     index: int | None = None
-    id: str | None = None
-    reason: str
+    id: Annotated[str, Bound.shown(64)] | None = None
+    reason: Shown
 
 
 class ErrorBody(Strict):
     """Every 4xx and 5xx answer: ``detail`` says what went wrong; ``errors`` names the records."""
 
-    detail: str
+    detail: Shown
     errors: list[RecordError] = Field(default_factory=list)
 
 
 class FigureRow(Strict):
-    key: str
-    name: str
+    key: ShownName
+    name: ShownName
     submitted: int
     fooled: int
     validated_fooling: int
@@ -413,7 +401,7 @@ class FigureRow(Strict):
 
 
 class TeamStats(Strict):
-    team: str | None  # None: every team (owners)
+    team: Team | None  # None: every team (owners)
     by: Literal["round", "annotator"]
     rows: list[FigureRow]
 
@@ -422,8 +410,8 @@ class ArmFigureRow(Strict):
     """One side of the writing assistant's split for a round or an annotator
     (``app.core.tasks.figures.arm_split``, computed by the server from its stored records)."""
 
-    key: str
-    name: str
+    key: ShownName
+    name: ShownName
     arm: Literal["assisted", "unassisted"]
     submitted: int
     applied: int  # with a suggestion applied
@@ -438,7 +426,7 @@ class ArmFigureRow(Strict):
 
 
 class TeamAssistantSplit(Strict):
-    team: str | None
+    team: Team | None
     by: Literal["round", "annotator"]
     rows: list[ArmFigureRow]
     outside: int  # submitted examples without an arm (the assistant off, or written before it)
@@ -451,11 +439,11 @@ class Duplicate(Strict):
 
     example: uuid.UUID
     duplicate_of: uuid.UUID | None
-    task: str
+    task: Code
     round_number: int
-    text: str
-    author: str
-    original_author: str | None
+    text: Text
+    author: ShownName
+    original_author: ShownName | None
     other_team: bool = False
 
 
@@ -464,7 +452,7 @@ class Duplicates(Strict):
 
 
 class BlobStored(Strict):
-    sha256: str
+    sha256: Hex64
     size: int
     created: bool
 

@@ -106,7 +106,7 @@ class TokenStore:
             os.chmod(self.file, 0o600)
         try:
             data = json.loads(self.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             log.warning("%s cannot be read (%s); no token is known", self.file, exc)
             return {}
         return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}

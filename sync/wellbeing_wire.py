@@ -11,10 +11,11 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AwareDatetime, Field, model_validator
 
-from sync.protocol import Strict
+from app.core.limits import Bound
+from sync.protocol import Code, ShownName, Strict, Team
 
 MAX_WELLBEING_RECORDS = 1000  # per push
-Zone = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_+\-/:]+$")]
+Zone = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_+\-/:]+$"), Bound.line(64)]
 Minutes = Annotated[int, Field(ge=0, le=100_000)]
 
 
@@ -23,7 +24,7 @@ class ExposureWire(Strict):
     id: uuid.UUID
     person_id: uuid.UUID
     activity: Literal["writing", "validating", "reviewing"]
-    task_code: str = Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")
+    task_code: Code
     example_id: uuid.UUID | None = None
     started_at: AwareDatetime
     ended_at: AwareDatetime
@@ -66,9 +67,9 @@ class WellbeingItem(Strict):
     """A record as a reader gets it, with whose it is."""
 
     seq: int
-    team: str
-    person_name: str
-    person_role: str
+    team: Team
+    person_name: ShownName
+    person_role: ShownName
     record: WellbeingWire
 
 
@@ -84,6 +85,6 @@ class TeamLimitsUpdate(Strict):
 
 
 class TeamLimitsWire(TeamLimitsUpdate):
-    team: str
+    team: Team
     set_by: uuid.UUID
     set_at: datetime

@@ -76,7 +76,7 @@ class SettingsStore:
             if not isinstance(raw, dict):
                 raise ValueError("the file does not hold a JSON object")
             return Settings.model_validate(migrate(raw))
-        except (OSError, ValueError, ValidationError) as exc:
+        except (OSError, ValueError, ValidationError, RecursionError) as exc:  # nested past any reader: damaged too
             kept = self.path.with_name(f"{self.path.name}.unreadable-{datetime.now():%Y%m%d-%H%M%S}")
             os.replace(self.path, kept)
             self.problem = f"Settings in {self.path} could not be read ({exc}); defaults are used and the old file was kept as {kept.name}."

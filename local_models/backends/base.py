@@ -122,6 +122,9 @@ def read_json_file(path: Path, what: str) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise CorruptModel(f"The {what} {path} is not valid JSON ({exc}).") from exc
+    except RecursionError:  # nested deeper than any reader can follow
+        raise CorruptModel(f"The {what} {path} is nested too deep to read; it is not a Dynadesk model "
+                           "description.") from None
     if not isinstance(data, dict):
         raise CorruptModel(f"The {what} {path} does not hold a JSON object.")
     return data

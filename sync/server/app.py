@@ -97,6 +97,15 @@ def _error(status: int, detail: str, errors: list[RecordError] | None = None, he
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
+def _failed(method: str) -> str:
+    """What a failure the server cannot explain means for the client; only what is known (a write may
+    have been committed before the failure, e.g. while its answer was being written)."""
+    if method in ("GET", "HEAD", "OPTIONS"):
+        return "The server failed on this request, a read: it changed nothing. The server log has details."
+    return ("The server failed on this request; whether it was stored is unknown. Sending the same request "
+            "again is safe (each record, proposal and file is stored once). The server log has details.")
+
+
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
@@ -247,7 +256,7 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
     @api.exception_handler(Exception)
     async def crashed(request, exc: Exception):
         log.exception("%s %s failed", request.method, request.url.path)
-        return _error(500, "The server failed on this request; it was not stored. The server log has details.")
+        return _error(500, _failed(request.method))
 
     @api.get(f"{API}/me", response_model=Me, responses=ERRORS, tags=["people"],
              summary="Who this token belongs to")

@@ -252,3 +252,22 @@ def test_settings_in_a_read_only_folder_are_refused_with_a_sentence(tmp_path, ma
     folder = make_read_only(tmp_path / "settings-folder")
     with pytest.raises(DynadeskError, match=re.escape(f"the settings cannot be saved: the folder {folder} is read-only")):
         SettingsStore(folder / "settings.json").save(Settings())
+
+
+def test_desk_files_nested_past_any_reader_are_set_aside_with_a_sentence_not_a_crash(capsys, data_dir):
+    """The first command on a desk whose settings (or token) file holds JSON nested past Python's
+    recursion limit: it runs on defaults, says why, and keeps the old file; no RecursionError."""
+    from sync.tokens import TokenStore
+
+    deep = "[" * 100_000 + "]" * 100_000
+    (data_dir / "settings.json").write_text(deep, encoding="utf-8")
+    code, out, err = run_cli(capsys, "--data-dir", data_dir, "stats")
+    assert code == 0, err
+    assert "RecursionError" not in err and "Unexpected error" not in err
+    kept = list(data_dir.glob("settings.json.unreadable-*"))
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == deep
+    store = TokenStore(data_dir)
+    store.file.parent.mkdir(parents=True, exist_ok=True)
+    store.file.write_text(deep, encoding="utf-8")
+    os.chmod(store.file, 0o600)
+    assert store.get("https://server.example") is None

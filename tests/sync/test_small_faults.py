@@ -160,8 +160,8 @@ def test_pushed_person_records_with_control_characters_are_refused(team):
     now = utcnow().isoformat()
     person = {"record": "person", "id": str(uuid.uuid4()), "display_name": "pseudonym\x1b]0;owned\x07",
               "role": "annotator", "created_at": now, "updated_at": now, "revision": 1}
-    [answer] = results(push(team, team.owner, person))
-    assert answer["status"] == "rejected" and "control characters" in answer["reason"]
+    refused = push(team, team.owner, person)  # at the wire, as every text field's bound
+    assert refused.status_code == 422 and "control characters" in refused.json()["errors"][0]["reason"]
 
 
 def test_serve_people_on_a_newer_schema_says_what_to_do_not_a_missing_command(tmp_path):

@@ -28,6 +28,8 @@ def read_document(path: str | Path, kind: str, what: str, *, hint: str = "",
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise error(f"{path} cannot be read as {what} ({exc}).{hint}") from exc
+    except RecursionError:
+        raise error(f"{path} cannot be read as {what} (it is nested too deep).{hint}") from None
     if not isinstance(doc, dict) or doc.get("format") != kind:
         raise error(f"{path} is not {what}.{hint}")
     return doc

@@ -6,8 +6,7 @@ import uuid
 from collections import defaultdict
 from typing import Any, Iterable
 
-from pydantic import ValidationError
-from sqlalchemy import LargeBinary, Text, and_, cast, exists, func, or_, select
+from sqlalchemy import LargeBinary, Text, and_, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.core.domain import Role
@@ -26,7 +25,7 @@ from sync.server.models import (
     TaskSetting,
     Validation,
 )
-from sync.server.store.quarantine import quarantine
+from sync.server.store.quarantine import not_quarantined, quarantine, wires as _wires
 from sync.server.store.rules import KIND_MODELS, chunks, fetch
 from sync.server.store.wire import (
     context_wire,
@@ -53,7 +52,7 @@ def _visible(me: Person):
 
 
 def _not_quarantined():
-    return ~exists().where(Quarantined.record_id == Change.record_id)
+    return not_quarantined(Change.record_id)
 
 
 def changes(db: ServerDatabase, me: Person, since: int, limit: int,
@@ -159,23 +158,6 @@ def _fitting(session: Session, rows: list, max_bytes: int) -> int:
         if total > max_bytes:
             return max(n, 1)
     return len(rows)
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()[:5])
-    return str(exc) or "it could not be sent"
-
-
-def _wires(rows: Iterable, kind: str, build, broken: list) -> list:
-    """``build(row)`` for each row; a row that does not fit the protocol is noted in ``broken`` and left out."""
-    out = []
-    for row in rows:
-        try:
-            out.append(build(row))
-        except Exception as exc:  # one bad record must not fail the page; it is quarantined and named
-            broken.append((row, kind, _reason(exc)))
-    return out
 
 
 def _with_references(session: Session, me: Person, ids: dict[str, list[uuid.UUID]], broken: list) -> list:

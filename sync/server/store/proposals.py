@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from app.core import domain as rules
 from app.core.domain import Role, utcnow
 from app.core.errors import DynadeskError
 from sync.proposal_wire import (
@@ -35,8 +36,8 @@ from sync.proposal_wire import (
 )
 from sync.protocol import manifest_sha256
 from sync.server.db import ServerDatabase
-from app.core import domain as rules
 from sync.server.models import Person, Proposal, Round, Task, TaskPolicy
+from sync.server.store.quarantine import not_quarantined, quarantine, wires
 from sync.server.store.rules import LEADS, Forbidden
 
 
@@ -162,18 +163,25 @@ def _visible(me: Person, proposal: Proposal) -> bool:
 def list_proposals(db: ServerDatabase, me: Person, task_code: str) -> ProposalList:
     if me.role not in LEADS:
         raise Forbidden("Only leads and owners see proposals.")
+    broken: list = []
     with db.read() as session:
         task = _task(session, task_code)
-        query = select(Proposal).where(Proposal.task_id == task.id).order_by(Proposal.created_at.desc())
+        query = select(Proposal).where(Proposal.task_id == task.id, not_quarantined(Proposal.id)) \
+            .order_by(Proposal.created_at.desc())
         if me.role != Role.OWNER.value:
             query = query.where(Proposal.team == me.team)
         rows = list(session.scalars(query))
         names = _names(session, [i for p in rows for i in (p.proposer_id, p.decided_by_id)])
-        return ProposalList(task=task.code, proposals=[_wire(p, task.code, names) for p in rows],
-                            leads_may_promote=leads_may_promote(session, task.id))
+        # Each on its own: one that cannot be served is set aside, not a failure of the whole list.
+        served = ProposalList(task=task.code, proposals=wires(rows, "proposal", lambda p: _wire(p, task.code, names),
+                                                              broken),
+                              leads_may_promote=leads_may_promote(session, task.id))
+    quarantine(db, broken)
+    return served
 
 
 def get_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID) -> ProposalWire:
+    broken: list = []
     with db.read() as session:
         proposal = session.get(Proposal, proposal_id)
         if proposal is None or not _visible(me, proposal):
@@ -181,7 +189,13 @@ def get_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID) -> Prop
             raise NotFound(f"There is no proposal {proposal_id} that you may see.")
         task = session.get(Task, proposal.task_id)
         assert task is not None  # a foreign key
-        return _wire(proposal, task.code, _names(session, [proposal.proposer_id, proposal.decided_by_id]))
+        names = _names(session, [proposal.proposer_id, proposal.decided_by_id])
+        served = wires([proposal], "proposal", lambda p: _wire(p, task.code, names), broken)
+    quarantine(db, broken)
+    if not served:
+        raise NotFound(f"Proposal {proposal_id} cannot be served (it does not fit the protocol); it is in "
+                       "quarantine, where an owner sees it with `dynadesk serve quarantine list`.")
+    return served[0]
 
 
 def decide_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID, decision: ProposalDecision,

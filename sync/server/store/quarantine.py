@@ -1,32 +1,83 @@
-"""Records the change feed cannot send: kept aside, listed, and dropped by an owner."""
+"""Records the server cannot send: kept aside, listed, and dropped by an owner.
+
+Every endpoint that answers with stored records (the change feed, proposals, model forms, duplicates,
+wellbeing) builds each record's answer on its own (``wires``); one that does not fit the protocol
+(stored before a bound existed, or by hand) is quarantined and left out, so it cannot fail the whole
+answer for everyone who would see it."""
 
 from __future__ import annotations
 
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterable
 
-from sqlalchemy import delete, func, select, update
+from pydantic import ValidationError
+
+from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.core.errors import DynadeskError
 from sync.server.db import ServerDatabase
-from sync.server.models import Change, Context, Example, ExampleReview, Person, Quarantined, TaskSetting, Validation
+from sync.server.models import (
+    Change,
+    Context,
+    Example,
+    ExampleReview,
+    Person,
+    Proposal,
+    Quarantined,
+    TaskSetting,
+    Validation,
+    WellbeingRecord,
+)
 from sync.server.store.rules import KIND_MODELS, chunks
 
 log = logging.getLogger(__name__)
 
+# Stored kinds served outside the change feed, and the column that names who sent one.
+LISTED_MODELS: dict[str, Any] = {"proposal": Proposal, "wellbeing": WellbeingRecord}
+SENDER = {"proposal": "proposer_id", "wellbeing": "person_id"}
+DROPPABLE = (Validation, ExampleReview, TaskSetting, Proposal, WellbeingRecord)
+
+
+def reason_of(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()[:5])
+    return str(exc) or "it could not be sent"
+
+
+def wires(rows: Iterable, kind: str, build: Callable[[Any], Any], broken: list) -> list:
+    """``build(row)`` for each row on its own; a row that does not fit the protocol is noted in ``broken``
+    (for :func:`quarantine`) and left out."""
+    out = []
+    for row in rows:
+        try:
+            out.append(build(row))
+        except Exception as exc:  # one bad record must not fail the answer; it is quarantined and named
+            broken.append((row, kind, reason_of(exc)))
+    return out
+
+
+def not_quarantined(column: Any) -> Any:
+    """A condition: the record whose id is ``column`` is not in quarantine."""
+    return ~exists().where(Quarantined.record_id == column)
+
 
 def quarantine(db: ServerDatabase, broken: list[tuple[Any, str, str]]) -> None:
+    """Set aside each (row, kind, reason) of ``broken`` (in a write of its own: call it outside a read)."""
+    if not broken:
+        return
+
     def work(session: Session) -> None:
         for row, kind, reason in broken:
             if session.get(Quarantined, row.id) is not None:
                 continue
             change = session.get(Change, row.id)
-            session.add(Quarantined(record_id=row.id, kind=kind, team=change.team if change else None,
-                                    owner_id=change.owner_id if change else None, reason=reason))
+            team = change.team if change else getattr(row, "team", None)
+            owner = change.owner_id if change else getattr(row, SENDER.get(kind, ""), None)
+            session.add(Quarantined(record_id=row.id, kind=kind, team=team, owner_id=owner, reason=reason[:10_000]))
             log.warning("quarantined %s %s: it cannot be sent (%s); see 'dynadesk serve quarantine list'",
                         kind, row.id, reason)
 
@@ -47,7 +98,7 @@ class QuarantineEntry:
 
 
 def quarantined(db: ServerDatabase) -> list[QuarantineEntry]:
-    """The records the change feed leaves out, oldest first, with who sent them and why."""
+    """The records the server leaves out, oldest first, with who sent them and why."""
     with db.read() as session:
         rows = list(session.scalars(select(Quarantined).order_by(Quarantined.quarantined_at)))
         names: dict[uuid.UUID | None, str] = dict(session.execute(select(Person.id, Person.display_name)
@@ -64,7 +115,7 @@ def drop_quarantined(db: ServerDatabase, record_id: uuid.UUID) -> str:
         entry = session.get(Quarantined, record_id)
         if entry is None:
             raise DynadeskError(f"{record_id} is not in quarantine; 'dynadesk serve quarantine list' shows what is.")
-        model = KIND_MODELS[entry.kind]
+        model = {**KIND_MODELS, **LISTED_MODELS}[entry.kind]
         gone = [record_id]
         said = f"{entry.kind} {record_id}"
         if model is Example:
@@ -80,7 +131,7 @@ def drop_quarantined(db: ServerDatabase, record_id: uuid.UUID) -> str:
             if session.scalar(select(func.count()).select_from(Example).where(Example.context_id == record_id)):
                 raise DynadeskError(f"examples were written on context {record_id}; it cannot be dropped. "
                                     "Publish it again in a form that fits instead.")
-        elif model not in (Validation, ExampleReview, TaskSetting):
+        elif model not in DROPPABLE:
             raise DynadeskError(f"a {entry.kind} cannot be dropped (others refer to it); publish it again in a form "
                                 "that fits, and it leaves quarantine.")
         session.execute(delete(model).where(model.id == record_id))

@@ -12,6 +12,7 @@ from app.core.tasks import figures as rule
 from sync.protocol import ArmFigureRow, Duplicate, FigureRow
 from sync.server.db import ServerDatabase
 from sync.server.models import Example, Person, Round, Task
+from sync.server.store.quarantine import not_quarantined, quarantine, wires
 from sync.server.store.rules import LEADS, Forbidden, fetch
 
 
@@ -80,21 +81,26 @@ def team_assistant_split(db: ServerDatabase, me: Person, by: str,
 def duplicates(db: ServerDatabase, me: Person, team: str | None = None, limit: int = 1000) -> list[Duplicate]:
     team = _team_scope(me, team)
     with db.read() as session:
-        rows = list(session.scalars(select(Example).where(Example.team == team, Example.duplicate_of.is_not(None))
+        rows = list(session.scalars(select(Example).where(Example.team == team, Example.duplicate_of.is_not(None),
+                                                          not_quarantined(Example.id))
                                     .order_by(Example.stored_seq).limit(limit)))
         originals = fetch(session, Example, [e.duplicate_of for e in rows])
         names = dict(session.execute(select(Person.id, Person.display_name).where(
             Person.id.in_({e.author_id for e in rows} | {o.author_id for o in originals.values()}))).all())
         rounds = fetch(session, Round, [e.round_id for e in rows])
         tasks = fetch(session, Task, [r.task_id for r in rounds.values()])
-    out = []
-    for e in rows:
+
+    def build(e: Example) -> Duplicate:
         original = originals.get(e.duplicate_of)
         other_team = original is not None and original.team != e.team
         hidden = other_team and me.role != Role.OWNER.value  # a lead may not learn who wrote another team's work
-        out.append(Duplicate(
+        return Duplicate(
             example=e.id, duplicate_of=None if hidden else e.duplicate_of, task=tasks[rounds[e.round_id].task_id].code,
             round_number=rounds[e.round_id].number, text=e.text, author=names.get(e.author_id, "?"),
             original_author=None if hidden else names.get(original.author_id, "?") if original is not None else "?",
-            other_team=other_team))
+            other_team=other_team)
+
+    broken: list = []
+    out = wires(rows, "example", build, broken)
+    quarantine(db, broken)
     return out

@@ -14,6 +14,7 @@ from app.core.errors import DynadeskError
 from sync.protocol import RecordError
 from sync.server.db import ServerDatabase
 from sync.server.models import WELLBEING_SEQ, Counter, Person, WellbeingLimits, WellbeingRecord
+from sync.server.store.quarantine import not_quarantined, quarantine, wires
 from sync.server.store.rules import CLOCK_SLACK, LEADS, Forbidden
 from sync.wellbeing_wire import (
     TeamLimitsUpdate,
@@ -70,11 +71,15 @@ def feed(db: ServerDatabase, me: Person, since: int, limit: int) -> WellbeingFee
     else:
         query = query.where(WellbeingRecord.person_id == me.id)
     with db.read() as session:
-        rows = session.execute(query.where(WellbeingRecord.seq > since).order_by(WellbeingRecord.seq)
+        rows = session.execute(query.where(WellbeingRecord.seq > since, not_quarantined(WellbeingRecord.id)).order_by(WellbeingRecord.seq)
                                .limit(limit + 1)).all()
-    items = [WellbeingItem(seq=row.seq, team=row.team, person_name=name, person_role=role,
-                           record=_WIRE.validate_python(row.body)) for row, name, role in rows[:limit]]
-    return WellbeingFeed(records=items, cursor=items[-1].seq if items else since, more=len(rows) > limit)
+    broken: list = []
+    items = wires(rows[:limit], "wellbeing", lambda row: WellbeingItem(
+        seq=row[0].seq, team=row[0].team, person_name=row[1], person_role=row[2],
+        record=_WIRE.validate_python(row[0].body)), broken)
+    quarantine(db, [(row[0], kind, reason) for row, kind, reason in broken])
+    page = rows[:limit]  # the cursor passes a record set aside too
+    return WellbeingFeed(records=items, cursor=page[-1][0].seq if page else since, more=len(rows) > limit)
 
 
 def set_limits(db: ServerDatabase, me: Person, update_: TeamLimitsUpdate) -> TeamLimitsWire:

@@ -23,6 +23,7 @@ from sync.protocol import (
     ValidationRecord,
 )
 from sync.server.db import ServerDatabase
+from sync.server.store.quarantine import not_quarantined, quarantine, wires
 from sync.server.models import (
     Context,
     Example,
@@ -131,8 +132,12 @@ def model_forms(db: ServerDatabase, sha256: str) -> list[ModelRecordWire]:
     """Published ONNX forms of the model with checksum ``sha256`` (their provenance names it as the
     model they were exported from), with their files; the int8 ones first."""
     with db.read() as session:
-        models = session.scalars(select(ModelRecord).where(ModelRecord.format == "onnx")).all()
+        models = session.scalars(select(ModelRecord).where(ModelRecord.format == "onnx",
+                                                           not_quarantined(ModelRecord.id))).all()
         forms = [m for m in models if m.files and sha256 in form_parents(m.provenance or {})]
         forms.sort(key=lambda m: "int8" not in str(((m.provenance or {}).get("export") or {}).get("quantization")))
-        return [model_wire(m) for m in forms]
+        broken: list = []
+        served = wires(forms, "model", model_wire, broken)
+    quarantine(db, broken)
+    return served
 
