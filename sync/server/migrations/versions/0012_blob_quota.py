@@ -32,5 +32,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index(op.f('ix_blobs_uploaded_by'), table_name='blobs')
     op.drop_table('blobs')
-    with op.batch_alter_table('people') as batch_op:
-        batch_op.drop_column('blob_quota')
+    # Not a batch (copy-and-rename) on SQLite: other tables' foreign keys point at people, and dropping it
+    # fails with them enforced; SQLite (3.35+) and PostgreSQL both drop a column in place.
+    op.execute('ALTER TABLE people DROP COLUMN blob_quota')
