@@ -261,3 +261,47 @@ def test_examples_stored_before_the_server_judged_are_judged_on_upgrade(team, se
     assert {i: r["model_fooled"] for i, r in again.items()} == {right["id"]: False, empty["id"]: None}
     assert team_mate_sees() == {right["id"]: False, empty["id"]: None}
     desk.close()
+
+
+@sqlite_only
+def test_fooled_is_judged_before_the_push_transaction_and_again_if_the_round_changed_in_between(team, monkeypatch):
+    """While one push's examples are judged, another annotator's push is stored (on SQLite, one writer at a
+    time, it would otherwise wait). A judgement made against targets the round no longer has is not used."""
+    import importlib
+    import threading
+
+    push_module = importlib.import_module("sync.server.store.push")  # the package's name "push" is the function
+    judging, other_stored = threading.Event(), threading.Event()
+    judge = push_module.judge
+
+    def held_until_the_other_push_is_stored(*args, **kwargs):
+        if not judging.is_set():
+            judging.set()
+            if not other_stored.wait(timeout=60):
+                raise AssertionError("the other desk's push was not stored while this one was being judged")
+        return judge(*args, **kwargs)
+
+    monkeypatch.setattr(push_module, "judge", held_until_the_other_push_is_stored)
+    first = example(team.ann, "judged while another push is stored")
+    outcome: dict = {}
+    thread = threading.Thread(target=lambda: outcome.update(response=push(team, team.ann, first)))
+    thread.start()
+    try:
+        assert judging.wait(timeout=60), "the first push was never judged"
+        assert [r["status"] for r in results(push(team, team.bob, example(team.bob, "the other push")))] == ["stored"]
+        assert "response" not in outcome  # the first push is still being judged
+    finally:
+        other_stored.set()
+        thread.join(timeout=120)
+    assert [r["status"] for r in results(outcome["response"])] == ["stored"]
+
+    from sync.server.store.judging import Judgement
+
+    stale = Judgement(False, [], ["0" * 64], [], False, [])  # made against a target the round no longer has
+    monkeypatch.setattr(push_module, "judge_ahead", lambda db, records: {
+        i: (("0" * 64,), "mean", stale) for i in range(len(records))})
+    honest = example(team.ann, "judged against the round's own targets")  # the output says "not hate": fooled
+    [result] = results(push(team, team.ann, honest))
+    assert result["status"] == "stored"
+    pulled = {r["id"]: r for r in changes(team, team.lead)["records"] if r["record"] == "example"}
+    assert pulled[honest["id"]]["model_fooled"] is True  # judged again in the transaction, not taken as stale

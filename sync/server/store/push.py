@@ -30,10 +30,20 @@ from sync.protocol import (
     text_sha256,
 )
 from sync.server.db import ServerDatabase
-from sync.server.models import Context, Example, ExampleReview, Person, Round, Task, TaskSetting, Validation
+from sync.server.models import (
+    Context,
+    Example,
+    ExampleReview,
+    ModelRecord,
+    Person,
+    Round,
+    Task,
+    TaskSetting,
+    Validation,
+)
 from sync.server.store.batch import Batch, PendingRow
 from sync.server.store.changelog import take_numbers, write_changes
-from sync.server.store.judging import judge, judgement_note, verdict_problem
+from sync.server.store.judging import Judgement, judge, judgement_note, verdict_problem
 from sync.server.store.people import name_problem
 from sync.server.store.rules import LEADS, TRANSITIONS, Forbidden, chunks, fetch
 from sync.server.store.settings import team_threshold
@@ -52,6 +62,8 @@ Measured = dict[tuple[str, str], int | None]
 # What one push may have measured, in characters of suggestions and texts: an honest push of 500
 # assisted tweets holds a tenth of it; a push of 2,000 worst records would otherwise cost minutes.
 MEASURED_CHARS_PER_PUSH = 1_000_000
+# "Fooled" judged before a push's transaction, per record index: (the round's targets, its rule, the judgement).
+Judged = dict[int, tuple[tuple[str, ...], str, Judgement]]
 
 
 def _content(definition: TaskDefinition, r: ExampleRecord) -> Content:
@@ -73,9 +85,10 @@ class _Push(Batch):
     """One push. New examples, validations and reviews are inserted (as plain rows, in bulk) only after
     the change counter is taken, which also gives them their arrival order for duplicates."""
 
-    def run(self, records: Sequence, measured: Measured) -> list[RecordResult]:
+    def run(self, records: Sequence, measured: Measured, judged: Judged) -> list[RecordResult]:
         session = self.session
         self.measured = measured
+        self.judged = judged
         timely = self.in_time(records)
         people = [(i, r) for i, r in timely if r.record == "person"]
         examples = [(i, r) for i, r in timely if r.record == "example"]
@@ -329,8 +342,12 @@ class _Push(Batch):
         Outputs of any model but the round's targets (by sha256) are refused: an honest desk sends
         only its round's targets, and the server stores no output it does not judge by. An example
         without an output of every target is stored, but not as fooling: nothing here can judge it."""
-        verdict = judge(definition, self.target_shas(round_), round_.fooled_rule, checked.true_label, checked.answer,
-                        outputs)
+        targets = self.target_shas(round_)
+        ahead = self.judged.get(i)
+        if ahead is not None and ahead[:2] == (tuple(targets), round_.fooled_rule):
+            verdict = ahead[2]  # judged before the transaction, against the targets and rule still in force
+        else:  # the round changed in between (rare): judged here, within the same bound
+            verdict = judge(definition, targets, round_.fooled_rule, checked.true_label, checked.answer, outputs)
         if verdict.foreign:
             named = ", ".join(f"{sha[:12]}…" for sha in verdict.targets) or "none"
             return self.result(i, r, "rejected", reason=(
@@ -578,9 +595,58 @@ def measure_assistance(db: ServerDatabase, records: Sequence) -> Measured:
     return measured
 
 
+def judge_ahead(db: ServerDatabase, records: Sequence) -> Judged:
+    """"Fooled" for every new example whose task, round and models the server has, judged outside any write
+    transaction (the span F1 of an extractive task's answers is the costly part). The push uses a judgement
+    only while the round's targets and rule are still the ones it was made against. A record the push will
+    refuse or defer is skipped here: the push says why."""
+    wanted = [(i, r) for i, r in enumerate(records) if r.record == "example" and r.outputs]
+    if not wanted:
+        return {}
+    with db.read() as session:
+        tasks = {t.code: t for t in session.scalars(select(Task).where(Task.code.in_({r.task for _, r in wanted})))}
+        rounds = {(rd.task_id, rd.number): rd for rd in session.scalars(
+            select(Round).where(Round.task_id.in_([t.id for t in tasks.values()])))}
+        shas = sorted({o.model_sha256 for _, r in wanted for o in r.outputs})
+        models: dict[str, ModelRecord] = {}
+        for chunk in chunks(shas):
+            models.update((m.sha256, m) for m in session.scalars(select(ModelRecord).where(ModelRecord.sha256.in_(chunk))))
+        by_id = {str(m.id): m.sha256 for m in models.values()}
+        missing_targets = {str(t) for rd in rounds.values() for t in rd.target_models} - set(by_id)
+        for chunk in chunks(sorted(missing_targets)):
+            by_id.update((str(m.id), m.sha256) for m in session.scalars(
+                select(ModelRecord).where(ModelRecord.id.in_([uuid.UUID(x) for x in chunk]))))
+        stored: set[uuid.UUID] = set()
+        for chunk in chunks(sorted({r.id for _, r in wanted})):
+            stored.update(session.scalars(select(Example.id).where(Example.id.in_(chunk))))
+    definitions: dict[str, TaskDefinition] = {}
+    judged: Judged = {}
+    for i, r in wanted:
+        task = tasks.get(r.task)
+        round_ = rounds.get((task.id, r.round_number)) if task is not None else None
+        if task is None or round_ is None or r.id in stored or any(o.model_sha256 not in models for o in r.outputs):
+            continue
+        definition = definitions.setdefault(r.task, TaskDefinition.model_validate(task.definition))
+        try:
+            checked = _content(definition, r)
+        except InvalidExample:
+            continue
+        outputs = [{**o.model_dump(mode="json"), "model": str(models[o.model_sha256].id)} for o in r.outputs]
+        if any(output_problem(definition, ModelOutput(models[o["model_sha256"]].id, o["model_sha256"], o["label"],
+                                                      dict(o.get("probabilities") or {}))) for o in outputs):
+            continue
+        targets = tuple(by_id[str(t)] for t in round_.target_models if str(t) in by_id)
+        judged[i] = (targets, round_.fooled_rule, judge(definition, targets, round_.fooled_rule, checked.true_label,
+                                                        checked.answer, outputs))
+    return judged
+
+
 def push(db: ServerDatabase, me: Person, records: Sequence, now: datetime | None = None) -> list[RecordResult]:
     """``now``: the request's arrival time, stored as each new record's ``received_at``. What costs
-    more than a look-up (the assistance's edit distances) is computed first, outside the transaction."""
+    more than a look-up (the assistance's edit distances, the judgement of "fooled") is computed first,
+    outside the transaction."""
     now = now or utcnow()
     measured = measure_assistance(db, records)
-    return db.write_retrying(lambda session: _Push(session, me, [None] * len(records), now=now).run(records, measured))
+    judged = judge_ahead(db, records)
+    return db.write_retrying(
+        lambda session: _Push(session, me, [None] * len(records), now=now).run(records, measured, judged))
