@@ -289,13 +289,14 @@ class TaskSettingRecord(Stamped):
         except InvalidLexicon as exc:
             raise ValueError(str(exc)) from None
 
-    @field_validator("blur_words")
+    @field_validator("blur_words", mode="before")
     @classmethod
-    def _blur_words(cls, value: list[str] | None) -> list[str] | None:
+    def _blur_words(cls, value: Any) -> Any:
         """The desks' rule for a lead's blur words: a list every desk would refuse is refused here,
-        naming its entries, instead of being stored and then ignored by every desk."""
-        if value is None:
-            return None
+        naming its entries, instead of being stored and then ignored by every desk. It runs before each
+        entry's own bound, so the lead reads the desk's one sentence about every bad entry."""
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return value  # not a list of words: the field's type says so
         try:
             clean_words(value)
         except InvalidWordList as exc:

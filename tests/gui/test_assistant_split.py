@@ -85,6 +85,7 @@ def test_a_lead_reads_the_split_per_annotator_and_per_round(qtbot, window, ab_ro
 
 
 def test_the_dashboard_annotator_filter_narrows_the_split(qtbot, window, ab_round, people):
+    window.desk.switch_person(people.lead.id)  # only a lead's filter offers each writer
     panel = open_section(qtbot, window)
     view = window.dashboard_view
     combo = view.author_combo

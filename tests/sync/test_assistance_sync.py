@@ -275,12 +275,16 @@ def test_claims_the_rounds_setting_does_not_allow_are_stored_as_unassisted_and_t
     honest = example(team.ann, "they are all v3rmin and rats", assistance=claim)
     hidden_control = example(team.ann, "an edit type that moves the cursor",
                              assistance={**claim, "edit_type": "leet\x1b[2Jspeak"})
-    response = push(team, team.ann, against_the_draw, honest, hidden_control)
-    assert statuses(response) == ["stored", "stored", "rejected"]
+    refused = push(team, team.ann, against_the_draw, honest, hidden_control)  # the wire's bound: named, none stored
+    assert refused.status_code == 422
+    [error] = refused.json()["errors"]
+    assert error["index"] == 2 and "control characters (\\x1b)" in error["reason"]
+    assert stored_on_server(server_db, honest["id"]) is None
+    response = push(team, team.ann, against_the_draw, honest)  # as a desk sends again, without the record named
+    assert statuses(response) == ["stored", "stored"]
     reasons = [r["reason"] or "" for r in response.json()["results"]]
     assert f"the A-B draw puts session {off} of this writer in round hate_speech/1 without the assistant" in reasons[0]
     assert reasons[1] == "" and stored_on_server(server_db, honest["id"])["arm"] == "on"
-    assert "control characters (\\x1b)" in reasons[2]
     assert stored_on_server(server_db, against_the_draw["id"])["arm"] is None
 
     split = httpx.get(f"{team.url}/v1/team/assistant", params={"by": "annotator"}, headers=auth(team.lead)).json()

@@ -16,7 +16,9 @@ from tests.sync.helpers import MODEL_SHA, prepare_desk
 from tests.sync.test_client import client_for
 from tests.sync.test_server import auth
 
-END = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=1)
+# Yesterday at noon: a span of up to an hour ends inside one day whatever the hour the test runs (an hour
+# before now, it crossed midnight for runs just after it, and the day's figures held only part of it).
+END = (datetime.now(timezone.utc) - timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
 
 
 def hateful_work(desk, person_id, minutes: int):
