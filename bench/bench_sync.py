@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 from bench.common import BenchContext, Result, percentile
-from bench.sync_checks import worst_record_push
+from bench.sync_checks import _peak_rss_mb, worst_record_push
 from sync.client import SyncClient
 from sync.transport import RetryPolicy
 from tests.sync.helpers import (
@@ -269,6 +269,112 @@ def concurrency_large(ctx: BenchContext, kind: str, desks: int, per_desk: int, t
                         "pulling; every desk holds exactly its team's work")
 
 
+def _server_tree_peak_mb(pid: int) -> tuple[float, float]:
+    """The largest peak RSS of one server process and the sum over the server and its worker processes."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        pids += [int(child) for child in children]
+    peaks = []
+    for one in pids:
+        try:
+            peaks.append(_peak_rss_mb(one))
+        except OSError:  # a worker that ended between the listing and the read
+            continue
+    return max(peaks), sum(peaks)
+
+
+def team_scale(ctx: BenchContext, desks: int, per_desk: int, workers: int) -> list[Result]:
+    """``desks`` desks of one team each pushing ``per_desk`` examples in five syncs to one PostgreSQL server
+    with ``workers`` processes, all at once: each sync's push and pull timed on their own, the totals checked
+    exactly on the server and on every desk, and the server's peak memory (every worker process)."""
+    from sqlalchemy import func, select
+
+    from app.core.storage.models import Example
+
+    work = ctx.work_dir / "team-scale"
+    with backend("postgresql", work) as url:
+        db = server_database(url)
+        owner = add_account(db, "Olga Owner", "owner", "T")
+        people = [add_account(db, f"Annotator {i:02d}", "annotator", "T") for i in range(desks)]
+        server = ProcessServer(url, work / "server", workers=workers)
+        server.start()
+        opened = []
+        push_s: list[float] = []
+        pull_s: list[float] = []
+        try:
+            publish_basics(server.url, owner, work)
+            template = prepare_desk(work / "template", people[0])
+            template.close()
+            for i, person in enumerate(people):
+                desk = copy_desk(work / "template", work / f"desk-{i:02d}")
+                if i:
+                    desk.people.create(person.name, "annotator", person_id=person.id)
+                opened.append(desk)
+            errors: list[str] = []
+            steps = 5
+            barrier = threading.Barrier(desks)
+
+            def timed(client: SyncClient, name: str, into: list[float]) -> None:
+                call = getattr(client, name)
+
+                def wrapper(*args, **kwargs):
+                    started = time.perf_counter()
+                    try:
+                        return call(*args, **kwargs)
+                    finally:
+                        into.append(time.perf_counter() - started)
+                setattr(client, name, wrapper)
+
+            def work_on(i: int) -> None:
+                try:
+                    with SyncClient(opened[i], server.url, people[i].token, batch_size=100,
+                                    policy=RetryPolicy(attempts=20, first_delay=0.05, max_delay=1.0)) as client:
+                        timed(client, "push", push_s)
+                        timed(client, "pull", pull_s)
+                        for step in range(steps):
+                            fill_outbox(opened[i], people[i].id, per_desk // steps, seed=100 * i + step,
+                                        tag=f"d{i}s{step}-")
+                            client.run(fetch_models=False)
+                        barrier.wait(timeout=900)
+                        client.run(fetch_models=False)
+                except Exception as exc:
+                    errors.append(f"desk {i}: {exc}")
+                    barrier.abort()
+
+            started = time.perf_counter()
+            threads = [threading.Thread(target=work_on, args=(i,)) for i in range(desks)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            seconds = time.perf_counter() - started
+            assert not errors, errors
+            assert server.process is not None
+            largest, summed = _server_tree_peak_mb(server.process.pid)
+            total = server_counts(db)["examples"]
+            assert total == desks * per_desk, f"{total:,} on the server, {desks * per_desk:,} pushed"
+            for desk, person in zip(opened, people):
+                with desk.db.read() as session:
+                    held = session.scalar(select(func.count()).select_from(Example))
+                assert held == desks * per_desk, f"{person.name}'s desk holds {held:,}"
+        finally:
+            for desk in opened:
+                desk.close()
+            server.stop()
+            db.close()
+    where = f"{desks} desks x {per_desk:,} examples, one team, PostgreSQL, --workers {workers}"
+    exact = f"exact: {total:,} on the server and on each of the {desks} desks; {seconds:.1f} s in all"
+    return [
+        Result(GROUP, f"push of one sync (one request of 100 examples), {where}", "s", median=statistics.median(push_s),
+               p95=percentile(push_s, 0.95), n=len(push_s), notes=exact),
+        Result(GROUP, f"pull of one sync (every page it takes), {where}", "s", median=statistics.median(pull_s),
+               p95=percentile(pull_s, 0.95), n=len(pull_s), notes="each desk's pull phase of every sync, timed on its own (desks pull while the others push)"),
+        Result(GROUP, f"server peak RSS, {where}", "MB", median=largest, n=1,
+               notes=f"largest process (VmHWM); {summed:.0f} MB summed over the server and its workers"),
+    ]
+
+
 def pull_memory(ctx: BenchContext, n: int) -> list[Result]:
     """Pulling ``n`` large-but-legal examples (origin and edit_ops each just under the 64 KiB a free-form
     field may take): the peak memory (tracemalloc) of building and serialising one page, as the server does
@@ -340,6 +446,8 @@ def run(ctx: BenchContext) -> list[Result]:
         for kind in kinds:
             results.append(faults_large(ctx, kind, 30_000))
             results.append(concurrency_large(ctx, kind, desks=20, per_desk=1_000, team_size=5))
+    if "postgresql" in kinds:
+        results += team_scale(ctx, desks=20, per_desk=100 if ctx.quick else 500, workers=4)
     if "postgresql" not in kinds:
         results.append(Result(GROUP, "PostgreSQL scenarios", "-", notes=f"skipped: set {PG_ENV} (.ci/run does)"))
     return results
