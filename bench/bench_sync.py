@@ -17,6 +17,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 import httpx
 
@@ -200,6 +201,51 @@ def faults_large(ctx: BenchContext, kind: str, n: int) -> Result:
                              f"{outcome.retries} retries; {exact}")
 
 
+def _open_desks(work: Path, people: list, opened: list) -> None:
+    """One desk per person, copied from one prepared template, appended to ``opened`` (closed by the caller)."""
+    template = prepare_desk(work / "template", people[0])
+    template.close()
+    for i, person in enumerate(people):
+        desk = copy_desk(work / "template", work / f"desk-{i:02d}")
+        if i:
+            desk.people.create(person.name, "annotator", person_id=person.id)
+        opened.append(desk)
+
+
+def _all_desks_sync(opened: list, server_url: str, people: list, per_desk: int, *, batch_size: int,
+                    wait_s: float, prepare: Callable[[SyncClient], None] = lambda client: None) -> float:
+    """Every desk, each on its own thread, writes ``per_desk`` examples in five steps and syncs after each,
+    then all sync once more together (so each pulls everything); the seconds it took. ``prepare`` sees each
+    client before its first sync."""
+    errors: list[str] = []
+    steps = 5
+    barrier = threading.Barrier(len(opened))
+
+    def work_on(i: int) -> None:
+        try:
+            with SyncClient(opened[i], server_url, people[i].token, batch_size=batch_size,
+                            policy=RetryPolicy(attempts=20, first_delay=0.05, max_delay=1.0)) as client:
+                prepare(client)
+                for step in range(steps):
+                    fill_outbox(opened[i], people[i].id, per_desk // steps, seed=100 * i + step,
+                                tag=f"d{i}s{step}-")
+                    client.run(fetch_models=False)
+                barrier.wait(timeout=wait_s)
+                client.run(fetch_models=False)
+        except Exception as exc:
+            errors.append(f"desk {i}: {exc}")
+            barrier.abort()
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work_on, args=(i,)) for i in range(len(opened))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    return time.perf_counter() - started
+
+
 def concurrency_large(ctx: BenchContext, kind: str, desks: int, per_desk: int, team_size: int) -> Result:
     """The concurrency test at a larger size: bigger teams, so every desk pulls more."""
     work = ctx.work_dir / f"concurrency-{kind}"
@@ -213,39 +259,8 @@ def concurrency_large(ctx: BenchContext, kind: str, desks: int, per_desk: int, t
         opened = []
         try:
             publish_basics(server.url, owner, work)
-            template = prepare_desk(work / "template", people[0])
-            template.close()
-            for i, person in enumerate(people):
-                desk = copy_desk(work / "template", work / f"desk-{i:02d}")
-                if i:
-                    desk.people.create(person.name, "annotator", person_id=person.id)
-                opened.append(desk)
-            errors: list[str] = []
-            steps = 5
-            barrier = threading.Barrier(desks)
-
-            def work_on(i: int) -> None:
-                try:
-                    with SyncClient(opened[i], server.url, people[i].token, batch_size=250,
-                                    policy=RetryPolicy(attempts=20, first_delay=0.05, max_delay=1.0)) as client:
-                        for step in range(steps):
-                            fill_outbox(opened[i], people[i].id, per_desk // steps, seed=100 * i + step,
-                                        tag=f"d{i}s{step}-")
-                            client.run(fetch_models=False)
-                        barrier.wait(timeout=600)
-                        client.run(fetch_models=False)
-                except Exception as exc:
-                    errors.append(f"desk {i}: {exc}")
-                    barrier.abort()
-
-            started = time.perf_counter()
-            threads = [threading.Thread(target=work_on, args=(i,)) for i in range(desks)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            seconds = time.perf_counter() - started
-            assert not errors, errors
+            _open_desks(work, people, opened)
+            seconds = _all_desks_sync(opened, server.url, people, per_desk, batch_size=250, wait_s=600)
             total = server_counts(db)["examples"]
             assert total == desks * per_desk, total
             pulled = 0
@@ -304,17 +319,7 @@ def team_scale(ctx: BenchContext, desks: int, per_desk: int, workers: int) -> li
         pull_s: list[float] = []
         try:
             publish_basics(server.url, owner, work)
-            template = prepare_desk(work / "template", people[0])
-            template.close()
-            for i, person in enumerate(people):
-                desk = copy_desk(work / "template", work / f"desk-{i:02d}")
-                if i:
-                    desk.people.create(person.name, "annotator", person_id=person.id)
-                opened.append(desk)
-            errors: list[str] = []
-            steps = 5
-            barrier = threading.Barrier(desks)
-
+            _open_desks(work, people, opened)
             def timed(client: SyncClient, name: str, into: list[float]) -> None:
                 call = getattr(client, name)
 
@@ -326,30 +331,12 @@ def team_scale(ctx: BenchContext, desks: int, per_desk: int, workers: int) -> li
                         into.append(time.perf_counter() - started)
                 setattr(client, name, wrapper)
 
-            def work_on(i: int) -> None:
-                try:
-                    with SyncClient(opened[i], server.url, people[i].token, batch_size=100,
-                                    policy=RetryPolicy(attempts=20, first_delay=0.05, max_delay=1.0)) as client:
-                        timed(client, "push", push_s)
-                        timed(client, "pull", pull_s)
-                        for step in range(steps):
-                            fill_outbox(opened[i], people[i].id, per_desk // steps, seed=100 * i + step,
-                                        tag=f"d{i}s{step}-")
-                            client.run(fetch_models=False)
-                        barrier.wait(timeout=900)
-                        client.run(fetch_models=False)
-                except Exception as exc:
-                    errors.append(f"desk {i}: {exc}")
-                    barrier.abort()
+            def time_push_and_pull(client: SyncClient) -> None:
+                timed(client, "push", push_s)
+                timed(client, "pull", pull_s)
 
-            started = time.perf_counter()
-            threads = [threading.Thread(target=work_on, args=(i,)) for i in range(desks)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            seconds = time.perf_counter() - started
-            assert not errors, errors
+            seconds = _all_desks_sync(opened, server.url, people, per_desk, batch_size=100, wait_s=900,
+                                      prepare=time_push_and_pull)
             assert server.process is not None
             largest, summed = _server_tree_peak_mb(server.process.pid)
             total = server_counts(db)["examples"]
