@@ -300,7 +300,7 @@ def test_a_huge_suggestion_is_stored_unmeasured_and_measuring_holds_up_no_other_
     import importlib
     import threading
 
-    push_module = importlib.import_module("sync.server.store.push")  # the package's name "push" is the function
+    push_module = importlib.import_module("sync.server.store.ahead")  # measured before the transaction here
 
     run_round_with(team, tmp_path, "on")
     claim = {"arm": "on", "session": 1, "applied": True, "generator": "rules", "edit_type": "negation"}
@@ -341,7 +341,7 @@ def test_a_huge_suggestion_is_stored_unmeasured_and_measuring_holds_up_no_other_
 def test_a_push_measures_at_most_its_budget_and_leaves_the_rest_unknown(team, server_db, tmp_path, monkeypatch):
     import importlib
 
-    push_module = importlib.import_module("sync.server.store.push")
+    push_module = importlib.import_module("sync.server.store.ahead")
     run_round_with(team, tmp_path, "on")
     claim = {"arm": "on", "session": 1, "applied": True, "generator": "rules", "edit_type": "negation",
              "applied_text": "they are not vermin"}

@@ -270,7 +270,7 @@ def test_fooled_is_judged_before_the_push_transaction_and_again_if_the_round_cha
     import importlib
     import threading
 
-    push_module = importlib.import_module("sync.server.store.push")  # the package's name "push" is the function
+    push_module = importlib.import_module("sync.server.store.ahead")  # judged before the transaction here
     judging, other_stored = threading.Event(), threading.Event()
     judge = push_module.judge
 
@@ -298,7 +298,7 @@ def test_fooled_is_judged_before_the_push_transaction_and_again_if_the_round_cha
     from sync.server.store.judging import Judgement
 
     stale = Judgement(False, [], ["0" * 64], [], False, [])  # made against a target the round no longer has
-    monkeypatch.setattr(push_module, "judge_ahead", lambda db, records: {
+    monkeypatch.setattr(importlib.import_module("sync.server.store.push"), "judge_ahead", lambda db, records: {
         i: (("0" * 64,), "mean", stale) for i in range(len(records))})
     honest = example(team.ann, "judged against the round's own targets")  # the output says "not hate": fooled
     [result] = results(push(team, team.ann, honest))
