@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         report = timings.timed("compare", lambda: flow.compare(desk, work / "candidate", base_csv,
                                                                resamples=args.resamples, num_threads=args.threads))
         write_report(report, work / "comparison")
-        promotion = timings.timed("promote", lambda: flow.promote(desk, work / "candidate", report))
+        print("\n".join(report.summary_lines()), file=sys.stderr)  # the promotion rule's verdict, every split
+        promotion = timings.timed("promote", lambda: flow.promote(
+            desk, work / "candidate", report, anyway="evidence run: the whole flow is timed; the verdict is reported"))
         total = time.perf_counter() - started
         split = held_out_templates(desk, manifest)
 

@@ -1,6 +1,8 @@
 """Screenshots of a new round reaching an open app, taken offscreen from the real window:
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_round_screenshots.py
+    QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_round_screenshots.py [--refusal]
+
+(--refusal: only the Next round dialog's refusal page and its "Promote anyway…" question.)
 
 A writer fills in an example of round 1; a sync brings round 2 with another target (stored by the
 sync's own page writer, then the after-sync signal). Shot at 1366×768: the prediction held while
@@ -24,6 +26,34 @@ def tiny_model(folder: Path, seed: int) -> Path:
     save_tiny(BertForSequenceClassification, folder, seed=seed, num_labels=2,
               id2label={0: "hate", 1: "not hate"}, label2id={"hate": 0, "not hate": 1})
     return folder
+
+
+def refusal_page() -> None:
+    """Round ▸ Next round…, step 3, at 1366×768, on the team run's comparison: one held-out example (too few to
+    judge) and the base data's test split worse beyond its interval. The verdict names that split, every split
+    is listed; then “Promote anyway…” asking for the reason."""
+    from app.views.next_round import comparison_view
+    from tests.views.test_next_round_views import team_run_document
+    from widgets.next_round_dialog import NextRoundDialog
+
+    dialog = NextRoundDialog()
+    dialog.resize(1366, 768)
+    dialog.show_comparison(comparison_view(team_run_document(), "/home/lee/.dynadesk/candidates/hate_speech-"
+                                                                "20261127-231502/comparison/comparison.html"))
+    dialog.set_promote_intro("Promoting closes round 1 of hate_speech and opens round 2 with the candidate as its "
+                             "target. The candidate is exported to ONNX and parity-checked like the default model; "
+                             "its lineage (parent, manifest, comparison) is recorded.")
+    dialog.show()
+    snap(dialog, "next-round-2-compare-worse.png")
+    dialog.show_step(2)
+    snap(dialog, "next-round-3-refused.png")
+    dialog.promote_button.click()
+    anyway = dialog.promote_anyway
+    anyway.reason.setPlainText("Davidson's test split predates the slang this round collects; the team reviewed "
+                               "the 18 base-test tweets it now gets wrong.")
+    snap(anyway, "next-round-3-promote-anyway.png")
+    anyway.reject()
+    dialog.close()
 
 
 def main() -> None:
@@ -78,4 +108,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] == ["--refusal"]:
+        app = application()  # noqa: F841 (must stay alive)
+        refusal_page()
+        print(f"Screenshots written to {OUT}")
+    else:
+        main()
+        refusal_page()

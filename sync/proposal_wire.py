@@ -76,7 +76,10 @@ class ProposalDecision(Strict):
     state: Literal["promoted", "declined"]
     reason: Short | None = None
     round_number: Annotated[int, Field(ge=1, le=10**6)] | None = None  # the round it became the target of
-    forced: bool = False  # promoted over a comparison that found it worse
+    forced: bool = False  # promoted anyway over the promotion rule's refusal; ``reason`` says why
+    # The key figures (sync.proposals.key_figures) of the comparison the promotion was judged on: the server
+    # applies the promotion rule to them again. Empty: the proposal's own figures are judged.
+    figures: FreeJson = Field(default_factory=dict)
 
 
 class ProposalWire(Strict):

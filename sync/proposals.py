@@ -13,7 +13,9 @@ Promoting, step by step, each step changing nothing until it can no longer fail:
    the proposal's ``files_sha256``; only a whole, verified folder is moved into place (``proposals/ID``).
 3. The candidate is compared again on this desk (``compare_candidate``, with the proposal's base test
    file and suite when this desk has the same files); with nothing to compare on here, the proposer's
-   report decides. ``promote_candidate`` refuses a worse candidate unless ``force``.
+   report decides. ``promote_candidate`` applies the promotion rule (``promotion_rule``); ``force`` with a
+   ``reason`` overrides it, recorded in the lineage and in the proposal's decision, which carries the
+   figures it was judged on: the server judges them again with the same rule.
 4. The proposal is marked promoted (who, when, which round, forced or not), then the new round is published
    as ``dynadesk sync publish T --round N`` does (``SyncClient.publish``); an owner's publish also closes
    the round it replaced, a lead's only adds the new one (the server limits a lead to that round).
@@ -93,7 +95,7 @@ class ProposalSummary:
     rounds_trained_on: tuple[int, ...]
     compared_with_round: int | None
     state: str
-    worse: bool | None  # None: proposed without a comparison
+    worse: bool | None  # refused by the promotion rule; None: proposed without a comparison
     pooled: Difference | None
     differences: tuple[Difference, ...]
     files: int
@@ -104,6 +106,7 @@ class ProposalSummary:
     reason: str | None = None
     promoted_round: int | None = None
     forced: bool = False
+    sentence: str = ""  # the promotion rule's verdict on the proposer's figures
 
     @classmethod
     def from_wire(cls, wire: ProposalWire) -> ProposalSummary:
@@ -116,7 +119,8 @@ class ProposalSummary:
                    worse=bool(figures["worse"]) if "worse" in figures else None, pooled=pooled,
                    differences=differences, files=len(wire.files), size=wire.size, note=wire.note,
                    decided_by=wire.decided_by, decided_at=wire.decided_at, reason=wire.reason,
-                   promoted_round=wire.promoted_round, forced=wire.forced)
+                   promoted_round=wire.promoted_round, forced=wire.forced,
+                   sentence=str(figures.get("verdict") or "")[:500])
 
     def headline(self) -> tuple[Difference, ...]:
         """The figures a list shows: accuracy and macro-F1 on the held-out splits taken together, or, when
@@ -183,8 +187,10 @@ def key_figures(report: ComparisonReport) -> dict[str, Any]:
     """What a proposal carries of its comparison report: every difference with its interval (the
     whole report, with each prediction, travels as a file)."""
     return {"candidate_sha256": report.candidate_sha256, "current_sha256s": list(report.current_sha256s),
-            "worse": bool(report.worse), "pooled": asdict(report.pooled),
+            "worse": bool(report.worse), "verdict": report.verdict.sentence, "pooled": asdict(report.pooled),
             "differences": [asdict(d) for d in report.differences[:MAX_FIGURE_ROWS]],
+            "names": {s["key"]: s["name"] for s in report.document.get("splits", [])[:MAX_FIGURE_ROWS]
+                      if isinstance(s, dict) and "key" in s},
             "summary": report.summary_lines()[:40]}
 
 
@@ -448,11 +454,28 @@ def _promoted_here(desk: Desk, task_code: str, folder: Path) -> tuple[int, int |
     return None
 
 
+def _judged_here(desk: Desk, task_code: str, folder: Path) -> tuple[dict[str, Any], str | None]:
+    """The figures and the override reason this desk's earlier promotion of ``folder`` recorded (its comparison
+    report, stored beside the candidate when it was made here; else none)."""
+    from app.core.services.comparison import read_report
+
+    rounds = desk.tasks.rounds(task_code)
+    targets = desk.models.round_models(rounds[-1].id) if rounds else []
+    lineage = (promotion_lineage(targets[0]) if targets else None) or {}
+    reason = (lineage.get("override") or {}).get("reason")
+    report = folder / META_DIR / REPORT_NAME
+    try:
+        return (key_figures(read_report(report)) if report.is_file() else {}), reason
+    except DynadeskError:
+        return {}, reason
+
+
 def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | str, *, with_current: bool = False,
-                     force: bool = False, progress: Progress | None = None,
+                     force: bool = False, reason: str | None = None, progress: Progress | None = None,
                      handle: SyncHandle | None = None) -> ProposalPromotion:
     """Download, check, compare, promote, publish, mark: the owner's one action (module docstring).
-    Raises ``PromotionRefused`` (figures in its message) when the candidate is worse and not ``force``;
+    Raises ``PromotionRefused`` (figures in its message) when the promotion rule refuses the candidate and
+    not ``force`` (with a ``reason``);
     ``Offline`` when the server cannot be reached; ``ProposalError``/``PromotionError`` for the rest."""
     from app.core.services.promotion import promote_candidate
 
@@ -477,14 +500,19 @@ def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | st
         progress.say("Comparing the candidate on this desk…")
         comparison, note = _compare_here(desk, wire.task, folder, force, progress)
         promotion = promote_candidate(desk, wire.task, folder, with_current=with_current, force=force,
-                                      comparison=comparison, progress=progress)
+                                      reason=reason, comparison=comparison, progress=progress)
         done = (promotion.round_number, promotion.previous_round, promotion.forced)
+        judged = key_figures(comparison) if comparison is not None else {}
+        override = (promotion.lineage.get("override") or {}).get("reason")
     else:
         note = "This desk had promoted the proposal already; finishing its publication."
+        judged, override = _judged_here(desk, wire.task, folder)
     round_number, previous, forced = done
-    # Marked first: the server lets a lead publish only the round their own promotion claimed.
+    # Marked first: the server lets a lead publish only the round their own promotion claimed. The figures it
+    # was judged on go along: the server applies the same rule to them.
     decision = ProposalDecision(state="promoted", round_number=round_number, forced=forced,
-                                reason="promoted over a worse comparison (forced)" if forced else None)
+                                reason=(override or "promoted anyway (no reason recorded)")[:500] if forced else None,
+                                figures=judged)
     # A lead adds the new round; closing the previous one, which every team works in, is the owner's.
     rounds = [n for n in (previous, round_number) if n is not None] if actor.role == Role.OWNER else [round_number]
     progress.say(f"Publishing round {round_number}…")

@@ -147,10 +147,15 @@ def compare(desk: Any, candidate: Path, base_csv: Path, *, resamples: int = 2000
                              resamples=resamples, seed=seed, num_threads=num_threads)
 
 
-def promote(desk: Any, candidate: Path, report: Any, actor_id: uuid.UUID | None = None) -> Any:
+def promote(desk: Any, candidate: Path, report: Any, actor_id: uuid.UUID | None = None, *,
+            anyway: str | None = None) -> Any:
+    """Promote as the dialog does; ``anyway``: the reason to promote over a refusal (a bench timing the whole
+    flow whatever the verdict says); without it a refused candidate raises ``PromotionRefused``."""
     from app.core.services.promotion import promote_candidate
 
-    return promote_candidate(desk, TASK, candidate, comparison=report, actor_id=actor_id)
+    forced = anyway is not None and report is not None and report.verdict.refused
+    return promote_candidate(desk, TASK, candidate, comparison=report, actor_id=actor_id, force=forced,
+                             reason=anyway if forced else None)
 
 
 def figures(report: Any) -> list[dict[str, Any]]:

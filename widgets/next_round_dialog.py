@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QMessageBox,
     QProgressBar,
     QPushButton,
     QRadioButton,
@@ -44,6 +43,7 @@ from app.views.next_round import (
     FROM_BASE,
     FROM_TARGET,
     NO_BASE_NOTE,
+    TOO_FEW,
     UNCLEAR,
     WORSE,
     BaseColumnsView,
@@ -55,6 +55,7 @@ from app.views.next_round import (
     imported_choice_text,
 )
 from widgets.comparison_chart import AccuracyComparisonChart
+from widgets.promote_anyway_dialog import PromoteAnywayDialog
 
 STEPS = ("Choose and train", "Compare", "Promote and publish")
 VERDICT_COLOURS = {BETTER: "#d7f0dd", WORSE: "#f8d7d3", UNCLEAR: "#eeeeee"}
@@ -93,7 +94,7 @@ class NextRoundDialog(QDialog):
     cancel_requested = Signal()
     columns_requested = Signal(str)  # a base data file was chosen: its columns, please
     report_requested = Signal()
-    promote_requested = Signal(bool, bool)  # with_current, force
+    promote_requested = Signal(bool, bool, str)  # with_current, force, the reason for forcing ("" when not forced)
     publish_requested = Signal()
     propose_requested = Signal()  # a lead who may not promote proposes the candidate to the owner
     back_requested = Signal()  # from the comparison, back to the training choices
@@ -107,6 +108,8 @@ class NextRoundDialog(QDialog):
         self.setMinimumSize(860, 560)
         self._running = False
         self._worse = False
+        self._refusal: tuple[str, tuple[str, ...]] = ("", ())  # the rule's sentence and every split's line
+        self.promote_anyway: PromoteAnywayDialog | None = None
         self._promote_allowed = True
         self._publish_possible = False
         self._compared = False  # a comparison (or its absence, confirmed) is shown: step 3 may follow
@@ -443,6 +446,9 @@ class NextRoundDialog(QDialog):
                     item.setBackground(QBrush(QColor(VERDICT_COLOURS[row.verdict])))
                     item.setToolTip({BETTER: "better: the interval lies above zero", WORSE: "worse: the interval "
                                      "lies below zero", UNCLEAR: "unclear: the interval includes zero"}[row.verdict])
+                elif c in (4, 5) and row.verdict == TOO_FEW:
+                    item.setForeground(QBrush(QColor("#777")))
+                    item.setToolTip("too few items to judge: the interval says little")
                 if row.pooled:
                     font = item.font()
                     font.setBold(True)
@@ -456,7 +462,10 @@ class NextRoundDialog(QDialog):
         self.notes.setVisible(bool(view.notes))
         self.report_link.setText(f"<a href='report'>Open the HTML report</a> (every prediction of both models)<br>"
                                  f"<span style='color:#666'>{escape(view.report_path)}</span>" if view.report_path else "")
-        self.refusal.setText(f"<b>{escape(view.verdict)}</b><br>{escape(view.headline)}" if view.worse else "")
+        self._refusal = (view.verdict, view.judged)
+        self.refusal.setText(f"<b>{escape(view.verdict)}</b><ul style='margin:4px 0 0 -20px'>"
+                             + "".join(f"<li>{escape(line)}</li>" for line in view.judged) + "</ul>"
+                             if view.worse else "")
         self.refusal.setVisible(view.worse)
         self._set_promote_button()
         self.show_step(1)
@@ -467,6 +476,8 @@ class NextRoundDialog(QDialog):
         self.promote_intro = QLabel(objectName="promote-intro", wordWrap=True)
         self.headline = QLabel(objectName="headline", wordWrap=True)
         self.refusal = QLabel(objectName="refusal", wordWrap=True, styleSheet=BANNER[True])
+        self.refusal.setTextFormat(Qt.TextFormat.RichText)
+        self.refusal.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.refusal.setMargin(8)
         self.with_current = QCheckBox("Keep the current target in an ensemble with the candidate", objectName="with-current")
         self.promote_button = QPushButton("Promote", objectName="promote")
@@ -535,6 +546,7 @@ class NextRoundDialog(QDialog):
         self.report_link.setText("")
         self.refusal.setText(f"<b>{escape(message)}</b>")
         self.refusal.setVisible(True)
+        self._refusal = (message, ())
         self._set_promote_button()
         self.show_step(1)
 
@@ -546,18 +558,17 @@ class NextRoundDialog(QDialog):
         self.promote_button.setEnabled(self._promote_allowed and not self._running)
 
     def _promote(self) -> None:
-        force = False
-        if self._worse:
-            answer = QMessageBox.question(
-                self, "Promote anyway?",
-                "The comparison finds the candidate worse than the current target on the held-out splits.\n\n"
-                "Promote it anyway? The refusal and your override are recorded in the model's lineage.",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
-            if answer != QMessageBox.StandardButton.Yes:
-                return
-            force = True
+        if self._worse:  # refused by the promotion rule: the override asks why, with the figures in view
+            self.promote_anyway = PromoteAnywayDialog(*self._refusal, parent=self)
+            self.promote_anyway.reason_given.connect(
+                lambda reason: self._send_promotion(True, reason))
+            self.promote_anyway.open()
+            return
+        self._send_promotion(False, "")
+
+    def _send_promotion(self, force: bool, reason: str) -> None:
         self.show_message("")
-        self.promote_requested.emit(self.with_current.isChecked(), force)
+        self.promote_requested.emit(self.with_current.isChecked(), force, reason)
 
     def show_promotion(self, view: PromotionView) -> None:
         lines = "".join(f"<li>{escape(line)}</li>" for line in view.lines)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.views.proposals import ProposalDetail, ProposalsView, RefusalView
+from widgets.promote_anyway_dialog import PromoteAnywayDialog
 
 ERROR, OK, INFO = "#b3261e", "#2e7d32", "#555555"
 TONES = {"worse": QColor("#b3261e"), "better": QColor("#2e7d32")}
@@ -46,7 +47,7 @@ def _item(text: str, tone: str = "", align_right: bool = False) -> QTableWidgetI
 
 class ProposalsDialog(QDialog):
     refresh_requested = Signal()
-    promote_requested = Signal(str, bool, bool)  # proposal id, with the current target(s), force
+    promote_requested = Signal(str, bool, bool, str)  # proposal id, with the current target(s), force, its reason
     decline_requested = Signal(str, str)  # proposal id, reason
     cancel_requested = Signal()
 
@@ -93,7 +94,7 @@ class ProposalsDialog(QDialog):
         self.refusal = QFrame(objectName="refusal", frameShape=QFrame.Shape.StyledPanel, visible=False)
         self.refusal_text = QLabel(objectName="refusal-text", wordWrap=True, styleSheet=f"color: {ERROR}")
         self.refusal_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.promote_anyway = QPushButton("Promote anyway", objectName="promote-anyway")
+        self.promote_anyway = QPushButton("Promote anyway…", objectName="promote-anyway")
         self.promote_anyway.setToolTip("Promote over the comparison; the override is recorded with the round's "
                                        "target and on the server.")
         self.promote_anyway.clicked.connect(self._promote_anyway)
@@ -189,9 +190,10 @@ class ProposalsDialog(QDialog):
 
     def offer_override(self, refusal: RefusalView) -> None:
         self._refused_id = refusal.proposal_id
+        self._refusal = refusal
         self.refusal_text.setText(refusal.message)
         self.refusal.setVisible(True)
-        self.show_message("Promotion refused: the candidate is worse (figures above).", error=True)
+        self.show_message("Promotion refused by the promotion rule (figures above).", error=True)
 
     # the user's actions
 
@@ -229,13 +231,23 @@ class ProposalsDialog(QDialog):
     def _promote(self, force: bool) -> None:
         proposal_id = self.selected_id()
         if proposal_id:
-            self.promote_requested.emit(proposal_id, self.with_current.isChecked(), force)
+            self.promote_requested.emit(proposal_id, self.with_current.isChecked(), force, "")
 
     def _promote_anyway(self) -> None:
+        """Asks why, with the figures in view; the reason goes with the promotion into the lineage."""
         proposal_id = getattr(self, "_refused_id", None) or self.selected_id()
-        if proposal_id:
+        if not proposal_id:
+            return
+        refusal = getattr(self, "_refusal", None)
+        sentence = refusal.sentence if refusal is not None and refusal.sentence else "The promotion was refused."
+        self.anyway_dialog = PromoteAnywayDialog(sentence, refusal.splits if refusal is not None else (), self)
+
+        def confirmed(reason: str) -> None:
             self.refusal.setVisible(False)
-            self.promote_requested.emit(proposal_id, self.with_current.isChecked(), True)
+            self.promote_requested.emit(proposal_id, self.with_current.isChecked(), True, reason)
+
+        self.anyway_dialog.reason_given.connect(confirmed)
+        self.anyway_dialog.open()
 
     def _decline(self) -> None:
         proposal_id = self.selected_id()

@@ -43,10 +43,12 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
             text_column: str | None, label_column: str | None, label_map: str | None, html_unescape: bool,
             base_split: str, split_seed: int, suite: str | None, seed: int, resamples: int, out_dir: str | None,
             as_json: bool) -> None:
-    """Compare a candidate model with the open round's target(s) on every round's held-out split,
-    the base data's test split and a suite; each difference has a paired bootstrap 95 % interval."""
+    """Compare a candidate model with the open round's target(s) on every round's held-out split (as the
+    candidate's training held it out), the base data's test split (default: the one its manifest names)
+    and every suite of the task (and --suite); each difference has a paired bootstrap 95 % interval, and
+    the promotion rule's verdict names the worst split."""
     from app.cli.models import _label_map_option, _progress
-    from app.core.services.comparison import BaseTestOptions, compare_candidate, describe, write_report
+    from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
     from app.core.services.round_training import parse_rounds
 
     base_options = None
@@ -67,6 +69,7 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
     if as_json:
         click.echo(json.dumps({"task": report.task_code, "candidate_sha256": report.candidate_sha256,
                                "current_sha256s": list(report.current_sha256s), "worse": report.worse,
+                               "verdict": report.document.get("verdict"),
                                "pooled": report.document["pooled"], "differences": report.document["differences"],
                                "files": [str(p) for p in written] if written else None}, indent=2))
         return
@@ -74,8 +77,8 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
              "-" if d.candidate is None else f"{d.candidate:.3f}",
              f"{_points(d.difference)} [{_points(d.low)}, {_points(d.high)}]", d.items] for d in report.differences]
     click.echo(format_table(["split", "metric", "current", "candidate", "difference, points [95% interval]", "n"], rows))
-    click.echo(report.summary_lines()[0])
-    click.echo("  " + describe(report.pooled))
+    for line in report.summary_lines():  # the promotion rule's verdict, then every split it judged
+        click.echo(line)
     for warning in report.document["evaluation"]["warnings"]:
         click.echo(f"Warning: {warning}", err=True)
     if written:

@@ -106,13 +106,16 @@ def rounds_proposals(obj: Context, task_code: str, show_all: bool) -> None:
 @click.command("promote")
 @click.option("--proposal", "proposal_id", required=True, help="The id `dynadesk rounds proposals` lists.")
 @click.option("--with-current", is_flag=True, help="Keep the current target(s) in an ensemble after the candidate.")
-@click.option("--force", is_flag=True, help="Promote even when the comparison finds the candidate worse (recorded).")
+@click.option("--force", is_flag=True, help="Promote anyway when the promotion rule refuses the candidate; needs "
+                                            "--reason (recorded with the figures).")
+@click.option("--reason", help="Why the candidate is promoted over the rule's refusal (with --force).")
 @pass_context
-def rounds_promote(obj: Context, proposal_id: str, with_current: bool, force: bool) -> None:
+def rounds_promote(obj: Context, proposal_id: str, with_current: bool, force: bool, reason: str | None) -> None:
     """Owners (or leads, where the task allows): promote a proposal in one action.
 
     Downloads its files and checks each sha256, compares the candidate again on this desk, opens the next
-    round with it (refused when worse, unless --force), publishes the round and marks the proposal promoted.
+    round with it (refused by the promotion rule unless --force --reason "why"), publishes the round and marks
+    the proposal promoted.
     """
     from sync.proposals import promote_proposal
     from sync.transport import Offline
@@ -121,7 +124,7 @@ def rounds_promote(obj: Context, proposal_id: str, with_current: bool, force: bo
     with _client(desk) as client:
         try:
             outcome = promote_proposal(desk, client, proposal_id, with_current=with_current, force=force,
-                                       progress=_progress())
+                                       reason=reason, progress=_progress())
         except Offline as exc:
             raise _offline(exc, "Nothing changed on this desk; promote the proposal when the server can be "
                                 "reached.") from exc

@@ -191,20 +191,25 @@ def rounds_import_contexts(obj: Context, file: str, task_code: str, number: int 
 @click.option("--model", "model_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The folder `dynadesk train --out DIR` wrote.")
 @click.option("--with-current", is_flag=True, help="Keep the current target(s) in an ensemble after the candidate.")
-@click.option("--force", is_flag=True, help="Promote even when the comparison finds the candidate worse (recorded).")
+@click.option("--force", is_flag=True, help="Promote anyway when the promotion rule refuses the candidate; needs "
+                                            "--reason (recorded with the figures in the lineage).")
+@click.option("--reason", help="Why the candidate is promoted over the rule's refusal (with --force).")
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path),
               help="The training manifest. Default: DIR/manifest.json when it is there.")
 @click.option("--comparison", "comparison_file", type=click.Path(path_type=Path),
               help="A stored comparison report (its JSON file, or the folder holding comparison.json) "
                    "instead of comparing now.")
 @pass_context
-def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: bool, force: bool,
+def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: bool, force: bool, reason: str | None,
                 manifest: Path | None, comparison_file: Path | None) -> None:
     """Promote a trained candidate: close the open round and open the next with it as the target.
 
-    The candidate is exported to ONNX and parity-checked like the default model, compared with the
-    current target(s) on the held-out splits, and refused when it is worse (--force overrides).
-    Leads and owners only. `dynadesk sync publish TASK --round N` then brings the round to the team.
+    The candidate is compared with the current target(s) on every split this desk has (each round's
+    held-out examples as its training held them out, the base data's test split named in its manifest,
+    every suite of the task), exported to ONNX and parity-checked like the default model. It is refused
+    when a split with enough examples finds it worse, or when no split has enough examples
+    (--force --reason "why" overrides; recorded). Leads and owners only. `dynadesk sync publish TASK
+    --round N` then brings the round to the team.
     """
     from app.core.services.comparison import NothingToCompare, compare_candidate, read_report
     from app.core.services.promotion import check_promotable, promote_candidate
@@ -219,11 +224,12 @@ def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: boo
     except NothingToCompare as exc:
         if not force:
             raise DynadeskError(f"{exc} Compare with `dynadesk rounds compare … --base-test/--suite` and pass "
-                                "its report with --comparison, or promote without a comparison with --force.") from exc
+                                "its report with --comparison, or promote without a comparison with --force "
+                                "--reason \"why\".") from exc
         comparison = None
         click.echo(f"{exc} Promoting without a comparison (--force).", err=True)
-    # A refusal is a DynadeskError: its message holds the figures and the --force hint; the exit status is 1.
-    promotion = promote_candidate(desk, task_code, model_dir, with_current=with_current, force=force,
+    # A refusal is a DynadeskError: its message holds every split's figures and the --force hint; the exit status is 1.
+    promotion = promote_candidate(desk, task_code, model_dir, with_current=with_current, force=force, reason=reason,
                                   comparison=comparison, manifest=manifest, progress=progress)
     if comparison is not None:
         click.echo("Comparison with the previous target(s):")

@@ -281,7 +281,7 @@ class NextRoundController(QObject):
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.html)))
 
     # Step 3: promote and publish ----------------------------------------------------------------
-    def promote(self, with_current: bool, force: bool) -> None:
+    def promote(self, with_current: bool, force: bool, reason: str = "") -> None:
         from app.core.services.promotion import check_promotable
 
         folder, desk = self.candidate_dir, self.desk
@@ -290,9 +290,9 @@ class NextRoundController(QObject):
         self.dialog.set_running(True, "Checking…")
         code = self.task_code
         self.db.submit(lambda: check_promotable(desk, folder, task_code=code), on_done=lambda person: self._export(
-            with_current, force, person.id), on_error=self._promotion_failed)
+            with_current, force, reason, person.id), on_error=self._promotion_failed)
 
-    def _export(self, with_current: bool, force: bool, actor_id) -> None:
+    def _export(self, with_current: bool, force: bool, reason: str, actor_id) -> None:
         """The costly part (assembling, ONNX export, parity check) as a job; promote_candidate then finds it done."""
         from app.core import paths
         from app.core.services.promotion import CANDIDATE_SLUG
@@ -308,9 +308,9 @@ class NextRoundController(QObject):
                 pass  # promote_candidate registers the PyTorch model then, and records why
 
         self._run("export", "Exporting the candidate to ONNX and checking parity…", prepare,
-                  lambda _none: self._register(with_current, force, actor_id))
+                  lambda _none: self._register(with_current, force, reason, actor_id))
 
-    def _register(self, with_current: bool, force: bool, actor_id) -> None:
+    def _register(self, with_current: bool, force: bool, reason: str, actor_id) -> None:
         from app.core.services.promotion import promote_candidate
 
         desk, code, folder, report = self.desk, self.task_code, self.candidate_dir, self.report
@@ -318,7 +318,7 @@ class NextRoundController(QObject):
             self.dialog.set_running(True, "Registering the candidate and opening the next round…")
 
         def run():
-            return promote_candidate(desk, code, folder, with_current=with_current, force=force,
+            return promote_candidate(desk, code, folder, with_current=with_current, force=force, reason=reason,
                                      comparison=report, actor_id=actor_id)
 
         self.db.submit(run, on_done=self._promoted, on_error=self._promotion_failed)

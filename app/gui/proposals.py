@@ -126,7 +126,7 @@ class ProposalsController(QObject):
             f"Proposed {summary.name} to the owner of {task_code}: they see it under Round ▸ Proposals… and "
             "decide there. Every desk of the team gets the new round once it is promoted.", True))
 
-    def promote(self, proposal_id: str, with_current: bool, force: bool) -> None:
+    def promote(self, proposal_id: str, with_current: bool, force: bool, reason: str = "") -> None:
         from sync.proposals import promote_proposal
         from sync.transport import SyncHandle
 
@@ -146,13 +146,13 @@ class ProposalsController(QObject):
             handle.progress_handle = progress
             with self._client() as client:
                 outcome = promote_proposal(desk, client, proposal_id, with_current=with_current, force=force,
-                                           progress=progress, handle=handle)
+                                           reason=reason, progress=progress, handle=handle)
             return str(outcome.proposal.id), promoted_message(outcome)  # read here: the records stay off the GUI thread
 
         self._promoting = proposal_id
         if self.dialog is not None:
             self.dialog.set_busy(True, "Promoting: downloading and checking the files, comparing, exporting, "
-                                       "publishing…" + (" (over the comparison: recorded)" if force else ""))
+                                       "publishing…" + (" (promoted anyway: the reason is recorded)" if force else ""))
         self.job_id = self.inference.run_job(run)
 
     def cancel(self) -> None:

@@ -9,13 +9,14 @@ tests/views/test_next_round_views.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Protocol, Sequence
 
 from app.core.formatting import MISSING, pct
+from app.core.services.promotion_rule import judge, minimum_items
 
 FROM_TARGET, FROM_BASE = "target", "base"
-BETTER, WORSE, UNCLEAR, NO_ITEMS = "better", "worse", "unclear", "none"
+BETTER, WORSE, UNCLEAR, NO_ITEMS, TOO_FEW = "better", "worse", "unclear", "none", "too few"
 METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "fooling_right": "fooling examples now right"}
 POOLED = "held-out"
 ESTIMATING = "estimating…"
@@ -31,6 +32,7 @@ class _RoundCount(Protocol):
     undecided: int
     left_out: int
     imported: Mapping[str, int]
+    imported_held_out: Mapping[str, int]
 
 
 class _BaseDefaults(Protocol):
@@ -171,11 +173,12 @@ class ComparisonView:
     candidate_name: str
     verdict: str  # one sentence
     headline: str  # the pooled held-out accuracy: current -> candidate, difference [interval], n
-    worse: bool  # Promote needs "Promote anyway"
+    worse: bool  # refused by the promotion rule: Promote needs "Promote anyway…" with a reason
     rows: tuple[ComparisonRow, ...]
     groups: tuple[ChartGroup, ...]
     notes: tuple[str, ...]  # warnings of the evaluation (overlap) first
     report_path: str
+    judged: tuple[str, ...] = ()  # the promotion rule's line for every split: its state and figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +196,8 @@ def round_rows(counts: Sequence[_RoundCount], chosen: Sequence[int] = ()) -> tup
     for c in counts:
         parts = [f"{c.decided:,} decided ({c.held_out:,} held out)", f"{c.undecided:,} undecided"]
         if c.imported:
-            parts.append(", ".join(f"{n:,} imported ({name})" for name, n in sorted(c.imported.items())))
+            parts.append(", ".join(f"{n:,} imported ({name}; {c.imported_held_out.get(name, 0):,} held out)"
+                                   for name, n in sorted(c.imported.items())))
         if c.left_out:
             parts.append(f"{c.left_out:,} left out (flagged)")
         usable = c.decided > 0 or c.undecided > 0 or bool(c.imported)
@@ -286,6 +290,8 @@ def comparison_view(document: Mapping[str, Any], report_path: str = "") -> Compa
         rows.append(ComparisonRow(names.get(d["split"], d["split"]), METRICS.get(d["metric"], d["metric"]),
                                   pct(d["current"]), pct(d["candidate"]), points(d["difference"]), interval,
                                   verdict_of(d["low"], d["high"], d["items"]), d["items"], pooled))
+        if 0 < d["items"] < minimum_items() and rows[-1].verdict != NO_ITEMS:  # its interval says little: no colour
+            rows[-1] = replace(rows[-1], verdict=TOO_FEW)
     groups = []
     held = [s["key"] for s in document.get("splits", []) if s.get("kind") == "round"]
     for key in held + [POOLED]:
@@ -296,22 +302,18 @@ def comparison_view(document: Mapping[str, Any], report_path: str = "") -> Compa
         groups.append(ChartGroup(name, d["current"], d["candidate"], d["current"] + d["low"],
                                  d["current"] + d["high"], d["items"]))
     pooled_row = document["pooled"]
-    verdict = {
-        WORSE: "The candidate is worse than the current target on the held-out splits taken together: "
-               "promoting it needs “Promote anyway”, and the override is recorded.",
-        BETTER: "The candidate is better than the current target on the held-out splits taken together.",
-        UNCLEAR: "The candidate and the current target do not differ clearly on the held-out splits "
-                 "(the interval of the difference includes zero).",
-        NO_ITEMS: "No held-out example to compare on: the comparison cannot tell whether the candidate is better.",
-    }[verdict_of(pooled_row["low"], pooled_row["high"], pooled_row["items"])]
+    rule = judge(document["differences"], names)  # the one promotion rule, over every split
+    verdict = rule.sentence + (" Promoting it needs “Promote anyway…” with a reason, recorded with these figures."
+                               if rule.refused else "")
     headline = (f"Held-out accuracy, all rounds: {pct(pooled_row['current'])} → {pct(pooled_row['candidate'])}, "
                 f"difference {points(pooled_row['difference'])}"
                 + (f" [{points(pooled_row['low'])}, {points(pooled_row['high'])}]" if pooled_row["low"] is not None else "")
-                + f" over {pooled_row['items']:,} examples.")
+                + f" over {pooled_row['items']:,} example{'' if pooled_row['items'] == 1 else 's'}.")
     evaluation = document.get("evaluation", {})
     notes = tuple(f"Warning: {w}" for w in evaluation.get("warnings", [])) + tuple(evaluation.get("notes", []))
     return ComparisonView(document["current"]["name"], document["candidate"]["name"], verdict, headline,
-                          bool(document.get("worse")), tuple(rows), tuple(groups), notes, report_path)
+                          rule.refused, tuple(rows), tuple(groups), notes, report_path,
+                          tuple(s.line() for s in rule.splits))
 
 
 class _Record(Protocol):
@@ -340,6 +342,9 @@ def promotion_view(promotion: _Promotion) -> PromotionView:
     manifest = lineage.get("manifest") or {}
     if manifest:
         lines.append(f"Training manifest: {manifest.get('path')} (sha256 {str(manifest.get('sha256'))[:12]})")
+    override = lineage.get("override") or {}
+    if override.get("reason"):
+        lines.append(f"Promoted anyway, because: {override['reason']}")
     comparison = lineage.get("comparison") or {}
     if comparison:
         pooled = comparison.get("pooled") or {}
@@ -348,7 +353,8 @@ def promotion_view(promotion: _Promotion) -> PromotionView:
                      f"{points(pooled.get('high'))}]")
     when = str(lineage.get("promoted_at", "?")).replace("T", " ")[:16] + " UTC"
     lines.append(f"Promoted by {lineage.get('promoted_by', {}).get('name', '?')} on {when}"
-                 + (" — over a worse comparison (recorded as forced)" if promotion.forced else ""))
+                 + (" — over the promotion rule's refusal (recorded as forced, with the figures)"
+                    if promotion.forced else ""))
     rounds = tuple(n for n in (promotion.previous_round, promotion.round_number) if n is not None)
     hint = ("Sync is not set up, so there is no team server to publish to (Sync ▸ Settings). Publish later with: "
             f"dynadesk sync publish {promotion.task_code} " + " ".join(f"--round {n}" for n in rounds))

@@ -55,7 +55,9 @@ class ProposalsView:
 
 @dataclass(frozen=True)
 class RefusalView:
-    """A promotion refused because the candidate is worse: the figures, and the override on offer."""
+    """A promotion refused by the promotion rule: the figures, and the override on offer (with a reason)."""
 
     proposal_id: str
     message: str
+    sentence: str = ""  # the rule's verdict, naming the worst split
+    splits: tuple[str, ...] = ()  # every split with its state and figures

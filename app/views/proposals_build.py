@@ -50,7 +50,7 @@ def _verdict_text(p: ProposalSummary) -> str:
     if p.pooled is None:
         return "none was sent; the owner's desk compares the candidate before promoting."
     if p.worse:
-        return "worse than the current target on the held-out splits taken together."
+        return "refused by the promotion rule" + (f" ({p.sentence})" if p.sentence else "") + "."
     if not p.pooled.items:
         return "no held-out example on the proposer's desk; the other splits below show the difference."
     if p.pooled.low is not None and p.pooled.low > 0:
@@ -69,7 +69,8 @@ def proposal_detail(p: ProposalSummary) -> ProposalDetail:
         when = f" on {p.decided_at:%Y-%m-%d %H:%M} UTC" if p.decided_at else ""
         if p.state == "promoted":
             facts.append(f"Promoted to round {p.promoted_round} by {p.decided_by}{when}"
-                         + (", over a worse comparison (recorded)" if p.forced else ""))
+                         + (f", promoted anyway: {p.reason}" if p.forced and p.reason else
+                            ", over the promotion rule's refusal (recorded)" if p.forced else ""))
         else:
             facts.append(f"{p.state.capitalize()} by {p.decided_by}{when}" + (f": {p.reason}" if p.reason else ""))
     elif p.state == "superseded" and p.reason:
@@ -101,16 +102,17 @@ def proposals_view(listing: ProposalListing, role: Role, task_name: str) -> Prop
 def promoted_message(outcome: ProposalPromotion) -> str:
     first = (outcome.promotion.targets[0].name if outcome.promotion is not None and outcome.promotion.targets
              else outcome.proposal.name)
-    forced = " (promoted over a worse comparison; recorded)" if outcome.proposal.forced else ""
+    forced = " (promoted anyway over the promotion rule's refusal; the reason is recorded)" if outcome.proposal.forced else ""
     return (f"Round {outcome.round_number} is open with {first} as its target{forced}, published to the team. "
             f"{outcome.comparison_note}")
 
 
 def refusal_view(proposal_id: str, message: str, lines: list[str]) -> RefusalView:
-    """The refusal's first sentence and its figures (splits without items left out), with the override
-    named as the dialog offers it."""
-    first = message.split(":\n", 1)[0].strip()
-    figures = [line.strip() for line in lines[1:] if not line.strip().endswith("no items")]
-    text = "\n".join([first + ". Compared again on this desk:", *figures, "Promote anyway overrides it; the override is recorded with the round's "
-                       "target and on the server."])
-    return RefusalView(proposal_id, text)
+    """The promotion rule's verdict (``lines[0]``, naming the worst split) and every split's figures, with
+    the override named as the dialog offers it."""
+    sentence = lines[0].strip() if lines else message.split("\n", 1)[0].strip()
+    splits = tuple(line.strip() for line in lines[1:] if line.strip())
+    text = "\n".join([sentence, "Compared again on this desk:", *splits,
+                      "“Promote anyway…” overrides it with a reason, recorded with these figures with the round's "
+                      "target and on the server."])
+    return RefusalView(proposal_id, text, sentence, splits)

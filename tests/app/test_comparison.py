@@ -16,8 +16,6 @@ from sklearn.metrics import f1_score
 from app.core.services.bootstrap import paired_bootstrap
 from app.core.services.comparison import (
     ComparisonError,
-    ComparisonReport,
-    Difference,
     compare_candidate,
     read_report,
     write_report,
@@ -193,11 +191,14 @@ def test_the_service_on_two_rounds_matches_a_hand_count(desk, rounds_desk, tmp_p
     assert (pooled.split, pooled.metric, pooled.items) == ("held-out", "accuracy", pooled_right["n"])
     assert pooled.difference == pytest.approx((pooled_right["candidate"] - pooled_right["current"]) / pooled_right["n"])
     assert pooled.low <= pooled.difference <= pooled.high
-    assert report.worse == (pooled.high < 0)
+    # about nine held-out examples a round: too few to judge anywhere, so the promotion rule refuses
+    assert report.worse and report.verdict.refused and "no split has enough examples" in report.verdict.sentence
     pooled_fooling = next(d for d in report.differences if (d.split, d.metric) == ("held-out", "fooling_right"))
     assert pooled_fooling.items == sum(m["fooled"] and m["held_out"] for made in rounds_desk["rounds"].values()
                                        for m in made) > 0
-    assert report.summary_lines()[1].strip().startswith("held-out accuracy:")
+    assert report.summary_lines()[1].strip().startswith(f"All held-out splits: too few to judge (n = {pooled.items}; "
+                                                        "at least 97)")
+    assert report.document["verdict"]["refused"] is True
 
     json_path, html_path = write_report(report, tmp_path / "out")
     again = read_report(json_path)
@@ -209,18 +210,6 @@ def test_the_service_on_two_rounds_matches_a_hand_count(desk, rounds_desk, tmp_p
     assert {d.split for d in only_one.differences} == {"held-out", "held-out-1"}
     assert [d for d in only_one.differences if d.split == "held-out-1"] == \
         [d for d in report.differences if d.split == "held-out-1"]
-
-
-def test_a_worse_candidate_is_refused_by_its_pooled_interval():
-    def difference(high: float) -> Difference:
-        return Difference("held-out", "accuracy", 0.9, 0.6, -0.3, -0.4, high, 50)
-
-    def report(pooled: Difference) -> ComparisonReport:
-        return ComparisonReport("hate_speech", "c" * 64, ("a" * 64,), (pooled,), pooled, {})
-
-    assert report(difference(-0.1)).worse and "worse" in report(difference(-0.1)).summary_lines()[0]
-    assert not report(difference(0.05)).worse
-    assert not report(Difference("held-out", "accuracy", None, None, None, None, None, 0)).worse
 
 
 def test_base_test_suite_and_bad_input(desk, rounds_desk, tmp_path):
@@ -287,7 +276,9 @@ def test_a_trained_part_of_the_current_model_compares_equal_and_is_not_worse(des
     shutil.copytree(hate_trigger_model_dir.parent.parent / "parts" / "hate-trigger", part)
     report = compare_candidate(desk, "hate_speech", part, resamples=200)
     assert report.candidate_sha256 == rounds_desk["current"].sha256  # the very same weights
-    assert report.pooled.items > 0 and not report.worse
+    assert report.pooled.items > 0
+    assert {s.state for s in report.verdict.splits} <= {"too few", "no items"}  # the same model: never worse
+    assert "no split has enough examples" in report.verdict.sentence
     for d in report.differences:
         assert (d.difference, d.low, d.high) == ((0.0, 0.0, 0.0) if d.items else (None, None, None))
     assert report.document["candidate"]["name"].endswith("(candidate)")
@@ -298,3 +289,61 @@ def test_a_trained_part_of_the_current_model_compares_equal_and_is_not_worse(des
     cancelled.cancel()
     with pytest.raises(Cancelled):
         compare_candidate(desk, "hate_speech", part, resamples=200, progress=cancelled)
+
+
+def test_after_training_on_an_imported_round_compare_scores_exactly_what_training_held_out(
+        desk, tiny_base_dir, hate_trigger_model_dir, data_dir, tmp_path, capsys):
+    """`dynadesk train --rounds 1 --imported hatecheck` holds out whole templates of undecided imported cases;
+    `rounds compare` then scores exactly those (it read "no round has decided held-out examples" before),
+    and the base data's test split the manifest names, with no --base-test given."""
+    from app.cli import main
+    from app.core.io.importers import import_file
+    from app.core.services.target_models import register_model
+    from tests.app.test_stats import csv_slice
+    from tests.conftest import shared_file
+    from tests.local_models.test_train_rounds import TINY
+    from tests.model_fixtures import LABELS, trigger_sentences
+
+    target = register_model(desk, hate_trigger_model_dir, task_code="hate_speech")
+    assert desk.rounds.adopt_first_models("hate_speech", [target.id])
+    cases = csv_slice(shared_file("hatecheck", "test_suite_cases_dev.csv"), tmp_path / "hatecheck.csv", 200)
+    import_file(desk, cases, "hatecheck", task_code="hate_speech", round_number=1, group_column="templ_id")
+    base = tmp_path / "base.csv"
+    with open(base, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["sentence", "kind"])
+        writer.writerows(trigger_sentences(160, seed=22, labels=LABELS))
+    desk.close()
+
+    def run(*args) -> tuple[int, str]:
+        with pytest.raises(SystemExit) as stopped:
+            main(["--data-dir", str(data_dir), *map(str, args)])
+        captured = capsys.readouterr()
+        return stopped.value.code, captured.out + captured.err
+
+    out = tmp_path / "candidate"
+    code, printed = run("train", "--task", "hate_speech", "--rounds", "1", "--imported", "hatecheck", "--base", base,
+                        "--text-column", "sentence", "--label-column", "kind", "--encoder", tiny_base_dir,
+                        "--seed", "5", "--out", out, *TINY)
+    assert code == 0, printed
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    held = manifest["data"]["splits"]["held_out"]
+    assert manifest["data"]["summary"]["per_source"] == {"imported": 200}  # undecided imported cases, all taken
+    assert 0 < len(held) < 100  # the cases of the held-out templates
+
+    code, printed = run("rounds", "compare", "--task", "hate_speech", "--model", out, "--resamples", "200",
+                        "--out", tmp_path / "report")
+    assert code == 0, printed
+    assert "No held-out example" not in printed
+    document = json.loads((tmp_path / "report" / "comparison.json").read_text(encoding="utf-8"))
+    splits = {s["key"]: s for s in document["splits"]}
+    assert [i["id"] for i in splits["held-out-1"]["items"]] == held
+    assert all(i["group"] for i in splits["held-out-1"]["items"])  # drawn by template in the bootstrap
+    # the base test split training held out (its own seed, from the manifest), not the default seed's
+    from app.core.io.training import read_labelled_csv
+    from local_models.train import TrainingConfig, stratified_split
+
+    test_rows = stratified_split(read_labelled_csv(base, "sentence", "kind").labels, TrainingConfig(seed=5))[2]
+    assert [i["id"] for i in splits["base-test"]["items"]] == [f"row-{i}" for i in test_rows]
+    assert f"base:{test_rows[0]}" in manifest["data"]["splits"]["base_test"]
+    assert f"Round 1 held-out: too few to judge (n = {len(held)}; at least 97)" in printed

@@ -122,3 +122,46 @@ def test_the_targets_training_file_is_pre_filled_only_where_it_still_is(tmp_path
     assert _training_file_here({"path": str(data), "sha256": "0" * 64}) == ""  # another file by that name now
     assert _training_file_here({"path": str(tmp_path / "gone.csv")}) == ""
     assert _training_file_here({"file": "labeled_data.csv"}) == ""  # the bundled model records no path
+
+
+def test_the_dialog_counts_training_and_the_comparison_hold_out_the_same_examples(desk, people, target_model):
+    """One definition of the held-out split: the dialog's counts, what training holds out (with the imported
+    set named, as `--imported hatecheck` does) and what the comparison and the leaderboard score on, the
+    latter read from the candidate's manifest or, without one, by the same rule."""
+    import uuid
+
+    from app.core.services.held_out import held_out_sets
+    from app.core.storage.models import Example
+    from app.core.tasks.splits import is_held_out
+
+    held_group = next(g for g in (f"t{n}" for n in range(200)) if is_held_out(uuid.uuid4(), group=g))
+    kept_group = next(g for g in (f"t{n}" for n in range(200)) if not is_held_out(uuid.uuid4(), group=g))
+    imported = []
+    for i in range(10):  # undecided imported cases, two templates: one held out whole, one trained on
+        example = desk.examples.create(people.author.id, "hate_speech", hate_content(f"imported case {i}", "hate"),
+                                       [hate_output(target_model, "not hate")])
+        imported.append(example.id)
+        with desk.db.write() as session:
+            session.get(Example, example.id).origin = {"kind": "import", "format": "hatecheck",
+                                                       "group": held_group if i < 4 else kept_group}
+    for i in range(40):
+        example = desk.examples.create(people.author.id, "hate_speech", hate_content(f"written {i}", "not hate"),
+                                       [hate_output(target_model, "not hate")])
+        desk.validation.validate(example.id, people.lead.id, "correct", mode="lead")
+
+    (one,) = round_counts(desk, "hate_speech")
+    trained = training_set(desk, "hate_speech", [1], imported=["hatecheck"])
+    held_imported = [e.id for e in trained.held_out if e.source == "imported"]
+    assert held_imported == [str(i) for i in imported[:4]]
+    assert dict(one.imported_held_out) == {"hatecheck": 4} and dict(one.imported) == {"hatecheck": 10}
+    assert one.held_out + 4 == len(trained.held_out)
+    by_rule = held_out_sets(desk, "hate_speech").sets[0]  # no manifest: the leaderboard's, and any model's
+    assert sorted(c.id for c in by_rule.cases) == sorted(trained.ids("held_out"))
+    assert all(c.extra.get("group") == held_group for c in by_rule.cases if c.id in held_imported)
+    manifest = {"rounds": [1], "options": {"imported": ["hatecheck"], "include_undecided": False},
+                "data": {"splits": {"held_out": trained.ids("held_out")[:3]}}}  # as training wrote it
+    read = held_out_sets(desk, "hate_speech", manifest=manifest)
+    assert [c.id for c in read.sets[0].cases] == trained.ids("held_out")[:3] and not read.notes
+    gone = held_out_sets(desk, "hate_speech", manifest={**manifest, "data": {"splits": {"held_out": [
+        *trained.ids("held_out")[:3], str(uuid.uuid4())]}}})
+    assert len(gone.sets[0].cases) == 3 and "1 of the 4 examples" in gone.notes[0]

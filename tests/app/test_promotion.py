@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,46 +16,33 @@ import pytest
 from app.core.desk import Desk
 from app.core.domain import Role
 from app.core.limits import free_form_problem
+from app.core.services.comparison import ComparisonReport, Difference
 from app.core.services.promotion import PromotionError, PromotionRefused, promote_candidate, promotion_lineage
 
 TASK = "hate_speech"
 
 
-@dataclass(frozen=True)
-class Difference:
-    split: str = "held-out, rounds 1"
-    metric: str = "accuracy"
-    current: float = 0.70
-    candidate: float = 0.78
-    difference: float = 0.08
-    low: float = 0.02
-    high: float = 0.14
-    items: int = 120
+def differences(split: str = "base-test", n: int = 2479, current: float = 0.70, candidate: float = 0.78,
+                low: float = 0.02, high: float = 0.14) -> list[Difference]:
+    """A split's accuracy and macro-F1 differences, the same figures for both (hand-built: known verdicts)."""
+    return [Difference(split, metric, current, candidate, candidate - current, low, high, n)
+            for metric in ("accuracy", "macro_f1")]
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """The members promotion reads of the comparison service's report."""
-
-    pooled: Difference = field(default_factory=Difference)
-    candidate_sha256: str = ""
-    current_sha256s: tuple[str, ...] = ("aa" * 32,)
-
-    @property
-    def worse(self) -> bool:
-        return self.pooled.high < 0
-
-    @property
-    def document(self) -> dict:
-        return {"pooled": vars(self.pooled), "predictions": [{"id": i, "label": "hate"} for i in range(3)]}
-
-    def summary_lines(self) -> list[str]:
-        p = self.pooled
-        return [f"{p.split}, {p.metric}: current {p.current:.3f}, candidate {p.candidate:.3f}, "
-                f"difference {p.difference:+.3f} [{p.low:+.3f}, {p.high:+.3f}], {p.items} items"]
+def Comparison(rows: list[Difference] | None = None, candidate_sha256: str = "") -> ComparisonReport:
+    """A comparison report as the service makes it, from hand-built differences: by default one held-out
+    example (too few to judge) and a base test split where the candidate is better."""
+    rows = rows if rows is not None else (differences("held-out-1", 1, 1.0, 1.0, 0.0, 0.0) + differences())
+    pooled = next((d for d in rows if d.split.startswith("held-out")), rows[0])
+    document = {"splits": [{"key": "held-out-1", "name": "Round 1 held-out"},
+                           {"key": "base-test", "name": "davidson.csv, test split (seed 13)"}],
+                "predictions": [{"id": i, "label": "hate"} for i in range(3)]}
+    return ComparisonReport(TASK, candidate_sha256, ("aa" * 32,), tuple(rows), pooled, document)
 
 
-WORSE = Difference(current=0.80, candidate=0.61, difference=-0.19, low=-0.27, high=-0.11)
+# The team run: one held-out example (100 % -> 100 %), the base test split measurably worse.
+WORSE = differences("held-out-1", 1, 1.0, 1.0, 0.0, 0.0) + differences(current=0.920, candidate=0.912, low=-0.013,
+                                                                      high=-0.001)
 
 
 @pytest.fixture
@@ -126,7 +112,9 @@ def test_promotion_closes_the_round_and_opens_the_next_with_the_candidate_and_it
         manifest = lineage["manifest"]
         assert manifest["sha256"] and manifest["fields"]["seed"] == 3 and manifest["omitted_fields"] == ["splits"]
         assert manifest["contents"]["splits"]["train"][0] == "id-0"  # small enough to keep whole
-        assert lineage["comparison"]["pooled"]["low"] == 0.02 and lineage["comparison"]["summary"]
+        assert lineage["comparison"]["summary"] and not lineage["verdict"]["refused"]
+        assert [(s["split"], s["state"]) for s in lineage["verdict"]["splits"]] == [("held-out-1", "too few"),
+                                                                                   ("base-test", "better")]
         assert free_form_problem("provenance", candidate.provenance) is None  # a server takes the record
         # what `dynadesk sync publish hate_speech --round 2` sends (the task, both rounds, their targets) fits a server
         from sync.outgoing import unfit_published
@@ -140,19 +128,21 @@ def test_promotion_closes_the_round_and_opens_the_next_with_the_candidate_and_it
             promote_candidate(desk, TASK, candidate_dir,
                               comparison=Comparison(WORSE, candidate_sha256=candidate.sha256))
         assert state(desk)[0] == before[0]
-        assert "-0.270" in str(refused.value) and "--force" in str(refused.value)
+        assert "-0.8 pt [-1.3, -0.1]" in str(refused.value) and "--force" in str(refused.value)
+        assert "Round 1 held-out: too few to judge (n = 1; at least 97)" in str(refused.value)
         refusals = desk.models.get(candidate.id).provenance["promotion_refusals"]
         assert refusals[-1]["summary"] == refused.value.lines
         with pytest.raises(PromotionError, match="already a target"):
-            promote_candidate(desk, TASK, candidate_dir)
+            promote_candidate(desk, TASK, candidate_dir, force=True, reason="once more")
         assert state(desk)[0] == before[0]
 
 
-def comparison_document(pooled: Difference, candidate_sha256: str) -> dict:
+def comparison_document(rows: list[Difference], candidate_sha256: str) -> dict:
     """A stored report in the comparison service's layout (comparison.json)."""
-    return {"format": "dynadesk-comparison", "task": TASK, "pooled": vars(pooled), "differences": [vars(pooled)],
-            "worse": pooled.high < 0, "candidate": {"sha256": candidate_sha256},
-            "current": {"members": [{"sha256": "aa" * 32}]}}
+    return {"format": "dynadesk-comparison", "task": TASK, "pooled": vars(rows[0]), "differences": [vars(d) for d in rows],
+            "candidate": {"sha256": candidate_sha256}, "current": {"members": [{"sha256": "aa" * 32}]},
+            "splits": [{"key": "held-out-1", "name": "Round 1 held-out"},
+                       {"key": "base-test", "name": "davidson.csv, test split (seed 13)"}]}
 
 
 def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overrides_it(
@@ -175,7 +165,9 @@ def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overri
 
     figures = read_report(report).summary_lines()  # as the comparison service words them
     assert "worse than the current target" in err and "--force" in err and all(line in err for line in figures)
-    assert "19" in figures[-1] and "27" in figures[-1] and "11" in figures[-1]  # difference and its interval
+    assert "davidson.csv, test split (seed 13)" in figures[0]  # the sentence names the worst split
+    assert "-0.8 pt [-1.3, -0.1]" in figures[-1] and "n = 2,479" in figures[-1]  # difference and its interval
+    assert "too few to judge (n = 1; at least 97)" in figures[1]
     refusal_logged = [r.getMessage() for r in caplog.records if r.name == "app.core.services.promotion"]
     assert any("refused" in line and figures[-1] in line for line in refusal_logged)  # the desk log keeps it
     with Desk(data_dir) as desk:
@@ -183,22 +175,32 @@ def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overri
 
     # a report about another model is no reason to promote this one, forced or not
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", of_another_model.parent,
-               "--force") == 1
+               "--force", "--reason", "x") == 1
     assert "The comparison is of another model (ffffffffffff)" in capsys.readouterr().err
     with Desk(data_dir) as desk:
         assert state(desk)[0] == before[0]
 
-    assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report, "--force") == 0
+    # promoting anyway asks why; without a reason nothing changes
+    assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report, "--force") == 1
+    assert "needs a reason" in capsys.readouterr().err
+    with Desk(data_dir) as desk:
+        assert state(desk)[0] == before[0]
+    reason = "Davidson's test split is older slang; the round's data is what we need now"
+    assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report, "--force",
+               "--reason", reason) == 0
     out = capsys.readouterr().out
     assert "Closed hate_speech round 1." in out and "Opened hate_speech round 2" in out and "Parity check:" in out
-    assert "--force" in out and "dynadesk sync publish hate_speech --round 2" in out
+    assert "Promoted anyway" in out and reason in out and "dynadesk sync publish hate_speech --round 2" in out
     with Desk(data_dir) as desk:
         closed, opened = desk.tasks.rounds(TASK)
         targets = desk.models.round_models(opened.id)
         assert closed.status == "closed" and opened.status == "open" and old_id not in [m.id for m in targets]
         lineage = promotion_lineage(targets[0])
         assert lineage is not None and lineage["forced"] is True
-        assert lineage["override"]["refused_because"] == figures
+        assert lineage["override"]["refused_because"] == figures and lineage["override"]["reason"] == reason
+        assert lineage["verdict"]["worst"] == "base-test" and lineage["verdict"]["refused"] is True
+        base = next(s for s in lineage["comparison"]["splits"] if s["split"] == "base-test")
+        assert base["state"] == "worse" and base["figures"][0]["high"] == -0.001 and base["items"] == 2479
         assert lineage["comparison"]["worse"] is True
 
 
@@ -245,7 +247,7 @@ def test_a_lead_promotes_only_where_the_task_lets_leads_promote(data_dir, candid
         desk.settings.server_url = "http://127.0.0.1:9"
         desk.save_settings()
         before = state(desk)
-    assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--force") == 1
+    assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--force", "--reason", "x") == 1
     err = capsys.readouterr().err
     assert "does not let leads promote" in err and "dynadesk rounds propose --task hate_speech" in err
     with Desk(data_dir) as desk:
@@ -254,7 +256,7 @@ def test_a_lead_promotes_only_where_the_task_lets_leads_promote(data_dir, candid
         assert check_promotable(desk, candidate_dir, task_code=TASK).role == Role.LEAD
         store_promotion_policy(desk, PromotionPolicy(TASK, leads_may_promote=False))
         with pytest.raises(PromotionError, match="does not let leads promote"):
-            promote_candidate(desk, TASK, candidate_dir, force=True)
+            promote_candidate(desk, TASK, candidate_dir, force=True, reason="x")
         assert state(desk) == before
 
 
@@ -272,7 +274,10 @@ def test_a_candidate_whose_onnx_export_fails_its_parity_check_serves_as_pytorch(
     large.parent.mkdir()
     large.write_text(json.dumps({"seed": 7, "data": {f"id-{i}": "ab" * 32 for i in range(20_000)}}), encoding="utf-8")
     with Desk(data_dir) as desk:
-        promotion = promote_candidate(desk, TASK, candidate_dir, manifest=large)
+        with pytest.raises(PromotionRefused, match="no comparison"):  # nothing to judge by: refused as well
+            promote_candidate(desk, TASK, candidate_dir, manifest=large)
+        promotion = promote_candidate(desk, TASK, candidate_dir, manifest=large, force=True,
+                                      reason="compared by hand on the team's sheet")
         candidate = desk.models.get(promotion.candidate.id)
         manifest = promotion_lineage(candidate)["manifest"]
         assert manifest["path"] == str(large.resolve()) and manifest["fields"] == {"seed": 7}

@@ -15,14 +15,13 @@ from types import SimpleNamespace
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMessageBox
 
 from app.core.desk import Desk
 from app.core.domain import Role, RoundStatus
 from app.core.formatting import MISSING, pct
 from app.core.services.promotion import promotion_lineage
 from app.core.services.target_models import register_model
-from app.views.next_round import WORSE, points
+from app.views.next_round import points
 from tests.conftest import hate_content, hate_output
 from sync.tokens import TokenStore
 from tests.gui.conftest import close_window, open_window
@@ -157,15 +156,15 @@ def test_the_owner_trains_compares_promotes_and_publishes_and_the_create_tab_fol
         pooled = report["pooled"]
         assert groups[-1].current == pooled["current"] and groups[-1].candidate == pooled["candidate"]
         assert groups[-1].low == pytest.approx(pooled["current"] + pooled["low"])
-        # the held-out split follows the examples' random ids: the verdict may go either way on so few
-        assert dialog.promote_button.text() == ("Promote anyway…" if report["worse"] else "Promote")
+        # about fifteen held-out examples and a base test split of twenty rows: too few to judge, so refused
+        assert report["worse"] and report["verdict"]["refused"] and "no split has enough" in dialog.verdict.text()
+        assert dialog.promote_button.text() == "Promote anyway…"
         assert "comparison.html" in dialog.report_link.text()
         shot(dialog, "next-round-2-compare.png")
 
         qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
         assert dialog.step() == 2 and "round 2" in dialog.promote_intro.text()
-        monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
-        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
+        promote_anyway(qtbot, dialog, "a smoke run of the whole flow")
         qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
         assert dialog.publish_button.isVisible() and not dialog.publish_reason.isVisible()
         qtbot.mouseClick(dialog.publish_button, Qt.MouseButton.LeftButton)  # the path of `dynadesk sync publish`
@@ -262,19 +261,18 @@ def test_a_worse_candidate_is_refused_until_promote_anyway_which_is_recorded(qtb
         dialog.encoder.setText(str(tiny_base_dir))
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
         wait_for_comparison(qtbot, dialog)
-        assert "worse" in dialog.verdict.text() and dialog.table.item(0, 4).data(Qt.ItemDataRole.UserRole) == WORSE
+        assert "Refused" in dialog.verdict.text()
         shot(dialog, "next-round-2-compare-worse.png")
         qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
         assert dialog.refusal.isVisible() and dialog.promote_button.text() == "Promote anyway…"
         shot(dialog, "next-round-3-refused.png")
 
-        modal_log.clear()
-        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)  # the question's default: No
-        assert [kind for kind, *_ in modal_log] == ["question"] and "anyway" in modal_log[0][1]
+        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)  # asked why; cancelled: nothing happens
+        qtbot.waitUntil(lambda: dialog.promote_anyway is not None and dialog.promote_anyway.isVisible(), timeout=WAIT)
+        dialog.promote_anyway.reject()
         assert not dialog.is_running() and [r.number for r in window.desk.tasks.rounds(TASK)] == [1]
-        monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
         dialog.with_current.setChecked(True)  # the old target stays on, in an ensemble after the candidate
-        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
+        promote_anyway(qtbot, dialog, "the old target stays on beside it")
         qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
         assert "forced" in dialog.summary.text(), dialog.message.text()
         desk = window.desk
@@ -282,6 +280,8 @@ def test_a_worse_candidate_is_refused_until_promote_anyway_which_is_recorded(qtb
         assert old_target.name == "Trigger model" and promotion_lineage(new_target)["with_current"] is True
         lineage = promotion_lineage(new_target)
         assert lineage["forced"] is True and lineage["override"]["refused_because"]
+        assert lineage["override"]["reason"] == "the old target stays on beside it"
+        assert "Promoted anyway, because: the old target stays on beside it" in dialog.summary.text()
         assert lineage["comparison"]["worse"] is True
     finally:
         close_window(window)
@@ -442,3 +442,67 @@ def test_hatecheck_imported_as_round_examples_can_be_taken_from_the_dialog(qtbot
         assert len(taken) == 9 and "imported_not_named" not in data.excluded
     finally:
         close_window(window)
+
+
+def promote_anyway(qtbot, dialog, reason: str) -> None:
+    """“Promote anyway…”: the reason dialog opens with the figures; Promote anyway needs a reason."""
+    qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
+    anyway = dialog.promote_anyway
+    qtbot.waitUntil(lambda: anyway is not None and anyway.isVisible(), timeout=10_000)
+    assert not anyway.confirm.isEnabled()  # no reason, no override
+    qtbot.keyClicks(anyway.reason, reason)
+    assert anyway.confirm.isEnabled()
+    qtbot.mouseClick(anyway.confirm, Qt.MouseButton.LeftButton)
+
+
+def test_the_team_run_case_is_refused_with_every_split_and_promote_anyway_asks_why(qtbot):
+    """One held-out example and a base test split measurably worse: the dialog said "do not differ clearly" and
+    promoted in one click. Now the refusal names the worse split and lists every split; the override asks why."""
+    from app.views.next_round import comparison_view
+    from tests.views.test_next_round_views import team_run_document
+
+    dialog = NextRoundDialog()
+    qtbot.addWidget(dialog)
+    sent = []
+    dialog.promote_requested.connect(lambda *args: sent.append(args))
+    dialog.show_comparison(comparison_view(team_run_document(), "/c/comparison.html"))
+    dialog.show()
+    assert "worse than the current target on labeled_data.csv, test split" in dialog.verdict.text()
+    assert "do not differ clearly" not in dialog.verdict.text()
+    qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
+    refusal = dialog.refusal.text()
+    assert dialog.refusal.isVisible() and dialog.promote_button.text() == "Promote anyway…"
+    assert "Round 1 held-out: too few to judge (n = 1; at least 97)" in refusal
+    assert "labeled_data.csv, test split (seed 13): worse — accuracy 92.0% → 91.2%, -0.7 pt [-1.3, -0.1]" in refusal
+
+    qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)  # asked, then cancelled: nothing sent
+    qtbot.waitUntil(lambda: dialog.promote_anyway is not None and dialog.promote_anyway.isVisible(), timeout=10_000)
+    assert "n = 2,479" in dialog.promote_anyway.findChild(type(dialog.refusal), "refusal-figures").text()
+    dialog.promote_anyway.reject()
+    assert sent == []
+    promote_anyway(qtbot, dialog, "Davidson's test split predates the slang this round collects")
+    assert sent == [(False, True, "Davidson's test split predates the slang this round collects")]
+
+
+def test_a_candidate_better_everywhere_is_promoted_in_one_click(qtbot):
+    from app.views.next_round import comparison_view
+    from tests.views.test_next_round_views import difference
+
+    document = {"splits": [{"key": "held-out-1", "name": "Round 1 held-out", "kind": "round"},
+                           {"key": "base-test", "name": "base.csv, test split (seed 13)", "kind": "dataset"}],
+                "differences": [difference(split, metric, 0.80, 0.85, 0.02, 0.08, 400)
+                                for split in ("held-out", "held-out-1", "base-test") for metric in ("accuracy", "macro_f1")],
+                "current": {"name": "Round 1 target", "round": 1}, "candidate": {"name": "next (candidate)"},
+                "evaluation": {"warnings": [], "notes": []}}
+    document["pooled"] = document["differences"][0]
+    dialog = NextRoundDialog()
+    qtbot.addWidget(dialog)
+    sent = []
+    dialog.promote_requested.connect(lambda *args: sent.append(args))
+    dialog.show_comparison(comparison_view(document))
+    dialog.show()
+    assert "better than the current target on every split" in dialog.verdict.text()
+    qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
+    assert dialog.refusal.isHidden() and dialog.promote_button.text() == "Promote"
+    qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
+    assert sent == [(False, False, "")] and dialog.promote_anyway is None

@@ -101,14 +101,20 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
         qtbot.mouseClick(dialog.promote, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: dialog.refusal.isVisible() or "is open with" in dialog.status.text(), timeout=60_000)
         assert dialog.refusal.isVisible(), dialog.status.text()
-        assert "worse than the current target" in dialog.refusal_text.text()
-        assert "held-out accuracy" in dialog.refusal_text.text() and "[" in dialog.refusal_text.text()  # the figures
+        assert "Refused: the candidate is worse than the current target on" in dialog.refusal_text.text()
+        assert "test split" in dialog.refusal_text.text().splitlines()[0]  # the worst split named: the base test
+        assert ": worse — accuracy" in dialog.refusal_text.text() and "[" in dialog.refusal_text.text()  # the figures
         assert window.desk.tasks.round(TASK).number == number  # refused: no round changed
         dialog.resize(1180, 700)
         if os.environ.get(SCREENSHOTS_ENV):
             dialog.grab().save(str(Path(os.environ[SCREENSHOTS_ENV]) / "proposals.png"))
 
-        qtbot.mouseClick(dialog.promote_anyway, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(dialog.promote_anyway, Qt.MouseButton.LeftButton)  # asks why, with the figures in view
+        anyway = dialog.anyway_dialog
+        qtbot.waitUntil(anyway.isVisible, timeout=10_000)
+        assert not anyway.confirm.isEnabled()
+        qtbot.keyClicks(anyway.reason, "the labels were swapped on purpose, to test the override")
+        qtbot.mouseClick(anyway.confirm, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "is open with" in dialog.status.text(), timeout=120_000)
         assert f"Round {number + 1} is open" in dialog.status.text() and "recorded" in dialog.status.text()
         qtbot.waitUntil(lambda: dialog.table.item(0, 4) is not None and dialog.table.item(0, 4).text().startswith(
@@ -120,6 +126,7 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
         assert opened.number == number + 1
         lineage = promotion_lineage(window.desk.models.round_models(opened.id)[0])
         assert lineage["forced"] and lineage["override"]["refused_because"]
+        assert lineage["override"]["reason"] == "the labels were swapped on purpose, to test the override"
 
         # The server out of reach: a sentence in the dialog, and the list stays as it was.
         from sync.tokens import TokenStore
@@ -135,6 +142,7 @@ def test_the_owner_sees_the_figures_is_refused_and_promotes_anyway(qtbot, data_d
         stored = session.scalar(select(Proposal).where(Proposal.id == proposed.id))
         assert (stored.state, stored.promoted_round, stored.forced, stored.decided_by_id) == (
             "promoted", number + 1, True, server.owner.id)
+        assert stored.reason == "the labels were swapped on purpose, to test the override"
         declined = session.get(Proposal, uuid.UUID(earlier["id"]))
         assert (declined.state, declined.reason, declined.decided_by_id) == (
             "declined", "no comparison came with it", server.owner.id)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.core.desk import Desk
-from tests.model_fixtures import LABELS, write_trigger_csv
+from tests.model_fixtures import LABELS
 from tests.sync.helpers import Account, prepare_desk
 
 TASK = "hate_speech"
@@ -57,8 +57,18 @@ def inverted_model(hate_trigger_model_dir: Path, folder: Path) -> Path:
 
 
 def base_test_csv(folder: Path) -> Path:
+    """Base data whose seeded test split (a tenth) has the 97 rows the promotion rule needs to judge a split."""
+    import csv
+
+    from tests.model_fixtures import trigger_sentences
+
     folder.mkdir(parents=True, exist_ok=True)
-    return write_trigger_csv(folder / "base.csv", LABELS)
+    path = folder / "base.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["sentence", "kind"])
+        writer.writerows(trigger_sentences(1000, seed=5, labels=LABELS))
+    return path
 
 
 def team_desk(path: Path, account: Account, url: str) -> Desk:

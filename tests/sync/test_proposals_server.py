@@ -17,6 +17,12 @@ from tests.sync.test_server import auth
 TASK = "hate_speech"
 
 
+# A comparison the promotion rule passes: better on a base test split of 400 items (the server judges it again).
+PASSING = {"worse": False, "differences": [
+    {"split": "base-test", "metric": metric, "current": 0.80, "candidate": 0.86, "difference": 0.06, "low": 0.02,
+     "high": 0.10, "items": 400} for metric in ("accuracy", "macro_f1")]}
+
+
 def upload(team, account, content: bytes) -> dict:
     sha = hashlib.sha256(content).hexdigest()
     response = httpx.put(f"{team.url}/v1/blobs/{sha}", content=content, headers=auth(account))
@@ -27,7 +33,7 @@ def upload(team, account, content: bytes) -> dict:
 def proposal(files: list[dict], **extra) -> dict:
     body = {"id": str(uuid.uuid4()), "name": "candidate", "rounds_trained_on": [1, 2], "files": files,
             "files_sha256": manifest_sha256((f["name"], f["sha256"]) for f in files),
-            "figures": {"worse": False}}
+            "figures": PASSING}
     body.update(extra)
     return body
 
@@ -180,3 +186,29 @@ def test_the_owner_lists_and_declines_from_the_command_line(team, tmp_path, caps
     assert next(line for line in out.splitlines() if line.startswith(body["id"])).rstrip().endswith("declined")
     code, _, err = cli(capsys, tmp_path / "owner", "rounds", "promote", "--proposal", body["id"])
     assert code == 1 and "is declined (compare it on the held-out splits first)" in err, err
+
+
+def test_the_server_applies_the_promotion_rule_to_the_figures_a_promotion_was_judged_on(team):
+    """The team run's figures (one held-out example, a base test split worse beyond its interval): a plain
+    promotion is refused with the worse split named; promoting anyway needs a reason, which is kept."""
+    team_run = {"worse": True, "names": {"base-test": "labeled_data.csv, test split (seed 13)"}, "differences": [
+        {"split": "held-out-1", "metric": "accuracy", "current": 1.0, "candidate": 1.0, "difference": 0.0,
+         "low": 0.0, "high": 0.0, "items": 1},
+        {"split": "base-test", "metric": "accuracy", "current": 0.92, "candidate": 0.912, "difference": -0.008,
+         "low": -0.013, "high": -0.001, "items": 2479},
+        {"split": "base-test", "metric": "macro_f1", "current": "not a number", "items": 2479}]}  # left out
+    files = [upload(team, team.lead, b"the team run's candidate")]
+    ours = propose(team, team.lead, proposal(files, figures=team_run)).json()["id"]
+    refused = decide(team, team.owner, ours, state="promoted", round_number=3)
+    assert refused.status_code == 409
+    assert "worse than the current target on labeled_data.csv, test split (seed 13)" in refused.json()["detail"]
+    # a desk that judged other figures (compared again there) sends them: the rule applies to those
+    assert decide(team, team.owner, ours, state="promoted", round_number=3, figures=team_run).status_code == 409
+    assert decide(team, team.owner, ours, state="promoted", round_number=3, forced=True).status_code == 400
+    forced = decide(team, team.owner, ours, state="promoted", round_number=3, forced=True,
+                    reason="the base test split predates this round's slang")
+    assert forced.status_code == 200, forced.text
+    assert (forced.json()["forced"], forced.json()["reason"]) == (True, "the base test split predates this round's slang")
+    nothing = propose(team, team.lia, proposal([upload(team, team.lia, b"b's candidate")], figures={})).json()["id"]
+    assert decide(team, team.owner, nothing, state="promoted", round_number=4).status_code == 409  # nothing to judge by
+    assert decide(team, team.owner, nothing, state="promoted", round_number=4, figures=PASSING).status_code == 200

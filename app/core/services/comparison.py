@@ -1,11 +1,15 @@
-"""Compare before promoting: a candidate model against the open round's target(s), on each round's
-held-out split, the base data's test split and a HateCheck-format suite, every difference with a
-paired bootstrap 95 % interval (``bootstrap.py``). Qt-free; long work takes a ``Progress``.
+"""Compare before promoting: a candidate model against the open round's target(s), on every split the
+desk has: each round's held-out split (exactly what the candidate's training held out, ``held_out.py``),
+the base data's test split and every functional suite of the task, each difference with a paired
+bootstrap 95 % interval (``bootstrap.py``). Qt-free; long work takes a ``Progress``.
 
     report = compare_candidate(desk, "hate_speech", Path("candidate"), base_test=Path("davidson.csv"),
                                base_options=BaseTestOptions("tweet", "class", {"0": "hate", ...}))
-    report.worse                     # the pooled held-out accuracy interval lies entirely below zero
+    report.verdict                   # the promotion rule's (promotion_rule.py): refused, its sentence, every split
     json_path, html_path = write_report(report, out_dir)
+
+Without ``base_test``, the base data file the candidate's manifest names is its base test split, when
+this desk has that very file; its test split is the one training held out (the manifest's seed).
 
 Both models are run by the evaluation service (``evaluation.evaluate``: the same loading,
 batching and overlap check); this module picks the items and computes the paired differences.
@@ -14,7 +18,7 @@ batching and overlap check); this module picks the items and computes the paired
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -24,6 +28,7 @@ from app.core.io.documents import read_document, write_document
 from app.core.formatting import pct
 from app.core.services.bootstrap import CONFIDENCE, paired_bootstrap
 from app.core.services.evaluation_data import Case, EvalSet, EvaluationInputError, resample_units
+from app.core.services.promotion_rule import Verdict, judge
 from app.core.storage.models import ModelRecord
 from local_models.progress import Progress
 
@@ -66,25 +71,20 @@ class ComparisonReport:
     document: dict[str, Any]
 
     @property
+    def verdict(self) -> Verdict:
+        """The promotion rule over every split (``promotion_rule.judge``)."""
+        names = {s["key"]: s["name"] for s in self.document.get("splits", []) if "key" in s}
+        return judge(self.differences, names)
+
+    @property
     def worse(self) -> bool:
-        """True when the candidate is worse on the held-out splits taken together: the interval of
-        the pooled accuracy difference lies entirely below zero."""
-        return self.pooled.high is not None and self.pooled.high < 0
+        """True when the promotion rule refuses the candidate: a split with enough items is worse beyond
+        its interval, or no split has enough items (``promotion_rule``)."""
+        return self.verdict.refused
 
     def summary_lines(self) -> list[str]:
-        """What a refusal prints: the verdict, the pooled figure, then each split's figures."""
-        pooled = self.pooled
-        if pooled.items == 0:
-            verdict = "No held-out example to compare on: no round has decided held-out examples."
-        elif self.worse:
-            verdict = "The candidate is worse than the current target on the held-out splits taken together."
-        elif pooled.low is not None and pooled.low > 0:
-            verdict = "The candidate is better than the current target on the held-out splits taken together."
-        else:
-            verdict = "The candidate and the current target do not differ clearly on the held-out splits."
-        lines = [verdict, f"  {describe(pooled)}"]
-        lines += [f"  {describe(d)}" for d in self.differences if d != pooled]
-        return lines
+        """What a refusal prints: the verdict sentence (naming the worst split), then every split's figures."""
+        return self.verdict.lines()
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,9 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     """Score the candidate model folder and the open round's target model(s) (an ensemble when the
     round has several) on the same items, and return every difference with its interval."""
     from app.core.services.evaluation import EvaluationOptions, evaluate
-    from app.core.services.evaluation_data import read_hatecheck_suite, round_sets
+    from app.core.services.evaluation_data import read_hatecheck_suite, stored_suite_sets
     from app.core.services.evaluation_models import ModelChoice
+    from app.core.services.held_out import held_out_sets
 
     progress = progress or Progress()
     if resamples < 100:
@@ -132,19 +133,28 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     open_round, targets = _current_targets(desk, task_code)
     current = ModelChoice("current", targets)
     candidate_path, candidate = _candidate_record(desk, Path(candidate_dir))
+    manifest = _candidate_manifest(Path(candidate_dir))
+    base_test, base_options = _base_test_of(manifest, base_test, base_options)
     try:
-        held_out = held_out_sets(desk, round_sets(desk, task_code, "all" if rounds is None else rounds))
+        held = held_out_sets(desk, task_code, "all" if rounds is None else rounds, manifest=manifest)
+        held_out = held.sets
         sets = list(held_out)
         if base_test is not None:
             sets.append(_base_set(Path(base_test), base_options, definition.labels))
+        stored = stored_suite_sets(desk, task_code)
         if suite is not None:
-            sets.append(read_hatecheck_suite(Path(suite)))
+            from local_models.files import file_sha256
+
+            sha = file_sha256(Path(suite))
+            if not any(s.source.endswith(f"sha256 {sha}") for s in stored):  # imported already: scored once
+                sets.append(read_hatecheck_suite(Path(suite)))
+        sets += stored
     except EvaluationInputError as exc:
         raise ComparisonError(str(exc)) from exc
     _check_gold_labels(sets, definition.labels)
     if not any(s.cases for s in sets):
         raise NothingToCompare(
-            f"There is nothing to compare on: no round of {task_code} has decided held-out examples"
+            f"There is nothing to compare on: no round of {task_code} has held-out examples"
             " (about one example in ten is held out), and no base test file or suite was given.")
     labels = list(definition.labels)
 
@@ -168,6 +178,7 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     evaluation = evaluate(choices, [s for s in sets if s.cases], options, task_code=task_code, records=records,
                           progress=progress, loader=loader)
     evaluation["warnings"], evaluation["notes"] = _overlap(choices, sets, options, records)
+    evaluation["notes"] += held.notes
     document = _document(task_code, sets, held_out, evaluation, current, open_round.number, candidate, seed, resamples, rounds,
                          base_test, base_options, suite)
     return report_from_document(document)
@@ -227,37 +238,42 @@ def _candidate_record(desk: Any, folder: Path) -> tuple[Path, ModelRecord]:
     return path, record
 
 
-def held_out_sets(desk: Any, rounds: list[EvalSet]) -> list[EvalSet]:
-    """Each round's decided examples on the held-out side of ``is_held_out``; a case's ``extra``
-    says whether it is validated fooling (figures.py): it fooled the target it was written against,
-    and the decision let the author's label stand (a corrected example did not truly fool it).
-    The comparison and the model leaderboard (leaderboard.py) both score on these sets."""
-    from sqlalchemy import select
+def _candidate_manifest(folder: Path) -> dict[str, Any] | None:
+    """The training manifest beside a candidate (``dynadesk train --out`` writes it), or None."""
+    from app.core.services.round_training import MANIFEST_FILE, read_manifest
 
-    from app.core.storage.models import Example
-    from app.core.tasks.figures import is_validated_fooling
-    from app.core.tasks.splits import is_held_out
+    path = Path(folder).expanduser() / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        return read_manifest(path)
+    except DynadeskError as exc:
+        raise ComparisonError(f"The candidate's manifest cannot be read ({exc}); it says what training held "
+                              "out, so the comparison does not guess.") from exc
 
-    held: list[EvalSet] = []
-    for round_set in rounds:
-        cases = [c for c in round_set.cases if is_held_out(
-            uuid.UUID(c.id), uuid.UUID(c.extra["perturbation_of"]) if c.extra.get("perturbation_of") else None,
-            c.extra.get("group"))]
-        ids = [uuid.UUID(c.id) for c in cases]
-        fooled: dict[str, bool] = {}
-        with desk.db.read() as session:
-            for first in range(0, len(ids), 500):
-                rows = session.execute(select(Example.id, Example.model_fooled, Example.decided_verdict)
-                                       .where(Example.id.in_(ids[first:first + 500])))
-                fooled.update({str(i): is_validated_fooling(f, verdict) for i, f, verdict in rows})
-        for case in cases:
-            case.extra = {**case.extra, "fooled": fooled.get(case.id, False)}
-        kept = {c.id for c in cases}
-        number = round_set.key.split("-", 1)[1]
-        held.append(EvalSet(f"held-out-{number}", f"Round {number} held-out", "round", cases,
-                            f"{len(cases)} of {len(round_set.cases)} decided examples",
-                            [p for p in round_set.pairs if p[0] in kept and p[1] in kept]))
-    return held
+
+def _base_test_of(manifest: Mapping[str, Any] | None, base_test: Path | None,
+                  options: BaseTestOptions | None) -> tuple[Path | None, BaseTestOptions | None]:
+    """The base test file and how to read it: as given, else the base data the manifest names (when this
+    desk has that very file). Either way, when the file is the one the candidate was trained on, its test
+    split is the one training held out: the seed in the manifest."""
+    from local_models.files import file_sha256
+
+    if not manifest:
+        return base_test, options
+    recorded = (manifest.get("options") or {}).get("base_data") or {}
+    sha = ((manifest.get("data") or {}).get("base_file") or {}).get("sha256")
+    seed = (manifest.get("config") or {}).get("seed", manifest.get("seed"))
+    if base_test is None and recorded.get("path") and Path(recorded["path"]).is_file():
+        base_test = Path(recorded["path"])
+        options = BaseTestOptions(recorded["text_column"], recorded["label_column"], recorded.get("label_map"),
+                                  bool(recorded.get("html_unescape")))
+        if sha and file_sha256(base_test) != sha:
+            return None, None  # another file under that name now: not what training split
+    same = base_test is not None and sha and file_sha256(Path(base_test)) == sha
+    if same and options is not None and options.split == "test" and isinstance(seed, int):
+        options = replace(options, split_seed=seed)
+    return base_test, options
 
 
 def _base_set(path: Path, options: BaseTestOptions | None, task_labels: Sequence[str]) -> EvalSet:
@@ -316,7 +332,8 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
     from local_models.files import file_sha256
 
     candidate_entry, current_entry = evaluation["models"]
-    splits, differences = [], []
+    splits: list[dict[str, Any]] = []
+    differences: list[Difference] = []
     for eval_set in sets:
         now = current_entry["predictions"].get(eval_set.key, {})
         new = candidate_entry["predictions"].get(eval_set.key, {})
@@ -337,6 +354,7 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
     pooled_rows = _differences(POOLED_SPLIT, pooled_cases, by_id_now, by_id_new, seed=seed, resamples=resamples,
                                fooling=True)
     pooled = pooled_rows[0]
+    verdict = judge(pooled_rows + differences, {str(s["key"]): str(s["name"]) for s in splits})
     document: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "task": task_code,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -354,7 +372,8 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
         "splits": splits,
         "differences": [asdict(d) for d in pooled_rows + differences],
         "pooled": asdict(pooled),
-        "worse": pooled.high is not None and pooled.high < 0,
+        "worse": verdict.refused,  # refused by the promotion rule (the name older reports used)
+        "verdict": verdict.to_json(),
         "evaluation": {"results": {"current": evaluation["results"][current_entry["key"]],
                                    "candidate": evaluation["results"][candidate_entry["key"]]}, "warnings": evaluation["warnings"], "notes": evaluation["notes"],
                        "runs": {"current": current_entry["run"], "candidate": candidate_entry["run"]}},

@@ -302,6 +302,31 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
 
 
 
+def stored_suite_sets(desk: Any, task_code: str) -> list[EvalSet]:
+    """Every functional test suite imported into the desk for the task (``dynadesk import`` of a HateCheck
+    file without a round), one set each, keyed ``suite-<name>``; the gold labels are already the task's."""
+    from sqlalchemy import select
+
+    from app.core.storage.models import Suite, SuiteCase
+
+    task = desk.tasks.task(task_code)
+    sets: list[EvalSet] = []
+    with desk.db.read() as session:
+        for suite in session.scalars(select(Suite).where(Suite.task_id == task.id).order_by(Suite.created_at, Suite.id)):
+            cases = [Case(c.case_id, c.text, c.gold_label, c.functionality, c.target, extra=dict(c.extra or {}))
+                     for c in session.scalars(select(SuiteCase).where(SuiteCase.suite_id == suite.id)
+                                              .order_by(SuiteCase.position))]
+            ids = {c.id for c in cases}
+            pairs = [(c.extra["ref_case_id"].split(".")[0], c.id) for c in cases
+                     if c.extra.get("ref_case_id") and c.extra["ref_case_id"].split(".")[0] in ids]
+            key = f"suite-{suite.name}"
+            while any(s.key == key for s in sets):
+                key += "+"
+            sets.append(EvalSet(key, f"{suite.name} (suite, {len(cases):,} cases)", "suite", cases,
+                                f"{suite.source}; sha256 {suite.sha256}", pairs))
+    return sets
+
+
 def _origins(session: Any, examples: Sequence[Any]) -> dict[Any, Any]:
     """Each example's origin, and its pair original's (read apart when the original itself is not a case)."""
     from sqlalchemy import select

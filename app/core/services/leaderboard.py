@@ -9,7 +9,8 @@ scored again only when its split changed. Qt-free; long work takes a ``Progress`
 
 Rows: every model record that has been a round's target, in the order of the round it first served
 (an ensemble target is a row of its own besides its members). Columns: every round's held-out split,
-the same sets the comparison scores on (``comparison.held_out_sets``, by ``splits.is_held_out``).
+the same sets the comparison scores on (``held_out.held_out_sets``: decided and imported examples on
+the held-out side, as training holds them out).
 A cell holds accuracy, macro-F1 (the evaluation service's, ``evaluation.evaluate``), the share of
 the split's validated fooling examples (``figures.is_validated_fooling``) the model now gets right,
 n, and a bootstrap 95 % interval of accuracy (``bootstrap.bootstrap_interval``).
@@ -175,27 +176,26 @@ def plan_leaderboard(desk: Any, task_code: str, *, refresh: bool = False) -> Lea
     stale and the failed ones). Reads the database; no model work."""
     from sqlalchemy import select
 
-    from app.core.services.comparison import held_out_sets
-    from app.core.services.evaluation_data import EvaluationInputError, round_sets
+    from app.core.services.evaluation_data import EvaluationInputError
+    from app.core.services.held_out import held_out_sets
     from app.core.storage.models import LeaderboardCell
 
     definition = desk.tasks.definition_by_code(task_code)  # NotFound names the task
     if definition.is_extractive:
         raise LeaderboardError(f"{definition.name} is an extractive QA task; the leaderboard scores classifiers.")
     try:
-        every_round = round_sets(desk, task_code, "all")
+        held = held_out_sets(desk, task_code, "all")
     except EvaluationInputError as exc:
         raise LeaderboardError(str(exc)) from exc
-    held = held_out_sets(desk, every_round)
     statuses = {r.number: (str(r.id), str(r.status)) for r in desk.tasks.rounds(task_code)}
     sets: dict[int, EvalSet] = {}
     columns = []
-    for whole, split in zip(every_round, held):
+    for split in held.sets:
         number = int(split.key.rsplit("-", 1)[1])
         sets[number] = split
         round_id, status = statuses[number]
         columns.append(RoundColumn(number, round_id, status, len(split.cases),
-                                   sum(bool(c.extra.get("fooled")) for c in split.cases), len(whole.cases),
+                                   sum(bool(c.extra.get("fooled")) for c in split.cases), held.eligible[number],
                                    split_fingerprint(split)))
     rows, members = model_rows(desk, task_code)
     with desk.db.read() as session:

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, cast
+from typing import Any, Mapping, cast
 
 from sqlalchemy import select
 
@@ -39,6 +39,8 @@ class RoundCount:
     left_out: int  # submitted but never taken: flagged, unknown label
     # imported data sets' examples, by data set name: taken (with their gold labels) only when named
     imported: Mapping[str, int] = field(default_factory=dict)
+    # of those, on the held-out side: never trained on, whichever sets are named; compared on (held_out.py)
+    imported_held_out: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -64,25 +66,12 @@ class TrainDefaults:
     suite: str
 
 
-class _Row(NamedTuple):
-    """The columns of an example that decide whether it is taken (``training_data._choose`` reads these)."""
-
-    id: uuid.UUID
-    status: str
-    origin: dict[str, Any] | None
-    validation_state: str
-    decided_verdict: str | None
-    decided_label: str | None
-    flag_count: int
-    true_label: str | None
-    source: str | None
-    perturbation_of: uuid.UUID | None
-
-
 def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
     """Every round of the task with its count of decided examples (held-out ones among them) and of
-    undecided ones, by the same rule training uses (``training_data._choose``)."""
-    from app.core.services.training_data import _choose, imported_name
+    undecided ones, by the same rules training uses (``training_data._choose``, ``splits.held_out_example``)
+    and the comparison scores by (``held_out.held_out_sets``)."""
+    from app.core.services.held_out import _Row
+    from app.core.services.training_data import _choose, _imported_names, imported_name
 
     task = desk.tasks.task(task_code)
     counts: dict[uuid.UUID, dict[str, int]] = {}
@@ -91,6 +80,7 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
         for round_ in rounds:
             counts[round_.id] = {"decided": 0, "held_out": 0, "undecided": 0, "left_out": 0}
         imported: dict[uuid.UUID, dict[str, int]] = {round_.id: {} for round_ in rounds}
+        imported_held: dict[uuid.UUID, dict[str, int]] = {round_.id: {} for round_ in rounds}
         columns = [getattr(Example, name) for name in _Row._fields]
         found = [(values[0], _Row(*values[1:]))
                  for values in session.execute(select(Example.round_id, *columns).where(Example.task_id == task.id))]
@@ -101,8 +91,13 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
             if tally is None:
                 continue
             if label is None and source == "imported_not_named":
+                label, source = _choose(cast(Example, row), False, _imported_names(cast(Example, row)))
+            if source == "imported" and label is not None:
                 name = imported_name(row)
                 imported[round_id][name] = imported[round_id].get(name, 0) + 1
+                held = held_out_example(row.id, row.perturbation_of, row.origin,
+                                        origins.get(row.perturbation_of) if row.perturbation_of else None)
+                imported_held[round_id][name] = imported_held[round_id].get(name, 0) + held
             elif label is None:
                 if source not in _NOT_WRITTEN:
                     tally["left_out"] += 1
@@ -112,7 +107,8 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
                 tally["decided"] += 1
                 tally["held_out"] += held_out_example(row.id, row.perturbation_of, row.origin,
                                                       origins.get(row.perturbation_of) if row.perturbation_of else None)
-        return [RoundCount(r.number, str(r.status), **counts[r.id], imported=imported[r.id]) for r in rounds]
+        return [RoundCount(r.number, str(r.status), **counts[r.id], imported=imported[r.id],
+                           imported_held_out=imported_held[r.id]) for r in rounds]
 
 
 def candidates_dir(root: Path) -> Path:

@@ -7,10 +7,12 @@ Steps, in an order that changes nothing until the last one can no longer fail:
 
 1. Only an owner, or a lead where the task's policy allows it, may promote (``check_promoter``; checked
    first: nobody waits for an export that would be refused).
-2. A comparison that finds the candidate worse (the interval of the pooled held-out difference lies
-   below zero) refuses, with its figures, unless ``force``. The refusal goes to the desk log and,
-   when the candidate already has a record (the comparison may have registered it), to that
-   record's provenance under ``promotion_refusals``.
+2. The promotion rule (``promotion_rule.judge``, over every split the comparison scored) refuses a
+   candidate that is worse beyond its interval on any split with enough items, or that no split has
+   enough items to judge, or that has no comparison at all; the refusal lists every split with its
+   figures. ``force`` ("Promote anyway") overrides it only with a ``reason``, recorded with the figures
+   in the lineage. A refusal goes to the desk log and, when the candidate already has a record (the
+   comparison may have registered it), to that record's provenance under ``promotion_refusals``.
 3. The candidate is prepared like the default model (``local_models.default_model``): assembled,
    exported to ONNX (int8 when it passes the parity check, else fp32). When even the fp32 export
    fails its check, the PyTorch model is the target and the reason is recorded.
@@ -37,7 +39,8 @@ from app import __version__
 from app.core import paths
 from app.core.domain import Role, RoundStatus, may_promote, utcnow
 from app.core.errors import DynadeskError
-from app.core.limits import free_form_problem, max_bytes
+from app.core.limits import free_form_problem, max_bytes, text_problem
+from app.core.services.promotion_rule import MAX_REASON_CHARS, no_comparison_verdict
 from app.core.services.round_training import MANIFEST_FILE
 from app.core.services.target_models import TargetModelError, find_by_sha, register_model
 from app.core.storage.models import ModelRecord
@@ -68,7 +71,8 @@ class PromotionError(DynadeskError):
 
 
 class PromotionRefused(PromotionError):
-    """The comparison finds the candidate worse; ``force`` overrides."""
+    """The promotion rule refuses the candidate; ``force`` with a reason overrides. ``lines``: the verdict
+    sentence, then every split with its figures."""
 
     def __init__(self, message: str, lines: Sequence[str]):
         super().__init__(message)
@@ -95,18 +99,22 @@ class Promotion:
                  + "; ".join(f"{m.name} ({m.sha256[:12]})" for m in self.targets) + ".",
                  f"Parity check: {self.parity_note}"]
         if self.forced:
-            lines.append("Promoted with --force over a comparison that found the candidate worse (recorded).")
+            reason = (self.lineage.get("override") or {}).get("reason")
+            lines.append("Promoted anyway over the promotion rule's refusal (recorded with the figures)"
+                         + (f"; the reason given: {reason}" if reason else "") + ".")
         return lines
 
 
 def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_current: bool = False, force: bool = False,
-                      comparison: ComparisonReport | None = None, manifest: Path | None = None,
-                      actor_id: uuid.UUID | None = None, progress: Progress | None = None) -> Promotion:
+                      reason: str | None = None, comparison: ComparisonReport | None = None,
+                      manifest: Path | None = None, actor_id: uuid.UUID | None = None,
+                      progress: Progress | None = None) -> Promotion:
     """Make the trained candidate in ``model_dir`` the target of ``task_code``'s next round.
 
-    Raises ``PromotionRefused`` (the figures in its message) when ``comparison`` finds it worse and
-    ``force`` is not given, and ``PromotionError`` for everything else that stops it; in both cases
-    the rounds are unchanged.
+    Raises ``PromotionRefused`` (every split's figures in its message) when the promotion rule refuses
+    it (``comparison`` None counts as nothing to judge by) and ``force`` is not given, and
+    ``PromotionError`` for everything else that stops it, a ``force`` without a ``reason`` included; in
+    every case the rounds are unchanged.
     """
     progress = progress or Progress()
     actor = check_promotable(desk, model_dir, actor_id, task_code=task_code)
@@ -119,13 +127,21 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
     manifest_lineage = _manifest_lineage(manifest_path) if manifest_path else None
     comparison_lineage = _comparison_lineage(comparison) if comparison is not None else None
 
-    refused_lines = comparison.summary_lines() if comparison is not None and comparison.worse else []
-    if comparison is not None and refused_lines and not force:
-        _record_refusal(desk, task_code, comparison, actor)
+    verdict = comparison.verdict if comparison is not None else no_comparison_verdict("none was made")
+    refused_lines = verdict.lines() if verdict.refused else []
+    if refused_lines and not force:
+        _record_refusal(desk, task_code, comparison, refused_lines, actor)
         raise PromotionRefused(
-            f"The candidate is worse than the current target on the held-out splits taken together, "
-            f"so round {current.number + 1 if current else 1} was not opened:\n  " + "\n  ".join(refused_lines)
-            + "\nPromote it anyway with --force (the override is recorded).", refused_lines)
+            f"Round {current.number + 1 if current else 1} was not opened. " + "\n".join(refused_lines)
+            + "\nPromote it anyway with --force --reason \"why\" (\"Promote anyway…\" in the dialog); the reason "
+            "is recorded with these figures.", refused_lines)
+    reason = (reason or "").strip()
+    if refused_lines and not reason:
+        raise PromotionError("Promoting anyway needs a reason (--reason \"why\"); it is recorded with the figures "
+                             "in the model's lineage. " + refused_lines[0])
+    problem = text_problem("the reason", reason, MAX_REASON_CHARS, multiline=True) if reason else None
+    if problem:
+        raise PromotionError(f"The reason is too long to record ({problem}); shorten it.")
 
     candidate, onnx, note = _register_candidate(desk, task_code, model_dir, progress)
     if any(m.id == candidate.id for m in current_targets):
@@ -149,20 +165,22 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
         "export": {"onnx": onnx, "note": note},
         "manifest": manifest_lineage,
         "comparison": comparison_lineage,
+        "verdict": verdict.to_json(),
         "promoted_by": {"id": str(actor.id), "name": actor.display_name, "role": str(actor.role)},
         "promoted_at": utcnow().isoformat(),
         "forced": bool(refused_lines),
         "dynadesk_version": __version__,
     }
     if refused_lines:
-        lineage["override"] = {"refused_because": refused_lines}
+        lineage["override"] = {"reason": reason, "refused_because": refused_lines,
+                               "by": {"id": str(actor.id), "name": actor.display_name}}
     provenance = _with_lineage(candidate, lineage)  # checked against the bound before any round changes
     progress.check()
     new = desk.rounds.open_next(task_code, actor.id, targets, close_previous=True)
     candidate = _update_provenance(desk, candidate.id, lambda _: provenance)  # the lineage of what happened
     if refused_lines:
-        log.warning("%s promoted %s to %s round %s with --force over a worse comparison: %s", actor.display_name,
-                    candidate.sha256[:12], task_code, new.number, " | ".join(refused_lines))
+        log.warning("%s promoted %s to %s round %s anyway over the promotion rule's refusal (reason: %s): %s",
+                    actor.display_name, candidate.sha256[:12], task_code, new.number, reason, " | ".join(refused_lines))
     log.info("%s promoted %s (%s) to %s round %s", actor.display_name, candidate.name, candidate.sha256[:12],
              task_code, new.number)
     return Promotion(task_code, open_round.number if open_round else None, new.number, new.id, candidate,
@@ -327,7 +345,8 @@ def _comparison_lineage(comparison: ComparisonReport) -> dict[str, Any]:
     pooled = comparison.pooled
     document = json.dumps(comparison.document, sort_keys=True, default=str).encode("utf-8")
     return {
-        "worse": bool(comparison.worse),
+        "worse": bool(comparison.worse),  # refused by the promotion rule
+        "splits": [s.to_json() for s in comparison.verdict.splits],
         "pooled": {key: getattr(pooled, key) for key in
                    ("split", "metric", "current", "candidate", "difference", "low", "high", "items")},
         "summary": comparison.summary_lines(),
@@ -337,11 +356,12 @@ def _comparison_lineage(comparison: ComparisonReport) -> dict[str, Any]:
     }
 
 
-def _record_refusal(desk: Desk, task_code: str, comparison: ComparisonReport, actor: Person) -> None:
-    lines = comparison.summary_lines()
-    log.warning("promotion of %s to the next round of %s refused (worse than the current target): %s",
-                (comparison.candidate_sha256 or "?")[:12], task_code, " | ".join(lines))
-    record = find_by_sha(desk, comparison.candidate_sha256) if comparison.candidate_sha256 else None
+def _record_refusal(desk: Desk, task_code: str, comparison: ComparisonReport | None, lines: list[str],
+                    actor: Person) -> None:
+    sha = comparison.candidate_sha256 if comparison is not None else ""
+    log.warning("promotion of %s to the next round of %s refused by the promotion rule: %s",
+                (sha or "?")[:12], task_code, " | ".join(lines))
+    record = find_by_sha(desk, sha) if sha else None
     if record is None:
         return
     refusal = {"task": task_code, "at": utcnow().isoformat(), "by": {"id": str(actor.id), "name": actor.display_name},

@@ -198,8 +198,37 @@ def get_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID) -> Prop
     return served[0]
 
 
+def check_promotion_rule(db: ServerDatabase, me: Person, proposal_id: uuid.UUID, decision: ProposalDecision) -> None:
+    """The desk's promotion rule (``promotion_rule``), applied again here to the figures the promotion was
+    judged on (the decision's, else the proposal's own): a refused candidate is promoted only "anyway",
+    with a reason. Outside the write transaction; its cost is bounded by the figures' bound (a few hundred
+    rows at most)."""
+    from app.core.services.promotion_rule import figures_verdict
+
+    if decision.state != "promoted":
+        return
+    with db.read() as session:  # who may decide is the write's to say (NotFound, Forbidden, Conflict): first
+        proposal = session.get(Proposal, proposal_id)
+        if proposal is None or not _visible(me, proposal) or proposal.state != "open":
+            return
+        task = session.get(Task, proposal.task_id)
+        if task is None or not may_promote(session, me, task):
+            return
+        stored = dict(proposal.figures or {})
+    if decision.forced:
+        if not (decision.reason or "").strip():
+            raise DynadeskError("Promoting anyway needs the reason; it is recorded with the proposal.")
+        return
+    verdict = figures_verdict(decision.figures or stored)
+    if verdict.refused:
+        raise Conflict(f"{verdict.sentence} The promotion rule refuses this candidate; promote it anyway with a "
+                       "reason (forced), which is recorded.")
+
+
 def decide_proposal(db: ServerDatabase, me: Person, proposal_id: uuid.UUID, decision: ProposalDecision,
                     now: datetime | None = None) -> ProposalWire:
+    check_promotion_rule(db, me, proposal_id, decision)
+
     def write(session: Session) -> ProposalWire:
         proposal = session.get(Proposal, proposal_id)
         if proposal is None or not _visible(me, proposal):
