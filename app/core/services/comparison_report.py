@@ -63,8 +63,9 @@ def render_html(report: ComparisonReport) -> str:
            f"{escape(doc['current']['name'])} ({', '.join(escape(m['sha256'][:12]) for m in doc['current']['members'])}). "
            f"Candidate sha256 {escape(report.candidate_sha256[:12])}. Intervals: {escape(options['interval'])}, "
            f"{int(options['confidence'] * 100)} %, {options['resamples']:,} resamples, seed {options['seed']}.</p>"]
-    verdict = report.summary_lines()[0]
-    out.append(f"<div class='{'warning' if report.worse else 'note'}'>{escape(verdict)}</div>")
+    verdict = report.verdict  # the promotion rule: its sentence names the worst split; every split listed
+    out.append(f"<div class='{'warning' if verdict.refused else 'note'}'>{escape(verdict.sentence)}<ul>"
+               + "".join(f"<li>{escape(s.line())}</li>" for s in verdict.splits) + "</ul></div>")
     for warning in doc["evaluation"].get("warnings", []):
         out.append(f"<div class='warning'>{escape(warning)}</div>")
     rows = [[escape(d.split), escape(METRIC_NAMES.get(d.metric, d.metric)), pct(d.current), pct(d.candidate),

@@ -48,9 +48,9 @@ class RoundColumn:
     number: int
     round_id: str
     status: str
-    n: int  # decided examples in the held-out split
+    n: int  # examples in the held-out split (decided, and imported cases with their gold labels)
     fooling: int  # of them, validated fooling examples
-    decided: int  # decided examples of the whole round
+    decided: int  # examples of the whole round with a label to score (either side)
     fingerprint: str
 
 
