@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.core.domain import Role, may_promote
 from app.core.formatting import pct
 from app.core.services.comparison import METRIC_NAMES, Difference, signed_points
+from app.core.services.promotion_rule import judge
 from app.views.proposals import FigureRow, ProposalDetail, ProposalRow, ProposalsView, RefusalView
 from sync.proposals import ProposalListing, ProposalPromotion, ProposalSummary
 
@@ -47,15 +48,10 @@ def _verdict(p: ProposalSummary) -> str:
 
 
 def _verdict_text(p: ProposalSummary) -> str:
+    """The promotion rule's verdict on the proposer's figures (the owner's desk compares again before promoting)."""
     if p.pooled is None:
         return "none was sent; the owner's desk compares the candidate before promoting."
-    if p.worse:
-        return "refused by the promotion rule" + (f" ({p.sentence})" if p.sentence else "") + "."
-    if not p.pooled.items:
-        return "no held-out example on the proposer's desk; the other splits below show the difference."
-    if p.pooled.low is not None and p.pooled.low > 0:
-        return "better than the current target on the held-out splits taken together."
-    return "no clear difference from the current target on the held-out splits taken together."
+    return p.sentence or judge(p.differences).sentence
 
 
 def proposal_detail(p: ProposalSummary) -> ProposalDetail:
@@ -111,7 +107,7 @@ def refusal_view(proposal_id: str, message: str, lines: list[str]) -> RefusalVie
     """The promotion rule's verdict (``lines[0]``, naming the worst split) and every split's figures, with
     the override named as the dialog offers it."""
     sentence = lines[0].strip() if lines else message.split("\n", 1)[0].strip()
-    splits = tuple(line.strip() for line in lines[1:] if line.strip())
+    splits = tuple(line.strip() for line in lines[1:] if line.strip() and not line.strip().endswith("no items"))
     text = "\n".join([sentence, "Compared again on this desk:", *splits,
                       "“Promote anyway…” overrides it with a reason, recorded with these figures with the round's "
                       "target and on the server."])

@@ -308,6 +308,8 @@ def test_after_training_on_an_imported_round_compare_scores_exactly_what_trainin
     assert desk.rounds.adopt_first_models("hate_speech", [target.id])
     cases = csv_slice(shared_file("hatecheck", "test_suite_cases_dev.csv"), tmp_path / "hatecheck.csv", 200)
     import_file(desk, cases, "hatecheck", task_code="hate_speech", round_number=1, group_column="templ_id")
+    suite = csv_slice(shared_file("hatecheck", "test_suite_cases_dev.csv"), tmp_path / "functional.csv", 120)
+    import_file(desk, suite, "hatecheck", task_code="hate_speech")  # a functional suite of the task, stored
     base = tmp_path / "base.csv"
     with open(base, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -347,3 +349,7 @@ def test_after_training_on_an_imported_round_compare_scores_exactly_what_trainin
     assert [i["id"] for i in splits["base-test"]["items"]] == [f"row-{i}" for i in test_rows]
     assert f"base:{test_rows[0]}" in manifest["data"]["splits"]["base_test"]
     assert f"Round 1 held-out: too few to judge (n = {len(held)}; at least 97)" in printed
+    # every suite the task has is a split of its own, judged by the same rule
+    assert len(splits["suite-functional"]["items"]) == 120 and splits["suite-functional"]["kind"] == "suite"
+    assert "functional (suite, 120 cases): " in printed
+    assert any(s["split"] == "suite-functional" for s in document["verdict"]["splits"])

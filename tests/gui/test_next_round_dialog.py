@@ -165,7 +165,11 @@ def test_the_owner_trains_compares_promotes_and_publishes_and_the_create_tab_fol
         qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
         assert dialog.step() == 2 and "round 2" in dialog.promote_intro.text()
         promote_anyway(qtbot, dialog, "a smoke run of the whole flow")
-        qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=WAIT)
+        qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text() or not dialog.is_running(),
+                        timeout=3 * WAIT)  # the export's int8 search is long on a busy machine
+        qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text() or "fail" in dialog.message.text(),
+                        timeout=3 * WAIT)
+        assert "Round 2 is open" in dialog.summary.text(), dialog.message.text()
         assert dialog.publish_button.isVisible() and not dialog.publish_reason.isVisible()
         qtbot.mouseClick(dialog.publish_button, Qt.MouseButton.LeftButton)  # the path of `dynadesk sync publish`
         qtbot.waitUntil(lambda: "Published" in dialog.publish_result.text(), timeout=WAIT)
@@ -427,7 +431,7 @@ def test_hatecheck_imported_as_round_examples_can_be_taken_from_the_dialog(qtbot
     try:
         dialog = open_dialog(qtbot, window)
         text = dialog.rounds.item(0).text()
-        assert "9 imported (hatecheck)" in text and "left out" not in text, text
+        assert "9 imported (hatecheck; " in text and "left out" not in text, text  # with its held-out cases
         box = dialog.include_imported
         assert box.isVisible() and not box.isChecked() and "hatecheck (9)" in box.text()
         chosen = []

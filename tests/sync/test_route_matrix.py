@@ -30,6 +30,7 @@ from sync.protocol import manifest_sha256
 from sync.server import models as server_models
 from sync.server.limits import Rate
 from tests.sync.helpers import MODEL_SHA, ThreadServer, add_account, basics_records, publish_basics, server_database
+from tests.sync.test_proposals_server import PASSING  # figures the promotion rule passes
 from tests.sync.test_server import example
 
 TASK = "hate_speech"
@@ -109,7 +110,7 @@ def _sha(content: bytes) -> str:
 def _proposal_body(world: World) -> dict:
     f = {"name": "trained_part.safetensors", "sha256": world.stored_blob, "size": len(b"the stored file")}
     return {"id": str(uuid.uuid4()), "name": f"candidate {world.unique()}", "rounds_trained_on": [1], "files": [f],
-            "files_sha256": manifest_sha256([(f["name"], f["sha256"])]), "figures": {}}
+            "files_sha256": manifest_sha256([(f["name"], f["sha256"])]), "figures": PASSING}
 
 
 def _team_a_proposal(world: World) -> str:
@@ -255,6 +256,11 @@ MATRIX: dict[tuple[str, str], list[Row]] = {
             lambda w, r: Request("POST", f"/v1/proposals/{w.params['proposal']}/decision",
                                  json={"state": "declined", "reason": "not now"}),
             {"annotator": _refused(404), "lead": Cell(200, True), "owner": Cell(200, True),
+             "other_lead": _refused(404), "none": _refused(401)}, setup=_open_proposal),
+        Row("promote anyway without saying why",
+            lambda w, r: Request("POST", f"/v1/proposals/{w.params['proposal']}/decision",
+                                 json={"state": "promoted", "round_number": _next_round(w), "forced": True}),
+            {"annotator": _refused(404), "lead": _refused(400), "owner": _refused(400),
              "other_lead": _refused(404), "none": _refused(401)}, setup=_open_proposal),
         Row("promote team A's proposal to the next round",
             lambda w, r: Request("POST", f"/v1/proposals/{w.params['proposal']}/decision",

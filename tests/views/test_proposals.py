@@ -42,8 +42,11 @@ def test_rows_show_who_when_rounds_and_the_held_out_difference_with_its_interval
     detail = view.details[0]
     assert [f.split for f in detail.figures] == ["held-out", "held-out", "base-test"]  # the empty split left out
     assert detail.figures[0].interval == "[+2.0 pt, +12.0 pt]" and detail.figures[0].current == "70.0%"
-    assert detail.verdict.startswith("The proposer's comparison: better") and "left out" in detail.verdict
-    assert ("Promoted to round 3 by Olga Owner on 2026-11-24 08:00 UTC, over a worse comparison (recorded)"
+    # the promotion rule on the proposer's figures: the base test split (900 items) is the only one it judges
+    assert detail.verdict.startswith("The proposer's comparison: No split with enough examples finds the candidate "
+                                     "worse; the weakest is base-test (accuracy 80.0% → 81.0%")
+    assert "left out" in detail.verdict
+    assert ("Promoted to round 3 by Olga Owner on 2026-11-24 08:00 UTC, over the promotion rule's refusal (recorded)"
             in view.details[1].facts)
     assert view.may_decide
 
@@ -64,3 +67,4 @@ def test_a_refusal_keeps_its_figures_and_names_the_override_as_the_dialog_offers
                          "[-27.0 pt, -11.0 pt] (n=40)", "  held-out-1 accuracy: no items"])
     assert "--force" not in view.message and "Promote anyway" in view.message
     assert "[-27.0 pt, -11.0 pt]" in view.message and "no items" not in view.message
+    assert view.sentence == "The candidate is worse." and len(view.splits) == 1  # what the reason dialog shows

@@ -141,7 +141,7 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
                              "in the model's lineage. " + refused_lines[0])
     problem = text_problem("the reason", reason, MAX_REASON_CHARS, multiline=True) if reason else None
     if problem:
-        raise PromotionError(f"The reason is too long to record ({problem}); shorten it.")
+        raise PromotionError(f"The reason cannot be recorded as it is: {problem}.")
 
     candidate, onnx, note = _register_candidate(desk, task_code, model_dir, progress)
     if any(m.id == candidate.id for m in current_targets):
