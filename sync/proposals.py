@@ -455,19 +455,17 @@ def _promoted_here(desk: Desk, task_code: str, folder: Path) -> tuple[int, int |
 
 
 def _judged_here(desk: Desk, task_code: str, folder: Path) -> tuple[dict[str, Any], str | None]:
-    """The figures and the override reason this desk's earlier promotion of ``folder`` recorded (its comparison
-    report, stored beside the candidate when it was made here; else none)."""
-    from app.core.services.comparison import read_report
-
+    """The figures this desk's earlier promotion of ``folder`` was judged on, and its override reason, as its
+    lineage recorded them (every judged split with its figures); none when it recorded no comparison."""
     rounds = desk.tasks.rounds(task_code)
     targets = desk.models.round_models(rounds[-1].id) if rounds else []
     lineage = (promotion_lineage(targets[0]) if targets else None) or {}
     reason = (lineage.get("override") or {}).get("reason")
-    report = folder / META_DIR / REPORT_NAME
-    try:
-        return (key_figures(read_report(report)) if report.is_file() else {}), reason
-    except DynadeskError:
-        return {}, reason
+    splits = (lineage.get("comparison") or {}).get("splits") or []
+    differences = [{"split": s["split"], **f} for s in splits if isinstance(s, dict) for f in s.get("figures") or []
+                   if isinstance(f, dict)]
+    names = {s["split"]: s["name"] for s in splits if isinstance(s, dict) and "split" in s and "name" in s}
+    return ({"differences": differences[:MAX_FIGURE_ROWS], "names": names} if differences else {}), reason
 
 
 def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | str, *, with_current: bool = False,
