@@ -118,6 +118,8 @@ def export_onnx(
     ``recorded`` (a recipe checked elsewhere, rebuilt and verified by sha256), else a search on
     ``task_texts``; without either, int8 is refused unless ``force``."""
     progress = progress or Progress()
+    if int8 and recorded is None and task_texts is None and not force:
+        raise _no_task_texts()  # before the export's minutes, not after
     started = time.perf_counter()
     source = load_engine(model_dir, num_threads=None)
     if not source.backend.exportable:
@@ -176,6 +178,13 @@ def export_onnx(
                         source.sha256, parity=check.get("parity"), quantization=quantization if int8 else "none")
 
 
+def _no_task_texts() -> ParityCheckFailed:
+    return ParityCheckFailed(
+        f"int8 refused: no task texts to check it on. The int8 form must keep the float model's labels on at "
+        f"least {MIN_TEXTS:,} of the task's own texts; give them (e.g. `--samples FILE`, one text a line), or "
+        "force to keep an unchecked int8 form (recorded as such).", float("nan"))
+
+
 def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: TaskTexts | None,
                 recorded: RecordedInt8 | None, force: bool,
                 progress: Progress) -> tuple[dict[str, Any], dict[str, Any] | None, str]:
@@ -197,10 +206,7 @@ def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: 
                     recorded.recipe.to_json(), recorded.recipe.name)
     if task_texts is None:
         if not force:
-            raise ParityCheckFailed(
-                f"int8 refused: no task texts to check it on. The int8 form must keep the float model's labels on at "
-                f"least {MIN_TEXTS:,} of the task's own texts; give them (e.g. `--samples FILE`, one text a line), or "
-                "force to keep an unchecked int8 form (recorded as such).", float("nan"))
+            raise _no_task_texts()
         recipe = Int8Recipe("dynamic")
         build_int8(fp32, target, recipe)
         return ({"passed": False, "forced": True, "texts": 0, "problems": ["no task texts were given to check it on"]},

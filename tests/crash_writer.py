@@ -1,8 +1,14 @@
 """Writes examples until killed; the crash test (tests/app/test_crash.py) kills it with SIGKILL.
 
 Prints a line only *after* each call returns, so every printed record must survive the kill.
+
+``--forks DATA_DIR``: imports once, then for each line ``RUN FIFO`` read from stdin forks a writer
+whose output goes to the named pipe FIFO, says ``PID <pid>``, and once the writer is dead
+``EXIT <returncode>`` (``-9`` for SIGKILL). Each writer is a process of its own, with its own
+database connections (the parent never opens the database); it skips only the seconds of imports.
 """
 
+import os
 import sys
 
 from app.core.desk import Desk
@@ -34,5 +40,23 @@ def main(data_dir: str, run: int) -> None:
         out.flush()
 
 
+def forks(data_dir: str) -> None:
+    for line in sys.stdin:
+        run, fifo = line.split(maxsplit=1)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sys.stdout = open(fifo.strip(), "w", encoding="utf-8")
+                main(data_dir, int(run))
+            finally:
+                os._exit(1)  # never back into the parent's loop
+        print(f"PID {pid}", flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(f"EXIT {os.waitstatus_to_exitcode(status)}", flush=True)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    if sys.argv[1] == "--forks":
+        forks(sys.argv[2])
+    else:
+        main(sys.argv[1], int(sys.argv[2]))

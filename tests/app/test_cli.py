@@ -1,17 +1,14 @@
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, shared_file
+from tests.cli_in_process import run_dynadesk
+from tests.conftest import FIXTURES, shared_file
 
 
 def dynadesk(*args, data_dir, env=None):
-    environment = {**os.environ, "DYNADESK_DATA_DIR": str(data_dir), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, env=environment, timeout=120)
+    """The command as a person runs it, in this process (see tests.cli_in_process)."""
+    return run_dynadesk(*args, env={"DYNADESK_DATA_DIR": str(data_dir), **(env or {})})
 
 
 def assert_clean_failure(result, message):

@@ -25,35 +25,51 @@ def test_killed_writers_lose_nothing_they_acknowledged(tmp_path):
     rng = random.Random(20261122)
     submitted: dict[str, str] = {}
     drafts: dict[str, int] = {}  # draft id -> last acknowledged save
-    for run in range(KILLS):
-        process = subprocess.Popen([sys.executable, "-m", "tests.crash_writer", str(data_dir), str(run)], cwd=ROOT,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        lines: list[str] = []
-        first_line = threading.Event()
+    # Each writer is forked from one process that has imported the app (tests/crash_writer.py --forks):
+    # a process of its own, killed with SIGKILL, without paying the imports 24 times. One BLAS thread,
+    # so the fork copies a single-threaded process.
+    forks = subprocess.Popen([sys.executable, "-m", "tests.crash_writer", "--forks", str(data_dir)], cwd=ROOT,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
+                                  "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    try:
+        for run in range(KILLS):
+            fifo = tmp_path / f"writer-{run}.out"
+            os.mkfifo(fifo)
+            forks.stdin.write(f"{run} {fifo}\n")
+            forks.stdin.flush()
+            started = forks.stdout.readline()
+            assert started.startswith("PID "), started + forks.stderr.read()
+            pid = int(started.split()[1])
+            lines: list[str] = []
+            first_line = threading.Event()
 
-        def read(stream=process.stdout, lines=lines, first_line=first_line):
-            for line in stream:
-                lines.append(line)
-                first_line.set()
+            def read(fifo=fifo, lines=lines, first_line=first_line):
+                with open(fifo, encoding="utf-8") as stream:
+                    for line in stream:
+                        lines.append(line)
+                        first_line.set()
 
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        assert first_line.wait(60), process.stderr.read() if process.poll() is not None else "writer never wrote"
-        threading.Event().wait(rng.uniform(0.02, 0.8))  # let it run into the middle of some write
-        process.send_signal(signal.SIGKILL)
-        process.wait(30)
-        reader.join(10)
-        assert process.returncode == -signal.SIGKILL
-        for line in lines:
-            if not line.endswith("\n"):
-                continue  # torn by the kill: not an acknowledgement
-            kind, record_id, value = line.split(maxsplit=2)
-            if kind == "SUBMITTED":
-                submitted[record_id] = value.strip()
-                drafts.pop(record_id, None)
-            else:
-                drafts[record_id] = max(drafts.get(record_id, -1), int(value))
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            assert first_line.wait(60), "writer never wrote"
+            threading.Event().wait(rng.uniform(0.02, 0.8))  # let it run into the middle of some write
+            os.kill(pid, signal.SIGKILL)
+            ended = forks.stdout.readline()
+            reader.join(10)
+            assert ended.split() == ["EXIT", str(-signal.SIGKILL)], ended
+            for line in lines:
+                if not line.endswith("\n"):
+                    continue  # torn by the kill: not an acknowledgement
+                kind, record_id, value = line.split(maxsplit=2)
+                if kind == "SUBMITTED":
+                    submitted[record_id] = value.strip()
+                    drafts.pop(record_id, None)
+                else:
+                    drafts[record_id] = max(drafts.get(record_id, -1), int(value))
+    finally:
+        forks.stdin.close()
+        forks.wait(30)
 
     assert len(submitted) >= KILLS  # the writer got real work done between kills
     with Desk(data_dir) as desk:

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-from tests.conftest import ROOT
+from tests.cli_in_process import run_dynadesk
 
 
 def dynadesk(*args, data_dir):
-    environment = {**os.environ, "DYNADESK_DATA_DIR": str(data_dir)}
-    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, env=environment, timeout=300)
+    return run_dynadesk("--data-dir", data_dir, *args)
 
 
 def assert_clean_failure(result, message):
@@ -34,7 +29,7 @@ def test_register_list_and_export(data_dir, tiny_classifier_dir, tmp_path):
     out = tmp_path / "tiny-int8"
     result = dynadesk("models", "export-onnx", "tiny", "--int8", "--out", out, data_dir=data_dir)
     assert_clean_failure(result, "int8 refused: no task texts to check it on")
-    assert not out.exists()
+    assert not out.exists() and "Exporting" not in result.stdout + result.stderr  # refused before the export
     result = dynadesk("models", "export-onnx", "tiny", "--int8", "--force", "--out", out, data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     assert "int8 parity: not measured (no task texts were given" in result.stdout and "--force" in result.stdout

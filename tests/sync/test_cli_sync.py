@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 
 import pytest
@@ -13,14 +12,14 @@ from click.testing import CliRunner
 
 from app.cli import cli
 
-from tests.conftest import ROOT, hate_content, hate_output
+from tests.cli_in_process import Ran, run_dynadesk
+from tests.conftest import hate_content, hate_output
 from tests.sync.helpers import ProcessServer, server_counts, server_database
 
 
-def dynadesk(*args, data_dir, input=None) -> subprocess.CompletedProcess:
-    """The real command, as a person runs it (errors end as messages and exit codes)."""
-    return subprocess.run([sys.executable, "-m", "app", "--data-dir", str(data_dir), *args], input=input,
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+def dynadesk(*args, data_dir, input=None) -> Ran:
+    """The real command, as a person runs it (errors end as messages and exit codes), in this process."""
+    return run_dynadesk("--data-dir", data_dir, *args, input=input)
 
 
 def test_a_team_sets_up_and_syncs_from_the_command_line(tmp_path):

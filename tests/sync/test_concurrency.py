@@ -1,4 +1,4 @@
-"""Concurrency: 20 desks, each pushing 500 records while all of them pull, against a
+"""Concurrency: 20 desks, each pushing 100 records in 5 steps while all of them pull, against a
 real server process (`serve run --workers 4` on PostgreSQL, as a team that outgrows one server
 process runs it; SQLite with one). Nothing is lost, the per-round
 totals are right, every desk ends with exactly its team's work, and texts written on several
@@ -35,8 +35,10 @@ from tests.sync.helpers import (
     server_database,
 )
 
-DESKS, PER_DESK, STEPS = 20, 500, 5
-TEAMS = 10  # pairs: each desk pulls its partner's 500 (bench/bench_sync.py runs bigger teams)
+# 20 desks at once, as many requests as 500 records each in batches of 100 made; the bench
+# (bench/bench_sync.py, concurrency_large) runs 1,000 records a desk and bigger teams.
+DESKS, PER_DESK, STEPS, BATCH = 20, 100, 5, 20
+TEAMS = 10  # pairs: each desk pulls its partner's records
 SHARED = [(1, "the same words, written on every desk at once"), (1, "Die gleichen Worte überall 🙂"),
           (2, "نفس الكلمات في كل مكان")]
 
@@ -77,7 +79,8 @@ def test_twenty_desks_push_and_pull_at_the_same_time(backend, tmp_path):
         def work(i: int) -> None:
             desk, person = desks[i], people[i]
             try:
-                with SyncClient(desk, server.url, person.token, batch_size=100, page_size=500, policy=policy) as client:
+                with SyncClient(desk, server.url, person.token, batch_size=BATCH, page_size=5 * BATCH,
+                                policy=policy) as client:
                     start.wait(timeout=120)
                     for step in range(STEPS):
                         per_round = fill_outbox(desk, person.id, PER_DESK // STEPS, seed=1000 * i + step,

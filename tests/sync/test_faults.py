@@ -1,7 +1,9 @@
-"""Fault injection: 10,000 records pushed through a proxy that cuts connections, a
+"""Fault injection: 2,000 records pushed (in 20 batches of 100) through a proxy that cuts connections, a
 server killed and restarted mid-push, injected 500/503 answers, and duplicated deliveries.
-Afterwards the server holds exactly the client's 10,000 records, none missing, none twice,
-every field equal. Runs on SQLite, and on PostgreSQL when DYNADESK_TEST_PG_URL is set; the cut
+Afterwards the server holds exactly the client's 2,000 records, none missing, none twice,
+every field equal. The faults strike requests, so what counts is how many requests they meet: 20
+pushes, as 10,000 records in batches of 500 made (``make bench --only sync`` runs the cut connections
+and the kills at 30,000 records). Runs on SQLite, and on PostgreSQL when DYNADESK_TEST_PG_URL is set; the cut
 connections and the kills also against `serve run --workers 4` on PostgreSQL, the way a team that
 outgrows one server process runs it.
 
@@ -38,9 +40,12 @@ from tests.sync.helpers import (
     sync_until_done,
 )
 
-N = 10_000
+N = 2_000
+BATCH = 100  # N / BATCH = 20 pushes, for the faults to strike
 AUTHOR = uuid.UUID("0b6f3c1e-1d1a-4a55-9c58-2f4f6d1e0a01")
 FAST_RETRIES = RetryPolicy(attempts=10, first_delay=0.05, max_delay=2.0, timeout=60)
+# A request of BATCH records spans ~2 chunks (one of 500, ~10): cuts spaced for the smaller requests
+CUT_SPACING = {"request": (3, 10), "response": (2, 8)}
 # The cut connections and the kills also run against four worker processes on PostgreSQL (~15 s
 # each): the races between processes besides those between threads.
 SCALED = [*BACKENDS, pytest.param("postgresql-4-workers", marks=pytest.mark.postgres)]
@@ -52,7 +57,7 @@ def _workers(kind: str) -> int:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """One desk with 10,000 submitted examples waiting in its outbox, copied for each test."""
+    """One desk with N submitted examples waiting in its outbox, copied for each test."""
     from tests.sync.helpers import Account
 
     root = tmp_path_factory.mktemp("fault-template")
@@ -107,10 +112,10 @@ def test_a_proxy_that_cuts_connections_mid_request_and_mid_response(backend, tmp
         server.start()
     else:
         server = ThreadServer(db, tmp_path / "server")
-    proxy = CuttingProxy(int(server.url.rsplit(":", 1)[1]), seed=11)
+    proxy = CuttingProxy(int(server.url.rsplit(":", 1)[1]), seed=11, spacing=CUT_SPACING)
     try:
         publish_basics(server.url, owner, tmp_path)
-        with SyncClient(desk, proxy.url, author.token, policy=FAST_RETRIES) as client:
+        with SyncClient(desk, proxy.url, author.token, batch_size=BATCH, policy=FAST_RETRIES) as client:
             outcome = sync_until_done(client, desk, AUTHOR)
         proxy.enabled = False
         _check_everything_arrived(db, desk, f"cutting proxy, {kind}", {
@@ -162,7 +167,7 @@ def test_a_server_killed_and_restarted_during_the_push(backend, tmp_path, templa
         thread = threading.Thread(target=killer, daemon=True)
         thread.start()
         policy = RetryPolicy(attempts=40, first_delay=0.1, max_delay=1.0, timeout=60)
-        with SyncClient(desk, server.url, author.token, policy=policy) as client:
+        with SyncClient(desk, server.url, author.token, batch_size=BATCH, policy=policy) as client:
             outcome = sync_until_done(client, desk, AUTHOR, handle=SyncHandle(on_progress=on_progress))
             stop.set()
             thread.join(timeout=30)
@@ -185,7 +190,7 @@ def test_500_and_503_answers(backend, tmp_path, template):
     server = ThreadServer(db, tmp_path / "server", wrap=lambda app: flaky.append(FlakyResponses(app, seed=3)) or flaky[0])
     try:
         publish_basics_retrying(server.url, owner, tmp_path)
-        with SyncClient(desk, server.url, author.token, policy=FAST_RETRIES) as client:
+        with SyncClient(desk, server.url, author.token, batch_size=BATCH, policy=FAST_RETRIES) as client:
             outcome = sync_until_done(client, desk, AUTHOR)
         _check_everything_arrived(db, desk, f"500/503 answers, {kind}", {
             **flaky[0].injected, "requests": flaky[0].requests, "sync runs": outcome.runs,
@@ -206,7 +211,7 @@ def test_duplicated_deliveries(backend, tmp_path, template):
     try:
         publish_basics(server.url, owner, tmp_path)
         # Every batch is also sent a second time by the client itself, after its answer.
-        with SyncClient(desk, server.url, author.token, policy=FAST_RETRIES) as client:
+        with SyncClient(desk, server.url, author.token, batch_size=BATCH, policy=FAST_RETRIES) as client:
             original = client._call
             resent = [0]
 
