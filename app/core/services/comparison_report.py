@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from app.core.formatting import pct
 from app.core.services.evaluation_report import CSS, _table
-from app.core.wellbeing.blur import mask_spans, masked_text
+from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:
     from app.core.services.comparison import ComparisonReport, Difference
@@ -52,11 +52,6 @@ def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> s
     return "".join(parts)
 
 
-def shown_text(text: str, blur_words: Sequence[str], limit: int = 200) -> str:
-    """An item's text as the report shows it: masked with the reader's blur words, then cut."""
-    return (masked_text(text, mask_spans(text, blur_words)) if blur_words else text)[:limit]
-
-
 def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> str:
     """``blur_words``: the reader's, where they browse masked: the example lists show them as dots."""
     from app.core.services.comparison import METRIC_NAMES
@@ -91,7 +86,7 @@ def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> 
                    "wellbeing settings ask; comparison.json holds them in full.</p>")
     for split in doc["splits"]:
         differing = [item for item in split["items"] if item["current"]["label"] != item["candidate"]["label"]]
-        body = [[escape(item["id"]), escape(shown_text(item["text"], blur_words)), escape(item["gold"]),
+        body = [[escape(item["id"]), escape(blurred(item["text"], blur_words)[:200]), escape(item["gold"]),
                  escape(item["current"]["label"]), escape(item["candidate"]["label"])] for item in differing]
         out.append(f"<details><summary>{escape(split['name'])}: {len(differing)} of {len(split['items'])} items "
                    "answered differently</summary>")
