@@ -72,12 +72,27 @@ def pulled_example(desk: Desk, tmp: Path, model) -> None:
 
 
 @pytest.fixture(scope="module")
-def kinds(tmp_path_factory):
+def kinds(tmp_path_factory, tiny_classifier_dir):
     from app.core.io.exporters import export
+    from app.core.io.importers import import_file
+
+    tmp = tmp_path_factory.mktemp("matrix")
+    desk, out, validator = build_kinds(tmp)
+    attach_scoring_models(desk, tmp, tiny_classifier_dir)
+    jsonl = tmp / "all.jsonl"
+    export(desk, jsonl, "jsonl", keep_identities=True)
+    second = Desk(tmp / "second")
+    import_file(second, jsonl, "jsonl")
+    yield desk, second, out, validator, tmp
+    desk.close()
+    second.close()
+
+
+def build_kinds(tmp: Path) -> tuple[Desk, dict[str, Kind], object]:
+    """A desk holding every kind, each hate-speech kind in a round of its own; (desk, kinds, validator)."""
     from app.core.io.importers import import_file
     from app.core.services.lead import REVISION
 
-    tmp = tmp_path_factory.mktemp("matrix")
     desk = Desk(tmp / "desk")
     author = desk.people.create("Ana Author", "annotator")
     validator = desk.people.create("Vic Validator", "annotator")
@@ -150,13 +165,66 @@ def kinds(tmp_path_factory):
     out["qa"] = Kind("qa", "extractive_qa", 1, written=1, fooled=1)
 
     desk.dashboard.refresh(thorough=True)
-    jsonl = tmp / "all.jsonl"
-    export(desk, jsonl, "jsonl", keep_identities=True)
-    second = Desk(tmp / "second")
-    import_file(second, jsonl, "jsonl")
-    yield desk, second, out, validator, tmp
-    desk.close()
-    second.close()
+    return desk, out, validator
+
+
+SCORING = {HATE: "matrix hate model", "nli": "matrix nli model"}  # tiny random models that run here
+
+
+def attach_scoring_models(desk: Desk, tmp: Path, hate_dir: Path) -> None:
+    """Tiny models with files as every kind's round target, for the doors that run a model (eval, the
+    leaderboard, the assistant); the examples keep the outputs of the models they were written against."""
+    from transformers import BertForSequenceClassification
+
+    from app.core.services.target_models import register_model
+    from tests.model_fixtures import save_tiny
+
+    lead = next(p for p in desk.people.all() if p.role == "lead")
+    nli_labels = ["entailment", "neutral", "contradiction"]
+    nli_dir = save_tiny(BertForSequenceClassification, tmp / "tiny-nli", num_labels=3,
+                        id2label=dict(enumerate(nli_labels)), label2id={l: i for i, l in enumerate(nli_labels)})
+    for task, folder in ((HATE, hate_dir), ("nli", nli_dir)):
+        record = register_model(desk, folder, name=SCORING[task], task_code=task)
+        for round_ in desk.tasks.rounds(task):
+            desk.rounds.set_models(round_.id, lead.id, [record.id])
+
+
+def door(desk: Desk, *args: str) -> tuple[int, str]:
+    """A `dynadesk` command on the desk's folder: (exit code, what it printed or the refusal's sentence).
+    An error that is not the desk's own refusal fails the cell (the 'Unexpected error' the CLI prints)."""
+    from click.testing import CliRunner
+
+    from app.cli.desk import cli
+    from app.core.errors import DynadeskError
+
+    result = CliRunner().invoke(cli, ["--data-dir", str(desk.root), *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        if isinstance(result.exception, DynadeskError):
+            return 1, str(result.exception)
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def kind_examples(desk: Desk, kind: Kind):
+    """The kind's examples that are not drafts, oldest first."""
+    from sqlalchemy import select
+
+    from app.core.storage.models import Example
+
+    round_id = desk.tasks.round(kind.task, kind.round).id
+    with desk.db.read() as session:
+        return list(session.scalars(select(Example).where(Example.round_id == round_id, Example.status != "draft")
+                                    .order_by(Example.created_at, Example.id)))
+
+
+QA_REFUSALS = {
+    "eval": "Extractive question answering is an extractive QA task; evaluation scores classifiers.",
+    "leaderboard": "Extractive question answering is an extractive QA task; the leaderboard scores classifiers.",
+    "suggest": "The assistant suggests edits for labelled tasks; 'extractive_qa' asks for an answer span. "
+               "Write the question yourself.",
+}
+WITH_ROUNDS = ["written", "perturbation pair", "returned then revised", "retracted", "pulled", "hatecheck round",
+               "dynahate", "nli", "anli", "qa"]
 
 
 def dynahate_rows() -> int:
@@ -276,3 +344,135 @@ def test_a_suite_is_not_an_example_and_the_stats_command_says_so(kinds):
     assert ("HateCheck suites are test cases, not examples: `dynadesk eval --suite` scores a model on them; "
             "they are not counted here.") in result.output
     assert "Imported examples were not written against the target model" in result.output
+
+
+@pytest.mark.parametrize("name", WITH_ROUNDS)
+def test_eval_rounds(kinds, name):
+    """`eval --rounds N --include-unvalidated`: the round's set holds its submitted examples, written or
+    imported (a retracted one is not a case); a QA task is refused in one sentence."""
+    desk, _, kinds_, _, tmp = kinds
+    kind = kinds_[name]
+    out = tmp / f"eval-{name}"
+    code, printed = door(desk, "eval", "--models", SCORING.get(kind.task, "default"), "--task", kind.task,
+                         "--rounds", str(kind.round), "--include-unvalidated", "--no-identity-swap",
+                         "--no-robustness", "--out", str(out))
+    if kind.task == "extractive_qa":
+        assert (code, printed) == (1, QA_REFUSALS["eval"])
+        return
+    cases = kind.written + kind.imported
+    if cases == 0:
+        assert (code, printed) == (1, f"There is nothing to evaluate on: no submitted example in Round {kind.round}, "
+                                      "and no suite or data file was given.")
+        return
+    assert code == 0, printed
+    doc = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))
+    [result] = doc["results"].values()
+    assert result["sets"][f"round-{kind.round}"]["n"] == cases
+
+
+def test_eval_suite(kinds):
+    """The HateCheck suite's door: `eval --suite` scores every case of it."""
+    desk, _, _, _, tmp = kinds
+    out = tmp / "eval-suite"
+    code, printed = door(desk, "eval", "--models", SCORING[HATE], "--suite", str(tmp / "hatecheck.csv"),
+                         "--no-identity-swap", "--no-robustness", "--out", str(out))
+    assert code == 0, printed
+    [result] = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))["results"].values()
+    assert result["sets"]["suite"]["n"] == 6
+
+
+@pytest.mark.parametrize("name", WITH_ROUNDS)
+def test_quality(kinds, name):
+    """`quality --round N`: the round's examples are its submitted ones, written or imported."""
+    desk, _, kinds_, _, _ = kinds
+    kind = kinds_[name]
+    code, printed = door(desk, "quality", "--task", kind.task, "--round", str(kind.round), "--no-embeddings", "--json")
+    assert code == 0, printed
+    [round_] = json.loads(printed)["rounds"]
+    assert (round_["round"], round_["examples"]) == (kind.round, kind.written + kind.imported)
+
+
+@pytest.mark.parametrize("name", WITH_ROUNDS)
+def test_leaderboard(kinds, name):
+    """The leaderboard's column for the kind's round: no example of the matrix is decided, so the column
+    holds no held-out example, and the board says so."""
+    desk, _, kinds_, _, tmp = kinds
+    kind = kinds_[name]
+    board_file = tmp / f"board-{name}.json"
+    code, printed = door(desk, "rounds", "leaderboard", "--task", kind.task, "--json", str(board_file))
+    if kind.task == "extractive_qa":
+        assert (code, printed) == (1, QA_REFUSALS["leaderboard"])
+        return
+    assert code == 0, printed
+    board = json.loads(board_file.read_text(encoding="utf-8"))
+    [column] = [c for c in board["columns"] if c["number"] == kind.round]
+    assert (column["n"], column["decided"], column["fooling"]) == (0, 0, 0)
+    assert "no held-out examples" in printed
+
+
+@pytest.mark.parametrize("name", [n for n in WITH_ROUNDS if n != "retracted"])
+def test_the_blur(kinds, name):
+    """Every text a reader sees of the kind (text, hypothesis and premise, question and passage) passes the
+    blur: with a lead's blur words taken from those very texts, Review and Data show none of them."""
+    from app.core.wellbeing.blur import lexicon_spans
+    from app.core.wellbeing.profile import WellbeingProfile
+    from app.gui.example_fetch import for_data_tab, for_review
+
+    desk, _, kinds_, _, _ = kinds
+    kind = kinds_[name]
+    lead = next(p for p in desk.people.all() if p.role == "lead")
+    before = desk.current_person_id
+    examples = kind_examples(desk, kind)
+    assert len(examples) == kind.non_draft
+    desk.switch_person(lead.id)
+    try:
+        desk.settings.wellbeing = {str(lead.id): WellbeingProfile(blur_validating=True, blur_browsing=True)}
+        shown = [t for e in examples for t in for_review(desk, e.id).detail.shown_texts]
+        words = sorted({max((w.strip(".,?!'\"") for w in t.split()), key=len) for t in shown})
+        desk.set_blur_words(lead.id, kind.task, words)
+        for example in examples:
+            for detail in (for_review(desk, example.id).detail, for_data_tab(desk, example.id)):
+                assert detail.blur.masked and len(detail.blur.texts) == len(detail.shown_texts)
+                for item in detail.blur.texts:
+                    plain = item.text
+                    for start, end in item.spans:  # ASCII texts: UTF-16 offsets are string offsets
+                        plain = plain[:start] + "•" * (end - start) + plain[end:]
+                    assert not lexicon_spans(plain, words), (example.text, plain)
+                    assert item.spans, item.text  # each text held one of the words
+    finally:
+        desk.set_blur_words(lead.id, kind.task, [])
+        desk.switch_person(before)
+
+
+@pytest.mark.parametrize("name", [n for n in WITH_ROUNDS if n != "retracted"])
+def test_the_assistant(kinds, name):
+    """`suggest` from the kind's first text, checked by the round's target: each suggestion's label is the
+    target's own answer for it (a hand count through the model); a QA task is refused in one sentence."""
+    from app.core.services.target_models import load_engine_for, model_input
+
+    desk, _, kinds_, _, _ = kinds
+    kind = kinds_[name]
+    example = kind_examples(desk, kind)[0]
+    context = (example.inputs or {}).get("context")
+    args = ["suggest", "--task", kind.task, "--round", str(kind.round), "--top", "8", "--json", example.text]
+    if context and kind.task != "extractive_qa":
+        args += ["--context", context]
+    code, printed = door(desk, *args)
+    if kind.task == "extractive_qa":
+        assert (code, printed) == (1, QA_REFUSALS["suggest"])
+        return
+    assert code == 0, printed
+    doc = json.loads(printed)
+    assert doc["models"] == [SCORING[kind.task]] and doc["checked"] >= len(doc["suggestions"])
+    record = next(m for m in desk.models.all() if m.name == SCORING[kind.task])
+    engine = load_engine_for(record)
+    try:
+        definition = desk.tasks.definition_by_code(kind.task)
+        fields = {"context": context} if context else {}
+        texts = [model_input(definition, {**fields, "text": s["text"], "hypothesis": s["text"]})
+                 for s in doc["suggestions"]]
+        answers = engine.predict(texts) if texts else []
+    finally:
+        engine.close()
+    assert [s["predicted"] for s in doc["suggestions"]] == [a.label for a in answers]
+    assert all(s["fools"] == (s["predicted"] != (s["claimed_label"] or doc["label"])) for s in doc["suggestions"])
