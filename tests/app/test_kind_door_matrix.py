@@ -476,3 +476,33 @@ def test_the_assistant(kinds, name):
         engine.close()
     assert [s["predicted"] for s in doc["suggestions"]] == [a.label for a in answers]
     assert all(s["fools"] == (s["predicted"] != (s["claimed_label"] or doc["label"])) for s in doc["suggestions"])
+
+
+@pytest.mark.parametrize("name", WITH_ROUNDS)
+def test_dashboard_per_annotator(kinds, name):
+    """The Dashboard's per-annotator table for the kind's round: each author's row counts their examples (a
+    hand count from the stored authors), and someone who is not a lead sees their own row and the team's."""
+    from collections import Counter
+
+    desk, _, kinds_, _, _ = kinds
+    kind = kinds_[name]
+    round_ = desk.tasks.round(kind.task, kind.round)
+    flt = DashboardFilter(task_id=desk.tasks.task(kind.task).id, round_ids=[round_.id])
+    examples = kind_examples(desk, kind)
+    counted = [e for e in examples if e.status != "retracted"]
+    by_author = Counter(e.author_id.hex for e in counted)
+    retracted = Counter(e.author_id.hex for e in examples if e.status == "retracted")
+    view = desk.dashboard.view(flt)
+    writers = {a.key: a for a in view.annotators if a.submitted + a.imported + a.retracted}
+    assert {k: a.submitted + a.imported for k, a in writers.items()} == {
+        k: by_author[k] for k in {*by_author, *retracted}}
+    assert {k: a.retracted for k, a in writers.items() if a.retracted} == dict(retracted)
+    assert sum(a.submitted for a in writers.values()) == kind.written
+    assert sum(a.imported for a in writers.values()) == kind.imported
+    assert sum(a.fooled for a in writers.values()) == kind.fooled
+    author = examples[0].author_id
+    own = desk.dashboard.view(flt, only_person=author)
+    mine, team = own.annotators
+    assert mine.key == author.hex and (mine.submitted, mine.imported) == (
+        writers[author.hex].submitted, writers[author.hex].imported)
+    assert (team.name, team.submitted, team.imported) == ("Team (everyone)", kind.written, kind.imported)
