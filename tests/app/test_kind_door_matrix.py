@@ -1,13 +1,15 @@
 """Every kind of data through every door of the desk (DESIGN.md §4.12), with figures checked against a hand count.
 
 The kinds are built once for the module, each hate-speech kind in a round of its own (so a round's figures
-are the kind's), and each door is run on every kind: stats (every grouping), the dashboard's tables, the
-Review figures, the Validate queue, export (jsonl, csv, hf), the Next-round counts and training set, and the
-JSONL round trip onto a second desk. Where a door does not apply to a kind (a HateCheck suite is test
-cases, not examples), the door says so in one sentence and the test checks it.
+are the kind's), and each door is run on every kind: stats (every grouping), the dashboard's tables (per
+round and per annotator), the Review figures, the Validate queue, export (jsonl, csv, hf), the Next-round
+counts and training set, the JSONL round trip onto a second desk, `eval --rounds` (and `--suite`),
+`quality`, the leaderboard, the blur and the assistant (tiny models as the rounds' targets). Where a door
+does not apply to a kind (a HateCheck suite is test cases, not examples; QA is not scored as a
+classifier), the door says so in one sentence and the test checks it.
 
-Sync's doors (push, pull on a second desk, share-imported, publish) run with a server in
-tests/sync/test_printed_fixes.py; model-scoring doors (eval, quality, the leaderboard) in their own tests.
+Sync's doors (publish, share-imported, push, pull on a second desk) run every kind through one server in
+tests/sync/test_kind_sync_matrix.py.
 """
 
 from __future__ import annotations
@@ -88,15 +90,24 @@ def kinds(tmp_path_factory, tiny_classifier_dir):
     second.close()
 
 
-def build_kinds(tmp: Path) -> tuple[Desk, dict[str, Kind], object]:
-    """A desk holding every kind, each hate-speech kind in a round of its own; (desk, kinds, validator)."""
+def build_kinds(tmp: Path, desk: Desk | None = None, *, pulled: bool = True,
+                targets: bool = False) -> tuple[Desk, dict[str, Kind], object]:
+    """A desk holding every kind, each hate-speech kind in a round of its own; (desk, kinds, validator).
+
+    Given a ``desk``, its working person (an owner, say, of a team desk) writes and leads; ``pulled``:
+    also an example pulled from another desk (a team's desks make that one by syncing); ``targets``: the
+    models the examples were written against are their rounds' targets (what a team publishes)."""
     from app.core.io.importers import import_file
     from app.core.services.lead import REVISION
 
-    desk = Desk(tmp / "desk")
-    author = desk.people.create("Ana Author", "annotator")
-    validator = desk.people.create("Vic Validator", "annotator")
-    lead = desk.people.create("Lee Lead", "lead")
+    if desk is None:
+        desk = Desk(tmp / "desk")
+        author = desk.people.create("Ana Author", "annotator")
+        validator = desk.people.create("Vic Validator", "annotator")
+        lead = desk.people.create("Lee Lead", "lead")
+    else:
+        author = lead = desk.current_person()
+        validator = desk.people.create("Vic Validator", "annotator")
     task = desk.tasks.task(HATE)
     model = desk.models.register("test hate model", "hf-torch", "ab" * 32, task_id=task.id,
                                  label_map={"0": "not hate", "1": "hate"})
@@ -117,16 +128,18 @@ def build_kinds(tmp: Path) -> tuple[Desk, dict[str, Kind], object]:
     out["perturbation pair"] = Kind("perturbation pair", HATE, 11, written=2, fooled=1)
 
     returned = write("returned by the lead", round_number=12)
-    desk.lead.return_examples(lead.id, [returned.id], "say who is meant")
-    write("returned by the lead, revised", round_number=12, origin={"kind": REVISION, "of": str(returned.id)})
-    out["returned then revised"] = Kind("returned then revised", HATE, 12, written=2, fooled=2)
+    if lead.id != author.id:  # on a team desk the lead returns it from their own desk, after a sync
+        desk.lead.return_examples(lead.id, [returned.id], "say who is meant")
+        write("returned by the lead, revised", round_number=12, origin={"kind": REVISION, "of": str(returned.id)})
+        out["returned then revised"] = Kind("returned then revised", HATE, 12, written=2, fooled=2)
 
     gone = write("retracted by its author", round_number=13)
     desk.examples.retract(gone.id, author.id)
     out["retracted"] = Kind("retracted", HATE, 13, retracted=1)
 
-    pulled_example(desk, tmp, model)
-    out["pulled"] = Kind("pulled", HATE, 14, written=1, fooled=1)
+    if pulled:
+        pulled_example(desk, tmp, model)
+        out["pulled"] = Kind("pulled", HATE, 14, written=1, fooled=1)
 
     cases = csv_slice(shared_file("hatecheck", "test_suite_cases_dev.csv"), tmp / "hatecheck.csv", 6)
     import_file(desk, cases, "hatecheck", round_number=15, group_column="templ_id")
@@ -163,6 +176,11 @@ def build_kinds(tmp: Path) -> tuple[Desk, dict[str, Kind], object]:
                                       "four hundred"), meta={}),
                          [ModelOutput(qa.id, qa.sha256, "The", {}, 1.0, answer=Span(0, 3, "The"))])
     out["qa"] = Kind("qa", "extractive_qa", 1, written=1, fooled=1)
+    if targets:
+        for task_code, record, numbers in ((HATE, model, (10, 11, 12, 13, 14, 15)), ("nli", nli_model, (1, 2)),
+                                           ("extractive_qa", qa, (1,))):
+            for number in numbers:
+                desk.rounds.set_models(desk.tasks.round(task_code, number).id, lead.id, [record.id])
 
     desk.dashboard.refresh(thorough=True)
     return desk, out, validator
@@ -346,27 +364,44 @@ def test_a_suite_is_not_an_example_and_the_stats_command_says_so(kinds):
     assert "Imported examples were not written against the target model" in result.output
 
 
+@pytest.fixture(scope="module")
+def evaluated(kinds):
+    """One `eval --rounds ... --include-unvalidated` per task over every kind's round (a model loads once):
+    task -> (what it printed, its document)."""
+    desk, _, kinds_, _, tmp = kinds
+    out = {}
+    for task in SCORING:
+        numbers = sorted({k.round for k in kinds_.values() if k.task == task and k.round is not None})
+        code, printed = door(desk, "eval", "--models", SCORING[task], "--task", task, "--rounds",
+                             ",".join(map(str, numbers)), "--include-unvalidated", "--no-identity-swap",
+                             "--no-robustness", "--out", str(tmp / f"eval-{task}"))
+        assert code == 0, printed
+        out[task] = printed, json.loads((tmp / f"eval-{task}" / "evaluation.json").read_text(encoding="utf-8"))
+    return out
+
+
 @pytest.mark.parametrize("name", WITH_ROUNDS)
-def test_eval_rounds(kinds, name):
+def test_eval_rounds(kinds, evaluated, name):
     """`eval --rounds N --include-unvalidated`: the round's set holds its submitted examples, written or
-    imported (a retracted one is not a case); a QA task is refused in one sentence."""
+    imported (a retracted one is not a case, and a round of none is left out, saying so); a QA task is
+    refused in one sentence."""
     desk, _, kinds_, _, tmp = kinds
     kind = kinds_[name]
-    out = tmp / f"eval-{name}"
-    code, printed = door(desk, "eval", "--models", SCORING.get(kind.task, "default"), "--task", kind.task,
-                         "--rounds", str(kind.round), "--include-unvalidated", "--no-identity-swap",
-                         "--no-robustness", "--out", str(out))
     if kind.task == "extractive_qa":
-        assert (code, printed) == (1, QA_REFUSALS["eval"])
+        assert door(desk, "eval", "--models", "default", "--task", kind.task, "--rounds", "1",
+                    "--out", str(tmp / "eval-qa")) == (1, QA_REFUSALS["eval"])
         return
+    printed, doc = evaluated[kind.task]
+    [result] = doc["results"].values()
     cases = kind.written + kind.imported
     if cases == 0:
-        assert (code, printed) == (1, f"There is nothing to evaluate on: no submitted example in Round {kind.round}, "
-                                      "and no suite or data file was given.")
+        assert f"Round {kind.round}: no submitted examples yet; left out" in printed
+        assert f"round-{kind.round}" not in result["sets"]
+        alone = door(desk, "eval", "--models", SCORING[kind.task], "--task", kind.task, "--rounds", str(kind.round),
+                     "--include-unvalidated", "--out", str(tmp / "eval-none"))
+        assert alone == (1, f"There is nothing to evaluate on: no submitted example in Round {kind.round}, and no "
+                            "suite or data file was given.")
         return
-    assert code == 0, printed
-    doc = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))
-    [result] = doc["results"].values()
     assert result["sets"][f"round-{kind.round}"]["n"] == cases
 
 
