@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 from app.views.dashboard import ColumnSpec, Table, build_table
-from app.views.wellbeing import blurred
+from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:  # named, never imported: the report module reaches the model layer (progress handles)
     from app.core.quality.artifacts import Artifact

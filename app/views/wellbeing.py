@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from app.core.assist.types import WordScore
-from app.core.wellbeing.blur import blurred, mask_spans, model_spans, utf16_offsets
+from app.core.wellbeing.blur import mask_spans, model_spans, utf16_offsets
 from app.core.wellbeing.profile import WellbeingProfile
 
 # A text under the task's content warning longer than this opens collapsed in a reading view.
