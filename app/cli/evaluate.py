@@ -131,7 +131,7 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
         doc["leaderboard"] = board
     out = Path(out_dir)
     json_path = write_document(doc, out / "evaluation.json")
-    html_path = write_html(doc, out / "report.html")
+    html_path = write_html(doc, out / "report.html", blur_words=desk.reading_words(task_code, browsing=True))
     for warning in doc["warnings"]:
         click.secho(warning, fg="red", bold=True, err=True)
     for note in doc["notes"]:

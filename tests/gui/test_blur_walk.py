@@ -5,6 +5,7 @@ looks for the task's blur words in it, so a view added to ``VIEWS`` is checked t
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Iterator
 
@@ -251,5 +252,10 @@ def test_the_evaluations_failing_cases_pass_the_walk(qtbot, data_dir, hate_model
         view.result_tabs.setCurrentIndex(4)
         assert not unmasked(view)
         assert any("•" in view.failing.item(r, 3).text() for r in range(view.failing.rowCount()))
+        # the HTML report written beside it lists the same failing cases: masked there too
+        [report] = (desk.root / "evaluations").glob("*/report.html")
+        page = html.unescape(re.sub(r"<[^>]+>", " ", report.read_text(encoding="utf-8")))
+        assert "failing case" in page and "•" in page
+        assert not lexicon_spans(page, bundled_words("hate_speech"))
     finally:
         close_window(window)
