@@ -65,7 +65,8 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
     report = compare_candidate(obj.desk, task_code, Path(model_dir), rounds=parse_rounds(rounds_spec) if rounds_spec else None,
                                base_test=Path(base_test) if base_test else None, suite=Path(suite) if suite else None,
                                seed=seed, resamples=resamples, progress=_progress(), base_options=base_options)
-    written = write_report(report, Path(out_dir)) if out_dir else None
+    written = write_report(report, Path(out_dir), blur_words=obj.desk.reading_words(task_code, browsing=True)) \
+        if out_dir else None
     if as_json:
         click.echo(json.dumps({"task": report.task_code, "candidate_sha256": report.candidate_sha256,
                                "current_sha256s": list(report.current_sha256s), "worse": report.worse,

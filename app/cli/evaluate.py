@@ -103,12 +103,17 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     if data_file:
         sets.append(read_labelled_file(Path(data_file), text_column=text_column, label_column=label_column))
     choices = resolve_models(desk, [s for s in (p.strip() for p in model_specs.split(",")) if s], task_code)
+    counted = "submitted" if include_unvalidated else "validated"  # what a round's set holds
     for s in sets:
         if not s.cases:
-            click.echo(f"{s.name}: no validated examples yet; left out", err=True)
+            click.echo(f"{s.name}: no {counted} examples yet; left out", err=True)
         else:
             click.echo(f"{s.name}: {len(s.cases)} cases" + (f", {len(s.pairs)} pairs" if s.pairs else ""), err=True)
 
+    if not any(s.cases for s in sets):  # say which rounds were looked in, and for what
+        rounds_seen = ", ".join(s.name for s in sets if s.kind == "round") or "any round"
+        raise DynadeskError(f"There is nothing to evaluate on: no {counted} example in {rounds_seen}, and no "
+                            "suite or data file was given.")
     last = [-1]
 
     def report(done: int, total: int) -> None:
@@ -126,7 +131,7 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
         doc["leaderboard"] = board
     out = Path(out_dir)
     json_path = write_document(doc, out / "evaluation.json")
-    html_path = write_html(doc, out / "report.html")
+    html_path = write_html(doc, out / "report.html", blur_words=desk.reading_words(task_code, browsing=True))
     for warning in doc["warnings"]:
         click.secho(warning, fg="red", bold=True, err=True)
     for note in doc["notes"]:

@@ -89,6 +89,14 @@ class Desk:
         self.settings.current_person_id = str(person_id)
         self.save_settings()
 
+    def reading_words(self, task_code: str, *, browsing: bool) -> tuple[str, ...]:
+        """The words a reading view masks for the working person: the task's blur list where they
+        chose the blur for this kind of view (reviewing, or browsing: Data, evaluation and comparison
+        reports), none where they read it unmasked."""
+        profile = self.settings.wellbeing_for(str(self.current_person_id))
+        masked = profile.blur_browsing if browsing else profile.blur_validating
+        return self.tasks.blur_words(task_code) if masked else ()
+
     def set_agreement_threshold(self, lead_id: uuid.UUID, task_code: str, threshold: int) -> int:
         """A lead sets how many matching peer verdicts decide an example of the task on this desk, and
         the task's examples are decided again under it. Returns how many are decided now.

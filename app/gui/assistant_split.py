@@ -52,8 +52,12 @@ class AssistantSplitController(QObject):
         if self.view.view is None:
             self.view.show_loading()
 
+        desk = self.desk
+
         def compute():
-            return build_split(service.assistant_split(flt, by))
+            from app.gui.dashboard import own_figures_only
+
+            return build_split(service.assistant_split(flt, by, only_person=own_figures_only(desk)))
 
         self.worker.submit_latest(LATEST, compute, on_done=self._computed, on_error=self.show_error)
 

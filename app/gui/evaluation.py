@@ -41,9 +41,11 @@ from widgets.evaluation_view import EvaluationView
 log = logging.getLogger(__name__)
 
 
-def evaluate_and_write(evaluate, out: Path, leaderboard: dict | None = None) -> tuple[dict, Path]:
+def evaluate_and_write(evaluate, out: Path, leaderboard: dict | None = None,
+                       blur_words: tuple[str, ...] = ()) -> tuple[dict, Path]:
     """Run the evaluation and write its JSON and HTML report, all on the inference worker; the
-    task's model leaderboard (as stored) goes into both."""
+    task's model leaderboard (as stored) goes into both; the report's case texts are masked with
+    ``blur_words`` (the reader's)."""
     from app.core.io.documents import write_document
     from app.core.services.evaluation_report import write_html
 
@@ -51,7 +53,7 @@ def evaluate_and_write(evaluate, out: Path, leaderboard: dict | None = None) -> 
     if leaderboard is not None:
         doc["leaderboard"] = leaderboard
     write_document(doc, out / "evaluation.json")
-    write_html(doc, out / "report.html")
+    write_html(doc, out / "report.html", blur_words=blur_words)
     return doc, out
 
 
@@ -150,16 +152,17 @@ class EvaluationController(QObject):
                 raise EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
                                          "and no suite or data file was chosen.")
             choices = resolve_models(desk, list(settings.models), code)
-            return choices, sets, desk.models.all(), leaderboard_document(desk, code)
+            return (choices, sets, desk.models.all(), leaderboard_document(desk, code),
+                    desk.reading_words(code, browsing=True))
 
         def start(prepared) -> None:
-            choices, sets, records, board = prepared
+            choices, sets, records, board, words = prepared
             cases = sum(len(s.cases) for s in sets)
             self.view.set_status(f"Evaluating {len(choices)} model(s) on {cases:,} cases…")
             out = self.desk.root / "evaluations" / datetime.now().strftime("%Y-%m-%d_%H%M%S")
             self.job_id = self.inference.run_job(lambda progress: evaluate_and_write(
                 lambda: ev.evaluate(choices, sets, options, task_code=code, records=records, progress=progress), out,
-                board))
+                board, words))
 
         def failed(error: BaseException) -> None:
             self.view.set_running(False)

@@ -39,15 +39,11 @@ def for_validation(desk: Desk, example_id: uuid.UUID, *, blur_words: tuple[str, 
 def reading_words(desk: Desk, *, browsing: bool) -> Callable[[str], tuple[str, ...]]:
     """On the worker: task code → the words to mask for the working person in this kind of view
     (reviewing or browsing; none where they read it unmasked), each task's list read once."""
-    profile = desk.settings.wellbeing_for(str(desk.current_person_id))
-    masked = profile.blur_browsing if browsing else profile.blur_validating
     read: dict[str, tuple[str, ...]] = {}
 
     def words(code: str) -> tuple[str, ...]:
-        if not masked:
-            return ()
         if code not in read:
-            read[code] = desk.tasks.blur_words(code)
+            read[code] = desk.reading_words(code, browsing=browsing)
         return read[code]
 
     return words

@@ -254,7 +254,8 @@ class NextRoundController(QObject):
         def run(progress):
             report = compare_candidate(desk, code, folder, base_test=base_test, base_options=base_options,
                                        suite=suite, progress=progress)
-            _json, html = write_report(report, folder / REPORT_FOLDER)
+            _json, html = write_report(report, folder / REPORT_FOLDER,
+                                       blur_words=desk.reading_words(code, browsing=True))
             return report, html
 
         self._run("compare", "Comparing the candidate with the current target…", run, self._compared)

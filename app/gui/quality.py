@@ -103,7 +103,8 @@ class QualityController(QObject):
                 report, duplicates = with_duplicates(report, known, lines)
             number = next((n for n, rid in data.round_ids.items() if rid == values.round), None)
             figures = build_quality(report, round_number=number, author=values.author, alerts=report.alerts,
-                                    spread_note=note, duplicates=duplicates)
+                                    spread_note=note, duplicates=duplicates,
+                                    blur_words=desk.reading_words(task_code, browsing=False))  # read as Review is
             counts = {n: int(data.in_round(n).sum()) for n in data.round_numbers()}
             return key, data, report, figures, lines, counts, known is None
 

@@ -22,7 +22,7 @@ from app.core.services.review import NOT_DRAFT, ExampleFilter
 from app.views.example import VerdictChoice, verdict_text
 from app.views.quality import (chosen_settings, clusters_view, quality_settings_message, quality_settings_view,
                                snippet)
-from app.views.wellbeing import blurred
+from app.core.wellbeing.blur import blurred
 from app.views.review import ReviewChoicesView, ReviewFilterValues, ReviewItemView, review_choices, review_figures
 from widgets.review_view import ReviewView
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from app.core.assist.types import CheckedSuggestion, Generator, Unavailable
 from app.core.assist.types import Goal as Goal  # re-exported: widgets import only app.views
-from app.views.wellbeing import blurred
+from app.core.wellbeing.blur import blurred
 from app.views.create import DiffKind, DiffPiece, diff_view
 
 SUGGEST_KEYS = "Ctrl+Shift+G"

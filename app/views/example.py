@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.core.domain import ExampleStatus, ReviewAction, ValidationState, Verdict
-from app.views.wellbeing import blurred
+from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:
     from app.views.wellbeing import BlurView

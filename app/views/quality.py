@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from app.core.quality.settings import BOUNDS, QualitySettings
 from app.core.quality.similarity import SIMILARITY_FLOOR
-from app.views.wellbeing import blurred
+from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:
     from app.core.quality.near_duplicates import DuplicateCluster, NearMatch, Nearest

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 from app.views.dashboard import ColumnSpec, Table, build_table
-from app.views.wellbeing import blurred
+from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:  # named, never imported: the report module reaches the model layer (progress handles)
     from app.core.quality.artifacts import Artifact
@@ -68,13 +68,16 @@ def _value(value: float | None) -> float:
 
 
 def build_quality(report: "QualityReport", *, round_number: int | None, author: str | None = None,
-                  alerts: Sequence["Alert"] = (), spread_note: str = "", duplicates: str = "") -> QualityFigures:
+                  alerts: Sequence["Alert"] = (), spread_note: str = "", duplicates: str = "",
+                  blur_words: Sequence[str] = ()) -> QualityFigures:
     """The quality view for one round (default: the latest) and, with ``author``, that person's
-    own artifact table in it; the over-round series cover every round of the report."""
+    own artifact table in it; the over-round series cover every round of the report. ``blur_words``:
+    the task's blur list where the lead reads masked (the terms and the alerts naming them shown masked;
+    a row's key stays the term, for its examples)."""
     rounds = report.rounds
     if not rounds:
         return QualityFigures("No submitted examples yet", build_table(ARTIFACT_COLUMNS, ()), "", (), (),
-                              alerts=tuple(a.message for a in alerts))
+                              alerts=tuple(blurred(a.message, blur_words) for a in alerts))
     shown = next((r for r in rounds if r.number == round_number), rounds[-1])
     table = shown.artifacts
     heading = f"Round {shown.number}: {shown.examples:,} examples"
@@ -91,7 +94,7 @@ def build_quality(report: "QualityReport", *, round_number: int | None, author: 
         listed = row.rounds or marks.get((row.term, row.label), ())
         return ", ".join(map(str, listed)) + (" ↻" if len(listed) > 1 else "")
 
-    rows = [{"key": r.term, "term": r.term, "label": r.label, "count": r.count, "with_label": r.with_label,
+    rows = [{"key": r.term, "term": blurred(r.term, blur_words), "label": r.label, "count": r.count, "with_label": r.with_label,
              "share": r.share, "base_rate": r.base_rate, "z": r.z, "mark": mark(r)} for r in table.rows]
     bound = (f"bold: z above {table.critical_z:.2f} (Bonferroni over {table.tested:,} tests, 1 %)"
              if table.tested else "nothing seen often enough to test")
@@ -105,7 +108,7 @@ def build_quality(report: "QualityReport", *, round_number: int | None, author: 
                   RoundSeries("distinct-2", tuple(_value(r.distinct.distinct_2) for r in rounds))),
         spread=(RoundSeries("mean cosine distance", tuple(_value(r.spread) for r in rounds)),),
         novelty=(RoundSeries("novel share", tuple(_value(r.novel_share) for r in rounds)),),
-        spread_note=spread_note, alerts=tuple(a.message for a in alerts), duplicates=duplicates)
+        spread_note=spread_note, alerts=tuple(blurred(a.message, blur_words) for a in alerts), duplicates=duplicates)
 
 
 def build_term_examples(term: str, texts: Sequence[str], labels: Sequence[str], authors: Sequence[str], *,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from app.core.assist.types import WordScore
-from app.core.wellbeing.blur import mask_spans, masked_text, model_spans, utf16_offsets
+from app.core.wellbeing.blur import mask_spans, model_spans, utf16_offsets
 from app.core.wellbeing.profile import WellbeingProfile
 
 # A text under the task's content warning longer than this opens collapsed in a reading view.
@@ -40,12 +40,6 @@ class BlurView:
     @property
     def count(self) -> int:
         return sum(len(t.spans) for t in self.texts) if self.masked else 0
-
-
-def blurred(text: str, blur_words: Sequence[str]) -> str:
-    """``text`` as a reader with blur on sees it where no blur can be drawn (table cells, lists,
-    messages): the word list's matches masked. No words: the text as it is (blur off)."""
-    return masked_text(text, mask_spans(text, blur_words)) if blur_words and text else text
 
 
 def hateful_label(labels: Iterable[str]) -> str | None:

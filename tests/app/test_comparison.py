@@ -248,9 +248,15 @@ def test_base_test_suite_and_bad_input(desk, rounds_desk, tmp_path):
         compare_candidate(desk, "hate_speech", tmp_path / "empty", resamples=200)
 
 
-def test_the_cli_prints_the_table_and_writes_the_report(desk, rounds_desk, data_dir, tmp_path, capsys):
+def test_the_cli_prints_the_table_and_writes_the_report(desk, rounds_desk, data_dir, people, tmp_path, capsys):
     from app.cli import main
+    from app.core.wellbeing.profile import WellbeingProfile
 
+    # the lead reads reports masked, and blurs the word the current model calls hate
+    desk.set_blur_words(people.lead.id, "hate_speech", [TRIGGER])
+    desk.switch_person(people.lead.id)
+    desk.settings.wellbeing = {str(people.lead.id): WellbeingProfile(blur_browsing=True)}
+    desk.save_settings()
     desk.close()
     out = tmp_path / "report"
     with pytest.raises(SystemExit) as exited:
@@ -263,6 +269,13 @@ def test_the_cli_prints_the_table_and_writes_the_report(desk, rounds_desk, data_
     document = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
     assert document["format"] == "dynadesk-comparison" and (out / "comparison.html").is_file()
     assert all({"current", "candidate", "gold"} <= set(item) for s in document["splits"] for item in s["items"])
+    # the page's example lists pass the blur (the JSON keeps the data whole)
+    differing = [i["text"] for s in document["splits"] for i in s["items"]
+                 if i["current"]["label"] != i["candidate"]["label"]]
+    assert any(TRIGGER in text for text in differing)
+    html = (out / "comparison.html").read_text(encoding="utf-8")
+    items = html[html.index("Items on which the two models differ"):html.rindex("</details>")]
+    assert TRIGGER not in items and "•" * len(TRIGGER) in items
     with pytest.raises(SystemExit) as exited:
         main(["--data-dir", str(data_dir), "rounds", "compare", "--task", "hate_speech", "--model",
               str(rounds_desk["candidate"]), "--base-test", str(out / "comparison.json")])

@@ -1,13 +1,15 @@
 """Every kind of data through every door of the desk (DESIGN.md §4.12), with figures checked against a hand count.
 
 The kinds are built once for the module, each hate-speech kind in a round of its own (so a round's figures
-are the kind's), and each door is run on every kind: stats (every grouping), the dashboard's tables, the
-Review figures, the Validate queue, export (jsonl, csv, hf), the Next-round counts and training set, and the
-JSONL round trip onto a second desk. Where a door does not apply to a kind (a HateCheck suite is test
-cases, not examples), the door says so in one sentence and the test checks it.
+are the kind's), and each door is run on every kind: stats (every grouping), the dashboard's tables (per
+round and per annotator), the Review figures, the Validate queue, export (jsonl, csv, hf), the Next-round
+counts and training set, the JSONL round trip onto a second desk, `eval --rounds` (and `--suite`),
+`quality`, the leaderboard, the blur and the assistant (tiny models as the rounds' targets). Where a door
+does not apply to a kind (a HateCheck suite is test cases, not examples; QA is not scored as a
+classifier), the door says so in one sentence and the test checks it.
 
-Sync's doors (push, pull on a second desk, share-imported, publish) run with a server in
-tests/sync/test_printed_fixes.py; model-scoring doors (eval, quality, the leaderboard) in their own tests.
+Sync's doors (publish, share-imported, push, pull on a second desk) run every kind through one server in
+tests/sync/test_kind_sync_matrix.py.
 """
 
 from __future__ import annotations
@@ -72,16 +74,40 @@ def pulled_example(desk: Desk, tmp: Path, model) -> None:
 
 
 @pytest.fixture(scope="module")
-def kinds(tmp_path_factory):
+def kinds(tmp_path_factory, tiny_classifier_dir):
     from app.core.io.exporters import export
+    from app.core.io.importers import import_file
+
+    tmp = tmp_path_factory.mktemp("matrix")
+    desk, out, validator = build_kinds(tmp)
+    attach_scoring_models(desk, tmp, tiny_classifier_dir)
+    jsonl = tmp / "all.jsonl"
+    export(desk, jsonl, "jsonl", keep_identities=True)
+    second = Desk(tmp / "second")
+    import_file(second, jsonl, "jsonl")
+    yield desk, second, out, validator, tmp
+    desk.close()
+    second.close()
+
+
+def build_kinds(tmp: Path, desk: Desk | None = None, *, pulled: bool = True,
+                targets: bool = False) -> tuple[Desk, dict[str, Kind], object]:
+    """A desk holding every kind, each hate-speech kind in a round of its own; (desk, kinds, validator).
+
+    Given a ``desk``, its working person (an owner, say, of a team desk) writes and leads; ``pulled``:
+    also an example pulled from another desk (a team's desks make that one by syncing); ``targets``: the
+    models the examples were written against are their rounds' targets (what a team publishes)."""
     from app.core.io.importers import import_file
     from app.core.services.lead import REVISION
 
-    tmp = tmp_path_factory.mktemp("matrix")
-    desk = Desk(tmp / "desk")
-    author = desk.people.create("Ana Author", "annotator")
-    validator = desk.people.create("Vic Validator", "annotator")
-    lead = desk.people.create("Lee Lead", "lead")
+    if desk is None:
+        desk = Desk(tmp / "desk")
+        author = desk.people.create("Ana Author", "annotator")
+        validator = desk.people.create("Vic Validator", "annotator")
+        lead = desk.people.create("Lee Lead", "lead")
+    else:
+        author = lead = desk.current_person()
+        validator = desk.people.create("Vic Validator", "annotator")
     task = desk.tasks.task(HATE)
     model = desk.models.register("test hate model", "hf-torch", "ab" * 32, task_id=task.id,
                                  label_map={"0": "not hate", "1": "hate"})
@@ -102,16 +128,18 @@ def kinds(tmp_path_factory):
     out["perturbation pair"] = Kind("perturbation pair", HATE, 11, written=2, fooled=1)
 
     returned = write("returned by the lead", round_number=12)
-    desk.lead.return_examples(lead.id, [returned.id], "say who is meant")
-    write("returned by the lead, revised", round_number=12, origin={"kind": REVISION, "of": str(returned.id)})
-    out["returned then revised"] = Kind("returned then revised", HATE, 12, written=2, fooled=2)
+    if lead.id != author.id:  # on a team desk the lead returns it from their own desk, after a sync
+        desk.lead.return_examples(lead.id, [returned.id], "say who is meant")
+        write("returned by the lead, revised", round_number=12, origin={"kind": REVISION, "of": str(returned.id)})
+        out["returned then revised"] = Kind("returned then revised", HATE, 12, written=2, fooled=2)
 
     gone = write("retracted by its author", round_number=13)
     desk.examples.retract(gone.id, author.id)
     out["retracted"] = Kind("retracted", HATE, 13, retracted=1)
 
-    pulled_example(desk, tmp, model)
-    out["pulled"] = Kind("pulled", HATE, 14, written=1, fooled=1)
+    if pulled:
+        pulled_example(desk, tmp, model)
+        out["pulled"] = Kind("pulled", HATE, 14, written=1, fooled=1)
 
     cases = csv_slice(shared_file("hatecheck", "test_suite_cases_dev.csv"), tmp / "hatecheck.csv", 6)
     import_file(desk, cases, "hatecheck", round_number=15, group_column="templ_id")
@@ -148,15 +176,73 @@ def kinds(tmp_path_factory):
                                       "four hundred"), meta={}),
                          [ModelOutput(qa.id, qa.sha256, "The", {}, 1.0, answer=Span(0, 3, "The"))])
     out["qa"] = Kind("qa", "extractive_qa", 1, written=1, fooled=1)
+    if targets:
+        for task_code, record, numbers in ((HATE, model, (10, 11, 12, 13, 14, 15)), ("nli", nli_model, (1, 2)),
+                                           ("extractive_qa", qa, (1,))):
+            for number in numbers:
+                desk.rounds.set_models(desk.tasks.round(task_code, number).id, lead.id, [record.id])
 
     desk.dashboard.refresh(thorough=True)
-    jsonl = tmp / "all.jsonl"
-    export(desk, jsonl, "jsonl", keep_identities=True)
-    second = Desk(tmp / "second")
-    import_file(second, jsonl, "jsonl")
-    yield desk, second, out, validator, tmp
-    desk.close()
-    second.close()
+    return desk, out, validator
+
+
+SCORING = {HATE: "matrix hate model", "nli": "matrix nli model"}  # tiny random models that run here
+
+
+def attach_scoring_models(desk: Desk, tmp: Path, hate_dir: Path) -> None:
+    """Tiny models with files as every kind's round target, for the doors that run a model (eval, the
+    leaderboard, the assistant); the examples keep the outputs of the models they were written against."""
+    from transformers import BertForSequenceClassification
+
+    from app.core.services.target_models import register_model
+    from tests.model_fixtures import save_tiny
+
+    lead = next(p for p in desk.people.all() if p.role == "lead")
+    nli_labels = ["entailment", "neutral", "contradiction"]
+    nli_dir = save_tiny(BertForSequenceClassification, tmp / "tiny-nli", num_labels=3,
+                        id2label=dict(enumerate(nli_labels)), label2id={l: i for i, l in enumerate(nli_labels)})
+    for task, folder in ((HATE, hate_dir), ("nli", nli_dir)):
+        record = register_model(desk, folder, name=SCORING[task], task_code=task)
+        for round_ in desk.tasks.rounds(task):
+            desk.rounds.set_models(round_.id, lead.id, [record.id])
+
+
+def door(desk: Desk, *args: str) -> tuple[int, str]:
+    """A `dynadesk` command on the desk's folder: (exit code, what it printed or the refusal's sentence).
+    An error that is not the desk's own refusal fails the cell (the 'Unexpected error' the CLI prints)."""
+    from click.testing import CliRunner
+
+    from app.cli.desk import cli
+    from app.core.errors import DynadeskError
+
+    result = CliRunner().invoke(cli, ["--data-dir", str(desk.root), *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        if isinstance(result.exception, DynadeskError):
+            return 1, str(result.exception)
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def kind_examples(desk: Desk, kind: Kind):
+    """The kind's examples that are not drafts, oldest first."""
+    from sqlalchemy import select
+
+    from app.core.storage.models import Example
+
+    round_id = desk.tasks.round(kind.task, kind.round).id
+    with desk.db.read() as session:
+        return list(session.scalars(select(Example).where(Example.round_id == round_id, Example.status != "draft")
+                                    .order_by(Example.created_at, Example.id)))
+
+
+QA_REFUSALS = {
+    "eval": "Extractive question answering is an extractive QA task; evaluation scores classifiers.",
+    "leaderboard": "Extractive question answering is an extractive QA task; the leaderboard scores classifiers.",
+    "suggest": "The assistant suggests edits for labelled tasks; 'extractive_qa' asks for an answer span. "
+               "Write the question yourself.",
+}
+WITH_ROUNDS = ["written", "perturbation pair", "returned then revised", "retracted", "pulled", "hatecheck round",
+               "dynahate", "nli", "anli", "qa"]
 
 
 def dynahate_rows() -> int:
@@ -225,6 +311,9 @@ def test_dashboard_review_and_next_round_counts(kinds, name):
     if kind.task != HATE:
         with pytest.raises(TrainingDataError) as refused:
             training_set(desk, kind.task, [kind.round])
+        # `dynadesk train --task` says the same sentence (h-nli changes the NLI one when NLI trains)
+        assert door(desk, "train", "--task", kind.task, "--rounds", str(kind.round), "--out",
+                    str(desk.root / "not-trained")) == (1, str(refused.value))
         assert str(refused.value) == {
             "nli": "The task 'nli' reads (context, text) pairs; training from the desk takes single-text "
                    "classification tasks for now. Export the examples instead.",
@@ -276,3 +365,182 @@ def test_a_suite_is_not_an_example_and_the_stats_command_says_so(kinds):
     assert ("HateCheck suites are test cases, not examples: `dynadesk eval --suite` scores a model on them; "
             "they are not counted here.") in result.output
     assert "Imported examples were not written against the target model" in result.output
+
+
+@pytest.fixture(scope="module")
+def evaluated(kinds):
+    """One `eval --rounds ... --include-unvalidated` per task over every kind's round (a model loads once):
+    task -> (what it printed, its document)."""
+    desk, _, kinds_, _, tmp = kinds
+    out = {}
+    for task in SCORING:
+        numbers = sorted({k.round for k in kinds_.values() if k.task == task and k.round is not None})
+        code, printed = door(desk, "eval", "--models", SCORING[task], "--task", task, "--rounds",
+                             ",".join(map(str, numbers)), "--include-unvalidated", "--no-identity-swap",
+                             "--no-robustness", "--out", str(tmp / f"eval-{task}"))
+        assert code == 0, printed
+        out[task] = printed, json.loads((tmp / f"eval-{task}" / "evaluation.json").read_text(encoding="utf-8"))
+    return out
+
+
+@pytest.mark.parametrize("name", WITH_ROUNDS)
+def test_eval_rounds(kinds, evaluated, name):
+    """`eval --rounds N --include-unvalidated`: the round's set holds its submitted examples, written or
+    imported (a retracted one is not a case, and a round of none is left out, saying so); a QA task is
+    refused in one sentence."""
+    desk, _, kinds_, _, tmp = kinds
+    kind = kinds_[name]
+    if kind.task == "extractive_qa":
+        assert door(desk, "eval", "--models", "default", "--task", kind.task, "--rounds", "1",
+                    "--out", str(tmp / "eval-qa")) == (1, QA_REFUSALS["eval"])
+        return
+    printed, doc = evaluated[kind.task]
+    [result] = doc["results"].values()
+    cases = kind.written + kind.imported
+    if cases == 0:
+        assert f"Round {kind.round}: no submitted examples yet; left out" in printed
+        assert f"round-{kind.round}" not in result["sets"]
+        alone = door(desk, "eval", "--models", SCORING[kind.task], "--task", kind.task, "--rounds", str(kind.round),
+                     "--include-unvalidated", "--out", str(tmp / "eval-none"))
+        assert alone == (1, f"There is nothing to evaluate on: no submitted example in Round {kind.round}, and no "
+                            "suite or data file was given.")
+        return
+    assert result["sets"][f"round-{kind.round}"]["n"] == cases
+
+
+def test_eval_suite(kinds):
+    """The HateCheck suite's door: `eval --suite` scores every case of it."""
+    desk, _, _, _, tmp = kinds
+    out = tmp / "eval-suite"
+    code, printed = door(desk, "eval", "--models", SCORING[HATE], "--suite", str(tmp / "hatecheck.csv"),
+                         "--no-identity-swap", "--no-robustness", "--out", str(out))
+    assert code == 0, printed
+    [result] = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))["results"].values()
+    assert result["sets"]["suite"]["n"] == 6
+
+
+@pytest.mark.parametrize("name", WITH_ROUNDS)
+def test_quality(kinds, name):
+    """`quality --round N`: the round's examples are its submitted ones, written or imported."""
+    desk, _, kinds_, _, _ = kinds
+    kind = kinds_[name]
+    code, printed = door(desk, "quality", "--task", kind.task, "--round", str(kind.round), "--no-embeddings", "--json")
+    assert code == 0, printed
+    [round_] = json.loads(printed)["rounds"]
+    assert (round_["round"], round_["examples"]) == (kind.round, kind.written + kind.imported)
+
+
+@pytest.mark.parametrize("name", WITH_ROUNDS)
+def test_leaderboard(kinds, name):
+    """The leaderboard's column for the kind's round: no example of the matrix is decided, so the column
+    holds no held-out example, and the board says so."""
+    desk, _, kinds_, _, tmp = kinds
+    kind = kinds_[name]
+    board_file = tmp / f"board-{name}.json"
+    code, printed = door(desk, "rounds", "leaderboard", "--task", kind.task, "--json", str(board_file))
+    if kind.task == "extractive_qa":
+        assert (code, printed) == (1, QA_REFUSALS["leaderboard"])
+        return
+    assert code == 0, printed
+    board = json.loads(board_file.read_text(encoding="utf-8"))
+    [column] = [c for c in board["columns"] if c["number"] == kind.round]
+    assert (column["n"], column["decided"], column["fooling"]) == (0, 0, 0)
+    assert "no held-out examples" in printed
+
+
+@pytest.mark.parametrize("name", [n for n in WITH_ROUNDS if n != "retracted"])
+def test_the_blur(kinds, name):
+    """Every text a reader sees of the kind (text, hypothesis and premise, question and passage) passes the
+    blur: with a lead's blur words taken from those very texts, Review and Data show none of them."""
+    from app.core.wellbeing.blur import lexicon_spans
+    from app.core.wellbeing.profile import WellbeingProfile
+    from app.gui.example_fetch import for_data_tab, for_review
+
+    desk, _, kinds_, _, _ = kinds
+    kind = kinds_[name]
+    lead = next(p for p in desk.people.all() if p.role == "lead")
+    before = desk.current_person_id
+    examples = kind_examples(desk, kind)
+    assert len(examples) == kind.non_draft
+    desk.switch_person(lead.id)
+    try:
+        desk.settings.wellbeing = {str(lead.id): WellbeingProfile(blur_validating=True, blur_browsing=True)}
+        shown = [t for e in examples for t in for_review(desk, e.id).detail.shown_texts]
+        words = sorted({max((w.strip(".,?!'\"") for w in t.split()), key=len) for t in shown})
+        desk.set_blur_words(lead.id, kind.task, words)
+        for example in examples:
+            for detail in (for_review(desk, example.id).detail, for_data_tab(desk, example.id)):
+                assert detail.blur.masked and len(detail.blur.texts) == len(detail.shown_texts)
+                for item in detail.blur.texts:
+                    plain = item.text
+                    for start, end in item.spans:  # ASCII texts: UTF-16 offsets are string offsets
+                        plain = plain[:start] + "•" * (end - start) + plain[end:]
+                    assert not lexicon_spans(plain, words), (example.text, plain)
+                    assert item.spans, item.text  # each text held one of the words
+    finally:
+        desk.set_blur_words(lead.id, kind.task, [])
+        desk.switch_person(before)
+
+
+@pytest.mark.parametrize("name", [n for n in WITH_ROUNDS if n != "retracted"])
+def test_the_assistant(kinds, name):
+    """`suggest` from the kind's first text, checked by the round's target: each suggestion's label is the
+    target's own answer for it (a hand count through the model); a QA task is refused in one sentence."""
+    from app.core.services.target_models import load_engine_for, model_input
+
+    desk, _, kinds_, _, _ = kinds
+    kind = kinds_[name]
+    example = kind_examples(desk, kind)[0]
+    context = (example.inputs or {}).get("context")
+    args = ["suggest", "--task", kind.task, "--round", str(kind.round), "--top", "8", "--json", example.text]
+    if context and kind.task != "extractive_qa":
+        args += ["--context", context]
+    code, printed = door(desk, *args)
+    if kind.task == "extractive_qa":
+        assert (code, printed) == (1, QA_REFUSALS["suggest"])
+        return
+    assert code == 0, printed
+    doc = json.loads(printed)
+    assert doc["models"] == [SCORING[kind.task]] and doc["checked"] >= len(doc["suggestions"])
+    record = next(m for m in desk.models.all() if m.name == SCORING[kind.task])
+    engine = load_engine_for(record)
+    try:
+        definition = desk.tasks.definition_by_code(kind.task)
+        fields = {"context": context} if context else {}
+        texts = [model_input(definition, {**fields, "text": s["text"], "hypothesis": s["text"]})
+                 for s in doc["suggestions"]]
+        answers = engine.predict(texts) if texts else []
+    finally:
+        engine.close()
+    assert [s["predicted"] for s in doc["suggestions"]] == [a.label for a in answers]
+    assert all(s["fools"] == (s["predicted"] != (s["claimed_label"] or doc["label"])) for s in doc["suggestions"])
+
+
+@pytest.mark.parametrize("name", WITH_ROUNDS)
+def test_dashboard_per_annotator(kinds, name):
+    """The Dashboard's per-annotator table for the kind's round: each author's row counts their examples (a
+    hand count from the stored authors), and someone who is not a lead sees their own row and the team's."""
+    from collections import Counter
+
+    desk, _, kinds_, _, _ = kinds
+    kind = kinds_[name]
+    round_ = desk.tasks.round(kind.task, kind.round)
+    flt = DashboardFilter(task_id=desk.tasks.task(kind.task).id, round_ids=[round_.id])
+    examples = kind_examples(desk, kind)
+    counted = [e for e in examples if e.status != "retracted"]
+    by_author = Counter(e.author_id.hex for e in counted)
+    retracted = Counter(e.author_id.hex for e in examples if e.status == "retracted")
+    view = desk.dashboard.view(flt)
+    writers = {a.key: a for a in view.annotators if a.submitted + a.imported + a.retracted}
+    assert {k: a.submitted + a.imported for k, a in writers.items()} == {
+        k: by_author[k] for k in {*by_author, *retracted}}
+    assert {k: a.retracted for k, a in writers.items() if a.retracted} == dict(retracted)
+    assert sum(a.submitted for a in writers.values()) == kind.written
+    assert sum(a.imported for a in writers.values()) == kind.imported
+    assert sum(a.fooled for a in writers.values()) == kind.fooled
+    author = examples[0].author_id
+    own = desk.dashboard.view(flt, only_person=author)
+    mine, team = own.annotators
+    assert mine.key == author.hex and (mine.submitted, mine.imported) == (
+        writers[author.hex].submitted, writers[author.hex].imported)
+    assert (team.name, team.submitted, team.imported) == ("Team (everyone)", kind.written, kind.imported)

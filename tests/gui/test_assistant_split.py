@@ -62,7 +62,8 @@ def rows(panel) -> list[tuple[str, ...]]:
     return [tuple(panel.cell(r, c) for c in range(panel.table.columnCount())) for r in range(panel.table.rowCount())]
 
 
-def test_a_lead_reads_the_split_per_annotator_and_per_round(qtbot, window, ab_round):
+def test_a_lead_reads_the_split_per_annotator_and_per_round(qtbot, window, ab_round, people):
+    window.desk.switch_person(people.lead.id)
     panel = open_section(qtbot, window)
     assert [panel.table.horizontalHeaderItem(c).text() for c in range(panel.table.columnCount())] == [
         "Annotator", "Arm", "Examples", "Applied", "MER", "vMER", "Rejected", "Time / example"]
@@ -98,6 +99,7 @@ def test_the_dashboard_annotator_filter_narrows_the_split(qtbot, window, ab_roun
 
 def test_the_split_is_computed_only_while_its_section_can_be_seen(qtbot, window, ab_round, desk, people,
                                                                      target_model):
+    window.desk.switch_person(people.lead.id)  # a lead reads each writer's row
     window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
     computed = []
     window.dashboard.assistant.updated.connect(lambda: computed.append(True))
@@ -111,3 +113,17 @@ def test_the_split_is_computed_only_while_its_section_can_be_seen(qtbot, window,
     assert computed == []  # the Figures section is still the one shown
     panel = open_section(qtbot, window)  # shown: computed now, with what was stored meanwhile
     assert ("Vic Validator", "Unassisted", "2") in [r[:3] for r in rows(panel)]
+
+
+def test_an_annotator_reads_only_their_own_row_and_the_team_totals(qtbot, window, ab_round, people):
+    """Per-person figures are for leads: Ana sees her own split and everyone's together, not Vic's."""
+    window.desk.switch_person(people.author.id)
+    panel = open_section(qtbot, window)
+    assert [r[0] for r in rows(panel)] == ["All in view", "", "Ana Author", ""]
+    assert rows(panel)[:2] == [
+        ("All in view", "Assisted", "4", "2 (50.0%)", "75.0%", "25.0%", "50.0%", "75 s"),
+        ("", "Unassisted", "3", "–", "33.3%", "33.3%", "0.0%", "40 s")]  # the team's totals, Vic's example in them
+    panel.by.setFocus()
+    qtbot.keyClick(panel.by, Qt.Key.Key_Down)  # per round: team totals already
+    qtbot.waitUntil(lambda: panel.table.horizontalHeaderItem(0).text() == "Round", timeout=20_000)
+    assert [r[:3] for r in rows(panel)[2:]] == [("Hate speech · round 1", "Assisted", "4"), ("", "Unassisted", "3")]

@@ -5,6 +5,7 @@ looks for the task's blur words in it, so a view added to ``VIEWS`` is checked t
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Iterator
 
@@ -149,17 +150,37 @@ def _quality_terms(qtbot, window, _examples) -> QWidget:
     return view.quality
 
 
+def _artifact_terms(qtbot, window, _examples) -> QWidget:
+    """The Dashboard's artifact table: its terms (a slur is a strong one), its heading and its alerts."""
+    window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
+    qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+    view = window.dashboard_view
+    view.sections.tabBar().setCurrentIndex(view.sections.indexOf(view.quality))
+    view.quality.z_threshold.setValue(1.0)  # low enough that the term raises an alert
+    qtbot.waitUntil(lambda: view.quality.term_row("vermin") >= 0, timeout=20_000)
+    qtbot.waitUntil(lambda: view.quality.alerts.isVisibleTo(view), timeout=20_000)
+    return view.quality
+
+
 VIEWS: dict[str, Callable[..., QWidget]] = {
     "Validate": _validate,
     "Review": _review,
     "Review's near-duplicate clusters": _clusters,
     "Data": _data,
     "Dashboard's data quality, a term's examples": _quality_terms,
+    "Dashboard's artifact terms and alerts": _artifact_terms,
 }
 
 
 def _slurred_examples(desk, people, target_model) -> list:
     made = []
+    # enough for the artifact table to test "vermin" against the other label (written first: the
+    # slurred ones below are the newest, the first row of each list)
+    for text in ("The vermin are back", "Vermin everywhere, they say", "Keep the vermin out", "vermin, vermin",
+                 "More vermin today", "Our neighbours are kind", "Kind people live here", "The neighbours are lovely"):
+        label = "hate" if "ermin" in text else "not hate"
+        made.append(desk.examples.create(people.author.id, "hate_speech", hate_content(text, label),
+                                         [hate_output(target_model, "not hate")]))
     for text in (SLURRED[0], SLURRED[0] + "!", "Send the vermin home"):
         content = hate_content(text, "hate", target_groups=["Muslims"], label_explanation=SLURRED[1])
         made.append(desk.examples.create(people.author.id, "hate_speech", content,
@@ -231,5 +252,10 @@ def test_the_evaluations_failing_cases_pass_the_walk(qtbot, data_dir, hate_model
         view.result_tabs.setCurrentIndex(4)
         assert not unmasked(view)
         assert any("•" in view.failing.item(r, 3).text() for r in range(view.failing.rowCount()))
+        # the HTML report written beside it lists the same failing cases: masked there too
+        [report] = (desk.root / "evaluations").glob("*/report.html")
+        page = html.unescape(re.sub(r"<[^>]+>", " ", report.read_text(encoding="utf-8")))
+        assert "failing case" in page and "•" in page
+        assert not lexicon_spans(page, bundled_words("hate_speech"))
     finally:
         close_window(window)

@@ -409,14 +409,15 @@ JSON_NAME = "comparison.json"
 HTML_NAME = "comparison.html"
 
 
-def write_report(report: ComparisonReport, directory: Path) -> tuple[Path, Path]:
-    """comparison.json (every item, both models' predictions, every figure) and comparison.html."""
+def write_report(report: ComparisonReport, directory: Path, *, blur_words: Sequence[str] = ()) -> tuple[Path, Path]:
+    """comparison.json (every item, both models' predictions, every figure) and comparison.html, whose
+    example lists are masked with ``blur_words`` (the reader's: ``Desk.reading_words``)."""
     from app.core.services.comparison_report import render_html
 
     directory = Path(directory)
     json_path = write_document(report.document, directory / JSON_NAME)
     html_path = directory / HTML_NAME
     part = html_path.with_suffix(".html.part")
-    part.write_text(render_html(report), encoding="utf-8")
+    part.write_text(render_html(report, blur_words=blur_words), encoding="utf-8")
     part.replace(html_path)
     return json_path, html_path

@@ -4,10 +4,11 @@ scripts, every figure from the report's document."""
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from app.core.formatting import pct
 from app.core.services.evaluation_report import CSS, _table
+from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:
     from app.core.services.comparison import ComparisonReport, Difference
@@ -51,7 +52,8 @@ def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> s
     return "".join(parts)
 
 
-def render_html(report: ComparisonReport) -> str:
+def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> str:
+    """``blur_words``: the reader's, where they browse masked: the example lists show them as dots."""
     from app.core.services.comparison import METRIC_NAMES
 
     doc: dict[str, Any] = report.document
@@ -80,9 +82,12 @@ def render_html(report: ComparisonReport) -> str:
                "fooling the model they were written against, the share each model labels correctly; the rest "
                "still fool it.</p>")
     out.append("<h2>Items on which the two models differ</h2>")
+    if blur_words:
+        out.append("<p class='muted'>Texts are shown with the task's blur words masked (•), as the reader's "
+                   "wellbeing settings ask; comparison.json holds them in full.</p>")
     for split in doc["splits"]:
         differing = [item for item in split["items"] if item["current"]["label"] != item["candidate"]["label"]]
-        body = [[escape(item["id"]), escape(item["text"][:200]), escape(item["gold"]),
+        body = [[escape(item["id"]), escape(blurred(item["text"], blur_words)[:200]), escape(item["gold"]),
                  escape(item["current"]["label"]), escape(item["candidate"]["label"])] for item in differing]
         out.append(f"<details><summary>{escape(split['name'])}: {len(differing)} of {len(split['items'])} items "
                    "answered differently</summary>")

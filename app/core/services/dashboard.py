@@ -109,10 +109,18 @@ class DashboardService(DashboardTables):
                        agreement=agreement, rater_names=names,
                        time_series=[s for s in view.time_series if s.key == key])
 
-    def assistant_split(self, flt: DashboardFilter, by: SplitBy = "annotator") -> AssistantSplit:
-        """The writing assistant's split of the figures for this filter (app.core.services.assistant_split)."""
+    def assistant_split(self, flt: DashboardFilter, by: SplitBy = "annotator", *,
+                        only_person: uuid.UUID | None = None) -> AssistantSplit:
+        """The writing assistant's split of the figures for this filter (app.core.services.assistant_split).
+
+        ``only_person``: as :meth:`view` takes it: per annotator, their own row and the team's totals only."""
         with self._lock:
-            return snapshot_split(self, flt, by)
+            if only_person is not None:
+                flt = replace(flt, author_ids=())
+            split = snapshot_split(self, flt, by)
+        if only_person is not None and by == "annotator":
+            split = replace(split, groups=[g for g in split.groups if g.key == only_person.hex])
+        return split
 
     def breakdown_titles(self, task_id: uuid.UUID | None) -> tuple[dict[str, str], dict[str, str]]:
         """Breakdown name -> title, and choice metadata field -> its label, for a task."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
+from typing import Sequence
 
 from app.core.errors import DynadeskError
 from app.core.formatting import num, pct
 from app.core.services.evaluation_scoring import DIMENSIONS, PERFORMANCE_WEIGHTING
+from app.core.wellbeing.blur import blurred
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
@@ -69,7 +71,8 @@ def _table(headers: list[str], rows: list[list[str]], numeric_from: int = 1) -> 
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def render_html(doc: dict) -> str:
+def render_html(doc: dict, *, blur_words: Sequence[str] = ()) -> str:
+    """``blur_words``: the reader's, where they browse masked: the failing cases' texts show them as dots."""
     models = doc["models"]
     sets = {s["key"]: s for s in doc["sets"]}
     out = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Dynadesk evaluation</title>"
@@ -162,7 +165,7 @@ def render_html(doc: dict) -> str:
             if failing:
                 preds = m["predictions"][key]
                 rows = [[escape(c["id"]), escape(c.get("functionality") or ""), escape(c.get("target") or ""),
-                         escape(c["text"]), escape(c["gold"]), escape(preds[c["id"]]["label"])] for c in failing[:300]]
+                         escape(blurred(c["text"], blur_words)), escape(c["gold"]), escape(preds[c["id"]]["label"])] for c in failing[:300]]
                 more = f" (first 300 of {len(failing)})" if len(failing) > 300 else ""
                 out.append(f"<details><summary>{len(failing)} failing case(s){more}</summary>"
                            + _table(["Case", "Functionality", "Target", "Text", "Gold", "Predicted"], rows, 99)
@@ -189,8 +192,8 @@ def render_html(doc: dict) -> str:
     return "\n".join(out)
 
 
-def write_html(doc: dict, path: str | Path) -> Path:
+def write_html(doc: dict, path: str | Path, *, blur_words: Sequence[str] = ()) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(doc), encoding="utf-8")
+    path.write_text(render_html(doc, blur_words=blur_words), encoding="utf-8")
     return path

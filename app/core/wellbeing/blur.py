@@ -295,3 +295,9 @@ def masked_text(text: str, spans: Sequence[MaskSpan], mask: str = "•") -> str:
         last = span.end
     out.append(text[last:])
     return "".join(out)
+
+
+def blurred(text: str, blur_words: Sequence[str]) -> str:
+    """``text`` as a reader with blur on sees it where no blur can be drawn (table cells, lists,
+    messages, report pages): the word list's matches masked. No words: the text as it is (blur off)."""
+    return masked_text(text, mask_spans(text, blur_words)) if blur_words and text else text
