@@ -2,16 +2,16 @@
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_roles_screenshots.py
 
-A scratch data folder with the ANLI round-1 development set, validated by four simulated people
-(tests/validation_sim.py). Writes dashboard-annotator.png (an annotator's Dashboard: their own row and
-the team's totals) and profile-team-desk.png (the profile dialog on a desk that syncs with a team
+A scratch data folder with the ANLI round-1 development set shared among simulated writers and
+validated by simulated peers (tests/simulation.py). Writes dashboard-annotator.png (one writer's
+Dashboard: their own row and the team's totals, their figures over time) and profile-team-desk.png (the profile dialog on a desk that syncs with a team
 server: the token's holder only, no Switch, no new profile). No server is contacted: the desk only has
 one configured, with a token.
 """
 
 import tempfile
 
-from screenshot_kit import OUT, anli_desk, application, show_window, snap, wait, wait_until
+from screenshot_kit import OUT, ROOT, application, show_window, snap, wait, wait_until
 
 
 def main() -> None:
@@ -20,9 +20,13 @@ def main() -> None:
     from widgets.profile_dialog import ProfileDialog
 
     with tempfile.TemporaryDirectory() as scratch:
-        desk, sim = anli_desk(scratch)
-        annotator = sim.validators[0]
-        desk.switch_person(annotator.id)
+        from app.core.desk import Desk
+        from tests.simulation import import_anli_team, simulate_validators
+
+        desk = Desk(scratch)
+        team = import_anli_team(desk, ROOT.parent / "shared" / "data" / "anli" / "ANLI_analysis_r1_dev.csv")
+        simulate_validators(desk, team, share=0.8)
+        desk.switch_person(next(iter(team.writers.values())))
         desk.settings.server_url = "https://dynadesk.team.example"
         desk.settings.sync_interval_s = 3600  # no sync during the pictures
         desk.save_settings()

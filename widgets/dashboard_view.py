@@ -42,6 +42,7 @@ from widgets.charts import BarChart, ChartFrame, LineChart
 from widgets.elided_label import ElidedLabel
 from widgets.exposure_view import ExposureView
 from widgets.figure_table import FigureTableModel, figure_table as _table
+from widgets.flow_layout import FlowLayout
 from widgets.page_tabs import PageScroll
 from widgets.assistant_split_view import AssistantSplitPanel
 from widgets.quality_view import QualityView
@@ -100,7 +101,8 @@ class DashboardView(QWidget):
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.export_menu = QMenu(self.export_button)
         self.export_button.setMenu(self.export_menu)
-        self.filter_row = QHBoxLayout()
+        self.filter_row = FlowLayout()  # wraps, on a laptop with a large font, instead of widening the page
+        self._holders: dict[QComboBox, QWidget] = {}  # each filter with its caption, kept on one line
         self._filter_widgets = [("Round", self.round_combo), ("Annotator", self.author_combo),
                                 ("Label", self.label_combo)]
         self._lay_out_filters()
@@ -214,21 +216,29 @@ class DashboardView(QWidget):
         self._build_export_menu()
 
     def _lay_out_filters(self) -> None:
-        parts = self._filter_parts()
         while self.filter_row.count():
-            widget = self.filter_row.takeAt(0).widget()
-            if widget is not None and widget not in parts:
-                widget.deleteLater()  # a caption; made anew below
+            self.filter_row.takeAt(0)  # the widgets stay; they are laid out anew below
         for text, combo in self._filter_widgets + [(self._facet_titles.get(n, n), c) for n, c in self.facet_combos.items()]:
-            self.filter_row.addWidget(QLabel(text))
-            self.filter_row.addWidget(combo)
-        self.filter_row.addWidget(QLabel("Period"))
-        self.filter_row.addWidget(self.period_combo)
+            self.filter_row.addWidget(self._captioned(text, combo))
+        self.filter_row.addWidget(self._captioned("Period", self.period_combo))
         self.filter_row.addWidget(self.clear_button)
-        self.filter_row.addStretch(1)
         self.filter_row.addWidget(self.summary)
         self.filter_row.addWidget(self.export_button)
+        self.filter_row.invalidate()
         self._section_changed()
+
+    def _captioned(self, caption: str, combo: QComboBox) -> QWidget:
+        holder = self._holders.get(combo)
+        if holder is None:
+            holder = QWidget(self, objectName=f"{combo.objectName()}-filter")
+            row = QHBoxLayout(holder)
+            row.setContentsMargins(0, 0, 0, 0)
+            row.addWidget(QLabel(caption, objectName="caption"))
+            row.addWidget(combo)
+            self._holders[combo] = holder
+        else:
+            holder.findChild(QLabel, "caption").setText(caption)
+        return holder
 
     def _section_changed(self, *_args) -> None:
         """The filters shape the figures and the data-quality view, not exposure (it has its own period)."""
@@ -237,10 +247,6 @@ class DashboardView(QWidget):
             widget = self.filter_row.itemAt(index).widget()
             if widget is not None:
                 widget.setVisible(filtered)
-
-    def _filter_parts(self) -> list[QWidget]:
-        return [c for _, c in self._filter_widgets] + list(self.facet_combos.values()) + [
-            self.period_combo, self.clear_button, self.summary, self.export_button]
 
     def show_choices(self, choices: FilterChoices) -> None:
         """Filter choices: rounds, people, labels, and per choice metadata field its title and
@@ -259,7 +265,7 @@ class DashboardView(QWidget):
             names = [f.name for f in choices.facets]
             if set(names) != set(self.facet_combos):
                 for combo in self.facet_combos.values():
-                    combo.deleteLater()
+                    (self._holders.pop(combo, None) or combo).deleteLater()
                 self.facet_combos = {}
                 for name in names:
                     combo = QComboBox(objectName=f"dashboard-facet-{name}")

@@ -10,7 +10,18 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QShortcut, QTextCharFormat, QTextCursor, QUndoCommand, QUndoStack
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QKeyEvent,
+    QKeySequence,
+    QShortcut,
+    QTextCharFormat,
+    QTextCursor,
+    QUndoCommand,
+    QUndoStack,
+)
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFormLayout,
@@ -27,7 +38,9 @@ from app.core.domain import Span
 from app.views.create import EditorContent, EditorSpec
 
 # the chosen label in the colour the prediction bars use for "your label"
-CHOSEN_LABEL_STYLE = "QPushButton:checked { background:#c77c02; color:white; font-weight:bold; border-radius:3px; padding:3px 10px }"
+CHOSEN_LABEL_PADDING = 10  # pixels each side
+CHOSEN_LABEL_STYLE = ("QPushButton:checked { background:#c77c02; color:white; font-weight:bold; border-radius:3px; "
+                      f"padding:3px {CHOSEN_LABEL_PADDING}px }}")
 MERGE_WINDOW_S = 1.0  # keystrokes closer together than this undo as one step
 
 
@@ -183,6 +196,10 @@ class ExampleEditor(QWidget):
                 button = QPushButton(label, objectName=f"label_{index}")
                 button.setCheckable(True)
                 button.setStyleSheet(CHOSEN_LABEL_STYLE)
+                # chosen, the label is bold and padded: its size hint is the plain one, so say how wide
+                bold = QFont(button.font())
+                bold.setBold(True)
+                button.setMinimumWidth(QFontMetrics(bold).horizontalAdvance(label) + 2 * CHOSEN_LABEL_PADDING + 8)
                 button.setToolTip(f"Alt+{index + 1}")
                 button.clicked.connect(lambda _checked, value=label: self.choose_label(value))
                 self.label_group.addButton(button)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -51,6 +51,11 @@ REVIEW_COLUMNS = [
     ("review_state", "Review"),
     ("author", "Author"),
 ]
+# what each narrow column typically holds (longer values elide; the tooltip has them whole)
+NARROW_SAMPLES = {"label": "not hate", "fooled": "fooled", "validations": "9", "disagreements": "9",
+                  "objections": "9", "flags": "9", "decided": "incorrect…", "review_state": "returned",
+                  "author": "Ana Auth…"}
+TEXT_SHARE = 0.32  # of the table's width, at least, for the text column
 
 
 class ReviewFilters(QWidget):
@@ -305,10 +310,12 @@ class ReviewView(QWidget):
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
         splitter.setSizes([900, 440])  # the table first: the right side keeps its minimum on a small screen
-        for key, width in (("label", 85), ("fooled", 56), ("validations", 58), ("disagreements", 42),
-                           ("objections", 64), ("flags", 42),
-                           ("decided", 95), ("review_state", 72), ("author", 90)):
-            self.table.setColumnWidth([k for k, _ in REVIEW_COLUMNS].index(key), width)
+        # the narrow columns as wide as their heading, in the font on screen, while the text column keeps
+        # TEXT_SHARE of the table; on a narrow table they give way down to a typical value (headings
+        # elide; their tooltips stay whole)
+        self.table.horizontalHeader().setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.table.viewport().installEventFilter(self)
+        self._shared_width = -1
         layout = QVBoxLayout(self)
         layout.addWidget(self.filters)
         layout.addWidget(self.figures)
@@ -317,6 +324,28 @@ class ReviewView(QWidget):
         for key, verdict in (("1", "correct"), ("2", "incorrect"), ("3", "flagged")):
             shortcut = QShortcut(QKeySequence(key), self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
             shortcut.activated.connect(lambda v=verdict: self._choose(v))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._share_columns()
+        return False
+
+    def _share_columns(self) -> None:
+        width = self.table.viewport().width()
+        if width == self._shared_width:
+            return  # only a new width re-shares: widths a reader set by hand stay until then
+        self._shared_width = width
+        metrics = self.table.horizontalHeader().fontMetrics()
+        keys = [key for key, _ in REVIEW_COLUMNS]
+        pad = 16  # margins and the sort arrow's room
+        whole = {key: max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(NARROW_SAMPLES[key])) + pad
+                 for key, title in REVIEW_COLUMNS if key in NARROW_SAMPLES}
+        least = {key: metrics.horizontalAdvance(NARROW_SAMPLES[key]) + pad for key in whole}
+        room = max(int(width * (1 - TEXT_SHARE)), sum(least.values()))
+        spare = sum(whole.values()) - sum(least.values())
+        give = min(1.0, (room - sum(least.values())) / spare) if spare > 0 else 1.0
+        for key in whole:
+            self.table.setColumnWidth(keys.index(key), least[key] + int((whole[key] - least[key]) * give))
 
     def _choose(self, verdict: str) -> None:
         form = self.actions_panel.form

@@ -8,13 +8,14 @@ children stay attributes for tests; controllers do not reach into them.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut, QUndoStack
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QResizeEvent, QShortcut, QUndoStack
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QStackedWidget,
     QTextBrowser,
@@ -71,6 +72,68 @@ class Banner(QFrame):
         self.primary.setText(primary or "")
         self.secondary.setText(secondary or "")
         self.show()
+
+
+class BannerStack(QScrollArea):
+    """The banners above the editor, in one column. However many show at once (a round notice, a
+    move offer, returned work, a recovered draft…), they take at most ``share`` of the page: beyond
+    that they scroll among themselves, so that the text, the label buttons, Submit and the
+    prediction stay on screen. A banner that appears is scrolled into view; with none, no gap."""
+
+    def __init__(self, banners: list[Banner], share: float = 0.3):
+        super().__init__()
+        self.setObjectName("banners")
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidgetResizable(True)
+        self.share = share
+        self._cap = 1 << 20
+        self._banners = banners
+        column = QWidget(objectName="banner-column")
+        layout = QVBoxLayout(column)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for banner in banners:
+            layout.addWidget(banner)
+            banner.installEventFilter(self)
+        self.setWidget(column)
+        self.hide()
+
+    def fit_to(self, page_height: int) -> None:
+        """The page's height changed: the banners' share of it follows."""
+        cap = max(int(page_height * self.share), 1)
+        if cap != self._cap:
+            self._cap = cap
+            self.updateGeometry()
+
+    def _content_height(self) -> int:
+        layout = self.widget().layout()
+        width = self.viewport().width()
+        if width > 0 and layout.hasHeightForWidth():
+            return layout.totalHeightForWidth(width)
+        return layout.totalSizeHint().height()
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), min(self._content_height(), self._cap))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, min(self._content_height(), self._cap))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.updateGeometry()  # wrapped text: another width, another height
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if kind in (QEvent.Type.ShowToParent, QEvent.Type.HideToParent):
+            self.setVisible(any(not banner.isHidden() for banner in self._banners))
+            self.updateGeometry()
+            if kind is QEvent.Type.ShowToParent and isinstance(watched, QWidget):
+                # once the column is laid out with it
+                QTimer.singleShot(0, lambda banner=watched: self.ensureWidgetVisible(banner, 0, 0))
+        elif kind is QEvent.Type.LayoutRequest:
+            self.updateGeometry()
+        return False
 
 
 class WorkspaceView(QWidget):
@@ -156,15 +219,11 @@ class WorkspaceView(QWidget):
         splitter.addWidget(left)
         splitter.addWidget(right)
         splitter.setSizes([700, 520])
+        self.banners = BannerStack([self.warning, self.round_notice, self.move_offer, self.draft_offer,
+                                    self.message, self.returned, self.duplicate_warning])
         layout = QVBoxLayout(self)
         layout.addWidget(self.goal)
-        layout.addWidget(self.warning)
-        layout.addWidget(self.round_notice)
-        layout.addWidget(self.move_offer)
-        layout.addWidget(self.draft_offer)
-        layout.addWidget(self.message)
-        layout.addWidget(self.returned)
-        layout.addWidget(self.duplicate_warning)
+        layout.addWidget(self.banners)
         layout.addWidget(splitter, 1)
 
         self.editor.content_changed.connect(self.content_changed)
@@ -199,6 +258,10 @@ class WorkspaceView(QWidget):
                 shortcut = QShortcut(QKeySequence(keys), owner, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
                 shortcut.activated.connect(act)
                 self.suggestion_keys.append(shortcut)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.banners.fit_to(event.size().height())
 
     def show_novelty(self, view: NoveltyView | None) -> None:
         """The novelty indicator beside Submit, with the closest example on hover (None: hidden)."""

@@ -1,18 +1,34 @@
 """The views the 1366×768 laptop showed clipped: each fits, with no horizontal scroll bar and no cut
-text, at that size (the window as a maximised window gets it, less the title bar)."""
+text, at that size (the window as a maximised window gets it, less a desktop's top bar and the title
+bar), in the 12-point font many Linux desktops use (Qt's offscreen default is 9 points)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint
-from PySide6.QtWidgets import QComboBox, QScrollArea, QWidget
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtWidgets import QApplication, QComboBox, QScrollArea, QWidget
 
 from app.core.assist.types import Goal
 from app.views.assist import AssistPanelView
-from tests.gui.test_workspace import type_text, wait_for_prediction, window  # noqa: F401 (fixture)
+from tests.gui.test_workspace import text_box, type_text, wait_for_prediction, window  # noqa: F401 (fixture)
 from tests.simulation import small_team
 from widgets.assist_panel import AssistPanel
+from widgets.review_view import NARROW_SAMPLES, REVIEW_COLUMNS
 
-WIDTH, HEIGHT = 1366, 740
+WIDTH, HEIGHT = 1366, 700  # 768 less a 32-pixel top bar and a 36-pixel title bar
+DESKTOP_POINTS = 12
+
+
+@pytest.fixture(autouse=True)
+def desktop_font(qapp):
+    """The system font of a desktop set larger than Qt's default; the window built after it uses it."""
+    default = QApplication.font()
+    font = QFont(default)
+    font.setPointSize(DESKTOP_POINTS)
+    QApplication.setFont(font)
+    yield font
+    QApplication.setFont(default)
 
 
 def laptop(qtbot, win) -> None:
@@ -31,21 +47,40 @@ def whole(widget) -> bool:
     return widget.visibleRegion().boundingRect().size() == widget.size()
 
 
-def test_three_banners_leave_both_probability_bars_whole(qtbot, window):
+def test_stacked_banners_leave_the_bars_the_text_and_submit_whole(qtbot, window):
     laptop(qtbot, window)
-    type_text(qtbot, window, "the quiet teacher walked near the river")
+    type_text(qtbot, window, "the quiet teacher walked near the river with all of the neighbours who had come "
+                             "from the far side of the banana valley to see the parade")
+    qtbot.keyClick(text_box(window), Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)  # a label: the verdict shows
     wait_for_prediction(qtbot, window)
+    qtbot.waitUntil(lambda: window.workspace.view.prediction.verdict.isVisible())
     view = window.workspace_view
     view.round_notice.show_message("Round 2 opened while you were working: new examples now go to round 2. "
                                    "The draft you are writing stays in round 1 until you move it.", "OK")
     view.move_offer.show_message("Your draft was written in round 1, which a lead has closed since. Move it to "
-                                 "round 2, where it is predicted again by round 2's target?", "Move", "Keep")
+                                 "round 2, where it is predicted again by round 2's target?", "Move to round 2",
+                                 "Keep as draft")  # the offer's own buttons
     view.returned.show_message("A lead returned 2 examples to you with a comment: see Data, Returned to me, "
                                "revise them and submit them again.", "Show")
+    # and what a start after a crash adds, and a perturbation's instructions
+    view.draft_offer.show_message("A draft from 28 Nov 2026 02:14 was not submitted: <i>the quiet teacher walked "
+                                  "near the river…</i>", "Restore it", "Discard")
+    view.message.show_message("Perturbation: make a minimal edit that flips the true label, then choose the new "
+                              "label.", "OK")
     qtbot.waitUntil(lambda: view.returned.isVisible())
     qtbot.wait(50)  # the layout settles
     panel = view.prediction
     assert whole(panel.combined), "a probability bar is cut"
+    # the banners give way (they scroll among themselves): the page itself does not scroll, and
+    # the text, the label buttons and Submit stay on screen
+    page = view.parentWidget().parentWidget()
+    assert isinstance(page, QScrollArea) and not page.verticalScrollBar().isVisible()
+    for widget in (view.submit_button, view.editor.fields["text"], *view.editor.label_group.buttons()):
+        assert whole(widget), widget
+    chosen = view.editor.label_group.checkedButton()  # bold and padded: its text still fits
+    bold = QFont(chosen.font())
+    bold.setBold(True)
+    assert chosen.width() >= QFontMetrics(bold).horizontalAdvance(chosen.text()) + 20, chosen.text()
 
 
 def test_the_perturbation_tab_fits_without_a_horizontal_scroll_bar(qtbot, window):
@@ -83,6 +118,9 @@ def test_review_gives_the_text_column_the_spare_width(qtbot, window, desk, peopl
     qtbot.waitUntil(lambda: window.review_page.detail is not None, timeout=20_000)
     qtbot.wait(50)
     assert table.columnWidth(0) >= 0.3 * table.viewport().width()
+    metrics = table.horizontalHeader().fontMetrics()
+    for column, (key, title) in enumerate(REVIEW_COLUMNS[1:], start=1):  # the values stay readable
+        assert table.columnWidth(column) >= metrics.horizontalAdvance(NARROW_SAMPLES[key]), title
     assert no_horizontal_scroll(window.review_view)
 
 

@@ -159,3 +159,117 @@ def test_a_team_day_from_set_up_to_round_two_leaves_nothing_waiting(
             close_window(window)
         server.stop()
         db.close()
+
+
+def test_a_team_from_the_docs_with_imported_anli_and_hatecheck_syncs_and_closes_round_one_on_the_imports(
+        qtbot, tmp_path, modal_log, monkeypatch, hate_trigger_model_dir, tiny_base_dir):
+    """README and docs/sync.md, in order: the server and its people; the owner's desk with round 1's
+    target, an ANLI set and HateCheck cases imported as round 1's examples (`import --format hatecheck
+    --round 1 --group-column templ_id`), published and shared; a lead's and an annotator's desks. Every
+    desk reaches a synced state with nothing waiting, `stats` counts the imports on each, and the owner
+    closes round 1 from Round ▸ Next round…, taking the imported HateCheck cases."""
+    import json
+
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.core.domain import RoundStatus
+    from sync.server import models as server_models
+    from tests.app.test_stats import csv_slice
+    from tests.conftest import shared_file
+    from tests.gui.test_next_round_dialog import open_dialog, wait_for_comparison
+
+    db = server_database(f"sqlite:///{tmp_path / 'server' / 'server.sqlite'}")
+    server = ThreadServer(db, tmp_path / "server")
+    owner, lead = add_account(db, "Olga Owner", "owner"), add_account(db, "Lee Lead", "lead")
+    ann = add_account(db, "Ann Annotator", "annotator")
+    owner_dir, lead_dir, ann_dir = tmp_path / "owner", tmp_path / "lead", tmp_path / "ann"
+    anli = csv_slice(shared_file("anli", "ANLI_analysis_r1_dev.csv"), tmp_path / "anli.csv", 6)
+    cases = csv_slice(shared_file("hatecheck", "test_suite_cases_dev.csv"), tmp_path / "hatecheck.csv", 12)
+    window = None
+    try:
+        # the owner: round 1's target, the first sync (it publishes round 1), then the imports, as documented
+        with Desk(owner_dir) as desk:
+            first = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
+            assert desk.rounds.adopt_first_models("hate_speech", [first.id])
+        assert "Published 'hate_speech' round 1" in join(owner_dir, server.url, owner.token)
+        dynadesk(owner_dir, "import", "--format", "anli", str(anli))
+        dynadesk(owner_dir, "import", "--format", "hatecheck", "--round", "1", "--group-column", "templ_id",
+                 str(cases))
+        dynadesk(owner_dir, "sync", "publish", "nli")
+        dynadesk(owner_dir, "sync", "publish", "hate_speech")
+        assert "18 imported record(s)" in dynadesk(owner_dir, "sync", "share-imported")
+        dynadesk(owner_dir, "sync", "--now")
+
+        # the lead and the annotator join; Ann writes two examples, the lead decides them
+        join(lead_dir, server.url, lead.token)
+        join(ann_dir, server.url, ann.token)
+        with Desk(ann_dir) as desk:
+            target = next(m for m in desk.models.all() if m.sha256 == first.sha256)
+            written = [desk.examples.create(ann.id, "hate_speech", hate_content(text, "hate"),
+                                            [hate_output(target, said)])
+                       for text, said in (("they are all vermin", "not hate"), ("go back home you lot", "hate"))]
+        dynadesk(ann_dir, "sync", "--now")
+        dynadesk(lead_dir, "sync", "--now")
+        with Desk(lead_dir) as desk:
+            for example in written:
+                desk.validation.validate(example.id, lead.id, "correct", mode="lead")
+        dynadesk(lead_dir, "sync", "--now")
+
+        # a synced state: every desk once more, then nothing waits anywhere and the server has it all
+        for folder in (owner_dir, ann_dir, lead_dir, owner_dir):
+            dynadesk(folder, "sync", "--now")
+        for folder in (owner_dir, lead_dir, ann_dir):
+            nothing_waits(folder)
+        assert len(server_rows(db, server_models.Example)) == 6 + 12 + 2
+
+        # `stats` on every desk: the imports count apart from MER, Ann's work in it
+        for folder in (owner_dir, lead_dir, ann_dir):
+            assert "Unexpected error" not in dynadesk(folder, "stats")
+            nli = json.loads(dynadesk(folder, "stats", "--task", "nli", "--json"))["task"]
+            assert [(r["submitted"], r["imported"], r["mer"]) for r in nli] == [(0, 6, None)]
+            hate = json.loads(dynadesk(folder, "stats", "--task", "hate_speech", "--json"))["task"]
+            assert [(r["submitted"], r["imported"], r["mer"]) for r in hate] == [(2, 12, 0.5)]
+
+        # the owner closes round 1 from the GUI, on the imported cases
+        window = open_window(qtbot, owner_dir)
+        qtbot.waitUntil(lambda: window.workspace.loaded is not None, timeout=WAIT)
+        dialog = open_dialog(qtbot, window)
+        assert "12 imported (hatecheck)" in dialog.rounds.item(0).text(), dialog.rounds.item(0).text()
+        qtbot.mouseClick(dialog.include_imported, Qt.MouseButton.LeftButton)
+        assert dialog.choices().imported == ("hatecheck",)
+        dialog.encoder.setText(str(tiny_base_dir))
+        dialog.epochs.setValue(1)
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        wait_for_comparison(qtbot, dialog)
+        (folder,) = (window.desk.root / "candidates").iterdir()
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["rounds"] == [1] and manifest["options"]["imported"] == ["hatecheck"]
+        qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
+        monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
+        assert dialog.promote_button.isEnabled(), dialog.promote_reason.text()
+        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
+        # the int8 export and its parity check run first: on a loaded 2-core machine they take a while
+        qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=3 * WAIT)
+        qtbot.mouseClick(dialog.publish_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "Published" in dialog.publish_result.text(), timeout=WAIT)
+        assert [(r.number, r.status) for r in window.desk.tasks.rounds("hate_speech")] == [
+            (1, RoundStatus.CLOSED), (2, RoundStatus.OPEN)]
+        dialog.close()
+        close_window(window)
+        window = None
+
+        # the round's close reaches everyone, and still nothing waits
+        for folder in (lead_dir, ann_dir, owner_dir):
+            dynadesk(folder, "sync", "--now")
+            nothing_waits(folder)
+            with Desk(folder) as desk:
+                assert [(r.number, r.status) for r in desk.tasks.rounds("hate_speech")] == [
+                    (1, RoundStatus.CLOSED), (2, RoundStatus.OPEN)], folder.name
+        served = {r.number: r.status for r in server_rows(db, server_models.Round)
+                  if r.number in (1, 2) and len(r.target_models) == 1}
+        assert served == {1: "closed", 2: "open"}
+    finally:
+        if window is not None:
+            close_window(window)
+        server.stop()
+        db.close()
