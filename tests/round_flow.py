@@ -1,5 +1,5 @@
 """The next-round flow on real text, shared by the end-to-end test, `make bench`'s rounds group and the
-evidence script (bench/evidence_rounds.py).
+evidence scripts (bench/evidence_rounds.py; bench/evidence_rounds_nli.py takes its timing and reporting helpers).
 
 Round 1 is simulated from HateCheck: its cases are imported as hate-speech round-1 examples written against
 the desk's default model (its answers recorded, so "fooled" means what it means on the desk), grouped by
@@ -14,6 +14,8 @@ Nothing here is tuned on the held-out templates: every option is the desk's defa
 from __future__ import annotations
 
 import csv
+import json
+import os
 import random
 import time
 import uuid
@@ -174,3 +176,21 @@ def format_figures(rows: list[dict[str, Any]]) -> str:
     widths = [max(len(x) for x in col) for col in zip(header, *table)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
                      for row in [header, ["-" * w for w in widths], *table])
+
+
+def run_conditions(threads: int) -> str:
+    """How an evidence run ran: threads, cores and the load it shared the machine with."""
+    return (f"cold frozen-layer cache; {threads} thread(s); machine: {os.cpu_count()} cores, load average at the end "
+            f"{os.getloadavg()[0]:.1f}")
+
+
+def write_evidence(work: Path, figures: list[dict[str, Any]], manifest: dict[str, Any], timings: Timings,
+                   **extra: Any) -> Path:
+    """<work>/evidence.json: the comparison's figures, what else the run found, its stage times, and the
+    candidate's own metrics and frozen-cache use."""
+    path = work / "evidence.json"
+    path.write_text(json.dumps({"figures": figures, **extra, "times_s": timings.seconds,
+                                "manifest_metrics": manifest["metrics"], "frozen_cache": manifest["frozen_cache"]},
+                               indent=2))
+    print(f"Wrote {path} and {work / 'comparison'}")
+    return path

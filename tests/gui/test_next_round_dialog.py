@@ -471,6 +471,7 @@ def test_the_dialog_trains_an_nli_task_on_pairs_with_its_context_column(qtbot, d
         assert (dialog.context_column.currentText(), dialog.text_column.currentText(),
                 dialog.label_column.currentText()) == ("premise", "hypothesis", "label")
         assert "context “premise”" in dialog.base_note.text()
+        shot(dialog, "next-round-1-nli.png")
         dialog.context_column.setEditText("")
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
         assert not dialog.is_running() and "name the base data's context column" in dialog.message.text()
