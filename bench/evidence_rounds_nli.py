@@ -7,8 +7,9 @@ No NLI model ships, and the only NLI data here is ANLI's 1,000 round-1 developme
 by context (a context and every hypothesis written on it fall on one side; seeded): one part is the small NLI base
 (premise, hypothesis, label), on which the round-1 target is trained: the packaged all-MiniLM-L6-v2 encoder with a
 fresh classification head, top layer and pooler trained, every option at its default. The other part is imported
-as round 1 (`import --format anli --group-column context`) and taken with its gold labels (`--imported anli`), so
-round 1's held-out split holds whole contexts. Then: train the next target from the desk (warm start from round 1's
+as round 1 (`import --format anli --group-column context`), so round 1's held-out split holds whole contexts, and
+decided by seeded simulated validators as bench.evidence_rounds decides HateCheck's cases (the comparison scores
+decided held-out examples), and taken as the imported data set it is (`--imported anli`). Then: train the next target from the desk (warm start from round 1's
 target, base data as pairs), compare it with round 1's target on the held-out split and the base data's test split
 (paired bootstrap, 95 % intervals), and promote it under the desk's promotion rule, reporting its verdict. ANLI was
 written to fool strong models, so both models stay near chance (a third); the run shows that the pipeline takes
@@ -63,9 +64,12 @@ def split_by_context(source: Path, work: Path, base_share: float, seed: int = 7)
 
 
 def train_target(desk, base: Path, work: Path, encoder: Path | None, threads: int, progress) -> object:
-    """Round 1's target: the encoder with a fresh head trained on the base data's pairs (the task's label order)."""
+    """Round 1's target: the encoder with a fresh head trained on the base data's pairs (the task's label order),
+    on this desk as `dynadesk train` would (its frozen-layer cache keeps the base pairs' states)."""
+    from app.core import paths
     from app.core.io.training import read_labelled_csv
     from app.core.services.target_models import register_model
+    from local_models.frozen_cache import FrozenCache
     from local_models.train import TrainingConfig, assemble, train_classifier
 
     labels = desk.tasks.definition_by_code(TASK).labels
@@ -73,7 +77,8 @@ def train_target(desk, base: Path, work: Path, encoder: Path | None, threads: in
                              label_map={label: label for label in labels})
     part = work / "round-1-target"
     train_classifier(data, part, base_dir=encoder, config=TrainingConfig(num_threads=threads), progress=progress,
-                     name="NLI round 1 (all-MiniLM-L6-v2, fresh head, small ANLI base)")
+                     name="NLI round 1 (all-MiniLM-L6-v2, fresh head, small ANLI base)",
+                     frozen_cache=FrozenCache(paths.frozen_states_cache_dir(desk.root)))
     model = assemble(part, work / "round-1-target-model", base_dir=encoder)
     return register_model(desk, model, task_code=TASK, name="NLI round-1 target")
 
@@ -85,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--encoder", type=Path, help="base encoder folder (default: the packaged all-MiniLM-L6-v2)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for training and comparing")
+    parser.add_argument("--error-rate", type=float, default=0.05, help="simulated validators' error rate")
     args = parser.parse_args(argv)
 
     from app.core.desk import Desk
@@ -119,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         imported = timings.timed("import", lambda: import_file(desk, round_csv, "anli", round_number=1,
                                                                group_column="context"))
         print(imported.summary(), file=sys.stderr)
+        validation = timings.timed("validation", lambda: flow.simulate_validators(
+            desk, task=TASK, labels=tuple(LABELS.values()), error_rate=args.error_rate))
+        print(f"Validation: {validation}", file=sys.stderr, flush=True)
 
         started = time.perf_counter()
         options = RoundTrainingOptions(
@@ -153,10 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     print("\n(held-out-1: round 1's held-out ANLI pairs; held-out: every round's held-out split together (here the "
           "same); fooling_right: the share of the split's model-fooling pairs the model gets right; base-test: the "
           "base data's seeded test split, never trained on by either model.)")
+    print(f"Validation (seeded simulated peers, error rate {args.error_rate}): {validation}")
     print(f"\nVerdict: {verdict}")
     print("Times: " + ", ".join(f"{k} {v:.0f} s" for k, v in timings.seconds.items()))
-    print(f"Train -> compared -> promotion verdict: {total:.0f} s; {flow.run_conditions(args.threads)}")
-    flow.write_evidence(work, rows, manifest, timings, split=split, verdict=verdict, train_to_verdict_s=total)
+    print(f"Train -> compared -> promotion verdict: {total:.0f} s; {flow.run_conditions(args.threads)} (the base "
+          "pairs' frozen states were kept by the round-1 target's training on this desk)")
+    flow.write_evidence(work, rows, manifest, timings, split=split, validation=validation, verdict=verdict,
+                        train_to_verdict_s=total)
     return 0
 
 

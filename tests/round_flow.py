@@ -89,10 +89,10 @@ def import_round_one(desk: Any, hatecheck: Path) -> Any:
 
 
 def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, peers: int = 3,
-                        lead: Any = None) -> dict[str, int]:
-    """Seeded peers give verdicts on every submitted round-1 example until it is decided: 'correct' (the author's
-    label is the gold one), except with ``error_rate`` an 'incorrect' with the other label. What the peers leave
-    undecided, the lead settles with the gold label. Returns counts of what happened."""
+                        lead: Any = None, task: str = TASK, labels: tuple[str, ...] = LABELS) -> dict[str, int]:
+    """Seeded peers give verdicts on every submitted round-1 example of ``task`` until it is decided: 'correct' (the
+    author's label is the gold one), except with ``error_rate`` an 'incorrect' with the first other of ``labels``.
+    What the peers leave undecided, the lead settles with the gold label. Returns counts of what happened."""
     from sqlalchemy import select
 
     from app.core.storage.models import Example
@@ -100,7 +100,7 @@ def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, 
     rng = random.Random(seed)
     people = [desk.people.create(f"Simulated validator {i + 1}", "annotator") for i in range(peers)]
     lead = lead or desk.people.create("Simulated lead", "lead")
-    round_id = desk.tasks.round(TASK, 1).id
+    round_id = desk.tasks.round(task, 1).id
     with desk.db.read() as session:
         examples = list(session.execute(select(Example.id, Example.true_label).where(Example.round_id == round_id)
                                         .order_by(Example.external_id, Example.id)))
@@ -114,7 +114,7 @@ def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, 
             try:
                 if wrong:
                     desk.validation.validate(example_id, person.id, Verdict.INCORRECT,
-                                             corrected_label=next(lb for lb in LABELS if lb != gold),
+                                             corrected_label=next(lb for lb in labels if lb != gold),
                                              reason="Simulated validator: the other label (a seeded error).")
                 else:
                     desk.validation.validate(example_id, person.id, Verdict.CORRECT)
