@@ -13,7 +13,6 @@ new). Reads /work/shared/data (../shared/data from the project root); writes onl
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -122,13 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = ", ".join(f"{k} {v:.0f} s" for k, v in timings.seconds.items())
     print(f"Times: {steps}")
     print(f"Train -> promoted round-2 target: {total:.0f} s against the budget of {BUDGET_S} s "
-          f"({'within' if total <= BUDGET_S else 'OVER'}); cold frozen-layer cache; {args.threads} thread(s); machine: {os.cpu_count()} cores, "
-          f"load average at the end {os.getloadavg()[0]:.1f}")
-    (work / "evidence.json").write_text(json.dumps({"figures": rows, "split": split, "validation": validation,
-                                                    "times_s": timings.seconds, "train_to_promoted_s": total,
-                                                    "manifest_metrics": manifest["metrics"],
-                                                    "frozen_cache": manifest["frozen_cache"]}, indent=2))
-    print(f"Wrote {work / 'evidence.json'} and {work / 'comparison'}")
+          f"({'within' if total <= BUDGET_S else 'OVER'}); {flow.run_conditions(args.threads)}")
+    flow.write_evidence(work, rows, manifest, timings, split=split, validation=validation, train_to_promoted_s=total)
     return 0
 
 

@@ -35,6 +35,7 @@ from typing import Any, Sequence
 
 from local_models.files import file_sha256
 from local_models.progress import Progress
+from local_models.tokenization import ModelInput
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,14 @@ def text_sha256(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+def input_sha256(item: ModelInput, pair_truncation: str) -> bytes:
+    """What a model input's states are stored under: a text's own sha256; a pair's, over both texts and the rule
+    that cuts a long pair (it decides which tokens the states hold), never equal to a single text's."""
+    if isinstance(item, str):
+        return text_sha256(item)
+    return hashlib.sha256(json.dumps(["pair", pair_truncation, *item], ensure_ascii=False).encode("utf-8")).digest()
+
+
 def cache_key(base_dir: Path, frozen_count: int, max_length: int, num_threads: int) -> tuple[str, dict[str, Any]]:
     """The key of the states a run computes (its sha256, and what went into it)."""
     import torch
@@ -96,14 +105,14 @@ def cache_key(base_dir: Path, frozen_count: int, max_length: int, num_threads: i
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest(), described
 
 
-def frozen_states(model: Any, encoder: Any, texts: Sequence[str], frozen_count: int, *, base_dir: Path,
+def frozen_states(model: Any, encoder: Any, texts: Sequence[ModelInput], frozen_count: int, *, base_dir: Path,
                   max_length: int, num_threads: int, progress: Progress,
                   cache: FrozenCache | None = None) -> tuple[list[Any], CacheUse]:
-    """The hidden states entering the first trained layer, per text, trimmed to its tokens; with ``cache``,
-    read from and added to it."""
+    """The hidden states entering the first trained layer, per text (or pair), trimmed to its tokens; with
+    ``cache``, read from and added to it."""
     started = time.perf_counter()
     use = CacheUse(texts=len(texts))
-    hashes = [text_sha256(t) for t in texts]
+    hashes = [input_sha256(t, encoder.pair_truncation) for t in texts]
     found: dict[bytes, Any] = {}
     folder: Path | None = None
     if cache is not None:
@@ -133,7 +142,7 @@ def frozen_states(model: Any, encoder: Any, texts: Sequence[str], frozen_count: 
     return [found[h] for h in hashes], use
 
 
-def _compute(model: Any, encoder: Any, texts: list[str], frozen_count: int, progress: Progress) -> list[Any]:
+def _compute(model: Any, encoder: Any, texts: list[ModelInput], frozen_count: int, progress: Progress) -> list[Any]:
     """States of distinct texts, run in batches of equal token length (no padding: see the module's note)."""
     import torch
 

@@ -33,6 +33,7 @@ from local_models.errors import CorruptModel, TrainingFailed
 from local_models.files import file_sha256, install_dir, make_staging_dir, plain_permissions
 from local_models.frozen_cache import FrozenCache, frozen_states
 from local_models.progress import Progress
+from local_models.tokenization import ModelInput
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class TrainingConfig:
 
 @dataclass
 class LabelledData:
-    texts: list[str]
+    texts: list[ModelInput]  # single texts, or (context, text) pairs such as (premise, hypothesis)
     labels: list[int]
     label_names: list[str]
     source: dict[str, Any] = field(default_factory=dict)
@@ -87,28 +88,33 @@ def parse_label_map(spec: str | None) -> dict[str, str] | None:
 
 def labelled_data(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, str]], text_column: str,
                   label_column: str, *, label_map: Mapping[str, str] | None = None, unescape_html: bool = False,
-                  drop_duplicates: bool = True) -> LabelledData:
+                  drop_duplicates: bool = True, context_column: str | None = None) -> LabelledData:
     """Texts and integer labels from the rows of a labelled file (``columns``: its header), as
-    ``app.core.io.training.read_labelled_csv`` reads them; every problem is a ``TrainingFailed``."""
+    ``app.core.io.training.read_labelled_csv`` reads them; every problem is a ``TrainingFailed``.
+    With ``context_column`` each input is the pair (context, text), e.g. (premise, hypothesis)."""
     path = Path(path)
-    texts, raw_labels, skipped, seen = [], [], 0, set()
-    duplicates = 0
-    for column in (text_column, label_column):
+    texts: list[ModelInput] = []
+    raw_labels: list[str] = []
+    skipped, duplicates = 0, 0
+    seen: set[ModelInput] = set()
+    for column in (text_column, label_column, *([context_column] if context_column else [])):
         if column not in columns:
             raise TrainingFailed(f"{path.name} has no column '{column}'; it has {', '.join(columns)}.")
     for row in rows:
-        text, label = (row.get(text_column) or ""), (row.get(label_column) or "").strip()
+        parts = [row.get(c) or "" for c in ((context_column, text_column) if context_column else (text_column,))]
+        label = (row.get(label_column) or "").strip()
         if unescape_html:
-            text = html.unescape(text)
-        if not text.strip() or not label:
+            parts = [html.unescape(part) for part in parts]
+        if not all(part.strip() for part in parts) or not label:
             skipped += 1
             continue
+        item: ModelInput = (parts[0], parts[1]) if context_column else parts[0]
         if drop_duplicates:
-            if text in seen:
+            if item in seen:
                 duplicates += 1
                 continue
-            seen.add(text)
-        texts.append(text)
+            seen.add(item)
+        texts.append(item)
         raw_labels.append(label)
     if label_map:
         unknown = sorted(set(raw_labels) - set(label_map))
@@ -126,6 +132,7 @@ def labelled_data(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str
         # the path lets evaluation check that test cases stay out of the training data
         "file": path.name, "path": str(path.resolve()), "sha256": file_sha256(path), "rows_used": len(texts), "rows_skipped_empty": skipped,
         "duplicates_dropped": duplicates, "text_column": text_column, "label_column": label_column,
+        **({"context_column": context_column} if context_column else {}),
         "label_map": dict(label_map) if label_map else None, "html_unescaped": unescape_html,
         "label_counts": {name: mapped.count(name) for name in names},
     }
@@ -224,6 +231,7 @@ def train_classifier(
 
     from local_models.backends.hf_checks import check_config_fields, check_config_fits_weights
     from local_models.backends.hf_torch import check_weights, quiet_transformers, weight_files
+    from local_models.heads import ClassificationHead
     from local_models.tokenization import TextEncoder
 
     config = config or TrainingConfig()
@@ -255,7 +263,9 @@ def train_classifier(
     if hooks is not None:
         hooks.prepare(model)
 
-    encoder = TextEncoder.from_folder(base_dir, max_length=config.max_length)
+    # pairs are cut as the engine cuts them when the model answers (its classification head's rule)
+    encoder = TextEncoder.from_folder(base_dir, max_length=config.max_length,
+                                      pair_truncation=ClassificationHead.pair_truncation)
     train_idx, dev_idx, test_idx = hooks.split(data, config) if hooks else stratified_split(data.labels, config)
     progress.say(f"Split {len(data.texts):,} texts: {len(train_idx):,} train, {len(dev_idx):,} dev, "
                  f"{len(test_idx):,} test (seed {config.seed}).")

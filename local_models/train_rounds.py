@@ -28,6 +28,7 @@ from local_models.frozen_cache import FrozenCache
 from local_models.int8_form import record_int8_recipe, split_texts
 from local_models.int8_search import TaskTexts
 from local_models.progress import Progress
+from local_models.tokenization import ModelInput
 from local_models.train import (
     TRAINED_PART_FILE,
     LabelledData,
@@ -50,14 +51,14 @@ MAX_ROUND_WEIGHT = 100.0
 
 @dataclass
 class RoundRows:
-    """Texts and labels (indices into ``label_names``) of the three parts, in a fixed order."""
+    """Texts (or pairs) and labels (indices into ``label_names``) of the three parts, in a fixed order."""
 
     label_names: list[str]
-    base_texts: list[str]
+    base_texts: list[ModelInput]  # texts, or (context, text) pairs for a pair task
     base_labels: list[int]
-    round_texts: list[str]
+    round_texts: list[ModelInput]
     round_labels: list[int]
-    held_out_texts: list[str]
+    held_out_texts: list[ModelInput]
     held_out_labels: list[int]
     held_out_rounds: list[int]  # the round of each held-out row, for per-round metrics
     source: dict[str, Any]

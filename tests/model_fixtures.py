@@ -238,3 +238,80 @@ def copy_model(tmp_path):
         return target
 
     return make
+
+
+# A small NLI desk: (premise, hypothesis) pairs whose label a tiny model can learn from the hypothesis alone
+# ("never" means contradiction; the premise's animal means entailment), and a round-1 target trained on them.
+NLI_LABELS = ["entailment", "neutral", "contradiction"]
+ANIMALS = ("cat", "dog", "horse", "goat", "owl", "fox", "duck", "bear")
+PLACES = ("barn", "garden", "kitchen", "forest", "field", "river", "attic", "yard")
+
+
+def nli_rows(n: int, seed: int) -> list[tuple[str, str, str]]:
+    """(premise, hypothesis, label) rows, the labels in turn."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        animal, place = rng.choice(ANIMALS), rng.choice(PLACES)
+        premise = f"The {animal} {rng.choice(FILLER)} sleeps in the {place} {rng.choice(FILLER)}."
+        label = NLI_LABELS[i % 3]
+        if label == "entailment":
+            hypothesis = f"A {animal} is in the {place}."
+        elif label == "contradiction":
+            hypothesis = f"The {animal} never sleeps {rng.choice(FILLER)}."
+        else:
+            other = rng.choice([a for a in ANIMALS if a != animal])
+            hypothesis = f"The {other} {rng.choice(FILLER)} likes the {place}."
+        rows.append((premise, hypothesis, label))
+    return rows
+
+
+def write_nli_csv(path: Path, rows: int, seed: int) -> Path:
+    """Base data as NLI files have it: premise, hypothesis and label columns."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["premise", "hypothesis", "label"])
+        writer.writerows(nli_rows(rows, seed))
+    return path
+
+
+@pytest.fixture(scope="session")
+def nli_base_and_target(tmp_path_factory, tiny_base_dir) -> tuple[Path, Path]:
+    """(base data CSV, assembled model folder): a tiny NLI classifier trained from the random tiny encoder with a
+    fresh head on the base data's pairs (no NLI model ships), the round-1 target of the NLI tests."""
+    def build(root: Path) -> None:
+        from app.core.io.training import read_labelled_csv
+        from local_models.train import TrainingConfig, assemble, train_classifier
+
+        base = write_nli_csv(root / "nli-base.csv", 150, seed=41)
+        data = read_labelled_csv(base, "hypothesis", "label", context_column="premise",
+                                 label_map={label: label for label in NLI_LABELS})  # the task's order
+        config = TrainingConfig(seed=3, train_layers=1, epochs=4, batch_size=16, learning_rate=2e-3, max_length=48,
+                                warmup_fraction=0.1, class_weighting="none", num_threads=1)
+        train_classifier(data, root / "part", base_dir=tiny_base_dir, config=config, name="Tiny NLI round 1")
+        assemble(root / "part", root / "model", base_dir=tiny_base_dir)
+
+    root = built_once(tmp_path_factory, "nli-target", build)
+    return root / "nli-base.csv", root / "model"
+
+
+def nli_round_one(desk, model_dir: Path, author, lead, examples: int = 45):
+    """Round 1 of NLI open with the tiny NLI target, and ``examples`` pairs written against it, all but the last
+    three decided by ``lead`` (the author's label stands). Returns (target record, examples)."""
+    from app.core.domain import ModelOutput
+    from app.core.services.examples import Content
+    from app.core.services.target_models import register_model
+
+    target = register_model(desk, model_dir, task_code="nli", name="Tiny NLI")
+    assert desk.rounds.adopt_first_models("nli", [target.id])
+    made = []
+    for i, (premise, hypothesis, label) in enumerate(nli_rows(examples, seed=43)):
+        example = desk.examples.create(
+            author.id, "nli", Content({"context": premise, "hypothesis": f"{hypothesis} n{i}"}, label,
+                                      meta={"label_explanation": "as the context says"}),
+            [ModelOutput(target.id, target.sha256, "neutral", {"entailment": 0.3, "neutral": 0.4, "contradiction": 0.3},
+                         1.0)])
+        if i < examples - 3:
+            desk.validation.validate(example.id, lead.id, "correct", mode="lead")
+        made.append(example)
+    return target, made

@@ -1,5 +1,5 @@
 """The next-round flow on real text, shared by the end-to-end test, `make bench`'s rounds group and the
-evidence script (bench/evidence_rounds.py).
+evidence scripts (bench/evidence_rounds.py; bench/evidence_rounds_nli.py takes its timing and reporting helpers).
 
 Round 1 is simulated from HateCheck: its cases are imported as hate-speech round-1 examples written against
 the desk's default model (its answers recorded, so "fooled" means what it means on the desk), grouped by
@@ -14,6 +14,8 @@ Nothing here is tuned on the held-out templates: every option is the desk's defa
 from __future__ import annotations
 
 import csv
+import json
+import os
 import random
 import time
 import uuid
@@ -87,10 +89,10 @@ def import_round_one(desk: Any, hatecheck: Path) -> Any:
 
 
 def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, peers: int = 3,
-                        lead: Any = None) -> dict[str, int]:
-    """Seeded peers give verdicts on every submitted round-1 example until it is decided: 'correct' (the author's
-    label is the gold one), except with ``error_rate`` an 'incorrect' with the other label. What the peers leave
-    undecided, the lead settles with the gold label. Returns counts of what happened."""
+                        lead: Any = None, task: str = TASK, labels: tuple[str, ...] = LABELS) -> dict[str, int]:
+    """Seeded peers give verdicts on every submitted round-1 example of ``task`` until it is decided: 'correct' (the
+    author's label is the gold one), except with ``error_rate`` an 'incorrect' with the first other of ``labels``.
+    What the peers leave undecided, the lead settles with the gold label. Returns counts of what happened."""
     from sqlalchemy import select
 
     from app.core.storage.models import Example
@@ -98,7 +100,7 @@ def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, 
     rng = random.Random(seed)
     people = [desk.people.create(f"Simulated validator {i + 1}", "annotator") for i in range(peers)]
     lead = lead or desk.people.create("Simulated lead", "lead")
-    round_id = desk.tasks.round(TASK, 1).id
+    round_id = desk.tasks.round(task, 1).id
     with desk.db.read() as session:
         examples = list(session.execute(select(Example.id, Example.true_label).where(Example.round_id == round_id)
                                         .order_by(Example.external_id, Example.id)))
@@ -112,7 +114,7 @@ def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, 
             try:
                 if wrong:
                     desk.validation.validate(example_id, person.id, Verdict.INCORRECT,
-                                             corrected_label=next(lb for lb in LABELS if lb != gold),
+                                             corrected_label=next(lb for lb in labels if lb != gold),
                                              reason="Simulated validator: the other label (a seeded error).")
                 else:
                     desk.validation.validate(example_id, person.id, Verdict.CORRECT)
@@ -179,3 +181,21 @@ def format_figures(rows: list[dict[str, Any]]) -> str:
     widths = [max(len(x) for x in col) for col in zip(header, *table)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
                      for row in [header, ["-" * w for w in widths], *table])
+
+
+def run_conditions(threads: int) -> str:
+    """How an evidence run ran: threads, cores and the load it shared the machine with."""
+    return (f"cold frozen-layer cache; {threads} thread(s); machine: {os.cpu_count()} cores, load average at the end "
+            f"{os.getloadavg()[0]:.1f}")
+
+
+def write_evidence(work: Path, figures: list[dict[str, Any]], manifest: dict[str, Any], timings: Timings,
+                   **extra: Any) -> Path:
+    """<work>/evidence.json: the comparison's figures, what else the run found, its stage times, and the
+    candidate's own metrics and frozen-cache use."""
+    path = work / "evidence.json"
+    path.write_text(json.dumps({"figures": figures, **extra, "times_s": timings.seconds,
+                                "manifest_metrics": manifest["metrics"], "frozen_cache": manifest["frozen_cache"]},
+                               indent=2))
+    print(f"Wrote {path} and {work / 'comparison'}")
+    return path

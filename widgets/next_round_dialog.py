@@ -166,6 +166,7 @@ class NextRoundDialog(QDialog):
         self.include_imported = QCheckBox(objectName="include-imported")
         self.include_imported.setVisible(False)
         self._imported_names: tuple[str, ...] = ()
+        self._pairs = False  # the task reads (context, text) pairs (set by show_setup)
         rounds_box = QGroupBox("Rounds to learn from (decided examples; held-out ones are never trained on)")
         box = QVBoxLayout(rounds_box)
         box.addWidget(self.rounds)
@@ -180,6 +181,10 @@ class NextRoundDialog(QDialog):
         browse.clicked.connect(self._browse_base)
         self.text_column = QComboBox(objectName="text-column", editable=True)
         self.label_column = QComboBox(objectName="label-column", editable=True)
+        # a pair task (NLI) reads (context, text): its base data's context column; hidden for single-text tasks
+        self.context_column = QComboBox(objectName="context-column", editable=True)
+        self.context_label = QLabel("Context column")
+        self.text_label = QLabel("Text column")
         self.label_map = QLineEdit(objectName="label-map",
                                    placeholderText="e.g. 0=hate,1=not hate,2=not hate (empty: the file's labels are the task's)")
         self.html_unescape = QCheckBox("Decode HTML entities (&&amp; …)", objectName="html-unescape")
@@ -187,7 +192,9 @@ class NextRoundDialog(QDialog):
         columns = QWidget()
         pair = QHBoxLayout(columns)
         pair.setContentsMargins(0, 0, 0, 0)
-        pair.addWidget(QLabel("Text column"))
+        pair.addWidget(self.context_label)
+        pair.addWidget(self.context_column, 1)
+        pair.addWidget(self.text_label)
         pair.addWidget(self.text_column, 1)
         pair.addWidget(QLabel("Label column"))
         pair.addWidget(self.label_column, 1)
@@ -305,7 +312,13 @@ class NextRoundDialog(QDialog):
         self.include_imported.setChecked(False)
         self.base_path.setText(setup.base_path)
         self._base_path_asked = setup.base_path  # its columns are asked for by the controller
-        for combo, value in ((self.text_column, setup.text_column), (self.label_column, setup.label_column)):
+        self._pairs = bool(setup.context_input)
+        self.context_label.setText(f"{setup.context_input} column")
+        self.text_label.setText(f"{setup.text_input} column")
+        for widget in (self.context_label, self.context_column):
+            widget.setVisible(self._pairs)
+        for combo, value in ((self.text_column, setup.text_column), (self.label_column, setup.label_column),
+                             (self.context_column, setup.context_column)):
             combo.clear()
             combo.setEditText(value)
         self.label_map.setText(setup.label_map)
@@ -330,7 +343,8 @@ class NextRoundDialog(QDialog):
         """The chosen base data file's columns: a column already named (pre-filled, or typed) stays where
         the file has it, else the column found by name; none is guessed by position."""
         columns = list(view.columns)
-        for combo, found in ((self.text_column, view.text_column), (self.label_column, view.label_column)):
+        for combo, found in ((self.text_column, view.text_column), (self.label_column, view.label_column),
+                             (self.context_column, view.context_column)):
             typed = combo.currentText()
             combo.clear()
             combo.addItems(columns)
@@ -349,7 +363,8 @@ class NextRoundDialog(QDialog):
                             FROM_TARGET if self.from_target.isChecked() else FROM_BASE, weight,
                             self.suite.text().strip(), self.epochs.value(), self.seed.value(), self.encoder.text().strip(),
                             self.learning_rate.text().strip(),
-                            self._imported_names if self.include_imported.isChecked() else ())
+                            self._imported_names if self.include_imported.isChecked() else (),
+                            self.context_column.currentText().strip() if self._pairs else "")
 
     def _train(self) -> None:
         self.show_message("")

@@ -25,7 +25,8 @@ def _points(value: float | None) -> str:
 @click.option("--rounds", "rounds_spec", help="Rounds whose held-out splits to compare on, as 1,2 (default: all).")
 @click.option("--base-test", "base_test", type=click.Path(exists=True, dir_okay=False),
               help="The base data (CSV); its seeded, stratified test split is compared on.")
-@click.option("--text-column", help="The base data's text column.")
+@click.option("--text-column", help="The base data's text column (a pair task's written text: e.g. hypothesis).")
+@click.option("--context-column", help="A pair task's base data: its context column (e.g. premise).")
 @click.option("--label-column", help="The base data's label column.")
 @click.option("--label-map", help='Map the base data\'s label values to label names: "0=hate,1=not hate,2=not hate".')
 @click.option("--html-unescape", is_flag=True, help="Decode HTML entities (&amp; and so on) in the base texts.")
@@ -40,8 +41,8 @@ def _points(value: float | None) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON instead of a table.")
 @pass_context
 def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_test: str | None,
-            text_column: str | None, label_column: str | None, label_map: str | None, html_unescape: bool,
-            base_split: str, split_seed: int, suite: str | None, seed: int, resamples: int, out_dir: str | None,
+            text_column: str | None, context_column: str | None, label_column: str | None, label_map: str | None,
+            html_unescape: bool, base_split: str, split_seed: int, suite: str | None, seed: int, resamples: int, out_dir: str | None,
             as_json: bool) -> None:
     """Compare a candidate model with the open round's target(s) on every round's held-out split (as the
     candidate's training held it out), the base data's test split (default: the one its manifest names)
@@ -57,9 +58,10 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
             raise click.UsageError("--base-test needs --text-column and --label-column (and --label-map when "
                                    "its labels are codes), as dynadesk train does.")
         base_options = BaseTestOptions(text_column, label_column, _label_map_option(label_map), html_unescape,
-                                       "all" if base_split == "all" else "test", split_seed)
-    elif text_column or label_column or label_map:
-        raise click.UsageError("--text-column, --label-column and --label-map describe --base-test; give it too.")
+                                       "all" if base_split == "all" else "test", split_seed, context_column or None)
+    elif text_column or label_column or label_map or context_column:
+        raise click.UsageError("--text-column, --context-column, --label-column and --label-map describe --base-test; "
+                               "give it too.")
     if resamples < 100:
         raise click.BadParameter("use at least 100 resamples.", param_hint="--resamples")
     report = compare_candidate(obj.desk, task_code, Path(model_dir), rounds=parse_rounds(rounds_spec) if rounds_spec else None,

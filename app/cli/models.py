@@ -211,7 +211,9 @@ def models_default(obj, variant: str) -> None:
 @click.option("--rounds", "rounds_spec", help="With --task: the rounds to take decided examples from, e.g. 1,2.")
 @click.option("--manifest", "manifest_path", type=click.Path(exists=True, dir_okay=False),
               help="Train again exactly as a manifest.json of an earlier desk run says (same desk data).")
-@click.option("--text-column")
+@click.option("--text-column", help="The text column (a pair task's written text: e.g. hypothesis).")
+@click.option("--context-column", help="Pairs: the context column (e.g. premise); each row is read as (context, text), "
+                                       "as an NLI model reads it.")
 @click.option("--label-column")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder for the trained part (trained_part.safetensors and dynadesk_model.json); with --task "
@@ -248,8 +250,8 @@ def models_default(obj, variant: str) -> None:
 @click.option("--threads", type=int, default=2, show_default=True)
 @pass_context
 def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | None, manifest_path: str | None,
-          text_column: str | None, label_column: str | None, out_dir: str, label_map: str | None,
-          html_unescape: bool, keep_duplicates: bool, base_path: str | None, encoder_dir: str | None,
+          text_column: str | None, context_column: str | None, label_column: str | None, out_dir: str,
+          label_map: str | None, html_unescape: bool, keep_duplicates: bool, base_path: str | None, encoder_dir: str | None,
           start_from: str | None, include_undecided: bool, imported: tuple[str, ...], round_weight: str,
           frozen_cache: bool, name: str | None, seed: int, epochs: int, train_layers: int, batch_size: int, learning_rate: float,
           max_length: int, class_weighting: str, threads: int) -> None:
@@ -271,6 +273,14 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
     dynadesk train --task hate_speech --rounds 1 --base labeled_data.csv --text-column tweet \\
         --label-column class --label-map '0=hate,1=not hate,2=not hate' --html-unescape --out next
     dynadesk train --manifest next/manifest.json --out next-again
+
+    Pair tasks (NLI) train on (context, text) pairs: name the base data's context column too.
+
+    \b
+    dynadesk train --task nli --rounds 1 --base nli_base.csv --context-column premise \
+        --text-column hypothesis --label-column label --out next-nli
+
+    Extractive QA does not train here: its span head (answer start and end) is not trained from the desk.
     """
     from local_models.errors import ModelError
     from local_models.train import TrainingConfig
@@ -288,15 +298,15 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
     progress = _progress(_progress_lines())
     try:
         if data_path:
-            _train_csv(Path(data_path), text_column, label_column, Path(out_dir), label_map, html_unescape,
-                       keep_duplicates, base_path or encoder_dir, name, config, progress)
+            _train_csv(Path(data_path), (text_column, context_column), label_column, Path(out_dir), label_map,
+                       html_unescape, keep_duplicates, base_path or encoder_dir, name, config, progress)
         elif manifest_path:
             from app.core.services.round_training import reproduce
 
             _report_desk_run(reproduce(obj.desk, Path(manifest_path), Path(out_dir), progress=progress,
                                        frozen_cache=frozen_cache), Path(out_dir))
         else:
-            _train_desk(obj.desk, task_code, rounds_spec, text_column, label_column, Path(out_dir), label_map,
+            _train_desk(obj.desk, task_code, rounds_spec, (text_column, context_column), label_column, Path(out_dir), label_map,
                         html_unescape, base_path, encoder_dir, start_from, include_undecided, imported,
                         round_weight, frozen_cache, name, config, progress)
     except ModelError as exc:
@@ -314,17 +324,19 @@ def _progress_lines():
     return report
 
 
-def _train_csv(data_path: Path, text_column, label_column, out_dir: Path, label_map, html_unescape: bool,
+def _train_csv(data_path: Path, text_columns, label_column, out_dir: Path, label_map, html_unescape: bool,
                keep_duplicates: bool, base_dir, name, config, progress) -> None:
     from app.core.io.training import read_labelled_csv
     from local_models.train import train_classifier
 
+    text_column, context_column = text_columns
     if not text_column or not label_column:
         raise click.UsageError("--data needs --text-column and --label-column.")
     if base_dir and not Path(base_dir).is_dir():
         raise click.BadParameter("with --data, --base is the base encoder folder", param_hint="--base")
     data = read_labelled_csv(data_path, text_column, label_column, label_map=_label_map_option(label_map),
-                             unescape_html=html_unescape, drop_duplicates=not keep_duplicates)
+                             unescape_html=html_unescape, drop_duplicates=not keep_duplicates,
+                             context_column=context_column or None)
     click.echo(f"Read {len(data.texts):,} texts: " + ", ".join(
         f"{k} {v:,}" for k, v in data.source["label_counts"].items()), err=True)
     result = train_classifier(data, out_dir, base_dir=Path(base_dir) if base_dir else None,
@@ -348,7 +360,7 @@ def _record_int8(out_dir: Path, data, splits, source: str, base_dir, seed: int, 
     click.echo(_int8_line(out_dir))
 
 
-def _train_desk(desk, task_code, rounds_spec, text_column, label_column, out_dir: Path, label_map, html_unescape,
+def _train_desk(desk, task_code, rounds_spec, text_columns, label_column, out_dir: Path, label_map, html_unescape,
                 base_path, encoder_dir, start_from, include_undecided, imported, round_weight, frozen_cache, name,
                 config, progress) -> None:
     from app.core.services.round_training import (
@@ -360,6 +372,7 @@ def _train_desk(desk, task_code, rounds_spec, text_column, label_column, out_dir
 
     if not rounds_spec:
         raise click.UsageError("--task needs --rounds (e.g. --rounds 1,2).")
+    text_column, context_column = text_columns
     base_data = None
     if base_path:
         if Path(base_path).is_dir():
@@ -368,7 +381,9 @@ def _train_desk(desk, task_code, rounds_spec, text_column, label_column, out_dir
         if not text_column or not label_column:
             raise click.UsageError("--base data needs --text-column and --label-column.")
         base_data = BaseDataOptions(str(Path(base_path).resolve()), text_column, label_column,
-                                    _label_map_option(label_map), html_unescape)
+                                    _label_map_option(label_map), html_unescape, context_column or None)
+    elif context_column:
+        raise click.UsageError("--context-column describes the --base data; give it too.")
     options = RoundTrainingOptions(
         task=task_code, rounds=parse_rounds(rounds_spec), base_data=base_data, start_from=start_from,
         include_undecided=include_undecided, imported=list(imported), round_weight=round_weight,

@@ -36,8 +36,9 @@ PROMOTERS = (Role.LEAD, Role.OWNER)
 REPORT_FOLDER = "comparison"
 
 
-def _train_options(task_code: str, choices: TrainChoices):
-    """The training options the choices ask for; a DynadeskError says what is missing or wrong."""
+def _train_options(task_code: str, choices: TrainChoices, pairs: str = ""):
+    """The training options the choices ask for; a DynadeskError says what is missing or wrong. ``pairs``: the
+    label of a pair task's context input (its base data is read as (context, text) pairs); "" otherwise."""
     from app.core.services.round_training import BaseDataOptions, RoundTrainingOptions
     from local_models.engine import default_num_threads
     from local_models.train import TrainingConfig, parse_label_map
@@ -52,12 +53,15 @@ def _train_options(task_code: str, choices: TrainChoices):
                                 "to train on the round examples alone.")
         if not choices.text_column or not choices.label_column:
             raise DynadeskError("Name the base data's text column and label column.")
+        if pairs and not choices.context_column:
+            raise DynadeskError(f"The task reads ({pairs}, text) pairs: name the base data's {pairs.lower()} column "
+                                "too.")
         try:
             label_map = parse_label_map(choices.label_map)
         except ValueError as exc:
             raise DynadeskError(f"The label map is not VALUE=LABEL pairs separated by commas: {exc}") from None
         base = BaseDataOptions(str(path.resolve()), choices.text_column, choices.label_column, label_map,
-                               choices.html_unescape)
+                               choices.html_unescape, (choices.context_column or None) if pairs else None)
     if choices.suite and not Path(choices.suite).expanduser().is_file():
         raise DynadeskError(f"There is no suite file at {choices.suite}; choose a HateCheck-format CSV or clear the field.")
     encoder = None
@@ -95,6 +99,7 @@ class NextRoundController(QObject):
         self.stage = ""  # the running job: "train", "compare" or "export"
         self._after_job: Callable[[Any], None] | None = None
         self.choices: TrainChoices | None = None
+        self.context_input = ""  # the open task's context input ("Context" for NLI): its base data is pairs
         self.candidate_dir: Path | None = None
         self.report = None  # the ComparisonReport of the candidate; None: promote without one (forced)
         self.html: Path | None = None
@@ -124,25 +129,28 @@ class NextRoundController(QObject):
         desk = self.desk
 
         def read():
-            from app.core.services.next_round import candidates_dir, format_label_map, round_counts, train_defaults
+            from app.core.services.next_round import (
+                candidates_dir, format_label_map, round_counts, task_inputs, train_defaults,
+            )
 
             person = desk.current_person()
             if person.role not in PROMOTERS:
                 raise DynadeskError(f"Only leads and owners train the next round's target; {person.display_name} "
                                     f"is an {person.role}.")
             defaults = train_defaults(desk, task_code)
+            definition = desk.tasks.definition_by_code(task_code)
             publish_reason = "" if desk.settings.server_url else (
                 f"Sync is not set up, so there is no team server to publish to (Sync ▸ Settings); publish later "
                 f"with: dynadesk sync publish {task_code} --round N")
-            return train_setup(task_code, desk.tasks.definition_by_code(task_code).name,
+            return train_setup(task_code, definition.name,
                                round_counts(desk, task_code), defaults, str(candidates_dir(desk.root)),
                                format_label_map(defaults.base.label_map if defaults.base else None),
-                               publish_reason=publish_reason)
+                               publish_reason=publish_reason, inputs=task_inputs(definition))
 
         self.db.submit(read, on_done=lambda setup: self._show(task_code, setup, parent), on_error=self._error)
 
     def _show(self, task_code: str, setup, parent) -> None:
-        self.task_code = task_code
+        self.task_code, self.context_input = task_code, setup.context_input
         self.report, self.candidate_dir, self.html = None, None, None
         if self.dialog is not None:
             self.dialog.deleteLater()  # closed earlier; its answers (a cancelled run's end) now go to the new one
@@ -164,12 +172,15 @@ class NextRoundController(QObject):
     def _columns(self, path: str) -> None:
         if self.dialog is None or not path:
             return
-        from app.core.services.evaluation_data import guess_columns
+        from app.core.services.evaluation_data import guess_columns, guess_context_column
         from app.core.services.next_round import csv_columns
+
+        pairs = bool(self.context_input)
 
         def read() -> BaseColumnsView:
             columns = csv_columns(Path(path))
-            return base_columns_view(Path(path).expanduser().name, columns, *guess_columns(columns))
+            return base_columns_view(Path(path).expanduser().name, columns, *guess_columns(columns),
+                                     guess_context_column(columns), pairs=pairs)
 
         dialog = self.dialog
         self.db.submit(read, on_done=dialog.set_columns,
@@ -188,7 +199,7 @@ class NextRoundController(QObject):
             dialog.show_message("The previous run is still stopping; train again in a moment.", error=True)
             return
         try:
-            options = _train_options(self.task_code, choices)
+            options = _train_options(self.task_code, choices, self.context_input)
         except DynadeskError as exc:
             dialog.show_message(str(exc), error=True)
             return
@@ -248,7 +259,8 @@ class NextRoundController(QObject):
             return
         base_test = Path(choices.base_path) if choices.base_path else None
         base_options = BaseTestOptions(choices.text_column, choices.label_column, parse_label_map(choices.label_map),
-                                       choices.html_unescape) if base_test else None
+                                       choices.html_unescape, context_column=(choices.context_column or None)
+                                       if self.context_input else None) if base_test else None
         suite = Path(choices.suite) if choices.suite else None
 
         def run(progress):

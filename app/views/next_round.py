@@ -42,6 +42,7 @@ class _BaseDefaults(Protocol):
     label_map: dict[str, str] | None
     html_unescape: bool
     source: str
+    context_column: str
 
 
 class _TrainDefaults(Protocol):
@@ -88,6 +89,10 @@ class TrainSetup:
     publish_reason: str  # why Publish is not offered
     # imported data sets in the task's rounds and their examples: taken, with their gold labels, when chosen
     imported_sets: tuple[tuple[str, int], ...] = ()
+    # a pair task (NLI): its context input's label ("Context"), whose base data column is asked for too; "" otherwise
+    context_input: str = ""
+    context_column: str = ""
+    text_input: str = "Text"  # the written input's label ("Hypothesis" for NLI)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,19 +103,25 @@ class BaseColumnsView:
     text_column: str  # "" when no column has a known text name
     label_column: str
     note: str  # what is chosen, replacing the note the dialog opened with
+    context_column: str = ""  # a pair task's context column found by name (premise, context, ...); "" otherwise
 
 
 NO_BASE_NOTE = "No base data chosen yet: the model then learns from the round examples alone."
 
 
 def base_columns_view(file_name: str, columns: Sequence[str], text_column: str | None,
-                      label_column: str | None) -> BaseColumnsView:
-    found = [f"text “{text_column}”" if text_column else "", f"label “{label_column}”" if label_column else ""]
+                      label_column: str | None, context_column: str | None = None, *,
+                      pairs: bool = False) -> BaseColumnsView:
+    """``pairs``: the task reads (context, text) pairs, so the context column is looked for too."""
+    found = [f"context “{context_column}”" if pairs and context_column else "",
+             f"text “{text_column}”" if text_column else "", f"label “{label_column}”" if label_column else ""]
     found = [part for part in found if part]
+    complete = text_column and label_column and (context_column or not pairs)
     guessed = (f"; columns found by name: {' and '.join(found)}" if found else "") + (
-        "" if text_column and label_column else "; choose the columns the file's names did not give away")
+        "" if complete else "; choose the columns the file's names did not give away")
     return BaseColumnsView(tuple(columns), text_column or "", label_column or "",
-                           f"Base data: {file_name} ({len(columns)} columns){guessed}.")
+                           f"Base data: {file_name} ({len(columns)} columns){guessed}.",
+                           (context_column or "") if pairs else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +143,7 @@ class TrainChoices:
     encoder: str  # "" : the packaged base encoder (or the one the target was trained from)
     learning_rate: str = "2e-4"  # as typed
     imported: tuple[str, ...] = ()  # imported data sets to take (their names), with their gold labels
+    context_column: str = ""  # a pair task's base data: its context column (premise); "" for single texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +221,8 @@ def round_rows(counts: Sequence[_RoundCount], chosen: Sequence[int] = ()) -> tup
 
 def train_setup(task_code: str, task_name: str, counts: Sequence[_RoundCount], defaults: _TrainDefaults,
                 candidates_folder: str, label_map_text: str, *, promote_reason: str = "",
-                publish_reason: str = "") -> TrainSetup:
+                publish_reason: str = "", inputs: tuple[str, str] = ("", "Text")) -> TrainSetup:
+    """``inputs``: the labels of the task's context input ("" for a single-text task) and written input."""
     base = defaults.base
     return TrainSetup(
         task_code, task_name, round_rows(counts, defaults.rounds), defaults.include_undecided,
@@ -218,7 +231,8 @@ def train_setup(task_code: str, task_name: str, counts: Sequence[_RoundCount], d
         f"Pre-filled {base.source}." if base else NO_BASE_NOTE,
         defaults.start_from if defaults.warm_target else FROM_BASE, defaults.warm_target or "",
         defaults.round_weight, defaults.suite, candidates_folder, not promote_reason, promote_reason,
-        not publish_reason, publish_reason, imported_sets(counts))
+        not publish_reason, publish_reason, imported_sets(counts), inputs[0],
+        (base.context_column if base and inputs[0] else ""), inputs[1])
 
 
 def imported_sets(counts: Sequence[_RoundCount]) -> tuple[tuple[str, int], ...]:

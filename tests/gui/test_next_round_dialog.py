@@ -510,3 +510,55 @@ def test_a_candidate_better_everywhere_is_promoted_in_one_click(qtbot):
     assert dialog.refusal.isHidden() and dialog.promote_button.text() == "Promote"
     qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
     assert sent == [(False, False, "")] and dialog.promote_anyway is None
+
+
+def test_the_dialog_trains_an_nli_task_on_pairs_with_its_context_column(qtbot, data_dir, modal_log, tiny_base_dir,
+                                                                      nli_base_and_target):
+    """NLI reads (premise, hypothesis) pairs: the dialog asks for the base data's context column beside the
+    hypothesis column (found by name), trains on pairs, and the comparison scores the base test split as pairs."""
+    from tests.model_fixtures import nli_round_one
+
+    base, target_dir = nli_base_and_target
+    with Desk(data_dir) as desk:
+        author = desk.people.create("Ana Author", Role.ANNOTATOR)
+        lead = desk.people.create("Lee Lead", Role.LEAD)
+        desk.switch_person(lead.id)
+        nli_round_one(desk, target_dir, author, lead)
+    window = open_window(qtbot, data_dir)
+    try:
+        window.next_round.open("nli", window)
+        qtbot.waitUntil(lambda: window.findChild(NextRoundDialog) is not None, timeout=WAIT)
+        dialog = window.findChild(NextRoundDialog)
+        qtbot.waitUntil(lambda: dialog.rounds.count() > 0, timeout=WAIT)
+        assert dialog.rounds.item(0).text().startswith("Round 1 (open): 42 decided (")
+        assert dialog.context_column.isVisibleTo(dialog) and dialog.context_label.text() == "Context column"
+        assert dialog.text_label.text() == "Hypothesis column"
+        dialog.base_path.setText(str(base))
+        dialog.base_path.editingFinished.emit()
+        qtbot.waitUntil(lambda: dialog.context_column.count() == 3, timeout=WAIT)
+        assert (dialog.context_column.currentText(), dialog.text_column.currentText(),
+                dialog.label_column.currentText()) == ("premise", "hypothesis", "label")
+        assert "context “premise”" in dialog.base_note.text()
+        shot(dialog, "next-round-1-nli.png")
+        dialog.context_column.setEditText("")
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        assert not dialog.is_running() and "name the base data's context column" in dialog.message.text()
+        dialog.context_column.setCurrentIndex(dialog.context_column.findText("premise"))
+        dialog.encoder.setText(str(tiny_base_dir))
+        dialog.epochs.setValue(2)
+        dialog.learning_rate.setText("2e-3")
+        qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
+        assert dialog.is_running()
+        wait_for_comparison(qtbot, dialog)
+
+        (folder,) = (window.desk.root / "candidates").iterdir()
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["task"] == "nli" and manifest["parent"]["kind"] == "target"
+        assert manifest["options"]["base_data"]["context_column"] == "premise"
+        assert manifest["data"]["summary"]["counts"]["base"] == 150
+        report = json.loads((folder / "comparison" / "comparison.json").read_text(encoding="utf-8"))
+        keys = {s["key"]: len(s["items"]) for s in report["splits"]}
+        assert keys["base-test"] == len(manifest["data"]["splits"]["base_test"]) and keys["held-out-1"] > 0
+        assert any(r[0].startswith("nli-base.csv") for r in cells(dialog))
+    finally:
+        close_window(window)

@@ -10,6 +10,9 @@ from app.views.next_round import (
     ESTIMATING,
     NO_ITEMS,
     TOO_FEW,
+    UNCLEAR,
+    WORSE,
+    base_columns_view,
     comparison_view,
     eta_text,
     promotion_view,
@@ -54,6 +57,24 @@ def test_the_setup_starts_from_the_base_encoder_when_no_target_was_trained_by_dy
                         "/c", "", promote_reason="not allowed", publish_reason="no server")
     assert unset.start_from == "target" and unset.warm_target == "T" and "alone" in unset.base_note
     assert not unset.promote_allowed and not unset.publish_possible
+
+
+def test_a_pair_task_asks_for_its_context_column_and_keeps_the_last_one():
+    counts = [RoundCount(1, "open", 10, 1, 0, 0)]
+    base = BaseDefaults("/data/nli.csv", "hypothesis", "label", None, False, "as last used (candidate x)", "premise")
+    defaults = TrainDefaults(base, "target", "auto", False, (1,), "T", "")
+    nli = train_setup("nli", "NLI", counts, defaults, "/c", "", inputs=("Context", "Hypothesis"))
+    assert (nli.context_input, nli.context_column, nli.text_input) == ("Context", "premise", "Hypothesis")
+    single = train_setup("hate_speech", "Hate speech", counts, defaults, "/c", "")
+    assert (single.context_input, single.context_column, single.text_input) == ("", "", "Text")
+    columns = ("premise", "hypothesis", "label")
+    pairs = base_columns_view("nli.csv", columns, "hypothesis", "label", "premise", pairs=True)
+    assert pairs.context_column == "premise" and "context “premise” and text “hypothesis”" in pairs.note
+    assert "did not give away" not in pairs.note
+    missing = base_columns_view("nli.csv", ("a", "hypothesis", "label"), "hypothesis", "label", None, pairs=True)
+    assert missing.context_column == "" and "did not give away" in missing.note
+    plain = base_columns_view("nli.csv", columns, "hypothesis", "label", "premise")
+    assert plain.context_column == "" and "context" not in plain.note
 
 
 def difference(split, metric, current, candidate, low, high, items=20):

@@ -14,8 +14,9 @@ from local_models.train import LabelledData, labelled_data
 
 def read_labelled_csv(path: Path, text_column: str, label_column: str, *,
                       label_map: Mapping[str, str] | None = None, unescape_html: bool = False,
-                      drop_duplicates: bool = True) -> LabelledData:
-    """Texts and integer labels from a CSV file; every problem is a ``TrainingFailed``."""
+                      drop_duplicates: bool = True, context_column: str | None = None) -> LabelledData:
+    """Texts (with ``context_column``: (context, text) pairs) and integer labels from a CSV file; every problem
+    is a ``TrainingFailed``."""
     path = Path(path)
     if not path.is_file():
         raise TrainingFailed(f"There is no CSV file at {path}.")
@@ -32,4 +33,4 @@ def read_labelled_csv(path: Path, text_column: str, label_column: str, *,
             raise TrainingFailed(f"{path.name} is not a readable UTF-8 CSV file ({row}).")
         rows.append(row)
     return labelled_data(path, header, rows, text_column, label_column, label_map=label_map,
-                         unescape_html=unescape_html, drop_duplicates=drop_duplicates)
+                         unescape_html=unescape_html, drop_duplicates=drop_duplicates, context_column=context_column)

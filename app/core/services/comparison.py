@@ -97,6 +97,7 @@ class BaseTestOptions:
     unescape_html: bool = False
     split: Literal["test", "all"] = "test"  # "test": the seeded stratified test split of dynadesk train
     split_seed: int = DEFAULT_BASE_SPLIT_SEED
+    context_column: str | None = None  # a pair task's context column (e.g. premise): rows are (context, text) pairs
 
 
 def describe(d: Difference) -> str:
@@ -140,7 +141,7 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
         held_out = held.sets
         sets = list(held_out)
         if base_test is not None:
-            sets.append(_base_set(Path(base_test), base_options, definition.labels))
+            sets.append(_base_set(Path(base_test), base_options, definition))
         stored = stored_suite_sets(desk, task_code)
         if suite is not None:
             from local_models.files import file_sha256
@@ -267,7 +268,7 @@ def _base_test_of(manifest: Mapping[str, Any] | None, base_test: Path | None,
     if base_test is None and recorded.get("path") and Path(recorded["path"]).is_file():
         base_test = Path(recorded["path"])
         options = BaseTestOptions(recorded["text_column"], recorded["label_column"], recorded.get("label_map"),
-                                  bool(recorded.get("html_unescape")))
+                                  bool(recorded.get("html_unescape")), context_column=recorded.get("context_column"))
         if sha and file_sha256(base_test) != sha:
             return None, None  # another file under that name now: not what training split
     same = base_test is not None and sha and file_sha256(Path(base_test)) == sha
@@ -276,8 +277,9 @@ def _base_test_of(manifest: Mapping[str, Any] | None, base_test: Path | None,
     return base_test, options
 
 
-def _base_set(path: Path, options: BaseTestOptions | None, task_labels: Sequence[str]) -> EvalSet:
-    """The base data's test split (or all of it), read by the one reader of labelled files."""
+def _base_set(path: Path, options: BaseTestOptions | None, definition: Any) -> EvalSet:
+    """The base data's test split (or all of it), read by the one reader of labelled files; a pair task's
+    rows as (context, text) pairs, as its model reads them."""
     from app.core.io.training import read_labelled_csv
     from local_models.errors import TrainingFailed
     from local_models.train import TrainingConfig, stratified_split
@@ -285,16 +287,28 @@ def _base_set(path: Path, options: BaseTestOptions | None, task_labels: Sequence
     if options is None:
         raise ComparisonError(f"Say how to read {path.name}: its text and label columns (--text-column, "
                               "--label-column) and, when its labels are codes, --label-map.")
+    if bool(definition.context_inputs) != bool(options.context_column):
+        raise ComparisonError(
+            f"{definition.name} reads (context, text) pairs: name {path.name}'s context column too (--context-column)."
+            if definition.context_inputs else
+            f"{definition.name} reads single texts: {path.name} takes a text column only (no --context-column).")
     try:
         data = read_labelled_csv(path, options.text_column, options.label_column, label_map=options.label_map,
-                                 unescape_html=options.unescape_html)
+                                 unescape_html=options.unescape_html, context_column=options.context_column)
         indices = (stratified_split(data.labels, TrainingConfig(seed=options.split_seed))[2]
                    if options.split == "test" else list(range(len(data.texts))))
     except TrainingFailed as exc:
         raise ComparisonError(str(exc)) from exc
-    cases = [Case(f"row-{i}", data.texts[i], data.label_names[data.labels[i]]) for i in indices]
+    cases = [_base_case(i, data.texts[i], data.label_names[data.labels[i]]) for i in indices]
     what = f"test split (seed {options.split_seed})" if options.split == "test" else "all rows"
     return EvalSet(BASE_KEY, f"{path.name}, {what}", "dataset", cases, str(path))
+
+
+def _base_case(row: int, item: Any, gold: str) -> Case:
+    """A base row as a case: a person reads the written text; the model reads the pair."""
+    if isinstance(item, str):
+        return Case(f"row-{row}", item, gold)
+    return Case(f"row-{row}", item[1], gold, input=list(item))
 
 
 def _check_gold_labels(sets: Sequence[EvalSet], task_labels: Sequence[str]) -> None:

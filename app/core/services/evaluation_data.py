@@ -26,6 +26,7 @@ HATECHECK_COLUMNS = ("functionality", "case_id", "test_case", "label_gold")
 HATECHECK_GOLD = {"hateful": "hate", "non-hateful": "not hate"}
 TEXT_COLUMNS = ("text", "test_case", "tweet", "sentence", "statement", "hypothesis")
 LABEL_COLUMNS = ("label", "gold", "gold_label", "label_gold", "true_label", "class")
+CONTEXT_COLUMNS = ("premise", "context", "sentence1", "passage")  # a pair's first text (NLI's premise)
 MAX_EVAL_FILE_BYTES = 512 * 1024**2
 
 # The target groups of HateCheck with their plural, singular and adjective forms (the template
@@ -115,6 +116,11 @@ def guess_columns(header: Sequence[str]) -> tuple[str | None, str | None]:
         return next((c for c in known if c in header), None)
 
     return find(TEXT_COLUMNS), find(LABEL_COLUMNS)
+
+
+def guess_context_column(header: Sequence[str]) -> str | None:
+    """A pair file's context column (the premise), found by name (CONTEXT_COLUMNS); None where none has a known name."""
+    return next((c for c in CONTEXT_COLUMNS if c in header), None)
 
 
 def _read_text(path: Path, what: str) -> str:

@@ -53,6 +53,7 @@ class BaseDefaults:
     label_map: dict[str, str] | None
     html_unescape: bool
     source: str  # where these choices come from, for the user
+    context_column: str = ""  # a pair task's context column (premise); "" for single texts
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,8 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
         recorded = options.get("base_data")
         base = None if not recorded else BaseDefaults(
             str(recorded.get("path", "")), str(recorded.get("text_column", "")), str(recorded.get("label_column", "")),
-            recorded.get("label_map"), bool(recorded.get("html_unescape")), f"as last used (candidate {folder.name})")
+            recorded.get("label_map"), bool(recorded.get("html_unescape")), f"as last used (candidate {folder.name})",
+            str(recorded.get("context_column") or ""))
         start = options.get("start_from") or ("target" if warm_target else "base")
         return TrainDefaults(base, start if warm_target else "base", str(options.get("round_weight", "auto")),
                              bool(options.get("include_undecided")), tuple(manifest.get("rounds", ())),
@@ -178,7 +180,8 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
         base = BaseDefaults(found, str(trained_with["text_column"]), str(trained_with.get("label_column", "")),
                             trained_with.get("label_map"), bool(trained_with.get("html_unescaped")),
                             f"from the current target's training data ({trained_with.get('file', 'its data file')})"
-                            + ("" if found else ": choose that file, it is not where the target was trained from"))
+                            + ("" if found else ": choose that file, it is not where the target was trained from"),
+                            str(trained_with.get("context_column") or ""))
     return TrainDefaults(base, "target" if warm_target else "base", "auto", False, (), warm_target, "")
 
 
@@ -196,6 +199,13 @@ def _training_file_here(trained_with: Mapping[str, Any]) -> str:
     except OSError:
         return ""
     return str(path) if same else ""
+
+
+def task_inputs(definition: Any) -> tuple[str, str]:
+    """The labels of a classification task's context input ("" when it reads single texts) and written input, as the
+    dialog names the base data's columns after them."""
+    context = " / ".join(f.label for f in definition.context_inputs)
+    return context, " / ".join(f.label for f in definition.written_inputs) or "Text"
 
 
 def csv_columns(path: Path) -> list[str]:

@@ -62,6 +62,7 @@ class BaseDataOptions:
     label_column: str
     label_map: dict[str, str] | None = None
     html_unescape: bool = False
+    context_column: str | None = None  # a pair task's context (e.g. premise): rows are read as (context, text)
 
 
 @dataclass
@@ -134,7 +135,8 @@ def read_base_data(options: BaseDataOptions | None) -> LabelledData | None:
     from app.core.io.training import read_labelled_csv
 
     return read_labelled_csv(Path(options.path), options.text_column, options.label_column,
-                             label_map=options.label_map, unescape_html=options.html_unescape)
+                             label_map=options.label_map, unescape_html=options.html_unescape,
+                             context_column=options.context_column)
 
 
 def base_file_split(data: TrainingSet, base: LabelledData | None,
@@ -158,6 +160,8 @@ def round_rows(data: TrainingSet, base: LabelledData | None, config: TrainingCon
     if base is not None:  # the keys evaluation's overlap check reads: it then checks the base file's texts
         source.update({k: base.source.get(k) for k in ("file", "path", "sha256", "text_column", "label_column",
                                                        "label_map", "html_unescaped", "rows_used")})
+        if base.source.get("context_column"):
+            source["context_column"] = base.source["context_column"]
     return RoundRows(list(data.labels), data.texts("base"), [index[x] for x in data.labels_of("base")],
                      data.texts("train"), [index[x] for x in data.labels_of("train")],
                      data.texts("held_out"), [index[x] for x in data.labels_of("held_out")],

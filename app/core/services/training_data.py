@@ -11,7 +11,13 @@ Splits: ``app.core.tasks.splits.held_out_example`` decides which examples are he
 on); the rest is training data. Base data (a labelled file) joins as its own part; the trainer
 splits it.
 
-De-duplication: by normalised text (NFC, line ends, case, whitespace) across rounds and base data.
+Inputs: what the task's model reads (``target_models.model_input``): a text, or for a task with a context
+(NLI) the pair (context, written text), e.g. (premise, hypothesis); base data for such a task is read as
+pairs too. Extractive QA is refused (``extractive_refusal``): its models need a span head, which is not
+trained here.
+
+De-duplication: by normalised text (NFC, line ends, case, whitespace) across rounds and base data; a pair
+by both of its texts.
 The same text with the same label is kept once (a held-out copy wins: its text then stays out of
 training); the same text with different labels is a conflict, reported with every id and left out
 of training (held-out copies stay held out, since the split is fixed by id).
@@ -32,6 +38,7 @@ from app.core.errors import DynadeskError
 from app.core.storage.models import Example, Round
 from app.core.tasks.splits import held_out_example
 from app.core.text import clean_text
+from local_models.tokenization import ModelInput
 from local_models.train import LabelledData
 
 TRAIN, HELD_OUT, BASE = "train", "held_out", "base"
@@ -47,7 +54,7 @@ class TrainingDataError(DynadeskError):
 @dataclass(frozen=True)
 class TrainingExample:
     id: str  # the example's uuid; "base:<n>" for the n-th row kept from the base data file
-    text: str
+    text: ModelInput  # the text, or the pair (context, written text) of a task with a context
     label: str
     round: int | None  # None for base data
     source: str  # "decided", "undecided", "imported" or "base"
@@ -57,7 +64,7 @@ class TrainingExample:
 class Conflict:
     """One normalised text with more than one label: every copy, as (id, label)."""
 
-    text: str
+    text: ModelInput
     members: tuple[tuple[str, str], ...]
 
 
@@ -86,7 +93,7 @@ class TrainingSet:
             raise ValueError(f"unknown split '{name}'; the splits are {', '.join(SPLITS)}")
         return {TRAIN: self.train, HELD_OUT: self.held_out, BASE: self.base}[name]
 
-    def texts(self, name: str) -> list[str]:
+    def texts(self, name: str) -> list[ModelInput]:
         return [e.text for e in self.split(name)]
 
     def labels_of(self, name: str) -> list[str]:
@@ -119,12 +126,21 @@ class TrainingSet:
         }
 
 
-def normalised(text: str) -> str:
-    """The key texts are de-duplicated by: the same words, whatever their case and spacing."""
+def normalised(text: ModelInput) -> str:
+    """The key texts are de-duplicated by: the same words, whatever their case and spacing (a pair: both texts,
+    each in its place)."""
+    if not isinstance(text, str):
+        return "\x1f".join(normalised(part) for part in text)
     return " ".join(clean_text(text).casefold().split())
 
 
-def example_hash(text: str, label: str) -> str:
+def extractive_refusal(task_code: str) -> str:
+    """Why an extractive QA task does not train from the desk, in one sentence."""
+    return (f"The task '{task_code}' is extractive QA: training from the desk trains classification heads only, not "
+            "the span head (answer start and end positions) a QA model needs.")
+
+
+def example_hash(text: ModelInput, label: str) -> str:
     return hashlib.sha256(json.dumps([text, label], ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -170,11 +186,7 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
     task = desk.tasks.task(task_code)
     definition = desk.tasks.definition(task.id)
     if definition.is_extractive:
-        raise TrainingDataError(f"The task '{task_code}' is extractive QA; training from the desk takes "
-                                "classification tasks only.")
-    if definition.context_inputs:
-        raise TrainingDataError(f"The task '{task_code}' reads (context, text) pairs; training from the desk "
-                                "takes single-text classification tasks for now. Export the examples instead.")
+        raise TrainingDataError(extractive_refusal(task_code))
     wanted = sorted(set(int(r) for r in rounds))
     if not wanted:
         raise TrainingDataError("Name at least one round (--rounds 1,2).")
@@ -184,6 +196,7 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
         if unknown:
             raise TrainingDataError(f"The base data's labels {', '.join(unknown)} are not labels of the task "
                                     f"'{task_code}' ({', '.join(labels)}); map them with --label-map.")
+        _check_base_inputs(task_code, definition, base)
     named = {str(n) for n in imported}
     with desk.db.read() as session:
         numbers = {r.number: r.id for r in session.scalars(select(Round).where(Round.task_id == task.id))}
@@ -210,7 +223,6 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
                 excluded["unknown_label"] += 1
                 continue
             text = model_input(definition, example.inputs)
-            assert isinstance(text, str)  # single-text task, checked above
             chosen.append((TrainingExample(str(example.id), text, label, round_of[example.round_id], source),
                            held_out_example(example.id, example.perturbation_of, example.origin,
                                             _original_origin(session, example, origins))))
@@ -224,6 +236,19 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
     train, held_out, base_kept, conflicts, duplicates = _deduplicate(chosen, base_rows)
     return TrainingSet(task_code, labels, wanted, train, held_out, base_kept, conflicts, duplicates,
                        dict(sorted(excluded.items())), include_undecided, sorted(named))
+
+
+def _check_base_inputs(task_code: str, definition: Any, base: LabelledData) -> None:
+    """Base data must be what the task's model reads: pairs for a task with a context, texts otherwise."""
+    pairs = bool(base.texts) and not isinstance(base.texts[0], str)
+    if definition.context_inputs and not pairs:
+        context = " and ".join(f.name for f in definition.context_inputs)
+        written = " and ".join(f.name for f in definition.written_inputs)
+        raise TrainingDataError(f"The task '{task_code}' reads ({context}, {written}) pairs; name the base data's "
+                                f"{context} column too (--context-column; in the dialog, its column box).")
+    if pairs and not definition.context_inputs:
+        raise TrainingDataError(f"The task '{task_code}' reads single texts; its base data takes a text column only "
+                                "(no --context-column).")
 
 
 def _original_origin(session: Any, example: Example, origins: dict[Any, Any]) -> dict[str, Any] | None:
