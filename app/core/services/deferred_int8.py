@@ -106,7 +106,8 @@ def prepare_int8_files(desk, pending: PendingInt8, *, progress: Progress | None 
     if not pending.part_dir.is_dir():
         raise DynadeskError(f"The trained candidate {pending.part_dir} is gone, so its int8 form cannot be prepared; "
                             "the fp32 form keeps serving.")
-    arguments = {"part_dir": pending.part_dir, "cache_dir": paths.models_cache_dir(desk.root), "slug": CANDIDATE_SLUG}
+    arguments: dict[str, Any] = {"part_dir": pending.part_dir, "cache_dir": paths.models_cache_dir(desk.root),
+                                 "slug": CANDIDATE_SLUG}
     try:
         if not in_child:
             return prepare_deferred_int8(**arguments, progress=progress)
