@@ -90,7 +90,7 @@ def _threads() -> int | None:
     return int(value) if value else None
 
 
-def _train(desk, base_csv: Path, out: Path, int8: str = "now", stages: dict[str, float] | None = None
+def _train(desk, base_csv: Path, out: Path, int8: str = "now", stages: _StageTimes | None = None
            ) -> tuple[float, dict]:
     """One training run; ``stages`` gets the seconds of each stage it named (frozen layers, training, ...)."""
     from app.core.services.round_training import RoundTrainingOptions, train_from_desk
@@ -99,38 +99,40 @@ def _train(desk, base_csv: Path, out: Path, int8: str = "now", stages: dict[str,
     config = TrainingConfig(**({"num_threads": _threads()} if _threads() else {}))
     options = RoundTrainingOptions(task=flow.TASK, rounds=[1], base_data=flow.base_options(base_csv),
                                    imported=["dynahate"], config=config, int8=int8)
+    stages = stages or _StageTimes()
     started = time.perf_counter()
-    manifest = train_from_desk(desk, options, out, progress=_stage_timer(stages if stages is not None else {}))
-    ended = time.perf_counter()
-    _close_stage(stages if stages is not None else {}, ended)
-    return ended - started, manifest
+    manifest = train_from_desk(desk, options, out, progress=stages.progress())
+    stages.close()
+    return time.perf_counter() - started, manifest
 
 
-def _stage_timer(stages: dict[str, float]):
-    """A progress handle that times each stage from its line to the next stage's."""
-    from local_models.progress import Progress, parse_stage
+class _StageTimes:
+    """The seconds of each stage a run names, from its line to the next stage's ("1 frozen layers": 61.2)."""
 
-    def said(line: str) -> None:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._current: tuple[str, float] | None = None
+        self._number = 0
+
+    def progress(self):
+        from local_models.progress import Progress
+
+        return Progress(on_message=self.said)
+
+    def said(self, line: str) -> None:
+        from local_models.progress import parse_stage
+
         stage = parse_stage(line)
-        current = stages.get("_current")
-        if stage is None or (current is not None and stage.number == int(current)):
+        if stage is None or stage.number == self._number:
             return
-        now = time.perf_counter()
-        _close_stage(stages, now)
-        stages["_current"], stages["_since"] = float(stage.number), now
-        stages.setdefault("_names", {})[stage.number] = stage.name  # type: ignore[index]
+        self.close()
+        self._number, self._current = stage.number, (f"{stage.number} {stage.name}", time.perf_counter())
 
-    return Progress(on_message=said)
-
-
-def _close_stage(stages: dict, now: float) -> None:
-    if "_current" in stages:
-        number = int(stages.pop("_current"))
-        stages[f"{number} {stages['_names'][number]}"] = round(now - stages.pop("_since"), 1)
-
-
-def _stage_times(stages: dict) -> dict[str, float]:
-    return {k: v for k, v in stages.items() if not k.startswith("_")}
+    def close(self) -> None:
+        if self._current is not None:
+            name, since = self._current
+            self.seconds[name] = round(time.perf_counter() - since, 1)
+            self._current = None
 
 
 def _latency_ms(record, texts: list[str]) -> tuple[float, float]:
@@ -176,8 +178,7 @@ def run(ctx: BenchContext) -> list[Result]:
         notes = f"{size:,} new examples ({source}) on {base_note}; warm start from the default model"
         cold, warm, compare_s, promote_s = [], [], [], []
         later, later_promote_s, int8_later_s = [], [], []
-        stages_now: dict = {}
-        stages_later: dict = {}
+        stages_now, stages_later = _StageTimes(), _StageTimes()
         latency: list[Result] = []
         for attempt in range(repeat):
             root = ctx.work_dir / f"n{size}-{attempt}"
@@ -232,12 +233,12 @@ def run(ctx: BenchContext) -> list[Result]:
                 results.append(_result(f"Train -> promoted round 2, {size:,} new, {label} cache", total,
                                        notes + "; train + compare + promote, int8 search included",
                                        budget=f"<= {BUDGET_S} s", ok=statistics.median(total) <= BUDGET_S,
-                                       extra={"stages_s": _stage_times(stages_now)} if label == "warm" else None))
+                                       extra={"stages_s": stages_now.seconds} if label == "warm" else None))
             total = [t + statistics.median(compare_s) + p for t, p in zip(later, later_promote_s)]
             results.append(_result(f"Train -> promoted round 2, {size:,} new, warm cache, int8 deferred", total,
                                    notes + "; train + compare + promote on the fp32 form (--int8 later)",
                                    budget=f"<= {DEFERRED_BUDGET_S} s", ok=statistics.median(total) <= DEFERRED_BUDGET_S,
-                                   extra={"stages_s": _stage_times(stages_later)}))
+                                   extra={"stages_s": stages_later.seconds}))
             results.append(_result("deferred int8 form: search, build, switch the round (after promotion)",
                                    int8_later_s, notes + "; in the foreground here (the window runs it in a "
                                    "child process at lower priority)"))
