@@ -48,7 +48,10 @@ class StageClock:
         current = self.stage
         if stage is not None and current is not None and (stage.number, stage.count) == (current.number,
                                                                                          current.count):
-            self.detail = stage.name.split(" — ", 1)[1] if " — " in stage.name else self.detail
+            if " — " in stage.name:  # "2 of 4: training — epoch 1 of 3: ..."
+                self.detail = stage.name.split(" — ", 1)[1]
+            elif stage.name != current.name:  # the older form: "Step 2 of 3: Exporting to ONNX ..."
+                self.detail = stage.name
             return False
         if stage is None:
             if current is None:

@@ -91,3 +91,14 @@ def test_the_terminal_shows_each_stage_and_its_time_left_without_flooding():
     counts = [line for line in lines if "of 2,000 texts" in line]
     assert 2 <= len(counts) <= 3 and counts[-1] == "  1 of 3: frozen layers — 2,000 of 2,000 texts · finishing…"
     assert "about 5 s left" in counts[1]  # 1,500 of 2,000 after 15 s: 5 s left at that rate
+
+
+def test_the_older_step_lines_keep_their_details_and_show_percent():
+    clock = FakeClock()
+    stages = StageClock(clock)
+    progress = Progress(stages.report, stages.say)
+    export = progress.stage(2, 3, "Building its ONNX version and checking it", 20, 75)
+    export.say("Exporting to ONNX ...")
+    export.report(1, 4)
+    view = stages.view()
+    assert view.text == "2 of 3: Building its ONNX version and checking it — Exporting to ONNX ... — 33 %"  # 20 + 55 / 4 of the whole
