@@ -1,7 +1,9 @@
 """Next-round benchmarks (issue 18): training a round-2 target on new examples on top of Davidson et al.
 (warm start from the default model; frozen-layer cache cold and warm, side by side), comparison, promotion
 (ONNX export and parity check), publish-and-pull of the model between two desks over a loopback server, and
-Train -> promoted round-2 target for 2,000 new examples against the 10-minute budget.
+Train -> promoted round-2 target for 2,000 new examples against the 10-minute budget (int8 search included),
+and against 5 minutes with the int8 search deferred (then the deferred search on its own), with the time of
+each training stage, and the promoted form's one-prediction latency next to the default model's.
 
 Where the new examples come from (simulated rounds, said in every row's notes): HateCheck's dev cases (with
 their gold labels, grouped by template), and beyond its 2,297 cases Davidson tweets with one seeded word
@@ -31,6 +33,7 @@ from tests.conftest import SHARED_DATA
 GROUP = "rounds"
 BUDGET_S = 600
 BUDGET_SIZE = 2_000  # Train -> promoted round 2 for this many new examples takes at most BUDGET_S
+DEFERRED_BUDGET_S = 300  # the same with the int8 search deferred (--int8 later)
 FILLER = ("honestly", "tbh", "again", "smh", "lol", "today", "really", "yall", "fr", "ok")
 
 
@@ -87,16 +90,68 @@ def _threads() -> int | None:
     return int(value) if value else None
 
 
-def _train(desk, base_csv: Path, out: Path) -> tuple[float, dict]:
+def _train(desk, base_csv: Path, out: Path, int8: str = "now", stages: _StageTimes | None = None
+           ) -> tuple[float, dict]:
+    """One training run; ``stages`` gets the seconds of each stage it named (frozen layers, training, ...)."""
     from app.core.services.round_training import RoundTrainingOptions, train_from_desk
     from local_models.train import TrainingConfig
 
     config = TrainingConfig(**({"num_threads": _threads()} if _threads() else {}))
     options = RoundTrainingOptions(task=flow.TASK, rounds=[1], base_data=flow.base_options(base_csv),
-                                   imported=["dynahate"], config=config)
+                                   imported=["dynahate"], config=config, int8=int8)
+    stages = stages or _StageTimes()
     started = time.perf_counter()
-    manifest = train_from_desk(desk, options, out)
+    manifest = train_from_desk(desk, options, out, progress=stages.progress())
+    stages.close()
     return time.perf_counter() - started, manifest
+
+
+class _StageTimes:
+    """The seconds of each stage a run names, from its line to the next stage's ("1 frozen layers": 61.2)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._current: tuple[str, float] | None = None
+        self._number = 0
+
+    def progress(self):
+        from local_models.progress import Progress
+
+        return Progress(on_message=self.said)
+
+    def said(self, line: str) -> None:
+        from local_models.progress import parse_stage
+
+        stage = parse_stage(line)
+        if stage is None or stage.number == self._number:
+            return
+        self.close()
+        self._number, self._current = stage.number, (f"{stage.number} {stage.name}", time.perf_counter())
+
+    def close(self) -> None:
+        if self._current is not None:
+            name, since = self._current
+            self.seconds[name] = round(time.perf_counter() - since, 1)
+            self._current = None
+
+
+def _latency_ms(record, texts: list[str]) -> tuple[float, float]:
+    """One prediction at a time, as a desk predicts while an annotator types: median and p95 in ms."""
+    from app.core.services.target_models import load_engine_for
+
+    engine = load_engine_for(record, num_threads=1)
+    try:
+        for text in texts[:20]:
+            engine.predict_one(text)
+        times = []
+        for text in texts:
+            started = time.perf_counter()
+            engine.predict_one(text)
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        engine.close()
+    times.sort()
+    return statistics.median(times), times[int(0.95 * (len(times) - 1))]
 
 
 def _result(name: str, samples: list[float], notes: str, *, budget: str = "", ok: bool | None = None,
@@ -122,6 +177,9 @@ def run(ctx: BenchContext) -> list[Result]:
         source = "HateCheck cases" if size <= 2297 else "HateCheck cases + Davidson tweets with a seeded extra word"
         notes = f"{size:,} new examples ({source}) on {base_note}; warm start from the default model"
         cold, warm, compare_s, promote_s = [], [], [], []
+        later, later_promote_s, int8_later_s = [], [], []
+        stages_now, stages_later = _StageTimes(), _StageTimes()
+        latency: list[Result] = []
         for attempt in range(repeat):
             root = ctx.work_dir / f"n{size}-{attempt}"
             desk, owner = _desk(root / "desk", models_template)
@@ -138,7 +196,7 @@ def run(ctx: BenchContext) -> list[Result]:
                 cold.append(seconds)
                 assert manifest["frozen_cache"]["from_cache"] == 0
                 cold_bytes = manifest["frozen_cache"]["bytes_written"]
-                seconds, manifest = _train(desk, base_csv, root / "warm")
+                seconds, manifest = _train(desk, base_csv, root / "warm", stages=stages_now)
                 warm.append(seconds)
                 assert manifest["frozen_cache"]["computed"] == 0
                 if size == BUDGET_SIZE:  # comparing, promoting, publishing: the round the budget is set for
@@ -149,11 +207,17 @@ def run(ctx: BenchContext) -> list[Result]:
                                                     num_threads=_threads()))
                         compare_s.append(time.perf_counter() - started)
                     started = time.perf_counter()
-                    flow.promote(desk, root / "warm", reports[-1], actor_id=owner.id,
-                                 anyway="bench: the promotion step is timed whatever the verdict")
+                    promotion = flow.promote(desk, root / "warm", reports[-1], actor_id=owner.id,
+                                             anyway="bench: the promotion step is timed whatever the verdict")
                     promote_s.append(time.perf_counter() - started)
                     if attempt == 0:
                         results += _publish_and_pull(ctx, desk, owner, root)
+                        latency = _form_latency(desk, promotion, base_csv)
+                    # the same round with the int8 search deferred: promoted on fp32, int8 prepared afterwards
+                    seconds, _ = _train(desk, base_csv, root / "later", int8="later", stages=stages_later)
+                    later.append(seconds)
+                    later_promote_s.append(_promote_later(desk, root / "later", owner, reports[-1]))
+                    int8_later_s.append(_deferred_int8(desk))
             finally:
                 desk.close()
         if _threads():
@@ -168,9 +232,52 @@ def run(ctx: BenchContext) -> list[Result]:
             for label, train_s in (("cold", cold), ("warm", warm)):
                 total = [t + statistics.median(compare_s) + p for t, p in zip(train_s, promote_s)]
                 results.append(_result(f"Train -> promoted round 2, {size:,} new, {label} cache", total,
-                                       notes + "; train + compare + promote", budget=f"<= {BUDGET_S} s",
-                                       ok=statistics.median(total) <= BUDGET_S))
+                                       notes + "; train + compare + promote, int8 search included",
+                                       budget=f"<= {BUDGET_S} s", ok=statistics.median(total) <= BUDGET_S,
+                                       extra={"stages_s": stages_now.seconds} if label == "warm" else None))
+            total = [t + statistics.median(compare_s) + p for t, p in zip(later, later_promote_s)]
+            results.append(_result(f"Train -> promoted round 2, {size:,} new, warm cache, int8 deferred", total,
+                                   notes + "; train + compare + promote on the fp32 form (--int8 later)",
+                                   budget=f"<= {DEFERRED_BUDGET_S} s", ok=statistics.median(total) <= DEFERRED_BUDGET_S,
+                                   extra={"stages_s": stages_later.seconds}))
+            results.append(_result("deferred int8 form: search, build, switch the round (after promotion)",
+                                   int8_later_s, notes + "; in the foreground here (the window runs it in a "
+                                   "child process at lower priority)"))
+            results += latency
     return results
+
+
+def _promote_later(desk, candidate: Path, owner, report) -> float:
+    """Promote the deferred candidate (on its fp32 form) over the round the first promotion opened; it trained
+    on the same data as the compared one, whose comparison time the total adds (``report`` is of that one)."""
+    from app.core.services.promotion import promote_candidate
+
+    started = time.perf_counter()
+    promote_candidate(desk, flow.TASK, candidate, comparison=None, actor_id=owner.id, force=True)
+    return time.perf_counter() - started
+
+
+def _deferred_int8(desk) -> float:
+    from app.core.services.deferred_int8 import pending_int8, prepare_int8_files, switch_to_int8
+
+    started = time.perf_counter()
+    for pending in pending_int8(desk, flow.TASK):
+        switch_to_int8(desk, pending, prepare_int8_files(desk, pending, in_child=False))
+    return time.perf_counter() - started
+
+
+def _form_latency(desk, promotion, base_csv: Path) -> list[Result]:
+    """The promoted candidate's chosen form next to the default model's, one tweet at a time."""
+    with open(base_csv, newline="", encoding="utf-8") as handle:
+        texts = [row["tweet"] for _, row in zip(range(300), csv.DictReader(handle))]
+    default = next(m for m in desk.models.round_models(desk.tasks.round(flow.TASK, 1).id))
+    rows = []
+    for label, record in (("default model", default), ("round-2 candidate", promotion.candidate)):
+        median, p95 = _latency_ms(record, texts)
+        rows.append(Result(GROUP, f"one prediction, {label} ({record.name.rpartition(', ')[2]})", "ms", median, p95,
+                           len(texts), notes=f"{record.name}; {len(texts)} Davidson tweets, one at a time, 1 thread",
+                           extra={"recipe": ((record.provenance or {}).get("export") or {}).get("quantization")}))
+    return rows
 
 
 def _publish_and_pull(ctx: BenchContext, desk, owner, root: Path) -> list[Result]:

@@ -75,6 +75,33 @@ def prepare_fast_forms(part_dir: Path, cache_dir: Path, *, base_dir: Path | None
     return _fast_forms(part_dir, torch_form, progress, FAST_FORM_STEPS, 1)
 
 
+def prepare_deferred_int8(part_dir: Path, cache_dir: Path, *, base_dir: Path | None = None,
+                          progress: Progress | None = None, slug: str = DEFAULT_MODEL_SLUG) -> PreparedModel:
+    """A part promoted with its int8 search deferred (``--int8 later``): run the search on the texts
+    training kept (against the fp32 graph that serves meanwhile), then build the int8 form as any
+    desk does. The fp32 folder stays: it is a registered model until its round switches. Progress
+    comes in four stages (the model and its fp32 graph are usually there from the promotion)."""
+    from local_models.export import export_onnx
+    from local_models.int8_form import run_deferred_search
+
+    progress = progress or Progress()
+    part_dir, cache_dir = Path(part_dir), Path(cache_dir)
+    torch_dir = default_model_root(part_dir, cache_dir, slug) / "torch"
+    progress.step(1, 4, "the model from its trained part")
+    if not _complete(torch_dir, "model.safetensors"):
+        assemble(part_dir, torch_dir, base_dir=base_dir, replace=False)
+    torch_form = PreparedModel(torch_dir, None, False, read_part_description(part_dir))
+    fp32_dir = torch_dir.parent / "onnx-fp32"
+    exporting = progress.step(2, 4, "its fp32 ONNX form")
+    if not _complete(fp32_dir, "model.onnx"):
+        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=exporting)
+    progress.check()
+    run_deferred_search(part_dir, torch_dir, fp32_dir / "model.onnx", progress=progress.step(3, 4, "int8 search", "texts"))
+    progress.check()
+    building = progress.step(4, 4, "building the int8 form the search chose")
+    return _ready(building, _int8_step(part_dir, torch_form, building.lines_only(), keep_fp32=True))
+
+
 def prepared_fast_form(part_dir: Path, cache_dir: Path, *, slug: str = DEFAULT_MODEL_SLUG) -> PreparedModel | None:
     """The fast form already prepared (or fetched) in the cache, without doing any work; None when not yet."""
     part_dir, cache_dir = Path(part_dir), Path(cache_dir)
@@ -133,7 +160,8 @@ def _fast_forms(part_dir: Path, torch_form: PreparedModel, progress: Progress, s
     return _ready(progress, _int8_step(part_dir, torch_form, _stage(progress, steps, first + 1)))
 
 
-def _int8_step(part_dir: Path, torch_form: PreparedModel, progress: Progress) -> PreparedModel:
+def _int8_step(part_dir: Path, torch_form: PreparedModel, progress: Progress, *,
+               keep_fp32: bool = False) -> PreparedModel:
     """The int8 form the trained part's recipe records, verified by its sha256
     (``local_models.int8_form``); fp32 (saying why) when there is none."""
     from local_models.int8_form import prepare_int8_form
@@ -143,7 +171,8 @@ def _int8_step(part_dir: Path, torch_form: PreparedModel, progress: Progress) ->
     int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
     form = prepare_int8_form(part_dir, torch_dir, fp32_dir, int8_dir, progress=progress)
     if form.folder is not None:
-        shutil.rmtree(fp32_dir, ignore_errors=True)  # only its int8 form is ever used
+        if not keep_fp32:
+            shutil.rmtree(fp32_dir, ignore_errors=True)  # only its int8 form is ever used
         return PreparedModel(torch_dir, int8_dir, True, description)
     return PreparedModel(torch_dir, fp32_dir, False, description, (form.note,))
 
@@ -171,7 +200,6 @@ STEPS = (("Assembling the model from the base encoder and its trained part", 20)
 FAST_FORM_STEPS = (("Assembling the model from the base encoder and its trained part", 5),
                    ("Building its ONNX version and checking it", 70),
                    ("Building its int8 version from the recorded recipe", 100))
-
 
 def _stage(progress: Progress, steps: Sequence[tuple[str, int]], index: int) -> Progress:
     start = steps[index - 1][1] if index else 0

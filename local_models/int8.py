@@ -463,7 +463,16 @@ def measure_float_channels(fp32_path: Path, feeds: Sequence[Feeds], ratio: float
     """Per input tensor of weight MatMuls, the channels (at most ``most``) whose peak |x| over ``feeds``
     exceeds ``ratio`` times the median channel's peak: what ``split_float_channels`` keeps in float.
     In BERT-like encoders these are a handful of LayerNorm and GELU outputs' channels, 10-20x the rest."""
-    _, _, peaks = _input_peaks(fp32_path, feeds)
+    return float_channels_at(input_peaks(fp32_path, feeds), ratio, most)
+
+
+def input_peaks(fp32_path: Path, feeds: Sequence[Feeds]) -> dict[str, Any]:
+    """Each input tensor of weight MatMuls: its peak |x| per channel over ``feeds`` (one float run)."""
+    return _input_peaks(fp32_path, feeds)[2]
+
+
+def float_channels_at(peaks: Mapping[str, Any], ratio: float, most: int = 4) -> dict[str, tuple[int, ...]]:
+    """``measure_float_channels`` from peaks measured once: several ratios cost one float run."""
     chosen = {}
     for name, peak in peaks.items():
         threshold = ratio * float(np.median(peak))

@@ -30,6 +30,7 @@ from local_models.int8_search import (
     TaskTexts,
     read_recipe_file,
     search_int8,
+    write_deferred_recipe_file,
     write_recipe_file,
 )
 from local_models.parity import MIN_TEXTS
@@ -39,6 +40,10 @@ from local_models.tokenization import ModelInput
 log = logging.getLogger(__name__)
 
 REFUSAL_FILE = "int8-refused.json"
+INT8_NOW, INT8_LATER = "now", "later"  # when a trained part's int8 search runs: in training, or after promotion
+DEFERRED_TEXTS_FILE = "int8_texts.json"  # beside a part whose int8 search was deferred: the texts to run it on
+DEFERRED_NOTE = ("int8 form deferred: the fp32 ONNX model serves until the int8 search has run and passed "
+                 "(the desk's window runs it in the background, or `dynadesk rounds int8`)")
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,8 @@ def prepare_int8_form(part_dir: Path, torch_dir: Path, fp32_dir: Path, int8_dir:
         return Int8Form(None, refused)
     try:
         recorded = read_recipe_file(part_dir)
+        if recorded.deferred:  # not a verdict: nothing is remembered, the search runs later
+            return Int8Form(None, _sentence(DEFERRED_NOTE))
         if not recorded.usable:
             raise ParityCheckFailed(recorded.reason or "the recipe records no int8 form that passed its check",
                                     float("nan"), recorded.parity)
@@ -143,8 +150,66 @@ def record_int8_recipe(part_dir: Path, texts: TaskTexts, *, base_dir: Path | Non
             search = Int8Search(None, None, None, "", reason=f"int8 not used: the int8 check could not run ({exc})",
                                 texts=_counts(texts))
     write_recipe_file(part_dir, search)
-    progress.say(f"int8: {search.recipe.name} passed its parity check" if search.recipe is not None and search.passed
-                 else search.reason)
+    progress.say(_chosen(search))
+    return search
+
+
+def _chosen(search: Int8Search) -> str:
+    return (f"int8 form chosen: {search.recipe.name} passed its parity check"
+            if search.recipe is not None and search.passed else search.reason)
+
+
+def defer_int8_recipe(part_dir: Path, texts: TaskTexts) -> None:
+    """Leave the int8 search for later (``--int8 later``): the part records that its search is deferred
+    and keeps the texts it will run on, so that the search, whenever it runs, is the one training would
+    have run. The fp32 form serves meanwhile (``prepare_int8_form`` says so and remembers nothing)."""
+    part_dir = Path(part_dir)
+    document = {"parity": list(texts.parity), "calibration": list(texts.calibration), "source": texts.source}
+    (part_dir / DEFERRED_TEXTS_FILE).write_text(json.dumps(document, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_deferred_recipe_file(part_dir, DEFERRED_NOTE, _counts(texts))
+
+
+def deferred_texts(part_dir: Path) -> TaskTexts:
+    """The texts a deferred search runs on; ``ValueError`` in words when they are missing or broken."""
+    path = Path(part_dir) / DEFERRED_TEXTS_FILE
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return TaskTexts(tuple(map(_model_input, document["parity"])), tuple(map(_model_input, document["calibration"])),
+                         str(document["source"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"the texts of the deferred int8 search ({path}) cannot be read ({exc}); train the "
+                         "candidate again") from exc
+
+
+def _model_input(value: object) -> ModelInput:
+    """A text, or a pair (JSON keeps a pair as a list)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return (value[0], value[1])
+    raise TypeError(f"not a text or a pair of texts: {str(value)[:40]!r}")
+
+
+def run_deferred_search(part_dir: Path, model_dir: Path, fp32_file: Path, *,
+                        progress: Progress | None = None) -> Int8Search:
+    """The deferred search of a part, on the texts training kept, against its fp32 graph (already
+    exported for the fp32 form that serves meanwhile); writes the recipe as training would have."""
+    from local_models.engine import load_engine
+
+    progress = progress or Progress()
+    part_dir = Path(part_dir)
+    texts = deferred_texts(part_dir)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dynadesk-int8-later-") as tmp:
+        source = load_engine(model_dir, num_threads=None)
+        try:
+            search = search_int8(source, fp32_file, texts, Path(tmp), progress=progress)
+        finally:
+            source.close()
+    write_recipe_file(part_dir, search)
+    (part_dir / DEFERRED_TEXTS_FILE).unlink(missing_ok=True)
+    progress.say(_chosen(search))
     return search
 
 
@@ -160,8 +225,8 @@ def _search_part(part_dir: Path, texts: TaskTexts, base_dir: Path | None, model_
         work = Path(tmp)
         if model_dir is None:
             model_dir = assemble(part_dir, work / "torch", base_dir=base_dir)
-        progress.say("Exporting to ONNX for the int8 check ...")
-        fp32 = export_onnx(model_dir, work / "fp32", progress=progress).path / "model.onnx"
+        progress.say("exporting to ONNX for the int8 check")
+        fp32 = export_onnx(model_dir, work / "fp32", progress=progress.lines_only()).path / "model.onnx"
         source = load_engine(model_dir, num_threads=None)
         try:
             return search_int8(source, fp32, texts, work / "search", progress=progress)

@@ -8,10 +8,16 @@
 Order of attempts (fastest graph first; the first that passes wins):
 
 1. dynamic int8, weights per channel;
-2. the same with the few outlier channels of MatMul inputs kept in float (``int8.measure_float_channels``
-   over ``RANKING_TEXTS`` texts: a peak above ``FLOAT_CHANNEL_RATIO`` times the median channel's);
-3. plain dynamic int8 with the k MatMuls that lose most under int8 kept in float (``int8.node_errors``:
-   one float run over ``RANKING_TEXTS`` texts ranks them all), for k in ``LADDER``.
+2. the same with the few outlier channels of MatMul inputs kept in float (``int8.float_channels_at``
+   over ``RANKING_TEXTS`` texts: a peak above a ratio times the median channel's), at each ratio of
+   ``FLOAT_CHANNEL_STEPS`` (6x, then 4x and 3x with more channels): a few float channels cost far
+   less than a whole float MatMul;
+3. the widest split with the ``COMBINED_LADDER`` MatMuls that lose most under int8 kept in float;
+4. plain dynamic int8 with the k MatMuls that lose most kept in float (``int8.node_errors``: one float
+   run over ``RANKING_TEXTS`` texts ranks them all), for k in ``LADDER``.
+
+Each attempt is reported as it runs ("attempt 3 of 10: ..., on 4,963 parity texts"), with the texts
+it has run so far as the progress handle's reports.
 
 With at least ``SELECTION_TEXTS`` calibration texts (training texts, apart from the parity texts),
 each attempt must first pass on those; only then is it measured on the parity texts, so the
@@ -34,7 +40,7 @@ import numpy as np
 from local_models.errors import ExportFailed, ParityCheckFailed
 from local_models.files import file_sha256
 from local_models.heads import softmax
-from local_models.int8 import Feeds, Int8Recipe, build_int8, measure_float_channels, node_errors
+from local_models.int8 import Feeds, Int8Recipe, build_int8, float_channels_at, input_peaks, node_errors
 from local_models.parity import MIN_TEXTS, ParityFigures, ParityVerdict, figures_from, judge
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput
@@ -48,9 +54,14 @@ RECIPE_FILE = "int8_recipe.json"
 RECIPE_FORMAT = "dynadesk-int8-recipe"
 LADDER = (4, 8, 12, 16, 24)
 FLOAT_CHANNEL_RATIO = 6.0
+# The outlier-channel split, from the fewest channels kept in float to more: (peak ratio, at most this many
+# channels per tensor). A few float channels cost far less than a whole float MatMul, so all come first.
+FLOAT_CHANNEL_STEPS = ((FLOAT_CHANNEL_RATIO, 4), (4.0, 8), (3.0, 16))
+COMBINED_LADDER = (2, 4)  # then the widest split with the few most sensitive MatMuls in float
 RANKING_TEXTS = 96
 SELECTION_TEXTS = 1000
 REFERENCE_BATCH = 32
+REPORT_EVERY = 50  # texts between two progress reports of an attempt
 Answer = tuple[np.ndarray, tuple[int, ...]]  # a text's probabilities, and the decision they make
 
 
@@ -102,6 +113,11 @@ class RecordedInt8:
     def usable(self) -> bool:
         return self.recipe is not None and bool(self.int8_sha256) and bool((self.parity or {}).get("passed"))
 
+    @property
+    def deferred(self) -> bool:
+        """The search has not run yet (``--int8 later``): no verdict, the fp32 form serves meanwhile."""
+        return self.recipe is None and bool(self.document.get("deferred"))
+
 
 def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, workdir: Path, *,
                 progress: Progress | None = None, ladder: Sequence[int] | None = None) -> Int8Search:
@@ -117,9 +133,9 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
             f"int8 not used: only {len(texts.parity):,} task texts to check it on ({texts.source}); the parity rule "
             f"needs at least {MIN_TEXTS:,}, so the float model serves"), texts=counts)
     selection = list(texts.calibration[:SELECTION_TEXTS]) if len(texts.calibration) >= SELECTION_TEXTS else []
-    progress.say(f"Checking int8 against the float model on {len(texts.parity):,} task texts ...")
-    reference = probabilities(source, list(texts.parity))
-    selection_reference = probabilities(source, selection) if selection else None
+    progress.say(f"the float model's answers on {len(texts.parity) + len(selection):,} task texts")
+    reference = probabilities(source, list(texts.parity), progress)
+    selection_reference = probabilities(source, selection, progress) if selection else None
     attempts: list[dict[str, Any]] = []
     candidates: list[Int8Recipe] = [Int8Recipe("dynamic")]
     ranked: list[str] | None = None
@@ -129,27 +145,28 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
         progress.check()
         recipe = candidates[index]
         index += 1
+        of = f"{index} of {len(candidates)}" if ranked is not None else f"{index} (more follow if it fails)"
         graph = workdir / f"attempt-{index}.onnx"
         build_int8(fp32_file, graph, recipe)
         if selection_reference is not None:
-            tuned = judge(compare(selection_reference, run_graph(source, graph, selection), "selection texts"),
-                          min_texts=0)
+            progress.say(f"attempt {of}: {recipe.name}, on {len(selection):,} selection texts")
+            tuned = judge(compare(selection_reference, run_graph(source, graph, selection, progress),
+                                  "selection texts"), min_texts=0)
             attempts.append(_attempt(recipe, tuned, "selection"))
+            if not tuned.passed:
+                progress.say(f"attempt {of}: {recipe.name}: failed on the selection texts ({tuned.reason})")
         if selection_reference is None or tuned.passed:
-            verdict = judge(compare(reference, run_graph(source, graph, list(texts.parity)), texts.source))
+            progress.say(f"attempt {of}: {recipe.name}, on {len(texts.parity):,} parity texts")
+            verdict = judge(compare(reference, run_graph(source, graph, list(texts.parity), progress), texts.source))
             attempts.append(_attempt(recipe, verdict, "parity"))
             last = (recipe, verdict, file_sha256(graph))
-            progress.say(f"  {recipe.name}: {'passed' if verdict.passed else verdict.reason}")
+            progress.say(f"attempt {of}: {recipe.name}: {'passed' if verdict.passed else verdict.reason}")
             if verdict.passed:
                 return Int8Search(recipe, verdict, last[2], fp32_sha, attempts=tuple(attempts), texts=counts)
-        if ranked is None:  # the first attempt failed: rank the nodes once, then keep more of them in float
+        if ranked is None:  # the first attempt failed: measure once, then try the cheaper recipes first
             pool = [feeds_for(source, [t]) for t in list(texts.calibration or texts.parity)[:RANKING_TEXTS]]
-            channels = measure_float_channels(fp32_file, pool, FLOAT_CHANNEL_RATIO)
-            if channels:
-                candidates.append(Int8Recipe("dynamic", float_channels=channels,
-                                             float_channel_ratio=FLOAT_CHANNEL_RATIO))
             ranked = [name for name, _ in node_errors(fp32_file, pool)]
-            candidates += [Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k])) for k in ladder if k < len(ranked)]
+            candidates += fallback_recipes(input_peaks(fp32_file, pool), ranked, ladder)
         graph.unlink(missing_ok=True)
     tried = f"{len(candidates)} int8 recipe(s) tried"
     if last is None:
@@ -161,6 +178,25 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
     return Int8Search(None, last[1], None, fp32_sha, reason=f"int8 not used: none of the {tried} passed the parity "
                       f"rule; the last one measured ({last[0].name}): {last[1].reason}", attempts=tuple(attempts),
                       texts=counts, measured=last[0])
+
+
+def fallback_recipes(peaks: Mapping[str, Any], ranked: Sequence[str], ladder: Sequence[int]) -> list[Int8Recipe]:
+    """What follows plain dynamic int8 when it fails, cheapest graph first: the outlier-channel split at
+    each of ``FLOAT_CHANNEL_STEPS`` (a step that keeps the same channels as the one before is skipped),
+    the widest split with the ``COMBINED_LADDER`` most sensitive MatMuls in float, then the plain ladder
+    of k most sensitive MatMuls in float (``ranked``: most sensitive first)."""
+    recipes: list[Int8Recipe] = []
+    widest: Mapping[str, tuple[int, ...]] = {}
+    for ratio, most in FLOAT_CHANNEL_STEPS:
+        channels = float_channels_at(peaks, ratio, most)
+        if channels and channels != widest:
+            recipes.append(Int8Recipe("dynamic", float_channels=channels, float_channel_ratio=ratio))
+            widest = channels
+    if widest:
+        ratio = recipes[-1].float_channel_ratio
+        recipes += [Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k]), float_channels=widest,
+                               float_channel_ratio=ratio) for k in COMBINED_LADDER if k < len(ranked)]
+    return recipes + [Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k])) for k in ladder if k < len(ranked)]
 
 
 def _attempt(recipe: Int8Recipe, verdict: ParityVerdict, stage: str) -> dict[str, Any]:
@@ -176,12 +212,16 @@ def feeds_for(engine: InferenceEngine, items: Sequence[ModelInput]) -> dict[str,
             "token_type_ids": batch.token_type_ids.astype(np.int64)}
 
 
-def probabilities(engine: InferenceEngine, items: Sequence[ModelInput]) -> list[Answer]:
+def probabilities(engine: InferenceEngine, items: Sequence[ModelInput],
+                  progress: Progress | None = None) -> list[Answer]:
     """Per text, the probabilities the float model gives (classification: over its labels; extractive
     QA: start then end over the text's own tokens), in batches of similar length."""
     order = sorted(range(len(items)), key=lambda i: len(str(items[i])))
     result: list[Answer] = [(np.empty(0), ())] * len(items)
     for first in range(0, len(order), REFERENCE_BATCH):
+        if progress is not None:
+            progress.check()
+            progress.report(first, len(order))
         chunk = order[first:first + REFERENCE_BATCH]
         batch = engine.encode([items[i] for i in chunk])
         outputs = engine.forward(batch)
@@ -190,7 +230,8 @@ def probabilities(engine: InferenceEngine, items: Sequence[ModelInput]) -> list[
     return result
 
 
-def run_graph(engine: InferenceEngine, graph: Path, items: Sequence[ModelInput]) -> list[Answer]:
+def run_graph(engine: InferenceEngine, graph: Path, items: Sequence[ModelInput],
+              progress: Progress | None = None) -> list[Answer]:
     """Per text, the probabilities an ONNX graph gives, one text at a time."""
     import onnxruntime
 
@@ -201,7 +242,10 @@ def run_graph(engine: InferenceEngine, graph: Path, items: Sequence[ModelInput])
     names = {i.name for i in session.get_inputs()}
     outputs = [o.name for o in session.get_outputs()]
     result = []
-    for item in items:
+    for done, item in enumerate(items):
+        if progress is not None and done % REPORT_EVERY == 0:
+            progress.check()
+            progress.report(done, len(items))
         feeds = {k: v for k, v in feeds_for(engine, [item]).items() if k in names}
         values = dict(zip(outputs, session.run(outputs, feeds)))
         result.append(_text_probabilities(values, 0, int(feeds["attention_mask"][0].sum())))
@@ -231,6 +275,15 @@ def compare(reference: Sequence[Answer], candidate: Sequence[Answer], source: st
 def write_recipe_file(folder: Path, search: Int8Search) -> Path:
     path = Path(folder) / RECIPE_FILE
     path.write_text(json.dumps(search.to_json(), indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def write_deferred_recipe_file(folder: Path, reason: str, texts: dict[str, Any]) -> Path:
+    """The recipe file of a part whose search was deferred: no recipe and no verdict yet."""
+    path = Path(folder) / RECIPE_FILE
+    document = {"format": RECIPE_FORMAT, "format_version": 1, "deferred": True, "recipe": None, "parity": None,
+                "int8_sha256": None, "reason": reason, "texts": texts, "attempts": []}
+    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return path
 
 

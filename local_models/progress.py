@@ -2,14 +2,45 @@
 
 The work calls ``report`` as it goes and ``check`` between steps; whoever started it may call
 ``cancel`` from any thread. The GUI turns ``report`` into a progress bar through a signal.
+
+Work of several stages names each one as it begins (``step``): the line "2 of 4: training (steps)"
+says which stage runs, how many there are and what its reports count; the reports that follow are
+the stage's own (done of its total). ``parse_stage`` reads such a line back, so that whoever shows
+progress (app.views.stage_progress) can time each stage on its own rate.
 """
 
 from __future__ import annotations
 
+import re
 import threading
+from dataclasses import dataclass
 from typing import Callable
 
 from local_models.errors import Cancelled
+
+
+_STAGE = re.compile(r"^(?:Step )?(\d+) of (\d+): (.+?)(?: \(([a-z][a-z ]*)\))?$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Stage:
+    number: int
+    count: int
+    name: str
+    unit: str = ""  # what its reports count ("texts", "steps"); "" for percent
+
+
+def stage_line(number: int, count: int, name: str, unit: str = "") -> str:
+    """The line that begins a stage: "1 of 4: frozen layers (texts)"."""
+    return f"{number} of {count}: {name}" + (f" ({unit})" if unit else "")
+
+
+def parse_stage(line: str) -> Stage | None:
+    """The stage a line begins (or, with its number, goes on with), or None for any other line."""
+    match = _STAGE.match(line.strip())
+    if match is None:
+        return None
+    return Stage(int(match[1]), int(match[2]), match[3], match[4] or "")
 
 
 class Progress:
@@ -47,6 +78,23 @@ class Progress:
         """A handle for one part of this work: its reports count from ``offset`` towards
         ``grand_total`` here, and cancelling either handle stops both."""
         child = Progress(lambda done, _total: self.report(offset + done, grand_total), self._on_message)
+        child._cancelled = self._cancelled
+        return child
+
+    def step(self, number: int, count: int, name: str, unit: str = "") -> "Progress":
+        """Begin stage ``number`` of ``count`` ("2 of 4: training (steps)"). The returned handle is
+        the stage's: its reports (done of its own total, in ``unit``) pass through as they are, and its
+        lines become the stage's details ("2 of 4: training — Epoch 1: ..."); cancelling either
+        handle stops both."""
+        self.say(stage_line(number, count, name, unit))
+        child = Progress(self.report, lambda line: self.say(f"{number} of {count}: {name} — {line.strip()}"))
+        child._cancelled = self._cancelled
+        return child
+
+    def lines_only(self) -> "Progress":
+        """A handle for work whose reports would count other units than this stage's: its lines and its
+        cancelling pass through, its reports do not."""
+        child = Progress(None, self._on_message)
         child._cancelled = self._cancelled
         return child
 

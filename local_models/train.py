@@ -223,10 +223,13 @@ def train_classifier(
     progress: Progress | None = None,
     hooks: Any = None,
     frozen_cache: FrozenCache | None = None,
+    stage_count: int = 2,
 ) -> TrainingReport:
     """Train and save the trained part of a classifier; returns its held-out metrics. ``hooks`` (see
     ``local_models.train_rounds.RoundHooks``) sets the split, the start weights, the loss and extra metrics;
-    ``frozen_cache`` keeps the frozen layers' outputs across runs (the weights are the same either way)."""
+    ``frozen_cache`` keeps the frozen layers' outputs across runs (the weights are the same either way).
+    Progress comes as stages 1 (frozen layers, in texts) and 2 (training, in steps) of ``stage_count``:
+    the caller's own stages (the int8 search) follow."""
     import torch
 
     from local_models.backends.hf_checks import check_config_fields, check_config_fits_weights
@@ -270,8 +273,10 @@ def train_classifier(
     progress.say(f"Split {len(data.texts):,} texts: {len(train_idx):,} train, {len(dev_idx):,} dev, "
                  f"{len(test_idx):,} test (seed {config.seed}).")
 
-    progress.say(f"Running the {frozen_count} frozen layer(s) once over every text ...")
-    cached, cache_use = frozen_states(model, encoder, data.texts, frozen_count, base_dir=base_dir, progress=progress,
+    frozen = progress.step(1, stage_count, "frozen layers", "texts")
+    frozen.say(f"the {frozen_count} frozen layer(s) once over {len(data.texts):,} texts"
+               + (", the cached ones read back" if frozen_cache is not None else ""))
+    cached, cache_use = frozen_states(model, encoder, data.texts, frozen_count, base_dir=base_dir, progress=frozen,
                                       max_length=config.max_length, num_threads=config.num_threads, cache=frozen_cache)
 
     weights = torch.tensor(class_weights([data.labels[i] for i in train_idx], len(data.label_names),
@@ -291,6 +296,8 @@ def train_classifier(
     labels_t = torch.tensor(data.labels)
     best: dict[str, Any] = {"macro_f1": -1.0, "epoch": 0, "state": None}
     history = []
+    training = progress.step(2, stage_count, "training", "steps")
+    training.say(f"{config.epochs} epoch(s) of {steps_per_epoch:,} steps")
     with _top_only(model, frozen_count):
         for epoch in range(1, config.epochs + 1):
             model.train()
@@ -306,12 +313,12 @@ def train_classifier(
                 optimizer.step()
                 scheduler.step()
                 total_loss += loss.item()
-                progress.report((epoch - 1) * steps_per_epoch + step + 1, total_steps)
+                training.report((epoch - 1) * steps_per_epoch + step + 1, total_steps)
             dev_pred = _predict_cached(model, cached, dev_idx, config.batch_size)
             dev_metrics = classification_metrics([data.labels[i] for i in dev_idx], dev_pred, data.label_names)
             history.append({"epoch": epoch, "train_loss": total_loss / steps_per_epoch,
                             "dev_macro_f1": dev_metrics["macro_f1"]})
-            progress.say(f"Epoch {epoch}: train loss {total_loss / steps_per_epoch:.4f}, "
+            training.say(f"epoch {epoch} of {config.epochs}: train loss {total_loss / steps_per_epoch:.4f}, "
                          f"dev macro-F1 {dev_metrics['macro_f1']:.4f}")
             if dev_metrics["macro_f1"] > best["macro_f1"]:
                 best = {"macro_f1": dev_metrics["macro_f1"], "epoch": epoch, "dev": dev_metrics,

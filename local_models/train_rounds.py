@@ -25,7 +25,7 @@ from local_models.backends.base import METADATA_FILE, read_json_file
 from local_models.errors import TrainingFailed
 from local_models.files import file_sha256, install_dir, make_staging_dir
 from local_models.frozen_cache import FrozenCache
-from local_models.int8_form import record_int8_recipe, split_texts
+from local_models.int8_form import INT8_LATER, INT8_NOW, defer_int8_recipe, record_int8_recipe, split_texts
 from local_models.int8_search import TaskTexts
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput
@@ -239,10 +239,14 @@ class RoundTrainingResult:
 def train_with_rounds(rows: RoundRows, out_dir: Path, *, config: TrainingConfig, round_weight: float,
                       weighting: dict[str, Any], base_dir: Path | None = None, warm: WarmStart | None = None,
                       name: str = "", progress: Progress | None = None, frozen_cache: FrozenCache | None = None,
-                      before_install: Callable[[Path, RoundTrainingResult], None] | None = None) -> RoundTrainingResult:
+                      before_install: Callable[[Path, RoundTrainingResult], None] | None = None,
+                      int8: str = INT8_NOW) -> RoundTrainingResult:
     """Train into a staging folder, assemble the model beside the trained part, let ``before_install``
     add its files (the manifest), then move the whole folder into place: a cancelled or failed run
-    leaves nothing half-written at ``out_dir``."""
+    leaves nothing half-written at ``out_dir``. ``int8``: search the int8 recipe now (``INT8_NOW``), or
+    leave the search with its texts for after promotion (``INT8_LATER``)."""
+    if int8 not in (INT8_NOW, INT8_LATER):
+        raise TrainingFailed(f"int8 is '{INT8_NOW}' or '{INT8_LATER}', not '{int8}'.")
     out_dir = Path(out_dir)
     base_dir = Path(base_dir) if base_dir else default_base_dir()
     if warm is not None:
@@ -256,15 +260,23 @@ def train_with_rounds(rows: RoundRows, out_dir: Path, *, config: TrainingConfig,
                                  f"{', '.join(rows.label_names)}; use --from base.")
         config.train_layers = warm.train_layers
     hooks = RoundHooks(rows, round_weight, warm, weighting)
+    progress = progress or Progress()
+    stages = 4 if int8 == INT8_NOW else 3  # frozen layers, training, assembling (and the int8 search)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = make_staging_dir(out_dir)
     try:
         report = train_classifier(combined(rows), staging, base_dir=base_dir, config=config, name=name,
-                                  progress=progress, hooks=hooks, frozen_cache=frozen_cache)
+                                  progress=progress, hooks=hooks, frozen_cache=frozen_cache, stage_count=stages)
+        progress.step(3, stages, "assembling the model")
         assemble(staging, staging / MODEL_FOLDER, base_dir=base_dir)
         # the int8 recipe, checked on this run's held-out texts and the round's examples (local_models.int8_form)
-        record_int8_recipe(staging, int8_texts(rows, hooks, report.splits, config.seed),
-                           model_dir=staging / MODEL_FOLDER, progress=progress)
+        texts = int8_texts(rows, hooks, report.splits, config.seed)
+        if int8 == INT8_LATER:
+            defer_int8_recipe(staging, texts)
+            progress.say("int8 search deferred: it runs after promotion, while the fp32 form serves")
+        else:
+            record_int8_recipe(staging, texts, model_dir=staging / MODEL_FOLDER,
+                               progress=progress.step(4, stages, "int8 search", "texts"))
         result = RoundTrainingResult(report, out_dir, out_dir / MODEL_FOLDER, hooks.splits,
                                      file_sha256(staging / TRAINED_PART_FILE))
         if before_install is not None:

@@ -227,6 +227,11 @@ class NextRoundDialog(QDialog):
         self.learning_rate.setFixedWidth(self.learning_rate.fontMetrics().horizontalAdvance("0.00025") + 16)
         self.encoder = QLineEdit(objectName="encoder", placeholderText="packaged all-MiniLM-L6-v2, or the one "
                                                                       "the target was trained from")
+        self.int8_later = QCheckBox("Prepare the int8 form later: promote on the fp32 form at once, and switch to "
+                                    "int8 when its search has passed (in the background)", objectName="int8-later")
+        self.int8_later.setToolTip("The int8 search takes minutes on two cores (it is most of a training run's "
+                                   "time). Later, the round opens on the slower fp32 form first; the status bar "
+                                   "says when it switches.")
         self.suite = QLineEdit(objectName="suite", placeholderText="HateCheck-format CSV (optional)")
         suite_browse = QPushButton("Browse…")
         suite_browse.clicked.connect(lambda: self._browse_into(self.suite, "HateCheck-format suite"))
@@ -255,6 +260,7 @@ class NextRoundDialog(QDialog):
         form.addRow("Round weight", weights)
         form.addRow("Training run", run)
         form.addRow("Encoder folder", self.encoder)
+        form.addRow("int8 form", self.int8_later)
         form.addRow("Also compare on", _browse_row(self.suite, suite_browse))
         self.output_note = QLabel(objectName="output-note", wordWrap=True, styleSheet="color:#555")
         self.output_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -364,7 +370,8 @@ class NextRoundDialog(QDialog):
                             self.suite.text().strip(), self.epochs.value(), self.seed.value(), self.encoder.text().strip(),
                             self.learning_rate.text().strip(),
                             self._imported_names if self.include_imported.isChecked() else (),
-                            self.context_column.currentText().strip() if self._pairs else "")
+                            self.context_column.currentText().strip() if self._pairs else "",
+                            self.int8_later.isChecked())
 
     def _train(self) -> None:
         self.show_message("")

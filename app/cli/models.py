@@ -26,10 +26,10 @@ def _label_map_option(value: str | None) -> dict[str, str] | None:
         raise click.BadParameter(str(exc), param_hint="--label-map") from exc
 
 
-def _progress(on_report=None):
-    from local_models.progress import Progress
+def _progress():
+    from app.cli.progress import staged_progress
 
-    return Progress(on_report=on_report, on_message=lambda text: click.echo(text, err=True))
+    return staged_progress()
 
 
 @click.group()
@@ -238,6 +238,10 @@ def models_default(obj, variant: str) -> None:
 @click.option("--frozen-cache/--no-frozen-cache", default=True, show_default=True,
               help="With --task or --manifest: keep the frozen layers' outputs in the desk's cache "
                    "(<data>/cache/frozen-states, at most 3 GB) for the next run; the weights are the same either way.")
+@click.option("--int8", "int8", type=click.Choice(["now", "later"]), default="now", show_default=True,
+              help="With --task or --manifest: search the int8 form now (minutes), or later: promotion opens the "
+                   "round on the fp32 form at once and the int8 form follows in the background (the desk's window, "
+                   "or `dynadesk rounds int8`). The weights are the same either way.")
 @click.option("--name", help="Name recorded in the model's description.")
 @click.option("--seed", type=int, default=13, show_default=True)
 @click.option("--epochs", type=int, default=3, show_default=True)
@@ -253,7 +257,7 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
           text_column: str | None, context_column: str | None, label_column: str | None, out_dir: str,
           label_map: str | None, html_unescape: bool, keep_duplicates: bool, base_path: str | None, encoder_dir: str | None,
           start_from: str | None, include_undecided: bool, imported: tuple[str, ...], round_weight: str,
-          frozen_cache: bool, name: str | None, seed: int, epochs: int, train_layers: int, batch_size: int, learning_rate: float,
+          frozen_cache: bool, int8: str, name: str | None, seed: int, epochs: int, train_layers: int, batch_size: int, learning_rate: float,
           max_length: int, class_weighting: str, threads: int) -> None:
     """Train a classifier's top layers: on a CSV file, or on a task's decided examples from the desk.
 
@@ -295,7 +299,10 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
                                + (f"; got {' and '.join(forms)}." if forms else "."))
     if manifest_path:
         _refuse_options_beside_manifest()
-    progress = _progress(_progress_lines())
+    if data_path and int8 == "later":
+        raise click.UsageError("--int8 later goes with --task or --manifest (a candidate promoted from the desk); "
+                               "a CSV-trained part searches its int8 form in training.")
+    progress = _progress()
     try:
         if data_path:
             _train_csv(Path(data_path), (text_column, context_column), label_column, Path(out_dir), label_map,
@@ -304,24 +311,14 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
             from app.core.services.round_training import reproduce
 
             _report_desk_run(reproduce(obj.desk, Path(manifest_path), Path(out_dir), progress=progress,
-                                       frozen_cache=frozen_cache), Path(out_dir))
+                                       frozen_cache=frozen_cache, int8=None if _default("int8") else int8),
+                             Path(out_dir))
         else:
             _train_desk(obj.desk, task_code, rounds_spec, (text_column, context_column), label_column, Path(out_dir), label_map,
                         html_unescape, base_path, encoder_dir, start_from, include_undecided, imported,
-                        round_weight, frozen_cache, name, config, progress)
+                        round_weight, frozen_cache, int8, name, config, progress)
     except ModelError as exc:
         raise DynadeskError(str(exc)) from exc
-
-
-def _progress_lines():
-    last = [0.0]
-
-    def report(done: int, total: int) -> None:
-        if time.perf_counter() - last[0] > 15 or done == total:
-            last[0] = time.perf_counter()
-            click.echo(f"  {done:,}/{total:,}", err=True)
-
-    return report
 
 
 def _train_csv(data_path: Path, text_columns, label_column, out_dir: Path, label_map, html_unescape: bool,
@@ -340,7 +337,7 @@ def _train_csv(data_path: Path, text_columns, label_column, out_dir: Path, label
     click.echo(f"Read {len(data.texts):,} texts: " + ", ".join(
         f"{k} {v:,}" for k, v in data.source["label_counts"].items()), err=True)
     result = train_classifier(data, out_dir, base_dir=Path(base_dir) if base_dir else None,
-                              config=config, name=name or "", progress=progress)
+                              config=config, name=name or "", progress=progress, stage_count=3)
     test = result.metrics["test"]
     click.echo(f"Trained in {result.seconds / 60:.1f} min; trained part {result.trained_part_bytes / 1e6:.1f} MB "
                f"in {result.out_dir}")
@@ -356,13 +353,14 @@ def _record_int8(out_dir: Path, data, splits, source: str, base_dir, seed: int, 
     from local_models.int8_form import record_int8_recipe, split_texts
 
     texts = split_texts(data.texts, splits["train"], list(splits["dev"]) + list(splits["test"]), source, seed=seed)
-    record_int8_recipe(out_dir, texts, base_dir=Path(base_dir) if base_dir else None, progress=progress)
+    record_int8_recipe(out_dir, texts, base_dir=Path(base_dir) if base_dir else None,
+                       progress=progress.step(3, 3, "int8 search", "texts"))
     click.echo(_int8_line(out_dir))
 
 
 def _train_desk(desk, task_code, rounds_spec, text_columns, label_column, out_dir: Path, label_map, html_unescape,
-                base_path, encoder_dir, start_from, include_undecided, imported, round_weight, frozen_cache, name,
-                config, progress) -> None:
+                base_path, encoder_dir, start_from, include_undecided, imported, round_weight, frozen_cache, int8,
+                name, config, progress) -> None:
     from app.core.services.round_training import (
         BaseDataOptions,
         RoundTrainingOptions,
@@ -388,13 +386,18 @@ def _train_desk(desk, task_code, rounds_spec, text_columns, label_column, out_di
         task=task_code, rounds=parse_rounds(rounds_spec), base_data=base_data, start_from=start_from,
         include_undecided=include_undecided, imported=list(imported), round_weight=round_weight,
         encoder=str(Path(encoder_dir).resolve()) if encoder_dir else None, name=name or "", config=config,
-        frozen_cache=frozen_cache)
+        frozen_cache=frozen_cache, int8=int8)
     _report_desk_run(train_from_desk(desk, options, out_dir, progress=progress), out_dir)
 
 
-# With --manifest every choice comes from the manifest (threads too: they change the arithmetic); only where to write
-# and whether to keep the frozen layers' outputs for later (the weights are the same either way) may differ.
-_MANIFEST_COMPANIONS = {"manifest_path", "out_dir", "frozen_cache"}
+# With --manifest every choice comes from the manifest (threads too: they change the arithmetic); only where to write,
+# whether to keep the frozen layers' outputs for later and when the int8 search runs (the weights are the same
+# either way) may differ.
+_MANIFEST_COMPANIONS = {"manifest_path", "out_dir", "frozen_cache", "int8"}
+
+
+def _default(name: str) -> bool:
+    return click.get_current_context().get_parameter_source(name) in (None, click.core.ParameterSource.DEFAULT)
 
 
 def _refuse_options_beside_manifest() -> None:
@@ -405,7 +408,7 @@ def _refuse_options_beside_manifest() -> None:
     if given:
         names = ", ".join(p.opts[0] for p in given)
         raise click.UsageError(f"--manifest trains again exactly as the manifest says, so {names} would be ignored. "
-                               "Drop them (only --out and --no-frozen-cache may go with --manifest), or train anew with "
+                               "Drop them (only --out, --no-frozen-cache and --int8 may go with --manifest), or train anew with "
                                "--task instead.")
 
 

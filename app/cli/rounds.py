@@ -239,4 +239,34 @@ def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: boo
         click.echo(line)
     click.echo(f"Send it to the team with: dynadesk sync publish {task_code} --round {promotion.round_number}")
     fill_after_round_change(desk, task_code)  # after the promotion's own unit of work, never inside it
+    from app.core.services.deferred_int8 import pending_int8
+
+    if any(p.fp32_id == promotion.candidate.id for p in pending_int8(desk, task_code)):
+        click.echo(f"The int8 form was deferred: the round runs the fp32 form now. Prepare the int8 form with "
+                   f"`dynadesk rounds int8 --task {task_code}` (the desk's window does it in the background); the "
+                   "round switches to it when it passes its check.")
+
+
+@rounds.command("int8")
+@click.option("--task", "task_code", help="Only this task's open rounds.")
+@pass_context
+def rounds_int8(obj: Context, task_code: str | None) -> None:
+    """Prepare the int8 form of targets promoted with `dynadesk train --int8 later`, and switch to it.
+
+    The int8 search runs on the texts training kept (minutes on two cores); when a form passes the
+    parity rule, the open round runs it in place of the fp32 form. The desk's window does the same
+    in the background on its own; this command does it now.
+    """
+    from app.cli.progress import staged_progress
+    from app.core.services.deferred_int8 import pending_int8, prepare_int8_files, switch_to_int8
+
+    desk = obj.desk
+    waiting = pending_int8(desk, task_code)
+    if not waiting:
+        click.echo("No open round waits for an int8 form" + (f" in {task_code}." if task_code else "."))
+        return
+    for pending in waiting:
+        click.echo(f"{pending.task_code} round {pending.round_number}: preparing the int8 form of {pending.name} ...")
+        prepared = prepare_int8_files(desk, pending, progress=staged_progress(), in_child=False)
+        click.echo(switch_to_int8(desk, pending, prepared).line(pending))
 

@@ -31,6 +31,7 @@ from app.core.domain import ReviewAction, Role
 from app.core.errors import DynadeskError
 from app.gui.breaks import break_page
 from app.gui.browser import ExampleBrowser
+from app.gui.deferred_int8 import DeferredInt8
 from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
 from app.gui.dashboard import dashboard_page
@@ -208,6 +209,7 @@ class MainWindow(QMainWindow):
             lambda code, folder: self.proposals.propose(code, folder, self.next_round.proposal_answered))
         self._add_action(MenuAction(Menu.ROUND, "&Proposals…", self.open_proposals, name="proposals"))
         self.first_start = FirstStart(self)
+        self.deferred_int8 = DeferredInt8(self)  # int8 forms a promotion left for later, in the background
         self._damage_shown: str | None = None
         self.database_damaged.connect(self._show_damage, Qt.ConnectionType.QueuedConnection)
         desk.db.on_damage(lambda error: self.database_damaged.emit(str(error)))
@@ -366,6 +368,7 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             log.warning("could not save settings: %s", exc)
         self.first_start.shutdown()  # the next start finishes it
+        self.deferred_int8.shutdown()  # likewise
         for page in reversed(self.pages):  # a running sync is cancelled first; it resumes at the next start
             if page.shutdown is not None:
                 page.shutdown()

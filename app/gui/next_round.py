@@ -14,7 +14,6 @@ publishing runs on the sync controller's worker through the client's ``publish``
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,8 +26,9 @@ from app.core.errors import DynadeskError
 from app.gui.inference import InferenceFailure, InferenceService
 from app.gui.worker import SerialWorker
 from app.views.next_round import (
-    BaseColumnsView, TrainChoices, base_columns_view, comparison_view, promotion_view, step_progress, train_setup,
+    BaseColumnsView, TrainChoices, base_columns_view, comparison_view, promotion_view, train_setup,
 )
+from app.views.stage_progress import StageClock
 from widgets.next_round_dialog import NextRoundDialog
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,8 @@ def _train_options(task_code: str, choices: TrainChoices, pairs: str = ""):
     return RoundTrainingOptions(task=task_code, rounds=list(choices.rounds), base_data=base,
                                 start_from=choices.start_from, include_undecided=choices.include_undecided,
                                 imported=list(choices.imported),
-                                round_weight=choices.round_weight, encoder=encoder, config=config)
+                                round_weight=choices.round_weight, encoder=encoder, config=config,
+                                int8="later" if choices.int8_later else "now")
 
 
 class NextRoundController(QObject):
@@ -103,8 +104,7 @@ class NextRoundController(QObject):
         self.candidate_dir: Path | None = None
         self.report = None  # the ComparisonReport of the candidate; None: promote without one (forced)
         self.html: Path | None = None
-        self._text = ""
-        self._phase: tuple[int, float, int] = (0, 0.0, 0)  # total, start time, done at start
+        self._stages = StageClock()  # the running job's stages: words, counts and time left per stage
         self._published_rounds: tuple[int, ...] = ()  # the rounds Publish sends: the closed one and the new one
         inference.job_progress.connect(self._progress)
         inference.job_message.connect(self._message)
@@ -287,7 +287,10 @@ class NextRoundController(QObject):
         nxt = f"round {number + 1}" if number else "the next round"
         return (f"Promoting closes {now} of {self.task_code} and opens {nxt} with the candidate as its target. The "
                 f"candidate is exported to ONNX and parity-checked like the default model; its lineage (parent, "
-                f"manifest, comparison) is recorded. Candidate folder: {self.candidate_dir}")
+                f"manifest, comparison) is recorded. Candidate folder: {self.candidate_dir}"
+                + (" Its int8 form was left for later: the round opens on the fp32 form and switches to int8 once "
+                   "its search passes, in the background (the status bar says so)."
+                   if self.choices is not None and self.choices.int8_later else ""))
 
     def open_report(self) -> None:
         if self.html is not None:
@@ -379,8 +382,9 @@ class NextRoundController(QObject):
 
     # Jobs -------------------------------------------------------------------------------------------
     def _run(self, stage: str, text: str, fn, then: Callable[[Any], None]) -> None:
-        self.stage, self._after_job, self._text = stage, then, text
-        self._phase = (0, time.monotonic(), 0)
+        self.stage, self._after_job = stage, then
+        self._stages = StageClock()
+        self._stages.say(text)
         if self.dialog is not None:
             self.dialog.set_running(True, text)
         self.job_id = self.inference.run_job(fn)
@@ -393,16 +397,13 @@ class NextRoundController(QObject):
     def _progress(self, request_id: int, done: int, total: int) -> None:
         if request_id != self.job_id or self.dialog is None:
             return
-        now = time.monotonic()
-        phase_total, started, first = self._phase
-        if total != phase_total or done < first:  # a new stage of the work: its own rate
-            self._phase = phase_total, started, first = (total, now, done)
-        self.dialog.show_progress(step_progress(self._text, now - started, done - first, total - first))
+        self._stages.report(done, total)
+        self.dialog.show_progress(self._stages.view())
 
     def _message(self, request_id: int, text: str) -> None:
         if request_id == self.job_id and self.dialog is not None:
-            self._text = text
-            self.dialog.step_text.setText(text)
+            self._stages.say(text)
+            self.dialog.show_progress(self._stages.view())
 
     def _done(self, request_id: int, result) -> None:
         if request_id != self.job_id:

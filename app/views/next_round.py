@@ -20,8 +20,6 @@ BETTER, WORSE, UNCLEAR, NO_ITEMS, TOO_FEW = "better", "worse", "unclear", "none"
 METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "fooling_right": "fooling examples now right"}
 POOLED = "held-out"
 ESTIMATING = "estimating…"
-MIN_ETA_FRACTION = 0.03  # below this share done, a rate says little
-MIN_ETA_SECONDS = 2.0
 
 
 class _RoundCount(Protocol):
@@ -144,6 +142,7 @@ class TrainChoices:
     learning_rate: str = "2e-4"  # as typed
     imported: tuple[str, ...] = ()  # imported data sets to take (their names), with their gold labels
     context_column: str = ""  # a pair task's base data: its context column (premise); "" for single texts
+    int8_later: bool = False  # promote on the fp32 form at once; the int8 search runs in the background after
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,23 +258,6 @@ def duration(seconds: float) -> str:
         return f"{minutes} min {seconds:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
-
-
-def eta_text(elapsed_s: float, done: int, total: int) -> str:
-    """Time left at the rate so far in this stage: 'estimating…' until the rate means something."""
-    if total <= 0 or done <= 0:
-        return ESTIMATING
-    fraction = min(done / total, 1.0)
-    if fraction >= 1.0:
-        return "finishing…"
-    if fraction < MIN_ETA_FRACTION or elapsed_s < MIN_ETA_SECONDS:
-        return ESTIMATING
-    return f"about {duration(elapsed_s * (1 - fraction) / fraction)} left"
-
-
-def step_progress(text: str, elapsed_s: float, done: int, total: int) -> StepProgress:
-    fraction = None if total <= 0 else min(max(done / total, 0.0), 1.0)
-    return StepProgress(fraction, text, eta_text(elapsed_s, done, total))
 
 
 def verdict_of(low: float | None, high: float | None, items: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 
 import numpy as np
@@ -19,6 +20,7 @@ from local_models.export import export_onnx
 from local_models.int8_form import REFUSAL_FILE, record_int8_recipe
 from local_models.int8_search import RECIPE_FILE, TaskTexts, read_recipe_file
 from local_models.parity import MIN_TEXTS, compare_probabilities, judge
+from local_models.progress import Progress
 from tests.model_fixtures import trigger_sentences
 
 
@@ -92,11 +94,48 @@ def test_an_int8_form_that_breaks_the_rule_is_refused(tiny_classifier_dir, tmp_p
     """The random tiny classifier answers 50/50 on every text: int8's small changes flip about a third
     of its labels, so every recipe of the search fails (already on the selection texts) and nothing is kept."""
     monkeypatch.setattr(int8_search, "LADDER", (4,))  # one step of the sensitivity ladder is enough here
+    monkeypatch.setattr(int8_search, "FLOAT_CHANNEL_STEPS", ((6.0, 4),))  # and one outlier split
+    monkeypatch.setattr(int8_search, "COMBINED_LADDER", ())
     exports = tmp_path / "exports"
     texts = TaskTexts(sentences(MIN_TEXTS, 21), sentences(int8_search.SELECTION_TEXTS, 22), "trigger sentences")
-    with pytest.raises(ParityCheckFailed, match="none of the 2 int8 recipe.* passed on the selection texts"):
-        export_onnx(tiny_classifier_dir, exports / "refused", int8=True, task_texts=texts)
+    lines: list[str] = []
+    reports: list[tuple[int, int]] = []
+    with pytest.raises(ParityCheckFailed, match="none of the [23] int8 recipe.* passed on the selection texts"):
+        export_onnx(tiny_classifier_dir, exports / "refused", int8=True, task_texts=texts,
+                    progress=Progress(lambda done, total: reports.append((done, total)), lines.append))
     assert list(exports.iterdir()) == []  # neither the export nor its staging folder is left
+    # each attempt says what it measures as it goes, and its texts are the progress it reports
+    attempts = [line for line in lines if line.startswith("attempt ")]
+    assert attempts[0] == (f"attempt 1 (more follow if it fails): dynamic, weights per channel, on "
+                           f"{int8_search.SELECTION_TEXTS:,} selection texts")
+    assert any(re.match(r"attempt 1 .*: failed on the selection texts", line) for line in attempts)
+    assert any(re.match(r"attempt [23] of [23]: dynamic, weights per channel, 4 most sensitive", line)
+               for line in attempts)
+    assert (int8_search.REPORT_EVERY, int8_search.SELECTION_TEXTS) in reports
+
+
+def test_after_plain_int8_the_search_tries_the_outlier_split_at_each_ratio_before_whole_float_matmuls():
+    """Cheapest graph first: a few float channels (at 6x, then 4x and 3x the median peak, with more channels
+    allowed) cost far less than a whole float MatMul; a ratio that keeps the same channels is not tried twice."""
+    peaks = {"x": np.array([1.0] * 20 + [3.5, 5.0, 7.0]), "y": np.array([1.0] * 20 + [7.0, 7.5, 8.0])}
+    ranked = [f"MatMul_{i}" for i in range(10)]
+    recipes = int8_search.fallback_recipes(peaks, ranked, (4, 8))
+    split = [(r.float_channel_ratio, dict(r.float_channels or {}), len(r.excluded_nodes)) for r in recipes]
+    assert split == [
+        (6.0, {"x": (22,), "y": (20, 21, 22)}, 0),
+        (4.0, {"x": (21, 22), "y": (20, 21, 22)}, 0),
+        (3.0, {"x": (20, 21, 22), "y": (20, 21, 22)}, 0),
+        (3.0, {"x": (20, 21, 22), "y": (20, 21, 22)}, 2),  # the widest split, and the 2 most sensitive MatMuls
+        (3.0, {"x": (20, 21, 22), "y": (20, 21, 22)}, 4),
+        (None, {}, 4),  # only then the ladder of whole float MatMuls
+        (None, {}, 8),
+    ]
+    assert recipes[3].excluded_nodes == ("MatMul_0", "MatMul_1")
+    assert "outlier input channels (peak over 3x the median) kept float, 2 most sensitive" in recipes[3].name
+    flat = {"x": np.ones(23)}  # no outliers: straight to the ladder
+    assert [len(r.excluded_nodes) for r in int8_search.fallback_recipes(flat, ranked, (4,))] == [4]
+    same = {"x": np.array([1.0] * 20 + [9.0])}  # the same channel at every ratio: tried once
+    assert [r.float_channel_ratio for r in int8_search.fallback_recipes(same, ranked, ())] == [6.0, 6.0, 6.0]
 
 
 def test_a_forced_int8_form_is_kept_and_recorded_as_forced(trigger_model_dir, graph, tmp_path, monkeypatch):

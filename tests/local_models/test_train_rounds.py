@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 from dataclasses import dataclass
 
@@ -65,6 +66,10 @@ def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, da
                       "--out", out, *TINY)
     assert result.exit_code == 0, result.output
     assert "Started from the target" in result.output and "Left out: undecided 5" in result.output
+    # progress names each stage with its own counts: the frozen pass in texts, training in steps, then int8
+    assert re.search(r"1 of 4: frozen layers — .* — [\d,]+ of [\d,]+ texts · ", result.output), result.output
+    assert re.search(r"2 of 4: training — .* — [\d,]+ of [\d,]+ steps · ", result.output), result.output
+    assert "3 of 4: assembling the model" in result.output and "4 of 4: int8 search" in result.output
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert {"format", "dynadesk", "task", "rounds", "options", "config", "seed", "data", "parent", "encoder",
             "weighting", "output", "metrics"} <= set(manifest)
@@ -107,10 +112,18 @@ def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, da
     assert warm["folder"].startswith(str(data_dir / "cache" / "frozen-states"))
     # without the cache: computed afresh, kept nowhere, and the very same weights
     bare = tmp_path / "bare"
-    result = dynadesk(data_dir, "train", "--manifest", out / "manifest.json", "--no-frozen-cache", "--out", bare)
+    result = dynadesk(data_dir, "train", "--manifest", out / "manifest.json", "--no-frozen-cache", "--int8", "later",
+                      "--out", bare)
     assert result.exit_code == 0, result.output
     assert json.loads((bare / "manifest.json").read_text())["frozen_cache"]["used"] is False
     assert (bare / "model" / "model.safetensors").read_bytes() == (out / "model" / "model.safetensors").read_bytes()
+    # --int8 later: three stages, the search left for after promotion with its texts kept beside the part
+    assert "3 of 3: assembling the model" in result.output and "of 4:" not in result.output
+    assert "int8 form: none. int8 form deferred" in result.output
+    from local_models.int8_form import DEFERRED_TEXTS_FILE
+    from local_models.int8_search import read_recipe_file
+
+    assert read_recipe_file(bare).deferred and (bare / DEFERRED_TEXTS_FILE).is_file()
 
     desk.validation.validate(examples[-1].id, people.lead.id, "correct", mode="lead")  # the data moves on
     result = dynadesk(data_dir, "train", "--manifest", out / "manifest.json", "--out", tmp_path / "third")

@@ -1,4 +1,4 @@
-"""The Next round dialog's view-models, without Qt: the ETA, the rounds' check boxes, the comparison's
+"""The Next round dialog's view-models, without Qt (the ETA: tests/views/test_stage_progress.py): the rounds' check boxes, the comparison's
 table and chart from a comparison document, and what a promotion did."""
 
 from __future__ import annotations
@@ -14,22 +14,10 @@ from app.views.next_round import (
     WORSE,
     base_columns_view,
     comparison_view,
-    eta_text,
     promotion_view,
     round_rows,
     train_setup,
 )
-
-
-def test_the_eta_waits_for_a_meaningful_rate_then_extrapolates_it():
-    assert eta_text(10.0, 0, 100) == ESTIMATING  # nothing done yet
-    assert eta_text(10.0, 5, 0) == ESTIMATING  # no total
-    assert eta_text(1.0, 50, 100) == ESTIMATING  # too early to trust
-    assert eta_text(30.0, 2, 100) == ESTIMATING  # too little done
-    assert eta_text(30.0, 50, 100) == "about 30 s left"
-    assert eta_text(60.0, 20, 100) == "about 4 min 00 s left"
-    assert eta_text(3600.0, 25, 100) == "about 3 h 00 min left"
-    assert eta_text(5.0, 100, 100) == "finishing…"
 
 
 def test_rounds_are_offered_with_their_counts_and_checked_by_use():

@@ -280,10 +280,12 @@ def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Pr
     existing = find_by_sha(desk, model_sha256(prepared.onnx_dir, format="onnx"))
     if existing is not None:
         return existing, True, note
+    from app.core.services.deferred_int8 import deferred_marker
+
     try:
         record = register_model(desk, prepared.onnx_dir, name=f"{name}, {flavour}", task_code=task_code, format="onnx",
                                 provenance={"parent_model": {"id": str(torch_record.id), "sha256": torch_record.sha256},
-                                            "notes": list(prepared.notes)})
+                                            "notes": list(prepared.notes), **deferred_marker(part_dir, prepared)})
     except TargetModelError as exc:
         raise PromotionError(f"The candidate's ONNX version could not be registered: {exc}") from exc
     return record, True, note

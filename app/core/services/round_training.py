@@ -76,6 +76,7 @@ class RoundTrainingOptions:
     round_weight: str = "auto"  # "auto" (DEFAULT_ROUND_SHARE of the loss) or a number
     encoder: str | None = None  # base encoder folder; None: the packaged all-MiniLM-L6-v2
     frozen_cache: bool = True  # keep the frozen layers' outputs in the desk's cache across runs (same weights)
+    int8: str = "now"  # "now": the int8 search runs in training; "later": after promotion, in the background
     name: str = ""
     config: TrainingConfig = field(default_factory=TrainingConfig)
 
@@ -227,7 +228,7 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
     train_with_rounds(rows, out_dir, config=options.config, round_weight=weight, weighting=weighting,
                       base_dir=encoder, warm=parent.warm, name=options.name or f"{options.task} rounds "
                       f"{','.join(map(str, data.rounds))}", progress=progress, before_install=write_manifest,
-                      frozen_cache=cache)
+                      frozen_cache=cache, int8=options.int8)
     return manifest
 
 
@@ -325,13 +326,16 @@ def expected_parent(desk: Any, expected: Mapping[str, Any]) -> Parent:
 
 
 def reproduce(desk: Any, manifest_path: Path, out_dir: Path, *, progress: Progress | None = None,
-              frozen_cache: bool | None = None) -> dict[str, Any]:
+              frozen_cache: bool | None = None, int8: str | None = None) -> dict[str, Any]:
     """Train again from a manifest, on the same desk data (refused when it differs). ``frozen_cache`` (None: as
-    the manifest's run did) only decides whether the frozen layers' outputs are kept for later runs."""
+    the manifest's run did) only decides whether the frozen layers' outputs are kept for later runs; ``int8``
+    (None: as recorded) only when the int8 search runs."""
     manifest = read_manifest(manifest_path)
     options = options_from_manifest(manifest)
     if frozen_cache is not None:
         options.frozen_cache = frozen_cache
+    if int8 is not None:
+        options.int8 = int8
     recorded_encoder = manifest["encoder"]
     if options.encoder is None and Path(recorded_encoder["path"]).resolve() != default_base_dir().resolve():
         options.encoder = recorded_encoder["path"]

@@ -203,6 +203,27 @@ class RoundService:
             session.add_all(RoundModel(round_id=round_id, model_id=m, position=i) for i, m in enumerate(model_ids))
             round_.bump()
 
+    def replace_target(self, round_id: uuid.UUID, old: uuid.UUID, new: uuid.UUID) -> bool:
+        """An open round served by ``old`` (a promoted candidate's fp32 form) takes ``new`` (the same
+        model's int8 form) in its place, at the same position. A round that no longer has ``old`` (a lead
+        changed it, a sync brought another target) or that closed meanwhile is left alone."""
+        with self.db.write() as session:
+            round_ = self._round(session, round_id)
+            if round_.status != RoundStatus.OPEN:
+                return False
+            rows = list(session.scalars(select(RoundModel).where(RoundModel.round_id == round_id)
+                                        .order_by(RoundModel.position)))
+            ids = [r.model_id for r in rows]
+            if old not in ids or new in ids:
+                return False
+            self._require_models(session, [new])
+            order = [new if m == old else m for m in ids]
+            session.execute(delete(RoundModel).where(RoundModel.round_id == round_id))
+            session.flush()
+            session.add_all(RoundModel(round_id=round_id, model_id=m, position=i) for i, m in enumerate(order))
+            round_.bump()
+            return True
+
     def untouched_first_round(self, task_code: str) -> Round | None:
         """Round 1 of the task as the desk created it (open, never changed, no models), if it is so."""
         with self.db.read() as session:
