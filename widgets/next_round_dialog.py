@@ -166,6 +166,7 @@ class NextRoundDialog(QDialog):
         self.include_imported = QCheckBox(objectName="include-imported")
         self.include_imported.setVisible(False)
         self._imported_names: tuple[str, ...] = ()
+        self._prefilled = ("", "")  # (the pre-filled base file, the note saying where it came from)
         self._pairs = False  # the task reads (context, text) pairs (set by show_setup)
         rounds_box = QGroupBox("Rounds to learn from (decided examples; held-out ones are never trained on)")
         box = QVBoxLayout(rounds_box)
@@ -330,6 +331,8 @@ class NextRoundDialog(QDialog):
         self.label_map.setText(setup.label_map)
         self.html_unescape.setChecked(setup.html_unescape)
         self.base_note.setText(setup.base_note)
+        # once the pre-filled file's columns are read, the note still says where the file came from
+        self._prefilled = (setup.base_path, setup.base_note if setup.base_path else "")
         self.from_target.setEnabled(bool(setup.warm_target))
         self.from_target.setText(f"Warm start from the current target ({setup.warm_target})" if setup.warm_target
                                  else "Warm start from the current target (none trained by Dynadesk)")
@@ -355,7 +358,9 @@ class NextRoundDialog(QDialog):
             combo.clear()
             combo.addItems(columns)
             combo.setEditText(typed if typed in columns or not columns else found)
-        self.base_note.setText(view.note)
+        path, prefilled = self._prefilled
+        same_file = bool(prefilled) and self.base_path.text().strip() == path
+        self.base_note.setText(f"{view.note} {prefilled}" if same_file else view.note)
         if problem:
             self.show_message(problem, error=True)
 

@@ -63,7 +63,9 @@ def promoted(data_dir: Path, part: Path):
         desk.switch_person(owner.id)
         old = desk.models.register("round-1 target", "onnx", "aa" * 32, task_id=desk.tasks.task(TASK).id)
         desk.rounds.set_models(desk.tasks.round(TASK, 1).id, owner.id, [old.id])
-        return promote_candidate(desk, TASK, part, with_current=True), old.id, owner.id
+        # no comparison here: the deferral is under test, not the promotion rule
+        return promote_candidate(desk, TASK, part, with_current=True, force=True,
+                                 reason="a fixture candidate, promoted to test the deferred int8 form"), old.id, owner.id
 
 
 def test_a_deferred_candidate_opens_its_round_on_fp32_and_switches_to_int8_once_the_search_passes(

@@ -11,7 +11,7 @@ import pytest
 from app.cli import main
 from app.core.domain import Role
 from app.core.services.comparison import BaseTestOptions, compare_candidate
-from app.core.services.promotion import promote_candidate
+from app.core.services.promotion import PromotionRefused, promote_candidate
 from app.core.services.training_data import TrainingDataError, training_set
 from local_models.engine import load_engine
 from local_models.train import LabelledData
@@ -82,7 +82,10 @@ def test_nli_trains_from_the_desk_on_pairs_and_is_compared_and_promoted(desk, pe
 
     owner = desk.people.create("Olga Owner", Role.OWNER)
     desk.switch_person(owner.id)
-    promotion = promote_candidate(desk, TASK, out, comparison=report, force=True)
+    with pytest.raises(PromotionRefused, match="no split has enough examples"):  # a fixture's few pairs judge nothing
+        promote_candidate(desk, TASK, out, comparison=report)
+    promotion = promote_candidate(desk, TASK, out, comparison=report, force=True,
+                                  reason="a fixture of 150 pairs: too few to judge, promoted to test the path")
     assert promotion.round_number == 2
     assert [m.sha256 for m in promotion.targets] == [promotion.candidate.sha256]
     assert promotion.lineage["manifest"] and promotion.lineage["comparison"]

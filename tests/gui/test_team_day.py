@@ -170,13 +170,11 @@ def test_a_team_from_the_docs_with_imported_anli_and_hatecheck_syncs_and_closes_
     closes round 1 from Round ▸ Next round…, taking the imported HateCheck cases."""
     import json
 
-    from PySide6.QtWidgets import QMessageBox
-
     from app.core.domain import RoundStatus
     from sync.server import models as server_models
     from tests.app.test_stats import csv_slice
     from tests.conftest import shared_file
-    from tests.gui.test_next_round_dialog import open_dialog, wait_for_comparison
+    from tests.gui.test_next_round_dialog import open_dialog, promote_anyway, wait_for_comparison
 
     db = server_database(f"sqlite:///{tmp_path / 'server' / 'server.sqlite'}")
     server = ThreadServer(db, tmp_path / "server")
@@ -234,7 +232,7 @@ def test_a_team_from_the_docs_with_imported_anli_and_hatecheck_syncs_and_closes_
         window = open_window(qtbot, owner_dir)
         qtbot.waitUntil(lambda: window.workspace.loaded is not None, timeout=WAIT)
         dialog = open_dialog(qtbot, window)
-        assert "12 imported (hatecheck)" in dialog.rounds.item(0).text(), dialog.rounds.item(0).text()
+        assert "12 imported (hatecheck; 4 held out)" in dialog.rounds.item(0).text(), dialog.rounds.item(0).text()
         qtbot.mouseClick(dialog.include_imported, Qt.MouseButton.LeftButton)
         assert dialog.choices().imported == ("hatecheck",)
         dialog.encoder.setText(str(tiny_base_dir))
@@ -245,9 +243,9 @@ def test_a_team_from_the_docs_with_imported_anli_and_hatecheck_syncs_and_closes_
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         assert manifest["rounds"] == [1] and manifest["options"]["imported"] == ["hatecheck"]
         qtbot.mouseClick(dialog.to_promote, Qt.MouseButton.LeftButton)
-        monkeypatch.setattr(QMessageBox, "question", lambda *args: QMessageBox.StandardButton.Yes)
-        assert dialog.promote_button.isEnabled(), dialog.promote_reason.text()
-        qtbot.mouseClick(dialog.promote_button, Qt.MouseButton.LeftButton)
+        # a dozen cases judge nothing: refused as too few, and the owner promotes anyway with a reason
+        assert "too few to judge" in dialog.refusal.text(), dialog.refusal.text()
+        promote_anyway(qtbot, dialog, "the first round of a new team: too few cases to judge yet")
         # the int8 export and its parity check run first: on a loaded 2-core machine they take a while
         qtbot.waitUntil(lambda: "Round 2 is open" in dialog.summary.text(), timeout=3 * WAIT)
         qtbot.mouseClick(dialog.publish_button, Qt.MouseButton.LeftButton)
