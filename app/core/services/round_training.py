@@ -4,8 +4,9 @@ The manifest (``manifest.json`` in the output folder) records what made the mode
 of every split and a sha256 of every (text, label), the base data file's sha256, the parent model's
 sha256, every option and the seed, the Dynadesk version and git revision, and the metrics.
 ``reproduce`` re-reads the same desk data from it, refuses when the data's hashes differ, and trains
-the same weights again (bit for bit on the same machine: training is seeded and single-threaded
-choices are recorded).
+the same weights again (bit for bit on the machine the manifest records: training is seeded, and the CPU,
+its vector instructions, torch and the thread count are recorded; ``app.core.services.reproduction`` says
+how close a run on another machine came).
 """
 
 from __future__ import annotations
@@ -270,6 +271,8 @@ def build_manifest(options: RoundTrainingOptions, data: TrainingSet, base: Label
         "output": {"trained_part": ".", "model": MODEL_FOLDER, "trained_part_sha256": result.trained_part_sha256},
         "metrics": result.report.metrics,
         "frozen_cache": result.report.frozen_cache,  # whether the frozen layers' outputs came from the cache
+        # the CPU, its vector instructions, torch and threads: the same bits are due only where they match
+        "machine": result.report.description["training"]["machine"],
     }
 
 
