@@ -115,7 +115,7 @@ def test_each_outcome_of_a_reproduction_is_said_with_its_figures(desk, trained):
     assert far.outcome == DIFFERENT and far.difference.labels_differing == held
     assert far.sentence.startswith(f"Not reproduced: {held:,} of {held:,} held-out texts get another label (e.g. ")
     (recorded_dir / "trained_part.safetensors").unlink()
-    missing = judge(desk, {**manifest, "output": {**manifest["output"], "trained_part_sha256": "0" * 64}},
+    missing = judge(desk, {**manifest, "output": {**manifest["output"], "trained_tensors_sha256": "0" * 64}},
                     recorded_trained_part(recorded_dir, manifest), manifest, out)
     assert missing.outcome == DIFFERENT and "is not beside the manifest" in missing.sentence
 

@@ -33,6 +33,7 @@ from local_models.frozen_cache import FrozenCache
 from local_models.part_comparison import PartDifference, difference, probabilities
 from local_models.progress import Progress
 from local_models.train import TRAINED_PART_FILE
+from local_models.train_rounds import tensors_sha256
 
 TOLERANCE = 0.01  # the largest change of a held-out probability that still counts as the same model
 BIT_FOR_BIT, WITHIN_TOLERANCE, DIFFERENT = "bit for bit", "within tolerance", "different"
@@ -82,15 +83,21 @@ def judge(desk: Any, recorded: Mapping[str, Any], recorded_part: dict[str, Any] 
     before, now = recorded.get("machine"), manifest["machine"]
     changes = machine.changes(before, now)
     where = _where(before, now, changes)
-    new_sha, old_sha = manifest["output"]["trained_part_sha256"], recorded["output"]["trained_part_sha256"]
+    from safetensors.torch import load_file
+
+    # the tensors' checksum, not the file's: a file's header may order its metadata otherwise from run to run
+    new_sha = tensors_sha256(load_file(str(out_dir / TRAINED_PART_FILE)))
+    old_sha = (tensors_sha256(recorded_part) if not isinstance(recorded_part, str)
+               else recorded["output"].get("trained_tensors_sha256"))
+    if old_sha is None:  # a manifest made before the tensors' checksum was recorded, its part not at hand
+        new_sha, old_sha = manifest["output"]["trained_part_sha256"], recorded["output"]["trained_part_sha256"]
     if new_sha == old_sha:
-        return Reproduction(BIT_FOR_BIT, f"Reproduced bit for bit (trained part sha256 {new_sha[:12]}...). {where}",
-                            manifest, before, changes)
-    bits = f"The trained part's sha256 is {new_sha[:12]}..., the manifest records {old_sha[:12]}...."
+        return Reproduction(BIT_FOR_BIT, f"Reproduced bit for bit (trained tensors sha256 {new_sha[:12]}...). "
+                                         f"{where}", manifest, before, changes)
+    bits = f"The trained tensors' sha256 is {new_sha[:12]}..., the recorded ones' {old_sha[:12]}...."
     if isinstance(recorded_part, str):
         return Reproduction(DIFFERENT, f"Not reproduced: {bits} Its predictions cannot be compared: "
                                        f"{recorded_part}. {where}", manifest, before, changes)
-    from safetensors.torch import load_file
 
     ids, texts = held_out_texts(desk, manifest)
     config = manifest["config"]

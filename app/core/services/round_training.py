@@ -27,7 +27,7 @@ from local_models.errors import ModelError
 from local_models.files import file_sha256
 from local_models.frozen_cache import FrozenCache
 from local_models.progress import Progress
-from local_models.train import LabelledData, TrainingConfig, default_base_dir, stratified_split
+from local_models.train import TRAINED_PART_FILE, LabelledData, TrainingConfig, default_base_dir, stratified_split
 from local_models.train_rounds import (
     DEFAULT_ROUND_SHARE,
     MAX_ROUND_WEIGHT,
@@ -37,6 +37,7 @@ from local_models.train_rounds import (
     WarmStart,
     auto_round_weight,
     read_warm_start,
+    tensors_sha256,
     train_with_rounds,
 )
 
@@ -217,7 +218,11 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
     manifest: dict[str, Any] = {}
 
     def write_manifest(staging: Path, result: RoundTrainingResult) -> None:
+        from safetensors.torch import load_file
+
         manifest.update(build_manifest(options, data, base, parent, encoder, weighting, result, rows))
+        # the weights' own checksum: the file's header may list its metadata in another order from run to run
+        manifest["output"]["trained_tensors_sha256"] = tensors_sha256(load_file(str(staging / TRAINED_PART_FILE)))
         write_document(manifest, staging / MANIFEST_FILE)
 
     cache = FrozenCache(paths.frozen_states_cache_dir(desk.root)) if options.frozen_cache else None
