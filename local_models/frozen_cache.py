@@ -4,14 +4,17 @@ Training runs the frozen bottom layers of the encoder once over every text and t
 their outputs (``local_models.train``). Most of a next-round run's texts are the same base data as the run
 before, so ``FrozenCache`` keeps those outputs between runs.
 
-Each text's states are a pure function of the text (and the key below): texts are run in batches of equal
-token length, so there is no padding, and attention runs one text at a time (see ``_per_text_attention``), so
-the states do not depend on which other texts share the batch on any CPU (checked bit for bit). A run that finds every text in the cache therefore trains on exactly the tensors a
+Each text's states are a pure function of the text (and the key below), whatever texts share its batch, on
+any CPU (checked bit for bit): texts are run in batches of equal token length, so there is no padding; every
+batch of a length has the same shape (``BATCH`` rows, filled up with copies of its first text), because the
+matrix products pick their kernels by their number of rows (on an AMD EPYC a product of 1-3 rows, or of up to
+11 with two threads, rounds otherwise than a larger one); and attention runs one text at a time (see
+``_per_text_attention``). A run that finds every text in the cache therefore trains on exactly the tensors a
 run that computed them would, and reproduces its weights bit for bit.
 
 Layout: ``<folder>/<key>/shard-*.safetensors``; a key names everything that shapes the states (the base
 encoder's weights, config and tokenizer files, the number of frozen layers, the maximum length, torch's
-version, the thread count and the machine); a shard holds the states of some texts (``states``: their tokens
+version, the thread count, the machine and its CPU); a shard holds the states of some texts (``states``: their tokens
 one after another, float32; ``lengths``; ``hashes``: each text's sha256) and a checksum of all three.
 Shards are written to a temporary file and renamed into place, so a reader never sees half of one and two
 processes may fill the cache at once (at worst both store the same texts). A shard that cannot be read or
@@ -34,14 +37,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from local_models.files import file_sha256
+from local_models.machine import cpu_info
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput
 
 log = logging.getLogger(__name__)
 
 FORMAT = "dynadesk-frozen-states"
-VERSION = 2  # 2: attention one text at a time (states made by 1 could depend on their batch)
-BATCH = 64
+VERSION = 3  # 2: attention one text at a time; 3: a fixed batch shape (states made before could depend on their batch)
+BATCH = 16  # texts per batch, always (fill rows cost at most BATCH - 1 per token length)
 DEFAULT_MAX_BYTES = 3 * 1024 ** 3  # ~75,000 tweets with all-MiniLM-L6-v2 (measured: 1.06 GB for 27,067 texts)
 STALE_TEMP_SECONDS = 3600
 
@@ -100,6 +104,7 @@ def cache_key(base_dir: Path, frozen_count: int, max_length: int, num_threads: i
         "tokenizer": {p.name: file_sha256(p) for p in sorted(tokenizer_files(base_dir))},
         "frozen_layers": frozen_count, "max_length": max_length, "chars_per_token_bound": CHARS_PER_TOKEN_BOUND,
         "torch": torch.__version__, "num_threads": num_threads, "machine": platform.machine(),
+        "cpu": cpu_info(),  # another CPU's kernels round otherwise: its states are not mixed in
         "dtype": "float32",
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest(), described
@@ -164,7 +169,8 @@ def _compute(model: Any, encoder: Any, texts: list[ModelInput], frozen_count: in
         with torch.inference_mode():
             for chunk in batches:
                 progress.check()
-                batch = encoder.encode([texts[i] for i in chunk])
+                # fixed shape: always BATCH rows (the first text repeated), see the module's note
+                batch = encoder.encode([texts[i] for i in chunk] + [texts[chunk[0]]] * (BATCH - len(chunk)))
                 hidden = base(input_ids=torch.from_numpy(batch.input_ids),
                               attention_mask=torch.from_numpy(batch.attention_mask),
                               token_type_ids=torch.from_numpy(batch.token_type_ids)).last_hidden_state
@@ -185,9 +191,9 @@ def _per_text_attention() -> str:
     """The name of an attention that runs SDPA one text at a time (registered once).
 
     The batched attention products (SDPA and eager alike) round differently with the number of texts in the batch on
-    some CPUs (AMD EPYC without AMX), so a text's states would depend on which texts share its batch. The projections
-    around it do not (checked bit for bit across batch sizes), so only attention goes text by text: its inputs have
-    the same shape whatever the batch, and so the same kernel and the same bits on every machine."""
+    some CPUs (AMD EPYC without AMX), so a text's states would depend on which texts share its batch; text by text,
+    its inputs have the same shape whatever the batch, and so the same kernel. (The projections around it get a
+    fixed shape from the fixed batch size instead.)"""
     from transformers import AttentionInterface
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask

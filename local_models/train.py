@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from local_models import machine
 from local_models.backends.base import METADATA_FILE, read_json_file
 from local_models.errors import CorruptModel, TrainingFailed
 from local_models.files import file_sha256, install_dir, make_staging_dir, plain_permissions
@@ -351,6 +352,7 @@ def train_classifier(
             "best_epoch": best["epoch"],
             "seconds": round(seconds, 1),
             "torch": torch.__version__,
+            "machine": machine.describe(config.num_threads),  # what the same bits need (local_models.machine)
         },
         "metrics": {"dev": best["dev"], "test": test_metrics, **extra},
     }

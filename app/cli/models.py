@@ -308,11 +308,16 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
             _train_csv(Path(data_path), (text_column, context_column), label_column, Path(out_dir), label_map,
                        html_unescape, keep_duplicates, base_path or encoder_dir, name, config, progress)
         elif manifest_path:
-            from app.core.services.round_training import reproduce
+            from app.core.services.reproduction import reproduce_and_check
 
-            _report_desk_run(reproduce(obj.desk, Path(manifest_path), Path(out_dir), progress=progress,
-                                       frozen_cache=frozen_cache, int8=None if _default("int8") else int8),
-                             Path(out_dir))
+            outcome = reproduce_and_check(obj.desk, Path(manifest_path), Path(out_dir), progress=progress,
+                                          frozen_cache=frozen_cache,
+                                          int8=None if _default("int8") else int8)
+            _report_desk_run(outcome.manifest, Path(out_dir))
+            click.echo(outcome.sentence)
+            if not outcome.reproduced:
+                raise DynadeskError(f"The run did not reproduce the manifest's model (above); what it trained is in "
+                                    f"{out_dir} for inspection.")
         else:
             _train_desk(obj.desk, task_code, rounds_spec, (text_column, context_column), label_column, Path(out_dir), label_map,
                         html_unescape, base_path, encoder_dir, start_from, include_undecided, imported,

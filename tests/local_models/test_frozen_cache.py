@@ -63,6 +63,40 @@ def test_states_do_not_depend_on_which_texts_were_cached_before(tiny_base_dir, r
     assert all(torch.equal(a, b) for a, b in zip(alone, singles))  # a batch of one: the same bits again
 
 
+@pytest.fixture
+def threads():
+    """Sets torch's thread count for a test and restores it after (the kernels chosen depend on it)."""
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_texts_states_are_the_same_bits_alone_or_with_any_company(tiny_base_dir, threads, count):
+    """Short texts are where the matrix products change kernels with their row count (batch x tokens: on an AMD
+    EPYC, 1-3 rows with one thread, up to 11 with two), so texts of 3 to 12 tokens are computed alone, in small
+    groups and all at once; every text's states must be the same bits each time."""
+    threads(count)
+    words = ("red blue green city river garden teacher doctor friend walked talked waited smiled near "
+             "behind under over today slowly always").split()
+    texts = list(dict.fromkeys(" ".join(words[(i * 7 + k) % len(words)] for k in range(n))
+                               for n in range(1, 11) for i in range(2)))
+    model = _classification_model(tiny_base_dir, list(LABELS), 13)
+    encoder = TextEncoder.from_folder(tiny_base_dir, max_length=32)
+    assert set(encoder.encode(texts).lengths) == set(range(3, 13))  # one word is three tokens with CLS/SEP
+
+    def states(group):
+        return frozen_states(model, encoder, group, 1, base_dir=tiny_base_dir, max_length=32, num_threads=count,
+                             progress=Progress())[0]
+
+    together = states(texts)
+    alone = [states([text])[0] for text in texts]
+    pairs = [state for first in range(0, len(texts), 2) for state in states(texts[first:first + 2])]
+    for company in (alone, pairs):
+        differing = [text for text, a, b in zip(texts, together, company) if not torch.equal(a, b)]
+        assert not differing, f"{len(differing)} of {len(texts)} texts get other states, e.g. {differing[:3]}"
+
+
 def test_a_damaged_shard_is_removed_and_rebuilt_with_a_log_line(tiny_base_dir, rows, tmp_path, monkeypatch):
     texts = [t for t, _ in rows]
     cache = FrozenCache(tmp_path / "cache")

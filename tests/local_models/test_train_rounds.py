@@ -43,22 +43,29 @@ def dynadesk(capsys):
     return run
 
 
-def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, data_dir, tmp_path, tiny_base_dir,
-                                                               hate_trigger_model_dir, dynadesk):
-    target = register_model(desk, hate_trigger_model_dir, task_code="hate_speech")
+def round_one_and_base_data(desk, people, model_dir, tmp_path, decided: int = 43):
+    """Round 1 of hate speech with a target and 48 trigger examples (the first ``decided`` decided by a lead), and
+    a base data file of 160 rows: the examples, the target and the file."""
+    target = register_model(desk, model_dir, task_code="hate_speech")
     assert desk.rounds.adopt_first_models("hate_speech", [target.id])
     examples = []
     for text, label in trigger_sentences(48, seed=21, labels=LABELS):
         example = desk.examples.create(people.author.id, "hate_speech", hate_content(text, label),
                                        [hate_output(target, "not hate")])
         examples.append(example)
-        if len(examples) < 44:
+        if len(examples) <= decided:
             desk.validation.validate(example.id, people.lead.id, "correct", mode="lead")
     base = tmp_path / "base.csv"
     with open(base, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["sentence", "kind"])
         writer.writerows(trigger_sentences(160, seed=22, labels=LABELS))
+    return examples, target, base
+
+
+def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, data_dir, tmp_path, tiny_base_dir,
+                                                               hate_trigger_model_dir, dynadesk):
+    examples, target, base = round_one_and_base_data(desk, people, hate_trigger_model_dir, tmp_path)
 
     out = tmp_path / "next"
     result = dynadesk(data_dir, "train", "--task", "hate_speech", "--rounds", "1", "--base", base,
@@ -99,6 +106,7 @@ def test_training_from_the_desk_is_reproduced_from_its_manifest(desk, people, da
     again = tmp_path / "again"
     result = dynadesk(data_dir, "train", "--manifest", out / "manifest.json", "--out", again)
     assert result.exit_code == 0, result.output
+    assert "Reproduced bit for bit" in result.output and "Same machine as recorded" in result.output
     first, second = (load_file(folder / "trained_part.safetensors") for folder in (out, again))
     assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
     # the tensors' bytes too (the file header's metadata order is the safetensors library's choice)

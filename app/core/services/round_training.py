@@ -4,8 +4,9 @@ The manifest (``manifest.json`` in the output folder) records what made the mode
 of every split and a sha256 of every (text, label), the base data file's sha256, the parent model's
 sha256, every option and the seed, the Dynadesk version and git revision, and the metrics.
 ``reproduce`` re-reads the same desk data from it, refuses when the data's hashes differ, and trains
-the same weights again (bit for bit on the same machine: training is seeded and single-threaded
-choices are recorded).
+the same weights again (bit for bit on the machine the manifest records: training is seeded, and the CPU,
+its vector instructions, torch and the thread count are recorded; ``app.core.services.reproduction`` says
+how close a run on another machine came).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from local_models.errors import ModelError
 from local_models.files import file_sha256
 from local_models.frozen_cache import FrozenCache
 from local_models.progress import Progress
-from local_models.train import LabelledData, TrainingConfig, default_base_dir, stratified_split
+from local_models.train import TRAINED_PART_FILE, LabelledData, TrainingConfig, default_base_dir, stratified_split
 from local_models.train_rounds import (
     DEFAULT_ROUND_SHARE,
     MAX_ROUND_WEIGHT,
@@ -36,6 +37,7 @@ from local_models.train_rounds import (
     WarmStart,
     auto_round_weight,
     read_warm_start,
+    tensors_sha256,
     train_with_rounds,
 )
 
@@ -221,7 +223,11 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
     manifest: dict[str, Any] = {}
 
     def write_manifest(staging: Path, result: RoundTrainingResult) -> None:
+        from safetensors.torch import load_file
+
         manifest.update(build_manifest(options, data, base, parent, encoder, weighting, result, rows))
+        # the weights' own checksum: the file's header may list its metadata in another order from run to run
+        manifest["output"]["trained_tensors_sha256"] = tensors_sha256(load_file(str(staging / TRAINED_PART_FILE)))
         write_document(manifest, staging / MANIFEST_FILE)
 
     cache = FrozenCache(paths.frozen_states_cache_dir(desk.root)) if options.frozen_cache else None
@@ -275,6 +281,8 @@ def build_manifest(options: RoundTrainingOptions, data: TrainingSet, base: Label
         "output": {"trained_part": ".", "model": MODEL_FOLDER, "trained_part_sha256": result.trained_part_sha256},
         "metrics": result.report.metrics,
         "frozen_cache": result.report.frozen_cache,  # whether the frozen layers' outputs came from the cache
+        # the CPU, its vector instructions, torch and threads: the same bits are due only where they match
+        "machine": result.report.description["training"]["machine"],
     }
 
 
