@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from local_models.frozen_cache import FrozenCache, frozen_states
 from local_models.progress import Progress
+from local_models.tokenization import ModelInput
 
 BATCH = 32
 
@@ -34,7 +35,7 @@ def frozen_layer_count(part: Mapping[str, Any]) -> int:
 
 
 def probabilities(base_dir: Path, label_names: Sequence[str], parts: Sequence[Mapping[str, Any]],
-                  texts: Sequence[str], *, max_length: int, num_threads: int,
+                  texts: Sequence[ModelInput], *, max_length: int, num_threads: int,
                   cache: FrozenCache | None = None, progress: Progress | None = None) -> list[Any]:
     """Per part, a (texts x labels) float64 array of its probabilities; the frozen states are computed once
     (or read from ``cache``) and every part runs the very same batches."""

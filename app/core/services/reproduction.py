@@ -32,6 +32,7 @@ from local_models.files import file_sha256
 from local_models.frozen_cache import FrozenCache
 from local_models.part_comparison import PartDifference, difference, probabilities
 from local_models.progress import Progress
+from local_models.tokenization import ModelInput
 from local_models.train import TRAINED_PART_FILE
 from local_models.train_rounds import tensors_sha256
 
@@ -129,8 +130,8 @@ def judge(desk: Any, recorded: Mapping[str, Any], recorded_part: dict[str, Any] 
     return Reproduction(DIFFERENT, sentence, manifest, before, changes, found)
 
 
-def held_out_texts(desk: Any, manifest: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """The ids and texts of what the run did not train on, read from the desk as the run read them."""
+def held_out_texts(desk: Any, manifest: Mapping[str, Any]) -> tuple[list[str], list[ModelInput]]:
+    """The ids and texts (or pairs) of what the run did not train on, read from the desk as the run read them."""
     options = options_from_manifest(manifest)
     data = training_set(desk, options.task, options.rounds, include_undecided=options.include_undecided,
                         imported=options.imported, base=read_base_data(options.base_data))
