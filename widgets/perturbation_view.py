@@ -66,8 +66,9 @@ class PerturbationView(QFrame):
         font.setPointSizeF(font.pointSizeF() * 1.2)
         self.diff.setFont(font)
         self.diff.setMaximumHeight(self.diff.fontMetrics().height() * 5)
-        self.original_title = QLabel(objectName="original_title")
-        self.edited_title = QLabel(objectName="edited_title")
+        # side by side, each title names two labels and the model's answer: they wrap rather than widen the pane
+        self.original_title = QLabel(objectName="original_title", wordWrap=True)
+        self.edited_title = QLabel(objectName="edited_title", wordWrap=True)
         self.original_bars = ProbabilityBars(compact=True)
         self.edited_bars = ProbabilityBars(compact=True)
         self.changes = QTableWidget(0, 4, objectName="attribution_changes")

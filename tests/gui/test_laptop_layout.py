@@ -10,6 +10,7 @@ from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QApplication, QComboBox, QScrollArea, QWidget
 
 from app.core.assist.types import Goal
+from app.views.create import AttributionChange, DiffKind, DiffPiece, PairSide, PairView, PredictedView
 from app.views.assist import AssistPanelView
 from tests.gui.test_workspace import text_box, type_text, wait_for_prediction, window  # noqa: F401 (fixture)
 from tests.simulation import small_team
@@ -90,6 +91,19 @@ def test_the_perturbation_tab_fits_without_a_horizontal_scroll_bar(qtbot, window
     qtbot.waitUntil(view.perturbation.isVisible)
     assert no_horizontal_scroll(view.perturbation)
     assert view.perturbation.minimumSizeHint().width() <= view.side.width()
+    # a real pair: each side's title names the labels and the model's answer, side by side
+    view.perturbation.show_pair(PairView(
+        labels=("hate", "not hate"), edit_distance=3, target="not hate",
+        diff=(DiffPiece(DiffKind.EQUAL, "Those immigrants "), DiffPiece(DiffKind.DELETE, "should all go back"),
+              DiffPiece(DiffKind.INSERT, "have built half of this town"), DiffPiece(DiffKind.EQUAL, ", honestly")),
+        original=PairSide("hate", PredictedView("hate", {"hate": 0.93, "not hate": 0.07})),
+        edited=PairSide("not hate", PredictedView("hate", {"hate": 0.61, "not hate": 0.39})),
+        changes=(AttributionChange("should", 0.4, None), AttributionChange("built", None, -0.2))))
+    qtbot.wait(50)  # the layout settles
+    assert view.perturbation.minimumSizeHint().width() <= view.side.width()
+    assert no_horizontal_scroll(view.perturbation)
+    for title in (view.perturbation.original_title, view.perturbation.edited_title):
+        assert whole(title), title.text()
 
 
 def test_the_assistant_in_contrast_mode_shows_its_buttons_whole(qtbot):
