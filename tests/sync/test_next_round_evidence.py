@@ -74,7 +74,8 @@ def test_hatecheck_as_round_one_trains_a_round_two_target_that_reaches_another_d
     held = figures[("held-out-1", "accuracy")]
     assert held["items"] == len(splits["held_out"])
     # trained on the other templates' cases, the candidate does better on the held-out templates' ones
-    assert held["difference"] > 0 and not comparison.worse
+    assert held["difference"] > 0, comparison.verdict.lines()
+    assert not comparison.worse, comparison.verdict.lines()
     assert figures[("held-out-1", "fooling_right")]["current"] == 0.0  # what fooled the target, by definition
     promotion = flow.promote(owner, tmp_path / "candidate", comparison)
     assert promotion.round_number == 2 and not promotion.forced
