@@ -61,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     from app.core.desk import Desk
     from app.core.services.comparison import write_report
     from app.core.services.target_models import adopt_default_model
-    from local_models.progress import Progress
 
     work = args.work or Path(tempfile.mkdtemp(prefix="dynadesk-evidence-"))
     if work.exists():
@@ -69,14 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True)
     hatecheck, davidson = SHARED_DATA.joinpath(*flow.HATECHECK), SHARED_DATA.joinpath(*flow.DAVIDSON)
     base_csv = flow.davidson_sample(davidson, work / "davidson-sample.csv", args.davidson_rows)
-    last = [0.0]
-
-    def report(done: int, total: int) -> None:
-        if time.perf_counter() - last[0] > 30 or done == total:
-            last[0] = time.perf_counter()
-            print(f"    {done:,}/{total:,}", file=sys.stderr, flush=True)
-
-    say = Progress(report, lambda text: print(f"  {text}", file=sys.stderr, flush=True))
+    say = flow.printed_progress()
     timings = flow.Timings()
     with Desk(work / "desk") as desk:
         owner = desk.people.create("Evidence Owner", "owner")

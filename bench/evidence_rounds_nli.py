@@ -98,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
     from app.core.services.promotion import PromotionRefused, promote_candidate
     from app.core.services.round_training import BaseDataOptions, RoundTrainingOptions, train_from_desk
-    from local_models.progress import Progress
     from local_models.train import TrainingConfig
 
     work = args.work or Path(tempfile.mkdtemp(prefix="dynadesk-evidence-nli-"))
@@ -106,14 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     base, round_csv, split = split_by_context(SHARED_DATA.joinpath(*ANLI), work, args.base_share)
-    last = [0.0]
-
-    def report_progress(done: int, total: int) -> None:
-        if time.perf_counter() - last[0] > 30 or done == total:
-            last[0] = time.perf_counter()
-            print(f"    {done:,}/{total:,}", file=sys.stderr, flush=True)
-
-    say = Progress(report_progress, lambda text: print(f"  {text}", file=sys.stderr, flush=True))
+    say = flow.printed_progress()
     timings = flow.Timings()
     encoder = args.encoder.resolve() if args.encoder else None
     with Desk(work / "desk") as desk:

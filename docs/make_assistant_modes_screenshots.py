@@ -12,7 +12,7 @@ true, which the writer confirms before submitting the pair.
 import tempfile
 from pathlib import Path
 
-from screenshot_kit import OUT, application, lead_desk, show_window, wait, wait_until
+from screenshot_kit import OUT, application, assistant_window, wait, wait_until
 
 from PySide6.QtCore import Qt  # noqa: E402 (after screenshot_kit sets the platform)
 from PySide6.QtTest import QTest  # noqa: E402
@@ -23,20 +23,10 @@ TEXT = "Women belong in the kitchen, not in parliament"
 def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
     from app.core.assist.types import Goal
-    from app.core.services.rounds import parse_settings
-    from app.core.services.target_models import ensure_default_model
 
     with tempfile.TemporaryDirectory() as scratch:
-        desk = lead_desk(Path(scratch) / "desk")
-        desk.rounds.adopt_first_models("hate_speech", [ensure_default_model(desk).id])
-        round_ = desk.tasks.round("hate_speech")
-        desk.rounds.update(round_.id, desk.current_person_id, settings=parse_settings({"assistant": "on"}))
-        desk.settings.last_task = "hate_speech"
-        desk.settings.acknowledged_warnings = ["hate_speech"]
-        window = show_window(desk, 1366, 768)
-        ws, view = window.workspace, window.workspace_view
+        window, ws, view = assistant_window(Path(scratch) / "desk")
         panel = view.assist
-        wait_until(lambda: ws.loaded is not None and ws.session.assistant_on, seconds=300)
         box = view.editor.fields["text"]
         box.setFocus()
         QTest.keyClicks(box, TEXT)
@@ -60,7 +50,7 @@ def main() -> None:
         window.grab().save(str(OUT / "assistant_contrast_pair.png"))
         print(OUT / "assistant_contrast_pair.png", panel.contrast.currentText())
         window.close()
-        desk.close()
+        window.desk.close()
 
 
 if __name__ == "__main__":

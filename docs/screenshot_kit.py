@@ -57,6 +57,24 @@ def show_window(desk, width: int, height: int):
     return window
 
 
+def assistant_window(folder, width: int = 1366, height: int = 768):
+    """A lead's desk on the shipped default model with the assistant on in hate speech's round, its window
+    shown and loaded: (window, workspace, workspace view)."""
+    from app.core.services.rounds import parse_settings
+    from app.core.services.target_models import ensure_default_model
+
+    desk = lead_desk(folder)
+    desk.rounds.adopt_first_models("hate_speech", [ensure_default_model(desk).id])
+    round_ = desk.tasks.round("hate_speech")
+    desk.rounds.update(round_.id, desk.current_person_id, settings=parse_settings({"assistant": "on"}))
+    desk.settings.last_task = "hate_speech"
+    desk.settings.acknowledged_warnings = ["hate_speech"]
+    window = show_window(desk, width, height)
+    ws = window.workspace
+    wait_until(lambda: ws.loaded is not None and ws.session.assistant_on, seconds=300)
+    return window, ws, window.workspace_view
+
+
 def anli_desk(folder, examples: int = 80):
     """A desk in ``folder`` with the ANLI round-1 development set, validated by four simulated people
     (tests/validation_sim.py); returns the desk and the simulation."""

@@ -190,6 +190,23 @@ def run_conditions(threads: int) -> str:
             f"{os.getloadavg()[0]:.1f}")
 
 
+def printed_progress() -> Any:
+    """A long evidence run's progress on stderr: the stage in words, counts at most every 30 s."""
+    import sys
+    import time
+
+    from local_models.progress import Progress
+
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        if time.perf_counter() - last[0] > 30 or done == total:
+            last[0] = time.perf_counter()
+            print(f"    {done:,}/{total:,}", file=sys.stderr, flush=True)
+
+    return Progress(report, lambda text: print(f"  {text}", file=sys.stderr, flush=True))
+
+
 def write_evidence(work: Path, figures: list[dict[str, Any]], manifest: dict[str, Any], timings: Timings,
                    **extra: Any) -> Path:
     """<work>/evidence.json: the comparison's figures, what else the run found, its stage times, and the

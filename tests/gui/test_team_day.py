@@ -63,6 +63,15 @@ def store_in_the_app(qtbot, window, label_explanation: str) -> None:
     qtbot.waitUntil(lambda: view.message.isVisible() and "Stored" in view.message.text.text(), timeout=10_000)
 
 
+
+def owner_publishes_round_one(owner_dir, model_dir, server, owner):
+    """The owner's desk gets round 1's target (returned), then configures sync: the first sync publishes round 1."""
+    with Desk(owner_dir) as desk:
+        first = register_model(desk, model_dir, task_code="hate_speech", name="Trigger model")
+        assert desk.rounds.adopt_first_models("hate_speech", [first.id])
+    assert "Published 'hate_speech' round 1" in join(owner_dir, server.url, owner.token)
+    return first
+
 def test_a_team_day_from_set_up_to_round_two_leaves_nothing_waiting(
         qtbot, tmp_path, data_dir, modal_log, hate_trigger_model_dir, flipped_model_dir):  # noqa: F811
     from sync.server import models as server_models
@@ -76,10 +85,7 @@ def test_a_team_day_from_set_up_to_round_two_leaves_nothing_waiting(
     window = None
     try:
         # 2. The owner's desk first: round 1's target, then configure and sync; the first sync publishes.
-        with Desk(owner_dir) as desk:
-            first = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
-            assert desk.rounds.adopt_first_models("hate_speech", [first.id])
-        assert "Published 'hate_speech' round 1" in join(owner_dir, server.url, owner.token)
+        first = owner_publishes_round_one(owner_dir, hate_trigger_model_dir, server, owner)
 
         # 3. Everyone else. Ann works in the app and writes an example that fools round 1's target.
         window = open_window(qtbot, data_dir)
@@ -186,10 +192,7 @@ def test_a_team_from_the_docs_with_imported_anli_and_hatecheck_syncs_and_closes_
     window = None
     try:
         # the owner: round 1's target, the first sync (it publishes round 1), then the imports, as documented
-        with Desk(owner_dir) as desk:
-            first = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
-            assert desk.rounds.adopt_first_models("hate_speech", [first.id])
-        assert "Published 'hate_speech' round 1" in join(owner_dir, server.url, owner.token)
+        owner_publishes_round_one(owner_dir, hate_trigger_model_dir, server, owner)
         dynadesk(owner_dir, "import", "--format", "anli", str(anli))
         dynadesk(owner_dir, "import", "--format", "hatecheck", "--round", "1", "--group-column", "templ_id",
                  str(cases))
