@@ -192,7 +192,7 @@ def test_a_team_from_the_docs_with_imported_anli_and_hatecheck_syncs_and_closes_
     window = None
     try:
         # the owner: round 1's target, the first sync (it publishes round 1), then the imports, as documented
-        owner_publishes_round_one(owner_dir, hate_trigger_model_dir, server, owner)
+        first = owner_publishes_round_one(owner_dir, hate_trigger_model_dir, server, owner)
         dynadesk(owner_dir, "import", "--format", "anli", str(anli))
         dynadesk(owner_dir, "import", "--format", "hatecheck", "--round", "1", "--group-column", "templ_id",
                  str(cases))

@@ -75,10 +75,17 @@ def test_hatecheck_as_round_one_trains_a_round_two_target_that_reaches_another_d
     assert held["items"] == len(splits["held_out"])
     # trained on the other templates' cases, the candidate does better on the held-out templates' ones
     assert held["difference"] > 0, comparison.verdict.lines()
-    assert not comparison.worse, comparison.verdict.lines()
     assert figures[("held-out-1", "fooling_right")]["current"] == 0.0  # what fooled the target, by definition
-    promotion = flow.promote(owner, tmp_path / "candidate", comparison)
-    assert promotion.round_number == 2 and not promotion.forced
+    # ...but HateCheck's cases pull it away from Davidson's classes: its macro-F1 on the base test split falls
+    # beyond its interval (72.8 % -> 48.3 %, -24.6 pt [-36.7, -9.7] on this machine), and the promotion rule
+    # refuses it, naming that split, though the round's own held-out split improved
+    base = figures[("base-test", "macro_f1")]
+    assert base["high"] < 0, comparison.verdict.lines()
+    assert comparison.worse and comparison.verdict.refused
+    assert "davidson.csv, test split" in comparison.verdict.sentence, comparison.verdict.sentence
+    promotion = flow.promote(owner, tmp_path / "candidate", comparison,
+                             anyway="evidence run: the sync of a round-two target is under test here")
+    assert promotion.round_number == 2 and promotion.forced
     # the round opens at once on the fp32 form; the int8 form waits for its search
     assert promotion.candidate.name.endswith("ONNX fp32") and "deferred" in promotion.parity_note
     assert [p.fp32_id for p in pending_int8(owner, flow.TASK)] == [promotion.candidate.id]
