@@ -194,8 +194,9 @@ def test_the_service_on_two_rounds_matches_a_hand_count(desk, rounds_desk, tmp_p
     # about nine held-out examples a round: too few to judge anywhere, so the promotion rule refuses
     assert report.worse and report.verdict.refused and "no split has enough examples" in report.verdict.sentence
     pooled_fooling = next(d for d in report.differences if (d.split, d.metric) == ("held-out", "fooling_right"))
+    # which examples the hash holds out follows their random ids: some runs hold out no fooling one (0 == 0)
     assert pooled_fooling.items == sum(m["fooled"] and m["held_out"] for made in rounds_desk["rounds"].values()
-                                       for m in made) > 0
+                                       for m in made)
     assert report.summary_lines()[1].strip().startswith(f"All held-out splits: too few to judge (n = {pooled.items}; "
                                                         "at least 97)")
     assert report.document["verdict"]["refused"] is True
