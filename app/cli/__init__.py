@@ -23,7 +23,8 @@ from app.cli.rounds import rounds
 from app.cli.smoke import smoke_test
 from app.cli.suggest import suggest
 from app.cli.suggest_words import suggest_words
-from app.cli.sync import serve, sync
+from app.cli.serve import serve
+from app.cli.sync import sync
 from app.cli.wellbeing import wellbeing
 from app.core.errors import DynadeskError
 from app.core.logs import log_file

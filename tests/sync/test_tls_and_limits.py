@@ -133,7 +133,7 @@ def test_serve_run_with_tls_and_a_desk_that_trusts_the_teams_authority(tmp_path,
 
 
 def test_serve_run_refuses_a_certificate_and_key_that_do_not_belong_together(tmp_path):
-    from app.cli.sync import _check_tls_pair
+    from app.cli.serve import _check_tls_pair
     from app.core.errors import DynadeskError
 
     _, certificate, _ = make_certificates(tmp_path)
