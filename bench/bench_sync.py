@@ -31,6 +31,7 @@ from tests.sync.helpers import (
     ProcessServer,
     add_account,
     copy_desk,
+    open_desks,
     desk_records,
     fill_outbox,
     postgres_schema,
@@ -201,17 +202,6 @@ def faults_large(ctx: BenchContext, kind: str, n: int) -> Result:
                              f"{outcome.retries} retries; {exact}")
 
 
-def _open_desks(work: Path, people: list, opened: list) -> None:
-    """One desk per person, copied from one prepared template, appended to ``opened`` (closed by the caller)."""
-    template = prepare_desk(work / "template", people[0])
-    template.close()
-    for i, person in enumerate(people):
-        desk = copy_desk(work / "template", work / f"desk-{i:02d}")
-        if i:
-            desk.people.create(person.name, "annotator", person_id=person.id)
-        opened.append(desk)
-
-
 def _all_desks_sync(opened: list, server_url: str, people: list, per_desk: int, *, batch_size: int,
                     wait_s: float, prepare: Callable[[SyncClient], None] = lambda client: None) -> float:
     """Every desk, each on its own thread, writes ``per_desk`` examples in five steps and syncs after each,
@@ -259,7 +249,7 @@ def concurrency_large(ctx: BenchContext, kind: str, desks: int, per_desk: int, t
         opened = []
         try:
             publish_basics(server.url, owner, work)
-            _open_desks(work, people, opened)
+            open_desks(work, people, opened)
             seconds = _all_desks_sync(opened, server.url, people, per_desk, batch_size=250, wait_s=600)
             total = server_counts(db)["examples"]
             assert total == desks * per_desk, total
@@ -319,7 +309,7 @@ def team_scale(ctx: BenchContext, desks: int, per_desk: int, workers: int) -> li
         pull_s: list[float] = []
         try:
             publish_basics(server.url, owner, work)
-            _open_desks(work, people, opened)
+            open_desks(work, people, opened)
             def timed(client: SyncClient, name: str, into: list[float]) -> None:
                 call = getattr(client, name)
 

@@ -293,6 +293,17 @@ def copy_desk(template: Path, target: Path) -> Desk:
     return Desk(target)
 
 
+def open_desks(work: Path, people: list, opened: list) -> None:
+    """One desk per person, copied from one prepared template, appended to ``opened`` (closed by the caller)."""
+    template = prepare_desk(work / "template", people[0])
+    template.close()
+    for i, person in enumerate(people):
+        desk = copy_desk(work / "template", work / f"desk-{i:02d}")
+        if i:
+            desk.people.create(person.name, "annotator", person_id=person.id)
+        opened.append(desk)
+
+
 def desk_records(desk: Desk, author_id: uuid.UUID | None = None) -> dict[str, dict]:
     """The desk's submitted examples (``author_id``'s, or all) in comparable wire form."""
     from sqlalchemy.orm import selectinload

@@ -27,9 +27,8 @@ from tests.sync.conftest import BACKENDS, _database_url
 from tests.sync.helpers import (
     ProcessServer,
     add_account,
-    copy_desk,
     fill_outbox,
-    prepare_desk,
+    open_desks,
     publish_basics,
     server_counts,
     server_database,
@@ -62,13 +61,7 @@ def test_twenty_desks_push_and_pull_at_the_same_time(backend, tmp_path):
         publish_basics(server.url, owner, tmp_path)
         leads = {f"T{t}": add_account(db, f"Lead {t}", "lead", f"T{t}") for t in range(TEAMS)}
         people = [add_account(db, f"Annotator {i:02d}", "annotator", f"T{i % TEAMS}") for i in range(DESKS)]
-        template = prepare_desk(tmp_path / "template", people[0])
-        template.close()
-        for i, person in enumerate(people):
-            desk = copy_desk(tmp_path / "template", tmp_path / f"desk-{i:02d}")
-            if i:
-                desk.people.create(person.name, "annotator", person_id=person.id)
-            desks.append(desk)
+        open_desks(tmp_path, people, desks)
 
         written: dict[uuid.UUID, Counter] = defaultdict(Counter)  # author -> round -> examples
         errors: list[str] = []
