@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.core.about import version_info
 from app.core.desk import Desk
-from app.core.domain import ReviewAction, Role
+from app.core.domain import ReviewAction
 from app.core.errors import DynadeskError
 from app.gui.breaks import break_page
 from app.gui.browser import ExampleBrowser
@@ -40,13 +40,13 @@ from app.gui.leaderboard import LeaderboardController
 from app.gui.next_round import NextRoundController
 from app.gui.menus import build_menus, example_actions, make_action, table_menu, window_actions
 from app.gui.pages import Menu, MenuAction, Page, Tab
+from app.gui.profiles import ProfileActions
 from app.gui.returned_work import ReturnedWork
 from app.gui.review_page import ReviewController
 from app.gui.rounds_controller import RoundsController
 from app.gui.proposals import ProposalsController
 from app.gui.sync_controller import SyncController, sync_page
 from app.gui.validate import ValidateController
-from app.gui.wellbeing import profile_dialog, profile_dialog_data
 from app.gui.workspace import WorkspaceController
 from app.gui.worker import SerialWorker
 from app.gui.example_fetch import for_data_tab
@@ -70,7 +70,7 @@ DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
 DAMAGED_STATUS = "The database is damaged: nothing more is saved. Restore a backup (see the message)."
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ProfileActions, QMainWindow):
     database_damaged = Signal(str)  # from the database's background check: queued to the GUI thread
 
     def __init__(self, desk: Desk):
@@ -374,49 +374,6 @@ class MainWindow(QMainWindow):
                 page.shutdown()
         self.db.shutdown(wait=True)
         super().closeEvent(event)
-
-    def _show_person(self, person=None) -> None:
-        """The working profile in the toolbar (read on the worker unless given)."""
-        if person is None:
-            self.db.submit(self.desk.current_person, on_done=self._show_person, on_error=self.show_error)
-            return
-        self.person_label.setText(f"{person.display_name} · {person.role} ")
-        self.next_round.person_shown(person, self.named_actions["next-round"])
-        self.returned_work.refresh()
-
-    def open_profiles(self) -> None:
-        self.db.submit(lambda: profile_dialog_data(self.desk, self.sync.team_server()), on_done=self._open_profiles,
-                       on_error=self.show_error)
-
-    def _open_profiles(self, data) -> None:
-        dialog = profile_dialog(self, data)  # with the working person's Wellbeing section
-        dialog.chosen.connect(self._profile_chosen)
-        dialog.created.connect(self._profile_created)
-        dialog.open()
-
-    def _profile_chosen(self, person_id: str) -> None:
-        desk = self.desk
-
-        def switch():
-            self._refuse_on_team_desk(uuid.UUID(person_id))
-            desk.switch_person(uuid.UUID(person_id))
-            return desk.current_person()
-
-        self.db.submit(switch, on_done=self._show_person, on_error=self.show_error)
-
-    def _refuse_on_team_desk(self, person_id: uuid.UUID | None) -> None:
-        """On the worker: a desk that syncs with a team server works as its token's holder only."""
-        server = self.sync.team_server()
-        if server is not None and person_id != self.desk.current_person_id:
-            raise DynadeskError(f"This desk syncs with {server}: it works as the person its sync token names. "
-                                "Someone else works with their own token (Sync ▸ Sync settings…).")
-
-    def _profile_created(self, name: str, role: Role) -> None:
-        def create():
-            self._refuse_on_team_desk(None)
-            return self.desk.people.create(name, role)
-
-        self.db.submit(create, on_done=lambda person: self._profile_chosen(str(person.id)), on_error=self.show_error)
 
     def open_rounds(self) -> None:
         if self._task_code:
