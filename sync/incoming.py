@@ -17,15 +17,10 @@ from app.core.domain import ReviewAction, SyncState
 from app.core.errors import DynadeskError
 from app.core.io.records import RecordWriter
 from app.core.services.lead import review_order
-from app.core.assist.lexicon import WordChanges
-from app.core.assist.words_store import store_assist_words
-from app.core.quality.settings import QualitySettings
-from app.core.quality.settings_store import store_quality_settings
-from app.core.wellbeing.word_list import InvalidWordList, clean_words
-from app.core.wellbeing.word_store import store_lead_words
-from app.core.services.tasks import agreement_threshold_in, store_threshold, task_setting_in
+from app.core.services.tasks import agreement_threshold_in, store_task_setting, task_setting_in, task_settings_in
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleReview, Person, Round, RoundModel, Task
+from app.core.task_settings import TaskSettings
 from app.core.tasks.definition import TaskDefinition
 from sync.local import set_meta
 from sync.outgoing import SYNCED_TABLES
@@ -227,11 +222,10 @@ class PulledRecordWriter(RecordWriter):
         self.report.count("reviews")
 
     def _write_task_setting(self, r: dict) -> None:
-        """A lead of this team set the task's threshold: the latest to reach the server is in force here too."""
+        """A lead of this team set the task's settings: the latest to reach the server is in force here too."""
         task = self._task(r["task"])
-        definition = self.desk.tasks.definition(task.id)
         held = task_setting_in(self.session, r["task"])
-        if held is not None and held["id"] == r["id"]:
+        if held is not None and held.get("id") == r["id"]:
             self.report.already_present += 1
             return
         if held is not None and held.get("sync_state") == SyncState.PENDING.value:
@@ -241,18 +235,13 @@ class PulledRecordWriter(RecordWriter):
                 datetime.fromisoformat(held["received_at"]) >= datetime.fromisoformat(r["received_at"]):
             self.report.already_present += 1  # a newer one is in force here already
             return
-        threshold = int(r["agreement_threshold"])
-        store_threshold(self.session, definition, threshold, {**r, "sync_state": SyncState.SYNCED.value})
-        if r.get("quality") is not None:  # a lead's desk from before the quality settings sends none
-            store_quality_settings(self.session, r["task"], QualitySettings.from_json(r["quality"]))
-        if r.get("assist_words") is not None:  # nor from before the assistant's word lists
-            store_assist_words(self.session, r["task"], WordChanges.from_json(r["assist_words"]))
-        if r.get("blur_words") is not None:  # likewise for a lead's blur words
-            try:
-                store_lead_words(self.session, r["task"], clean_words(r["blur_words"]))
-            except InvalidWordList as exc:  # a newer desk's rule this one lacks: keep the words it had
-                log.warning("The blur words of task %s were not taken: %s", r["task"], exc)
-        self.rethreshold.add(task.id)
+        before = task_settings_in(self.session, r["task"])
+        # What this desk cannot take (a newer desk's rule it lacks) keeps the value in force here.
+        settings = TaskSettings.from_json(r.get("settings"), fallback=before)
+        store_task_setting(self.session, r["task"], {**r, "settings": settings.to_json(),
+                                                     "sync_state": SyncState.SYNCED.value})
+        if settings.agreement_threshold != before.agreement_threshold:
+            self.rethreshold.add(task.id)
         self.report.count("task settings")
 
     def finish(self) -> None:

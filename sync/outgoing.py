@@ -114,7 +114,7 @@ def _queued_settings(session: Session, codes) -> dict[uuid.UUID, dict]:
     out = {}
     for code in codes:
         setting = task_setting_in(session, code)
-        if setting is not None:
+        if setting is not None and setting.get("id"):
             out[uuid.UUID(setting["id"])] = {k: v for k, v in setting.items()
                                              if k not in ("received_at", "sync_state")}
     return out
@@ -234,7 +234,7 @@ def _settle_settings(session: Session, arrived: list[dict]) -> None:
     for item in arrived:
         for code in session.scalars(select(Task.code)):
             setting = task_setting_in(session, code)
-            if setting is not None and setting["id"] == str(item["b_id"]):
+            if setting is not None and setting.get("id") == str(item["b_id"]):
                 row = session.get(Meta, SETTING_KEY.format(code=code))
                 assert row is not None  # task_setting_in just read it
                 row.value = json.dumps({**setting, "sync_state": SyncState.SYNCED.value,

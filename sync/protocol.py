@@ -30,6 +30,7 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
     field_validator,
+    model_validator,
 )
 
 from app.core.domain import (
@@ -43,9 +44,7 @@ from app.core.domain import (
     Verdict,
 )
 from app.core.limits import Bound
-from app.core.assist.lexicon import InvalidLexicon, WordChanges
-from app.core.wellbeing.word_list import InvalidWordList, clean_words
-from app.core.quality.settings import BOUNDS as QUALITY_BOUNDS
+from app.core.task_settings import MAX_SETTINGS_BYTES, InvalidTaskSettings, TaskSettings
 
 PROTOCOL_VERSION = 1
 API = "/v1"
@@ -250,58 +249,44 @@ class ExampleReviewRecord(Stamped):
     received_at: AwareDatetime | None = None
 
 
-_NEAR, _TOKEN, _RATE = (QUALITY_BOUNDS[name] for name in
-                        ("near_threshold", "token_association_threshold", "duplicate_rate_threshold"))
-
-
-class QualitySettingsWire(Strict):
-    """A lead's data-quality settings for a task (``app.core.quality.settings.QualitySettings``)."""
-
-    near_threshold: Annotated[float, Field(ge=_NEAR[0], le=_NEAR[1], allow_inf_nan=False)]
-    token_association_threshold: Annotated[float, Field(ge=_TOKEN[0], le=_TOKEN[1], allow_inf_nan=False)]
-    duplicate_rate_threshold: Annotated[float, Field(ge=_RATE[0], le=_RATE[1], allow_inf_nan=False)]
+# The lead settings a desk from before ``settings`` sends as fields of their own (this shape is frozen:
+# a new setting is a field of ``TaskSettings``, never of the record).
+LEGACY_SETTING_FIELDS = ("agreement_threshold", "quality", "assist_words", "blur_words")
 
 
 class TaskSettingRecord(Stamped):
-    """A lead's agreement threshold for a task, for their whole team (a team of two cannot reach a
-    definition's 3). Append-only; only leads and owners push them. The latest by server arrival per
-    team and task is in force: the server and the team's desks decide examples with it."""
+    """A lead's settings for a task, for their whole team (``app.core.task_settings.TaskSettings``:
+    the agreement threshold, the data-quality settings, the assistant's and the blur word lists).
+    Append-only; only leads and owners push them. The latest by server arrival per team and task is
+    in force: the server and the team's desks decide examples with its threshold.
+
+    ``settings`` is ``TaskSettings.to_json()``, checked by ``TaskSettings`` and kept in its normal
+    form. A desk from before it sends the settings as fields of the record (``LEGACY_SETTING_FIELDS``);
+    they are taken into ``settings``."""
 
     record: Literal["task_setting"]
     task: Code
-    agreement_threshold: Annotated[int, Field(ge=1, le=20)]
-    # The lead's data-quality settings, sent with the threshold (None from a desk older than them).
-    quality: QualitySettingsWire | None = None
-    # The lead's changes to the assistant's word lists (``WordChanges`` JSON; None from older desks).
-    assist_words: FreeJson | None = None
-    # The words the team's leads added to the task's blur list (None from a desk older than them).
-    blur_words: list[Annotated[str, Field(min_length=1), Bound.line(60)]] | None = Field(default=None, max_length=2000)
+    settings: Annotated[dict[str, Any], Bound.json(MAX_SETTINGS_BYTES)]
     lead: uuid.UUID
     received_at: AwareDatetime | None = None  # set by the server (ignored when pushed)
 
-    @field_validator("assist_words")
+    @model_validator(mode="before")
     @classmethod
-    def _word_changes(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is None:
-            return None
-        try:
-            return WordChanges.from_json(value).to_json()  # checked and in one normal form
-        except InvalidLexicon as exc:
-            raise ValueError(str(exc)) from None
+    def _settings_sent_as_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "settings" in data:
+            return data
+        legacy = {name: data[name] for name in LEGACY_SETTING_FIELDS if data.get(name) is not None}
+        return {**{k: v for k, v in data.items() if k not in LEGACY_SETTING_FIELDS}, "settings": legacy}
 
-    @field_validator("blur_words", mode="before")
+    @field_validator("settings", mode="before")
     @classmethod
-    def _blur_words(cls, value: Any) -> Any:
-        """The desks' rule for a lead's blur words: a list every desk would refuse is refused here,
-        naming its entries, instead of being stored and then ignored by every desk. It runs before each
-        entry's own bound, so the lead reads the desk's one sentence about every bad entry."""
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            return value  # not a list of words: the field's type says so
+    def _checked_settings(cls, value: Any) -> dict[str, Any]:
+        """The desks' rules, so a record every desk would refuse is refused here, each problem named.
+        They run before the field's bound, so the lead reads the desk's sentences about every bad value."""
         try:
-            clean_words(value)
-        except InvalidWordList as exc:
+            return TaskSettings.from_json(value).to_json()
+        except InvalidTaskSettings as exc:
             raise ValueError(str(exc)) from None
-        return value
 
 
 PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, TaskSettingRecord, PersonRecord],

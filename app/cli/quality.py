@@ -58,7 +58,7 @@ def quality(obj: Context, task_code: str, number: int | None, by: str | None, to
     if number is not None and number not in known:
         raise DynadeskError(f"{task_code} has no round {number}; its rounds are "
                             f"{', '.join(map(str, known)) or 'none yet'}.")
-    lines = AlertThresholds.of(desk.tasks.quality_settings(task_code))
+    lines = AlertThresholds.of(desk.tasks.settings(task_code).quality)
     report = quality_report(data, rounds=[number] if number is not None else None, by_annotator=by == "annotator",
                             top=top, thresholds=lines)
     report, duplicate_line = with_duplicates(report, duplicate_figures(desk, task_code, data), lines)

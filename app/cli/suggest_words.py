@@ -19,7 +19,7 @@ def _show(entry: tuple[str, ...]) -> str:
 
 def _save(obj: Context, task_code: str, changes) -> None:
     desk = obj.desk
-    desk.set_assist_words(desk.current_person().id, task_code, changes)
+    desk.set_task_settings(desk.current_person().id, task_code, assist_words=changes)
 
 
 @click.group("suggest-words")
@@ -46,7 +46,7 @@ def words_list(obj: Context, list_name: str | None) -> None:
     """The task's lists (or one list's entries): + marks a lead's addition; removed entries are named."""
     task_code = obj.assist_task
     desk = obj.desk
-    changes = desk.tasks.assist_words(task_code)
+    changes = desk.tasks.settings(task_code).assist_words
     lexicon = desk.tasks.assist_lexicon(task_code)
     if list_name is None:
         click.echo(f"{task_code}: the assistant's word lists (family: {lexicon.family or 'none'})")
@@ -73,7 +73,7 @@ def _edit(obj: Context, list_name: str, values: tuple[str, ...]):
     lexicon = tasks.assist_lexicon(obj.assist_task)
     found = lexicon.word_list(list_name)
     parsed = [parse_entry(v, found.kind) for v in values]
-    return tasks.assist_words(obj.assist_task), parsed, {entry_key(e) for e in found.entries}
+    return tasks.settings(obj.assist_task).assist_words, parsed, {entry_key(e) for e in found.entries}
 
 
 @suggest_words.command("add")
@@ -142,7 +142,7 @@ def words_import(obj: Context, file: str, replace: bool) -> None:
         raise DynadeskError(f"{file}: {exc}") from exc
     desk.tasks.assist_lexicon(task_code).check_changes(incoming)
     if not replace:
-        current = desk.tasks.assist_words(task_code)
+        current = desk.tasks.settings(task_code).assist_words
 
         def merged(a, b):
             out = {name: list(entries) for name, entries in a.items()}
@@ -165,5 +165,5 @@ def words_export(obj: Context) -> None:
     """Print the lead's current changes as YAML (for `import` on another task or desk)."""
     import yaml
 
-    click.echo(yaml.safe_dump(obj.desk.tasks.assist_words(obj.assist_task).to_json(), allow_unicode=True,
+    click.echo(yaml.safe_dump(obj.desk.tasks.settings(obj.assist_task).assist_words.to_json(), allow_unicode=True,
                               sort_keys=True), nl=False)

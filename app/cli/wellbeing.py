@@ -31,7 +31,7 @@ def list_words(obj: Context, task_code: str, as_json: bool) -> None:
 
     desk = obj.desk
     desk.tasks.task(task_code)
-    bundled, added = bundled_words(task_code), desk.tasks.lead_blur_words(task_code)
+    bundled, added = bundled_words(task_code), desk.tasks.settings(task_code).blur_words
     if as_json:
         click.echo(json.dumps({"task": task_code, "bundled": list(bundled), "added": list(added)},
                               ensure_ascii=False, indent=2))
@@ -44,7 +44,7 @@ def list_words(obj: Context, task_code: str, as_json: bool) -> None:
 def _change(obj: Context, task_code: str, given: tuple[str, ...], adding: bool) -> None:
     desk = obj.desk
     desk.tasks.task(task_code)
-    current = list(desk.tasks.lead_blur_words(task_code))
+    current = list(desk.tasks.settings(task_code).blur_words)
     if adding:
         chosen = current + list(given)
     else:
@@ -55,7 +55,7 @@ def _change(obj: Context, task_code: str, given: tuple[str, ...], adding: bool) 
                                        "(bundled words cannot be removed).")
         gone = {w.casefold() for w in given}
         chosen = [c for c in current if c.casefold() not in gone]
-    stored = desk.set_blur_words(desk.current_person_id, task_code, chosen)
+    stored = desk.set_task_settings(desk.current_person_id, task_code, blur_words=chosen).settings.blur_words
     click.echo(f"{task_code}: {len(stored)} word(s) added by leads; they reach the team at the next sync.")
 
 

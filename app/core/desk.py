@@ -5,15 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.core import paths
 from app.core.domain import Role
 from app.core.errors import DynadeskError
 from app.core.quality.near_duplicates import NearDuplicateIndex
-from app.core.assist.lexicon import WordChanges
-from app.core.quality.settings import QualitySettings
 from app.core.services.dashboard import DashboardService
 from app.core.services.examples import ExampleService
 from app.core.services.lead import LeadReviewService
@@ -22,16 +21,25 @@ from app.core.services.people import PeopleService
 from app.core.services.review import ReviewQueries
 from app.core.services.rounds import RoundService
 from app.core.services.stats import StatsService
-from app.core.services.tasks import MAX_THRESHOLD, TaskService
+from app.core.services.tasks import TaskService
 from app.core.services.validation import ValidationService
 from app.core.settings import Settings, SettingsStore
 from app.core.storage.db import Database
 from app.core.tasks.definition import builtin_tasks_dir, load_catalog
-from app.core.wellbeing.word_list import clean_words
+from app.core.task_settings import TaskSettings
 from app.core.wellbeing.harmful import FILENAME as HARMFUL_FILENAME, HarmfulLabels
 from app.core.wellbeing.service import WellbeingService
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoredSettings:
+    """A task's settings as a lead stored them, and, when the agreement threshold was set, how many
+    of the task's examples are decided under it here."""
+
+    settings: TaskSettings
+    decided: int | None = None
 
 
 class Desk:
@@ -55,7 +63,7 @@ class Desk:
         self.dashboard = DashboardService(self.db, self.tasks)
         # Built per task on first use (from a worker in the GUI), then kept current from the change log.
         self.near_duplicates = NearDuplicateIndex(
-            self.db, lambda task_id: self.tasks.quality_settings(self.tasks.task_code(task_id)).near_threshold)
+            self.db, lambda task_id: self.tasks.settings(self.tasks.task_code(task_id)).quality.near_threshold)
         self.exposure = WellbeingService(self.db, _harmful_labels(self.root))
         self.tasks.sync_catalog()
         self.tasks.ensure_first_rounds()
@@ -97,43 +105,26 @@ class Desk:
         masked = profile.blur_browsing if browsing else profile.blur_validating
         return self.tasks.blur_words(task_code) if masked else ()
 
-    def set_agreement_threshold(self, lead_id: uuid.UUID, task_code: str, threshold: int) -> int:
-        """A lead sets how many matching peer verdicts decide an example of the task on this desk, and
-        the task's examples are decided again under it. Returns how many are decided now.
+    def set_task_settings(self, lead_id: uuid.UUID, task_code: str, **changes: Any) -> StoredSettings:
+        """A lead changes some of the task's settings (by ``TaskSettings`` field name; the others stay
+        as they are in force here), for this desk and, once synced, for the team: the latest a lead of
+        the team set is in force on the server and every desk of the team (README, Figures).
 
-        Queued for the team: once synced, the server and the team's desks decide the team's examples
-        of the task with it too (the latest a lead of the team set is in force; README, Figures)."""
+        Each value is checked (its own error says what is wrong; nothing is stored then). A change of
+        the agreement threshold decides the task's examples again here."""
         self.lead.require_lead(lead_id)
-        task = self.tasks.task(task_code)
-        if not 1 <= threshold <= MAX_THRESHOLD:
-            raise DynadeskError(f"The number of matching verdicts must be between 1 and {MAX_THRESHOLD}.")
-        self.tasks.set_agreement_threshold(task_code, threshold, lead_id)
-        return self.validation.resummarise_task(task.id)
-
-    def set_quality_settings(self, lead_id: uuid.UUID, task_code: str, settings: QualitySettings) -> None:
-        """A lead sets the task's near-duplicate threshold and alert lines, for this desk and, once
-        synced, for the team (they travel with the agreement threshold)."""
-        self.lead.require_lead(lead_id)
-        self.tasks.task(task_code)
-        self.tasks.set_quality_settings(task_code, settings, lead_id)
-
-    def set_assist_words(self, lead_id: uuid.UUID, task_code: str, changes: WordChanges) -> None:
-        """A lead changes the task's assistant word lists, for this desk and, once synced, for the
-        team (they travel with the task's other settings). Lists and entries are checked first."""
-        self.lead.require_lead(lead_id)
-        self.tasks.task(task_code)
-        self.tasks.assist_lexicon(task_code).check_changes(changes)
-        self.tasks.set_assist_words(task_code, changes, lead_id)
-
-    def set_blur_words(self, lead_id: uuid.UUID, task_code: str, words: Iterable[str]) -> tuple[str, ...]:
-        """A lead sets the words they add to the task's blur list (all of them: an empty list removes
-        theirs), for this desk and, once synced, for the team (they travel with the task settings).
-        Returns the words as stored; ``InvalidWordList`` names entries that cannot be matched."""
-        self.lead.require_lead(lead_id)
-        self.tasks.task(task_code)
-        cleaned = clean_words(words)
-        self.tasks.set_blur_words(task_code, cleaned, lead_id)
-        return cleaned
+        definition = self.tasks.definition_by_code(task_code)
+        current = self.tasks.settings(task_code)
+        chosen = current.changed(**changes)
+        if chosen.agreement_threshold == definition.agreement_threshold:
+            chosen = chosen.changed(agreement_threshold=None)  # the task's own number keeps no override
+        if chosen.assist_words != current.assist_words:  # lists this task has, in their shapes
+            self.tasks.assist_lexicon(task_code).check_changes(chosen.assist_words)
+        self.tasks.set_settings(task_code, chosen, lead_id)
+        decided = None
+        if "agreement_threshold" in changes:
+            decided = self.validation.resummarise_task(self.tasks.task(task_code).id)
+        return StoredSettings(chosen, decided)
 
     def close(self) -> None:
         self.db.close()

@@ -1,6 +1,6 @@
 """The lead's blur words for a task, from the Review tab (Blur words… beside Data quality…): read on
 the database worker, edited in a small dialog, stored and queued for the team
-(``Desk.set_blur_words``); a refusal (not a lead, an entry that cannot be matched) is said in the
+(``Desk.set_task_settings``); a refusal (not a lead, an entry that cannot be matched) is said in the
 tab and nothing is lost."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class BlurWordsEditor:
 
         def read() -> BlurWordsView:
             return BlurWordsView(desk.tasks.definition_by_code(code).name, len(bundled_words(code)),
-                                 desk.tasks.lead_blur_words(code))
+                                 desk.tasks.settings(code).blur_words)
 
         self.review.db.submit(read, on_done=self._show, on_error=self.review.show_error)
 
@@ -42,6 +42,6 @@ class BlurWordsEditor:
         desk, code, view = review.desk, review.task_code, review.view
         if code is None:
             return
-        review.db.submit(lambda: desk.set_blur_words(desk.current_person_id, code, words),
-                         on_done=lambda stored: view.show_message(blur_words_message(task_name, stored)),
+        review.db.submit(lambda: desk.set_task_settings(desk.current_person_id, code, blur_words=words).settings,
+                         on_done=lambda stored: view.show_message(blur_words_message(task_name, stored.blur_words)),
                          on_error=lambda error: review._refused(error, lambda text: view.show_message(text, True)))

@@ -94,7 +94,7 @@ class QualityController(QObject):
 
         def compute():
             key, data = self._read(task_code)
-            lines = AlertThresholds.of(desk.tasks.quality_settings(task_code)) if task_lines else thresholds
+            lines = AlertThresholds.of(desk.tasks.settings(task_code).quality) if task_lines else thresholds
             report = with_spreads(quality_report(data, by_annotator=values.author is not None, thresholds=lines),
                                   measured)
             known = self._duplicates[1] if self._duplicates is not None and self._duplicates[0] == key else None

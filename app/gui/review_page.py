@@ -176,7 +176,7 @@ class ReviewController(QObject):
             return
 
         def store():
-            decided = desk.set_agreement_threshold(desk.current_person_id, code, threshold)
+            decided = desk.set_task_settings(desk.current_person_id, code, agreement_threshold=threshold).decided
             task_id = desk.tasks.task(code).id
             return decided, desk.tasks.definition(task_id).agreement_threshold
 
@@ -197,7 +197,7 @@ class ReviewController(QObject):
         if code is None:
             return
         self.db.submit(lambda: quality_settings_view(desk.tasks.definition_by_code(code).name,
-                                                     desk.tasks.quality_settings(code)),
+                                                     desk.tasks.settings(code).quality),
                        on_done=self.view.edit_quality_settings, on_error=self.show_error)
 
     def _set_quality_settings(self, near_percent: int, token_z: float, rate_percent: int) -> None:
@@ -215,7 +215,7 @@ class ReviewController(QObject):
             if view.filter_values().near_duplicates:
                 self.refresh()
 
-        self.db.submit(lambda: desk.set_quality_settings(desk.current_person_id, code, settings), on_done=done,
+        self.db.submit(lambda: desk.set_task_settings(desk.current_person_id, code, quality=settings), on_done=done,
                        on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))
 
     def _adjudicate(self, choice: VerdictChoice) -> None:

@@ -151,21 +151,16 @@ class ExampleReview(Stamped, Base):
 
 
 class TaskSetting(Stamped, Base):
-    """A lead's agreement threshold for their team's examples of a task (append-only); the latest
-    by ``received_at`` per team and task is in force."""
+    """A lead's settings for their team's examples of a task (append-only); the latest by
+    ``received_at`` per team and task is in force."""
 
     __tablename__ = "task_settings"
     __table_args__ = (Index(None, "team", "task_id", "received_at"),)
     task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"))
     team: Mapped[str] = mapped_column(String(64))  # the lead's team
     lead_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"))
-    agreement_threshold: Mapped[int] = mapped_column(Integer)
-    # The lead's data-quality settings sent with it (migration 0007; None from older desks).
-    quality: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    # The lead's changes to the assistant's word lists (migration 0010; None from older desks).
-    assist_words: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    # The words the team's leads added to the task's blur list (migration 0011; None from older desks).
-    blur_words: Mapped[list[str] | None] = mapped_column(JSON)
+    # ``TaskSettings.to_json()`` (migration 0013 folded the columns of one setting each into it)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -254,7 +254,7 @@ def test_the_cli_prints_the_table_and_writes_the_report(desk, rounds_desk, data_
     from app.core.wellbeing.profile import WellbeingProfile
 
     # the lead reads reports masked, and blurs the word the current model calls hate
-    desk.set_blur_words(people.lead.id, "hate_speech", [TRIGGER])
+    desk.set_task_settings(people.lead.id, "hate_speech", blur_words=[TRIGGER])
     desk.switch_person(people.lead.id)
     desk.settings.wellbeing = {str(people.lead.id): WellbeingProfile(blur_browsing=True)}
     desk.save_settings()

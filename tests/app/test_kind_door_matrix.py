@@ -484,7 +484,7 @@ def test_the_blur(kinds, name):
         desk.settings.wellbeing = {str(lead.id): WellbeingProfile(blur_validating=True, blur_browsing=True)}
         shown = [t for e in examples for t in off_the_gui_thread(for_review, desk, e.id).detail.shown_texts]
         words = sorted({max((w.strip(".,?!'\"") for w in t.split()), key=len) for t in shown})
-        desk.set_blur_words(lead.id, kind.task, words)
+        desk.set_task_settings(lead.id, kind.task, blur_words=words)
         for example in examples:
             for detail in (off_the_gui_thread(for_review, desk, example.id).detail,
                            off_the_gui_thread(for_data_tab, desk, example.id)):
@@ -496,7 +496,7 @@ def test_the_blur(kinds, name):
                     assert not lexicon_spans(plain, words), (example.text, plain)
                     assert item.spans, item.text  # each text held one of the words
     finally:
-        desk.set_blur_words(lead.id, kind.task, [])
+        desk.set_task_settings(lead.id, kind.task, blur_words=[])
         desk.switch_person(before)
 
 

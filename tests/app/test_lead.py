@@ -157,14 +157,14 @@ def test_the_agreement_threshold_is_a_leads_choice_kept_on_the_desk(desk, data_d
     example = submit()
     desk.validation.validate(example.id, people.val1.id, "correct")
     with pytest.raises(NotALead):
-        desk.set_agreement_threshold(people.val2.id, "hate_speech", 1)
+        desk.set_task_settings(people.val2.id, "hate_speech", agreement_threshold=1)
     assert desk.examples.get(example.id).validation_state == "in_progress"
-    assert desk.set_agreement_threshold(people.lead.id, "hate_speech", 1) == 1
+    assert desk.set_task_settings(people.lead.id, "hate_speech", agreement_threshold=1).decided == 1
     assert desk.examples.get(example.id).decided_verdict == "correct"
     with Desk(data_dir) as reopened:  # kept in the desk's database
         assert reopened.tasks.agreement_threshold(reopened.tasks.task("hate_speech").id) == 1
-    desk.set_agreement_threshold(people.lead.id, "hate_speech", 3)  # the task's own again: no override kept
-    assert desk.db.get_meta("agreement_threshold.hate_speech") is None
+    stored = desk.set_task_settings(people.lead.id, "hate_speech", agreement_threshold=3)  # the task's own again
+    assert stored.settings.agreement_threshold is None  # no override kept: the task's own number is in force
     assert desk.examples.get(example.id).validation_state == "in_progress"
     assert threshold_warning(3, 4) is None and "at most 1 can validate" in threshold_warning(3, 2)
 

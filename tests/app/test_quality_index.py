@@ -190,14 +190,14 @@ def test_duplicate_rates_and_novelty_by_hand(desk, people, store):
 
 
 def test_quality_settings_are_the_leads_and_checked(desk, people):
-    assert desk.tasks.quality_settings("hate_speech") == QualitySettings()
+    assert desk.tasks.settings("hate_speech").quality == QualitySettings()
     chosen = QualitySettings(near_threshold=0.7, token_association_threshold=3.0, duplicate_rate_threshold=0.1)
     from app.core.errors import DynadeskError
 
     with pytest.raises(DynadeskError, match="lead"):
-        desk.set_quality_settings(people.author.id, "hate_speech", chosen)
-    desk.set_quality_settings(people.lead.id, "hate_speech", chosen)
-    assert desk.tasks.quality_settings("hate_speech") == chosen
+        desk.set_task_settings(people.author.id, "hate_speech", quality=chosen)
+    desk.set_task_settings(people.lead.id, "hate_speech", quality=chosen)
+    assert desk.tasks.settings("hate_speech").quality == chosen
     assert desk.near_duplicates.threshold_of(task_id(desk)) == 0.7
     with pytest.raises(InvalidQualitySettings, match="near-duplicate threshold must be a number from 0.3 to 1"):
         QualitySettings(near_threshold=0.1)

@@ -223,7 +223,7 @@ def test_a_lead_sets_the_agreement_threshold_for_a_small_team(qtbot, window, peo
         "decided", "correct")
     assert desk.examples.get(flagged.id).decided_verdict == "flagged"
     assert desk.examples.get(split.id).validation_state == "in_progress"
-    assert desk.db.get_meta("agreement_threshold.hate_speech") == "2"
+    assert desk.tasks.settings("hate_speech").agreement_threshold == 2
     # the validation service goes by it: a second matching verdict decides at once
     fresh = desk.examples.create(people.author.id, "hate_speech", hate_content("new one", "hate"),
                                  [hate_output(target_model, "not hate")])

@@ -65,7 +65,7 @@ def test_a_lead_groups_near_duplicates_and_sets_the_threshold(qtbot, window, peo
     dialog.rate.setValue(10)
     qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "Near-duplicates from 95%" in view.actions_panel.message.text(), timeout=5000)
-    assert desk.tasks.quality_settings("hate_speech") == QualitySettings(near_threshold=0.95,
+    assert desk.tasks.settings("hate_speech").quality == QualitySettings(near_threshold=0.95,
                                                                          duplicate_rate_threshold=0.10)
     qtbot.waitUntil(lambda: [len(c) for c in clusters_shown(view)] == [2, 2], timeout=10_000)
 

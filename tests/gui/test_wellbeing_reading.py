@@ -231,7 +231,7 @@ def test_a_lead_extends_the_tasks_blur_words_from_review(qtbot, window, people, 
     qtbot.keyClicks(dialog.words, "x")
     dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()  # one letter cannot be matched: refused
     qtbot.waitUntil(lambda: "fewer than two letters" in view.actions_panel.message.text(), timeout=5000)
-    assert desk.tasks.lead_blur_words("hate_speech") == ()
+    assert desk.tasks.settings("hate_speech").blur_words == ()
 
     # entries the server refuses too: the same message, naming each (one rule for desk and server)
     from app.core.wellbeing.word_list import InvalidWordList, clean_words
@@ -246,7 +246,7 @@ def test_a_lead_extends_the_tasks_blur_words_from_review(qtbot, window, people, 
     dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
     qtbot.waitUntil(lambda: "'(a+)+$'" in view.actions_panel.message.text(), timeout=5000)
     assert str(refused.value) in " ".join(view.actions_panel.message.text().split())
-    assert desk.tasks.lead_blur_words("hate_speech") == ()
+    assert desk.tasks.settings("hate_speech").blur_words == ()
 
     qtbot.mouseClick(view.actions_panel.blur_words_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.findChildren(BlurWordsDialog)[-1].isVisible(), timeout=5000)
@@ -254,7 +254,7 @@ def test_a_lead_extends_the_tasks_blur_words_from_review(qtbot, window, people, 
     qtbot.keyClicks(dialog.words, "goblin*")
     dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
     qtbot.waitUntil(lambda: "1 blur word added by leads" in view.actions_panel.message.text(), timeout=5000)
-    assert desk.tasks.lead_blur_words("hate_speech") == ("goblin*",)
+    assert desk.tasks.settings("hate_speech").blur_words == ("goblin*",)
     view.table.selectRow(0)
     qtbot.waitUntil(lambda: view.detail.masked_texts() == ["goblins"], timeout=5000)  # Review masks it now
 

@@ -26,14 +26,14 @@ def test_a_leads_words_reach_an_annotators_suggestions(team, tmp_path):
     lead = prepare_desk(tmp_path / "lead", team.lead)
     with client_for(ann, team.url, team.ann) as ann_client, client_for(lead, team.url, team.lead) as lead_client:
         with pytest.raises(DynadeskError, match="lead"):
-            ann.set_assist_words(team.ann.id, "hate_speech", SIKHS)  # only a lead changes the lists
-        lead.set_assist_words(team.lead.id, "hate_speech", SIKHS)
+            ann.set_task_settings(team.ann.id, "hate_speech", assist_words=SIKHS)  # only a lead changes the lists
+        lead.set_task_settings(team.lead.id, "hate_speech", assist_words=SIKHS)
         assert [e.kind for e in outbox(lead)] == ["task_setting"]
         sent = json.loads(lead.db.get_meta("task_setting.hate_speech"))
-        assert sent["assist_words"] == SIKHS.to_json() and sent["agreement_threshold"] == 3
+        assert sent["settings"] == {"assist_words": SIKHS.to_json()}  # the task's own threshold: no override
         lead_client.run()
         ann_client.run()
-        assert ann.tasks.assist_words("hate_speech") == SIKHS
+        assert ann.tasks.settings("hate_speech").assist_words == SIKHS
         lexicon = ann.tasks.assist_lexicon("hate_speech")
         context = GenerationContext("I can't stand Sikhs.", Goal.CONTRAST, "not hate", "hate", ("hate", "not hate"),
                                     "hate_speech", (), lexicon=lexicon)
@@ -42,10 +42,10 @@ def test_a_leads_words_reach_an_annotators_suggestions(team, tmp_path):
         assert not any("politicians" in text for text in made)  # the lead took it out
 
         # the lead's later threshold keeps the words in force; the annotator keeps them too
-        lead.set_agreement_threshold(team.lead.id, "hate_speech", 2)
+        lead.set_task_settings(team.lead.id, "hate_speech", agreement_threshold=2)
         lead_client.run()
         ann_client.run()
-        assert ann.tasks.assist_words("hate_speech") == SIKHS
+        assert ann.tasks.settings("hate_speech").assist_words == SIKHS
         assert ann.tasks.agreement_threshold(ann.tasks.task("hate_speech").id) == 2
     for desk in (ann, lead):
         desk.close()
@@ -54,12 +54,12 @@ def test_a_leads_words_reach_an_annotators_suggestions(team, tmp_path):
 def test_bad_word_changes_are_refused_at_the_desk_and_at_the_server(team, tmp_path):
     lead = prepare_desk(tmp_path / "lead", team.lead)
     with pytest.raises(InvalidLexicon, match="hate_speech has no word list 'antonyms'"):
-        lead.set_assist_words(team.lead.id, "hate_speech", WordChanges(added={"antonyms": (("a", "b"),)}))
+        lead.set_task_settings(team.lead.id, "hate_speech", assist_words=WordChanges(added={"antonyms": (("a", "b"),)}))
     assert outbox(lead) == []
     lead.close()
-    bad = {**setting(team.lead, 2), "assist_words": {"added": {"hedges": ["x" * 200]}}}
+    bad = {**setting(team.lead, 2), "settings": {"assist_words": {"added": {"hedges": ["x" * 200]}}}}
     response = push(team, team.lead, bad)
     assert response.status_code == 422 and "at most 80 characters" in response.text
-    good = {**setting(team.lead, 2), "assist_words": SIKHS.to_json()}
+    good = {**setting(team.lead, 2), "settings": {"assist_words": SIKHS.to_json()}}
     assert statuses(push(team, team.lead, good)) == ["stored"]
     assert statuses(push(team, team.lead, good)) == ["already_stored"]

@@ -21,31 +21,31 @@ def test_a_leads_blur_words_reach_the_team_and_stay_through_a_threshold_change(t
     lead = prepare_desk(tmp_path / "lead", team.lead)
     with client_for(ann, team.url, team.ann) as ann_client, client_for(lead, team.url, team.lead) as lead_client:
         with pytest.raises(DynadeskError):  # an annotator cannot change the team's list
-            ann.set_blur_words(team.ann.id, "hate_speech", ["roaches"])
-        assert lead.set_blur_words(team.lead.id, "hate_speech", ["R0aches", "  filthy   lot ", "roaches"]) == (
-            "R0aches", "filthy lot", "roaches")
+            ann.set_task_settings(team.ann.id, "hate_speech", blur_words=["roaches"])
+        stored = lead.set_task_settings(team.lead.id, "hate_speech", blur_words=["R0aches", "  filthy   lot ", "roaches"])
+        assert stored.settings.blur_words == ("R0aches", "filthy lot", "roaches")
         assert [e.kind for e in outbox(lead)] == ["task_setting"]
-        assert json.loads(lead.db.get_meta("task_setting.hate_speech"))["blur_words"] == ["R0aches", "filthy lot",
-                                                                                         "roaches"]
+        assert json.loads(lead.db.get_meta("task_setting.hate_speech"))["settings"]["blur_words"] == [
+            "R0aches", "filthy lot", "roaches"]
         lead_client.run()
         ann_client.run()
-        assert ann.tasks.lead_blur_words("hate_speech") == ("R0aches", "filthy lot", "roaches")
+        assert ann.tasks.settings("hate_speech").blur_words == ("R0aches", "filthy lot", "roaches")
         assert "vermin" in ann.tasks.blur_words("hate_speech") and "filthy lot" in ann.tasks.blur_words("hate_speech")
 
-        lead.set_agreement_threshold(team.lead.id, "hate_speech", 2)  # the words travel on with it
+        lead.set_task_settings(team.lead.id, "hate_speech", agreement_threshold=2)  # the words travel on with it
         lead_client.run()
         ann_client.run()
         assert ann.tasks.agreement_threshold(ann.tasks.task("hate_speech").id) == 2
-        assert ann.tasks.lead_blur_words("hate_speech") == ("R0aches", "filthy lot", "roaches")
+        assert ann.tasks.settings("hate_speech").blur_words == ("R0aches", "filthy lot", "roaches")
     for desk in (ann, lead):
         desk.close()
 
 
 def test_the_server_checks_and_keeps_the_blur_words(team):
     record = setting(team.lead, 2)
-    too_long = {**record, "blur_words": ["x" * 61]}
+    too_long = {**record, "settings": {"blur_words": ["x" * 61]}}
     assert push(team, team.lead, too_long).status_code == 422
-    good = {**record, "blur_words": ["roaches"]}
+    good = {**record, "settings": {"blur_words": ["roaches"]}}
     assert statuses(push(team, team.lead, good)) == ["stored"]
     assert statuses(push(team, team.lead, good)) == ["already_stored"]
 
@@ -63,7 +63,7 @@ def _refusal(words) -> str:
 
 def test_the_server_refuses_a_list_every_desk_would_refuse_naming_its_entries(team):
     record = setting(team.lead, 2)
-    response = push(team, team.lead, {**record, "blur_words": HOSTILE})
+    response = push(team, team.lead, {**record, "settings": {"blur_words": HOSTILE}})
     assert response.status_code == 422
     body = response.json()
     reason = body["errors"][0]["reason"]
@@ -72,7 +72,7 @@ def test_the_server_refuses_a_list_every_desk_would_refuse_naming_its_entries(te
         assert shown in reason
     assert "nothing was stored" in body["detail"]
     assert not [r for r in changes(team, team.lead)["records"] if r["record"] == "task_setting"]  # nothing stored
-    assert statuses(push(team, team.lead, {**record, "blur_words": ["vermin"]})) == ["stored"]
+    assert statuses(push(team, team.lead, {**record, "settings": {"blur_words": ["vermin"]}})) == ["stored"]
 
 
 def test_the_cli_lists_adds_and_removes_a_leads_words(desk, capsys):

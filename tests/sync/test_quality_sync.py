@@ -25,11 +25,11 @@ def test_the_leads_quality_settings_and_synced_examples_reach_the_other_desks(te
         bob.near_duplicates.ensure_built(task)  # Bob's index is open before anything arrives
         assert bob.near_duplicates.size(task) == 0
 
-        lead.set_agreement_threshold(team.lead.id, "hate_speech", 2)
-        lead.set_quality_settings(team.lead.id, "hate_speech", chosen)  # one record carries both
+        lead.set_task_settings(team.lead.id, "hate_speech", agreement_threshold=2)
+        lead.set_task_settings(team.lead.id, "hate_speech", quality=chosen)  # one record carries both
         assert [e.kind for e in outbox(lead)] == ["task_setting"]
         sent = json.loads(lead.db.get_meta("task_setting.hate_speech"))
-        assert (sent["agreement_threshold"], sent["quality"]) == (2, chosen.to_json())
+        assert sent["settings"] == {"agreement_threshold": 2, "quality": chosen.to_json()}
         lead_client.run()
         assert outbox(lead) == []
 
@@ -38,17 +38,17 @@ def test_the_leads_quality_settings_and_synced_examples_reach_the_other_desks(te
         bob_client.run()
         assert bob.tasks.task("hate_speech").id == task  # the index's key has not moved under it
         for desk in (ann, bob):
-            assert desk.tasks.quality_settings("hate_speech") == chosen
+            assert desk.tasks.settings("hate_speech").quality == chosen
             assert desk.tasks.agreement_threshold(desk.tasks.task("hate_speech").id) == 2
         assert bob.near_duplicates.threshold_of(task) == 0.8
         found = bob.near_duplicates.nearest(task, "those people are VERMIN and should all go!!!")
         assert [(m.example_id, m.similarity, m.author_name) for m in found.near] == [(mine.id, 1.0, "Ann Annotator")]
 
         # the lead changes the agreement threshold again: the quality settings stay as they were
-        lead.set_agreement_threshold(team.lead.id, "hate_speech", 1)
+        lead.set_task_settings(team.lead.id, "hate_speech", agreement_threshold=1)
         lead_client.run()
         ann_client.run()
-        assert ann.tasks.quality_settings("hate_speech") == chosen
+        assert ann.tasks.settings("hate_speech").quality == chosen
         assert ann.tasks.agreement_threshold(ann.tasks.task("hate_speech").id) == 1
     for desk in (ann, bob, lead):
         desk.close()
@@ -56,15 +56,16 @@ def test_the_leads_quality_settings_and_synced_examples_reach_the_other_desks(te
 
 def test_the_server_checks_the_quality_settings(team):
     record = setting(team.lead, 2)
-    bad = {**record, "quality": {"near_threshold": 0.1, "token_association_threshold": 5.0,
-                                 "duplicate_rate_threshold": 0.2}}
+    bad = {**record, "settings": {"quality": {"near_threshold": 0.1, "token_association_threshold": 5.0,
+                                              "duplicate_rate_threshold": 0.2}}}
     response = push(team, team.lead, bad)
-    assert response.status_code == 422 and "near_threshold" in response.text
-    good = {**record, "quality": QualitySettings(near_threshold=0.9).to_json()}
+    assert response.status_code == 422 and "quality: The near-duplicate threshold must be a number from 0.3" in \
+        response.text
+    good = {**record, "settings": {"quality": QualitySettings(near_threshold=0.9).to_json()}}
     assert statuses(push(team, team.lead, good)) == ["stored"]
     assert statuses(push(team, team.lead, good)) == ["already_stored"]
     import httpx
 
     feed = httpx.get(f"{team.url}/v1/changes", params={"since": 0}, headers=auth(team.bob)).json()["records"]
     [seen] = [r for r in feed if r["record"] == "task_setting"]
-    assert seen["quality"] == QualitySettings(near_threshold=0.9).to_json()
+    assert seen["settings"] == {"quality": QualitySettings(near_threshold=0.9).to_json()}

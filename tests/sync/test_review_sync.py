@@ -398,7 +398,7 @@ def test_pulled_verdicts_are_decided_under_the_threshold_a_lead_set_on_that_desk
     ann = prepare_desk(tmp_path / "ann", team.ann)
     bob = prepare_desk(tmp_path / "bob", team.bob)
     lead = prepare_desk(tmp_path / "lead", team.lead)
-    lead.set_agreement_threshold(team.lead.id, "hate_speech", 1)  # a small team: one verdict decides here
+    lead.set_task_settings(team.lead.id, "hate_speech", agreement_threshold=1)  # a small team: one verdict decides here
     with (client_for(ann, team.url, team.ann) as ann_client, client_for(bob, team.url, team.bob) as bob_client,
           client_for(lead, team.url, team.lead) as lead_client):
         mine = ann_writes_bob_says_correct(team, ann, ann_client, bob, bob_client, "one verdict is enough here")

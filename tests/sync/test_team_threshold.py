@@ -26,8 +26,8 @@ def team_rows(team, lead) -> list[dict]:
 def setting(lead, threshold: int) -> dict:
     now = utcnow().isoformat()
     return {"record": "task_setting", "id": str(uuid.uuid4()), "task": "hate_speech",
-            "agreement_threshold": threshold, "lead": str(lead.id), "created_at": now, "updated_at": now,
-            "revision": 1}
+            "settings": {"agreement_threshold": threshold}, "lead": str(lead.id), "created_at": now,
+            "updated_at": now, "revision": 1}
 
 
 def test_a_leads_threshold_decides_the_teams_examples_on_the_server_and_on_every_desk(team, tmp_path):
@@ -45,8 +45,8 @@ def test_a_leads_threshold_decides_the_teams_examples_on_the_server_and_on_every
         assert ann.examples.get(mine.id).decided_verdict is None  # the task's 3 is out of reach
         assert [row["vmer"] for row in team_rows(team, team.lead)] == [0.0]
 
-        lead.set_agreement_threshold(team.lead.id, "hate_speech", 2)
-        lead.set_agreement_threshold(team.lead.id, "hate_speech", 1)  # changed before it was sent: only this goes
+        lead.set_task_settings(team.lead.id, "hate_speech", agreement_threshold=2)
+        lead.set_task_settings(team.lead.id, "hate_speech", agreement_threshold=1)  # changed before it was sent: only this goes
         assert [e.kind for e in outbox(lead)] == ["task_setting"]
         lead_client.run()
         assert outbox(lead) == []
@@ -78,7 +78,7 @@ def test_only_leads_set_the_teams_threshold(team):
 
     def settings_seen_by(account) -> list:
         feed = httpx.get(f"{team.url}/v1/changes", params={"since": 0}, headers=auth(account)).json()["records"]
-        return [(r["agreement_threshold"], r["lead"]) for r in feed if r["record"] == "task_setting"]
+        return [(r["settings"]["agreement_threshold"], r["lead"]) for r in feed if r["record"] == "task_setting"]
 
     assert settings_seen_by(team.bob) == [(2, str(team.lead.id))]
     assert settings_seen_by(team.cat) == [(1, str(team.lia.id))]  # each team's desks get their own team's

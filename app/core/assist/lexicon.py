@@ -6,8 +6,9 @@ A list file is YAML: ``kind`` (``words``: one phrase per entry; ``pairs``: ``[a,
 ``rules.yaml``: ``family`` (which rules apply: hate_speech, sentiment or nli) and ``labels``, the
 task's label for each role those rules speak of (e.g. ``hateful: hate``).
 
-A lead's additions and removals (``WordChanges``) are stored on the desk and travel with the task's
-settings to the team (``app.core.assist.words_store``); ``Lexicon.with_changes`` applies them.
+A lead's additions and removals (``WordChanges``) are one of the task's lead settings
+(``app.core.task_settings.TaskSettings.assist_words``), which travel to the team;
+``Lexicon.with_changes`` applies them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """A lead's data-quality settings for a task: the near-duplicate threshold and the two alert lines.
 
-They travel with the agreement threshold in the team's ``task_setting`` record (one record holds a
-lead's settings for a task; the latest to reach the server is in force on every desk of the team),
-and are kept on a desk in the meta table under ``QUALITY_KEY`` beside ``THRESHOLD_KEY``
-(``settings_store``). This module is free of storage, so view-models may use it.
+They are one of a task's lead settings (``app.core.task_settings.TaskSettings.quality``), which
+travel to the team in one ``task_setting`` record. This module is free of storage, so view-models
+may use it.
 """
 
 from __future__ import annotations
@@ -14,8 +13,6 @@ from typing import Any, Final
 
 from app.core.errors import DynadeskError
 from app.core.quality.similarity import DEFAULT_NEAR_THRESHOLD, SIMILARITY_FLOOR
-
-QUALITY_KEY: Final[str] = "quality_settings.{code}"
 
 #: Bounds a lead may choose in, per field: (lowest, highest).
 BOUNDS: Final[dict[str, tuple[float, float]]] = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from functools import lru_cache
 
 from typing import Any
 
@@ -12,45 +13,51 @@ from sqlalchemy.orm import Session
 
 from app.core.domain import RoundStatus, SyncState, utcnow
 from app.core.errors import NotFound
-from app.core.assist.lexicon import Lexicon, WordChanges, load_lexicon, shipped_lexicon
-from app.core.assist.words_store import assist_words_in, store_assist_words
-from app.core.quality.settings import QualitySettings
-from app.core.quality.settings_store import quality_settings_in, store_quality_settings
+from app.core.assist.lexicon import Lexicon, load_lexicon, shipped_lexicon
 from app.core.storage.db import Database
 from app.core.storage.models import Meta, OutboxEntry, Round, Task
+from app.core.task_settings import TaskSettings
 from app.core.tasks.definition import TaskCatalog, TaskDefinition
 from app.core.wellbeing.word_list import task_words
-from app.core.wellbeing.word_store import lead_words_in, store_lead_words
 
 
-# A lead's choice of a task's agreement threshold on this desk, in the database's meta table, so
-# that every writer of verdict summaries (validation, import, sync pull) sees the same number.
-THRESHOLD_KEY = "agreement_threshold.{code}"
-# The team-wide record behind it (``task_setting`` on the wire, JSON): what the lead's desk pushes,
-# and the latest this desk pulled, by the server's arrival time.
+# A task's lead settings on this desk, one meta value per task: the ``task_setting`` record (its wire
+# form) that carries them, with ``sync_state`` and, once the server has it, ``received_at``. The
+# lead's desk writes and pushes it; every desk keeps the latest it pulled, by the server's arrival time.
 SETTING_KEY = "task_setting.{code}"
-MAX_THRESHOLD = 20
-
-
-def agreement_threshold_in(session: Session, definition: TaskDefinition) -> int:
-    row = session.get(Meta, THRESHOLD_KEY.format(code=definition.code))
-    return int(row.value) if row is not None else definition.agreement_threshold
-
-
-def store_threshold(session: Session, definition: TaskDefinition, threshold: int, setting: dict) -> None:
-    """Keep ``threshold`` as the task's on this desk (the task's own number removes the override),
-    with the ``task_setting`` record it came from or goes out as."""
-    key = THRESHOLD_KEY.format(code=definition.code)
-    if threshold == definition.agreement_threshold:
-        session.execute(delete(Meta).where(Meta.key == key))
-    else:
-        session.merge(Meta(key=key, value=str(threshold)))  # insert or update by key
-    session.merge(Meta(key=SETTING_KEY.format(code=definition.code), value=json.dumps(setting)))
 
 
 def task_setting_in(session: Session, code: str) -> dict | None:
+    """The ``task_setting`` record this desk holds for the task (None until a lead set one)."""
     row = session.get(Meta, SETTING_KEY.format(code=code))
     return json.loads(row.value) if row is not None else None
+
+
+def store_task_setting(session: Session, code: str, record: dict[str, Any]) -> None:
+    """Keep ``record`` as the task's settings in force on this desk."""
+    session.merge(Meta(key=SETTING_KEY.format(code=code), value=json.dumps(record, ensure_ascii=False)))
+
+
+def task_settings_in(session: Session, code: str) -> TaskSettings:
+    """The task's settings in force on this desk (the defaults until a lead sets them)."""
+    row = session.get(Meta, SETTING_KEY.format(code=code))
+    return TaskSettings() if row is None else _settings_of(row.value)
+
+
+@lru_cache(maxsize=64)
+def _settings_of(stored: str) -> TaskSettings:
+    # Read for every example decided: parsed and checked once per stored value.
+    try:
+        data = json.loads(stored)
+    except ValueError:
+        data = None
+    # a damaged value is not a reason to stop writing: what can be read is kept, the rest is the default
+    return TaskSettings.from_json(data.get("settings") if isinstance(data, dict) else None, fallback=TaskSettings())
+
+
+def agreement_threshold_in(session: Session, definition: TaskDefinition) -> int:
+    chosen = task_settings_in(session, definition.code).agreement_threshold
+    return definition.agreement_threshold if chosen is None else chosen
 
 
 class TaskService:
@@ -118,25 +125,10 @@ class TaskService:
         with self.db.read() as session:
             return agreement_threshold_in(session, definition)
 
-    def set_agreement_threshold(self, task_code: str, threshold: int, lead_id: uuid.UUID) -> None:
-        """Store a lead's choice (the caller checks the role) and queue it for the team: the server
-        and the team's desks decide with it once it is synced."""
-        self._queue_setting(task_code, lead_id, threshold=threshold)
-
-    def quality_settings(self, task_code: str) -> QualitySettings:
-        """The lead's data-quality settings for the task on this desk (the defaults until set)."""
+    def settings(self, task_code: str) -> TaskSettings:
+        """The lead settings of the task in force on this desk (the defaults until set)."""
         with self.db.read() as session:
-            return quality_settings_in(session, task_code)
-
-    def set_quality_settings(self, task_code: str, settings: QualitySettings, lead_id: uuid.UUID) -> None:
-        """Store a lead's data-quality settings (the caller checks the role) and queue them for the
-        team, in the same ``task_setting`` record as the agreement threshold in force here."""
-        self._queue_setting(task_code, lead_id, quality=settings)
-
-    def assist_words(self, task_code: str) -> WordChanges:
-        """A lead's changes to the task's assistant word lists on this desk (none until made)."""
-        with self.db.read() as session:
-            return assist_words_in(session, task_code)
+            return task_settings_in(session, task_code)
 
     def assist_lexicon(self, task_code: str) -> Lexicon:
         """The assistant's word lists for the task: the shipped ones with the lead's changes."""
@@ -144,53 +136,28 @@ class TaskService:
         shipped = shipped_lexicon(task_code)
         if shipped.labels and not set(shipped.labels.values()) <= set(definition.labels):
             shipped = load_lexicon(task_code, labels=definition.labels)  # raises, naming the label
-        return shipped.with_changes(self.assist_words(task_code))
-
-    def set_assist_words(self, task_code: str, changes: WordChanges, lead_id: uuid.UUID) -> None:
-        """Store a lead's word-list changes (the caller checks the role and the lists) and queue
-        them for the team in the ``task_setting`` record, with the settings in force here."""
-        self._queue_setting(task_code, lead_id, assist_words=changes)
-
-    def lead_blur_words(self, task_code: str) -> tuple[str, ...]:
-        """The words the team's leads added to the task's blur list (``app.core.wellbeing.word_list``)."""
-        with self.db.read() as session:
-            return lead_words_in(session, task_code)
+        return shipped.with_changes(self.settings(task_code).assist_words)
 
     def blur_words(self, task_code: str) -> tuple[str, ...]:
         """Every word a reading view blurs for the task: the bundled list and the leads' words."""
-        return task_words(task_code, self.lead_blur_words(task_code))
+        return task_words(task_code, self.settings(task_code).blur_words)
 
-    def set_blur_words(self, task_code: str, words: tuple[str, ...], lead_id: uuid.UUID) -> None:
-        """Store a lead's blur words (checked by the caller; the caller checks the role) and queue them
-        for the team, in the same ``task_setting`` record as the task's other settings."""
-        self._queue_setting(task_code, lead_id, blur_words=words)
-
-    def _queue_setting(self, task_code: str, lead_id: uuid.UUID, *, threshold: int | None = None,
-                       quality: QualitySettings | None = None, assist_words: WordChanges | None = None,
-                       blur_words: tuple[str, ...] | None = None) -> None:
-        """One ``task_setting`` record carries every lead setting of the task: the one changed, and
-        the others as they are in force here (None: keep)."""
-        definition = self.definition_by_code(task_code)
-        with self.db.read() as session:
-            threshold = agreement_threshold_in(session, definition) if threshold is None else threshold
-            quality = quality_settings_in(session, task_code) if quality is None else quality
-            assist_words = assist_words_in(session, task_code) if assist_words is None else assist_words
-            blur_words = lead_words_in(session, task_code) if blur_words is None else blur_words
+    def set_settings(self, task_code: str, settings: TaskSettings, lead_id: uuid.UUID) -> None:
+        """Keep a lead's settings for the task in force here (the caller checks the role and the
+        settings) and queue them for the team in one ``task_setting`` record; one not sent yet is
+        replaced."""
+        self.task(task_code)
         now = utcnow().isoformat()
-        setting: dict[str, Any] = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
-                   "agreement_threshold": threshold, "quality": quality.to_json(),
-                   "assist_words": assist_words.to_json(), "blur_words": list(blur_words), "lead": str(lead_id),
-                   "created_at": now, "updated_at": now,
-                   "revision": 1, "received_at": None, "sync_state": SyncState.PENDING.value}
+        record: dict[str, Any] = {"record": "task_setting", "id": str(uuid.uuid4()), "task": task_code,
+                                  "settings": settings.to_json(), "lead": str(lead_id), "created_at": now,
+                                  "updated_at": now, "revision": 1, "received_at": None,
+                                  "sync_state": SyncState.PENDING.value}
         with self.db.write() as session:
             unsent = task_setting_in(session, task_code)
-            if unsent is not None and unsent.get("sync_state") == SyncState.PENDING.value:  # replaced before it went
+            if unsent is not None and unsent.get("sync_state") == SyncState.PENDING.value and unsent.get("id"):
                 session.execute(delete(OutboxEntry).where(OutboxEntry.record_id == uuid.UUID(unsent["id"])))
-            store_threshold(session, definition, threshold, setting)
-            store_quality_settings(session, task_code, quality)
-            store_assist_words(session, task_code, assist_words)
-            store_lead_words(session, task_code, blur_words)
-            session.add(OutboxEntry(kind="task_setting", record_id=uuid.UUID(setting["id"]), person_id=lead_id,
+            store_task_setting(session, task_code, record)
+            session.add(OutboxEntry(kind="task_setting", record_id=uuid.UUID(record["id"]), person_id=lead_id,
                                     revision=1, state="pending", attempts=0))
 
     def task_code(self, task_id: uuid.UUID) -> str:

@@ -1,9 +1,9 @@
 """A task's blur word list: the words bundled in ``resources/wellbeing/<task code>/words.txt`` and
 the ones the team's leads added.
 
-A lead's words travel to the team in the task's ``task_setting`` record (``blur_words``, beside the
-agreement threshold and the data-quality settings) and are kept on a desk in the meta table under
-``BLUR_WORDS_KEY`` (``word_store``). This module is free of storage, so view-models may use it.
+A lead's words are one of the task's lead settings (``app.core.task_settings.TaskSettings.blur_words``,
+checked by ``clean_words``), which travel to the team in one ``task_setting`` record. This module is
+free of storage, so view-models may use it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from app.core.errors import DynadeskError
 from app.core.text import control_characters, printable
 from app.core.wellbeing.blur import LEET, normalise_entry
 
-BLUR_WORDS_KEY: Final[str] = "blur_words.{code}"
 MAX_ENTRY_CHARS: Final[int] = 60
 MAX_LEAD_WORDS: Final[int] = 2000
 # Besides letters, combining marks and digits, what a word or phrase may be written with: the

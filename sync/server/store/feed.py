@@ -93,7 +93,7 @@ RECORD_OVERHEAD = 600
 HEAVY_COLUMNS = {"example": ("inputs", "meta", "origin", "edit_ops", "outputs", "status_reason", "assistance"),
                  "validation": ("reason", "model_note"), "example_review": ("comment",), "context": ("text", "data"),
                  "round": ("description", "goal_message", "settings"), "task": ("definition",),
-                 "model": ("label_map", "provenance", "files"), "person": (), "task_setting": ()}
+                 "model": ("label_map", "provenance", "files"), "person": (), "task_setting": ("settings",)}
 
 
 def _weight(session: Session, kind: str) -> Any:

@@ -16,6 +16,7 @@ from app.core.domain import ModelOutput, ReviewAction, Role, ValidationMode, utc
 from app.core.errors import InvalidExample
 from app.core.services.examples import Content, written_text
 from app.core.services.validation import summarise
+from app.core.task_settings import TaskSettings
 from app.core.tasks.definition import TaskDefinition
 from app.core.tasks.fooling import output_problem
 from sync.protocol import (
@@ -151,7 +152,7 @@ class _Push(Batch):
         return self.thresholds[key]
 
     def _task_setting(self, i: int, r: TaskSettingRecord) -> None:
-        lead = self._lead(i, r, "set how many matching verdicts decide an example")
+        lead = self._lead(i, r, "set the team's settings of a task")
         if lead is None:
             return
         existing = self.session.get(TaskSetting, r.id)
@@ -166,18 +167,18 @@ class _Push(Batch):
         task = self.task(r.task)
         if task is None:
             return self.result(i, r, "deferred", reason=f"task '{r.task}' is not published on this server yet")
-        setting = TaskSetting(id=r.id, task_id=task.id, team=self.me.team, lead_id=lead.id,
-                              agreement_threshold=r.agreement_threshold,
-                              quality=r.quality.model_dump(mode="json") if r.quality is not None else None,
-                              assist_words=r.assist_words,
-                              blur_words=r.blur_words,
-                              created_at=r.created_at,
-                              updated_at=r.updated_at, revision=r.revision, received_at=self.now)
+        before = self._threshold(self.me.team, task.id)
+        setting = TaskSetting(id=r.id, task_id=task.id, team=self.me.team, lead_id=lead.id, settings=r.settings,
+                              created_at=r.created_at, updated_at=r.updated_at, revision=r.revision,
+                              received_at=self.now)
         self.session.add(setting)
-        self.thresholds[(self.me.team, task.id)] = r.agreement_threshold
+        chosen = TaskSettings.from_json(r.settings).agreement_threshold
+        threshold = chosen if chosen is not None else self._definition_of(task.id).agreement_threshold
+        self.thresholds[(self.me.team, task.id)] = threshold
         self.changed(setting, "task_setting", self.me.team, self.me.id, is_new=True)
         self.result(i, r, "stored", revision=r.revision)
-        self._decide_again(task.id, r.agreement_threshold)
+        if threshold != before:
+            self._decide_again(task.id, threshold)
 
     def _decide_again(self, task_id: uuid.UUID, threshold: int) -> None:
         """Decide the team's validated examples of the task again under a new threshold; those whose

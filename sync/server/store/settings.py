@@ -7,11 +7,19 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.core.task_settings import TaskSettings
 from sync.server.models import TaskSetting
+
+
+def team_settings(session: Session, team: str, task_id: uuid.UUID) -> TaskSettings:
+    """The settings a lead set for ``team``'s examples of a task (the latest to arrive; the defaults until one did)."""
+    stored = session.scalar(select(TaskSetting.settings)
+                            .where(TaskSetting.team == team, TaskSetting.task_id == task_id)
+                            .order_by(TaskSetting.received_at.desc(), TaskSetting.id.desc()).limit(1))
+    # checked when pushed; a rule added since leaves the value it refuses at its default, never stops the team
+    return TaskSettings.from_json(stored, fallback=TaskSettings())
 
 
 def team_threshold(session: Session, team: str, task_id: uuid.UUID) -> int | None:
     """The agreement threshold a lead set for ``team``'s examples of a task (the latest to arrive), if any."""
-    return session.scalar(select(TaskSetting.agreement_threshold)
-                          .where(TaskSetting.team == team, TaskSetting.task_id == task_id)
-                          .order_by(TaskSetting.received_at.desc(), TaskSetting.id.desc()).limit(1))
+    return team_settings(session, team, task_id).agreement_threshold

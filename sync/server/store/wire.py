@@ -10,7 +10,6 @@ from sqlalchemy.orm import Session
 
 from app.core.domain import Role
 from sync.protocol import (
-    QualitySettingsWire,
     form_parents,
     ContextRecord,
     ExampleRecord,
@@ -90,10 +89,8 @@ def example_review_wire(r: ExampleReview) -> ExampleReviewRecord:
 
 
 def task_setting_wire(t: TaskSetting, task_code: str) -> TaskSettingRecord:
-    quality = QualitySettingsWire.model_validate(t.quality) if t.quality is not None else None
-    return TaskSettingRecord(record="task_setting", task=task_code, agreement_threshold=t.agreement_threshold,
-                             quality=quality, assist_words=t.assist_words, blur_words=t.blur_words,
-                             lead=t.lead_id, received_at=t.received_at, **_stamps(t))
+    return TaskSettingRecord(record="task_setting", task=task_code, settings=t.settings, lead=t.lead_id,
+                             received_at=t.received_at, **_stamps(t))
 
 
 def comparable_example(record: dict) -> dict:
