@@ -289,12 +289,26 @@ class TaskSettingRecord(Stamped):
             raise ValueError(str(exc)) from None
 
 
+class PulledTaskSettingRecord(TaskSettingRecord):
+    """A ``task_setting`` in a page of changes. The server checked it when it was pushed; a desk older
+    than one of its settings (or than a rule of one) still takes the page, and takes the settings it
+    can (``TaskSettings.from_json`` with the settings in force as the fallback), instead of stopping
+    its pulls until it is updated."""
+
+    @field_validator("settings", mode="before")
+    @classmethod
+    def _checked_settings(cls, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise ValueError(f"settings must be an object; got {type(value).__name__}")
+        return value
+
+
 PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, TaskSettingRecord, PersonRecord],
                      Field(discriminator="record")]
 PublishItem = Annotated[Union[TaskRecord, ModelRecordWire, RoundRecord, ContextRecord], Field(discriminator="record")]
 AnyRecord = Annotated[
     Union[PersonRecord, TaskRecord, ModelRecordWire, RoundRecord, ContextRecord, ExampleRecord, ValidationRecord,
-          ExampleReviewRecord, TaskSettingRecord],
+          ExampleReviewRecord, PulledTaskSettingRecord],
     Field(discriminator="record"),
 ]
 RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyRecord)

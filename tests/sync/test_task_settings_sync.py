@@ -78,7 +78,8 @@ def test_the_servers_setting_columns_fold_into_one_and_back_with_every_value(tea
     # What the old server held: a setting of each kind, and one from a desk that sent only the threshold.
     old_values = {uuid.UUID(first["id"]): (2, QualitySettings(near_threshold=0.8).to_json(), WORDS.to_json(),
                                            ["roaches", "filthy lot"]),
-                  uuid.UUID(second["id"]): (3, None, None, None),
+                  # as a desk from before sent every record: each setting, at its default or not
+                  uuid.UUID(second["id"]): (3, QualitySettings().to_json(), WordChanges().to_json(), []),
                   uuid.UUID(newer["id"]): (3, None, None, ["vermin"])}  # the downgrade names the task's own
 
     def columns() -> dict:
@@ -101,10 +102,41 @@ def test_the_servers_setting_columns_fold_into_one_and_back_with_every_value(tea
     resent = {k: v for k, v in first.items() if k != "agreement_threshold"}
     assert statuses(push(team, team.lead, {**resent, "settings": served[first["id"]]})) == [
         "already_stored"]  # a resend in the new shape is the same record
+    old_second = old_setting(team.lead, quality=QualitySettings().to_json(), assist_words=WordChanges().to_json(),
+                             blur_words=[])
+    assert statuses(push(team, team.lead, {**old_second, **{k: second[k] for k in ("id", "created_at",
+                                                                                    "updated_at")}})) == [
+        "already_stored"]  # and so is the old desk's resend in its own shape
     with server_db.engine.begin() as connection:
         command.downgrade(alembic_config(connection), "0012")
     assert columns() == old_values
     server_db.upgrade()
+
+
+def test_a_desk_older_than_a_setting_takes_the_settings_it_can_and_keeps_pulling(desk, people):
+    from pydantic import ValidationError
+
+    from sync.incoming import apply_page
+    from sync.protocol import ChangesResponse, PushRequest
+
+    def pulled(settings: dict, received_at: str) -> dict:
+        now = utcnow().isoformat()
+        return {"record": "task_setting", "id": str(uuid.uuid4()), "task": "hate_speech", "settings": settings,
+                "lead": str(people.lead.id), "created_at": now, "updated_at": now, "revision": 1,
+                "received_at": received_at}
+
+    def pull(record: dict, cursor: int) -> None:
+        page = ChangesResponse.model_validate_json(json.dumps({"records": [record], "cursor": cursor, "more": False,
+                                                               "remaining": 0}))
+        report = apply_page(desk.db, page.records, page.referenced, key="pull.cursor", cursor=cursor)
+        assert report.added == {"task settings": 1} and not report.skipped
+
+    pull(pulled({"agreement_threshold": 2, "blur_words": ["vermin"]}, "2026-11-28T10:00:00+00:00"), 1)
+    # A newer desk's lead: a setting this desk has no field for, and words a rule it lacks lets through.
+    pull(pulled({"agreement_threshold": 4, "daily_quota": 40, "blur_words": ["x"]}, "2026-11-28T11:00:00+00:00"), 2)
+    assert desk.tasks.settings("hate_speech") == TaskSettings(agreement_threshold=4, blur_words=("vermin",))
+    with pytest.raises(ValidationError, match="Unknown setting 'daily_quota'"):  # a push of it is refused
+        PushRequest.model_validate({"records": [pulled({"daily_quota": 40}, "2026-11-28T11:00:00+00:00")]})
 
 
 # The one change a developer makes to add a setting: a check, and a field that names it.

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.core.domain import Role
+from app.core.task_settings import TaskSettings
 from sync.protocol import (
     form_parents,
     ContextRecord,
@@ -18,7 +19,7 @@ from sync.protocol import (
     PersonRecord,
     RoundRecord,
     TaskRecord,
-    TaskSettingRecord,
+    PulledTaskSettingRecord,
     ValidationRecord,
 )
 from sync.server.db import ServerDatabase
@@ -88,8 +89,11 @@ def example_review_wire(r: ExampleReview) -> ExampleReviewRecord:
                                comment=r.comment, received_at=r.received_at, **_stamps(r))
 
 
-def task_setting_wire(t: TaskSetting, task_code: str) -> TaskSettingRecord:
-    return TaskSettingRecord(record="task_setting", task=task_code, settings=t.settings, lead=t.lead_id,
+def task_setting_wire(t: TaskSetting, task_code: str) -> PulledTaskSettingRecord:
+    # In its normal form (a row from before migration 0013 holds values as the desk sent them): a resend
+    # compares equal. A value today's rules refuse raises, and the feed quarantines the row, naming why.
+    settings = TaskSettings.from_json(t.settings).to_json()
+    return PulledTaskSettingRecord(record="task_setting", task=task_code, settings=settings, lead=t.lead_id,
                              received_at=t.received_at, **_stamps(t))
 
 
