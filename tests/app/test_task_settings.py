@@ -33,7 +33,8 @@ def test_each_setting_is_checked_by_its_own_rule_and_its_error_says_which():
 
     for change, error, said in [({"agreement_threshold": 21}, InvalidTaskSettings, "between 1 and 20; got 21"),
                                 ({"agreement_threshold": True}, InvalidTaskSettings, "got True"),
-                                ({"quality": {"near_threshold": 0.1}}, InvalidQualitySettings, "near-duplicate threshold"),
+                                ({"quality": {"near_threshold": 0.1}}, InvalidQualitySettings,
+                                 "near-duplicate threshold"),
                                 ({"blur_words": ["x"]}, InvalidWordList, "'x' has fewer than two letters"),
                                 ({"blur_words": "roaches"}, InvalidTaskSettings, "a list of words"),
                                 ({"assist_words": {"added": {"hedges": ["x" * 200]}}}, InvalidLexicon, "80"),

@@ -13,7 +13,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
 from app.core.assist.lexicon import WordChanges
@@ -160,7 +159,8 @@ import app.core
 
 path = Path(app.core.__file__).parent / "task_settings.py"
 source = path.read_text(encoding="utf-8")
-anchor, last_field = "@dataclass(frozen=True)\\nclass TaskSettings:", "    blur_words: tuple[str, ...] = setting((), _blur_words, list)\\n"
+anchor = "@dataclass(frozen=True)\\nclass TaskSettings:"
+last_field = "    blur_words: tuple[str, ...] = setting((), _blur_words, list)\\n"
 assert source.count(anchor) == 1 and source.count(last_field) == 1
 new_check, new_field, url, root = json.loads(sys.argv[1])
 source = source.replace(anchor, new_check + anchor).replace(last_field, last_field + new_field)

@@ -8,9 +8,8 @@ Revises: 0012
 Create Date: 2026-11-28
 """
 
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0013'
 down_revision = '0012'
@@ -35,8 +34,9 @@ def upgrade() -> None:
     bind = op.get_bind()
     rows = bind.execute(sa.select(old.c.id, *(old.c[name] for name in COLUMNS))).all()
     # A setting a desk from before it sent as None is left out: the default, which is what desks took it as.
-    values = [{'b_id': row[0], 'b_settings': {name: value for name, value in zip(COLUMNS, row[1:])
-                                              if value is not None}} for row in rows]
+    values = [{'b_id': row[0],
+               'b_settings': {name: value for name, value in zip(COLUMNS, row[1:], strict=True) if value is not None}}
+              for row in rows]
     if values:
         bind.execute(old.update().where(old.c.id == sa.bindparam('b_id'))
                      .values(settings=sa.bindparam('b_settings', type_=sa.JSON())), values)
