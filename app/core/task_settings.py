@@ -17,6 +17,7 @@ from typing import Any, Final
 from app.core.assist.lexicon import WordChanges
 from app.core.errors import DynadeskError
 from app.core.quality.settings import QualitySettings
+from app.core.tasks.definition import TaskDefinition
 from app.core.wellbeing.word_list import clean_words
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,10 @@ class TaskSettings:
     def __post_init__(self) -> None:
         for name, form in _forms(type(self)).items():
             object.__setattr__(self, name, form.check(getattr(self, name)))
+
+    def threshold_for(self, definition: TaskDefinition) -> int:
+        """Matching peer verdicts that decide an example of the task: the lead's number, else the definition's."""
+        return definition.agreement_threshold if self.agreement_threshold is None else self.agreement_threshold
 
     def changed(self, **changes: Any) -> TaskSettings:
         """These settings with ``changes`` (by field name), each checked: the setting's own

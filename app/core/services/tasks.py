@@ -56,8 +56,7 @@ def _settings_of(stored: str) -> TaskSettings:
 
 
 def agreement_threshold_in(session: Session, definition: TaskDefinition) -> int:
-    chosen = task_settings_in(session, definition.code).agreement_threshold
-    return definition.agreement_threshold if chosen is None else chosen
+    return task_settings_in(session, definition.code).threshold_for(definition)
 
 
 class TaskService:

@@ -27,7 +27,7 @@ from sync.server.store.publish import publish
 from sync.server.store.push import push
 from sync.server.store.quarantine import QuarantineEntry, drop_quarantined, quarantined
 from sync.server.store.rules import Forbidden
-from sync.server.store.settings import team_threshold
+from sync.server.store.settings import team_settings
 from sync.server.store.team import duplicates, team_assistant_split, team_figures
 from sync.server.store.wire import (
     model_forms,
@@ -49,6 +49,6 @@ __all__ = [
     "context_wire", "drop_quarantined", "duplicates", "example_review_wire", "example_wire", "hash_token", "judge",
     "model_forms", "model_manifest", "model_wire", "new_token", "new_token_for", "people", "person_wire", "publish", "push",
     "quarantined", "round_wire", "set_active", "task_setting_wire", "task_wire", "team_assistant_split",
-    "team_figures", "team_threshold",
+    "team_figures", "team_settings",
     "validation_wire",
 ]

@@ -46,7 +46,7 @@ from sync.server.store.changelog import take_numbers, write_changes
 from sync.server.store.judging import judge, judgement_note, verdict_problem
 from sync.server.store.people import name_problem
 from sync.server.store.rules import LEADS, TRANSITIONS, Forbidden, chunks, fetch
-from sync.server.store.settings import team_threshold
+from sync.server.store.settings import team_settings
 from sync.server.store.wire import (
     example_review_wire,
     example_wire,
@@ -147,8 +147,8 @@ class _Push(Batch):
         """Matching peer verdicts that decide a team's example: its lead's setting, else the task definition's."""
         key = (team, task_id)
         if key not in self.thresholds:
-            chosen = team_threshold(self.session, team, task_id)
-            self.thresholds[key] = chosen if chosen is not None else self._definition_of(task_id).agreement_threshold
+            settings = team_settings(self.session, team, task_id)
+            self.thresholds[key] = settings.threshold_for(self._definition_of(task_id))
         return self.thresholds[key]
 
     def _task_setting(self, i: int, r: TaskSettingRecord) -> None:
@@ -172,8 +172,7 @@ class _Push(Batch):
                               created_at=r.created_at, updated_at=r.updated_at, revision=r.revision,
                               received_at=self.now)
         self.session.add(setting)
-        chosen = TaskSettings.from_json(r.settings).agreement_threshold
-        threshold = chosen if chosen is not None else self._definition_of(task.id).agreement_threshold
+        threshold = TaskSettings.from_json(r.settings).threshold_for(self._definition_of(task.id))
         self.thresholds[(self.me.team, task.id)] = threshold
         self.changed(setting, "task_setting", self.me.team, self.me.id, is_new=True)
         self.result(i, r, "stored", revision=r.revision)

@@ -19,7 +19,3 @@ def team_settings(session: Session, team: str, task_id: uuid.UUID) -> TaskSettin
     # checked when pushed; a rule added since leaves the value it refuses at its default, never stops the team
     return TaskSettings.from_json(stored, fallback=TaskSettings())
 
-
-def team_threshold(session: Session, team: str, task_id: uuid.UUID) -> int | None:
-    """The agreement threshold a lead set for ``team``'s examples of a task (the latest to arrive), if any."""
-    return team_settings(session, team, task_id).agreement_threshold
