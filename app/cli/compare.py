@@ -13,6 +13,9 @@ import click
 
 from app.cli.base import format_table, pass_context
 
+# A script can chain `rounds compare … && rounds promote …`: a refused candidate is not a success.
+REFUSED_EXIT = 4
+
 
 def _points(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:+.1f}"
@@ -47,7 +50,7 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
     """Compare a candidate model with the open round's target(s) on every round's held-out split (as the
     candidate's training held it out), the base data's test split (default: the one its manifest names)
     and every suite of the task (and --suite); each difference has a paired bootstrap 95 % interval, and
-    the promotion rule's verdict names the worst split."""
+    the promotion rule's verdict names the worst split. Exits 4 when the rule refuses the candidate."""
     from app.cli.models import _label_map_option, _progress
     from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
     from app.core.services.round_training import parse_rounds
@@ -75,6 +78,7 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
                                "verdict": report.document.get("verdict"),
                                "pooled": report.document["pooled"], "differences": report.document["differences"],
                                "files": [str(p) for p in written] if written else None}, indent=2))
+        _exit_if_refused(report)
         return
     rows = [[d.split, d.metric, "-" if d.current is None else f"{d.current:.3f}",
              "-" if d.candidate is None else f"{d.candidate:.3f}",
@@ -86,4 +90,10 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
         click.echo(f"Warning: {warning}", err=True)
     if written:
         click.echo(f"Wrote {written[0]} and {written[1]}")
+    _exit_if_refused(report)
+
+
+def _exit_if_refused(report) -> None:
+    if report.verdict.refused:
+        click.get_current_context().exit(REFUSED_EXIT)
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
+from app.cli.compare import REFUSED_EXIT
 from app.core.services.bootstrap import paired_bootstrap
 from app.core.services.comparison import (
     ComparisonError,
@@ -264,10 +265,11 @@ def test_the_cli_prints_the_table_and_writes_the_report(desk, rounds_desk, data_
         main(["--data-dir", str(data_dir), "rounds", "compare", "--task", "hate_speech", "--model",
               str(rounds_desk["candidate"]), "--resamples", "200", "--out", str(out)])
     printed = capsys.readouterr().out
-    assert exited.value.code == 0, printed
     assert "held-out-1" in printed and "held-out-2" in printed and "fooling_right" in printed
     assert "difference, points [95% interval]" in printed
     document = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    # a script chains `compare && promote`: the rule's refusal is the command's failure
+    assert exited.value.code == (REFUSED_EXIT if document["verdict"]["refused"] else 0), printed
     assert document["format"] == "dynadesk-comparison" and (out / "comparison.html").is_file()
     assert all({"current", "candidate", "gold"} <= set(item) for s in document["splits"] for item in s["items"])
     # the page's example lists pass the blur (the JSON keeps the data whole)
@@ -285,7 +287,7 @@ def test_the_cli_prints_the_table_and_writes_the_report(desk, rounds_desk, data_
 
 
 def test_a_trained_part_of_the_current_model_compares_equal_and_is_not_worse(desk, rounds_desk, hate_trigger_model_dir,
-                                                                             tmp_path):
+                                                                             data_dir, tmp_path, capsys):
     part = tmp_path / "part"  # what dynadesk train --out writes: assembled with its base, as registering does
     shutil.copytree(hate_trigger_model_dir.parent.parent / "parts" / "hate-trigger", part)
     report = compare_candidate(desk, "hate_speech", part, resamples=200)
@@ -303,6 +305,16 @@ def test_a_trained_part_of_the_current_model_compares_equal_and_is_not_worse(des
     cancelled.cancel()
     with pytest.raises(Cancelled):
         compare_candidate(desk, "hate_speech", part, resamples=200, progress=cancelled)
+
+    # refused (no split has enough examples): the command fails, so `compare && promote` stops there
+    from app.cli import main
+
+    desk.close()
+    with pytest.raises(SystemExit) as exited:
+        main(["--data-dir", str(data_dir), "rounds", "compare", "--task", "hate_speech", "--model", str(part),
+              "--resamples", "200"])
+    assert exited.value.code == REFUSED_EXIT
+    assert "no split has enough examples" in capsys.readouterr().out
 
 
 def test_after_training_on_an_imported_round_compare_scores_exactly_what_training_held_out(
@@ -349,9 +361,9 @@ def test_after_training_on_an_imported_round_compare_scores_exactly_what_trainin
 
     code, printed = run("rounds", "compare", "--task", "hate_speech", "--model", out, "--resamples", "200",
                         "--out", tmp_path / "report")
-    assert code == 0, printed
     assert "No held-out example" not in printed
     document = json.loads((tmp_path / "report" / "comparison.json").read_text(encoding="utf-8"))
+    assert code == (REFUSED_EXIT if document["verdict"]["refused"] else 0), printed
     splits = {s["key"]: s for s in document["splits"]}
     assert [i["id"] for i in splits["held-out-1"]["items"]] == held
     assert all(i["group"] for i in splits["held-out-1"]["items"])  # drawn by template in the bootstrap
