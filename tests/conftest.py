@@ -15,6 +15,9 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# SQLite files stay real, without waiting on the disk for each commit (as CI's PostgreSQL runs with fsync=off);
+# a killed process still loses nothing. Children inherit it. tests/app/test_storage.py checks the desk's default.
+os.environ.setdefault("DYNADESK_TEST_NO_FSYNC", "1")
 
 # --- pytest-xdist (`make test` runs two workers) -------------------------------------------------
 # Each worker is a process with its own QApplication, data folders (tmp_path), PostgreSQL schemas

@@ -9,11 +9,12 @@ from alembic.migration import MigrationContext
 from sqlalchemy import select
 
 from app.core.errors import DatabaseError
-from app.core.storage.db import Database, head_revision
+from app.core.storage.db import NO_FSYNC_FOR_TESTS, Database, head_revision
 from app.core.storage.models import Base, Example, Person, include_name
 
 
-def test_sqlite_runs_with_wal_foreign_keys_and_a_busy_timeout(tmp_path):
+def test_sqlite_runs_with_wal_foreign_keys_and_a_busy_timeout(tmp_path, monkeypatch):
+    monkeypatch.delenv(NO_FSYNC_FOR_TESTS)  # as a desk runs: the suite turns fsync off for speed
     db = Database(tmp_path / "d.sqlite")
     with db.engine.connect() as connection:
         pragma = lambda name: connection.exec_driver_sql(f"PRAGMA {name}").scalar()  # noqa: E731
