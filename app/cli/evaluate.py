@@ -124,7 +124,7 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
 
     doc = evaluate(choices, sets, options, task_code=task_code, desk=desk,
                    progress=Progress(report, lambda text: click.echo(text, err=True)))
-    from app.core.services.leaderboard import leaderboard_document
+    from app.core.next_round.leaderboard import leaderboard_document
 
     board = leaderboard_document(desk, task_code)  # as stored: `dynadesk rounds leaderboard` fills it
     if board is not None:

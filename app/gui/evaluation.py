@@ -26,7 +26,7 @@ from app.core.services import evaluation as ev
 from app.core.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
 from app.core.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
 from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
-from app.core.services.leaderboard import leaderboard_document
+from app.core.next_round.leaderboard import leaderboard_document
 from app.views.evaluation import (
     EvaluationSettings,
     FailingCase,

@@ -39,7 +39,7 @@ REPORT_FOLDER = "comparison"
 def _train_options(task_code: str, choices: TrainChoices, pairs: str = ""):
     """The training options the choices ask for; a DynadeskError says what is missing or wrong. ``pairs``: the
     label of a pair task's context input (its base data is read as (context, text) pairs); "" otherwise."""
-    from app.core.services.round_training import BaseDataOptions, RoundTrainingOptions
+    from app.core.next_round.round_training import BaseDataOptions, RoundTrainingOptions
     from local_models.engine import default_num_threads
     from local_models.train import TrainingConfig, parse_label_map
 
@@ -129,7 +129,7 @@ class NextRoundController(QObject):
         desk = self.desk
 
         def read():
-            from app.core.services.next_round import (
+            from app.core.next_round.inputs import (
                 candidates_dir, format_label_map, round_counts, task_inputs, train_defaults,
             )
 
@@ -173,7 +173,7 @@ class NextRoundController(QObject):
         if self.dialog is None or not path:
             return
         from app.core.services.evaluation_data import guess_columns, guess_context_column
-        from app.core.services.next_round import csv_columns
+        from app.core.next_round.inputs import csv_columns
 
         pairs = bool(self.context_input)
 
@@ -189,8 +189,8 @@ class NextRoundController(QObject):
 
     # Step 1: train ------------------------------------------------------------------------------
     def train(self, choices: TrainChoices) -> None:
-        from app.core.services.next_round import new_candidate_dir
-        from app.core.services.round_training import train_from_desk
+        from app.core.next_round.inputs import new_candidate_dir
+        from app.core.next_round.round_training import train_from_desk
 
         dialog = self.dialog
         if dialog is None:
@@ -214,7 +214,7 @@ class NextRoundController(QObject):
                   self._trained)
 
     def _trained(self, manifest: dict) -> None:
-        from app.core.services.promotion import check_promotable
+        from app.core.next_round.promotion import check_promotable
 
         counts = manifest["data"]["summary"]["counts"]
         parent = manifest["parent"]
@@ -251,7 +251,7 @@ class NextRoundController(QObject):
 
     # Step 2: compare ----------------------------------------------------------------------------
     def compare(self) -> None:
-        from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
+        from app.core.next_round.comparison import BaseTestOptions, compare_candidate, write_report
         from local_models.train import parse_label_map
 
         choices, folder, desk, code = self.choices, self.candidate_dir, self.desk, self.task_code
@@ -298,7 +298,7 @@ class NextRoundController(QObject):
 
     # Step 3: promote and publish ----------------------------------------------------------------
     def promote(self, with_current: bool, force: bool, reason: str = "") -> None:
-        from app.core.services.promotion import check_promotable
+        from app.core.next_round.promotion import check_promotable
 
         folder, desk = self.candidate_dir, self.desk
         if self.dialog is None or folder is None or self.job_id is not None:
@@ -311,7 +311,7 @@ class NextRoundController(QObject):
     def _export(self, with_current: bool, force: bool, reason: str, actor_id) -> None:
         """The costly part (assembling, ONNX export, parity check) as a job; promote_candidate then finds it done."""
         from app.core import paths
-        from app.core.services.promotion import CANDIDATE_SLUG
+        from app.core.next_round.promotion import CANDIDATE_SLUG
         from local_models.default_model import prepare_default_model
         from local_models.errors import ExportFailed
 
@@ -327,7 +327,7 @@ class NextRoundController(QObject):
                   lambda _none: self._register(with_current, force, reason, actor_id))
 
     def _register(self, with_current: bool, force: bool, reason: str, actor_id) -> None:
-        from app.core.services.promotion import promote_candidate
+        from app.core.next_round.promotion import promote_candidate
 
         desk, code, folder, report = self.desk, self.task_code, self.candidate_dir, self.report
         if self.dialog is not None:
@@ -418,7 +418,7 @@ class NextRoundController(QObject):
     def _failed(self, failure: InferenceFailure) -> None:
         if failure.operation != "job" or failure.request_id != self.job_id:
             return
-        from app.core.services.comparison import NothingToCompare
+        from app.core.next_round.comparison import NothingToCompare
 
         self.job_id, self._after_job = None, None
         dialog, stage = self.dialog, self.stage

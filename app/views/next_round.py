@@ -2,8 +2,8 @@
 progress of a running step with its ETA, the comparison's table and chart (step 2) and what a
 promotion did (step 3).
 
-Built by pure functions from the desk's counts and defaults (app/core/services/next_round.py), the
-comparison document (app/core/services/comparison.py) and a Promotion; Qt-free, tested in
+Built by pure functions from the desk's counts and defaults (app/core/next_round/inputs.py), the
+comparison document (app/core/next_round/comparison.py) and a Promotion; Qt-free, tested in
 tests/views/test_next_round_views.py.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Protocol, Sequence
 
 from app.core.formatting import MISSING, pct
-from app.core.services.promotion_rule import judge, minimum_items
+from app.core.next_round.promotion_rule import judge, minimum_items
 
 FROM_TARGET, FROM_BASE = "target", "base"
 BETTER, WORSE, UNCLEAR, NO_ITEMS, TOO_FEW = "better", "worse", "unclear", "none", "too few"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from app.core.domain import Role, may_promote
 from app.core.formatting import pct
-from app.core.services.comparison import METRIC_NAMES, Difference, signed_points
-from app.core.services.promotion_rule import judge
+from app.core.next_round.comparison import METRIC_NAMES, Difference, signed_points
+from app.core.next_round.promotion_rule import judge
 from app.views.proposals import FigureRow, ProposalDetail, ProposalRow, ProposalsView, RefusalView
 from sync.proposals import ProposalListing, ProposalPromotion, ProposalSummary
 

@@ -14,7 +14,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from app.core.services.bootstrap import paired_bootstrap
-from app.core.services.comparison import (
+from app.core.next_round.comparison import (
     ComparisonError,
     compare_candidate,
     read_report,
@@ -214,7 +214,7 @@ def test_the_service_on_two_rounds_matches_a_hand_count(desk, rounds_desk, tmp_p
 
 
 def test_base_test_suite_and_bad_input(desk, rounds_desk, tmp_path):
-    from app.core.services.comparison import BaseTestOptions
+    from app.core.next_round.comparison import BaseTestOptions
 
     base = tmp_path / "base.csv"
     rows = _texts(9, 60)

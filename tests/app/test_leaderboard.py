@@ -16,7 +16,7 @@ from sklearn.metrics import f1_score
 
 from app.core.services import evaluation_models
 from app.core.services.bootstrap import bootstrap_interval
-from app.core.services.leaderboard import (
+from app.core.next_round.leaderboard import (
     EMPTY,
     Cell,
     FILES_NOT_HERE,

@@ -1,4 +1,4 @@
-"""The promotion rule (app/core/services/promotion_rule.py) on hand-built differences whose figures are
+"""The promotion rule (app/core/next_round/promotion_rule.py) on hand-built differences whose figures are
 known: the team run's case, a candidate better everywhere, one better on the round but worse on a suite."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from app.core.services.comparison import ComparisonReport, Difference
-from app.core.services.promotion_rule import TOO_FEW, WORSE, judge, minimum_items
+from app.core.next_round.comparison import ComparisonReport, Difference
+from app.core.next_round.promotion_rule import TOO_FEW, WORSE, judge, minimum_items
 
 NAMES = {"held-out-1": "Round 1 held-out", "held-out-2": "Round 2 held-out", "base-test": "davidson.csv, test split",
          "suite-hatecheck": "hatecheck (suite, 3,728 cases)", "held-out": "All held-out splits"}

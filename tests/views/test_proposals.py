@@ -7,7 +7,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 
 from app.core.domain import Role
-from app.core.services.comparison import Difference
+from app.core.next_round.comparison import Difference
 from app.views.proposals_build import proposals_view, refusal_view
 from sync.proposals import ProposalListing, ProposalSummary
 from sync.proposal_wire import ProposalWire

@@ -126,8 +126,8 @@ def render_html(doc: dict, *, blur_words: Sequence[str] = ()) -> str:
         out.append(f"<table>{head}{''.join(body)}</table>")
 
     if doc.get("leaderboard"):  # every model the task has had, on every round's held-out split (leaderboard.py)
-        from app.core.services.leaderboard_board import Leaderboard
-        from app.core.services.leaderboard_report import CSS as LEADERBOARD_CSS, render_section
+        from app.core.next_round.leaderboard_board import Leaderboard
+        from app.core.next_round.leaderboard_report import CSS as LEADERBOARD_CSS, render_section
 
         out[0] = out[0].replace("</style>", LEADERBOARD_CSS + "</style>")
         try:

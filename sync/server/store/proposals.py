@@ -203,7 +203,7 @@ def check_promotion_rule(db: ServerDatabase, me: Person, proposal_id: uuid.UUID,
     judged on (the decision's, else the proposal's own): a refused candidate is promoted only "anyway",
     with a reason. Outside the write transaction; its cost is bounded by the figures' bound (a few hundred
     rows at most)."""
-    from app.core.services.promotion_rule import figures_verdict
+    from app.core.next_round.promotion_rule import figures_verdict
 
     if decision.state != "promoted":
         return

@@ -100,7 +100,7 @@ def prepare_int8_files(desk, pending: PendingInt8, *, progress: Progress | None 
                        in_child: bool = True) -> Any:
     """The int8 search and the int8 form (``local_models.default_model.prepare_deferred_int8``), in a
     child process at lower priority (``in_child``) so that predictions keep their pace."""
-    from app.core.services.promotion import CANDIDATE_SLUG
+    from app.core.next_round.promotion import CANDIDATE_SLUG
     from local_models.default_model import prepare_deferred_int8
 
     if not pending.part_dir.is_dir():
@@ -122,7 +122,7 @@ def switch_to_int8(desk, pending: PendingInt8, prepared: Any) -> Int8Outcome:
     """Register the int8 form (the fp32 form's parent and lineage) and put it in the fp32 form's place
     in its round; or, when the search found none, record why on the fp32 form, which keeps serving."""
     from app.core.int8_status import int8_detail
-    from app.core.services.promotion import _update_provenance as update_provenance
+    from app.core.next_round.promotion import _update_provenance as update_provenance
     from app.core.services.target_models import find_by_sha, register_model
     from local_models.export import read_export_description
     from local_models.engine import model_sha256

@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from app.core.services.leaderboard_board import (
+from app.core.next_round.leaderboard_board import (
     FAILED,
     METRICS,
     MISSING,

@@ -40,8 +40,8 @@ from app.core import paths
 from app.core.domain import Role, RoundStatus, may_promote, utcnow
 from app.core.errors import DynadeskError
 from app.core.limits import free_form_problem, max_bytes, text_problem
-from app.core.services.promotion_rule import MAX_REASON_CHARS, no_comparison_verdict
-from app.core.services.round_training import MANIFEST_FILE
+from app.core.next_round.promotion_rule import MAX_REASON_CHARS, no_comparison_verdict
+from app.core.next_round.round_training import MANIFEST_FILE
 from app.core.services.target_models import TargetModelError, find_by_sha, register_model
 from app.core.storage.models import ModelRecord
 from local_models.engine import model_sha256
@@ -51,7 +51,7 @@ from local_models.train import is_trained_part
 
 if TYPE_CHECKING:
     from app.core.desk import Desk
-    from app.core.services.comparison import ComparisonReport
+    from app.core.next_round.comparison import ComparisonReport
     from app.core.storage.models import Person
 
 log = logging.getLogger(__name__)
@@ -280,7 +280,7 @@ def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Pr
     existing = find_by_sha(desk, model_sha256(prepared.onnx_dir, format="onnx"))
     if existing is not None:
         return existing, True, note
-    from app.core.services.deferred_int8 import deferred_marker
+    from app.core.next_round.deferred_int8 import deferred_marker
 
     try:
         record = register_model(desk, prepared.onnx_dir, name=f"{name}, {flavour}", task_code=task_code, format="onnx",

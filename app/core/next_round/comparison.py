@@ -28,7 +28,7 @@ from app.core.io.documents import read_document, write_document
 from app.core.formatting import pct
 from app.core.services.bootstrap import CONFIDENCE, paired_bootstrap
 from app.core.services.evaluation_data import Case, EvalSet, EvaluationInputError, resample_units
-from app.core.services.promotion_rule import Verdict, judge
+from app.core.next_round.promotion_rule import Verdict, judge
 from app.core.storage.models import ModelRecord
 from local_models.progress import Progress
 
@@ -123,7 +123,7 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     from app.core.services.evaluation import EvaluationOptions, evaluate
     from app.core.services.evaluation_data import read_hatecheck_suite, stored_suite_sets
     from app.core.services.evaluation_models import ModelChoice
-    from app.core.services.held_out import held_out_sets
+    from app.core.next_round.held_out import held_out_sets
 
     progress = progress or Progress()
     if resamples < 100:
@@ -241,7 +241,7 @@ def _candidate_record(desk: Any, folder: Path) -> tuple[Path, ModelRecord]:
 
 def _candidate_manifest(folder: Path) -> dict[str, Any] | None:
     """The training manifest beside a candidate (``dynadesk train --out`` writes it), or None."""
-    from app.core.services.round_training import MANIFEST_FILE, read_manifest
+    from app.core.next_round.round_training import MANIFEST_FILE, read_manifest
 
     path = Path(folder).expanduser() / MANIFEST_FILE
     if not path.is_file():
@@ -426,7 +426,7 @@ HTML_NAME = "comparison.html"
 def write_report(report: ComparisonReport, directory: Path, *, blur_words: Sequence[str] = ()) -> tuple[Path, Path]:
     """comparison.json (every item, both models' predictions, every figure) and comparison.html, whose
     example lists are masked with ``blur_words`` (the reader's: ``Desk.reading_words``)."""
-    from app.core.services.comparison_report import render_html
+    from app.core.next_round.comparison_report import render_html
 
     directory = Path(directory)
     json_path = write_document(report.document, directory / JSON_NAME)

@@ -11,7 +11,7 @@ from app.core.services.evaluation_report import CSS, _table
 from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:
-    from app.core.services.comparison import ComparisonReport, Difference
+    from app.core.next_round.comparison import ComparisonReport, Difference
 
 
 def _points(value: float | None) -> str:
@@ -54,7 +54,7 @@ def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> s
 
 def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> str:
     """``blur_words``: the reader's, where they browse masked: the example lists show them as dots."""
-    from app.core.services.comparison import METRIC_NAMES
+    from app.core.next_round.comparison import METRIC_NAMES
 
     doc: dict[str, Any] = report.document
     options = doc["options"]
