@@ -47,13 +47,14 @@ def evaluate_and_write(evaluate, out: Path, leaderboard: dict | None = None,
     task's model leaderboard (as stored) goes into both; the report's case texts are masked with
     ``blur_words`` (the reader's)."""
     from app.core.io.documents import write_document
+    from app.core.next_round.leaderboard_report import evaluation_sections
     from app.core.services.evaluation_report import write_html
 
     doc = evaluate()
     if leaderboard is not None:
         doc["leaderboard"] = leaderboard
     write_document(doc, out / "evaluation.json")
-    write_html(doc, out / "report.html", blur_words=blur_words)
+    write_html(doc, out / "report.html", blur_words=blur_words, sections=evaluation_sections(doc))
     return doc, out
 
 

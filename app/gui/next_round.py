@@ -251,7 +251,8 @@ class NextRoundController(QObject):
 
     # Step 2: compare ----------------------------------------------------------------------------
     def compare(self) -> None:
-        from app.core.next_round.comparison import BaseTestOptions, compare_candidate, write_report
+        from app.core.next_round.comparison import BaseTestOptions, compare_candidate
+        from app.core.next_round.comparison_report import write_report
         from local_models.train import parse_label_map
 
         choices, folder, desk, code = self.choices, self.candidate_dir, self.desk, self.task_code

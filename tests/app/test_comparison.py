@@ -18,8 +18,8 @@ from app.core.next_round.comparison import (
     ComparisonError,
     compare_candidate,
     read_report,
-    write_report,
 )
+from app.core.next_round.comparison_report import write_report
 from app.core.tasks.splits import is_held_out
 from tests.conftest import hate_content, hate_output
 from tests.model_fixtures import FILLER, TRIGGER

@@ -1,17 +1,34 @@
-"""The HTML page of a comparison report, in the evaluation report's style: self-contained, no
-scripts, every figure from the report's document."""
+"""A comparison report's files: its JSON document and its HTML page, in the evaluation report's style
+(app.core.io.html_report): self-contained, no scripts, every figure from the report's document.
+
+    json_path, html_path = write_report(report, out_dir, blur_words=desk.reading_words(code, browsing=True))
+"""
 
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any, Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 from app.core.formatting import pct
-from app.core.services.evaluation_report import CSS, _table
+from app.core.io.documents import write_document
+from app.core.io.html_report import CSS, table
+from app.core.next_round.comparison import JSON_NAME, METRIC_NAMES, ComparisonReport, Difference
 from app.core.wellbeing.blur import blurred
 
-if TYPE_CHECKING:
-    from app.core.next_round.comparison import ComparisonReport, Difference
+HTML_NAME = "comparison.html"
+
+
+def write_report(report: ComparisonReport, directory: Path, *, blur_words: Sequence[str] = ()) -> tuple[Path, Path]:
+    """comparison.json (every item, both models' predictions, every figure) and comparison.html, whose
+    example lists are masked with ``blur_words`` (the reader's: ``Desk.reading_words``)."""
+    directory = Path(directory)
+    json_path = write_document(report.document, directory / JSON_NAME)
+    html_path = directory / HTML_NAME
+    part = html_path.with_suffix(".html.part")
+    part.write_text(render_html(report, blur_words=blur_words), encoding="utf-8")
+    part.replace(html_path)
+    return json_path, html_path
 
 
 def _points(value: float | None) -> str:
@@ -54,8 +71,6 @@ def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> s
 
 def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> str:
     """``blur_words``: the reader's, where they browse masked: the example lists show them as dots."""
-    from app.core.next_round.comparison import METRIC_NAMES
-
     doc: dict[str, Any] = report.document
     options = doc["options"]
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -74,7 +89,7 @@ def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> 
              _points(d.difference) + (" pt" if d.difference is not None else ""), f"[{_points(d.low)}, {_points(d.high)}]", f"{d.items:,}"]
             for d in report.differences]
     out.append("<h2>Differences (candidate − current)</h2>")
-    out.append(_table(["split", "metric", "current", "candidate", "difference", "95 % interval", "n"], rows,
+    out.append(table(["split", "metric", "current", "candidate", "difference", "95 % interval", "n"], rows,
                       numeric_from=2))
     out.append(interval_chart([d for d in report.differences if d.metric == "accuracy"],
                               title="Accuracy difference per split, with its interval"))
@@ -92,7 +107,7 @@ def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> 
         out.append(f"<details><summary>{escape(split['name'])}: {len(differing)} of {len(split['items'])} items "
                    "answered differently</summary>")
         if body:
-            out.append(_table(["id", "text", "gold", "current", "candidate"], body, numeric_from=99))
+            out.append(table(["id", "text", "gold", "current", "candidate"], body, numeric_from=99))
         out.append("</details>")
     for note in doc["evaluation"].get("notes", []):
         out.append(f"<p class='muted'>{escape(note)}</p>")
