@@ -215,6 +215,7 @@ class NextRoundController(QObject):
 
     def _trained(self, manifest: dict) -> None:
         from app.core.next_round.promotion import check_promotable
+        from app.core.next_round.promotion_rule import may_propose
 
         counts = manifest["data"]["summary"]["counts"]
         parent = manifest["parent"]
@@ -232,7 +233,7 @@ class NextRoundController(QObject):
             try:
                 check_promotable(desk, folder, task_code=code)
             except DynadeskError as exc:
-                return str(exc), bool(desk.settings.server_url) and desk.current_person().role == Role.LEAD
+                return str(exc), may_propose(desk.current_person().role, team_server=bool(desk.settings.server_url))
             return "", False
 
         self.db.submit(allowed, on_done=self._promote_allowed, on_error=self._error)

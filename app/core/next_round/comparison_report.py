@@ -14,9 +14,11 @@ from app.core.formatting import pct
 from app.core.io.documents import write_document
 from app.core.io.html_report import CSS, table
 from app.core.next_round.comparison import JSON_NAME, METRIC_NAMES, ComparisonReport, Difference
+from app.core.next_round.promotion_rule import BETTER, WORSE, difference_state
 from app.core.wellbeing.blur import blurred
 
 HTML_NAME = "comparison.html"
+STATE_COLOURS = {WORSE: "#c62828", BETTER: "#2e7d32"}  # the rest (unclear, too few to judge) grey
 
 
 def write_report(report: ComparisonReport, directory: Path, *, blur_words: Sequence[str] = ()) -> tuple[Path, Path]:
@@ -57,7 +59,7 @@ def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> s
     for i, d in enumerate(shown):
         assert d.difference is not None
         y = 22 + i * row + row / 2
-        colour = "#c62828" if d.high is not None and d.high < 0 else "#2e7d32" if d.low is not None and d.low > 0 else "#555"
+        colour = STATE_COLOURS.get(difference_state(d.low, d.high, d.items), "#555")
         parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(d.split)} {escape(d.metric)}</text>')
         if d.low is not None and d.high is not None:
             parts.append(f'<line x1="{x(d.low):.1f}" y1="{y:.1f}" x2="{x(d.high):.1f}" y2="{y:.1f}" '

@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from app import __version__
 from app.core import paths
-from app.core.domain import Role, RoundStatus, may_promote, utcnow
+from app.core.domain import RoundStatus, utcnow
 from app.core.errors import DynadeskError
 from app.core.limits import free_form_problem, max_bytes, text_problem
-from app.core.next_round.promotion_rule import MAX_REASON_CHARS, no_comparison_verdict
+from app.core.next_round.promotion_rule import MAX_REASON_CHARS, may_promote, no_comparison_verdict
 from app.core.next_round.round_training import MANIFEST_FILE
 from app.core.services.target_models import TargetModelError, find_by_sha, register_model
 from app.core.storage.models import ModelRecord
@@ -204,16 +204,15 @@ def check_promotable(desk: Desk, model_dir: Path, actor_id: uuid.UUID | None = N
 
 
 def check_promoter(desk: Desk, task_code: str | None, actor_id: uuid.UUID | None = None) -> Person:
-    """The rule (the server applies the same one to a published round): an owner always promotes; a lead
-    only when the task's policy lets leads promote (``promotion_policy``), or on a desk with no team server,
-    where nobody else could decide (the server still judges a round the lead publishes later); an
-    annotator never."""
+    """``promotion_rule.may_promote`` (the server applies the same one to a published round) with this desk's
+    facts: the task's policy (``promotion_policy``; no task: not yet known, checked again with it) and whether
+    the desk has a team server."""
     actor = desk.people.get(actor_id) if actor_id is not None else desk.current_person()
     if not may_promote(actor.role, True):
         raise PromotionError(f"Only owners (and leads, where the task's owner allows it) can promote a model; "
                              f"{actor.display_name} is an {actor.role}.")
-    allowed = task_code is None or not desk.settings.server_url or promotion_policy(desk, task_code).leads_may_promote
-    if not may_promote(actor.role, allowed):
+    policy = task_code is None or promotion_policy(desk, task_code).leads_may_promote
+    if not may_promote(actor.role, policy, team_server=bool(desk.settings.server_url)):
         raise PromotionError(
             f"Only the owner promotes a candidate to the next round of {task_code}: the task does not let leads "
             f"promote. Propose it to the owner instead (`dynadesk rounds propose --task {task_code} --model DIR`), "
