@@ -5,7 +5,8 @@ the rounds a promotion opened for Publish to send.
 Every change goes through a method named after what happened (``opened``, ``training_started``,
 ``compared``, ``job_failed`` …); a method whose precondition does not hold raises ``TransitionError``
 rather than leave the state half changed. The Qt controller (app/gui/next_round.py) only translates
-between this object, the workers and the dialog.
+between this object, the workers and the dialog. ``training_options`` checks the dialog's choices (apart
+from app.views.next_round, which the widgets import: it reaches for the model runtime).
 
     session.opened("hate_speech")
     session.training_started(choices, candidate_dir)    # -> running TRAIN
@@ -20,10 +21,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from app.core.errors import DynadeskError
 from app.views.create_session import TransitionError
 from app.views.stage_progress import StageClock
 
 if TYPE_CHECKING:
+    from app.core.next_round.round_training import RoundTrainingOptions
     from app.views.next_round import TrainChoices
 
 
@@ -33,6 +36,57 @@ class Step(StrEnum):
     TRAIN = "train"
     COMPARE = "compare"
     EXPORT = "export"  # the costly half of promoting: assembling, the ONNX export and its parity check
+
+
+def training_options(task_code: str, choices: TrainChoices, pairs: str = "") -> RoundTrainingOptions:
+    """The training options the choices ask for; a DynadeskError says what is missing or wrong. ``pairs``: the
+    label of a pair task's context input (its base data is read as (context, text) pairs); "" otherwise."""
+    from app.core.next_round.round_training import BaseDataOptions, RoundTrainingOptions
+    from local_models.engine import default_num_threads
+    from local_models.train import TrainingConfig, parse_label_map
+
+    if not choices.rounds:
+        raise DynadeskError("Choose at least one round to learn from.")
+    base = None
+    if choices.base_path:
+        path = Path(choices.base_path).expanduser()
+        if not path.is_file():
+            raise DynadeskError(f"There is no base data file at {path}; choose the CSV file, or clear the field "
+                                "to train on the round examples alone.")
+        if not choices.text_column or not choices.label_column:
+            raise DynadeskError("Name the base data's text column and label column.")
+        if pairs and not choices.context_column:
+            raise DynadeskError(f"The task reads ({pairs}, text) pairs: name the base data's {pairs.lower()} column "
+                                "too.")
+        try:
+            label_map = parse_label_map(choices.label_map)
+        except ValueError as exc:
+            raise DynadeskError(f"The label map is not VALUE=LABEL pairs separated by commas: {exc}") from None
+        base = BaseDataOptions(str(path.resolve()), choices.text_column, choices.label_column, label_map,
+                               choices.html_unescape, (choices.context_column or None) if pairs else None)
+    if choices.suite and not Path(choices.suite).expanduser().is_file():
+        raise DynadeskError(f"There is no suite file at {choices.suite}; choose a HateCheck-format CSV or clear the "
+                            "field.")
+    encoder = None
+    if choices.encoder:
+        folder = Path(choices.encoder).expanduser()
+        if not folder.is_dir():
+            raise DynadeskError(f"There is no encoder folder at {folder}; leave the field empty for the packaged one.")
+        encoder = str(folder.resolve())
+    try:
+        learning_rate = float(choices.learning_rate)
+    except ValueError:
+        learning_rate = -1.0
+    if not 0 < learning_rate < 1:
+        raise DynadeskError(f"The learning rate '{choices.learning_rate}' is not a number between 0 and 1 "
+                            "(e.g. 2e-4).")
+    config = TrainingConfig(seed=choices.seed, epochs=choices.epochs, learning_rate=learning_rate,
+                            num_threads=default_num_threads())
+    return RoundTrainingOptions(task=task_code, rounds=list(choices.rounds), base_data=base,
+                                start_from=choices.start_from, include_undecided=choices.include_undecided,
+                                imported=list(choices.imported),
+                                round_weight=choices.round_weight, encoder=encoder, config=config,
+                                int8="later" if choices.int8_later else "now")
 
 
 class NextRoundSession:

@@ -421,7 +421,7 @@ def test_hatecheck_imported_as_round_examples_can_be_taken_from_the_dialog(qtbot
     and a check box takes them: the training options name the data set."""
     from app.core.io.importers import import_file
     from app.core.next_round.training_data import training_set
-    from app.gui.next_round import _train_options
+    from app.views.next_round_session import training_options
     from tests.app.test_stats import csv_slice
     from tests.conftest import shared_file
 
@@ -441,7 +441,7 @@ def test_hatecheck_imported_as_round_examples_can_be_taken_from_the_dialog(qtbot
         assert dialog.choices().imported == ()
         qtbot.mouseClick(box, Qt.MouseButton.LeftButton)
         assert dialog.choices().imported == ("hatecheck",)
-        options = _train_options(TASK, dialog.choices())
+        options = training_options(TASK, dialog.choices())
         assert options.imported == ["hatecheck"]
         data = training_set(window.desk, TASK, [1], imported=options.imported)
         taken = [e for e in [*data.train, *data.held_out] if e.source == "imported"]

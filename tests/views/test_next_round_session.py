@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from app.core.errors import DynadeskError
 from app.views.create_session import TransitionError
 from app.views.next_round import TrainChoices
-from app.views.next_round_session import NextRoundSession, Step
+from app.views.next_round_session import NextRoundSession, Step, training_options
 
 CHOICES = TrainChoices(rounds=(1, 2), include_undecided=False, base_path="", text_column="", label_column="",
                        label_map="", html_unescape=False, start_from="target", round_weight="auto", suite="",
@@ -141,3 +142,35 @@ def test_the_promote_intro_says_when_the_int8_form_follows(tmp_path):
     session.training_started(replace(CHOICES, int8_later=True), tmp_path / "c")
     session.job_finished()
     assert "Its int8 form was left for later" in session.promote_intro()
+
+
+def test_the_choices_become_training_options_or_a_message_saying_what_to_fix(tmp_path):
+    base = tmp_path / "nli-base.csv"
+    base.write_text("premise,hypothesis,label\na,b,0\n", encoding="utf-8")
+    encoder = tmp_path / "encoder"
+    encoder.mkdir()
+    chosen = replace(CHOICES, base_path=str(base), text_column="hypothesis", label_column="label",
+                     label_map="0=entailment, 1=neutral", context_column="premise", encoder=str(encoder),
+                     learning_rate="1e-3", imported=("snli",), int8_later=True, seed=7, epochs=2)
+    options = training_options("nli", chosen, "Context")
+    assert (options.task, options.rounds, options.imported, options.int8, options.encoder) == (
+        "nli", [1, 2], ["snli"], "later", str(encoder.resolve()))
+    assert options.base_data is not None and options.base_data.path == str(base.resolve())
+    assert (options.base_data.context_column, options.base_data.label_map) == (
+        "premise", {"0": "entailment", "1": "neutral"})
+    assert (options.config.seed, options.config.epochs, options.config.learning_rate) == (7, 2, 1e-3)
+    assert training_options("hate_speech", chosen).base_data.context_column is None  # a single-text task
+
+    for wrong, message in (
+            (replace(chosen, rounds=()), "Choose at least one round"),
+            (replace(chosen, base_path=str(tmp_path / "gone.csv")), "There is no base data file at"),
+            (replace(chosen, label_column=""), "Name the base data's text column and label column"),
+            (replace(chosen, context_column=""), "name the base data's context column too"),
+            (replace(chosen, label_map="entailment"), "The label map is not VALUE=LABEL pairs"),
+            (replace(chosen, suite=str(tmp_path / "suite.csv")), "There is no suite file at"),
+            (replace(chosen, encoder=str(tmp_path / "nowhere")), "There is no encoder folder at"),
+            (replace(chosen, learning_rate="fast"), "The learning rate 'fast' is not a number between 0 and 1"),
+            (replace(chosen, learning_rate="1.5"), "is not a number between 0 and 1")):
+        with pytest.raises(DynadeskError, match=message):
+            training_options("nli", wrong, "Context")
+    assert training_options("nli", replace(chosen, base_path=""), "Context").base_data is None  # rounds alone
