@@ -93,7 +93,7 @@ def _threads() -> int | None:
 def _train(desk, base_csv: Path, out: Path, int8: str = "now", stages: _StageTimes | None = None
            ) -> tuple[float, dict]:
     """One training run; ``stages`` gets the seconds of each stage it named (frozen layers, training, ...)."""
-    from app.core.services.round_training import RoundTrainingOptions, train_from_desk
+    from app.core.next_round.round_training import RoundTrainingOptions, train_from_desk
     from local_models.train import TrainingConfig
 
     config = TrainingConfig(**({"num_threads": _threads()} if _threads() else {}))
@@ -250,7 +250,7 @@ def run(ctx: BenchContext) -> list[Result]:
 def _promote_later(desk, candidate: Path, owner, report) -> float:
     """Promote the deferred candidate (on its fp32 form) over the round the first promotion opened; it trained
     on the same data as the compared one, whose comparison time the total adds (``report`` is of that one)."""
-    from app.core.services.promotion import promote_candidate
+    from app.core.next_round.promotion import promote_candidate
 
     started = time.perf_counter()
     promote_candidate(desk, flow.TASK, candidate, comparison=None, actor_id=owner.id, force=True)
@@ -258,7 +258,7 @@ def _promote_later(desk, candidate: Path, owner, report) -> float:
 
 
 def _deferred_int8(desk) -> float:
-    from app.core.services.deferred_int8 import pending_int8, prepare_int8_files, switch_to_int8
+    from app.core.next_round.deferred_int8 import pending_int8, prepare_int8_files, switch_to_int8
 
     started = time.perf_counter()
     for pending in pending_int8(desk, flow.TASK):

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from app.core.desk import Desk
-    from app.core.services.comparison import write_report
+    from app.core.next_round.comparison_report import write_report
     from app.core.services.target_models import adopt_default_model
 
     work = args.work or Path(tempfile.mkdtemp(prefix="dynadesk-evidence-"))

@@ -95,9 +95,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from app.core.desk import Desk
     from app.core.io.importers import import_file
-    from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
-    from app.core.services.promotion import PromotionRefused, promote_candidate
-    from app.core.services.round_training import BaseDataOptions, RoundTrainingOptions, train_from_desk
+    from app.core.next_round.comparison import BaseTestOptions, compare_candidate
+    from app.core.next_round.comparison_report import write_report
+    from app.core.next_round.promotion import PromotionRefused, promote_candidate
+    from app.core.next_round.round_training import BaseDataOptions, RoundTrainingOptions, train_from_desk
     from local_models.train import TrainingConfig
 
     work = args.work or Path(tempfile.mkdtemp(prefix="dynadesk-evidence-nli-"))

@@ -3,7 +3,7 @@ that stage's rate, and the choice to prepare the int8 form later. Run: python do
 
 from screenshot_kit import OUT, application, wait
 
-from app.core.services.next_round import BaseDefaults, RoundCount, TrainDefaults
+from app.core.next_round.inputs import BaseDefaults, RoundCount, TrainDefaults
 from app.views.next_round import train_setup
 from app.views.stage_progress import StageClock
 from widgets.next_round_dialog import NextRoundDialog

@@ -44,7 +44,7 @@ from local_models.train import (
 
 MODEL_FOLDER = "model"  # inside the output folder: the assembled model the engine loads
 # The default weight: round examples together carry this share of the training loss, never less than a
-# base example's weight (measured once: app.core.services.round_training.MEASURED_ROUND_WEIGHTS).
+# base example's weight (measured once: app.core.next_round.round_training.MEASURED_ROUND_WEIGHTS).
 DEFAULT_ROUND_SHARE = 0.25
 MAX_ROUND_WEIGHT = 100.0
 

@@ -38,9 +38,9 @@ from pydantic import TypeAdapter
 
 from app.core.domain import Role
 from app.core.errors import DynadeskError
-from app.core.services.comparison import ComparisonReport, Difference, describe
-from app.core.services.round_training import MANIFEST_FILE, read_manifest
-from app.core.services.promotion import (
+from app.core.next_round.comparison import ComparisonReport, Difference, describe
+from app.core.next_round.round_training import MANIFEST_FILE, read_manifest
+from app.core.next_round.promotion import (
     Promotion,
     PromotionPolicy,
     check_promoter,
@@ -257,7 +257,7 @@ def propose_candidate(desk: Desk, client: SyncClient, task_code: str, model_dir:
     to the owner of ``task_code``: its files and the comparison report (a report, or the path of its
     JSON file or folder) are uploaded, then the proposal names them. Leads and owners; the server checks."""
     from app.core.io.documents import write_document
-    from app.core.services.comparison import read_report
+    from app.core.next_round.comparison import read_report
 
     handle = handle or SyncHandle()
     model_dir = Path(model_dir).expanduser().resolve()
@@ -323,7 +323,7 @@ def list_proposals(desk: Desk, client: SyncClient, task_code: str,
 
 
 def _policy_origin(desk: Desk, task_code: str, allowed: bool) -> tuple[str | None, str | None]:
-    from app.core.services.promotion import promotion_policy
+    from app.core.next_round.promotion import promotion_policy
 
     held = promotion_policy(desk, task_code)
     return (held.set_by, held.set_at) if held.leads_may_promote == allowed else (None, None)
@@ -408,7 +408,7 @@ def _compare_here(desk: Desk, task_code: str, folder: Path, force: bool,
                   progress: Progress) -> tuple[ComparisonReport | None, str]:
     """The candidate compared again on this desk, with the proposal's base test file and suite when this
     desk has the very same files; with nothing to compare on here, the proposer's report."""
-    from app.core.services.comparison import BaseTestOptions, NothingToCompare, compare_candidate, read_report
+    from app.core.next_round.comparison import BaseTestOptions, NothingToCompare, compare_candidate, read_report
 
     proposed = read_report(folder / META_DIR / REPORT_NAME) if (folder / META_DIR / REPORT_NAME).is_file() else None
     options = (proposed.document.get("options") or {}) if proposed is not None else {}
@@ -475,7 +475,7 @@ def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | st
     Raises ``PromotionRefused`` (figures in its message) when the promotion rule refuses the candidate and
     not ``force`` (with a ``reason``);
     ``Offline`` when the server cannot be reached; ``ProposalError``/``PromotionError`` for the rest."""
-    from app.core.services.promotion import promote_candidate
+    from app.core.next_round.promotion import promote_candidate
 
     handle = handle or SyncHandle()
     progress = progress or Progress()

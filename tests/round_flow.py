@@ -70,13 +70,13 @@ def davidson_sample(source: Path, out: Path, rows: int | None, seed: int = 7) ->
 
 
 def base_options(path: Path):
-    from app.core.services.round_training import BaseDataOptions
+    from app.core.next_round.round_training import BaseDataOptions
 
     return BaseDataOptions(str(Path(path).resolve()), "tweet", "class", dict(DAVIDSON_LABELS), True)
 
 
 def base_test_options():
-    from app.core.services.comparison import BaseTestOptions
+    from app.core.next_round.comparison import BaseTestOptions
 
     return BaseTestOptions("tweet", "class", dict(DAVIDSON_LABELS), True)
 
@@ -134,7 +134,7 @@ def train_round_two(desk: Any, base_csv: Path, out: Path, *, progress: Any = Non
     """`dynadesk train --task hate_speech --rounds 1 --imported hatecheck --base DAVIDSON ...` with the desk's
     defaults (warm start from the round's target; ``config`` overrides training options, e.g. for a short run;
     ``int8="later"`` leaves the int8 search for after promotion)."""
-    from app.core.services.round_training import RoundTrainingOptions, train_from_desk
+    from app.core.next_round.round_training import RoundTrainingOptions, train_from_desk
     from local_models.train import TrainingConfig
 
     options = RoundTrainingOptions(task=TASK, rounds=[1], base_data=base_options(base_csv), imported=["hatecheck"],
@@ -144,7 +144,7 @@ def train_round_two(desk: Any, base_csv: Path, out: Path, *, progress: Any = Non
 
 def compare(desk: Any, candidate: Path, base_csv: Path, *, resamples: int = 2000, seed: int = 0,
             num_threads: int | None = None) -> Any:
-    from app.core.services.comparison import compare_candidate
+    from app.core.next_round.comparison import compare_candidate
 
     return compare_candidate(desk, TASK, candidate, base_test=base_csv, base_options=base_test_options(),
                              resamples=resamples, seed=seed, num_threads=num_threads)
@@ -154,7 +154,7 @@ def promote(desk: Any, candidate: Path, report: Any, actor_id: uuid.UUID | None 
             anyway: str | None = None) -> Any:
     """Promote as the dialog does; ``anyway``: the reason to promote over a refusal (a bench timing the whole
     flow whatever the verdict says); without it a refused candidate raises ``PromotionRefused``."""
-    from app.core.services.promotion import promote_candidate
+    from app.core.next_round.promotion import promote_candidate
 
     forced = anyway is not None and report is not None and report.verdict.refused
     return promote_candidate(desk, TASK, candidate, comparison=report, actor_id=actor_id, force=forced,

@@ -22,7 +22,10 @@ def test_the_contracts_hold_for_the_real_tree_and_catch_violations(tmp_path):
         shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
     with (tree / "app" / "core" / "services" / "stats.py").open("a") as handle:
-        handle.write("\nfrom PySide6 import QtCore  # noqa\nimport sync.client  # noqa\n")
+        handle.write("\nfrom PySide6 import QtCore  # noqa\nimport sync.client  # noqa\n"
+                     "import app.core.next_round.leaderboard_report  # noqa\n")
+    with (tree / "app" / "core" / "next_round" / "comparison.py").open("a") as handle:
+        handle.write("\n\ndef _page():\n    from app.core.next_round import comparison_report  # noqa\n")
     with (tree / "widgets" / "filter_bar.py").open("a") as handle:
         handle.write("\nimport sqlalchemy  # noqa\nfrom app.core.services import review  # noqa\n")
     result = run_lint(tree)
@@ -31,3 +34,5 @@ def test_the_contracts_hold_for_the_real_tree_and_catch_violations(tmp_path):
     assert "widgets.filter_bar -> sqlalchemy" in result.stdout
     assert "app.core is not allowed to import sync" in result.stdout  # the layers: an arrow back up
     assert "widgets.filter_bar -> app.core.services.review" in result.stdout  # widgets take view-models only
+    assert "app.core.services.stats -> app.core.next_round.leaderboard_report" in result.stdout  # built on services
+    assert "No cycles are allowed in app.core.next_round" in result.stdout  # even a lazy import back

@@ -52,8 +52,9 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
     and every suite of the task (and --suite); each difference has a paired bootstrap 95 % interval, and
     the promotion rule's verdict names the worst split. Exits 4 when the rule refuses the candidate."""
     from app.cli.models import _label_map_option, _progress
-    from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
-    from app.core.services.round_training import parse_rounds
+    from app.core.next_round.comparison import BaseTestOptions, compare_candidate
+    from app.core.next_round.comparison_report import write_report
+    from app.core.next_round.round_training import parse_rounds
 
     base_options = None
     if base_test:

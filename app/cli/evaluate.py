@@ -124,14 +124,16 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
 
     doc = evaluate(choices, sets, options, task_code=task_code, desk=desk,
                    progress=Progress(report, lambda text: click.echo(text, err=True)))
-    from app.core.services.leaderboard import leaderboard_document
+    from app.core.next_round.leaderboard import leaderboard_document
+    from app.core.next_round.leaderboard_report import evaluation_sections
 
     board = leaderboard_document(desk, task_code)  # as stored: `dynadesk rounds leaderboard` fills it
     if board is not None:
         doc["leaderboard"] = board
     out = Path(out_dir)
     json_path = write_document(doc, out / "evaluation.json")
-    html_path = write_html(doc, out / "report.html", blur_words=desk.reading_words(task_code, browsing=True))
+    html_path = write_html(doc, out / "report.html", blur_words=desk.reading_words(task_code, browsing=True),
+                           sections=evaluation_sections(doc))
     for warning in doc["warnings"]:
         click.secho(warning, fg="red", bold=True, err=True)
     for note in doc["notes"]:

@@ -20,7 +20,7 @@ def fill_after_round_change(desk, task_code: str) -> None:
     """Score the leaderboard's missing cells after a round change (the change itself is already
     committed: a failure here is reported and leaves the rounds as they are)."""
     from app.core.errors import DynadeskError
-    from app.core.services.leaderboard import fill_leaderboard
+    from app.core.next_round.leaderboard import fill_leaderboard
 
     try:
         report = fill_leaderboard(desk, task_code, progress=_progress())
@@ -48,8 +48,8 @@ def leaderboard(obj: Context, task_code: str, refresh: bool, cached: bool, html_
     were scored are shown as stale until --refresh.
     """
     from app.core.errors import DynadeskError
-    from app.core.services.leaderboard import fill_leaderboard, read_leaderboard
-    from app.core.services.leaderboard_report import table_lines, write_html, write_json
+    from app.core.next_round.leaderboard import fill_leaderboard, read_leaderboard
+    from app.core.next_round.leaderboard_report import table_lines, write_html, write_json
 
     if refresh and cached:
         raise DynadeskError("--refresh scores cells and --cached scores none; choose one.")

@@ -308,7 +308,7 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
             _train_csv(Path(data_path), (text_column, context_column), label_column, Path(out_dir), label_map,
                        html_unescape, keep_duplicates, base_path or encoder_dir, name, config, progress)
         elif manifest_path:
-            from app.core.services.reproduction import reproduce_and_check
+            from app.core.next_round.reproduction import reproduce_and_check
 
             outcome = reproduce_and_check(obj.desk, Path(manifest_path), Path(out_dir), progress=progress,
                                           frozen_cache=frozen_cache,
@@ -366,7 +366,7 @@ def _record_int8(out_dir: Path, data, splits, source: str, base_dir, seed: int, 
 def _train_desk(desk, task_code, rounds_spec, text_columns, label_column, out_dir: Path, label_map, html_unescape,
                 base_path, encoder_dir, start_from, include_undecided, imported, round_weight, frozen_cache, int8,
                 name, config, progress) -> None:
-    from app.core.services.round_training import (
+    from app.core.next_round.round_training import (
         BaseDataOptions,
         RoundTrainingOptions,
         parse_rounds,

@@ -23,7 +23,7 @@ def _offline(exc: Exception, what: str) -> DynadeskError:
 
 
 def _interval(d) -> str:
-    from app.core.services.comparison import signed_points
+    from app.core.next_round.comparison import signed_points
 
     if d.difference is None:
         return "-"
@@ -47,7 +47,7 @@ def _progress():
 def rounds_propose(obj: Context, task_code: str, model_dir: Path, comparison_file: Path | None,
                    note: str | None) -> None:
     """Leads: offer a trained candidate to the task's owner, with its manifest and comparison report."""
-    from app.core.services.comparison import NothingToCompare, compare_candidate
+    from app.core.next_round.comparison import NothingToCompare, compare_candidate
     from sync.proposals import candidate_files, propose_candidate
     from sync.transport import Offline
 
@@ -156,7 +156,7 @@ def rounds_decline(obj: Context, proposal_id: str, reason: str) -> None:
 @pass_context
 def rounds_policy(obj: Context, task_code: str, leads_may_promote: str | None) -> None:
     """Owners: who may promote a task's candidates (kept on the server, which enforces it; desks pull it)."""
-    from app.core.services.promotion import promotion_policy
+    from app.core.next_round.promotion import promotion_policy
     from sync.proposals import pull_policies, set_promotion_policy
     from sync.transport import Offline
 

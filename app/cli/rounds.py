@@ -211,8 +211,8 @@ def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: boo
     (--force --reason "why" overrides; recorded). Leads and owners only. `dynadesk sync publish TASK
     --round N` then brings the round to the team.
     """
-    from app.core.services.comparison import NothingToCompare, compare_candidate, read_report
-    from app.core.services.promotion import check_promotable, promote_candidate
+    from app.core.next_round.comparison import NothingToCompare, compare_candidate, read_report
+    from app.core.next_round.promotion import check_promotable, promote_candidate
     from local_models.progress import Progress
 
     desk = obj.desk
@@ -239,7 +239,7 @@ def rounds_next(obj: Context, task_code: str, model_dir: Path, with_current: boo
         click.echo(line)
     click.echo(f"Send it to the team with: dynadesk sync publish {task_code} --round {promotion.round_number}")
     fill_after_round_change(desk, task_code)  # after the promotion's own unit of work, never inside it
-    from app.core.services.deferred_int8 import pending_int8
+    from app.core.next_round.deferred_int8 import pending_int8
 
     if any(p.fp32_id == promotion.candidate.id for p in pending_int8(desk, task_code)):
         click.echo(f"The int8 form was deferred: the round runs the fp32 form now. Prepare the int8 form with "
@@ -258,7 +258,7 @@ def rounds_int8(obj: Context, task_code: str | None) -> None:
     in the background on its own; this command does it now.
     """
     from app.cli.progress import staged_progress
-    from app.core.services.deferred_int8 import pending_int8, prepare_int8_files, switch_to_int8
+    from app.core.next_round.deferred_int8 import pending_int8, prepare_int8_files, switch_to_int8
 
     desk = obj.desk
     waiting = pending_int8(desk, task_code)

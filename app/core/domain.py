@@ -22,13 +22,6 @@ class Role(StrEnum):
     OWNER = "owner"
 
 
-def may_promote(role: Role | str, leads_may_promote: bool) -> bool:
-    """Who may promote a task's candidate and publish the round it opens: the one rule, used by the desk,
-    its views and the server. Owners always; leads where the task's policy lets them; annotators never.
-    (The server also limits a lead to the round their own promotion opens: ``store.publish``.)"""
-    return role == Role.OWNER.value or (role == Role.LEAD.value and leads_may_promote)
-
-
 class ExampleStatus(StrEnum):
     DRAFT = "draft"
     SUBMITTED = "submitted"

@@ -2,7 +2,7 @@
 choice, or `dynadesk train --int8 later`): the int8 form is prepared in the background, as the bundled
 model's first start prepares its faster form, in a child process at lower priority so typing keeps
 its pace; then the round switches to it and the status bar says so. A window that closes first
-cancels it; the next start resumes (app.core.services.deferred_int8 finds what still waits)."""
+cancels it; the next start resumes (app.core.next_round.deferred_int8 finds what still waits)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class DeferredInt8(QObject):
 
     def resume(self) -> None:
         """Prepare the next int8 form that waits, if any (one at a time)."""
-        from app.core.services.deferred_int8 import pending_int8
+        from app.core.next_round.deferred_int8 import pending_int8
 
         if self._busy or self._closed:
             return
@@ -46,7 +46,7 @@ class DeferredInt8(QObject):
         self.window.db.submit(lambda: pending_int8(self.window.desk), on_done=self._start, on_error=self._failed)
 
     def _start(self, waiting) -> None:
-        from app.core.services.deferred_int8 import prepare_int8_files, switch_to_int8
+        from app.core.next_round.deferred_int8 import prepare_int8_files, switch_to_int8
 
         if not waiting or self._closed:
             self._busy = False

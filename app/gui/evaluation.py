@@ -26,7 +26,7 @@ from app.core.services import evaluation as ev
 from app.core.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
 from app.core.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
 from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
-from app.core.services.leaderboard import leaderboard_document
+from app.core.next_round.leaderboard import leaderboard_document
 from app.views.evaluation import (
     EvaluationSettings,
     FailingCase,
@@ -47,13 +47,14 @@ def evaluate_and_write(evaluate, out: Path, leaderboard: dict | None = None,
     task's model leaderboard (as stored) goes into both; the report's case texts are masked with
     ``blur_words`` (the reader's)."""
     from app.core.io.documents import write_document
+    from app.core.next_round.leaderboard_report import evaluation_sections
     from app.core.services.evaluation_report import write_html
 
     doc = evaluate()
     if leaderboard is not None:
         doc["leaderboard"] = leaderboard
     write_document(doc, out / "evaluation.json")
-    write_html(doc, out / "report.html", blur_words=blur_words)
+    write_html(doc, out / "report.html", blur_words=blur_words, sections=evaluation_sections(doc))
     return doc, out
 
 

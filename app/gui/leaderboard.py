@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
-from app.core.services.leaderboard import (
+from app.core.next_round.leaderboard import (
     LeaderboardError,
     LeaderboardPlan,
     ScoredCell,

@@ -28,62 +28,12 @@ from app.gui.worker import SerialWorker
 from app.views.next_round import (
     BaseColumnsView, TrainChoices, base_columns_view, comparison_view, promotion_view, train_setup,
 )
-from app.views.stage_progress import StageClock
+from app.views.next_round_session import NextRoundSession, Step, training_options
 from widgets.next_round_dialog import NextRoundDialog
 
 log = logging.getLogger(__name__)
 PROMOTERS = (Role.LEAD, Role.OWNER)
 REPORT_FOLDER = "comparison"
-
-
-def _train_options(task_code: str, choices: TrainChoices, pairs: str = ""):
-    """The training options the choices ask for; a DynadeskError says what is missing or wrong. ``pairs``: the
-    label of a pair task's context input (its base data is read as (context, text) pairs); "" otherwise."""
-    from app.core.services.round_training import BaseDataOptions, RoundTrainingOptions
-    from local_models.engine import default_num_threads
-    from local_models.train import TrainingConfig, parse_label_map
-
-    if not choices.rounds:
-        raise DynadeskError("Choose at least one round to learn from.")
-    base = None
-    if choices.base_path:
-        path = Path(choices.base_path).expanduser()
-        if not path.is_file():
-            raise DynadeskError(f"There is no base data file at {path}; choose the CSV file, or clear the field "
-                                "to train on the round examples alone.")
-        if not choices.text_column or not choices.label_column:
-            raise DynadeskError("Name the base data's text column and label column.")
-        if pairs and not choices.context_column:
-            raise DynadeskError(f"The task reads ({pairs}, text) pairs: name the base data's {pairs.lower()} column "
-                                "too.")
-        try:
-            label_map = parse_label_map(choices.label_map)
-        except ValueError as exc:
-            raise DynadeskError(f"The label map is not VALUE=LABEL pairs separated by commas: {exc}") from None
-        base = BaseDataOptions(str(path.resolve()), choices.text_column, choices.label_column, label_map,
-                               choices.html_unescape, (choices.context_column or None) if pairs else None)
-    if choices.suite and not Path(choices.suite).expanduser().is_file():
-        raise DynadeskError(f"There is no suite file at {choices.suite}; choose a HateCheck-format CSV or clear the field.")
-    encoder = None
-    if choices.encoder:
-        folder = Path(choices.encoder).expanduser()
-        if not folder.is_dir():
-            raise DynadeskError(f"There is no encoder folder at {folder}; leave the field empty for the packaged one.")
-        encoder = str(folder.resolve())
-    try:
-        learning_rate = float(choices.learning_rate)
-    except ValueError:
-        learning_rate = -1.0
-    if not 0 < learning_rate < 1:
-        raise DynadeskError(f"The learning rate '{choices.learning_rate}' is not a number between 0 and 1 "
-                            "(e.g. 2e-4).")
-    config = TrainingConfig(seed=choices.seed, epochs=choices.epochs, learning_rate=learning_rate,
-                            num_threads=default_num_threads())
-    return RoundTrainingOptions(task=task_code, rounds=list(choices.rounds), base_data=base,
-                                start_from=choices.start_from, include_undecided=choices.include_undecided,
-                                imported=list(choices.imported),
-                                round_weight=choices.round_weight, encoder=encoder, config=config,
-                                int8="later" if choices.int8_later else "now")
 
 
 class NextRoundController(QObject):
@@ -95,17 +45,9 @@ class NextRoundController(QObject):
         super().__init__(parent)
         self.desk, self.db, self.inference, self.sync = desk, db, inference, sync
         self.dialog: NextRoundDialog | None = None
-        self.task_code = ""
+        self.session = NextRoundSession()  # the dialog's state: task, candidate, report, running step, rounds
         self.job_id: int | None = None
-        self.stage = ""  # the running job: "train", "compare" or "export"
         self._after_job: Callable[[Any], None] | None = None
-        self.choices: TrainChoices | None = None
-        self.context_input = ""  # the open task's context input ("Context" for NLI): its base data is pairs
-        self.candidate_dir: Path | None = None
-        self.report = None  # the ComparisonReport of the candidate; None: promote without one (forced)
-        self.html: Path | None = None
-        self._stages = StageClock()  # the running job's stages: words, counts and time left per stage
-        self._published_rounds: tuple[int, ...] = ()  # the rounds Publish sends: the closed one and the new one
         inference.job_progress.connect(self._progress)
         inference.job_message.connect(self._message)
         inference.job_done.connect(self._done)
@@ -129,7 +71,7 @@ class NextRoundController(QObject):
         desk = self.desk
 
         def read():
-            from app.core.services.next_round import (
+            from app.core.next_round.inputs import (
                 candidates_dir, format_label_map, round_counts, task_inputs, train_defaults,
             )
 
@@ -150,8 +92,7 @@ class NextRoundController(QObject):
         self.db.submit(read, on_done=lambda setup: self._show(task_code, setup, parent), on_error=self._error)
 
     def _show(self, task_code: str, setup, parent) -> None:
-        self.task_code, self.context_input = task_code, setup.context_input
-        self.report, self.candidate_dir, self.html = None, None, None
+        self.session.opened(task_code, setup.context_input)
         if self.dialog is not None:
             self.dialog.deleteLater()  # closed earlier; its answers (a cancelled run's end) now go to the new one
         self.dialog = dialog = NextRoundDialog(parent)
@@ -163,7 +104,8 @@ class NextRoundController(QObject):
         dialog.publish_requested.connect(self.publish)
         dialog.back_requested.connect(lambda: dialog.show_step(0))
         dialog.compare_requested.connect(self.compare)
-        dialog.propose_requested.connect(lambda: self.propose_requested.emit(self.task_code, str(self.candidate_dir)))
+        dialog.propose_requested.connect(lambda: self.propose_requested.emit(self.session.task_code,
+                                                                             str(self.session.candidate_dir)))
         dialog.show_setup(setup)
         if setup.base_path:
             self._columns(setup.base_path)
@@ -173,9 +115,9 @@ class NextRoundController(QObject):
         if self.dialog is None or not path:
             return
         from app.core.services.evaluation_data import guess_columns, guess_context_column
-        from app.core.services.next_round import csv_columns
+        from app.core.next_round.inputs import csv_columns
 
-        pairs = bool(self.context_input)
+        pairs = self.session.pairs
 
         def read() -> BaseColumnsView:
             columns = csv_columns(Path(path))
@@ -189,32 +131,31 @@ class NextRoundController(QObject):
 
     # Step 1: train ------------------------------------------------------------------------------
     def train(self, choices: TrainChoices) -> None:
-        from app.core.services.next_round import new_candidate_dir
-        from app.core.services.round_training import train_from_desk
+        from app.core.next_round.inputs import new_candidate_dir
+        from app.core.next_round.round_training import train_from_desk
 
         dialog = self.dialog
         if dialog is None:
             return
-        if self.job_id is not None:
+        session = self.session
+        if session.running is not None:
             dialog.show_message("The previous run is still stopping; train again in a moment.", error=True)
             return
         try:
-            options = _train_options(self.task_code, choices, self.context_input)
+            options = training_options(session.task_code, choices, session.context_input)
         except DynadeskError as exc:
             dialog.show_message(str(exc), error=True)
             return
-        self.choices, self.report, self.html = choices, None, None
-        out = self.candidate_dir = new_candidate_dir(self.desk.root, self.task_code)
-        # named apart from earlier candidates of the same rounds (the name is what Create and the leaderboard show)
-        options.name = (f"{self.task_code} rounds {','.join(map(str, options.rounds))}, trained "
-                        f"{out.name.removeprefix(self.task_code + '-')}")
+        out = new_candidate_dir(self.desk.root, session.task_code)
+        session.training_started(choices, out)
+        options.name = session.candidate_name(options.rounds)
         desk = self.desk
         dialog.show_message(f"Training a candidate into {out} …")
-        self._run("train", "Training…", lambda progress: train_from_desk(desk, options, out, progress=progress),
-                  self._trained)
+        self._run("Training…", lambda progress: train_from_desk(desk, options, out, progress=progress), self._trained)
 
     def _trained(self, manifest: dict) -> None:
-        from app.core.services.promotion import check_promotable
+        from app.core.next_round.promotion import check_promotable
+        from app.core.next_round.promotion_rule import may_propose
 
         counts = manifest["data"]["summary"]["counts"]
         parent = manifest["parent"]
@@ -222,17 +163,15 @@ class NextRoundController(QObject):
         test = (manifest.get("metrics") or {}).get("test") or {}
         figure = f"; macro-F1 on its own test split {test['macro_f1']:.3f}" if "macro_f1" in test else ""
         self._say(f"Trained on {counts['train']:,} round examples and {counts['base']:,} base rows ({counts['held_out']:,} "
-                  f"held out), from {started}{figure}. Written to {self.candidate_dir}.")
-        desk, folder = self.desk, self.candidate_dir
-
-        code = self.task_code
+                  f"held out), from {started}{figure}. Written to {self.session.candidate_dir}.")
+        desk, folder, code = self.desk, self.session.candidate_dir, self.session.task_code
 
         def allowed() -> tuple[str, bool]:
             """Why this person may not promote ("" when they may), and whether they can propose instead."""
             try:
                 check_promotable(desk, folder, task_code=code)
             except DynadeskError as exc:
-                return str(exc), bool(desk.settings.server_url) and desk.current_person().role == Role.LEAD
+                return str(exc), may_propose(desk.current_person().role, team_server=bool(desk.settings.server_url))
             return "", False
 
         self.db.submit(allowed, on_done=self._promote_allowed, on_error=self._error)
@@ -251,16 +190,18 @@ class NextRoundController(QObject):
 
     # Step 2: compare ----------------------------------------------------------------------------
     def compare(self) -> None:
-        from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
+        from app.core.next_round.comparison import BaseTestOptions, compare_candidate
+        from app.core.next_round.comparison_report import write_report
         from local_models.train import parse_label_map
 
-        choices, folder, desk, code = self.choices, self.candidate_dir, self.desk, self.task_code
-        if choices is None or folder is None or self.dialog is None:
+        session, desk = self.session, self.desk
+        choices, folder, code = session.choices, session.candidate_dir, session.task_code
+        if choices is None or folder is None or self.dialog is None or not session.can_compare:
             return
         base_test = Path(choices.base_path) if choices.base_path else None
         base_options = BaseTestOptions(choices.text_column, choices.label_column, parse_label_map(choices.label_map),
                                        choices.html_unescape, context_column=(choices.context_column or None)
-                                       if self.context_input else None) if base_test else None
+                                       if session.pairs else None) if base_test else None
         suite = Path(choices.suite) if choices.suite else None
 
         def run(progress):
@@ -270,52 +211,41 @@ class NextRoundController(QObject):
                                        blur_words=desk.reading_words(code, browsing=True))
             return report, html
 
-        self._run("compare", "Comparing the candidate with the current target…", run, self._compared)
+        session.comparing_started()
+        self._run("Comparing the candidate with the current target…", run, self._compared)
 
     def _compared(self, result) -> None:
-        self.report, self.html = result
+        report, html = result
+        self.session.compared(report, html)
         if self.dialog is None:
             return
-        self.dialog.show_comparison(comparison_view(self.report.document, str(self.html)))
-        self.dialog.set_promote_intro(self._promote_intro())
+        self.dialog.show_comparison(comparison_view(report.document, str(html)))
+        self.dialog.set_promote_intro(self.session.promote_intro())
         self._say("Compared. The report is stored with the candidate.")
 
-    def _promote_intro(self) -> str:
-        document = self.report.document if self.report is not None else {}
-        number = (document.get("current") or {}).get("round")
-        now = f"round {number}" if number else "the open round"
-        nxt = f"round {number + 1}" if number else "the next round"
-        return (f"Promoting closes {now} of {self.task_code} and opens {nxt} with the candidate as its target. The "
-                f"candidate is exported to ONNX and parity-checked like the default model; its lineage (parent, "
-                f"manifest, comparison) is recorded. Candidate folder: {self.candidate_dir}"
-                + (" Its int8 form was left for later: the round opens on the fp32 form and switches to int8 once "
-                   "its search passes, in the background (the status bar says so)."
-                   if self.choices is not None and self.choices.int8_later else ""))
-
     def open_report(self) -> None:
-        if self.html is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.html)))
+        if self.session.html is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.session.html)))
 
     # Step 3: promote and publish ----------------------------------------------------------------
     def promote(self, with_current: bool, force: bool, reason: str = "") -> None:
-        from app.core.services.promotion import check_promotable
+        from app.core.next_round.promotion import check_promotable
 
-        folder, desk = self.candidate_dir, self.desk
-        if self.dialog is None or folder is None or self.job_id is not None:
+        folder, desk, code = self.session.candidate_dir, self.desk, self.session.task_code
+        if self.dialog is None or folder is None or not self.session.can_promote:
             return
         self.dialog.set_running(True, "Checking…")
-        code = self.task_code
         self.db.submit(lambda: check_promotable(desk, folder, task_code=code), on_done=lambda person: self._export(
             with_current, force, reason, person.id), on_error=self._promotion_failed)
 
     def _export(self, with_current: bool, force: bool, reason: str, actor_id) -> None:
         """The costly part (assembling, ONNX export, parity check) as a job; promote_candidate then finds it done."""
         from app.core import paths
-        from app.core.services.promotion import CANDIDATE_SLUG
+        from app.core.next_round.promotion import CANDIDATE_SLUG
         from local_models.default_model import prepare_default_model
         from local_models.errors import ExportFailed
 
-        folder, cache = self.candidate_dir, paths.models_cache_dir(self.desk.root)
+        folder, cache = self.session.candidate_dir, paths.models_cache_dir(self.desk.root)
 
         def prepare(progress) -> None:
             try:
@@ -323,13 +253,14 @@ class NextRoundController(QObject):
             except ExportFailed:
                 pass  # promote_candidate registers the PyTorch model then, and records why
 
-        self._run("export", "Exporting the candidate to ONNX and checking parity…", prepare,
+        self.session.export_started()
+        self._run("Exporting the candidate to ONNX and checking parity…", prepare,
                   lambda _none: self._register(with_current, force, reason, actor_id))
 
     def _register(self, with_current: bool, force: bool, reason: str, actor_id) -> None:
-        from app.core.services.promotion import promote_candidate
+        from app.core.next_round.promotion import promote_candidate
 
-        desk, code, folder, report = self.desk, self.task_code, self.candidate_dir, self.report
+        desk, code, folder, report = self.desk, self.session.task_code, self.session.candidate_dir, self.session.report
         if self.dialog is not None:
             self.dialog.set_running(True, "Registering the candidate and opening the next round…")
 
@@ -342,7 +273,7 @@ class NextRoundController(QObject):
     def _promoted(self, promotion) -> None:
         self.promoted.emit(promotion)
         view = promotion_view(promotion)
-        self._published_rounds = view.publish_rounds
+        self.session.promoted(view.publish_rounds)
         if self.dialog is None:
             return
         self.dialog.set_running(False)
@@ -358,9 +289,9 @@ class NextRoundController(QObject):
     def publish(self) -> None:
         sync = self.sync()
         dialog = self.dialog
-        if dialog is None or sync is None or not self._published_rounds:
+        if dialog is None or sync is None or not self.session.can_publish:
             return
-        rounds = self._published_rounds
+        rounds, code = self.session.publish_rounds, self.session.task_code
         dialog.show_publish_result(f"Publishing round(s) {', '.join(map(str, rounds))} to the team server…")
         dialog.publish_button.setEnabled(False)
 
@@ -376,15 +307,15 @@ class NextRoundController(QObject):
         def failed(error: BaseException) -> None:
             if self.dialog is not None:
                 self.dialog.show_publish_result(f"Publishing failed: {error}. Nothing is lost; publish again, or "
-                                                f"later with dynadesk sync publish {self.task_code}.", True)
+                                                f"later with dynadesk sync publish {code}.", True)
 
-        sync.publish(self.task_code, list(rounds), on_done=done, on_error=failed)
+        sync.publish(code, list(rounds), on_done=done, on_error=failed)
 
     # Jobs -------------------------------------------------------------------------------------------
-    def _run(self, stage: str, text: str, fn, then: Callable[[Any], None]) -> None:
-        self.stage, self._after_job = stage, then
-        self._stages = StageClock()
-        self._stages.say(text)
+    def _run(self, text: str, fn, then: Callable[[Any], None]) -> None:
+        """Run the job of the step the session just started."""
+        self._after_job = then
+        self.session.stages.say(text)
         if self.dialog is not None:
             self.dialog.set_running(True, text)
         self.job_id = self.inference.run_job(fn)
@@ -397,18 +328,19 @@ class NextRoundController(QObject):
     def _progress(self, request_id: int, done: int, total: int) -> None:
         if request_id != self.job_id or self.dialog is None:
             return
-        self._stages.report(done, total)
-        self.dialog.show_progress(self._stages.view())
+        self.session.stages.report(done, total)
+        self.dialog.show_progress(self.session.stages.view())
 
     def _message(self, request_id: int, text: str) -> None:
         if request_id == self.job_id and self.dialog is not None:
-            self._stages.say(text)
-            self.dialog.show_progress(self._stages.view())
+            self.session.stages.say(text)
+            self.dialog.show_progress(self.session.stages.view())
 
     def _done(self, request_id: int, result) -> None:
         if request_id != self.job_id:
             return
         self.job_id = None
+        self.session.job_finished()
         then, self._after_job = self._after_job, None
         if self.dialog is not None:
             self.dialog.set_running(False)
@@ -418,27 +350,26 @@ class NextRoundController(QObject):
     def _failed(self, failure: InferenceFailure) -> None:
         if failure.operation != "job" or failure.request_id != self.job_id:
             return
-        from app.core.services.comparison import NothingToCompare
+        from app.core.next_round.comparison import NothingToCompare
 
         self.job_id, self._after_job = None, None
-        dialog, stage = self.dialog, self.stage
+        stage, dialog = self.session.job_failed(), self.dialog
         if dialog is None:
             return
         dialog.set_running(False)
-        if stage == "train":
+        if stage == Step.TRAIN:
             dialog.show_step(0)
             if failure.cancelled:  # training stages its folder: a cancelled run left nothing
                 self._say("Training was cancelled; nothing was written.")
             else:
                 dialog.show_message(f"Training failed: {failure.message}", error=True)
-            self.candidate_dir = None
-        elif stage == "compare":
+        elif stage == Step.COMPARE:
             if isinstance(failure.error, NothingToCompare):
                 dialog.show_no_comparison(f"{failure.message} Promoting without a comparison needs “Promote anyway”.")
-                dialog.set_promote_intro(self._promote_intro())
+                dialog.set_promote_intro(self.session.promote_intro())
             elif failure.cancelled:
                 dialog.show_comparison_stopped(f"The comparison was cancelled. The trained candidate stays in "
-                                               f"{self.candidate_dir}: compare it again, or go back and train anew.")
+                                               f"{self.session.candidate_dir}: compare it again, or go back and train anew.")
             else:
                 dialog.show_comparison_stopped(f"The comparison failed: {failure.message}")
         else:

@@ -180,7 +180,7 @@ class ProposalsController(QObject):
         self.refresh(proposal_id, message, ok=True)
 
     def _job_failed(self, failure) -> None:
-        from app.core.services.promotion import PromotionRefused
+        from app.core.next_round.promotion import PromotionRefused
 
         if failure.operation != "job" or failure.request_id != self.job_id:
             return

@@ -1,7 +1,7 @@
 """What the Evaluate tab's leaderboard shows, as typed values: a row per model the task has had,
 a group of columns per round's held-out split, each cell's text, tooltip and marks (best in its
 column, stale, not scored, files not here) already decided. Built by a pure function from the
-board the leaderboard service reads (app/core/services/leaderboard.py)."""
+board the leaderboard service reads (app/core/next_round/leaderboard.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from app.core.formatting import pct
 
-from app.core.services.leaderboard_board import (
+from app.core.next_round.leaderboard_board import (
     FRESH,
     METRICS,
     STALE,
@@ -20,7 +20,7 @@ from app.core.services.leaderboard_board import (
 )
 
 if TYPE_CHECKING:
-    from app.core.services.leaderboard_board import Leaderboard
+    from app.core.next_round.leaderboard_board import Leaderboard
 
 STATE_WORDS = {"stale": "stale", "missing": "not scored yet", "failed": "could not be scored",
                "no-files": "files not on this desk", "empty": "no held-out examples"}

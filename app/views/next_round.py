@@ -2,21 +2,28 @@
 progress of a running step with its ETA, the comparison's table and chart (step 2) and what a
 promotion did (step 3).
 
-Built by pure functions from the desk's counts and defaults (app/core/services/next_round.py), the
-comparison document (app/core/services/comparison.py) and a Promotion; Qt-free, tested in
+Built by pure functions from the desk's counts and defaults (app/core/next_round/inputs.py), the
+comparison document (app/core/next_round/comparison.py) and a Promotion; Qt-free, tested in
 tests/views/test_next_round_views.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
 from app.core.formatting import MISSING, pct
-from app.core.services.promotion_rule import judge, minimum_items
+from app.core.next_round.promotion_rule import (  # a row's states, as the rule names them: widgets colour by them
+    BETTER as BETTER,
+    NO_ITEMS as NO_ITEMS,
+    TOO_FEW as TOO_FEW,
+    UNCLEAR as UNCLEAR,
+    WORSE as WORSE,
+    difference_state,
+    judge,
+)
 
 FROM_TARGET, FROM_BASE = "target", "base"
-BETTER, WORSE, UNCLEAR, NO_ITEMS, TOO_FEW = "better", "worse", "unclear", "none", "too few"
 METRICS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "fooling_right": "fooling examples now right"}
 POOLED = "held-out"
 ESTIMATING = "estimating…"
@@ -160,7 +167,7 @@ class ComparisonRow:
     candidate: str
     difference: str
     interval: str
-    verdict: str  # BETTER, WORSE, UNCLEAR or NO_ITEMS
+    verdict: str  # the promotion rule's reading of it: BETTER, WORSE, UNCLEAR, TOO_FEW (no colour) or NO_ITEMS
     items: int
     pooled: bool
 
@@ -260,16 +267,6 @@ def duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def verdict_of(low: float | None, high: float | None, items: int) -> str:
-    if items == 0 or low is None or high is None:
-        return NO_ITEMS
-    if low > 0:
-        return BETTER
-    if high < 0:
-        return WORSE
-    return UNCLEAR
-
-
 def points(value: float | None) -> str:
     return MISSING if value is None else f"{100 * value:+.1f} pt"
 
@@ -285,9 +282,7 @@ def comparison_view(document: Mapping[str, Any], report_path: str = "") -> Compa
         interval = MISSING if d["low"] is None else f"[{points(d['low'])}, {points(d['high'])}]"
         rows.append(ComparisonRow(names.get(d["split"], d["split"]), METRICS.get(d["metric"], d["metric"]),
                                   pct(d["current"]), pct(d["candidate"]), points(d["difference"]), interval,
-                                  verdict_of(d["low"], d["high"], d["items"]), d["items"], pooled))
-        if 0 < d["items"] < minimum_items() and rows[-1].verdict != NO_ITEMS:  # its interval says little: no colour
-            rows[-1] = replace(rows[-1], verdict=TOO_FEW)
+                                  difference_state(d["low"], d["high"], d["items"]), d["items"], pooled))
     groups = []
     held = [s["key"] for s in document.get("splits", []) if s.get("kind") == "round"]
     for key in held + [POOLED]:

@@ -3,20 +3,18 @@ pure functions, Qt-free, tested in tests/views/test_proposals.py."""
 
 from __future__ import annotations
 
-from app.core.domain import Role, may_promote
+from app.core.domain import Role
 from app.core.formatting import pct
-from app.core.services.comparison import METRIC_NAMES, Difference, signed_points
-from app.core.services.promotion_rule import judge
+from app.core.next_round.comparison import METRIC_NAMES, Difference, signed_points
+from app.core.next_round.promotion_rule import BETTER, WORSE, difference_state, judge, may_promote
 from app.views.proposals import FigureRow, ProposalDetail, ProposalRow, ProposalsView, RefusalView
 from sync.proposals import ProposalListing, ProposalPromotion, ProposalSummary
 
 
 def _tone(d: Difference) -> str:
-    if d.high is not None and d.high < 0:
-        return "worse"
-    if d.low is not None and d.low > 0:
-        return "better"
-    return ""
+    """"worse" or "better" where the promotion rule reads the difference so; "" otherwise (too few items, too)."""
+    state = difference_state(d.low, d.high, d.items)
+    return state if state in (WORSE, BETTER) else ""
 
 
 def figure_row(d: Difference) -> FigureRow:

@@ -15,12 +15,12 @@ from sklearn.metrics import f1_score
 
 from app.cli.compare import REFUSED_EXIT
 from app.core.services.bootstrap import paired_bootstrap
-from app.core.services.comparison import (
+from app.core.next_round.comparison import (
     ComparisonError,
     compare_candidate,
     read_report,
-    write_report,
 )
+from app.core.next_round.comparison_report import write_report
 from app.core.tasks.splits import is_held_out
 from tests.conftest import hate_content, hate_output
 from tests.model_fixtures import FILLER, TRIGGER
@@ -215,7 +215,7 @@ def test_the_service_on_two_rounds_matches_a_hand_count(desk, rounds_desk, tmp_p
 
 
 def test_base_test_suite_and_bad_input(desk, rounds_desk, tmp_path):
-    from app.core.services.comparison import BaseTestOptions
+    from app.core.next_round.comparison import BaseTestOptions
 
     base = tmp_path / "base.csv"
     rows = _texts(9, 60)

@@ -15,8 +15,8 @@ import pytest
 
 from app.core.desk import Desk
 from app.core.domain import Role
-from app.core.services.deferred_int8 import pending_int8, prepare_int8_files, switch_to_int8
-from app.core.services.promotion import promote_candidate
+from app.core.next_round.deferred_int8 import pending_int8, prepare_int8_files, switch_to_int8
+from app.core.next_round.promotion import promote_candidate
 from local_models.int8_form import DEFERRED_TEXTS_FILE, REFUSAL_FILE, defer_int8_recipe
 from local_models.int8_search import TaskTexts, read_recipe_file
 from local_models.parity import MIN_TEXTS
@@ -33,7 +33,7 @@ def texts(n: int, seed: int) -> tuple[str, ...]:
 def deferred_part(hate_trigger_model_dir, tmp_path_factory) -> tuple[Path, Path]:
     """The trained part as `dynadesk train --int8 later` leaves it (no recipe yet, the search's texts beside it),
     and a model cache holding what its promotion prepares (assembled, fp32 ONNX): built once for the module."""
-    from app.core.services.promotion import CANDIDATE_SLUG
+    from app.core.next_round.promotion import CANDIDATE_SLUG
     from local_models.default_model import prepare_default_model
 
     root = tmp_path_factory.mktemp("deferred")

@@ -241,7 +241,7 @@ def test_hatecheck_cases_import_as_a_rounds_examples_grouped_by_template_against
     template on one side of the held-out split, in training data and in the comparison's round cases."""
     from app.core.services.evaluation_data import round_sets
     from app.core.services.target_models import register_model
-    from app.core.services.training_data import training_set
+    from app.core.next_round.training_data import training_set
     from app.core.tasks.splits import is_held_out
 
     model_dir = tmp_path / "target"

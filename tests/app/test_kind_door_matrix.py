@@ -286,7 +286,7 @@ def test_stats_every_grouping(kinds, name):
 @pytest.mark.parametrize("name", ["written", "perturbation pair", "returned then revised", "retracted", "pulled",
                                   "hatecheck round", "dynahate", "anli", "nli", "qa"])
 def test_dashboard_review_and_next_round_counts(kinds, name):
-    from app.core.services.next_round import round_counts
+    from app.core.next_round.inputs import round_counts
 
     desk, _, kinds_, validator, _ = kinds
     kind = kinds_[name]
@@ -306,7 +306,7 @@ def test_dashboard_review_and_next_round_counts(kinds, name):
     queued = desk.validation.queue(validator.id, task_code=kind.task, round_id=round_.id, limit=100)
     assert len(queued) == kind.written + kind.imported
     # training from the desk: the door names the tasks it does not take, in one sentence
-    from app.core.services.training_data import TrainingDataError, training_set
+    from app.core.next_round.training_data import TrainingDataError, training_set
 
     if kind.task == "extractive_qa":
         with pytest.raises(TrainingDataError) as refused:

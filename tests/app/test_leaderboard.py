@@ -16,7 +16,7 @@ from sklearn.metrics import f1_score
 
 from app.core.services import evaluation_models
 from app.core.services.bootstrap import bootstrap_interval
-from app.core.services.leaderboard import (
+from app.core.next_round.leaderboard import (
     EMPTY,
     Cell,
     FILES_NOT_HERE,
@@ -145,6 +145,7 @@ def test_the_board_matches_a_hand_count_and_is_kept(desk, board_desk, loads):
 
 def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_path, capsys, loads):
     from app.cli import main
+    from app.core.next_round.leaderboard_report import evaluation_sections
     from app.core.services.evaluation_report import render_html
 
     lead = next(p for p in desk.people.all() if p.display_name == "Lee Lead")
@@ -189,9 +190,12 @@ def test_missing_files_the_cli_and_the_report(desk, board_desk, data_dir, tmp_pa
     doc = {"task": "hate_speech", "created_at": "now", "machine": {"platform": "test"}, "models": [], "sets": [],
            "options": {"weights": {d: 1 for d in ("performance", "throughput", "memory", "fairness", "robustness")}},
            "matrix": {"rows": []}, "results": {}, "leaderboard": document}
-    page = render_html(doc)
+    page = render_html(doc, sections=evaluation_sections(doc))
     assert "Model leaderboard" in page and "trained elsewhere" in page and "(current target)" in page
-    assert "cannot be read" in render_html({**doc, "leaderboard": {"format": "dynadesk-leaderboard", "rows": 1}})
+    assert "table.leaderboard td.best" in page  # the section's style rules join the page's
+    unreadable = {**doc, "leaderboard": {"format": "dynadesk-leaderboard", "rows": 1}}
+    assert "cannot be read" in render_html(unreadable, sections=evaluation_sections(unreadable))
+    assert evaluation_sections({**doc, "leaderboard": None}) == []
 
     with pytest.raises(SystemExit) as exited:
         main(["--data-dir", str(data_dir), "rounds", "leaderboard", "--task", "hate_speech", "--refresh", "--cached"])

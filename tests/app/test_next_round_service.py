@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 from app.core.errors import DynadeskError
-from app.core.services.next_round import (
+from app.core.next_round.inputs import (
     csv_columns,
     format_label_map,
     last_manifest,
@@ -19,7 +19,7 @@ from app.core.services.next_round import (
     train_defaults,
 )
 from app.core.services.target_models import register_model
-from app.core.services.training_data import training_set
+from app.core.next_round.training_data import training_set
 from tests.conftest import hate_content, hate_output
 
 
@@ -113,7 +113,7 @@ def test_imports_are_counted_by_data_set_apart_from_the_left_out(desk, people, t
 
 
 def test_the_targets_training_file_is_pre_filled_only_where_it_still_is(tmp_path):
-    from app.core.services.next_round import _training_file_here
+    from app.core.next_round.inputs import _training_file_here
     from local_models.files import file_sha256
 
     data = tmp_path / "labeled_data.csv"
@@ -130,7 +130,7 @@ def test_the_dialog_counts_training_and_the_comparison_hold_out_the_same_example
     latter read from the candidate's manifest or, without one, by the same rule."""
     import uuid
 
-    from app.core.services.held_out import held_out_sets
+    from app.core.next_round.held_out import held_out_sets
     from app.core.storage.models import Example
     from app.core.tasks.splits import is_held_out
 

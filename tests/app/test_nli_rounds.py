@@ -10,9 +10,9 @@ import pytest
 
 from app.cli import main
 from app.core.domain import Role
-from app.core.services.comparison import BaseTestOptions, compare_candidate
-from app.core.services.promotion import PromotionRefused, promote_candidate
-from app.core.services.training_data import TrainingDataError, training_set
+from app.core.next_round.comparison import BaseTestOptions, compare_candidate
+from app.core.next_round.promotion import PromotionRefused, promote_candidate
+from app.core.next_round.training_data import TrainingDataError, training_set
 from local_models.engine import load_engine
 from local_models.train import LabelledData
 from tests.model_fixtures import NLI_LABELS, nli_round_one

@@ -16,8 +16,8 @@ import pytest
 from app.core.desk import Desk
 from app.core.domain import Role
 from app.core.limits import free_form_problem
-from app.core.services.comparison import ComparisonReport, Difference
-from app.core.services.promotion import PromotionError, PromotionRefused, promote_candidate, promotion_lineage
+from app.core.next_round.comparison import ComparisonReport, Difference
+from app.core.next_round.promotion import PromotionError, PromotionRefused, promote_candidate, promotion_lineage
 
 TASK = "hate_speech"
 
@@ -161,14 +161,14 @@ def test_rounds_next_refuses_a_worse_candidate_with_the_figures_and_force_overri
 
     assert cli("rounds", "next", "--task", TASK, "--model", candidate_dir, "--comparison", report) == 1
     err = capsys.readouterr().err
-    from app.core.services.comparison import read_report
+    from app.core.next_round.comparison import read_report
 
     figures = read_report(report).summary_lines()  # as the comparison service words them
     assert "worse than the current target" in err and "--force" in err and all(line in err for line in figures)
     assert "davidson.csv, test split (seed 13)" in figures[0]  # the sentence names the worst split
     assert "-0.8 pt [-1.3, -0.1]" in figures[-1] and "n = 2,479" in figures[-1]  # difference and its interval
     assert "too few to judge (n = 1; at least 97)" in figures[1]
-    refusal_logged = [r.getMessage() for r in caplog.records if r.name == "app.core.services.promotion"]
+    refusal_logged = [r.getMessage() for r in caplog.records if r.name == "app.core.next_round.promotion"]
     assert any("refused" in line and figures[-1] in line for line in refusal_logged)  # the desk log keeps it
     with Desk(data_dir) as desk:
         assert state(desk) == before  # nothing registered, no round changed
@@ -238,7 +238,7 @@ def test_an_annotator_may_not_promote(data_dir, candidate_dir, capsys):
 
 
 def test_a_lead_promotes_only_where_the_task_lets_leads_promote(data_dir, candidate_dir, capsys):
-    from app.core.services.promotion import PromotionPolicy, check_promotable, store_promotion_policy
+    from app.core.next_round.promotion import PromotionPolicy, check_promotable, store_promotion_policy
 
     set_up_desk(data_dir, Role.LEAD)
     with Desk(data_dir) as desk:

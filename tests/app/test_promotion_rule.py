@@ -1,4 +1,4 @@
-"""The promotion rule (app/core/services/promotion_rule.py) on hand-built differences whose figures are
+"""The promotion rule (app/core/next_round/promotion_rule.py) on hand-built differences whose figures are
 known: the team run's case, a candidate better everywhere, one better on the round but worse on a suite."""
 
 from __future__ import annotations
@@ -7,8 +7,20 @@ import math
 
 import pytest
 
-from app.core.services.comparison import ComparisonReport, Difference
-from app.core.services.promotion_rule import TOO_FEW, WORSE, judge, minimum_items
+from app.core.next_round.comparison import ComparisonReport, Difference
+from app.core.domain import Role
+from app.core.next_round.promotion_rule import (
+    BETTER,
+    NO_ITEMS,
+    TOO_FEW,
+    UNCLEAR,
+    WORSE,
+    difference_state,
+    judge,
+    may_promote,
+    may_propose,
+    minimum_items,
+)
 
 NAMES = {"held-out-1": "Round 1 held-out", "held-out-2": "Round 2 held-out", "base-test": "davidson.csv, test split",
          "suite-hatecheck": "hatecheck (suite, 3,728 cases)", "held-out": "All held-out splits"}
@@ -81,3 +93,26 @@ def test_macro_f1_worse_alone_refuses_and_too_few_everywhere_refuses():
 def test_only_an_upper_bound_below_zero_is_worse(high):
     verdict = judge(rows("base-test", 400, (0.9, 0.89, -0.01, -0.02, high)), NAMES)
     assert verdict.refused == (high < 0)
+
+
+@pytest.mark.parametrize(("low", "high", "items", "state"), [
+    (-0.02, -0.001, 400, WORSE), (0.001, 0.03, 400, BETTER), (-0.02, 0.0, 400, UNCLEAR), (0.0, 0.02, 400, UNCLEAR),
+    (-0.3, -0.1, 96, TOO_FEW), (0.1, 0.3, 96, TOO_FEW), (-0.3, -0.1, 97, WORSE),  # the minimum n is 97
+    (None, None, 0, NO_ITEMS), (None, None, 400, NO_ITEMS), (0.0, 0.0, 0, NO_ITEMS)])
+def test_one_difference_reads_as_the_rule_judges_a_split(low, high, items, state):
+    assert difference_state(low, high, items) == state
+    figures = rows("base-test", items, (0.9, 0.9, 0.0, low, high)) if low is not None else []
+    if state in (WORSE, BETTER, UNCLEAR, TOO_FEW):  # the split (both metrics alike) is judged the same way
+        assert judge(figures, NAMES).splits[0].state == state
+    assert difference_state(-0.3, -0.1, 96, minimum=50) == WORSE  # a smaller minimum, as asked
+
+
+@pytest.mark.parametrize(("role", "policy", "server", "promote", "propose"), [
+    (Role.OWNER, False, True, True, False), (Role.OWNER, False, False, True, False),
+    (Role.LEAD, False, True, False, True), (Role.LEAD, True, True, True, True),
+    (Role.LEAD, False, False, True, False),  # no team server: nobody else could decide, and none to propose to
+    (Role.ANNOTATOR, True, True, False, False), (Role.ANNOTATOR, True, False, False, False)])
+def test_who_may_promote_and_who_may_propose_instead(role, policy, server, promote, propose):
+    assert may_promote(role, policy, team_server=server) is promote
+    assert may_promote(role.value, policy, team_server=server) is promote  # as the server stores a role
+    assert may_propose(role, team_server=server) is propose

@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from app.core.services.reproduction import (
+from app.core.next_round.reproduction import (
     BIT_FOR_BIT,
     DIFFERENT,
     TOLERANCE,

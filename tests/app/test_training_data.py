@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.services.training_data import TrainingDataError, normalised, training_set
+from app.core.next_round.training_data import TrainingDataError, normalised, training_set
 from app.core.tasks.splits import is_held_out
 from local_models.train import LabelledData
 from tests.conftest import hate_content, hate_output

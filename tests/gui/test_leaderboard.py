@@ -67,7 +67,7 @@ def open_tab(qtbot, window, *, expect_fill: bool = True):
 
 
 def stored_board(data_dir):
-    from app.core.services.leaderboard import read_leaderboard
+    from app.core.next_round.leaderboard import read_leaderboard
 
     with Desk(data_dir) as desk:
         return read_leaderboard(desk, "hate_speech")

@@ -19,7 +19,7 @@ from PySide6.QtGui import QAction
 from app.core.desk import Desk
 from app.core.domain import Role, RoundStatus
 from app.core.formatting import MISSING, pct
-from app.core.services.promotion import promotion_lineage
+from app.core.next_round.promotion import promotion_lineage
 from app.core.services.target_models import register_model
 from app.views.next_round import points
 from tests.conftest import hate_content, hate_output
@@ -420,8 +420,8 @@ def test_hatecheck_imported_as_round_examples_can_be_taken_from_the_dialog(qtbot
     """HateCheck cases imported as round 1 (as the README shows) are listed as imported, not as "left out",
     and a check box takes them: the training options name the data set."""
     from app.core.io.importers import import_file
-    from app.core.services.training_data import training_set
-    from app.gui.next_round import _train_options
+    from app.core.next_round.training_data import training_set
+    from app.views.next_round_session import training_options
     from tests.app.test_stats import csv_slice
     from tests.conftest import shared_file
 
@@ -441,7 +441,7 @@ def test_hatecheck_imported_as_round_examples_can_be_taken_from_the_dialog(qtbot
         assert dialog.choices().imported == ()
         qtbot.mouseClick(box, Qt.MouseButton.LeftButton)
         assert dialog.choices().imported == ("hatecheck",)
-        options = _train_options(TASK, dialog.choices())
+        options = training_options(TASK, dialog.choices())
         assert options.imported == ["hatecheck"]
         data = training_set(window.desk, TASK, [1], imported=options.imported)
         taken = [e for e in [*data.train, *data.held_out] if e.source == "imported"]

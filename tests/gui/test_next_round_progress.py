@@ -10,7 +10,7 @@ import re
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from app.core.services.deferred_int8 import pending_int8
+from app.core.next_round.deferred_int8 import pending_int8
 from tests.gui.conftest import close_window, open_window
 from tests.gui.test_next_round_dialog import TASK, choose_base, open_dialog, set_up, wait_for_comparison, write_base
 

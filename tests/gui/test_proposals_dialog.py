@@ -13,8 +13,8 @@ import pytest
 from PySide6.QtCore import Qt
 from sqlalchemy import select
 
-from app.core.services.comparison import BaseTestOptions, compare_candidate
-from app.core.services.promotion import promotion_lineage
+from app.core.next_round.comparison import BaseTestOptions, compare_candidate
+from app.core.next_round.promotion import promotion_lineage
 from app.core.services.target_models import register_model
 from sync.client import SyncClient
 from sync.proposals import propose_candidate

@@ -17,7 +17,7 @@ import pytest
 from app.core import paths
 from app.core.desk import Desk
 from app.core.domain import RoundStatus
-from app.core.services.deferred_int8 import pending_int8
+from app.core.next_round.deferred_int8 import pending_int8
 from app.core.services.target_models import adopt_default_model, load_engine_for
 from app.core.storage.models import Example
 from sync.client import SyncClient

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 from app.core.domain import RoundStatus
-from app.core.services.promotion import promote_candidate
+from app.core.next_round.promotion import promote_candidate
 from app.core.services.target_models import load_engine_for
 from sync.client import SyncClient
 from tests.sync.helpers import prepare_desk

@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import select
 
 from app.core.domain import RoundStatus
-from app.core.services.comparison import BaseTestOptions, compare_candidate, write_report
-from app.core.services.promotion import PromotionPolicy, promotion_lineage, promotion_policy, store_promotion_policy
+from app.core.next_round.comparison import BaseTestOptions, compare_candidate
+from app.core.next_round.comparison_report import write_report
+from app.core.next_round.promotion import PromotionPolicy, promotion_lineage, promotion_policy, store_promotion_policy
 from app.core.services.target_models import load_engine_for, register_model
 from sync.client import SyncClient
 from sync.proposals import fetch_proposal, propose_candidate

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from app.core.services.next_round import BaseDefaults, RoundCount, TrainDefaults
+from app.core.next_round.inputs import BaseDefaults, RoundCount, TrainDefaults
 from app.views.next_round import (
     ESTIMATING,
     NO_ITEMS,

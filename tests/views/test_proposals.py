@@ -7,7 +7,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 
 from app.core.domain import Role
-from app.core.services.comparison import Difference
+from app.core.next_round.comparison import Difference
 from app.views.proposals_build import proposals_view, refusal_view
 from sync.proposals import ProposalListing, ProposalSummary
 from sync.proposal_wire import ProposalWire
@@ -37,7 +37,13 @@ def test_rows_show_who_when_rounds_and_the_held_out_difference_with_its_interval
     first, second = view.rows
     assert (first.who, first.when, first.rounds, first.state, first.is_open) == (
         "Lee Lead", "2026-11-24 08:00", "1, 2", "open", True)
-    assert first.headline == "+8.0 pt [+2.0 pt, +12.0 pt] (held-out, n=40)" and first.tone == "better"
+    # 40 items are too few for the promotion rule to judge: no colour, as in the Next round dialog
+    assert first.headline == "+8.0 pt [+2.0 pt, +12.0 pt] (held-out, n=40)" and first.tone == ""
+    for high, tone in ((0.12, "better"), (-0.01, "worse")):
+        judged = proposals_view(ProposalListing("hate_speech", (ProposalSummary.from_wire(wire(pooled_items=200,
+                                                                                                high=high)),), False),
+                                Role.OWNER, "x")
+        assert judged.rows[0].tone == tone and judged.details[0].figures[0].tone == tone
     assert second.state == "promoted (round 3), forced" and not second.is_open
     detail = view.details[0]
     assert [f.split for f in detail.figures] == ["held-out", "held-out", "base-test"]  # the empty split left out

@@ -362,7 +362,7 @@ class SuiteCase(Base):
 
 
 class LeaderboardCell(Stamped, Base):
-    """One cell of the model leaderboard (app/core/services/leaderboard.py): a model (or a round's
+    """One cell of the model leaderboard (app/core/next_round/leaderboard.py): a model (or a round's
     ensemble) scored on one round's held-out split. Kept per desk, never synced: each desk scores
     with its own files. ``fingerprint`` hashes the split's ids, inputs, gold labels and fooling marks
     as scored; a split that has changed since makes the cell stale."""

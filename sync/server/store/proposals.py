@@ -7,7 +7,7 @@ person and the task's policy; nothing a desk says about its own role counts.
   policy lets leads promote. Promoting one proposal supersedes the task's other open proposals (they
   were compared with a target that is no longer current); a lead's new proposal supersedes their
   own earlier open ones for the task.
-- Publishing a round (``store.publish``) follows the same rule (``app.core.domain.may_promote``), and a
+- Publishing a round (``store.publish``) follows the same rule (``promotion_rule.may_promote``), and a
   lead publishes only the round their own promotion opened (``claimed_round``): the task's next round,
   which no other promotion claimed. A lead changes no round, model or context that exists, and a lead's
   promotion supersedes only their own team's open proposals: every team works in a task's rounds, and
@@ -23,9 +23,9 @@ from typing import Callable, Iterable
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.core import domain as rules
 from app.core.domain import Role, utcnow
 from app.core.errors import DynadeskError
+from app.core.next_round import promotion_rule
 from sync.proposal_wire import (
     ProposalCreate,
     ProposalDecision,
@@ -65,8 +65,8 @@ def leads_may_promote(session: Session, task_id: uuid.UUID) -> bool:
 
 
 def may_promote(session: Session, me: Person, task: Task | None) -> bool:
-    """``app.core.domain.may_promote`` with the task's policy as the server holds it (no task: no policy)."""
-    return rules.may_promote(me.role, task is not None and leads_may_promote(session, task.id))
+    """``promotion_rule.may_promote`` with the task's policy as the server holds it (no task: no policy)."""
+    return promotion_rule.may_promote(me.role, task is not None and leads_may_promote(session, task.id))
 
 
 def may_not_publish(session: Session, me: Person, codes: Iterable[str]) -> list[str]:
@@ -203,8 +203,6 @@ def check_promotion_rule(db: ServerDatabase, me: Person, proposal_id: uuid.UUID,
     judged on (the decision's, else the proposal's own): a refused candidate is promoted only "anyway",
     with a reason. Outside the write transaction; its cost is bounded by the figures' bound (a few hundred
     rows at most)."""
-    from app.core.services.promotion_rule import figures_verdict
-
     if decision.state != "promoted":
         return
     with db.read() as session:  # who may decide is the write's to say (NotFound, Forbidden, Conflict): first
@@ -219,7 +217,7 @@ def check_promotion_rule(db: ServerDatabase, me: Person, proposal_id: uuid.UUID,
         if not (decision.reason or "").strip():
             raise DynadeskError("Promoting anyway needs the reason; it is recorded with the proposal.")
         return
-    verdict = figures_verdict(decision.figures or stored)
+    verdict = promotion_rule.figures_verdict(decision.figures or stored)
     if verdict.refused:
         raise Conflict(f"{verdict.sentence} The promotion rule refuses this candidate; promote it anyway with a "
                        "reason (forced), which is recorded.")

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from app.core.errors import DynadeskError
-from app.core.services.leaderboard_board import (  # noqa: F401  (the board's names, for callers of the service)
+from app.core.next_round.leaderboard_board import (  # noqa: F401  (the board's names, for callers of the service)
     EMPTY,
     FAILED,
     FILES_NOT_HERE,
@@ -177,7 +177,7 @@ def plan_leaderboard(desk: Any, task_code: str, *, refresh: bool = False) -> Lea
     from sqlalchemy import select
 
     from app.core.services.evaluation_data import EvaluationInputError
-    from app.core.services.held_out import held_out_sets
+    from app.core.next_round.held_out import held_out_sets
     from app.core.storage.models import LeaderboardCell
 
     definition = desk.tasks.definition_by_code(task_code)  # NotFound names the task

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from app import __version__
 from app.core import paths
-from app.core.domain import Role, RoundStatus, may_promote, utcnow
+from app.core.domain import RoundStatus, utcnow
 from app.core.errors import DynadeskError
 from app.core.limits import free_form_problem, max_bytes, text_problem
-from app.core.services.promotion_rule import MAX_REASON_CHARS, no_comparison_verdict
-from app.core.services.round_training import MANIFEST_FILE
+from app.core.next_round.promotion_rule import MAX_REASON_CHARS, may_promote, no_comparison_verdict
+from app.core.next_round.round_training import MANIFEST_FILE
 from app.core.services.target_models import TargetModelError, find_by_sha, register_model
 from app.core.storage.models import ModelRecord
 from local_models.engine import model_sha256
@@ -51,12 +51,13 @@ from local_models.train import is_trained_part
 
 if TYPE_CHECKING:
     from app.core.desk import Desk
-    from app.core.services.comparison import ComparisonReport
+    from app.core.next_round.comparison import ComparisonReport
     from app.core.storage.models import Person
 
 log = logging.getLogger(__name__)
 
 CANDIDATE_SLUG = "candidate"
+DEFERRED_KEY = "int8_deferred"  # in an fp32 form's provenance: where its trained part is, until the switch
 MAX_REFUSALS_KEPT = 20
 POLICY_KEY = "promotion_policy.{code}"  # in the desk's meta table: JSON of a PromotionPolicy
 # A manifest's top-level entries up to this size are copied into the lineage (options, seed, metrics,
@@ -177,7 +178,7 @@ def promote_candidate(desk: Desk, task_code: str, model_dir: Path, *, with_curre
     provenance = _with_lineage(candidate, lineage)  # checked against the bound before any round changes
     progress.check()
     new = desk.rounds.open_next(task_code, actor.id, targets, close_previous=True)
-    candidate = _update_provenance(desk, candidate.id, lambda _: provenance)  # the lineage of what happened
+    candidate = update_provenance(desk, candidate.id, lambda _: provenance)  # the lineage of what happened
     if refused_lines:
         log.warning("%s promoted %s to %s round %s anyway over the promotion rule's refusal (reason: %s): %s",
                     actor.display_name, candidate.sha256[:12], task_code, new.number, reason, " | ".join(refused_lines))
@@ -203,16 +204,15 @@ def check_promotable(desk: Desk, model_dir: Path, actor_id: uuid.UUID | None = N
 
 
 def check_promoter(desk: Desk, task_code: str | None, actor_id: uuid.UUID | None = None) -> Person:
-    """The rule (the server applies the same one to a published round): an owner always promotes; a lead
-    only when the task's policy lets leads promote (``promotion_policy``), or on a desk with no team server,
-    where nobody else could decide (the server still judges a round the lead publishes later); an
-    annotator never."""
+    """``promotion_rule.may_promote`` (the server applies the same one to a published round) with this desk's
+    facts: the task's policy (``promotion_policy``; no task: not yet known, checked again with it) and whether
+    the desk has a team server."""
     actor = desk.people.get(actor_id) if actor_id is not None else desk.current_person()
     if not may_promote(actor.role, True):
         raise PromotionError(f"Only owners (and leads, where the task's owner allows it) can promote a model; "
                              f"{actor.display_name} is an {actor.role}.")
-    allowed = task_code is None or not desk.settings.server_url or promotion_policy(desk, task_code).leads_may_promote
-    if not may_promote(actor.role, allowed):
+    policy = task_code is None or promotion_policy(desk, task_code).leads_may_promote
+    if not may_promote(actor.role, policy, team_server=bool(desk.settings.server_url)):
         raise PromotionError(
             f"Only the owner promotes a candidate to the next round of {task_code}: the task does not let leads "
             f"promote. Propose it to the owner instead (`dynadesk rounds propose --task {task_code} --model DIR`), "
@@ -280,8 +280,6 @@ def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Pr
     existing = find_by_sha(desk, model_sha256(prepared.onnx_dir, format="onnx"))
     if existing is not None:
         return existing, True, note
-    from app.core.services.deferred_int8 import deferred_marker
-
     try:
         record = register_model(desk, prepared.onnx_dir, name=f"{name}, {flavour}", task_code=task_code, format="onnx",
                                 provenance={"parent_model": {"id": str(torch_record.id), "sha256": torch_record.sha256},
@@ -289,6 +287,19 @@ def _register_candidate(desk: Desk, task_code: str, part_dir: Path, progress: Pr
     except TargetModelError as exc:
         raise PromotionError(f"The candidate's ONNX version could not be registered: {exc}") from exc
     return record, True, note
+
+
+def deferred_marker(part_dir: Path, prepared: Any) -> dict[str, Any]:
+    """The provenance entry of an fp32 form registered while its part's int8 search waits; {} otherwise."""
+    from local_models.int8_search import read_recipe_file
+
+    if prepared.onnx_int8:
+        return {}
+    try:
+        deferred = read_recipe_file(Path(part_dir)).deferred
+    except ValueError:
+        return {}
+    return {DEFERRED_KEY: {"trained_part": str(Path(part_dir).resolve())}} if deferred else {}
 
 
 def _int8_note(onnx_dir: Path) -> str:
@@ -300,7 +311,7 @@ def _int8_note(onnx_dir: Path) -> str:
 
 
 def _with_note(desk: Desk, record: ModelRecord, note: str) -> ModelRecord:
-    return _update_provenance(desk, record.id, lambda p: p if note in p.get("notes", []) else
+    return update_provenance(desk, record.id, lambda p: p if note in p.get("notes", []) else
                               {**p, "notes": [*p.get("notes", []), note]})
 
 
@@ -368,7 +379,7 @@ def _record_refusal(desk: Desk, task_code: str, comparison: ComparisonReport | N
         return
     refusal = {"task": task_code, "at": utcnow().isoformat(), "by": {"id": str(actor.id), "name": actor.display_name},
                "summary": lines}
-    _update_provenance(desk, record.id, lambda p: {
+    update_provenance(desk, record.id, lambda p: {
         **p, "promotion_refusals": [*p.get("promotion_refusals", []), refusal][-MAX_REFUSALS_KEPT:]})
 
 
@@ -387,7 +398,7 @@ def _with_lineage(record: ModelRecord, lineage: dict[str, Any]) -> dict[str, Any
     return out
 
 
-def _update_provenance(desk: Desk, model_id: uuid.UUID,
+def update_provenance(desk: Desk, model_id: uuid.UUID,
                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> ModelRecord:
     with desk.db.write() as session:
         record = session.get(ModelRecord, model_id)

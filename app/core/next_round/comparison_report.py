@@ -1,17 +1,36 @@
-"""The HTML page of a comparison report, in the evaluation report's style: self-contained, no
-scripts, every figure from the report's document."""
+"""A comparison report's files: its JSON document and its HTML page, in the evaluation report's style
+(app.core.io.html_report): self-contained, no scripts, every figure from the report's document.
+
+    json_path, html_path = write_report(report, out_dir, blur_words=desk.reading_words(code, browsing=True))
+"""
 
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any, Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 from app.core.formatting import pct
-from app.core.services.evaluation_report import CSS, _table
+from app.core.io.documents import write_document
+from app.core.io.html_report import CSS, table
+from app.core.next_round.comparison import JSON_NAME, METRIC_NAMES, ComparisonReport, Difference
+from app.core.next_round.promotion_rule import BETTER, WORSE, difference_state
 from app.core.wellbeing.blur import blurred
 
-if TYPE_CHECKING:
-    from app.core.services.comparison import ComparisonReport, Difference
+HTML_NAME = "comparison.html"
+STATE_COLOURS = {WORSE: "#c62828", BETTER: "#2e7d32"}  # the rest (unclear, too few to judge) grey
+
+
+def write_report(report: ComparisonReport, directory: Path, *, blur_words: Sequence[str] = ()) -> tuple[Path, Path]:
+    """comparison.json (every item, both models' predictions, every figure) and comparison.html, whose
+    example lists are masked with ``blur_words`` (the reader's: ``Desk.reading_words``)."""
+    directory = Path(directory)
+    json_path = write_document(report.document, directory / JSON_NAME)
+    html_path = directory / HTML_NAME
+    part = html_path.with_suffix(".html.part")
+    part.write_text(render_html(report, blur_words=blur_words), encoding="utf-8")
+    part.replace(html_path)
+    return json_path, html_path
 
 
 def _points(value: float | None) -> str:
@@ -40,7 +59,7 @@ def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> s
     for i, d in enumerate(shown):
         assert d.difference is not None
         y = 22 + i * row + row / 2
-        colour = "#c62828" if d.high is not None and d.high < 0 else "#2e7d32" if d.low is not None and d.low > 0 else "#555"
+        colour = STATE_COLOURS.get(difference_state(d.low, d.high, d.items), "#555")
         parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(d.split)} {escape(d.metric)}</text>')
         if d.low is not None and d.high is not None:
             parts.append(f'<line x1="{x(d.low):.1f}" y1="{y:.1f}" x2="{x(d.high):.1f}" y2="{y:.1f}" '
@@ -54,8 +73,6 @@ def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> s
 
 def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> str:
     """``blur_words``: the reader's, where they browse masked: the example lists show them as dots."""
-    from app.core.services.comparison import METRIC_NAMES
-
     doc: dict[str, Any] = report.document
     options = doc["options"]
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -74,7 +91,7 @@ def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> 
              _points(d.difference) + (" pt" if d.difference is not None else ""), f"[{_points(d.low)}, {_points(d.high)}]", f"{d.items:,}"]
             for d in report.differences]
     out.append("<h2>Differences (candidate − current)</h2>")
-    out.append(_table(["split", "metric", "current", "candidate", "difference", "95 % interval", "n"], rows,
+    out.append(table(["split", "metric", "current", "candidate", "difference", "95 % interval", "n"], rows,
                       numeric_from=2))
     out.append(interval_chart([d for d in report.differences if d.metric == "accuracy"],
                               title="Accuracy difference per split, with its interval"))
@@ -92,7 +109,7 @@ def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> 
         out.append(f"<details><summary>{escape(split['name'])}: {len(differing)} of {len(split['items'])} items "
                    "answered differently</summary>")
         if body:
-            out.append(_table(["id", "text", "gold", "current", "candidate"], body, numeric_from=99))
+            out.append(table(["id", "text", "gold", "current", "candidate"], body, numeric_from=99))
         out.append("</details>")
     for note in doc["evaluation"].get("notes", []):
         out.append(f"<p class='muted'>{escape(note)}</p>")

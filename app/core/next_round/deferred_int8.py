@@ -21,11 +21,10 @@ from typing import Any
 from app.core import paths
 from app.core.domain import RoundStatus, utcnow
 from app.core.errors import DynadeskError
+from app.core.next_round.promotion import CANDIDATE_SLUG, DEFERRED_KEY, update_provenance
 from app.core.storage.models import ModelRecord
 from local_models.errors import ModelError
 from local_models.progress import Progress
-
-DEFERRED_KEY = "int8_deferred"  # in an fp32 form's provenance: where its trained part is, until the switch
 
 
 @dataclass(frozen=True)
@@ -53,19 +52,6 @@ class Int8Outcome:
                     "publish the round again to bring it to the team.")
         return (f"The int8 form of {pending.name} is ready ({self.note}), but round {pending.round_number} "
                 "no longer runs its fp32 form, so it keeps its targets.")
-
-
-def deferred_marker(part_dir: Path, prepared: Any) -> dict[str, Any]:
-    """The provenance entry of an fp32 form registered while its part's int8 search waits; {} otherwise."""
-    from local_models.int8_search import read_recipe_file
-
-    if prepared.onnx_int8:
-        return {}
-    try:
-        deferred = read_recipe_file(Path(part_dir)).deferred
-    except ValueError:
-        return {}
-    return {DEFERRED_KEY: {"trained_part": str(Path(part_dir).resolve())}} if deferred else {}
 
 
 def pending_int8(desk, task_code: str | None = None) -> list[PendingInt8]:
@@ -100,7 +86,6 @@ def prepare_int8_files(desk, pending: PendingInt8, *, progress: Progress | None 
                        in_child: bool = True) -> Any:
     """The int8 search and the int8 form (``local_models.default_model.prepare_deferred_int8``), in a
     child process at lower priority (``in_child``) so that predictions keep their pace."""
-    from app.core.services.promotion import CANDIDATE_SLUG
     from local_models.default_model import prepare_deferred_int8
 
     if not pending.part_dir.is_dir():
@@ -122,7 +107,6 @@ def switch_to_int8(desk, pending: PendingInt8, prepared: Any) -> Int8Outcome:
     """Register the int8 form (the fp32 form's parent and lineage) and put it in the fp32 form's place
     in its round; or, when the search found none, record why on the fp32 form, which keeps serving."""
     from app.core.int8_status import int8_detail
-    from app.core.services.promotion import _update_provenance as update_provenance
     from app.core.services.target_models import find_by_sha, register_model
     from local_models.export import read_export_description
     from local_models.engine import model_sha256

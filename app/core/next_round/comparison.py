@@ -6,7 +6,7 @@ bootstrap 95 % interval (``bootstrap.py``). Qt-free; long work takes a ``Progres
     report = compare_candidate(desk, "hate_speech", Path("candidate"), base_test=Path("davidson.csv"),
                                base_options=BaseTestOptions("tweet", "class", {"0": "hate", ...}))
     report.verdict                   # the promotion rule's (promotion_rule.py): refused, its sentence, every split
-    json_path, html_path = write_report(report, out_dir)
+    json_path, html_path = write_report(report, out_dir)   # comparison_report.py: the JSON and the HTML page
 
 Without ``base_test``, the base data file the candidate's manifest names is its base test split, when
 this desk has that very file; its test split is the one training held out (the manifest's seed).
@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from app.core.errors import DynadeskError
-from app.core.io.documents import read_document, write_document
+from app.core.io.documents import read_document
 from app.core.formatting import pct
 from app.core.services.bootstrap import CONFIDENCE, paired_bootstrap
 from app.core.services.evaluation_data import Case, EvalSet, EvaluationInputError, resample_units
-from app.core.services.promotion_rule import Verdict, judge
+from app.core.next_round.promotion_rule import Verdict, judge
 from app.core.storage.models import ModelRecord
 from local_models.progress import Progress
 
@@ -123,7 +123,7 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     from app.core.services.evaluation import EvaluationOptions, evaluate
     from app.core.services.evaluation_data import read_hatecheck_suite, stored_suite_sets
     from app.core.services.evaluation_models import ModelChoice
-    from app.core.services.held_out import held_out_sets
+    from app.core.next_round.held_out import held_out_sets
 
     progress = progress or Progress()
     if resamples < 100:
@@ -241,7 +241,7 @@ def _candidate_record(desk: Any, folder: Path) -> tuple[Path, ModelRecord]:
 
 def _candidate_manifest(folder: Path) -> dict[str, Any] | None:
     """The training manifest beside a candidate (``dynadesk train --out`` writes it), or None."""
-    from app.core.services.round_training import MANIFEST_FILE, read_manifest
+    from app.core.next_round.round_training import MANIFEST_FILE, read_manifest
 
     path = Path(folder).expanduser() / MANIFEST_FILE
     if not path.is_file():
@@ -407,7 +407,7 @@ def report_from_document(document: Mapping[str, Any]) -> ComparisonReport:
 
 
 def read_report(path: Path) -> ComparisonReport:
-    """A comparison report written by ``write_report`` (its JSON file, or the folder holding it)."""
+    """A comparison report written by ``comparison_report.write_report`` (its JSON file, or the folder holding it)."""
     path = Path(path)
     if path.is_dir():
         path = path / JSON_NAME
@@ -420,18 +420,3 @@ def read_report(path: Path) -> ComparisonReport:
 
 
 JSON_NAME = "comparison.json"
-HTML_NAME = "comparison.html"
-
-
-def write_report(report: ComparisonReport, directory: Path, *, blur_words: Sequence[str] = ()) -> tuple[Path, Path]:
-    """comparison.json (every item, both models' predictions, every figure) and comparison.html, whose
-    example lists are masked with ``blur_words`` (the reader's: ``Desk.reading_words``)."""
-    from app.core.services.comparison_report import render_html
-
-    directory = Path(directory)
-    json_path = write_document(report.document, directory / JSON_NAME)
-    html_path = directory / HTML_NAME
-    part = html_path.with_suffix(".html.part")
-    part.write_text(render_html(report, blur_words=blur_words), encoding="utf-8")
-    part.replace(html_path)
-    return json_path, html_path

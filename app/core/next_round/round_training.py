@@ -5,7 +5,7 @@ of every split and a sha256 of every (text, label), the base data file's sha256,
 sha256, every option and the seed, the Dynadesk version and git revision, and the metrics.
 ``reproduce`` re-reads the same desk data from it, refuses when the data's hashes differ, and trains
 the same weights again (bit for bit on the machine the manifest records: training is seeded, and the CPU,
-its vector instructions, torch and the thread count are recorded; ``app.core.services.reproduction`` says
+its vector instructions, torch and the thread count are recorded; ``app.core.next_round.reproduction`` says
 how close a run on another machine came).
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from app.core import paths
 from app.core.errors import DynadeskError
 from app.core.io.documents import read_document, write_document
-from app.core.services.training_data import CONFLICT_POLICY, TrainingDataError, TrainingSet, training_set
+from app.core.next_round.training_data import CONFLICT_POLICY, TrainingDataError, TrainingSet, training_set
 from app.core.storage.models import ModelRecord, Round
 from local_models.errors import ModelError
 from local_models.files import file_sha256

@@ -70,7 +70,7 @@ def held_out_sets(desk: Any, task_code: str, rounds: Literal["all"] | Sequence[i
     from sqlalchemy import select
 
     from app.core.services.target_models import model_input
-    from app.core.services.training_data import _choose, _imported_names
+    from app.core.next_round.training_data import _choose, _imported_names
     from app.core.storage.models import Example
     from app.core.tasks.figures import is_validated_fooling
     from app.core.tasks.splits import held_out_example

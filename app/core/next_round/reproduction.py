@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from app.core import paths
-from app.core.services.round_training import (
+from app.core.next_round.round_training import (
     options_from_manifest,
     read_base_data,
     read_manifest,
     reproduce,
 )
-from app.core.services.training_data import training_set
+from app.core.next_round.training_data import training_set
 from local_models import machine
 from local_models.files import file_sha256
 from local_models.frozen_cache import FrozenCache

@@ -71,8 +71,8 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
     """Every round of the task with its count of decided examples (held-out ones among them) and of
     undecided ones, by the same rules training uses (``training_data._choose``, ``splits.held_out_example``)
     and the comparison scores by (``held_out.held_out_sets``)."""
-    from app.core.services.held_out import _Row
-    from app.core.services.training_data import _choose, _imported_names, imported_name
+    from app.core.next_round.held_out import _Row
+    from app.core.next_round.training_data import _choose, _imported_names, imported_name
 
     task = desk.tasks.task(task_code)
     counts: dict[uuid.UUID, dict[str, int]] = {}
@@ -129,7 +129,7 @@ def new_candidate_dir(root: Path, task_code: str, now: datetime | None = None) -
 
 def last_manifest(root: Path, task_code: str) -> tuple[Path, dict[str, Any]] | None:
     """The newest candidate of the task trained on this desk (its folder and manifest), if any."""
-    from app.core.services.round_training import MANIFEST_FILE, read_manifest
+    from app.core.next_round.round_training import MANIFEST_FILE, read_manifest
 
     folders = sorted(candidates_dir(root).glob(f"{task_code}-*/{MANIFEST_FILE}"),
                      key=lambda p: p.stat().st_mtime, reverse=True)
@@ -147,7 +147,7 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
     """The choices the dialog starts with: those of the last candidate trained here for the task, else
     the columns and label map the current target was trained with (its file name only: the file
     itself may be elsewhere)."""
-    from app.core.services.round_training import current_targets, trained_folder
+    from app.core.next_round.round_training import current_targets, trained_folder
     from local_models.errors import ModelError
     from local_models.train_rounds import read_warm_start
 

@@ -1,13 +1,17 @@
 """The model leaderboard as text (``dynadesk rounds leaderboard``) and as HTML: a section of the
-evaluation report (evaluation_report.py) and a page of its own (``--html``). Self-contained, no
-scripts; every figure from the board (leaderboard.py)."""
+evaluation report (``evaluation_sections``, handed to evaluation_report.py, which imports nothing of the next
+round) and a page of its own (``--html``). Self-contained, no scripts; every figure from the board
+(leaderboard.py)."""
 
 from __future__ import annotations
 
 from html import escape
 from pathlib import Path
+from typing import Any, Mapping
 
-from app.core.services.leaderboard_board import (
+from app.core.errors import DynadeskError
+from app.core.io.html_report import CSS as REPORT_CSS, Section, scale_colour
+from app.core.next_round.leaderboard_board import (
     FAILED,
     METRICS,
     MISSING,
@@ -90,8 +94,6 @@ table.leaderboard tr.current td:first-child{font-weight:bold}table.leaderboard t
 
 def render_section(board: Leaderboard) -> str:
     """The leaderboard as an HTML section (a heading, a legend, one table)."""
-    from app.core.services.evaluation_report import _colour
-
     out = ["<h2>Model leaderboard</h2>", f"<p class='muted'>{escape(LEGEND)} Best in each column outlined; "
            "stale figures (the split changed since they were scored) in italics; "
            "hover a cell for its n and 95 % interval.</p>"]
@@ -119,7 +121,7 @@ def render_section(board: Leaderboard) -> str:
                 classes = ["num"] + (["best"] if row.key in board.best(column, metric) else []) \
                     + (["stale"] if cell.state == STALE else [])
                 value = getattr(cell, metric)
-                style = f" style='background:{_colour(value)}'" if metric != "macro_f1" and value is not None else ""
+                style = f" style='background:{scale_colour(value)}'" if metric != "macro_f1" and value is not None else ""
                 text = escape(figure_text(cell, metric)) + (" (stale)" if cell.state == STALE else "")
                 if metric == "accuracy":
                     text += f"<br><span class='muted'>[{escape(_interval(cell))}]</span>"
@@ -137,6 +139,18 @@ def render_section(board: Leaderboard) -> str:
     return "\n".join(out)
 
 
+def evaluation_sections(doc: Mapping[str, Any]) -> list[Section]:
+    """The evaluation report's leaderboard section, from the board an evaluation document carries (none
+    when it carries none; a note when it cannot be read)."""
+    if not doc.get("leaderboard"):
+        return []
+    try:
+        return [Section(render_section(Leaderboard.from_json(doc["leaderboard"])), CSS)]
+    except (DynadeskError, KeyError, TypeError, ValueError) as exc:  # a hand-edited or foreign document
+        return [Section(f"<h2>Model leaderboard</h2><div class='note'>The leaderboard in this document cannot be "
+                        f"read ({escape(str(exc))}); `dynadesk rounds leaderboard --html FILE` writes it anew.</div>")]
+
+
 def _interval(cell) -> str:
     from app.core.formatting import pct
 
@@ -144,8 +158,6 @@ def _interval(cell) -> str:
 
 
 def render_page(board: Leaderboard) -> str:
-    from app.core.services.evaluation_report import CSS as REPORT_CSS
-
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Dynadesk leaderboard: "
             f"{escape(board.task_name)}</title><style>{REPORT_CSS}{CSS}</style></head><body>"
             f"<h1>Dynadesk leaderboard: {escape(board.task_name)}</h1>"

@@ -1,19 +1,22 @@
-"""The promotion rule: whether a compared candidate may become the next round's target. One rule, used
-by the comparison report, ``promote_candidate`` (the dialog, ``dynadesk rounds next``, proposals) and
-the team server's check of a promotion decision. Pure and Qt-free: it reads only the differences
-(split, metric, current, candidate, difference, 95 % interval, n) a comparison computed.
+"""The promotion rules: whether a compared candidate may become the next round's target, and who may
+promote it. One definition of each, used by the comparison report, ``promote_candidate`` (the dialog,
+``dynadesk rounds next``, proposals), the view-models and the team server's check of a promotion decision.
+Pure and Qt-free: the verdict reads only the differences (split, metric, current, candidate, difference,
+95 % interval, n) a comparison computed; who may promote reads only a role and the task's policy.
 
     verdict = judge(report.differences, names)
     verdict.refused, verdict.sentence, verdict.lines()
+    difference_state(low, high, items)       # one difference: WORSE, BETTER, UNCLEAR, TOO_FEW or NO_ITEMS
+    may_promote(role, leads_may_promote, team_server=True)
 
 Every split is judged on its own: each round's held-out examples, all of them taken together (when
 there are several rounds), the base data's test split and every functional suite.
 
 - A split with fewer items than its minimum n (``minimum_items``) says "too few to judge" and decides
   nothing: its interval says little (one item right twice has the interval [0, 0]).
-- A judged split is *worse* when the upper bound of the 95 % interval of the accuracy or macro-F1
-  difference lies below zero, *better* when the lower bound of accuracy lies above zero and nothing is
-  worse, else *unclear*.
+- A difference is *worse* when the upper bound of its 95 % interval lies below zero, *better* when the
+  lower bound lies above zero, else *unclear* (``difference_state``). A judged split is worse when its
+  accuracy or macro-F1 difference is, better when its accuracy difference is and nothing is worse.
 - The candidate is **refused** when any judged split is worse, or when no split has enough items.
   "Promote anyway" overrides it with a reason, recorded with these figures in the lineage.
 """
@@ -24,6 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from app.core.domain import Role
 from app.core.formatting import pct
 
 JUDGED_METRICS = ("accuracy", "macro_f1")  # "fooling examples now right" is 0 for the current target by definition
@@ -110,17 +114,30 @@ def _field(row: Any, name: str) -> Any:
     return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
 
 
+def difference_state(low: float | None, high: float | None, items: int, minimum: int | None = None) -> str:
+    """How one difference (candidate − current, with its 95 % interval, over ``items`` items) reads: NO_ITEMS
+    when nothing was scored, TOO_FEW below the minimum n (``minimum_items()`` unless given: its interval
+    says little, so it decides nothing), WORSE when the interval lies below zero, BETTER above, else UNCLEAR.
+    Every table, chart and colour of a comparison reads a difference through this."""
+    if items <= 0 or low is None or high is None:
+        return NO_ITEMS
+    if items < (minimum_items() if minimum is None else minimum):
+        return TOO_FEW
+    if high < 0:
+        return WORSE
+    return BETTER if low > 0 else UNCLEAR
+
+
 def _state(figures: Sequence[Mapping[str, Any]], items: int, minimum: int) -> str:
-    if items == 0 or not figures or all(f.get("high") is None for f in figures):
+    """A split's state from its judged metrics' differences (all over the split's ``items``)."""
+    states = {f["metric"]: difference_state(f.get("low"), f.get("high"), items, minimum) for f in figures}
+    if not states or all(state == NO_ITEMS for state in states.values()):
         return NO_ITEMS
     if items < minimum:
         return TOO_FEW
-    if any(f.get("high") is not None and f["high"] < 0 for f in figures):
+    if WORSE in states.values():
         return WORSE
-    accuracy = next((f for f in figures if f["metric"] == "accuracy"), None)
-    if accuracy is not None and accuracy.get("low") is not None and accuracy["low"] > 0:
-        return BETTER
-    return UNCLEAR
+    return BETTER if states.get("accuracy") == BETTER else UNCLEAR
 
 
 def judge(differences: Iterable[Any], names: Mapping[str, str] | None = None) -> Verdict:
@@ -164,7 +181,8 @@ def _verdict(splits: tuple[SplitJudgement, ...], minimum: int) -> Verdict:
     if worse:
         worst = min(worse, key=_lowest)
         others = f", and on {len(worse) - 1} other split{'s' if len(worse) > 2 else ''}" if len(worse) > 1 else ""
-        metric = next(f["metric"] for f in worst.figures if f.get("high") is not None and f["high"] < 0)
+        metric = next(f["metric"] for f in worst.figures
+                      if difference_state(f.get("low"), f.get("high"), worst.items, minimum) == WORSE)
         sentence = (f"Refused: the candidate is worse than the current target on {worst.name} "
                     f"({worst.figure_text(metric)}, n = {worst.items:,}){others}.")
         return Verdict(True, sentence, splits, worst)
@@ -205,3 +223,17 @@ def figures_verdict(figures: Mapping[str, Any]) -> Verdict:
 def no_comparison_verdict(reason: str) -> Verdict:
     """The verdict without a comparison (nothing to compare on, or none made): refused, like too few items."""
     return Verdict(True, f"Refused: there is no comparison to judge the candidate by ({reason}).", (), None)
+
+
+def may_promote(role: Role | str, leads_may_promote: bool, *, team_server: bool = True) -> bool:
+    """Who may promote a task's candidate and publish the round it opens: owners always; leads where the
+    task's policy lets them (``leads_may_promote``), or on a desk without a team server (``team_server``
+    False), where nobody else could decide (the server still judges a round the lead publishes later);
+    annotators never. (The server also limits a lead to the round their own promotion opens:
+    ``store.publish``.)"""
+    return role == Role.OWNER.value or (role == Role.LEAD.value and (leads_may_promote or not team_server))
+
+
+def may_propose(role: Role | str, *, team_server: bool) -> bool:
+    """Who may propose a candidate to the task's owner instead: a lead, through the team server."""
+    return role == Role.LEAD.value and team_server
