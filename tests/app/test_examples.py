@@ -5,7 +5,7 @@ from sqlalchemy import select
 
 from app.core.domain import ModelOutput, Span
 from app.core.errors import InvalidExample, NotFound
-from app.core.services.examples import Content
+from app.core.tasks.content import Content
 from app.core.storage.models import ExampleFacet
 from tests.conftest import hate_content, hate_output
 
