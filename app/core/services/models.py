@@ -48,21 +48,6 @@ def merge_model_records(session: Session, keep: ModelRecord, twin: ModelRecord) 
     session.flush()
 
 
-def reidentify_model(session: Session, record: ModelRecord, sha256: str) -> ModelRecord:
-    """``record``'s files now have checksum ``sha256`` (their bytes were made canonical): it and its
-    predictions take it; a record that already has it absorbs this one. Returns the record kept."""
-    if record.sha256 == sha256:
-        return record
-    same = session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
-    if same is not None:
-        merge_model_records(session, same, record)
-        return same
-    session.execute(update(ModelOutputRow).where(ModelOutputRow.model_id == record.id).values(model_sha256=sha256))
-    record.sha256 = sha256
-    session.flush()
-    return record
-
-
 class ModelService:
     def __init__(self, db: Database):
         self.db = db
