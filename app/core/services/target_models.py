@@ -194,10 +194,20 @@ def model_input(definition: TaskDefinition, inputs: Mapping[str, str]) -> ModelI
     return (" ".join(contexts), text) if contexts else text
 
 
+def export_twin_key(record: ModelRecord) -> tuple | None:
+    """What makes two records of the bundled model's export the same model whatever their bytes:
+    older exports held the exporting desk's source paths, so each desk computed its own sha256 for
+    identical weights. Same name, format, parent weights, quantization and opset: the same model.
+    None for other models (their checksum alone names them)."""
+    provenance = record.provenance or {}
+    export = provenance.get("export") or {}
+    if not provenance.get("default_model") or not export.get("parent_sha256"):
+        return None
+    return (record.name, record.format, export["parent_sha256"], export.get("quantization"), export.get("opset"))
+
+
 def find_twin(desk, record_like: ModelRecord) -> ModelRecord | None:
     """A registered record of the same model (``export_twin_key``) under another checksum."""
-    from app.core.services.models import export_twin_key
-
     key = export_twin_key(record_like)
     if key is None:
         return None
