@@ -20,7 +20,7 @@ from app.core.desk import Desk
 from app.core.domain import ModelOutput
 from app.core.services.dashboard import DashboardService
 from app.core.services.dashboard_snapshot import DashboardFilter
-from app.core.services.examples import Content
+from app.core.tasks.content import Content
 from app.core.storage.models import Validation
 from bench.bench_storage import fill
 from bench.common import BenchContext, Result, summarise, time_calls

@@ -12,7 +12,7 @@ from sqlalchemy import insert
 
 from app.core.desk import Desk
 from app.core.domain import ModelOutput, utcnow
-from app.core.services.examples import Content
+from app.core.tasks.content import Content
 from app.core.services.review import ExampleFilter
 from app.core.storage.models import Example, ExampleFacet, ModelOutputRow
 from bench.common import BenchContext, Result, summarise, time_calls

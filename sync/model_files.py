@@ -32,7 +32,8 @@ class ModelFiles(Connection):
         exporting desk's paths) become one: the checksum the server knows wins, and the desk's
         predictions move to it, so examples written against the other are no longer put off.
         Returns how many records were merged."""
-        from app.core.services.models import export_twin_key, merge_model_records
+        from app.core.services.models import merge_model_records
+        from app.core.services.target_models import export_twin_key
 
         with self.db.read() as session:
             groups: dict[tuple[Any, ...], list[ModelRecord]] = {}

@@ -141,7 +141,7 @@ def hate_output(model, label: str, p_hate: float | None = None):
 
 
 def hate_content(text: str, label: str, **meta):
-    from app.core.services.examples import Content
+    from app.core.tasks.content import Content
 
     if label == "hate":
         meta.setdefault("hate_type", "derogation")

@@ -13,7 +13,7 @@ import sys
 
 from app.core.desk import Desk
 from app.core.domain import ModelOutput
-from app.core.services.examples import Content
+from app.core.tasks.content import Content
 
 
 def main(data_dir: str, run: int) -> None:

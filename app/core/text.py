@@ -1,4 +1,5 @@
-"""Words with their character offsets, and minimal word-level edits between two texts.
+"""Words with their character offsets (and a score, where a model gave them one), the function words,
+and minimal word-level edits between two texts.
 
 A word is what ``local_models.words.split_words`` says it is, the one definition shared with the
 heatmap's grouping of tokens: a run of non-space characters, with emoji (and their joiners) apart
@@ -13,11 +14,22 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Final
 
 from rapidfuzz.distance import Levenshtein
 
 from local_models.words import WordSpan as Word
 from local_models.words import split_words
+
+# Function words: the words that carry a sentence's grammar, not what it says about anyone. The
+# assistant never swaps them, and the blur never masks them on the model's word alone.
+STOPWORDS: Final[frozenset[str]] = frozenset("""
+a an the and or but if then so than that this these those there here of to in on at by for with from into
+onto over under about as is am are was were be been being do does did have has had having it its itself
+i me my mine we us our ours you your yours he him his she her hers they them their theirs what which who
+whom whose when where why how all any both each few more most other some such no nor not only own same
+too very can will just should would could may might must shall s t don ll re ve d m o y
+""".split())
 
 # Zero-width characters that are invisible but meaningful (joiners, marks); kept inside words.
 ZERO_WIDTH = {"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"}
@@ -57,6 +69,16 @@ def printable(text: str) -> str:
 def content_hash(text: str) -> str:
     """Identity of a context: the same words with different spacing are the same context."""
     return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class WordScore:
+    """One word of the text (character span) and its attribution toward the model's label."""
+
+    word: str
+    start: int
+    end: int
+    score: float
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
 from app.core.quality.similarity import normalise
-from app.core.services.examples import written_text
+from app.core.tasks.content import written_text
 from app.gui.worker import SerialWorker
 from app.views.quality import duplicate_warning_view, novelty_view
 

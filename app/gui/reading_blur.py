@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject
 
-from app.core.assist.types import WordScore
+from app.core.text import WordScore
 from app.gui.inference import AttributionResult, InferenceFailure, InferenceService
 from app.views.wellbeing import BlurView, hateful_label, with_model_words
 

@@ -23,7 +23,7 @@ from app.gui.perturbation import PairController
 from app.gui.quality_guard import DuplicateGuard
 from app.gui.round_follow import RoundFollower
 from app.gui.worker import SerialWorker
-from app.core.services.examples import Content, check_content
+from app.core.tasks.content import Content, check_content
 from app.core.services.target_models import TargetModelError, model_input, model_spec, to_model_output
 from app.core.tasks.fooling import is_fooled
 from app.views.create import TYPE_TO_SEE, EditorContent, ExplainTarget, prediction_view, task_view

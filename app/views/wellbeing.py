@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from app.core.assist.types import WordScore
+from app.core.text import WordScore
 from app.core.wellbeing.blur import mask_spans, model_spans, utf16_offsets
 from app.core.wellbeing.profile import WellbeingProfile
 

@@ -5,8 +5,8 @@ from sqlalchemy import select
 
 from app.core.domain import ModelOutput, Span
 from app.core.errors import InvalidExample, NotFound
-from app.core.services.examples import Content
 from app.core.storage.models import ExampleFacet
+from app.core.tasks.content import Content
 from tests.conftest import hate_content, hate_output
 
 
@@ -28,6 +28,19 @@ def test_submit_stores_every_model_output_and_the_fooled_flag(desk, people, targ
     with desk.db.read() as session:
         facets = {(f.field, f.value) for f in session.scalars(select(ExampleFacet).where(ExampleFacet.example_id == example.id))}
     assert facets == {("hate_type", "derogation"), ("target_groups", "women"), ("target_groups", "Sikhs")}
+
+
+def test_a_long_named_target_group_is_kept_whole_and_faceted_by_its_first_200_characters(desk, people, target_model):
+    """Two groups named alike for longer than a facet holds are one facet (the facet's key), not a failed submit."""
+    long_a, long_b = "people of " + "x" * 200 + " a", "people of " + "x" * 200 + " b"
+    example = desk.examples.create(people.author.id, "hate_speech",
+                                   hate_content("They are all vermin", "hate", target_groups=[long_a, long_b, "women"]),
+                                   [hate_output(target_model, "hate")])
+    assert desk.examples.get(example.id).meta["target_groups"] == [long_a, long_b, "women"]
+    with desk.db.read() as session:
+        facets = sorted(f.value for f in session.scalars(select(ExampleFacet).where(
+            ExampleFacet.example_id == example.id, ExampleFacet.field == "target_groups")))
+    assert facets == sorted([long_a[:200], "women"])
 
 
 def test_hate_type_and_targets_apply_only_when_the_label_is_hate(desk, people, target_model):

@@ -155,7 +155,7 @@ def build_kinds(tmp: Path, desk: Desk | None = None, *, pulled: bool = True,
     nli_model = desk.models.register("nli model", "hf-torch", "cd" * 32, task_id=desk.tasks.task("nli").id,
                                      label_map={"0": "entailment", "1": "neutral", "2": "contradiction"})
     from app.core.domain import ModelOutput
-    from app.core.services.examples import Content
+    from app.core.tasks.content import Content
 
     desk.examples.create(author.id, "nli", Content({"context": "A man plays a guitar.", "hypothesis": "Nobody plays."},
                                                    "contradiction", meta={"label_explanation": "someone plays"}),

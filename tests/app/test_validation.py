@@ -83,7 +83,7 @@ def test_the_queue_serves_fooling_examples_first_then_the_least_validated(desk, 
 def test_non_fooling_examples_are_queued_only_when_the_task_says_so(desk, people):
     nli_model = desk.models.register("nli", "hf-torch", "12" * 32)
     from app.core.domain import ModelOutput
-    from app.core.services.examples import Content
+    from app.core.tasks.content import Content
 
     content = Content({"context": "A cat sat.", "hypothesis": "An animal sat."}, "entailment",
                       meta={"label_explanation": "cats are animals"})

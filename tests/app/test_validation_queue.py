@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from app.core.domain import ModelOutput
-from app.core.services.examples import Content
+from app.core.tasks.content import Content
 from app.core.storage.models import Example
 from tests.conftest import hate_content, hate_output
 

@@ -3,7 +3,7 @@ disguised or displayed (emoji, right-to-left text, zero-width characters, case, 
 
 import pytest
 
-from app.core.assist.types import WordScore
+from app.core.text import WordScore
 from app.core.wellbeing.blur import mask_spans, masked_text, normalise, utf16_offsets
 from app.core.wellbeing.word_list import InvalidWordList, bundled_words, clean_words, parse_lines
 

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import delete, select
 from sqlalchemy.orm import selectinload
 
-from app.core.services.examples import facet_rows
 from app.core.storage.models import Example, ExampleFacet
+from app.core.tasks.content import facet_values
 from app.core.wellbeing.opt_outs import example_targets
 from tests.app.test_validation_queue import eligible
 from tests.conftest import hate_content, hate_output
@@ -34,8 +34,8 @@ def test_opt_outs_match_brute_force(desk, people, target_model, seed):
                 row.meta = {**row.meta, "target_groups": rng.choice(GROUPS)}
                 session.execute(delete(ExampleFacet).where(ExampleFacet.example_id == row.id,
                                                            ExampleFacet.field == "target_groups"))
-                session.add_all(facet_rows(desk.tasks.definition(row.task_id), row.id,
-                                           {"target_groups": row.meta["target_groups"]}))
+                session.add_all(ExampleFacet.rows_for(row.id, facet_values(desk.tasks.definition(row.task_id),
+                                                                           {"target_groups": row.meta["target_groups"]})))
         if rng.random() < 0.3:
             desk.validation.validate(example.id, rng.choice([people.val1, people.lead]).id, "correct") \
                 if example.author_id != people.val1.id else None

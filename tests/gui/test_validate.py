@@ -3,7 +3,7 @@
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.core.services.examples import Content
+from app.core.tasks.content import Content
 from tests.conftest import hate_content, hate_output
 from tests.gui.conftest import close_window, open_window
 from tests.validation_sim import import_anli, simulate

@@ -73,13 +73,28 @@ def _with_build_details(clean, folder):
     return folder
 
 
-def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_one_identity(trigger_onnx_dir,
-                                                                                          tmp_path):
+def _upgrade_through_0009(desk_dir):
+    """Run migration 0009 alone on a desk set back to 0008 (later migrations are in its schema already)."""
     import sqlite3
 
-    from app.core.desk import Desk
     from app.core.paths import database_path
     from app.core.storage.db import Database, head_revision
+
+    path = database_path(desk_dir)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE alembic_version SET version_num = '0008'")
+    database = Database(path, upgrade=False)
+    try:
+        database.upgrade("0009")
+    finally:
+        database.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE alembic_version SET version_num = ?", (head_revision(),))
+
+
+def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_one_identity(trigger_onnx_dir,
+                                                                                          tmp_path):
+    from app.core.desk import Desk
     from tests.conftest import hate_content, hate_output
 
     old = _with_build_details(trigger_onnx_dir, tmp_path / "models" / "old-export")
@@ -90,20 +105,50 @@ def test_migration_0009_gives_registered_old_exports_and_their_predictions_the_o
                                       task_id=desk.tasks.task("hate_speech").id)
         example = desk.examples.create(author.id, "hate_speech", hate_content("kind words", "not hate"),
                                        [hate_output(record, "not hate")])
-    path = database_path(tmp_path / "desk")
-    with sqlite3.connect(path) as db:  # as a desk left at 0008
-        db.execute("UPDATE alembic_version SET version_num = '0008'")
-    database = Database(path, upgrade=False)
-    try:
-        database.upgrade("0009")  # 0009 alone: later migrations are in this schema already
-    finally:
-        database.close()
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE alembic_version SET version_num = ?", (head_revision(),))
+    _upgrade_through_0009(tmp_path / "desk")
 
     with Desk(tmp_path / "desk") as desk:
         assert [(m.id, m.sha256) for m in desk.models.all()] == [(record.id, clean_sha)]
         assert [o.model_sha256 for o in desk.examples.get(example.id).outputs] == [clean_sha]
+    assert (old / "model.onnx").read_bytes() == (trigger_onnx_dir / "model.onnx").read_bytes()
+
+
+def test_migration_0009_merges_an_old_export_into_the_record_that_already_has_its_new_checksum(trigger_onnx_dir,
+                                                                                               tmp_path):
+    """The desk holds the clean export (pulled from the server, say) and an old export of the same model: once
+    repaired they are one model, so the old record's predictions and round targets move to the clean one, where
+    the clean one has none of its own, and the old record goes."""
+    from app.core.desk import Desk
+    from app.core.storage.models import ModelOutputRow
+    from tests.conftest import hate_content, hate_output
+
+    old = _with_build_details(trigger_onnx_dir, tmp_path / "models" / "old-export")
+    clean_sha = model_sha256(trigger_onnx_dir, format="onnx")
+    with Desk(tmp_path / "desk") as desk:
+        lead = desk.people.create("Lee", "lead")
+        author = desk.people.create("Ann", "annotator")
+        task_id = desk.tasks.task("hate_speech").id
+        clean = desk.models.register("clean export", "onnx", clean_sha, path=str(trigger_onnx_dir), task_id=task_id)
+        stale = desk.models.register("old export", "onnx", model_sha256(old, format="onnx"), path=str(old),
+                                     task_id=task_id)
+        round_ = desk.tasks.round("hate_speech")
+        desk.rounds.set_models(round_.id, lead.id, [clean.id, stale.id])
+        both = desk.examples.create(author.id, "hate_speech", hate_content("kind words", "not hate"),
+                                    [hate_output(clean, "not hate", 0.2), hate_output(stale, "not hate", 0.3)])
+        only_old = desk.examples.create(author.id, "hate_speech", hate_content("other words", "not hate"),
+                                        [hate_output(clean, "not hate", 0.1), hate_output(stale, "hate", 0.7)])
+        with desk.db.write() as session:  # an example that only the old export answered
+            session.query(ModelOutputRow).filter_by(example_id=only_old.id, model_id=clean.id).delete()
+
+    _upgrade_through_0009(tmp_path / "desk")
+
+    with Desk(tmp_path / "desk") as desk:
+        assert [(m.id, m.sha256) for m in desk.models.all()] == [(clean.id, clean_sha)]
+        assert [m.id for m in desk.models.round_models(round_.id)] == [clean.id]
+        kept = desk.examples.get(both.id).outputs
+        assert [(o.model_id, o.model_sha256, o.probabilities["hate"]) for o in kept] == [(clean.id, clean_sha, 0.2)]
+        moved = desk.examples.get(only_old.id).outputs
+        assert [(o.model_id, o.model_sha256, o.label) for o in moved] == [(clean.id, clean_sha, "hate")]
     assert (old / "model.onnx").read_bytes() == (trigger_onnx_dir / "model.onnx").read_bytes()
 
 

@@ -279,7 +279,7 @@ def test_without_a_keyring_tokens_go_to_a_file_only_its_owner_reads(tmp_path):
 
 
 def test_published_contexts_reach_annotators_and_their_examples_refer_to_them(team, tmp_path, server_db):
-    from app.core.services.examples import Content
+    from app.core.tasks.content import Content
     from app.core.storage.models import Context
     from app.core.text import content_hash
 

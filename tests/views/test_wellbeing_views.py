@@ -46,7 +46,7 @@ def test_profile_section_round_trip_keeps_groups_written_in_as_other():
 
 
 def test_the_models_words_join_the_word_lists_masks_as_one_match_of_both_would():
-    from app.core.assist.types import WordScore
+    from app.core.text import WordScore
     from app.views.wellbeing import with_model_words
 
     texts = ("🐀 those v3rmin rats again", "calm words only")

@@ -3,7 +3,8 @@
 The desk runs a round's target in its fastest form (ONNX, int8 when it passes parity), which has
 no gradients; word substitution needs the PyTorch form it was exported from. Every export names
 that form in ``provenance.parent_model`` (the default model's first start, promotion, registering
-an export), so this follows the link, as the evaluation's model families do.
+an export), so this follows the link, as the evaluation's model families do. The caller loads the form
+it finds (``services.target_models.model_spec``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 from app.core.domain import ModelFormat
 from app.core.errors import NotFound
 from app.core.storage.models import ModelRecord
-from local_models.engine import ModelSpec
 
 _MAX_HOPS = 4  # an export of an export at most; a longer chain is a loop in hand-edited provenance
 
@@ -38,14 +38,6 @@ def first_gradient_form(desk, records) -> ModelRecord | None:
     """The gradient form of the first of a round's targets that has one (an ensemble's substitutions
     follow one member's gradients; every suggestion is still checked against the whole ensemble)."""
     return next((form for form in (gradient_form(desk, r) for r in records) if form is not None), None)
-
-
-def gradient_spec(desk, record: ModelRecord, *, num_threads: int | None = None) -> ModelSpec | None:
-    """What the inference service loads for ``gradient_form`` (None when there is none)."""
-    from app.core.services.target_models import model_spec
-
-    form = gradient_form(desk, record)
-    return None if form is None else model_spec(form, num_threads=num_threads)
 
 
 def _record(desk, model_id: object) -> ModelRecord | None:

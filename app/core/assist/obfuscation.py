@@ -12,50 +12,17 @@ where they are, so a text that mixes scripts is never broken into invalid pieces
 
 from __future__ import annotations
 
-import functools
 import unicodedata
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-
-import yaml
 
 from app.core.assist.base import GeneratorUnavailable, makes
-from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable, WordScore
+from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable
+from app.core.spellings import load_tables
+from app.core.text import WordScore
 
 EDIT_TYPES = ("char_swap", "char_delete", "leetspeak", "homoglyph", "space_added", "space_removed", "emoji")
 TOP_WORDS = 4  # the most attributed words respelt; each gives one variant per edit type (two for some)
 MIN_LETTERS = 3  # shorter words ("a", "is") carry little and their respellings read as typos
-
-
-@dataclass(frozen=True)
-class ObfuscationTables:
-    leet: Mapping[str, str]
-    homoglyphs: Mapping[str, str]
-    emoji: Mapping[str, str]
-
-
-def tables_file() -> Path:
-    import resources
-
-    return resources.ROOT / "assist" / "common" / "obfuscation.yaml"
-
-
-@functools.lru_cache(maxsize=4)
-def load_tables(path: Path | None = None) -> ObfuscationTables:
-    """The leet, homoglyph and emoji tables (a lead's extended copy when ``path`` is given)."""
-    path = path or tables_file()
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping with leet, homoglyphs and emoji")
-
-    def table(name: str) -> dict[str, str]:
-        raw = data.get(name) or {}
-        if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
-            raise ValueError(f"{path}: '{name}' must map strings to strings")
-        return dict(raw)
-
-    return ObfuscationTables(table("leet"), table("homoglyphs"), {k.lower(): v for k, v in table("emoji").items()})
 
 
 def _letters(word: str) -> list[int]:

@@ -30,12 +30,11 @@ from app.core.assist.types import (
     Generator,
     Goal,
     Unavailable,
-    WordScore,
 )
 from app.core.domain import FooledRule, ModelOutput
 from app.core.tasks.definition import InputKind, TaskDefinition
 from app.core.tasks.fooling import is_fooled
-from app.core.text import word_edits, words
+from app.core.text import WordScore, word_edits, words
 from local_models.engine import Ensemble, EnsemblePrediction, InferenceEngine
 from local_models.tokenization import ModelInput
 

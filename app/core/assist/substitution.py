@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from app.core.assist.base import GeneratorUnavailable, makes
 from app.core.assist.rule_text import cased_like
-from app.core.assist.stopwords import STOPWORDS  # neither replaced nor proposed: broken text, not an example
 from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable
+from app.core.text import STOPWORDS  # neither replaced nor proposed: broken text, not an example
 from local_models.hotflip import hotflip
 
 EDIT_TYPE = "word_substitution"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.domain import StrEnum
-from app.core.text import EditOp
+from app.core.text import EditOp, WordScore
 
 
 class Goal(StrEnum):
@@ -32,16 +32,6 @@ class AssistantMode(StrEnum):
     OFF = "off"
     ON = "on"
     AB = "ab"  # on for a random half of each writer's sessions
-
-
-@dataclass(frozen=True)
-class WordScore:
-    """One word of the text (character span) and its attribution toward the model's label."""
-
-    word: str
-    start: int
-    end: int
-    score: float
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from app.core.errors import DynadeskError, ImportFailed, ImportProblem, InvalidE
 from app.core.io.records import RecordWriter, read_record
 from app.core.io.rows import csv_table, json_lines, read_text, whole_number
 from app.core.limits import record_problems
-from app.core.services.examples import Content, check_content, facet_rows, written_text
-from app.core.services.models import imported_model_sha
-from app.core.storage.models import Context, Example, ModelOutputRow, ModelRecord, Person, Round, Suite, SuiteCase, Task
+from app.core.storage.models import (Context, Example, ExampleFacet, ModelOutputRow, ModelRecord, Person, Round, Suite,
+                                     SuiteCase, Task)
+from app.core.tasks.content import Content, check_content, facet_values, written_text
 from app.core.tasks.definition import TaskDefinition
 from app.core.tasks.fooling import check_outputs, is_fooled
 from app.core.tasks.splits import GROUP_KEY
@@ -38,6 +38,11 @@ NAMESPACE = uuid.UUID("6f1c7a52-4a8e-4bb5-9d57-0e8d3c1c5a10")
 
 def stable_id(*parts: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, "\x1f".join(parts))
+
+
+def imported_model_sha(name: str) -> str:
+    """Models known only by their recorded predictions get a stable stand-in checksum."""
+    return hashlib.sha256(f"imported-model:{name}".encode()).hexdigest()
 
 
 @dataclass
@@ -230,7 +235,7 @@ class Importer:
         example.outputs = self.output_rows(definition, checked, outputs)
         session.add(example)
         session.flush()
-        session.add_all(facet_rows(definition, example.id, checked.meta))
+        session.add_all(ExampleFacet.rows_for(example.id, facet_values(definition, checked.meta)))
         if context is not None:
             context.times_used += 1
         self.report.count("examples")

@@ -20,12 +20,10 @@ from app.core.domain import MAX_ROUND_NUMBER, ExampleStatus, ModelFormat, Role, 
 from app.core.errors import DynadeskError, InvalidExample
 from app.core.io.rows import whole_number
 from app.core.limits import record_problems
-from app.core.services.examples import Content, check_content, facet_rows, written_text
-from app.core.services.validation import summarise_on_desk
-from app.core.text import content_hash, printable
 from app.core.storage.models import (
     Context,
     Example,
+    ExampleFacet,
     ExampleReview,
     ModelOutputRow,
     ModelRecord,
@@ -35,6 +33,9 @@ from app.core.storage.models import (
     Task,
     Validation,
 )
+from app.core.tasks.content import Content, check_content, facet_values, written_text
+from app.core.tasks.verdicts import summarise_on_desk
+from app.core.text import content_hash, printable
 
 FORMAT_VERSION = 1
 KINDS = ("person", "model", "round", "context", "example", "validation")
@@ -319,7 +320,7 @@ class RecordWriter:
         self.session.add(example)
         if self.flush_each:
             self.session.flush()
-        self.session.add_all(facet_rows(definition, example.id, checked.meta))
+        self.session.add_all(ExampleFacet.rows_for(example.id, facet_values(definition, checked.meta)))
         self.touched.add(example.id)
         self.report.count("examples")
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from app.core.domain import ModelOutput
+from app.core.errors import DynadeskError
 
 
 def target_outputs(desk: Any, task_code: str | None, round_number: int, texts: Sequence[str],
                    report: Any) -> list[list[ModelOutput]]:
     """Every target's output per text, in order; no outputs (with a warning in ``report``) when the round does
     not exist yet or has no target that can run here."""
-    from app.core.errors import DynadeskError
-    from app.core.services.target_models import TargetModelError, load_engine_for, to_model_output
-
     none: list[list[ModelOutput]] = [[] for _ in texts]
     if not texts:
         return none
@@ -38,13 +36,9 @@ def target_outputs(desk: Any, task_code: str | None, round_number: int, texts: S
     outputs = none
     for record in targets:
         try:
-            engine = load_engine_for(record)
-        except TargetModelError as exc:
+            answers = desk.models.answers(record, texts)
+        except DynadeskError as exc:
             raise DynadeskError(f"The round's target {record.name} cannot run to answer the imported examples: "
                                 f"{exc}") from exc
-        try:
-            predictions = engine.predict_batched(list(texts), batch_size=64)
-        finally:
-            engine.close()
-        outputs = [known + [to_model_output(p, record)] for known, p in zip(outputs, predictions)]
+        outputs = [known + [answer] for known, answer in zip(outputs, answers)]
     return outputs

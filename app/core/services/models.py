@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from app.core.domain import ModelFormat
+from app.core.domain import ModelFormat, ModelOutput
 from app.core.errors import NotFound
 from app.core.storage.db import Database
 from app.core.storage.models import ModelOutputRow, ModelRecord, RoundModel
-
-
-def imported_model_sha(name: str) -> str:
-    """Models known only by their recorded predictions get a stable stand-in checksum."""
-    return hashlib.sha256(f"imported-model:{name}".encode()).hexdigest()
-
-
-def export_twin_key(record: ModelRecord) -> tuple | None:
-    """What makes two records of the bundled model's export the same model whatever their bytes:
-    older exports held the exporting desk's source paths, so each desk computed its own sha256 for
-    identical weights. Same name, format, parent weights, quantization and opset: the same model.
-    None for other models (their checksum alone names them)."""
-    provenance = record.provenance or {}
-    export = provenance.get("export") or {}
-    if not provenance.get("default_model") or not export.get("parent_sha256"):
-        return None
-    return (record.name, record.format, export["parent_sha256"], export.get("quantization"), export.get("opset"))
 
 
 def merge_model_records(session: Session, keep: ModelRecord, twin: ModelRecord) -> None:
@@ -46,21 +28,6 @@ def merge_model_records(session: Session, keep: ModelRecord, twin: ModelRecord) 
     session.execute(update(RoundModel).where(RoundModel.model_id == twin.id).values(model_id=keep.id))
     session.delete(twin)
     session.flush()
-
-
-def reidentify_model(session: Session, record: ModelRecord, sha256: str) -> ModelRecord:
-    """``record``'s files now have checksum ``sha256`` (their bytes were made canonical): it and its
-    predictions take it; a record that already has it absorbs this one. Returns the record kept."""
-    if record.sha256 == sha256:
-        return record
-    same = session.scalar(select(ModelRecord).where(ModelRecord.sha256 == sha256))
-    if same is not None:
-        merge_model_records(session, same, record)
-        return same
-    session.execute(update(ModelOutputRow).where(ModelOutputRow.model_id == record.id).values(model_sha256=sha256))
-    record.sha256 = sha256
-    session.flush()
-    return record
 
 
 class ModelService:
@@ -117,6 +84,17 @@ class ModelService:
     def all(self) -> list[ModelRecord]:
         with self.db.read() as session:
             return list(session.scalars(select(ModelRecord).order_by(ModelRecord.name)))
+
+    def answers(self, record: ModelRecord, texts: Sequence[str]) -> list[ModelOutput]:
+        """``record``'s output for each text, in order (the model is loaded, run in batches and closed);
+        ``TargetModelError`` when it cannot run here."""
+        from app.core.services.target_models import load_engine_for, to_model_output
+
+        engine = load_engine_for(record)
+        try:
+            return [to_model_output(p, record) for p in engine.predict_batched(list(texts), batch_size=64)]
+        finally:
+            engine.close()
 
     def round_models(self, round_id: uuid.UUID) -> list[ModelRecord]:
         with self.db.read() as session:

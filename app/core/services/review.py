@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from sqlalchemy import ColumnClause, ColumnElement, Select, and_, func, literal_column, or_, select, text
 from sqlalchemy.orm import aliased
 
-from app.core.domain import ExampleStatus, Verdict
+from app.core.domain import ExampleStatus
 from app.core.errors import DynadeskError
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleFacet, Person, Round, Task
@@ -66,8 +66,6 @@ class ExampleRow:
     objections: int = 0  # verdicts that disagree with the author: incorrect or flagged
 
 
-# A validator who says "incorrect" or "flagged" disagrees with the author, whatever the others said.
-OBJECTING = (Verdict.INCORRECT.value, Verdict.FLAGGED.value)
 ROWID: ColumnClause[int] = literal_column("examples.rowid")
 SORT_KEYS = {
     "submitted_at": Example.submitted_at,

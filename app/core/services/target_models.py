@@ -194,41 +194,20 @@ def model_input(definition: TaskDefinition, inputs: Mapping[str, str]) -> ModelI
     return (" ".join(contexts), text) if contexts else text
 
 
-def repair_stale_exports(session) -> int:
-    """ONNX models exported by an older Dynadesk hold the exporting desk's source paths, so one
-    model had a different sha256 on every desk. Strip those from the files of registered models
-    and give each record (and its stored predictions) the checksum its files now have. Returns
-    how many records changed. Run once, by migration 0009."""
-    from sqlalchemy import select
-
-    from app.core.services.models import reidentify_model
-    from local_models.backends.onnx import onnx_file
-    from local_models.export import canonicalize_onnx_file, has_stale_build_details
-
-    changed = 0
-    records = session.scalars(select(ModelRecord).where(ModelRecord.format == ModelFormat.ONNX.value,
-                                                         ModelRecord.path != "")).all()
-    for record in records:
-        try:
-            file = onnx_file(Path(record.path))
-            if not has_stale_build_details(file):
-                continue
-            canonicalize_onnx_file(file)
-            tokenizer_dir = ((record.provenance or {}).get("runtime") or {}).get("tokenizer_dir")
-            sha = model_sha256(record.path, format="onnx", tokenizer_dir=tokenizer_dir)
-        except (ModelError, OSError, ValueError) as exc:  # moved or unreadable: it keeps its checksum
-            log.warning("model %s left as it is: %s", record.name, exc)
-            continue
-        if sha != record.sha256:
-            reidentify_model(session, record, sha)
-            changed += 1
-    return changed
+def export_twin_key(record: ModelRecord) -> tuple | None:
+    """What makes two records of the bundled model's export the same model whatever their bytes:
+    older exports held the exporting desk's source paths, so each desk computed its own sha256 for
+    identical weights. Same name, format, parent weights, quantization and opset: the same model.
+    None for other models (their checksum alone names them)."""
+    provenance = record.provenance or {}
+    export = provenance.get("export") or {}
+    if not provenance.get("default_model") or not export.get("parent_sha256"):
+        return None
+    return (record.name, record.format, export["parent_sha256"], export.get("quantization"), export.get("opset"))
 
 
 def find_twin(desk, record_like: ModelRecord) -> ModelRecord | None:
     """A registered record of the same model (``export_twin_key``) under another checksum."""
-    from app.core.services.models import export_twin_key
-
     key = export_twin_key(record_like)
     if key is None:
         return None

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import collections
 import uuid
 from collections.abc import Collection, Mapping
-from typing import Protocol, Sequence
+from typing import Sequence
 
 from sqlalchemy import exists, func, or_, select, text
 from sqlalchemy.orm import Session, selectinload
@@ -16,65 +15,16 @@ from app.core.wellbeing.opt_outs import targets_opted_out
 from app.core.services.tasks import TaskService
 from app.core.storage import outbox
 from app.core.storage.db import Database
-from app.core.services.review import OBJECTING, ROWID
+from app.core.services.review import ROWID
 from app.core.storage.models import QUEUE_CONDITION, Example, Person, Validation
 from app.core.tasks.definition import TaskDefinition
+from app.core.tasks.verdicts import summarise_on_desk
 
 # Examples in these states can be validated; drafts and retracted examples cannot.
 VALIDATABLE = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)
 
 # A validator's opt-outs: task code -> target groups they are not served (``WellbeingProfile.opted_out_groups``).
 OptOuts = Mapping[str, Collection[str]]
-
-
-def verdict_key(validation: Validation) -> tuple[str, str | None]:
-    """Verdicts match when they agree on the verdict and, for 'incorrect', on the corrected label."""
-    return validation.verdict, validation.corrected_label if validation.verdict == Verdict.INCORRECT else None
-
-
-class Summarised(Protocol):
-    """What ``summarise`` reads and writes: a desk example, a server example, or a row about to be inserted."""
-
-    true_label: str | None
-    validation_count: int
-    flag_count: int
-    disagreement_count: int
-    validation_state: str
-    decided_verdict: str | None
-    decided_label: str | None
-
-
-def summarise(example: Summarised, validations: Sequence[Validation], threshold: int) -> None:
-    """Bring the example's validation summary in step with its verdicts."""
-    peer = [v for v in validations if v.mode == ValidationMode.PEER]
-    lead = [v for v in validations if v.mode == ValidationMode.LEAD]
-    counts = collections.Counter(verdict_key(v) for v in peer)
-    example.validation_count = len(validations)
-    example.flag_count = sum(1 for v in validations if v.verdict == Verdict.FLAGGED)
-    example.disagreement_count = len(peer) - max(counts.values(), default=0)
-    decided: tuple[str, str | None] | None = None
-    if lead:
-        decided = verdict_key(max(lead, key=lambda v: v.created_at))
-    else:
-        reached = [key for key, count in counts.items() if count >= threshold]
-        if reached:
-            decided = reached[0]
-    if decided is not None:
-        example.validation_state = ValidationState.DECIDED.value
-        example.decided_verdict = decided[0]
-        example.decided_label = decided[1] if decided[0] == Verdict.INCORRECT else (
-            example.true_label if decided[0] == Verdict.CORRECT else None
-        )
-    else:
-        example.validation_state = (ValidationState.IN_PROGRESS if validations else ValidationState.UNVALIDATED).value
-        example.decided_verdict = None
-        example.decided_label = None
-
-
-def summarise_on_desk(example: Example, validations: Sequence[Validation], threshold: int) -> None:
-    """``summarise``, and the desk's count of verdicts against the author (the review's filter)."""
-    summarise(example, validations, threshold)
-    example.objection_count = sum(1 for v in validations if v.verdict in OBJECTING)
 
 
 class ValidationService:

@@ -9,6 +9,7 @@ models and the migrated schema agree.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -293,6 +294,9 @@ class ModelOutputRow(Base):
     example: Mapped[Example] = relationship(back_populates="outputs")
 
 
+FACET_VALUE_CHARS = 200
+
+
 class ExampleFacet(Base):
     """(field, value) pairs of an example's choice metadata, indexed for filters and breakdowns."""
 
@@ -300,7 +304,13 @@ class ExampleFacet(Base):
     __table_args__ = (Index("ix_example_facets_field_value", "field", "value", "example_id"),)
     example_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("examples.id", ondelete="CASCADE"), primary_key=True)
     field: Mapped[str] = mapped_column(String(64), primary_key=True)
-    value: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[str] = mapped_column(String(FACET_VALUE_CHARS), primary_key=True)
+
+    @classmethod
+    def rows_for(cls, example_id: uuid.UUID, pairs: Iterable[tuple[str, str]]) -> list[ExampleFacet]:
+        """One row per (field, value) pair (``tasks.content.facet_values``), values cut to the column's length."""
+        kept = dict.fromkeys((name, value[:FACET_VALUE_CHARS]) for name, value in pairs)
+        return [cls(example_id=example_id, field=name, value=value) for name, value in kept]
 
 
 class Validation(Synced, Base):

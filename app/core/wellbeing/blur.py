@@ -30,9 +30,8 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Final, Literal
 
-from app.core.assist.obfuscation import load_tables
-from app.core.assist.stopwords import STOPWORDS
-from app.core.assist.types import WordScore
+from app.core.spellings import load_tables
+from app.core.text import STOPWORDS, WordScore
 
 # Signs beyond the obfuscation table's leetspeak digits, and what each may stand for.
 _MORE_LEET: Final[dict[str, str]] = {

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from app.core.assist.provenance import distance_bound
 from app.core.domain import ModelOutput, Span
 from app.core.errors import InvalidExample
-from app.core.services.examples import Content, check_content, written_text
+from app.core.tasks.content import Content, check_content, written_text
 from app.core.tasks.definition import TaskDefinition
 from app.core.tasks.fooling import output_problem
 from app.core.text import word_distance

@@ -14,11 +14,11 @@ from app.core.assist.provenance import distance_bound, received_assistance
 from app.core.assist.types import AssistantMode
 from app.core.domain import ModelOutput, ReviewAction, Role, ValidationMode, utcnow
 from app.core.errors import InvalidExample
-from app.core.services.examples import Content, written_text
-from app.core.services.validation import summarise
 from app.core.task_settings import TaskSettings
+from app.core.tasks.content import Content, written_text
 from app.core.tasks.definition import TaskDefinition
 from app.core.tasks.fooling import output_problem
+from app.core.tasks.verdicts import summarise
 from sync.protocol import (
     ExampleRecord,
     ExampleReviewRecord,

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from app.core import paths
-from app.core.assist.forms import gradient_form, gradient_spec
+from app.core.assist.forms import gradient_form
 from app.core.services import target_models
 
 
@@ -25,7 +25,7 @@ def test_an_onnx_target_leads_to_the_pytorch_form_it_was_exported_from(desk, onn
     assert form is not None and form.format == "hf-torch"
     assert form.id == uuid.UUID(onnx_target.provenance["parent_model"]["id"])
     assert gradient_form(desk, form).id == form.id  # a PyTorch target is its own gradient form
-    engine = gradient_spec(desk, onnx_target, num_threads=1).load()
+    engine = target_models.model_spec(form, num_threads=1).load()
     assert engine.supports_gradients and engine.sha256 == form.sha256
     engine.close()
 
@@ -33,4 +33,4 @@ def test_an_onnx_target_leads_to_the_pytorch_form_it_was_exported_from(desk, onn
 def test_without_the_pytorch_files_there_is_no_gradient_form(desk, onnx_target):
     form = gradient_form(desk, onnx_target)
     shutil.rmtree(form.path)
-    assert gradient_form(desk, onnx_target) is None and gradient_spec(desk, onnx_target) is None
+    assert gradient_form(desk, onnx_target) is None

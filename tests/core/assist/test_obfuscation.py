@@ -6,8 +6,9 @@ import pytest
 
 from app.core.assist import obfuscation
 from app.core.assist.base import GeneratorUnavailable
-from app.core.assist.types import GenerationContext, Generator, Goal, Unavailable, WordScore
-from app.core.text import words
+from app.core import spellings
+from app.core.assist.types import GenerationContext, Generator, Goal, Unavailable
+from app.core.text import WordScore, words
 
 
 def context(text: str, scores: dict[str, float], goal: Goal = Goal.FOOL) -> GenerationContext:
@@ -108,9 +109,9 @@ def test_a_wrong_attribution_span_is_skipped_not_applied_elsewhere():
 
 
 def test_the_tables_ship_and_load(tmp_path):
-    tables = obfuscation.load_tables()
+    tables = spellings.load_tables()
     assert tables.leet["e"] == "3" and tables.homoglyphs["a"] == "\u0430" and tables.emoji["hate"]
     bad = tmp_path / "bad.yaml"
     bad.write_text("leet: [1, 2]\n", encoding="utf-8")
     with pytest.raises(ValueError, match="'leet' must map strings to strings"):
-        obfuscation.load_tables(bad)
+        spellings.load_tables(bad)
