@@ -1,7 +1,11 @@
 """The sync client: push the outbox, pull changes, fetch target model files. Qt-free.
 
-    with SyncClient(desk, "http://127.0.0.1:8765", token) as client:
+    clients = ClientFactory(desk)                # the one owner of the desk's tokens
+    with clients.configured() as client:
         report = client.run(SyncHandle(on_progress=lambda phase, done, total: ...))
+
+Features that talk to the server take a client and use its public ``request`` and ``download_blob``
+(``sync.transport.Connection``), whose errors come from one map (``sync.transport.refusal``).
 
 Long work takes a :class:`SyncHandle` (progress and cancel, DESIGN.md §4.3); the GUI runs
 ``run`` on a worker thread and cancels through the handle.
@@ -39,8 +43,9 @@ from sync import local
 from sync.incoming import apply_page
 from sync.model_files import ModelFiles
 from sync.outgoing import pending_batch, settle, unfit_published
-from sync.protocol import API, ChangesResponse, Me, PushResponse, StorageUse, form_parents
-from sync.transport import Cancelled, Offline, Refused, SyncError, SyncHandle, SyncReport, _errors, _expect, _record_error
+from sync.protocol import ChangesResponse, Me, PushResponse, RecordError, StorageUse, form_parents
+from sync.transport import (Cancelled, NotAllowed, Offline, Refused, SyncError, SyncHandle, SyncReport, error_body,
+                            refusal)
 
 if TYPE_CHECKING:
     from app.core.desk import Desk
@@ -110,26 +115,27 @@ class SyncClient(ModelFiles):
                         continue
                     break
                 upcoming = reader.submit(pending_batch, self.db, me.id, after=batch.last_seq, limit=size)
-                response = self._call("POST", f"{API}/push", handle, body={"records": batch.records}, report=report)
+                response = self.request("POST", "/push", handle, ok=(200, 403, 413, 422),
+                                        body={"records": batch.records}, report=report)
                 if response.status_code in (403, 413, 422):
                     upcoming.result()
                     upcoming = None  # this batch goes again (smaller, or without the records named)
                     if response.status_code == 413 and len(batch.entries) > 1:
                         size = max(1, len(batch.entries) // 2)
                         continue
-                    errors = _errors(response)
+                    errors = error_body(response)
                     named = [e for e in errors.errors if e.index is not None and e.index >= batch.people]
                     if response.status_code == 413:  # a single record larger than a request may be
-                        named = [_record_error(batch.people, "larger than the server accepts in one request")]
+                        named = [RecordError(index=batch.people,
+                                             reason="larger than the server accepts in one request")]
                     refusals += 1
                     if not named or refusals > 50:
-                        raise Refused(f"The server refused the push: {errors.detail}")
+                        raise refusal(response, "the push")
                     settled = settle(self.db, batch, [], refused=named,
                                            refused_as="not allowed" if response.status_code == 403 else "rejected")
                     report.rejected += settled.rejected
                     report.problems += settled.problems
                     continue
-                _expect(response, 200)
                 answer = PushResponse.model_validate_json(response.content)
                 settled = settle(self.db, batch, answer.results, received_at=answer.server_time)
                 refusals = 0
@@ -153,9 +159,8 @@ class SyncClient(ModelFiles):
         done = 0
         while True:
             handle.check()
-            response = self._call("GET", f"{API}/changes", handle, params={"since": cursor, "limit": self.page_size},
-                                  report=report)
-            _expect(response, 200)
+            response = self.request("GET", "/changes", handle, params={"since": cursor, "limit": self.page_size},
+                                    report=report)
             page = ChangesResponse.model_validate_json(response.content)
             if on_server is not None:
                 on_server.update((r.task, r.number) for r in page.records if r.record == "round")
@@ -245,7 +250,7 @@ class SyncClient(ModelFiles):
                             f"server takes: {'; '.join(unfit[:10])}{'; ...' if len(unfit) > 10 else ''}.")
         me = self.me(handle)
         if me.role not in (Role.OWNER, Role.LEAD):  # a lead's publish: the server checks the task lets leads promote
-            raise Refused(f"Only owners publish; {me.display_name} is a {me.role.value} on this server.")
+            raise NotAllowed(f"Only owners publish; {me.display_name} is a {me.role.value} on this server.")
         head = [{"record": "task", "id": str(task.id), "code": task.code, "name": task.name,
                  "definition": task.definition, "fingerprint": task.fingerprint, "created_at": task.created_at.isoformat(),
                  "updated_at": task.updated_at.isoformat(), "revision": task.revision}]
@@ -261,9 +266,7 @@ class SyncClient(ModelFiles):
         chunks = [head] + [tail[i:i + 1000] for i in range(0, len(tail), 1000)]
         offset = 0
         for n, chunk in enumerate(chunks):
-            response = self._call("POST", f"{API}/publish", handle, body={"records": chunk})
-            if response.status_code != 200:
-                raise Refused(f"The server refused to publish: {_errors(response).detail}")
+            response = self.request("POST", "/publish", handle, what="to publish", body={"records": chunk})
             for result in PushResponse.model_validate_json(response.content).results:
                 results.append(result.model_copy(update={"index": result.index + offset}))
             offset += len(chunk)
@@ -281,13 +284,12 @@ class SyncClient(ModelFiles):
 
     def pull_storage(self, handle: SyncHandle, report: SyncReport) -> None:
         """How much of their quota for model files a lead or owner uses on the server (``dynadesk sync``)."""
-        response = self._call("GET", f"{API}/storage", handle)
-        if response.status_code == 404:  # an older server: no quotas
-            return
         try:
-            _expect(response, 200)
+            response = self.request("GET", "/storage", handle, ok=(200, 404))
+            if response.status_code == 404:  # an older server: no quotas
+                return
             local.note_storage(self.db, StorageUse.model_validate_json(response.content))
-        except (SyncError, ValueError) as exc:
+        except (Refused, ValueError) as exc:
             report.warnings.append(f"could not read this person's storage on the server: {exc}")
 
     def sync_wellbeing(self, me: Me, handle: SyncHandle, report: SyncReport) -> None:
@@ -310,7 +312,7 @@ class SyncClient(ModelFiles):
         """Queue an imported data set for the next push (owners only: it goes out under its own authors)."""
         me = self.me()
         if me.role != Role.OWNER:
-            raise Refused("Only owners share imported data sets (they go out under the data set's own authors).")
+            raise NotAllowed("Only owners share imported data sets (they go out under the data set's own authors).")
         self.adopt_identity(me)
         with self.db.write() as session:
             task_id = None
@@ -322,13 +324,43 @@ class SyncClient(ModelFiles):
             return outbox.queue_local(session, me.id, source=source, task_id=task_id)
 
 
-def new_client(desk: Desk, tokens: TokenStore, **kwargs: Any) -> SyncClient:
-    """A client for this desk's configured server, or a clear error when sync is not set up."""
-    url = desk.settings.server_url
-    if not url:
-        raise SyncError("No sync server is set. Set one with `dynadesk sync configure --url URL` "
-                        "or in Sync settings.")
-    return SyncClient(desk, url, tokens.get(url) or "", **kwargs)
+class ClientFactory:
+    """Where this desk's sync clients are made: the one owner of its token store, and of the options every
+    client gets (a test's retry policy or transport). The GUI's sync controller holds one and lends it to
+    what else talks to the server; each CLI command makes one (``Context.sync_clients``)."""
+
+    def __init__(self, desk: Desk, *, tokens: TokenStore | None = None, **options: Any) -> None:
+        from sync.tokens import TokenStore
+
+        self.desk = desk
+        self.tokens = tokens if tokens is not None else TokenStore(desk.root)
+        self.options = options
+
+    def token(self, url: str | None = None) -> str | None:
+        """The token kept for ``url`` (default: the configured server); None without one. The keyring may
+        be slow: not on the GUI thread."""
+        url = url if url is not None else self.desk.settings.server_url
+        return self.tokens.get(url) if url else None
+
+    def configured(self) -> SyncClient:
+        """A client for this desk's configured server, or a clear error when sync is not set up."""
+        url = self.desk.settings.server_url
+        if not url:
+            raise SyncError("No sync server is set. Set one with `dynadesk sync configure --url URL` "
+                            "or in Sync settings.")
+        return self.for_server(url)
+
+    def ready(self) -> SyncClient | None:
+        """A client for the configured server when it and a token for it are set, else None (work that
+        only takes the team's help when there is a team: a prepared form)."""
+        if not self.token():
+            return None
+        return self.configured()
+
+    def for_server(self, url: str, token: str | None = None, **options: Any) -> SyncClient:
+        """A client for ``url`` with ``token`` (default: the one kept for it): checking a server and token
+        before they are saved. ``options`` add to the factory's (``ca_file`` not yet saved)."""
+        return SyncClient(self.desk, url, token or self.token(url) or "", **{**self.options, **options})
 
 
 def person_id(desk: Desk) -> uuid.UUID | None:

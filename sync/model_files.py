@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
-import httpx
 from sqlalchemy import select
 
 from app.core import paths
 from app.core.domain import ModelFormat, RoundStatus
 from app.core.storage.models import ModelRecord, Round, RoundModel
 from local_models.files import file_sha256
-from sync.protocol import API, ModelRecordWire, manifest_sha256
-from sync.transport import (CHUNK, RETRY_STATUS, Connection, Damaged, Interrupted, Refused, SyncError, SyncHandle,
-                            SyncReport, _errors, _expect)
+from sync.protocol import ModelRecordWire, manifest_sha256
+from sync.transport import Connection, NotOnServer, SyncError, SyncHandle, SyncReport
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +41,8 @@ class ModelFiles(Connection):
             targets = set(session.scalars(select(RoundModel.model_id)))
         merged = 0
         for records in (g for g in groups.values() if len(g) > 1):
-            known = [r for r in records
-                     if self._call("GET", f"{API}/models/{r.sha256}", handle, report=report).status_code == 200]
+            known = [r for r in records if self.request("GET", f"/models/{r.sha256}", handle, ok=(200, 404),
+                                                        report=report).status_code == 200]
             known.sort(key=lambda r: r.id not in targets)  # the one the server's rounds name, when both are known
             keep = (known or [r for r in records if r.path and Path(r.path).exists()] or records)[0]
             with self.db.write() as session:
@@ -68,10 +65,9 @@ class ModelFiles(Connection):
         for record in wanted:
             if record.path and Path(record.path).exists():
                 continue
-            response = self._call("GET", f"{API}/models/{record.sha256}", handle, report=report)
+            response = self.request("GET", f"/models/{record.sha256}", handle, ok=(200, 404), report=report)
             if response.status_code == 404:
                 continue
-            _expect(response, 200)
             manifest = ModelRecordWire.model_validate_json(response.content)
             if manifest.files:
                 self.download_model(record, manifest, handle, report)
@@ -95,8 +91,10 @@ class ModelFiles(Connection):
                 target = staging / _local_name(f.name)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if not (target.is_file() and target.stat().st_size == f.size and file_sha256(target) == f.sha256):
-                    self._download_blob(f.sha256, target, handle, report,  # resumes file by file
-                                        damaged_attempts=damaged_attempts)
+                    try:  # resumes file by file
+                        self.download_blob(f.sha256, target, handle, report, damaged_attempts=damaged_attempts)
+                    except NotOnServer as exc:
+                        raise NotOnServer(f"{exc} Ask an owner to publish {record.name} again.") from exc
                 done += f.size
                 handle.progress("models", done, total)
             (staging / ".complete").write_text(record.sha256)
@@ -114,53 +112,6 @@ class ModelFiles(Connection):
         report.models.append(record.name)
         return final
 
-    def _download_blob(self, sha256: str, target: Path, handle: SyncHandle, report: SyncReport, *,
-                       damaged_attempts: int | None = None) -> None:
-        """Fetch one file into ``target``, its sha256 checked; a damaged arrival is fetched again, up to
-        the retry policy's attempts (or ``damaged_attempts`` damaged arrivals), then ``Interrupted``."""
-        part = target.with_name(target.name + ".part")
-        last = ""
-        attempt, paced, damaged = 0, 0.0, 0
-        while attempt < self.policy.attempts:
-            handle.check()
-            digest = hashlib.sha256()
-            limited = None
-            try:
-                with self.http.stream("GET", f"{API}/blobs/{sha256}") as response:
-                    if response.status_code == 404:
-                        raise SyncError(f"The server has no file {sha256}; ask an owner to publish the model again.")
-                    if response.status_code == 429:
-                        limited = response
-                    elif response.status_code in RETRY_STATUS:
-                        last = f"HTTP {response.status_code}"
-                    else:
-                        _expect(response, 200)
-                        with open(part, "wb") as out:
-                            for chunk in response.iter_bytes(CHUNK):
-                                handle.check()
-                                digest.update(chunk)
-                                out.write(chunk)
-                            out.flush()
-                            os.fsync(out.fileno())
-                        if digest.hexdigest() == sha256:
-                            os.replace(part, target)
-                            return
-                        last = "the file arrived damaged (its sha256 does not match)"
-                        damaged += 1
-            except httpx.TransportError as exc:
-                last = f"{exc.__class__.__name__}: {exc}"
-            if limited is not None:
-                paced += self._pace(limited, handle, report, paced)
-                continue
-            attempt += 1
-            part.unlink(missing_ok=True)
-            if damaged_attempts is not None and damaged >= damaged_attempts:
-                raise Damaged(f"A model file could not be downloaded ({last}); the next sync tries again.")
-            self.retries += 1
-            report.retries += 1
-            handle.sleep(self.policy.delay(attempt))
-        raise Interrupted(f"A model file could not be downloaded ({last}); the next sync tries again.")
-
     def _upload_model_files(self, model: ModelRecord, handle: SyncHandle) -> list[dict[str, Any]]:
         from local_models.backends import backend_named  # heavy; only owners publishing models need it
 
@@ -177,14 +128,11 @@ class ModelFiles(Connection):
 
     def upload_blob(self, path: Path, sha256: str, handle: SyncHandle, *, what: str) -> None:
         """Store one file on the server under its sha256, unless it is there already."""
-        head = self._call("HEAD", f"{API}/blobs/{sha256}", handle)
-        if head.status_code == 200:
+        if self.request("HEAD", f"/blobs/{sha256}", handle, ok=(200, 404)).status_code == 200:
             return
         with open(path, "rb") as stream:
-            response = self._call("PUT", f"{API}/blobs/{sha256}", handle, content=stream.read(),
-                                  headers={"Content-Type": "application/octet-stream"})
-        if response.status_code not in (200, 201):
-            raise Refused(f"The server refused {what}: {_errors(response).detail}")
+            self.request("PUT", f"/blobs/{sha256}", handle, ok=(200, 201), what=what, content=stream.read(),
+                         headers={"Content-Type": "application/octet-stream"})
 
 
 def _local_name(name: str) -> str:

@@ -1,7 +1,7 @@
 """A model's prepared faster forms from the team's server: a desk whose lead published them (with
 the model, ``SyncClient.publish``) downloads one instead of exporting it. Qt-free.
 
-    record = fetch_prepared_form(desk, tokens, torch_record)   # None: prepare it here
+    record = fetch_prepared_form(desk, clients, torch_record)   # None: prepare it here
 
 Every file is checked against its sha256 and the whole against the form's checksum; a damaged
 arrival is refused at once (``Damaged``, an ``Interrupted``), and the caller prepares its own.
@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from sqlalchemy import select
 
 from app.core.storage.models import Context, Example, ModelRecord, Round, Task
 from local_models.parity import ParityVerdict, judge_sample
-from sync.client import SyncClient
-from sync.protocol import API, ModelForms, ModelRecordWire
-from sync.tokens import TokenStore
-from sync.transport import SyncError, SyncHandle, SyncReport, _expect
+from sync.protocol import ModelForms, ModelRecordWire
+from sync.transport import AuthError, Offline, SyncError, SyncHandle, SyncReport
+
+if TYPE_CHECKING:
+    from sync.client import ClientFactory
 
 log = logging.getLogger(__name__)
 
@@ -46,24 +47,21 @@ class FormRefused(SyncError):
     """A fetched form does not answer as the model it stands for (the parity check failed)."""
 
 
-def fetch_prepared_form(desk, tokens: TokenStore, model: ModelRecord, *, handle: SyncHandle | None = None,
-                        **client_options) -> ModelRecord | None:
+def fetch_prepared_form(desk, clients: ClientFactory, model: ModelRecord, *,
+                        handle: SyncHandle | None = None) -> ModelRecord | None:
     """The fastest published form of ``model`` (int8 first), downloaded and registered on this desk;
-    None when no server is set, it cannot be reached, or it has none. A form found but damaged on the
-    way raises ``SyncError`` (nothing of it is used)."""
-    from sync.transport import AuthError, Offline
-
-    url = desk.settings.server_url
-    token = tokens.get(url) if url else None
-    if not url or not token:
+    None when no server or token is set, it cannot be reached, or it has none. A form found but damaged on
+    the way raises ``SyncError`` (nothing of it is used)."""
+    client = clients.ready()
+    if client is None:
         return None
     handle = handle or SyncHandle()
     try:
-        with SyncClient(desk, url, token, **client_options) as client:
-            response = client._call("GET", f"{API}/models/{model.sha256}/forms", handle)
-            if response.status_code == 404:  # a server from before forms were published
+        with client:
+            # a server from before forms were published: 404
+            response = client.request("GET", f"/models/{model.sha256}/forms", handle, ok=(200, 404))
+            if response.status_code == 404:
                 return None
-            _expect(response, 200)
             forms = [f for f in ModelForms.model_validate_json(response.content).forms if f.files]
             if not forms:
                 return None

@@ -32,7 +32,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
@@ -62,8 +62,8 @@ from sync.proposal_wire import (
     TaskPolicyUpdate,
     TaskPolicyWire,
 )
-from sync.protocol import API, manifest_sha256
-from sync.transport import Damaged, Offline, Refused, SyncError, SyncHandle, SyncReport, _errors
+from sync.protocol import manifest_sha256
+from sync.transport import Damaged, NotAllowed, Offline, SyncError, SyncHandle
 
 if TYPE_CHECKING:
     from app.core.desk import Desk
@@ -79,7 +79,8 @@ _PART_NAME: TypeAdapter[str] = TypeAdapter(PartFileName)
 
 
 class ProposalError(SyncError):
-    """A proposal that cannot be made, fetched or promoted as asked; the message says what to do."""
+    """A proposal that cannot be made, fetched or promoted as asked on this desk; the message says what to do.
+    What the server refuses raises the error its status maps to (``sync.transport.refusal``)."""
 
 
 @dataclass(frozen=True)
@@ -237,19 +238,6 @@ def _manifest_rounds(model_dir: Path, task_code: str) -> list[int]:
     return sorted({int(r) for r in rounds if isinstance(r, int) and r >= 1}) if isinstance(rounds, list) else []
 
 
-def _send(client: SyncClient, method: str, path: str, handle: SyncHandle, *, body: Any = None,
-          params: dict | None = None, ok: Sequence[int] = (200,)) -> Any:
-    response = client._call(method, f"{API}{path}", handle, body=body, params=params)
-    if response.status_code in ok:
-        return response.content
-    detail = _errors(response).detail
-    if response.status_code == 403:
-        raise Refused(detail)
-    if response.status_code in (400, 404, 409, 422):
-        raise ProposalError(detail)
-    raise Refused(f"The server answered HTTP {response.status_code}: {detail}")
-
-
 def propose_candidate(desk: Desk, client: SyncClient, task_code: str, model_dir: Path,
                       comparison: ComparisonReport | Path | None, *, note: str | None = None,
                       handle: SyncHandle | None = None) -> ProposalSummary:
@@ -269,7 +257,7 @@ def propose_candidate(desk: Desk, client: SyncClient, task_code: str, model_dir:
         raise ProposalError(f"The comparison report is of task '{report.task_code}', not '{task_code}'.")
     me = client.me(handle)
     if me.role.value not in ("lead", "owner"):
-        raise Refused(f"Only leads and owners propose a candidate; {me.display_name} is an {me.role.value} "
+        raise NotAllowed(f"Only leads and owners propose a candidate; {me.display_name} is an {me.role.value} "
                       "on this server.")
     listed = []
     total = sum(path.stat().st_size for _, path in files)
@@ -293,8 +281,8 @@ def propose_candidate(desk: Desk, client: SyncClient, task_code: str, model_dir:
         compared_with_round=compared_with if isinstance(compared_with, int) else None, files=listed,
         files_sha256=manifest_sha256((f.name, f.sha256) for f in listed), comparison=report_file,
         figures=key_figures(report) if report is not None else {}, note=note)
-    content = _send(client, "POST", f"/tasks/{task_code}/proposals", handle, body=request.model_dump(mode="json"),
-                    ok=(200, 201))
+    content = client.request("POST", f"/tasks/{task_code}/proposals", handle, ok=(200, 201),
+                             body=request.model_dump(mode="json")).content
     summary = ProposalSummary.from_wire(ProposalWire.model_validate_json(content))
     log.info("proposed %s for %s as proposal %s", summary.name, task_code, summary.id)
     return summary
@@ -314,8 +302,7 @@ def list_proposals(desk: Desk, client: SyncClient, task_code: str,
                    handle: SyncHandle | None = None) -> ProposalListing:
     """A task's proposals, newest first (owners see every team's, leads their own team's). The task's
     policy comes with them and is kept on this desk."""
-    listing = ProposalList.model_validate_json(_send(client, "GET", f"/tasks/{task_code}/proposals",
-                                                     handle or SyncHandle()))
+    listing = ProposalList.model_validate_json(client.request("GET", f"/tasks/{task_code}/proposals", handle).content)
     store_promotion_policy(desk, PromotionPolicy(task_code, listing.leads_may_promote,
                                                  *_policy_origin(desk, task_code, listing.leads_may_promote)))
     return ProposalListing(listing.task, tuple(ProposalSummary.from_wire(p) for p in listing.proposals),
@@ -330,8 +317,7 @@ def _policy_origin(desk: Desk, task_code: str, allowed: bool) -> tuple[str | Non
 
 
 def fetch_proposal(client: SyncClient, proposal_id: uuid.UUID | str, handle: SyncHandle | None = None) -> ProposalWire:
-    return ProposalWire.model_validate_json(_send(client, "GET", f"/proposals/{_id(proposal_id)}",
-                                                  handle or SyncHandle()))
+    return ProposalWire.model_validate_json(client.request("GET", f"/proposals/{_id(proposal_id)}", handle).content)
 
 
 def _id(value: uuid.UUID | str) -> uuid.UUID:
@@ -380,7 +366,7 @@ def _download_into(client: SyncClient, wire: ProposalWire, wanted: list[tuple[st
         if not _matches(target, f):
             try:
                 # a stored blob is named by its content: arriving damaged twice, it is damaged on the server
-                client._download_blob(f.sha256, target, handle, SyncReport(), damaged_attempts=2)
+                client.download_blob(f.sha256, target, handle, damaged_attempts=2)
             except SyncError as exc:
                 shutil.rmtree(staging, ignore_errors=True)
                 damaged = isinstance(exc, Damaged)
@@ -474,7 +460,8 @@ def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | st
     """Download, check, compare, promote, publish, mark: the owner's one action (module docstring).
     Raises ``PromotionRefused`` (figures in its message) when the promotion rule refuses the candidate and
     not ``force`` (with a ``reason``);
-    ``Offline`` when the server cannot be reached; ``ProposalError``/``PromotionError`` for the rest."""
+    ``Offline`` when the server cannot be reached; ``Refused`` (``sync.transport.refusal``) when it refuses;
+    ``ProposalError``/``PromotionError`` for the rest."""
     from app.core.next_round.promotion import promote_candidate
 
     handle = handle or SyncHandle()
@@ -515,8 +502,8 @@ def promote_proposal(desk: Desk, client: SyncClient, proposal_id: uuid.UUID | st
     rounds = [n for n in (previous, round_number) if n is not None] if actor.role == Role.OWNER else [round_number]
     progress.say(f"Publishing round {round_number}…")
     try:
-        decided = ProposalWire.model_validate_json(_send(client, "POST", f"/proposals/{wire.id}/decision", handle,
-                                                         body=decision.model_dump(mode="json")))
+        decided = ProposalWire.model_validate_json(client.request(
+            "POST", f"/proposals/{wire.id}/decision", handle, body=decision.model_dump(mode="json")).content)
         response = client.publish(wire.task, rounds, handle=handle)
     except Offline as exc:
         raise ProposalError(f"Round {round_number} is open on this desk, but the server could not be reached to "
@@ -537,8 +524,8 @@ def decline_proposal(client: SyncClient, proposal_id: uuid.UUID | str, reason: s
     if not reason.strip():
         raise ProposalError("Say why the proposal is declined (--reason); the lead reads it.")
     decision = ProposalDecision(state="declined", reason=reason.strip()[:500])
-    content = _send(client, "POST", f"/proposals/{_id(proposal_id)}/decision", handle or SyncHandle(),
-                    body=decision.model_dump(mode="json"))
+    content = client.request("POST", f"/proposals/{_id(proposal_id)}/decision", handle,
+                             body=decision.model_dump(mode="json")).content
     return ProposalSummary.from_wire(ProposalWire.model_validate_json(content))
 
 
@@ -550,8 +537,8 @@ def _policy(wire: TaskPolicyWire) -> PromotionPolicy:
 def set_promotion_policy(desk: Desk, client: SyncClient, task_code: str, leads_may_promote: bool,
                          handle: SyncHandle | None = None) -> PromotionPolicy:
     """The owner's "leads may promote" for a task, on the server (which enforces it) and on this desk."""
-    content = _send(client, "PUT", f"/tasks/{task_code}/policy", handle or SyncHandle(),
-                    body=TaskPolicyUpdate(leads_may_promote=leads_may_promote).model_dump(mode="json"))
+    content = client.request("PUT", f"/tasks/{task_code}/policy", handle,
+                             body=TaskPolicyUpdate(leads_may_promote=leads_may_promote).model_dump(mode="json")).content
     policy = _policy(TaskPolicyWire.model_validate_json(content))
     store_promotion_policy(desk, policy)
     return policy
@@ -559,11 +546,9 @@ def set_promotion_policy(desk: Desk, client: SyncClient, task_code: str, leads_m
 
 def pull_policies(desk: Desk, client: SyncClient, handle: SyncHandle | None = None) -> list[PromotionPolicy]:
     """Every task's policy from the server, kept on this desk (an older server without policies: none)."""
-    response = client._call("GET", f"{API}/policies", handle or SyncHandle())
+    response = client.request("GET", "/policies", handle, ok=(200, 404))
     if response.status_code == 404:
         return []
-    if response.status_code != 200:
-        raise Refused(f"The server answered HTTP {response.status_code}: {_errors(response).detail}")
     known = {t.code for t in desk.tasks.tasks()}
     pulled = [_policy(p) for p in TaskPolicies.model_validate_json(response.content).policies]
     for policy in pulled:

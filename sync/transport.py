@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import logging
+import os
 import random
 import ssl
 import threading
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Callable, Self
+from typing import Any, Callable, Collection, Mapping, Self
 
 import httpx
 from pydantic import ValidationError
@@ -20,11 +22,11 @@ from pydantic import ValidationError
 from app import __version__
 from app.core.domain import utcnow
 from app.core.errors import DynadeskError
-from sync.protocol import API, MAX_PUSH_RECORDS, PROTOCOL_VERSION, ErrorBody, Me, RecordError
+from sync.protocol import API, MAX_PUSH_RECORDS, PROTOCOL_VERSION, ErrorBody, Me
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = {500, 502, 503, 504}  # 429 is pacing, not a failure: see SyncClient._pace
+RETRY_STATUS = {500, 502, 503, 504}  # 429 is pacing, not a failure: see Connection._pace
 CHUNK = 1 << 20
 
 
@@ -36,12 +38,36 @@ class Offline(SyncError):
     """The server cannot be reached. Work stays in the outbox; nothing is wrong with it."""
 
 
+class Untrusted(SyncError):
+    """The server's certificate is not trusted: trying again will not help, naming its authority will."""
+
+
 class AuthError(SyncError):
-    pass
+    """The server refused the token (HTTP 401), or there is none."""
 
 
 class Refused(SyncError):
-    pass
+    """The server answered and refused what was asked; the message gives its reason."""
+
+
+class Rejected(Refused):
+    """What was sent does not pass the server's checks (HTTP 400, 422)."""
+
+
+class NotAllowed(Refused):
+    """This person may not do this on the server (HTTP 403)."""
+
+
+class NotOnServer(Refused):
+    """The server has no such thing (HTTP 404); an older server lacks whole endpoints."""
+
+
+class Conflict(Refused):
+    """The server's copy says otherwise (HTTP 409): decided already, taken by another, not the next one."""
+
+
+class TooLarge(Refused):
+    """Larger than the server takes (HTTP 413): in one request, or in this person's quota."""
 
 
 class Interrupted(SyncError):
@@ -55,6 +81,45 @@ class Damaged(Interrupted):
 
 class Cancelled(SyncError):
     pass
+
+
+# The one map from an answer a request cannot take to the error it raises (``refusal``). 429 and the
+# RETRY_STATUS are never refusals: the connection waits them out or retries, then stops (``Interrupted``).
+REFUSALS: dict[int, type[SyncError]] = {400: Rejected, 401: AuthError, 403: NotAllowed, 404: NotOnServer,
+                                        409: Conflict, 413: TooLarge, 422: Rejected}
+
+# And from what a request that got no answer ran into, for people (the library's own words follow):
+# the first class that matches names it. An untrusted certificate is ``Untrusted`` (``_certificate_problem``).
+NO_ANSWER: tuple[tuple[type[httpx.TransportError], str], ...] = (
+    (httpx.ConnectTimeout, "no connection within the time allowed"),
+    (httpx.ConnectError, "no connection"),
+    (httpx.TimeoutException, "no answer within the time allowed"),
+    (httpx.RemoteProtocolError, "the connection dropped"),
+    (httpx.ReadError, "the connection dropped"),
+    (httpx.WriteError, "the connection dropped"),
+    (httpx.ProxyError, "the proxy refused the connection"),
+)
+
+
+def refusal(response: httpx.Response, what: str | None = None) -> SyncError:
+    """The error for an answer the caller cannot take: its type from ``REFUSALS`` (``Refused`` for any
+    other status), its message the server's own reason when it gave one, else the status and what came.
+    ``what`` names the request ("to publish", "the push"): "The server refused <what>: <reason>"."""
+    status = response.status_code
+    reason = _detail(response)
+    kind = REFUSALS.get(status, Refused)
+    if kind is AuthError:
+        return AuthError(f"The server refused the sync token: {reason} Check the token in the sync settings.")
+    if kind is Refused or not _gave_reason(response):  # a proxy's page, a route an older server lacks
+        return kind(f"The server answered HTTP {status}: {reason}")
+    return kind(f"The server refused {what}: {reason}" if what else reason)
+
+
+def no_answer(exc: httpx.TransportError) -> str:
+    """What a request that got no answer ran into (``NO_ANSWER``), with the library's words."""
+    said = f"{exc.__class__.__name__}: {exc}" if str(exc) else exc.__class__.__name__
+    kind = next((text for cls, text in NO_ANSWER if isinstance(exc, cls)), None)
+    return f"{kind} ({said})" if kind else said
 
 
 @dataclass(frozen=True)
@@ -139,7 +204,11 @@ class SyncReport:
 
 
 class Connection:
-    """The HTTP side of a ``SyncClient``: one desk's connection to its server, retried and paced."""
+    """The HTTP side of a ``SyncClient``: one desk's connection to its server, retried and paced.
+
+    ``request`` is how every feature talks to the server (``sync.proposals``, ``sync.wellbeing``,
+    ``sync.prepared_forms`` as much as the client itself), ``download_blob`` how a stored file comes down;
+    both raise the errors of one map (``refusal``, ``no_answer``)."""
 
     def __init__(self, desk, server_url: str, token: str, *, batch_size: int = 500, page_size: int = 500,
                  policy: RetryPolicy | None = None, transport: httpx.BaseTransport | None = None,
@@ -173,8 +242,16 @@ class Connection:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, handle: SyncHandle, *, body: object = None, params: dict | None = None,
-              content=None, headers: dict | None = None, report: SyncReport | None = None) -> httpx.Response:
+    def request(self, method: str, path: str, handle: SyncHandle | None = None, *, ok: Collection[int] = (200,),
+                what: str | None = None, body: object = None, params: Mapping[str, Any] | None = None,
+                content: bytes | None = None, headers: Mapping[str, str] | None = None,
+                report: SyncReport | None = None) -> httpx.Response:
+        """``method`` on ``path`` under the API root (``"/push"``), with ``body`` as JSON or ``content`` as
+        it is; retried and paced as the module says. Returns the answer when its status is one of ``ok``
+        (the statuses the caller handles); any other raises the error ``refusal`` maps it to, with ``what``
+        naming the request in its message. A server that cannot be reached before it first answered raises
+        ``Offline``; an untrusted certificate ``Untrusted``; retries used up ``Interrupted``."""
+        handle = handle or SyncHandle()
         if body is not None:
             content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
             headers = {**(headers or {}), "Content-Type": "application/json"}
@@ -185,26 +262,19 @@ class Connection:
             handle.check()
             retry_after = None
             try:
-                response = self.http.request(method, path, content=content, params=params, headers=headers)
+                response = self.http.request(method, f"{API}{path}", content=content, params=params,
+                                             headers=headers)
             except httpx.TransportError as exc:
                 attempt += 1
-                untrusted = _certificate_problem(exc)
-                if untrusted:
-                    raise SyncError(untrusted) from exc
-                last = f"{exc.__class__.__name__}: {exc}" if str(exc) else exc.__class__.__name__
-                if not self._answered and (isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
-                                           and attempt >= self.policy.connect_attempts):
-                    raise Offline(f"The sync server at {self.url} cannot be reached ({last}). "
-                                  "Your work stays queued and goes out at the next sync.") from exc
+                last = self._no_answer(exc, attempt)
             else:
                 self._answered = True
                 if response.status_code == 429:
                     paced += self._pace(response, handle, report, paced)
                     continue
                 if response.status_code not in RETRY_STATUS:
-                    if response.status_code == 401:
-                        raise AuthError(f"The server refused the sync token: {_detail(response)} "
-                                        "Check the token in the sync settings.")
+                    if response.status_code not in ok:
+                        raise refusal(response, what)
                     return response
                 attempt += 1
                 last = f"HTTP {response.status_code}: {_detail(response)}"
@@ -212,11 +282,76 @@ class Connection:
             if attempt >= self.policy.attempts:
                 raise Interrupted(f"The sync stopped after {attempt} attempts ({last}); "
                                   "the next sync resumes where this one stopped.")
-            self.retries += 1
-            if report is not None:
-                report.retries += 1
+            self._retrying(report)
             log.info("%s %s failed (%s); retrying", method, path, last)
             handle.sleep(self.policy.delay(attempt, retry_after))
+
+    def download_blob(self, sha256: str, target: Path, handle: SyncHandle | None = None,
+                      report: SyncReport | None = None, *, damaged_attempts: int | None = None) -> None:
+        """Fetch the stored file ``sha256`` into ``target``, its sha256 checked; a damaged arrival is fetched
+        again, up to the retry policy's attempts (or ``damaged_attempts`` damaged arrivals: then ``Damaged``),
+        then ``Interrupted``. A status other than 200 raises what ``refusal`` maps it to (404: ``NotOnServer``)."""
+        handle = handle or SyncHandle()
+        part = target.with_name(target.name + ".part")
+        last = ""
+        attempt, paced, damaged = 0, 0.0, 0
+        while attempt < self.policy.attempts:
+            handle.check()
+            digest = hashlib.sha256()
+            limited = None
+            try:
+                with self.http.stream("GET", f"{API}/blobs/{sha256}") as response:
+                    self._answered = True
+                    if response.status_code == 429:
+                        limited = response
+                    elif response.status_code in RETRY_STATUS:
+                        last = f"HTTP {response.status_code}"
+                    elif response.status_code != 200:
+                        response.read()
+                        raise refusal(response)
+                    else:
+                        with open(part, "wb") as out:
+                            for chunk in response.iter_bytes(CHUNK):
+                                handle.check()
+                                digest.update(chunk)
+                                out.write(chunk)
+                            out.flush()
+                            os.fsync(out.fileno())
+                        if digest.hexdigest() == sha256:
+                            os.replace(part, target)
+                            return
+                        last = "the file arrived damaged (its sha256 does not match)"
+                        damaged += 1
+            except httpx.TransportError as exc:
+                last = self._no_answer(exc, attempt + 1)
+            if limited is not None:
+                paced += self._pace(limited, handle, report, paced)
+                continue
+            attempt += 1
+            part.unlink(missing_ok=True)
+            if damaged_attempts is not None and damaged >= damaged_attempts:
+                raise Damaged(f"A file could not be downloaded ({last}); the next sync tries again.")
+            self._retrying(report)
+            handle.sleep(self.policy.delay(attempt))
+        raise Interrupted(f"A file could not be downloaded ({last}); the next sync tries again.")
+
+    def _no_answer(self, exc: httpx.TransportError, attempt: int) -> str:
+        """A request that got no answer: an untrusted certificate ends it (``Untrusted``), and so does a server
+        that cannot be reached before it ever answered (``Offline``); anything else is said, to be retried."""
+        untrusted = _certificate_problem(exc)
+        if untrusted:
+            raise Untrusted(untrusted) from exc
+        last = no_answer(exc)
+        if not self._answered and (isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+                                   and attempt >= self.policy.connect_attempts):
+            raise Offline(f"The sync server at {self.url} cannot be reached ({last}). "
+                          "Your work stays queued and goes out at the next sync.") from exc
+        return last
+
+    def _retrying(self, report: SyncReport | None) -> None:
+        self.retries += 1
+        if report is not None:
+            report.retries += 1
 
     def _pace(self, response: httpx.Response, handle: SyncHandle, report: SyncReport | None, paced: float) -> float:
         """Wait as the server's request limit asks (429 + Retry-After); returns the seconds waited."""
@@ -232,22 +367,15 @@ class Connection:
         return seconds
 
     def me(self, handle: SyncHandle | None = None, report: SyncReport | None = None) -> Me:
-        response = self._call("GET", f"{API}/me", handle or SyncHandle(), report=report)
-        _expect(response, 200)
+        response = self.request("GET", "/me", handle, report=report)
         me = Me.model_validate_json(response.content)
         if me.protocol != PROTOCOL_VERSION:
             raise SyncError(f"The server speaks sync protocol {me.protocol}; this Dynadesk speaks {PROTOCOL_VERSION}. "
                             "Update whichever is older.")
         return me
 
-
-    def get_json(self, path: str, params: dict | None = None) -> dict:
-        response = self._call("GET", f"{API}{path}", SyncHandle(), params=params)
-        if response.status_code == 403:
-            raise Refused(_errors(response).detail)
-        _expect(response, 200)
-        return response.json()
-
+    def get_json(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        return self.request("GET", path, params=params).json()
 
 
 def is_loopback(host: str) -> bool:
@@ -331,18 +459,18 @@ def _detail(response: httpx.Response) -> str:
         return response.text[:200] or response.reason_phrase
 
 
-def _errors(response: httpx.Response) -> ErrorBody:
+def _gave_reason(response: httpx.Response) -> bool:
+    """Whether the server said why in its own words (not only its status's name, as for a route it lacks)."""
+    try:
+        detail = ErrorBody.model_validate_json(response.content).detail
+    except (ValidationError, ValueError):
+        return False
+    return bool(detail.strip()) and detail.strip().lower() != response.reason_phrase.lower()
+
+
+def error_body(response: httpx.Response) -> ErrorBody:
+    """The server's error answer (its reason and the records it names); a page that is not one, as its text."""
     try:
         return ErrorBody.model_validate_json(response.content)
     except (ValidationError, ValueError):
         return ErrorBody(detail=f"HTTP {response.status_code}: {response.text[:200]}")
-
-
-def _record_error(index: int, reason: str) -> RecordError:
-    return RecordError(index=index, reason=reason)
-
-
-def _expect(response: httpx.Response, status: int) -> None:
-    if response.status_code != status:
-        raise Refused(f"The server answered HTTP {response.status_code}: {_detail(response)}")
-

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select, update
 
@@ -20,8 +20,8 @@ from app.core.storage.models import ExposureSpan, Person, WellbeingBreak
 from app.core.wellbeing.figures import TeamLimits
 from app.core.wellbeing.service import TEAM_KEY
 from sync import local
-from sync.protocol import API, Me
-from sync.transport import Refused, SyncHandle, _errors
+from sync.protocol import Me
+from sync.transport import SyncHandle
 from sync.wellbeing_wire import (
     MAX_WELLBEING_RECORDS,
     BreakWire,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from app.core.desk import Desk
     from sync.client import SyncClient
 
-
+WHAT = "wellbeing records"  # in the server's refusals: "The server refused wellbeing records: ..."
 
 def cursor_key(server_url: str, person_id: uuid.UUID) -> str:
     return f"wellbeing.cursor:{server_url.rstrip('/')}:{person_id}"
@@ -62,17 +62,6 @@ def break_wire(row: WellbeingBreak) -> BreakWire:
     return BreakWire(id=row.id, person_id=row.person_id, kind=row.kind, action=row.action,
                      at=row.at, break_min=row.break_min, continuous_min=row.continuous_min, daily_min=row.daily_min,
                      zone=row.zone)
-
-
-def _call(client: SyncClient, method: str, path: str, handle: SyncHandle, *, ok: tuple[int, ...] = (200,),
-          **kwargs: Any):
-    """The server's answer when its status is one of ``ok``; any other is refused with the server's reason."""
-    response = client._call(method, f"{API}{path}", handle, **kwargs)
-    if response.status_code in (403, 400, 422):
-        raise Refused(f"The server refused wellbeing records: {_errors(response).detail}")
-    if response.status_code not in ok:
-        raise Refused(f"The server answered HTTP {response.status_code}: {_errors(response).detail}")
-    return response
 
 
 def sync_wellbeing(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle | None = None) -> WellbeingSync:
@@ -102,7 +91,8 @@ def _push(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle, out: Wellb
             return True
         records = [exposure_wire(s).model_dump(mode="json") for s in spans]
         records += [break_wire(b).model_dump(mode="json") for b in breaks]
-        response = _call(client, "POST", "/wellbeing/push", handle, ok=(200, 404), body={"records": records})
+        response = client.request("POST", "/wellbeing/push", handle, ok=(200, 404), what=WHAT,
+                                  body={"records": records})
         if response.status_code == 404:
             return False
         result = WellbeingPushResult.model_validate_json(response.content)
@@ -122,7 +112,8 @@ def _pull(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle, out: Wellb
         cursor = int(local.get_meta(session, key) or 0)
     while True:
         handle.check()
-        response = _call(client, "GET", "/wellbeing/records", handle, ok=(200, 404), params={"since": cursor})
+        response = client.request("GET", "/wellbeing/records", handle, ok=(200, 404), what=WHAT,
+                                  params={"since": cursor})
         if response.status_code == 404:
             return False
         page = WellbeingFeed.model_validate_json(response.content)
@@ -160,8 +151,8 @@ def _limits(desk: Desk, client: SyncClient, me: Me, handle: SyncHandle) -> TeamL
     here = desk.exposure.limits() if desk.exposure.limits_set() else None
     if here is not None and here.sync_state == SyncState.PENDING.value and here.set_by == me.id:
         body = TeamLimitsUpdate(daily_min=here.daily_min, continuous_min=here.continuous_min).model_dump()
-        _call(client, "PUT", "/wellbeing/limits", handle, body=body)
-    response = _call(client, "GET", "/wellbeing/limits", handle, ok=(200, 204))
+        client.request("PUT", "/wellbeing/limits", handle, what="the team's limits", body=body)
+    response = client.request("GET", "/wellbeing/limits", handle, ok=(200, 204), what=WHAT)
     if response.status_code == 204:
         return here
     wire = TeamLimitsWire.model_validate_json(response.content)

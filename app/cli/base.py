@@ -11,6 +11,7 @@ class Context:
     def __init__(self, data_dir: str | None):
         self.data_dir = data_dir
         self._desk = None
+        self._sync_clients = None
         self.lists_task_problems = False  # `tasks list` shows bad task files itself, instead of a warning
 
     @property
@@ -24,6 +25,16 @@ class Context:
                 for problem in self._desk.catalog.problems:
                     click.echo(f"Warning: {problem}; the file was skipped (`dynadesk tasks list` shows it).", err=True)
         return self._desk
+
+    @property
+    def sync_clients(self):
+        """Where this command's sync clients are made (``sync.client.ClientFactory``, as the GUI's sync
+        controller holds one): the one owner of the desk's tokens."""
+        if self._sync_clients is None:
+            from sync.client import ClientFactory
+
+            self._sync_clients = ClientFactory(self.desk)
+        return self._sync_clients
 
     def close(self) -> None:
         if self._desk is not None:

@@ -11,13 +11,6 @@ from app.cli.base import Context, format_table, pass_context
 from app.core.errors import DynadeskError
 
 
-def _client(desk):
-    from sync.client import new_client
-    from sync.tokens import TokenStore
-
-    return new_client(desk, TokenStore(desk.root))
-
-
 def _offline(exc: Exception, what: str) -> DynadeskError:
     return DynadeskError(f"{exc} {what}")
 
@@ -59,7 +52,7 @@ def rounds_propose(obj: Context, task_code: str, model_dir: Path, comparison_fil
             comparison = compare_candidate(desk, task_code, model_dir, progress=_progress())
         except NothingToCompare as exc:
             click.echo(f"{exc} The proposal goes without a comparison; the owner's desk compares it.", err=True)
-    with _client(desk) as client:
+    with obj.sync_clients.configured() as client:
         try:
             summary = propose_candidate(desk, client, task_code, model_dir, comparison, note=note)
         except Offline as exc:
@@ -80,7 +73,7 @@ def rounds_proposals(obj: Context, task_code: str, show_all: bool) -> None:
     from sync.transport import Offline
 
     desk = obj.desk
-    with _client(desk) as client:
+    with obj.sync_clients.configured() as client:
         try:
             listing = list_proposals(desk, client, task_code)
         except Offline as exc:
@@ -121,7 +114,7 @@ def rounds_promote(obj: Context, proposal_id: str, with_current: bool, force: bo
     from sync.transport import Offline
 
     desk = obj.desk
-    with _client(desk) as client:
+    with obj.sync_clients.configured() as client:
         try:
             outcome = promote_proposal(desk, client, proposal_id, with_current=with_current, force=force,
                                        reason=reason, progress=_progress())
@@ -141,7 +134,7 @@ def rounds_decline(obj: Context, proposal_id: str, reason: str) -> None:
     from sync.proposals import decline_proposal
     from sync.transport import Offline
 
-    with _client(obj.desk) as client:
+    with obj.sync_clients.configured() as client:
         try:
             summary = decline_proposal(client, proposal_id, reason)
         except Offline as exc:
@@ -162,7 +155,7 @@ def rounds_policy(obj: Context, task_code: str, leads_may_promote: str | None) -
 
     desk = obj.desk
     desk.tasks.definition_by_code(task_code)
-    with _client(desk) as client:
+    with obj.sync_clients.configured() as client:
         try:
             if leads_may_promote is None:
                 pull_policies(desk, client)

@@ -20,18 +20,6 @@ from app.core.formatting import size_text
 from app.core.text import printable
 
 
-def _tokens(desk):
-    from sync.tokens import TokenStore
-
-    return TokenStore(desk.root)
-
-
-def _client(desk, **kwargs):
-    from sync.client import new_client
-
-    return new_client(desk, _tokens(desk), **kwargs)
-
-
 def _progress_printer():
     last = [0.0]
 
@@ -53,11 +41,11 @@ def sync(ctx: click.Context, now: bool) -> None:
         if now:
             raise click.UsageError("--now goes alone: `dynadesk sync --now`.")
         return
-    desk = ctx.obj.desk
+    desk, clients = ctx.obj.desk, ctx.obj.sync_clients
     if now:
         from sync.transport import Offline, SyncHandle
 
-        with _client(desk) as client:
+        with clients.configured() as client:
             try:
                 report = client.run(SyncHandle(on_progress=_progress_printer()))
             except Offline as exc:
@@ -68,10 +56,10 @@ def sync(ctx: click.Context, now: bool) -> None:
             click.echo(f"Warning: {printable(line)}")
         for line in report.problems[:20]:
             click.echo(f"  {printable(line)}")
-    _show_status(desk)
+    _show_status(desk, clients)
 
 
-def _show_status(desk) -> None:
+def _show_status(desk, clients) -> None:
     from sync.client import person_id
     from sync.local import local_status, server_storage
 
@@ -81,7 +69,7 @@ def _show_status(desk) -> None:
     if desk.settings.server_ca_file:
         click.echo(f"Also trusts:   {desk.settings.server_ca_file} (certificate authority)")
     if url:
-        click.echo(f"Token:         {'set, in ' + _tokens(desk).where if _tokens(desk).get(url) else 'not set'}")
+        click.echo(f"Token:         {'set, in ' + clients.tokens.where if clients.token(url) else 'not set'}")
     click.echo(f"Every:         {desk.settings.sync_interval_s} s (in the app)")
     last = status.last_success.astimezone().strftime("%Y-%m-%d %H:%M:%S") if status.last_success else "never"
     click.echo(f"Last success:  {last}")
@@ -126,10 +114,9 @@ def _show_waiting(waiting) -> None:
 def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None, no_test: bool,
                    ca_file: str | None, insecure: bool) -> None:
     """Set the server, the token (kept in the system keyring, or a file only you can read) and the interval."""
-    from sync.client import SyncClient
     from sync.transport import AuthError, Offline, SyncError, refuse_token_in_clear, tls_context
 
-    desk = obj.desk
+    desk, clients = obj.desk, obj.sync_clients
     url = (url or desk.settings.server_url or "").strip().rstrip("/")
     if not url:
         raise DynadeskError("Give the server with --url.")
@@ -145,14 +132,14 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
         tls_context(ca_file)  # a clear message now for a file that is missing or not a certificate
     else:
         ca_file = desk.settings.server_ca_file
-    tokens = _tokens(desk)
-    token = sys.stdin.readline().strip() if token_stdin else tokens.get(url)
+    tokens = clients.tokens
+    token = sys.stdin.readline().strip() if token_stdin else clients.token(url)
     if token_stdin and not token:
         raise DynadeskError("No token came on standard input.")
     # All or nothing: check and say everything first; only then adopt (token, profile, settings),
     # undoing what was adopted if a step fails, so a failure half-way leaves this desk as it was.
     with contextlib.ExitStack() as stack:
-        client = stack.enter_context(SyncClient(desk, url, token, ca_file=ca_file or "")) \
+        client = stack.enter_context(clients.for_server(url, token, ca_file=ca_file or "")) \
             if token and not no_test else None
         me = None
         if client is not None:
@@ -171,7 +158,7 @@ def sync_configure(obj, url: str | None, token_stdin: bool, interval: int | None
                                          interval, me)
     if stored_in:
         click.echo(f"Token stored in {stored_in}.")
-    _show_status(desk)
+    _show_status(desk, clients)
 
 
 def _adopt_configuration(desk, tokens, client, url: str, ca_file: str | None, new_token: str | None,
@@ -238,7 +225,7 @@ def sync_publish(obj, task_code: str, rounds: tuple[int, ...], no_files: bool) -
     """Owners: publish a task, its rounds, contexts and target models to the server."""
     from sync.transport import SyncHandle
 
-    with _client(obj.desk) as client:
+    with obj.sync_clients.configured() as client:
         response = client.publish(task_code, rounds or None, handle=SyncHandle(on_progress=_progress_printer()),
                                   with_files=not no_files)
     counts = {status: response.count(status) for status in ("stored", "already_stored", "deferred", "rejected")}
@@ -254,7 +241,7 @@ def sync_publish(obj, task_code: str, rounds: tuple[int, ...], no_files: bool) -
 @pass_context
 def sync_share_imported(obj, source: str | None, task_code: str | None) -> None:
     """Owners: queue imported data sets for the next sync (they never go out unless asked)."""
-    with _client(obj.desk) as client:
+    with obj.sync_clients.configured() as client:
         n = client.queue_imported(source=source, task_code=task_code)
     click.echo(f"{n:,} imported record(s) will go out at the next sync (dynadesk sync --now).")
 
@@ -279,7 +266,7 @@ def sync_team(obj, by: str, team: str | None, show_duplicates: bool, show_assist
     from app.core.formatting import pct
 
     params = {"team": team} if team else {}
-    with _client(obj.desk) as client:
+    with obj.sync_clients.configured() as client:
         if show_duplicates:
             data = client.get_json("/team/duplicates", params)
         elif show_assistant:

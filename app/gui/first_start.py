@@ -127,7 +127,7 @@ class FirstStart(QObject):
     def _prepare_fast_form(self) -> None:
         from app.core.services import default_model_forms
 
-        desk, tokens = self.window.desk, self.window.sync.tokens
+        desk, clients = self.window.desk, self.window.sync.clients
         self._show_bar(PREPARING)
         progress = self._new_progress(STEP_PREFIX)
         self._started, self._source = time.monotonic(), "prepared in the background"
@@ -139,7 +139,7 @@ class FirstStart(QObject):
                 return found
             if default_model_forms.waiting_stand_in(desk) is None:
                 return None  # round 1 changed meanwhile (a lead, the team's server): nothing to prepare
-            fetched = self._fetch_from_team(desk, tokens, progress)
+            fetched = self._fetch_from_team(desk, clients, progress)
             if fetched is not None:
                 self._source = "fetched from the team's server"
                 return fetched
@@ -157,7 +157,7 @@ class FirstStart(QObject):
         self._worker_lane().submit(prepare, on_done=switch, on_error=self._fast_form_failed)
 
     @staticmethod
-    def _fetch_from_team(desk, tokens, progress: Progress):
+    def _fetch_from_team(desk, clients, progress: Progress):
         """The stand-in's faster form as the team's lead published it; None (prepare it here) when there is
         no server, no such form, or it arrived damaged (refused, never used)."""
         from app.core.services import default_model_forms
@@ -169,7 +169,7 @@ class FirstStart(QObject):
             return None
         progress.say("Fetching it from the team's server")
         try:
-            return fetch_prepared_form(desk, tokens, stand_in)
+            return fetch_prepared_form(desk, clients, stand_in)
         except SyncError as exc:
             log.warning("the team's prepared form was refused; preparing it here: %s", exc)
             progress.say("The team's copy was refused (damaged); preparing it here")

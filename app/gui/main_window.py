@@ -203,7 +203,8 @@ class MainWindow(ProfileActions, QMainWindow):
         self.sync.identity_changed.connect(self._show_person)
         self.sync.identity_changed.connect(self.workspace.writer_renamed)
         self.sync.start()
-        self.proposals = ProposalsController(desk, self.db, self.sync.worker, self.inference, self.show_error, self)
+        self.proposals = ProposalsController(desk, self.db, self.sync.worker, self.inference, self.show_error, self,
+                                             clients=self.sync.clients)
         self.proposals.rounds_changed.connect(lambda _code: self._task_chosen())
         self.next_round.propose_requested.connect(
             lambda code, folder: self.proposals.propose(code, folder, self.next_round.proposal_answered))

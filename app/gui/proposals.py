@@ -20,18 +20,14 @@ log = logging.getLogger(__name__)
 class ProposalsController(QObject):
     rounds_changed = Signal(str)  # task code: a promotion opened a round
 
-    def __init__(self, desk, db: SerialWorker, net: SerialWorker, inference, show_error, parent=None, *,
-                 tokens=None, client_options: dict | None = None):
+    def __init__(self, desk, db: SerialWorker, net: SerialWorker, inference, show_error, parent=None, *, clients):
         super().__init__(parent)
-        from sync.tokens import TokenStore
-
         self.desk = desk
         self.db = db
         self.net = net
         self.inference = inference
         self.show_error = show_error
-        self.tokens = tokens or TokenStore(desk.root)
-        self.client_options = client_options or {}
+        self.clients = clients  # the sync controller's ClientFactory
         self.dialog: ProposalsDialog | None = None
         self.job_id: int | None = None
         self._task_code = ""
@@ -62,9 +58,7 @@ class ProposalsController(QObject):
         return dialog
 
     def _client(self):
-        from sync.client import new_client
-
-        return new_client(self.desk, self.tokens, **self.client_options)
+        return self.clients.configured()
 
     def refresh(self, select_id: str | None = None, message: str = "", ok: bool = False) -> None:
         from sync.proposals import list_proposals

@@ -42,13 +42,14 @@ class SyncController(QObject):
     identity_changed = Signal()  # the desk now works as the token's holder
     settings_needed = Signal(str)  # "Sync now" with no server set: why nothing happened
 
-    def __init__(self, desk, parent: QObject | None = None, *, tokens=None, client_options: dict | None = None):
+    def __init__(self, desk, parent: QObject | None = None, *, clients=None):
         super().__init__(parent)
-        from sync.tokens import TokenStore
+        from sync.client import ClientFactory
 
         self.desk = desk
-        self.tokens = tokens or TokenStore(desk.root)
-        self.client_options = client_options or {}
+        # The one place this window's sync clients are made (and its tokens kept): lent to proposals and
+        # the first start's prepared form.
+        self.clients = clients if clients is not None else ClientFactory(desk)
         self.worker = SerialWorker("dynadesk-sync", self)
         self.worker.failed.connect(lambda exc: log.error("sync worker job failed: %s", exc))
         self.timer = QTimer(self, singleShot=True, timeout=lambda: self.sync_now(asked=False))
@@ -93,7 +94,7 @@ class SyncController(QObject):
         """The team server this desk syncs with, where a token for it is held (read on a worker: the
         keyring may be slow); on such a desk the token's holder is who works here."""
         url = self.desk.settings.server_url
-        return url if url and self.tokens.get(url) else None
+        return url if url and self.clients.token(url) else None
 
     def first_view(self, status=None) -> SyncView:
         """What the status bar says before the first sync: on a desk with a server, that it is seconds away
@@ -120,11 +121,10 @@ class SyncController(QObject):
         self.worker.submit(self._run, on_done=self._succeeded, on_error=self._failed)
 
     def _run(self):
-        from sync.client import new_client
         from sync.transport import SyncHandle
 
         handle = SyncHandle(on_progress=self.progress.emit)  # a signal: queued to the GUI thread
-        client = new_client(self.desk, self.tokens, **self.client_options)
+        client = self.clients.configured()
         with self._lock:
             self._handle, self._client = handle, client
         try:
@@ -138,10 +138,9 @@ class SyncController(QObject):
         """Publish a task's rounds and their target models (owners), on the sync worker: the client's
         ``publish``, as ``dynadesk sync publish`` calls it; progress comes through ``progress``."""
         def run():
-            from sync.client import new_client
             from sync.transport import SyncHandle
 
-            with new_client(self.desk, self.tokens, **self.client_options) as client:
+            with self.clients.configured() as client:
                 return client.publish(task_code, rounds, handle=SyncHandle(on_progress=self.progress.emit))
 
         def then(callback):
@@ -232,13 +231,12 @@ class SyncController(QObject):
         self.desk.save_settings()
 
         def store():
-            from sync.client import SyncClient
             from sync.transport import Offline
 
             if token:
-                self.tokens.set(url, token)
+                self.clients.tokens.set(url, token)
             try:
-                with SyncClient(self.desk, url, token or self.tokens.get(url) or "", **self.client_options) as client:
+                with self.clients.for_server(url, token) as client:
                     me = client.me()
                     client.adopt_identity(me)
             except Offline:
@@ -267,8 +265,8 @@ class SyncController(QObject):
                 dialog.raise_()
                 return
         url = self.desk.settings.server_url
-        dialog = SyncDialog(settings_view(url, bool(url and self.tokens.get(url)), self.desk.settings.sync_interval_s,
-                                          self.tokens.where), parent)
+        dialog = SyncDialog(settings_view(url, bool(url and self.clients.token(url)),
+                                          self.desk.settings.sync_interval_s, self.clients.tokens.where), parent)
         dialog.test_requested.connect(self.test_connection)
         self.test_finished.connect(dialog.show_test_result)
         dialog.accepted_with.connect(self.configure)
@@ -279,11 +277,10 @@ class SyncController(QObject):
 
     def test_connection(self, url: str, token: str) -> None:
         def check():
-            from sync.client import SyncClient
             from sync.transport import refuse_token_in_clear
 
             refuse_token_in_clear(url)  # before the token goes anywhere
-            with SyncClient(self.desk, url, token or self.tokens.get(url) or "", **self.client_options) as client:
+            with self.clients.for_server(url, token) as client:
                 return client.me()
 
         def done(me):

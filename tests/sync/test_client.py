@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from app.core.storage.models import Round as DeskRound
-from sync.client import SyncClient
-from sync.transport import AuthError, Cancelled, Offline, RetryPolicy, SyncHandle
+from sync.client import ClientFactory, SyncClient
+from sync.transport import AuthError, Cancelled, Offline, RetryPolicy, SyncError, SyncHandle
 from sync.local import local_status
 from sync.protocol import manifest_sha256
 from sync.tokens import TokenStore
@@ -276,6 +276,27 @@ def test_without_a_keyring_tokens_go_to_a_file_only_its_owner_reads(tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     tokens.delete("https://sync.example.org")
     assert tokens.get("https://sync.example.org") is None and json.loads(path.read_text()) == {}
+
+
+def test_every_client_is_made_by_the_factory_from_the_settings_and_the_kept_token(team, tmp_path):
+    desk = prepare_desk(tmp_path / "desk", team.ann)
+    clients = ClientFactory(desk, tokens=TokenStore(tmp_path / "tokens", use_keyring=False), policy=QUICK)
+    with pytest.raises(SyncError, match="No sync server is set"):
+        clients.configured()
+    assert clients.ready() is None  # what only asks the team for help (a prepared form) asks nobody
+    desk.settings.server_url = team.url
+    assert clients.ready() is None  # a server, but no token for it
+    with pytest.raises(AuthError, match="No sync token is set"):
+        clients.configured()
+    clients.tokens.set(team.url, team.ann.token)
+    with clients.configured() as client:
+        assert client.policy is QUICK and client.me().display_name == "Ann Annotator"
+    with clients.ready() as client:
+        assert client.url == team.url
+    with clients.for_server(team.url, team.lead.token) as client:  # a token checked before it is kept
+        assert client.me().display_name == "Lee Lead"
+    assert clients.token(team.url) == team.ann.token
+    desk.close()
 
 
 def test_published_contexts_reach_annotators_and_their_examples_refer_to_them(team, tmp_path, server_db):

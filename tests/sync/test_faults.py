@@ -212,10 +212,10 @@ def test_duplicated_deliveries(backend, tmp_path, template):
         publish_basics(server.url, owner, tmp_path)
         # Every batch is also sent a second time by the client itself, after its answer.
         with SyncClient(desk, server.url, author.token, batch_size=BATCH, policy=FAST_RETRIES) as client:
-            original = client._call
+            original = client.request
             resent = [0]
 
-            def twice(method, path, handle, **kwargs):
+            def twice(method, path, handle=None, **kwargs):
                 response = original(method, path, handle, **kwargs)
                 if path.endswith("/push"):
                     again = original(method, path, handle, **kwargs)
@@ -225,7 +225,7 @@ def test_duplicated_deliveries(backend, tmp_path, template):
                     assert statuses <= {"already_stored"}, statuses  # a resent batch changes nothing
                 return response
 
-            client._call = twice
+            client.request = twice
             outcome = sync_until_done(client, desk, AUTHOR)
         _check_everything_arrived(db, desk, f"duplicated deliveries, {kind}", {
             "concurrent double deliveries": wrappers[0].duplicated, "client resends": resent[0],

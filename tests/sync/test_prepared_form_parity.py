@@ -13,9 +13,8 @@ from sqlalchemy import select
 
 from app.core.services.target_models import register_model
 from app.core.storage.models import ModelRecord
-from sync.client import SyncClient
+from sync.client import ClientFactory, SyncClient
 from sync.prepared_forms import FIXED_TEXTS, FormRefused, fetch_prepared_form, form_parity, parity_texts
-from sync.tokens import TokenStore
 from tests.sync.proposal_helpers import TASK, team_desk
 from tests.sync.test_client import QUICK
 
@@ -73,7 +72,7 @@ def test_a_form_that_answers_otherwise_is_refused_whatever_its_provenance_says(t
     mine = register_model(ann, trigger_model_dir, name="hate trigger", task_code=TASK, label_map=AS_TASK)
     assert mine.sha256 == torch.sha256
     with pytest.raises(FormRefused, match="does not answer as"):
-        fetch_prepared_form(ann, TokenStore(ann.root), mine)
+        fetch_prepared_form(ann, ClientFactory(ann), mine)
     with ann.db.read() as session:
         assert session.scalar(select(ModelRecord).where(ModelRecord.sha256 == forged.sha256)) is None
     ann.close()

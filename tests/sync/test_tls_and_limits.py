@@ -15,8 +15,8 @@ import uuid
 import httpx
 import pytest
 
-from sync.client import SyncClient, new_client
-from sync.transport import RetryPolicy, SyncError, token_in_clear
+from sync.client import ClientFactory, SyncClient
+from sync.transport import RetryPolicy, Untrusted, token_in_clear
 from sync.server.limits import Buckets, Rate, client_key
 from tests.sync.helpers import (
     ProcessServer,
@@ -103,7 +103,7 @@ def test_serve_run_with_tls_and_a_desk_that_trusts_the_teams_authority(tmp_path,
 
         desk = prepare_desk(tmp_path / "desk", ann)
         fill_outbox(desk, ann.id, 5, seed=4)
-        with SyncClient(desk, server.url, ann.token, ca_file="") as client, pytest.raises(SyncError) as refused:
+        with SyncClient(desk, server.url, ann.token, ca_file="") as client, pytest.raises(Untrusted) as refused:
             client.run(fetch_models=False)
         assert "certificate is not trusted" in str(refused.value) and "--ca-file" in str(refused.value)
         desk.close()
@@ -120,10 +120,9 @@ def test_serve_run_with_tls_and_a_desk_that_trusts_the_teams_authority(tmp_path,
         assert json.loads((tmp_path / "desk" / "settings.json").read_text())["server_ca_file"] == str(ca)
 
         from app.core.desk import Desk
-        from sync.tokens import TokenStore
 
         with Desk(tmp_path / "desk") as desk:  # the desk's settings say whom to trust: no option needed
-            with new_client(desk, TokenStore(desk.root)) as client:
+            with ClientFactory(desk).configured() as client:
                 report = client.run(fetch_models=False)
         assert report.pushed == 5 and not report.problems
         assert server_counts(db)["examples"] == 5
