@@ -496,8 +496,11 @@ class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
             self.statusBar().showMessage(f"Imported {Path(path).name}", 10_000)
             QMessageBox.information(self, "Import finished", report.summary())
 
-        self.db.submit(lambda: import_file(desk, path, format_, task_code=task_code, skip_bad_rows=skip_bad_rows),
-                       on_done=done, on_error=self.show_error)
+        def run():
+            with desk.changes.batch():  # the views look once, at the whole import
+                return import_file(desk, path, format_, task_code=task_code, skip_bad_rows=skip_bad_rows)
+
+        self.db.submit(run, on_done=done, on_error=self.show_error)
 
     def open_export(self) -> None:
         dialog = ExportDialog(ExportView(self._tasks, self._task_code), self)

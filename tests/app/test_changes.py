@@ -111,6 +111,22 @@ def test_changes_from_another_thread_are_told_on_that_thread(desk, people):
     assert threads == [worker]
 
 
+def test_a_batch_of_commits_is_told_once_at_its_end_even_when_it_fails(desk, people, submit, told):
+    with desk.changes.batch():
+        example = submit()
+        with desk.changes.batch():  # nested: still the outer one's
+            desk.validation.validate(example.id, people.val1.id, "correct")
+        assert told == []  # nothing half-told
+    assert len(told) == 1 and Data.EXAMPLES | Data.VALIDATIONS in told[0]
+    told.clear()
+    with pytest.raises(RuntimeError), desk.changes.batch():
+        desk.people.create("Stored before the failure", "annotator")
+        raise RuntimeError("the sync went offline")
+    assert told == [Data.PEOPLE]  # committed, so told
+    desk.people.create("After the batch", "annotator")
+    assert told == [Data.PEOPLE, Data.PEOPLE]
+
+
 def test_meta_keys_and_change_sets():
     assert meta_data("sync.cursor.abc") is Data.SYNC
     assert meta_data("wellbeing.team") is Data.WELLBEING

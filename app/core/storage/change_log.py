@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from sqlalchemy import event, inspect
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
@@ -80,6 +81,25 @@ class ChangeLog:
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
+        self._batches = threading.local()  # per thread: how deep in batch(), and what it gathered
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One store made of many commits (a sync, an import): what they change is told once, when the
+        block ends, also when it fails part way (what was committed stays). A view that looked in the
+        middle would see half of it: a round pulled before its target model's files."""
+        batches = self._batches
+        depth = getattr(batches, "depth", 0)
+        if depth == 0:
+            batches.gathered = Data.NONE
+        batches.depth = depth + 1
+        try:
+            yield
+        finally:
+            batches.depth = depth
+            if depth == 0:
+                gathered, batches.gathered = batches.gathered, Data.NONE
+                self.publish(Changes(gathered))
 
     def watch(self, sessions: sessionmaker[Session]) -> None:
         event.listen(sessions, "after_flush", self._flushed)
@@ -132,7 +152,10 @@ class ChangeLog:
 
     def _committed(self, session: Session) -> None:
         data = session.info.pop(_PENDING, Data.NONE)
-        self.publish(Changes(data))
+        if getattr(self._batches, "depth", 0):
+            self._batches.gathered |= data
+        else:
+            self.publish(Changes(data))
 
     @staticmethod
     def _rolled_back(session: Session, previous_transaction) -> None:
