@@ -55,6 +55,16 @@ META_PREFIXES: tuple[tuple[str, Data], ...] = (
     ("export_salt", Data.NONE),
     ("analyzed_rows", Data.NONE),
 )
+# An example's columns that other kinds of data keep in step (a verdict updates the example's summary);
+# a change to these alone is that kind's, not a new or edited example.
+EXAMPLE_COLUMN_DATA: dict[str, Data] = {
+    **dict.fromkeys(("validation_state", "validation_count", "flag_count", "disagreement_count", "objection_count",
+                     "decided_verdict", "decided_label"), Data.VALIDATIONS),
+    **dict.fromkeys(("review_state", "review_comment", "reviewed_at"), Data.REVIEWS),
+    "sync_state": Data.SYNC,
+    "updated_at": Data.NONE,
+    "revision": Data.NONE,
+}
 _PENDING = "dynadesk_changes"  # the key of a session's collected changes in ``Session.info``
 
 
@@ -62,10 +72,18 @@ def meta_data(key: str) -> Data:
     return next((data for prefix, data in META_PREFIXES if key.startswith(prefix)), Data.TASK_SETTINGS)
 
 
-def _row_data(row: Any) -> Data:
-    table = inspect(row).mapper.local_table.name
+def _row_data(row: Any, *, altered: bool = False) -> Data:
+    """The kind of data of a row added or removed, or (``altered``) of the columns changed in it."""
+    state = inspect(row)
+    table = state.mapper.local_table.name
     if table == "examples" and row.status == ExampleStatus.DRAFT:
         return Data.DRAFTS
+    if table == "examples" and altered:
+        data = Data.NONE
+        for attribute in state.attrs:
+            if attribute.key in state.mapper.columns and attribute.history.has_changes():
+                data |= EXAMPLE_COLUMN_DATA.get(attribute.key, Data.EXAMPLES)
+        return data
     if table == "meta":
         return meta_data(row.key)
     return TABLE_DATA.get(table, Data.EXAMPLES)  # an unlisted table: the widest common guess
@@ -140,7 +158,7 @@ class ChangeLog:
             data |= _row_data(row)
         for row in session.dirty:
             if session.is_modified(row, include_collections=False):
-                data |= _row_data(row)
+                data |= _row_data(row, altered=True)
         self._add(session, data)
 
     def _executed(self, state: ORMExecuteState) -> None:
