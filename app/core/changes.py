@@ -25,6 +25,7 @@ class Data(Flag):
     MODELS = auto()  # model records (files, forms, provenance)
     PEOPLE = auto()  # profiles: names and roles
     PROFILE = auto()  # which profile works at this desk
+    PREFERENCES = auto()  # the working person's own choices (the blur, topics opted out of): in the settings file
     TASKS = auto()  # task definitions
     TASK_SETTINGS = auto()  # the team's settings of a task: agreement threshold, quality, word lists
     SYNC = auto()  # what waits to be sent, and the sync's own bookkeeping

@@ -35,9 +35,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # What each part of the window shows, so that a store re-reads only the parts it touched.
 DATA_TABLE = (Data.EXAMPLES | Data.VALIDATIONS | Data.REVIEWS | Data.ROUNDS | Data.TASKS | Data.PEOPLE | Data.PROFILE
-              | Data.TASK_SETTINGS)  # the rows, their states and authors, read through the task's blur list
+              | Data.TASK_SETTINGS | Data.PREFERENCES)  # the rows, their states and authors, read through the blur
 RETURNED_WORK = Data.EXAMPLES | Data.REVIEWS | Data.PROFILE
-VALIDATE_QUEUE = Data.EXAMPLES | Data.VALIDATIONS | Data.PROFILE
+VALIDATE_QUEUE = Data.EXAMPLES | Data.VALIDATIONS | Data.PROFILE | Data.PREFERENCES
+CREATE = Data.PREFERENCES  # the writing assistant's rows, masked as the writer chose
 REVIEW_TABLE = DATA_TABLE
 SYNC_STATE = Data.SYNC | Data.PROFILE  # what waits to be sent, and for whom
 
@@ -114,8 +115,12 @@ class ChangeRoutes:
 
     def _validate_changed(self, changes: Changes) -> None:
         """New work to validate, or another profile: looked at in view (an example on screen stays);
-        out of view, when the tab is shown."""
-        if self.tabs.currentWidget() is self.validate_view and self.validate.task_code is not None:
+        out of view, when the tab is shown. The person's blur and opt-outs: at once."""
+        if self.validate.task_code is None:
+            return
+        if changes.touches(Data.PREFERENCES):
+            self.validate.load_next()  # the example again, masked as now chosen, with the opt-outs
+        elif self.tabs.currentWidget() is self.validate_view:
             self.validate.refresh()
 
     def _review_changed(self, changes: Changes) -> None:

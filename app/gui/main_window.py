@@ -32,7 +32,8 @@ from app.core.desk import Desk
 from app.core.domain import ReviewAction
 from app.core.errors import DynadeskError
 from app.gui.breaks import break_page
-from app.gui.changes import DATA_TABLE, RETURNED_WORK, REVIEW_TABLE, SYNC_STATE, VALIDATE_QUEUE, ChangeRelay, ChangeRoutes
+from app.gui.changes import (CREATE, DATA_TABLE, RETURNED_WORK, REVIEW_TABLE, SYNC_STATE, VALIDATE_QUEUE, ChangeRelay,
+                             ChangeRoutes)
 from app.gui.browser import ExampleBrowser
 from app.gui.deferred_int8 import DeferredInt8
 from app.gui.first_start import FirstStart
@@ -143,7 +144,8 @@ class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
         self.model_label = ElidedLabel(objectName="models")
         self.workspace.status_changed.connect(self.model_label.setText)
         self.mount(Page(self.workspace, self.workspace_view, Tab("&Create", "Ctrl+1", "tab-create"),
-                        actions=example_actions(self), status=(self.model_label,), shutdown=self._close_workspace))
+                        actions=example_actions(self), status=(self.model_label,), shutdown=self._close_workspace,
+                        watches=CREATE, changed=lambda _changes: self.workspace.assist.wellbeing_changed()))
 
         self.count_label = QLabel(objectName="count")
         self.browser = ExampleBrowser(desk, self.db, self.table_model, lambda example_id: for_data_tab(desk, example_id),

@@ -10,6 +10,8 @@ from collections import Counter
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QPushButton
 
 from app.core.services.review import ExampleFilter
 from sync.local import set_meta
@@ -17,6 +19,7 @@ from tests.conftest import hate_content, hate_output
 from tests.gui.conftest import close_window, open_window
 from tests.gui.test_validate import open_validate, wait_for_example
 from tests.gui.test_workspace import WAIT, submit, text_box, type_text, wait_for_prediction
+from widgets.profile_dialog import ProfileDialog
 
 VIEWS = ("data", "returned", "validate", "dashboard", "rounds", "sync")
 
@@ -165,3 +168,24 @@ def test_switching_profile_rereads_whose_work_is_shown(qtbot, window, people, ta
     # whose returned work, whose "mine" in the Data tab, whose waiting count; the rounds are the same
     assert {view: fetches[view] for view in ("data", "returned", "rounds", "sync")} == {
         "data": 1, "returned": 1, "rounds": 0, "sync": 1}
+
+
+def test_choosing_to_browse_blurred_rereads_the_data_tab_masked_and_nothing_else(
+        qtbot, window, people, target_model, fetches):
+    desk = window.desk
+    desk.examples.create(people.author.id, "hate_speech", hate_content("those rats should leave", "hate"),
+                         [hate_output(target_model, "not hate")])
+    qtbot.waitUntil(lambda: window.count_label.text() == "1 example", timeout=10_000)
+    assert window.table_model.row_data(0).text == "those rats should leave"  # browsing: unmasked by default
+    settle(qtbot, window)
+    fetches.clear()
+
+    window.findChild(QAction, "profiles").trigger()
+    qtbot.waitUntil(lambda: window.findChild(ProfileDialog) is not None, timeout=5000)
+    section = window.findChild(ProfileDialog).wellbeing
+    qtbot.mouseClick(section.blur_browsing, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(section.findChild(QPushButton, "wellbeing-save"), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "rats" not in window.table_model.row_data(0).text, timeout=10_000)
+    settle(qtbot, window)
+    # a person's own choice kept in the settings file: the reading views look again, the figures do not
+    assert fetched(fetches) == {"data": 1, "returned": 0, "validate": 0, "dashboard": 0, "rounds": 0, "sync": 0}
