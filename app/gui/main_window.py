@@ -188,7 +188,7 @@ class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
         self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
         self.evaluation.case_opened.connect(self.open_evaluation_case)
         # the model leaderboard fills in the background: when the tab opens and after a round change (_show_rounds
-        # sees every change, made here, by a sync or by a promotion: connecting rounds_changed too filled it twice)
+        # sees every change, made here, by a sync or by a promotion, once: each reaches it through _route)
         self.leaderboard = LeaderboardController(self.desk, self.db, self.inference, self.evaluation_view.leaderboard)
         self._round_states: dict[str, tuple] = {}  # per task, its rounds as last shown: a change fills the board
         self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),

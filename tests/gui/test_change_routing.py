@@ -61,11 +61,11 @@ def fetches(window, monkeypatch) -> Counter:
 def settle(qtbot, window) -> None:
     """Until every change and the reads it started are done: the relay hands over within a turn of the
     event loop, and the database and dashboard workers answer in order."""
-    for _ in range(3):
-        done: list = []
+    done: list = []
+    for rounds in range(1, 4):
         window.db.submit(lambda: None, on_done=done.append)
         window.dashboard.worker.submit(lambda: None, on_done=done.append)
-        qtbot.waitUntil(lambda: len(done) == 2, timeout=10_000)
+        qtbot.waitUntil(lambda expected=2 * rounds: len(done) == expected, timeout=10_000)
 
 
 def fetched(counted: Counter) -> dict[str, int]:

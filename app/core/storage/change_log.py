@@ -65,6 +65,7 @@ EXAMPLE_COLUMN_DATA: dict[str, Data] = {
     "updated_at": Data.NONE,
     "revision": Data.NONE,
 }
+ROW_BY_ROW = frozenset({"examples", "meta"})  # tables whose rows are told apart by their columns
 _PENDING = "dynadesk_changes"  # the key of a session's collected changes in ``Session.info``
 
 
@@ -80,9 +81,9 @@ def _row_data(row: Any, *, altered: bool = False) -> Data:
         return Data.DRAFTS
     if table == "examples" and altered:
         data = Data.NONE
-        for attribute in state.attrs:
-            if attribute.key in state.mapper.columns and attribute.history.has_changes():
-                data |= EXAMPLE_COLUMN_DATA.get(attribute.key, Data.EXAMPLES)
+        for key in state.committed_state:  # the attributes set since the row was read, and only those
+            if key in state.mapper.columns and state.attrs[key].history.has_changes():
+                data |= EXAMPLE_COLUMN_DATA.get(key, Data.EXAMPLES)
         return data
     if table == "meta":
         return meta_data(row.key)
@@ -151,12 +152,17 @@ class ChangeLog:
         session.info[_PENDING] = session.info.get(_PENDING, Data.NONE) | data
 
     def _flushed(self, session: Session, _context) -> None:
+        if not self._listeners:
+            return  # nobody shows the data (the CLI, the server, a bench): nothing to work out
         data = Data.NONE
         for row in session.new:
             data |= _row_data(row)
         for row in session.deleted:
             data |= _row_data(row)
         for row in session.dirty:
+            table = inspect(row).mapper.local_table.name
+            if table not in ROW_BY_ROW and TABLE_DATA.get(table, Data.EXAMPLES) in data:
+                continue  # its kind is told already
             if session.is_modified(row, include_collections=False):
                 data |= _row_data(row, altered=True)
         self._add(session, data)
