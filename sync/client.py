@@ -58,7 +58,11 @@ class SyncClient(ModelFiles):
     def run(self, handle: SyncHandle | None = None, *, fetch_models: bool = True) -> SyncReport:
         """Push the outbox, pull changes, download the target models of open rounds."""
         self.db.ensure_intact()  # a damaged desk database must not take a pull's rows
-        handle = handle or SyncHandle()
+        # what the run stores is told once, at its end: a view never sees a round without its model's files
+        with self.db.changes.batch():
+            return self._run(handle or SyncHandle(), fetch_models)
+
+    def _run(self, handle: SyncHandle, fetch_models: bool) -> SyncReport:
         report = SyncReport()
         try:
             me = self.me(handle, report)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core import paths
+from app.core.changes import Changes, Data
 from app.core.domain import Role
 from app.core.errors import DynadeskError
 from app.core.quality.near_duplicates import NearDuplicateIndex
@@ -46,6 +47,7 @@ class Desk:
     def __init__(self, data_dir: str | os.PathLike | None = None):
         self.root: Path = paths.data_dir(data_dir)
         self.db = Database(paths.database_path(self.root))
+        self.changes = self.db.changes  # what each store changed: the GUI routes it to the views it touches
         self.settings_store = SettingsStore(paths.settings_path(self.root))
         self.settings: Settings = self.settings_store.load()
         self.catalog = load_catalog(builtin_tasks_dir(), paths.user_tasks_dir(self.root))
@@ -93,9 +95,12 @@ class Desk:
 
     def switch_person(self, person_id: uuid.UUID) -> None:
         self.people.get(person_id)
+        switched = str(person_id) != self.settings.current_person_id
         self._person_id = person_id
         self.settings.current_person_id = str(person_id)
         self.save_settings()
+        if switched:  # whose work, queue and figures the views show
+            self.changes.publish(Changes(Data.PROFILE))
 
     def reading_words(self, task_code: str, *, browsing: bool) -> tuple[str, ...]:
         """The words a reading view masks for the working person: the task's blur list where they

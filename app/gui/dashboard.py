@@ -17,6 +17,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from app.core.changes import Data
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
 from app.gui.exposure import ExposureController
@@ -34,6 +35,9 @@ from widgets.dashboard_view import DashboardView
 
 log = logging.getLogger(__name__)
 LATEST = "figures"  # the worker's key for newest-wins figure requests
+# what the figures are made of (and whose they are): a store that touches any of it brings them up to date
+FIGURES_DATA = (Data.EXAMPLES | Data.VALIDATIONS | Data.REVIEWS | Data.ROUNDS | Data.PEOPLE | Data.PROFILE
+           | Data.TASK_SETTINGS)
 
 
 def figures_view(figures: Figures, breakdown: str, chart_people_chosen: bool,
@@ -264,4 +268,5 @@ def dashboard_page(desk: Desk, task_code: Callable[[], str | None], show_error, 
     refresh = MenuAction(Menu.VIEW, "Refresh the dashboard (also changes from sync)", controller.refresh_thoroughly,
                          name="dashboard-refresh")
     return Page(controller, view, Tab("Dash&board", "Ctrl+5", "tab-dashboard"), actions=(refresh,),
-                task_changed=controller.refresh, shutdown=controller.shutdown)
+                task_changed=controller.refresh, watches=FIGURES_DATA, changed=lambda _changes: controller.refresh(),
+                shutdown=controller.shutdown)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
@@ -26,10 +27,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.about import version_info
+from app.core.changes import Data
 from app.core.desk import Desk
 from app.core.domain import ReviewAction
 from app.core.errors import DynadeskError
 from app.gui.breaks import break_page
+from app.gui.changes import (CREATE, DATA_TABLE, RETURNED_WORK, REVIEW_TABLE, SYNC_STATE, VALIDATE_QUEUE, ChangeRelay,
+                             ChangeRoutes)
 from app.gui.browser import ExampleBrowser
 from app.gui.deferred_int8 import DeferredInt8
 from app.gui.first_start import FirstStart
@@ -70,7 +74,7 @@ DEFAULT_TASK = "hate_speech"  # the task a fresh desk opens on
 DAMAGED_STATUS = "The database is damaged: nothing more is saved. Restore a backup (see the message)."
 
 
-class MainWindow(ProfileActions, QMainWindow):
+class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
     database_damaged = Signal(str)  # from the database's background check: queued to the GUI thread
 
     def __init__(self, desk: Desk):
@@ -78,6 +82,9 @@ class MainWindow(ProfileActions, QMainWindow):
         self.desk = desk
         self.db = SerialWorker("dynadesk-db", self)
         self.db.failed.connect(self.show_error)
+        # every store's changes come through here to _route, which sends them to the pages they touch
+        self.changes = ChangeRelay(desk.changes, self)
+        self.changes.changed.connect(self._route)
         self._task_code: str | None = None
         self._task_ids: dict[str, uuid.UUID] = {}
         self._tasks: tuple[Choice, ...] = ()  # the tasks (name, code), read at start
@@ -134,18 +141,19 @@ class MainWindow(ProfileActions, QMainWindow):
         self.menus[Menu.VIEW].addSeparator()  # the pages' entries follow
         self.workspace_view = WorkspaceView(self.undo_stack)
         self.workspace = WorkspaceController(self.desk, self.db, self.inference, self.workspace_view, self.undo_stack)
-        self.workspace.example_stored.connect(lambda _id: self.refresh())
         self.model_label = ElidedLabel(objectName="models")
         self.workspace.status_changed.connect(self.model_label.setText)
         self.mount(Page(self.workspace, self.workspace_view, Tab("&Create", "Ctrl+1", "tab-create"),
-                        actions=example_actions(self), status=(self.model_label,), shutdown=self._close_workspace))
+                        actions=example_actions(self), status=(self.model_label,), shutdown=self._close_workspace,
+                        watches=CREATE, changed=lambda _changes: self.workspace.assist.wellbeing_changed()))
 
         self.count_label = QLabel(objectName="count")
         self.browser = ExampleBrowser(desk, self.db, self.table_model, lambda example_id: for_data_tab(desk, example_id),
                                       self.show_error, self, browsing=True)
         self.browser.counted.connect(lambda total: self.count_label.setText(f"{total:,} example{'s' if total != 1 else ''}"))
         self.browser.detail_ready.connect(self.detail.show_example)
-        self.mount(Page(self.browser, data_page, Tab("&Data", "Ctrl+2", "tab-data"), status=(self.count_label,)))
+        self.mount(Page(self.browser, data_page, Tab("&Data", "Ctrl+2", "tab-data"), status=(self.count_label,),
+                        watches=DATA_TABLE, changed=self._data_changed))
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(
             lambda position: table_menu(self, self.named_actions, position))
@@ -156,23 +164,23 @@ class MainWindow(ProfileActions, QMainWindow):
         returned_label = QLabel(objectName="returned-count")
         self.returned_work = ReturnedWork(self.desk, self.db, self.workspace_view.returned, returned_label,
                                           self.show_returned, self.show_error, self)
-        self.mount(Page(self.returned_work, status=(returned_label,)))
+        self.mount(Page(self.returned_work, status=(returned_label,), watches=RETURNED_WORK,
+                        changed=lambda _changes: self.returned_work.refresh()))
         self.statusBar().messageChanged.connect(self._make_room_for_message)
         self._data_folder_owed = True  # said once the status bar has its widgets and the window its width
 
         self.rounds = RoundsController(desk, self.db, self.show_error, self)
-        self.rounds.rounds_changed.connect(lambda _code: self._task_chosen())
+        # the task's rounds in the toolbar, the Data filter and Create: here, by a sync, a promotion or an import
+        self.mount(Page(self.rounds, watches=Data.ROUNDS | Data.TASKS, changed=lambda _changes: self._task_chosen()))
 
         self.validate_view = ValidateView()
         self.validate = ValidateController(self.desk, self.db, self.validate_view, self.show_error, self, self.inference)
-        self.validate.verdict_stored.connect(lambda _id: self.refresh())
         self.mount(Page(self.validate, self.validate_view, Tab("&Validate", "Ctrl+3", "tab-validate"),
-                        shown=self._validate_shown))
+                        shown=self._validate_shown, watches=VALIDATE_QUEUE, changed=self._validate_changed))
         self.review_view = ReviewView()
         self.review_page = ReviewController(self.desk, self.db, self.review_view, self.show_error, self)
-        self.review_page.verdict_stored.connect(lambda _id: self.refresh())
         self.mount(Page(self.review_page, self.review_view, Tab("&Review", "Ctrl+4", "tab-review"),
-                        shown=self._review_shown))
+                        shown=self._review_shown, watches=REVIEW_TABLE, changed=self._review_changed))
         self.breaks = self.mount(break_page(self)).controller  # after Create, Validate and Review: it watches them
         dashboard = self.mount(dashboard_page(desk, lambda: self._task_code, self.show_error, self, self.inference))
         self.dashboard, self.dashboard_view = dashboard.controller, dashboard.view
@@ -180,14 +188,13 @@ class MainWindow(ProfileActions, QMainWindow):
         self.evaluation = EvaluationController(self.desk, self.db, self.inference, self.evaluation_view)
         self.evaluation.case_opened.connect(self.open_evaluation_case)
         # the model leaderboard fills in the background: when the tab opens and after a round change (_show_rounds
-        # sees every change, made here, by a sync or by a promotion: connecting rounds_changed too filled it twice)
+        # sees every change, made here, by a sync or by a promotion, once: each reaches it through _route)
         self.leaderboard = LeaderboardController(self.desk, self.db, self.inference, self.evaluation_view.leaderboard)
         self._round_states: dict[str, tuple] = {}  # per task, its rounds as last shown: a change fills the board
         self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),
                         shown=self._evaluation_shown, shutdown=self.leaderboard.shutdown))
 
         self.next_round = NextRoundController(desk, self.db, self.inference, lambda: self.sync, self)
-        self.next_round.promoted.connect(lambda _promotion: self._task_chosen())  # Create follows the new round
         self._restore_settings()
         # The first read waits for the database worker (the GUI thread runs no query): the window opens on
         # its profile, task and rounds, before it is shown.
@@ -198,14 +205,13 @@ class MainWindow(ProfileActions, QMainWindow):
             QMessageBox.warning(self, "Settings", desk.settings_store.problem)
 
         self.sync = SyncController(desk, self)
-        self.sync_status = self.mount(sync_page(self.sync, self, self.statusBar().showMessage)).status[0]
-        self.sync.finished.connect(self._pulled)
+        self.sync_status = self.mount(replace(sync_page(self.sync, self, self.statusBar().showMessage),
+                                              watches=SYNC_STATE, changed=lambda _changes: self.sync.refresh())).status[0]
         self.sync.identity_changed.connect(self._show_person)
         self.sync.identity_changed.connect(self.workspace.writer_renamed)
         self.sync.start()
         self.proposals = ProposalsController(desk, self.db, self.sync.worker, self.inference, self.show_error, self,
                                              clients=self.sync.clients)
-        self.proposals.rounds_changed.connect(lambda _code: self._task_chosen())
         self.next_round.propose_requested.connect(
             lambda code, folder: self.proposals.propose(code, folder, self.next_round.proposal_answered))
         self._add_action(MenuAction(Menu.ROUND, "&Proposals…", self.open_proposals, name="proposals"))
@@ -290,11 +296,6 @@ class MainWindow(ProfileActions, QMainWindow):
     def open_sync_settings(self, why: str = "") -> None:
         self.sync.open_settings(self, why)
 
-    def _pulled(self, report) -> None:
-        if report.pulled:  # what arrived (a lead's return, a verdict) shows without touching a filter
-            self.refresh()
-            self.show_rounds()  # a round opened or closed on the server reaches the open app
-
     def find_in_data(self) -> None:
         self.filter_bar.focus_search()
 
@@ -332,8 +333,7 @@ class MainWindow(ProfileActions, QMainWindow):
             return
         examples, person = self.desk.examples, self.desk.current_person_id
         call = examples.retract if kind == "retract" else examples.flag
-        self.db.submit(lambda: call(row.id, person, reason), on_done=lambda _e: self.refresh(),
-                       on_error=self.show_error)
+        self.db.submit(lambda: call(row.id, person, reason), on_error=self.show_error)  # _route shows it
 
     def _restore_settings(self) -> None:
         settings = self.desk.settings
@@ -373,6 +373,7 @@ class MainWindow(ProfileActions, QMainWindow):
         for page in reversed(self.pages):  # a running sync is cancelled first; it resumes at the next start
             if page.shutdown is not None:
                 page.shutdown()
+        self.changes.close()
         self.db.shutdown(wait=True)
         super().closeEvent(event)
 
@@ -430,16 +431,6 @@ class MainWindow(ProfileActions, QMainWindow):
         self.filter_bar.set_choices(rounds, definition.labels)
         self._filters_changed(self.filter_bar.value())
 
-    def show_rounds(self) -> None:
-        """The task's open round in the toolbar and in Create (after a sync, a round may have opened
-        or closed: the workspace switches once the new target answers)."""
-        code = self._task_code
-        if code is None:
-            return
-        rounds = self.desk.tasks.rounds
-        self.db.submit(lambda: rounds(code), on_done=lambda found: self._show_rounds(code, found),
-                       on_error=self.show_error)
-
     def _show_rounds(self, code: str, task_rounds: list) -> None:
         states = tuple((r.number, str(r.status)) for r in task_rounds)
         if self._round_states.setdefault(code, states) != states:  # opened or closed here, by sync, by a promotion
@@ -475,14 +466,11 @@ class MainWindow(ProfileActions, QMainWindow):
         ))
 
     def refresh(self) -> None:
-        """Re-run the query (answers to older queries are dropped when they arrive); the selected
-        example stays selected, so a sync in the background does not take it from under the user."""
-        if getattr(self, "dashboard", None) is not None:
-            self.dashboard.refresh()
+        """View ▸ Refresh, the user's: read again what the window shows (a store needs none of this:
+        _route sends its changes to the pages they touch)."""
+        self.dashboard.refresh()
         self.returned_work.refresh()
-        row = self.table_model.row_data(self.table.currentIndex().row())
-        self._reselect_id = row.id if row else None
-        self.browser.refresh()
+        self._reload_data()
 
     def _reselect(self) -> None:
         keep, self._reselect_id = self._reselect_id, None
@@ -507,13 +495,15 @@ class MainWindow(ProfileActions, QMainWindow):
         self.statusBar().showMessage(f"Importing {Path(path).name}…")
         desk = self.desk
 
-        def done(report):
+        def done(report):  # what it stored reaches the views through _route
             self.statusBar().showMessage(f"Imported {Path(path).name}", 10_000)
             QMessageBox.information(self, "Import finished", report.summary())
-            self._task_chosen()
 
-        self.db.submit(lambda: import_file(desk, path, format_, task_code=task_code, skip_bad_rows=skip_bad_rows),
-                       on_done=done, on_error=self.show_error)
+        def run():
+            with desk.changes.batch():  # the views look once, at the whole import
+                return import_file(desk, path, format_, task_code=task_code, skip_bad_rows=skip_bad_rows)
+
+        self.db.submit(run, on_done=done, on_error=self.show_error)
 
     def open_export(self) -> None:
         dialog = ExportDialog(ExportView(self._tasks, self._task_code), self)

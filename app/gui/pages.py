@@ -16,6 +16,8 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QWidget
 
+from app.core.changes import Changes, Data
+
 
 class Menu(Enum):
     """The main window's menus, in menu-bar order (the value is the menu's title)."""
@@ -62,8 +64,10 @@ class Page:
     """One part of the main window, declared for MainWindow.mount.
 
     ``shown`` runs when the tab comes into view and when the task changes while it is in view (pages
-    load only when looked at); ``task_changed`` runs whenever the task changes; ``shutdown`` when the
-    window closes (in the reverse order of mounting)."""
+    load only when looked at); ``task_changed`` runs whenever the task changes; ``changed`` after a
+    store that touched any of the data the page ``watches`` (MainWindow routes every store's
+    :class:`~app.core.changes.Changes`); ``shutdown`` when the window closes (in the reverse order of
+    mounting)."""
 
     controller: QObject | None
     view: QWidget | None = None
@@ -72,4 +76,6 @@ class Page:
     status: tuple[QWidget, ...] = ()
     shown: Callable[[], object] | None = None
     task_changed: Callable[[], object] | None = None
+    watches: Data = Data.NONE
+    changed: Callable[[Changes], object] | None = None
     shutdown: Callable[[], object] | None = None

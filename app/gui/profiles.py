@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
     from app.core.desk import Desk
     from app.gui.next_round import NextRoundController
-    from app.gui.returned_work import ReturnedWork
     from app.gui.sync_controller import SyncController
     from app.gui.worker import SerialWorker
 
@@ -31,7 +30,6 @@ class ProfileActions:
     person_label: QLabel
     next_round: NextRoundController
     named_actions: dict[str, QAction]
-    returned_work: ReturnedWork
     show_error: Callable[[BaseException], None]
 
     def _show_person(self, person=None) -> None:
@@ -41,7 +39,6 @@ class ProfileActions:
             return
         self.person_label.setText(f"{person.display_name} · {person.role} ")
         self.next_round.person_shown(person, self.named_actions["next-round"])
-        self.returned_work.refresh()
 
     def open_profiles(self) -> None:
         self.db.submit(lambda: profile_dialog_data(self.desk, self.sync.team_server()), on_done=self._open_profiles,

@@ -160,10 +160,11 @@ class ReviewController(QObject):
         self.view.select_row(row)
 
     def _after_action(self, message: str, example_ids: list) -> None:
+        """The rows come again through the window's change routing (the store's changes reach it first;
+        the new rows arrive after this, and the next example is chosen among them)."""
         self.view.action_done(message)
         if not self.view.clusters_shown():  # the clusters are computed again, not paged
             self._remember_next(example_ids)
-        self.refresh()
         self.verdict_stored.emit(example_ids[0])
 
     @staticmethod
@@ -186,7 +187,6 @@ class ReviewController(QObject):
             view.show_message(f"{threshold} matching verdict{'s' if threshold != 1 else ''} now decide an "
                               f"example of this task; {decided:,} are decided here, and your team's "
                               "once you sync.")
-            self.refresh()
             self.verdict_stored.emit(None)
 
         self.db.submit(store, on_done=done,
@@ -212,8 +212,6 @@ class ReviewController(QObject):
 
         def done(_) -> None:
             view.show_message(quality_settings_message(settings))
-            if view.filter_values().near_duplicates:
-                self.refresh()
 
         self.db.submit(lambda: desk.set_task_settings(desk.current_person_id, code, quality=settings), on_done=done,
                        on_error=lambda error: self._refused(error, lambda t: view.show_message(t, True)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject
 
 from app.core.desk import Desk
 from app.core.domain import Role
@@ -18,7 +18,6 @@ CONTEXT_ROWS = 200  # the most-served contexts shown in the dialog
 
 
 class RoundsController(QObject):
-    rounds_changed = Signal(str)  # task code
 
     def __init__(self, desk: Desk, worker: SerialWorker, show_error, parent=None):
         super().__init__(parent)
@@ -80,8 +79,7 @@ class RoundsController(QObject):
 
     def _after_change(self, round_id, message: str):
         def done(_result) -> None:
-            self._load_rounds(select_id=round_id)
-            self.rounds_changed.emit(self._task_code)
+            self._load_rounds(select_id=round_id)  # the window hears the stored change itself (app/gui/changes.py)
             if self.dialog is not None:
                 self.dialog.show_note(message)
         return done

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.core.changes import Changes, Data
 from app.core.errors import DynadeskError
 from app.core.wellbeing.opt_outs import TARGET_GROUPS_FIELD
 from app.views.shell import profiles_view
@@ -58,6 +59,4 @@ def store_wellbeing(window, dialog: ProfileDialog, person_id: str, choice: Wellb
         return
     if dialog.wellbeing is not None:
         dialog.wellbeing.show_saved("✓ Saved. Validate and the reading views use them now.")
-    if window.validate.task_code is not None:
-        window.validate.load_next()  # the example again, masked as now chosen, with the opt-outs
-    window.workspace.assist.wellbeing_changed()  # the assistant's rows, masked as now chosen
+    desk.changes.publish(Changes(Data.PREFERENCES))  # each reading view shows its text as now chosen

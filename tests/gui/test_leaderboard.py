@@ -121,11 +121,9 @@ def test_the_leaderboard_fills_marks_and_refreshes(qtbot, window, data_dir, two_
     assert not any(panel.item(r, g, 0).text().endswith("*") for r in range(2) for g in range(2))
     assert "Scored 2 cells" in panel.status.text()
 
-    # a round opened elsewhere (a sync, a promotion): its cells fill on their own
-    with Desk(data_dir) as other:
-        other.rounds.open_next("hate_speech", two_rounds["lead"].id, [two_rounds["banana"].id])
+    # a round opened by a write the window did not ask for (a sync, a promotion): its cells fill on their own
     with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT):
-        window.show_rounds()
+        window.desk.rounds.open_next("hate_speech", two_rounds["lead"].id, [two_rounds["banana"].id])
     assert panel.model_names() == ["▶ Trigger model", "Random tiny"]
     assert panel.table.item(0, 7).text().startswith("Round 3") and panel.item(0, 2, 0).text() == "no held-out examples"
 
@@ -172,8 +170,8 @@ def test_an_extractive_task_gets_a_note_not_an_error(qtbot, window):
 
 
 def test_a_round_changed_in_the_rounds_dialog_fills_the_board_once(qtbot, window, data_dir, two_rounds, monkeypatch):
-    """The rounds dialog's change re-reads the task's rounds, which is what fills the board: it is not
-    filled a second time straight from the dialog's signal."""
+    """The stored round reaches the window as one change, which re-reads the task's rounds, which is
+    what fills the board: once, not once more from the dialog's own signal."""
     from app.gui import leaderboard as controller_module
 
     open_tab(qtbot, window)
@@ -184,9 +182,7 @@ def test_a_round_changed_in_the_rounds_dialog_fills_the_board_once(qtbot, window
         return real(*args, **kwargs)
 
     monkeypatch.setattr(controller_module, "plan_leaderboard", counted)
-    with Desk(data_dir) as other:
-        other.rounds.open_next("hate_speech", two_rounds["lead"].id, [two_rounds["banana"].id])
-    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT):
-        window.rounds.rounds_changed.emit("hate_speech")  # what the dialog says after opening a round
+    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT):  # as the rounds dialog opens one
+        window.desk.rounds.open_next("hate_speech", two_rounds["lead"].id, [two_rounds["banana"].id])
     assert plans == ["hate_speech"] and not window.leaderboard.running
     assert window.evaluation_view.leaderboard.table.item(0, 7).text().startswith("Round 3")

@@ -186,8 +186,7 @@ def test_a_restored_draft_of_a_closed_round_is_offered_the_move(qtbot, data_dir,
         assert moved.text == "written before the round closed" and moved.meta["hate_type"] == "dehumanization"
 
         # A lead closes round 2 on this desk, and no round is open: the text stays, as a draft.
-        window.desk.rounds.close(ws.round.id, lead_id)
-        window.rounds.rounds_changed.emit("hate_speech")
+        window.desk.rounds.close(ws.round.id, lead_id)  # the window hears the change: no signal needed
         qtbot.waitUntil(lambda: not view.editing.isEnabled(), timeout=5000)
         assert "Round 2 has closed; your text is kept as a draft" in view.status.text()
         assert window.round_label.text() == "No open round" and ws.loaded is None

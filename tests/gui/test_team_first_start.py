@@ -53,10 +53,9 @@ def test_the_preparation_bar_goes_once_round_one_answers_with_the_teams_model(qt
         panel = win.workspace_view.prediction
         qtbot.waitUntil(lambda: "first start only" in panel.verdict.text(), timeout=WAIT)
         assert "a few seconds" not in panel.verdict.text() and "5 to 15 seconds" in panel.verdict.text()
-        with Desk(data_dir) as other:  # what a sync does: round 1 gets the target the lead published
-            record = register_model(other, hate_trigger_model_dir, task_code="hate_speech", name="Team model")
-            assert other.rounds.adopt_first_models("hate_speech", [record.id])
-        win.show_rounds()  # as after a pull
+        # what a pull does: round 1 gets the target the lead published (the window hears the change)
+        record = register_model(win.desk, hate_trigger_model_dir, task_code="hate_speech", name="Team model")
+        assert win.desk.rounds.adopt_first_models("hate_speech", [record.id])
         type_text(qtbot, win, "the quiet teacher walked near the river")
         wait_for_prediction(qtbot, win)
         qtbot.waitUntil(lambda: bar().isHidden(), timeout=WAIT)

@@ -34,6 +34,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.errors import DatabaseError
+from app.core.storage.change_log import ChangeLog
 from app.core.storage.models import FTS_PREFIX, Meta
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ class Database:
         self.engine: Engine = sqlite_engine(f"sqlite:///{self.path}", cache_kib=CACHE_KIB)
         self._readers = sessionmaker(self.engine, expire_on_commit=False)
         self._writers = sessionmaker(self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False)
+        self.changes = ChangeLog()  # what each committed write changed, for whoever shows the data
+        self.changes.watch(self._writers)
         self._write_lock = threading.RLock()
         self.backup_path: Path | None = None  # set when an upgrade kept a copy of the old file
         self.damage: DatabaseError | None = None  # set once SQLite reports the file damaged
