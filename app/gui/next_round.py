@@ -23,7 +23,7 @@ from PySide6.QtGui import QDesktopServices
 from app.core.desk import Desk
 from app.core.domain import Role
 from app.core.errors import DynadeskError
-from app.gui.inference import InferenceFailure, InferenceService
+from app.gui.inference import InferenceFailure, InferenceService, Reply
 from app.gui.worker import SerialWorker
 from app.views.next_round import (
     BaseColumnsView, TrainChoices, base_columns_view, comparison_view, promotion_view, train_setup,
@@ -96,9 +96,8 @@ class NextRoundController(QObject):
         self.desk, self.db, self.inference, self.sync = desk, db, inference, sync
         self.dialog: NextRoundDialog | None = None
         self.task_code = ""
-        self.job_id: int | None = None
+        self.job: Reply | None = None  # the running job: training, the comparison or the export
         self.stage = ""  # the running job: "train", "compare" or "export"
-        self._after_job: Callable[[Any], None] | None = None
         self.choices: TrainChoices | None = None
         self.context_input = ""  # the open task's context input ("Context" for NLI): its base data is pairs
         self.candidate_dir: Path | None = None
@@ -106,10 +105,6 @@ class NextRoundController(QObject):
         self.html: Path | None = None
         self._stages = StageClock()  # the running job's stages: words, counts and time left per stage
         self._published_rounds: tuple[int, ...] = ()  # the rounds Publish sends: the closed one and the new one
-        inference.job_progress.connect(self._progress)
-        inference.job_message.connect(self._message)
-        inference.job_done.connect(self._done)
-        inference.failed.connect(self._failed)
 
     # The menu entry and opening -----------------------------------------------------------------
     @staticmethod
@@ -195,7 +190,7 @@ class NextRoundController(QObject):
         dialog = self.dialog
         if dialog is None:
             return
-        if self.job_id is not None:
+        if self.job is not None:
             dialog.show_message("The previous run is still stopping; train again in a moment.", error=True)
             return
         try:
@@ -301,7 +296,7 @@ class NextRoundController(QObject):
         from app.core.services.promotion import check_promotable
 
         folder, desk = self.candidate_dir, self.desk
-        if self.dialog is None or folder is None or self.job_id is not None:
+        if self.dialog is None or folder is None or self.job is not None:
             return
         self.dialog.set_running(True, "Checking…")
         code = self.task_code
@@ -382,68 +377,68 @@ class NextRoundController(QObject):
 
     # Jobs -------------------------------------------------------------------------------------------
     def _run(self, stage: str, text: str, fn, then: Callable[[Any], None]) -> None:
-        self.stage, self._after_job = stage, then
+        """One step's job on the inference service; ``then(result)`` when it is done."""
+        self.stage = stage
         self._stages = StageClock()
         self._stages.say(text)
         if self.dialog is not None:
             self.dialog.set_running(True, text)
-        self.job_id = self.inference.run_job(fn)
+
+        def done(result) -> None:
+            self._ended()
+            then(result)
+
+        self.job = self.inference.run_job(fn, key="next-round", on_progress=self._progress, on_message=self._message,
+                                          on_done=done, on_failed=lambda failure: self._stopped(stage, failure),
+                                          on_cancelled=lambda: self._stopped(stage, None))
 
     def cancel(self) -> None:
-        if self.job_id is not None:
-            self.inference.cancel_job(self.job_id)
+        if self.job is not None:
+            self.job.cancel()
             self._say("Cancelling after the current step…")
 
-    def _progress(self, request_id: int, done: int, total: int) -> None:
-        if request_id != self.job_id or self.dialog is None:
-            return
-        self._stages.report(done, total)
-        self.dialog.show_progress(self._stages.view())
+    def _progress(self, done: int, total: int) -> None:
+        if self.dialog is not None:
+            self._stages.report(done, total)
+            self.dialog.show_progress(self._stages.view())
 
-    def _message(self, request_id: int, text: str) -> None:
-        if request_id == self.job_id and self.dialog is not None:
+    def _message(self, text: str) -> None:
+        if self.dialog is not None:
             self._stages.say(text)
             self.dialog.show_progress(self._stages.view())
 
-    def _done(self, request_id: int, result) -> None:
-        if request_id != self.job_id:
-            return
-        self.job_id = None
-        then, self._after_job = self._after_job, None
+    def _ended(self) -> None:
+        self.job = None
         if self.dialog is not None:
             self.dialog.set_running(False)
-        if then is not None:
-            then(result)
 
-    def _failed(self, failure: InferenceFailure) -> None:
-        if failure.operation != "job" or failure.request_id != self.job_id:
-            return
+    def _stopped(self, stage: str, failure: InferenceFailure | None) -> None:
+        """The ``stage`` job failed (``failure``), or was cancelled (None)."""
         from app.core.services.comparison import NothingToCompare
 
-        self.job_id, self._after_job = None, None
-        dialog, stage = self.dialog, self.stage
+        self._ended()
+        dialog, cancelled = self.dialog, failure is None
         if dialog is None:
             return
-        dialog.set_running(False)
         if stage == "train":
             dialog.show_step(0)
-            if failure.cancelled:  # training stages its folder: a cancelled run left nothing
+            if failure is None:  # training stages its folder: a cancelled run left nothing
                 self._say("Training was cancelled; nothing was written.")
             else:
                 dialog.show_message(f"Training failed: {failure.message}", error=True)
             self.candidate_dir = None
         elif stage == "compare":
-            if isinstance(failure.error, NothingToCompare):
+            if failure is not None and isinstance(failure.error, NothingToCompare):
                 dialog.show_no_comparison(f"{failure.message} Promoting without a comparison needs “Promote anyway”.")
                 dialog.set_promote_intro(self._promote_intro())
-            elif failure.cancelled:
+            elif failure is None:
                 dialog.show_comparison_stopped(f"The comparison was cancelled. The trained candidate stays in "
                                                f"{self.candidate_dir}: compare it again, or go back and train anew.")
             else:
                 dialog.show_comparison_stopped(f"The comparison failed: {failure.message}")
         else:
-            dialog.show_message("Promotion cancelled; no round changed." if failure.cancelled
-                                else f"The export failed: {failure.message}", error=not failure.cancelled)
+            dialog.show_message("Promotion cancelled; no round changed." if failure is None
+                                else f"The export failed: {failure.message}", error=not cancelled)
 
     # Messages -----------------------------------------------------------------------------------------
     def _say(self, text: str) -> None:
