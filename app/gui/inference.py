@@ -79,7 +79,8 @@ class InferenceService(QObject):
         super().__init__(parent)
         self._ids = itertools.count(1)
         self._load_id = 0  # the newest load request
-        self._open: dict[str, Request | Job] = {}  # per key: the newest request whose reply has not ended
+        # per key (a kind of request, or "job:" and a job's key): the newest request whose reply has not ended
+        self._open: dict[str, Request | Job] = {}
         self._closed = False  # shut down: no reply is told anything more
         self._mailbox = Mailbox()
         models = SharedModels()
@@ -182,7 +183,7 @@ class InferenceService(QObject):
         job = Job(reply.request_id, fn, Progress(report, lambda text: worker.job_said.emit(job, text)), reply, key)
         reply._stopped_by(lambda: self._stop_job(job))
         if key is not None:
-            self._replace(key, job)
+            self._replace(f"job:{key}", job)
         self._mailbox.put_job(job)
         self._wake.emit()
         return reply
@@ -227,6 +228,8 @@ class InferenceService(QObject):
         self._mailbox.withdraw(request)
         self._forget(request)
         request.reply._cancelled()
+        if request.kind == "load" and request.request_id == self._load_id:  # the newest load, taken back:
+            self._settle_stale(answer_again=False)  # no load's end will settle what waited for it
 
     def _stop_job(self, job: Job) -> None:
         job.progress.cancel()
@@ -235,7 +238,7 @@ class InferenceService(QObject):
             job.reply._cancelled()
 
     def _forget(self, request: Request | Job) -> None:
-        key = request.kind if isinstance(request, Request) else request.key
+        key = request.kind if isinstance(request, Request) else f"job:{request.key}" if request.key else None
         if key is not None and self._open.get(key) is request:
             del self._open[key]
 
@@ -258,8 +261,8 @@ class InferenceService(QObject):
         if not self._answerable(request):
             return  # a newer load was asked for: its end is the one told
         self._forget(request)
+        request.reply._done(result)  # whoever asked first, then everyone who follows the loaded models
         self.model_loaded.emit(result)
-        request.reply._done(result)
         self._settle_stale(answer_again=True)
 
     @Slot(object, object)

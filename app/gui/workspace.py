@@ -147,9 +147,9 @@ class WorkspaceController(QObject):
         else:
             self.view.clear_prediction("Loading the target model…")
         self.status_changed.emit("Loading " + ", ".join(r.name for r in session.records) + "…")
-        self.load(specs)
+        self.request_models(specs)
 
-    def load(self, specs: list) -> int:
+    def request_models(self, specs: list) -> int:
         """Ask the inference service for these target models; returns the load's request id. A newer
         load cancels this one, so only the newest models asked for are shown as loaded."""
         return self.inference.load(specs, on_done=self._models_loaded, on_failed=self._load_failed).request_id
