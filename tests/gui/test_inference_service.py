@@ -8,21 +8,11 @@ import os
 import sys
 import threading
 
-import pytest
-
 from app.gui.inference import EXPLANATION_NICENESS, InferenceService
 from local_models.engine import ModelSpec
 from tests.model_fixtures import LABELS
 
 SIGNAL_TIMEOUT = 60_000  # loading torch the first time can be slow on a busy CI machine
-
-
-@pytest.fixture
-def service(qtbot):
-    service = InferenceService()
-    yield service
-    service.shutdown()
-    assert not service._thread.isRunning()
 
 
 def spec(path, **kw) -> ModelSpec:

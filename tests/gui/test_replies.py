@@ -9,7 +9,7 @@ import threading
 from PySide6.QtCore import QCoreApplication
 
 from app.core.errors import DynadeskError
-from tests.gui.test_inference_service import SIGNAL_TIMEOUT, Told, load, service, spec  # noqa: F401
+from tests.gui.test_inference_service import SIGNAL_TIMEOUT, Told, load, spec
 
 
 def held_job(name: str, gate: threading.Event, *, fail: bool = False, checks: bool = True):

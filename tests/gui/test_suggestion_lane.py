@@ -9,13 +9,12 @@ import threading
 from app.core.assist.pipeline import suggest
 from app.core.assist.types import Goal
 from app.core.tasks.definition import builtin_tasks_dir, load_task_file
-from tests.gui.test_inference_service import (  # noqa: F401
+from tests.gui.test_inference_service import (
     SIGNAL_TIMEOUT,
     GatedAttributions,
     Told,
     answer,
     load,
-    service,
     spec,
 )
 
