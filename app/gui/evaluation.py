@@ -182,7 +182,7 @@ class EvaluationController(QObject):
             self.job = None
             then(result)
 
-        self.job = self.inference.run_job(fn, key="evaluation", on_progress=self.view.set_progress,
+        self.job = self.inference.run_job(fn, on_progress=self.view.set_progress,
                                           on_message=self.view.set_status, on_done=done,
                                           on_failed=self._job_failed, on_cancelled=self._job_cancelled)
 

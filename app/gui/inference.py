@@ -16,7 +16,7 @@ to whoever asked, and to no one else.
     service.load([model_spec(record) for record in round_models], on_failed=...)
     reply = service.predict(text, on_done=show, on_failed=say)   # on every edit (after the debounce)
     service.attribute(text, target="hate", on_done=..., on_failed=...)
-    service.run_job(evaluate, key="evaluation", on_progress=..., on_done=..., on_failed=..., on_cancelled=...)
+    service.run_job(measure, key="quality.spreads", on_progress=..., on_done=..., on_failed=..., on_cancelled=...)
     reply.cancel()
 
 Requests coalesce: each kind of request (load, predict, attribute, a reading view's attribution,
@@ -170,7 +170,9 @@ class InferenceService(QObject):
                 on_cancelled: Callable[[], None] | None = None) -> Reply[Any]:
         """Run ``fn(progress)`` on the prediction lane (an evaluation with its own models), after the
         jobs already queued; ``reply.cancel()`` stops it at its next check. A job with a ``key`` cancels
-        the older job of that key (it reports cancelled once it stopped)."""
+        the older job of that key (it reports cancelled once it stopped): for an owner whose newer job
+        replaces the older (the quality page measuring another task); one that runs a job at a time
+        and refuses a second needs none."""
         reply: Reply[Any] = Reply(key, next(self._ids), on_done=on_done, on_failed=on_failed,
                                   on_cancelled=on_cancelled, on_progress=on_progress, on_message=on_message)
         worker = self._worker

@@ -108,7 +108,7 @@ class LeaderboardController(QObject):
                               f"model{'s' if models != 1 else ''}) in the background…")
         partial: list[ScoredCell] = []
         self.job = self.inference.run_job(lambda progress: compute_cells(plan, progress, into=partial),
-                                          key="leaderboard", on_progress=self.panel.set_progress,
+                                          on_progress=self.panel.set_progress,
                                           on_message=self.panel.set_status, on_done=self._done,
                                           on_failed=self._failed, on_cancelled=lambda: self._cancelled(partial))
 

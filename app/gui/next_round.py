@@ -250,8 +250,8 @@ class NextRoundController(QObject):
         from local_models.train import parse_label_map
 
         choices, folder, desk, code = self.choices, self.candidate_dir, self.desk, self.task_code
-        if choices is None or folder is None or self.dialog is None:
-            return
+        if choices is None or folder is None or self.dialog is None or self.job is not None:
+            return  # one job at a time, as train and promote
         base_test = Path(choices.base_path) if choices.base_path else None
         base_options = BaseTestOptions(choices.text_column, choices.label_column, parse_label_map(choices.label_map),
                                        choices.html_unescape, context_column=(choices.context_column or None)
@@ -388,7 +388,7 @@ class NextRoundController(QObject):
             self._ended()
             then(result)
 
-        self.job = self.inference.run_job(fn, key="next-round", on_progress=self._progress, on_message=self._message,
+        self.job = self.inference.run_job(fn, on_progress=self._progress, on_message=self._message,
                                           on_done=done, on_failed=lambda failure: self._stopped(stage, failure),
                                           on_cancelled=lambda: self._stopped(stage, None))
 

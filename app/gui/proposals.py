@@ -148,7 +148,7 @@ class ProposalsController(QObject):
         if self.dialog is not None:
             self.dialog.set_busy(True, "Promoting: downloading and checking the files, comparing, exporting, "
                                        "publishing…" + (" (promoted anyway: the reason is recorded)" if force else ""))
-        self.job = self.inference.run_job(run, key="proposals", on_progress=self._progress, on_message=self._message,
+        self.job = self.inference.run_job(run, on_progress=self._progress, on_message=self._message,
                                           on_done=self._done, on_failed=lambda failure: self._job_failed(
                                               proposal_id, failure), on_cancelled=self._cancelled)
 
