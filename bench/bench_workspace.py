@@ -168,8 +168,18 @@ TYPING_GAP_MS = (60, 180)
 SUGGEST_EVERY = 5  # keystrokes between two requests for suggestions (a writer asking often)
 
 
+def _after(owner, name: str, record) -> None:
+    """Run ``record(answer)`` after ``owner``'s handler ``name`` (a request's callback, looked up when asked)."""
+    handler = getattr(owner, name)
+
+    def handled(answer) -> None:
+        handler(answer)
+        record(answer)
+
+    setattr(owner, name, handled)
+
+
 def _keystrokes(data: Path, n: int, follow: bool = False, suggest: bool = False) -> tuple[list[float], str, dict]:
-    from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
@@ -183,10 +193,11 @@ def _keystrokes(data: Path, n: int, follow: bool = False, suggest: bool = False)
     ws = window.workspace
     shown: list[float] = []
     explained: list[object] = []
-    ws.inference.prediction_ready.connect(lambda _r: shown.append(time.perf_counter()), Qt.ConnectionType.DirectConnection)
-    ws.inference.attribution_ready.connect(explained.append, Qt.ConnectionType.DirectConnection)
+    # each answer goes to the one handler its request named: timed right after that handler showed it
+    _after(ws, "_predicted", lambda _r: shown.append(time.perf_counter()))
+    _after(ws.pairs, "attributed", explained.append)
     suggested: list[object] = []
-    ws.inference.suggestion_ready.connect(suggested.append, Qt.ConnectionType.DirectConnection)
+    _after(ws.assist, "_arrived", suggested.append)
     deadline = time.time() + 120
     while (ws.loaded is None or "text" not in ws.view.editor.fields) and time.time() < deadline:
         app.processEvents()  # the task's fields are laid out once its definition is read on the worker

@@ -66,7 +66,6 @@ class AssistantController:
         view.assist_label_confirmed.connect(self.confirm_label)
         view.replacement_toggled.connect(self._toggled)
         view.assist_slurs_toggled.connect(self.choose_slurs)
-        ws.inference.suggestion_ready.connect(self._arrived)
         ws.assistant.assistant_changed.connect(lambda _offered: self.refresh())  # the session's arm is known
 
     # The task and the example ---------------------------------------------------------------------
@@ -185,8 +184,8 @@ class AssistantController:
         work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule, self.lexicon,
                            text_label=content.label,  # contrast: the label the text has before the edit
                            gradient_form=self.gradient_form, slurs=session.slurs)
-        request = ws.inference.suggest(work, inputs)
-        session.suggestions_requested(request, inputs)
+        reply = ws.inference.suggest(work, inputs, on_done=self._arrived, on_failed=self.failed)
+        session.suggestions_requested(reply.request_id, inputs)
         self.refresh(bring_forward=True)
 
     def choose_goal(self, goal: Goal) -> None:
@@ -226,8 +225,6 @@ class AssistantController:
             self.refresh(bring_forward=True)
 
     def failed(self, failure: InferenceFailure) -> None:
-        if failure.cancelled:
-            return  # a newer request is on its way
         self.session.suggestions_failed(f"No suggestions: {failure.message}")
         self.refresh()
 

@@ -20,7 +20,7 @@ from PySide6.QtGui import QDesktopServices
 
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
-from app.gui.inference import InferenceFailure, InferenceService
+from app.gui.inference import InferenceFailure, InferenceService, Reply
 from app.gui.worker import SerialWorker
 from app.core.services import evaluation as ev
 from app.core.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
@@ -67,8 +67,7 @@ class EvaluationController(QObject):
         super().__init__(view)
         self.desk, self.db, self.inference, self.view = desk, db, inference, view
         self.task_code = "hate_speech"
-        self.job_id: int | None = None
-        self._after_job = None  # what follows the running job when it is a preparation step
+        self.job: Reply | None = None  # the running job: preparing the default model, or the evaluation
         self.doc: dict | None = None
         self.out_dir: Path | None = None
         self._model_key = ""
@@ -82,10 +81,6 @@ class EvaluationController(QObject):
         view.set_changed.connect(self._set_chosen)
         view.case_opened.connect(self._case_opened)
         view.report_requested.connect(self.open_report)
-        inference.job_progress.connect(self._progress)
-        inference.job_message.connect(self._message)
-        inference.job_done.connect(self._done)
-        inference.failed.connect(self._inference_failed)
 
     def refresh(self, task_code: str | None = None) -> None:
         """The models this task can be evaluated with: the default model, each round's targets, every runnable model."""
@@ -126,7 +121,7 @@ class EvaluationController(QObject):
         self._show_details()
 
     def run(self, settings: EvaluationSettings) -> None:
-        if self.job_id is not None:
+        if self.job is not None:
             self.view.set_status("An evaluation is running; cancel it first.", error=True)
             return
         desk, code = self.desk, self.task_code
@@ -161,9 +156,9 @@ class EvaluationController(QObject):
             cases = sum(len(s.cases) for s in sets)
             self.view.set_status(f"Evaluating {len(choices)} model(s) on {cases:,} cases…")
             out = self.desk.root / "evaluations" / datetime.now().strftime("%Y-%m-%d_%H%M%S")
-            self.job_id = self.inference.run_job(lambda progress: evaluate_and_write(
+            self._run(lambda progress: evaluate_and_write(
                 lambda: ev.evaluate(choices, sets, options, task_code=code, records=records, progress=progress), out,
-                board, words))
+                board, words), self._done)
 
         def failed(error: BaseException) -> None:
             self.view.set_running(False)
@@ -176,44 +171,39 @@ class EvaluationController(QObject):
             # the first use assembles and exports the default model (tens of seconds): a job, not the database thread
             from app.core.services.target_models import prepare_default_files
 
-            self._after_job = prepare_on_db
-            self.job_id = self.inference.run_job(lambda progress: prepare_default_files(desk, progress=progress))
+            # once the default model is ready, the evaluation goes on
+            self._run(lambda progress: prepare_default_files(desk, progress=progress), lambda _ready: prepare_on_db())
         else:
             prepare_on_db()
 
+    def _run(self, fn, then) -> None:
+        """One job of this tab on the inference service; ``then(result)`` when it is done."""
+
+        def done(result) -> None:
+            self.job = None
+            then(result)
+
+        self.job = self.inference.run_job(fn, on_progress=self.view.set_progress,
+                                          on_message=self.view.set_status, on_done=done,
+                                          on_failed=self._job_failed, on_cancelled=self._job_cancelled)
+
     def cancel(self) -> None:
-        if self.job_id is not None:
-            self.inference.cancel_job(self.job_id)
+        if self.job is not None:
+            self.job.cancel()
             self.view.set_status("Cancelling after the current batch…")
 
-    def _progress(self, request_id: int, done: int, total: int) -> None:
-        if request_id == self.job_id:
-            self.view.set_progress(done, total)
-
-    def _message(self, request_id: int, text: str) -> None:
-        if request_id == self.job_id:
-            self.view.set_status(text)
-
-    def _inference_failed(self, failure: InferenceFailure) -> None:
-        if failure.operation != "job" or failure.request_id != self.job_id:
-            return
-        self.job_id = None
-        self._after_job = None
+    def _job_cancelled(self) -> None:
+        self.job = None
         self.view.set_running(False)
-        if failure.cancelled:
-            self.view.set_status("Cancelled; nothing was written.")
-        else:
-            self.view.set_status(f"The evaluation failed: {failure.message}", error=True)
-            self.failed.emit(failure.message)
+        self.view.set_status("Cancelled; nothing was written.")
 
-    def _done(self, request_id: int, result) -> None:
-        if request_id != self.job_id:
-            return
-        self.job_id = None
-        then, self._after_job = self._after_job, None
-        if then is not None:  # the default model is ready: go on with the evaluation
-            then()
-            return
+    def _job_failed(self, failure: InferenceFailure) -> None:
+        self.job = None
+        self.view.set_running(False)
+        self.view.set_status(f"The evaluation failed: {failure.message}", error=True)
+        self.failed.emit(failure.message)
+
+    def _done(self, result: tuple[dict, Path]) -> None:
         doc, folder = result
         self.show(doc)
         self.out_dir = folder

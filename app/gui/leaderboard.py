@@ -26,7 +26,7 @@ from app.core.next_round.leaderboard import (
     read_leaderboard,
     store_cells,
 )
-from app.gui.inference import InferenceFailure, InferenceService
+from app.gui.inference import InferenceFailure, InferenceService, Reply
 from app.gui.worker import SerialWorker
 from app.views.leaderboard import LeaderboardView, build_leaderboard
 from widgets.leaderboard_view import LeaderboardPanel
@@ -45,17 +45,12 @@ class LeaderboardController(QObject):
         # that a fill started by a tab or a round change never holds up the database lane's writes.
         self.reader = SerialWorker("dynadesk-leaderboard", self)
         self.task_code = "hate_speech"
-        self.job_id: int | None = None
-        self._partial: list[ScoredCell] = []  # what the running job has scored, kept even if it is cancelled
+        self.job: Reply | None = None  # the running fill's scoring
         self._pending: tuple[str, bool] | None = None  # a fill asked for while one runs
         self._busy = False
         self._cancel_asked = False
         panel.refresh_requested.connect(lambda: self.fill(self.task_code, refresh=True))
         panel.cancel_requested.connect(self.cancel)
-        inference.job_progress.connect(self._progress)
-        inference.job_message.connect(self._message)
-        inference.job_done.connect(self._done)
-        inference.failed.connect(self._failed)
 
     @property
     def running(self) -> bool:
@@ -86,13 +81,13 @@ class LeaderboardController(QObject):
     def shutdown(self) -> None:
         """The window closes: a running job is cancelled (the inference service stops its own); the reader
         finishes the read it is in."""
-        if self.job_id is not None:
-            self.inference.cancel_job(self.job_id)
+        if self.job is not None:
+            self.job.cancel()
         self.reader.shutdown(wait=True)
 
     def cancel(self) -> None:
-        if self.job_id is not None:
-            self.inference.cancel_job(self.job_id)
+        if self.job is not None:
+            self.job.cancel()
             self.panel.set_status("Cancelling after the current batch; the cells scored so far are kept…")
         elif self._busy:  # still reading: no job is started
             self._cancel_asked = True
@@ -112,8 +107,10 @@ class LeaderboardController(QObject):
         self.panel.set_status(f"Scoring {count} cell{'s' if count != 1 else ''} ({models} "
                               f"model{'s' if models != 1 else ''}) in the background…")
         partial: list[ScoredCell] = []
-        self._partial = partial
-        self.job_id = self.inference.run_job(lambda progress: compute_cells(plan, progress, into=partial))
+        self.job = self.inference.run_job(lambda progress: compute_cells(plan, progress, into=partial),
+                                          on_progress=self.panel.set_progress,
+                                          on_message=self.panel.set_status, on_done=self._done,
+                                          on_failed=self._failed, on_cancelled=lambda: self._cancelled(partial))
 
     @staticmethod
     def _settled_text(plan: LeaderboardPlan) -> str:
@@ -123,30 +120,19 @@ class LeaderboardController(QObject):
                    "Press Refresh to score them again."
         return "Up to date."
 
-    def _progress(self, request_id: int, done: int, total: int) -> None:
-        if request_id == self.job_id:
-            self.panel.set_progress(done, total)
-
-    def _message(self, request_id: int, text: str) -> None:
-        if request_id == self.job_id:
-            self.panel.set_status(text)
-
-    def _done(self, request_id: int, scored) -> None:
-        if request_id != self.job_id:
-            return
-        self.job_id = None
+    def _done(self, scored) -> None:
+        self.job = None
         self._keep(list(scored), f"Scored {len(scored)} cell{'s' if len(scored) != 1 else ''}.")
 
+    def _cancelled(self, partial: list[ScoredCell]) -> None:
+        self.job = None
+        kept = list(partial)  # what the job scored before it stopped
+        self._keep(kept, f"Cancelled; {len(kept)} cell{'s' if len(kept) != 1 else ''} scored before it "
+                         "are kept. Refresh scores the rest.")
+
     def _failed(self, failure: InferenceFailure) -> None:
-        if failure.operation != "job" or failure.request_id != self.job_id:
-            return
-        self.job_id = None
-        if failure.cancelled:
-            kept = list(self._partial)
-            self._keep(kept, f"Cancelled; {len(kept)} cell{'s' if len(kept) != 1 else ''} scored before it "
-                             "are kept. Refresh scores the rest.")
-        else:
-            self._finished(0, f"The leaderboard could not be scored: {failure.message}", error=True)
+        self.job = None
+        self._finished(0, f"The leaderboard could not be scored: {failure.message}", error=True)
 
     def _keep(self, scored: list[ScoredCell], message: str) -> None:
         desk, code = self.desk, self.task_code

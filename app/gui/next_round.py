@@ -23,7 +23,7 @@ from PySide6.QtGui import QDesktopServices
 from app.core.desk import Desk
 from app.core.domain import Role
 from app.core.errors import DynadeskError
-from app.gui.inference import InferenceFailure, InferenceService
+from app.gui.inference import InferenceFailure, InferenceService, Reply
 from app.gui.worker import SerialWorker
 from app.views.next_round import (
     BaseColumnsView, TrainChoices, base_columns_view, comparison_view, promotion_view, train_setup,
@@ -46,12 +46,7 @@ class NextRoundController(QObject):
         self.desk, self.db, self.inference, self.sync = desk, db, inference, sync
         self.dialog: NextRoundDialog | None = None
         self.session = NextRoundSession()  # the dialog's state: task, candidate, report, running step, rounds
-        self.job_id: int | None = None
-        self._after_job: Callable[[Any], None] | None = None
-        inference.job_progress.connect(self._progress)
-        inference.job_message.connect(self._message)
-        inference.job_done.connect(self._done)
-        inference.failed.connect(self._failed)
+        self.job: Reply | None = None  # the running job: training, the comparison or the export
 
     # The menu entry and opening -----------------------------------------------------------------
     @staticmethod
@@ -313,68 +308,67 @@ class NextRoundController(QObject):
 
     # Jobs -------------------------------------------------------------------------------------------
     def _run(self, text: str, fn, then: Callable[[Any], None]) -> None:
-        """Run the job of the step the session just started."""
-        self._after_job = then
+        """Run the job of the step the session just started; ``then(result)`` when it is done."""
         self.session.stages.say(text)
         if self.dialog is not None:
             self.dialog.set_running(True, text)
-        self.job_id = self.inference.run_job(fn)
+
+        def done(result) -> None:
+            self._ended()
+            self.session.job_finished()
+            if self.dialog is not None:
+                self.dialog.set_running(False)
+            then(result)
+
+        self.job = self.inference.run_job(fn, on_progress=self._progress, on_message=self._message,
+                                          on_done=done, on_failed=self._stopped,
+                                          on_cancelled=lambda: self._stopped(None))
 
     def cancel(self) -> None:
-        if self.job_id is not None:
-            self.inference.cancel_job(self.job_id)
+        if self.job is not None:
+            self.job.cancel()
             self._say("Cancelling after the current step…")
 
-    def _progress(self, request_id: int, done: int, total: int) -> None:
-        if request_id != self.job_id or self.dialog is None:
-            return
-        self.session.stages.report(done, total)
-        self.dialog.show_progress(self.session.stages.view())
+    def _progress(self, done: int, total: int) -> None:
+        if self.dialog is not None:
+            self.session.stages.report(done, total)
+            self.dialog.show_progress(self.session.stages.view())
 
-    def _message(self, request_id: int, text: str) -> None:
-        if request_id == self.job_id and self.dialog is not None:
+    def _message(self, text: str) -> None:
+        if self.dialog is not None:
             self.session.stages.say(text)
             self.dialog.show_progress(self.session.stages.view())
 
-    def _done(self, request_id: int, result) -> None:
-        if request_id != self.job_id:
-            return
-        self.job_id = None
-        self.session.job_finished()
-        then, self._after_job = self._after_job, None
-        if self.dialog is not None:
-            self.dialog.set_running(False)
-        if then is not None:
-            then(result)
+    def _ended(self) -> None:
+        self.job = None
 
-    def _failed(self, failure: InferenceFailure) -> None:
-        if failure.operation != "job" or failure.request_id != self.job_id:
-            return
+    def _stopped(self, failure: InferenceFailure | None) -> None:
+        """The running step's job failed (``failure``), or was cancelled (None)."""
         from app.core.next_round.comparison import NothingToCompare
 
-        self.job_id, self._after_job = None, None
-        stage, dialog = self.session.job_failed(), self.dialog
+        self._ended()
+        stage, dialog, cancelled = self.session.job_failed(), self.dialog, failure is None
         if dialog is None:
             return
         dialog.set_running(False)
         if stage == Step.TRAIN:
             dialog.show_step(0)
-            if failure.cancelled:  # training stages its folder: a cancelled run left nothing
+            if failure is None:  # training stages its folder: a cancelled run left nothing
                 self._say("Training was cancelled; nothing was written.")
             else:
                 dialog.show_message(f"Training failed: {failure.message}", error=True)
         elif stage == Step.COMPARE:
-            if isinstance(failure.error, NothingToCompare):
+            if failure is not None and isinstance(failure.error, NothingToCompare):
                 dialog.show_no_comparison(f"{failure.message} Promoting without a comparison needs “Promote anyway”.")
                 dialog.set_promote_intro(self.session.promote_intro())
-            elif failure.cancelled:
+            elif failure is None:
                 dialog.show_comparison_stopped(f"The comparison was cancelled. The trained candidate stays in "
                                                f"{self.session.candidate_dir}: compare it again, or go back and train anew.")
             else:
                 dialog.show_comparison_stopped(f"The comparison failed: {failure.message}")
         else:
-            dialog.show_message("Promotion cancelled; no round changed." if failure.cancelled
-                                else f"The export failed: {failure.message}", error=not failure.cancelled)
+            dialog.show_message("Promotion cancelled; no round changed." if failure is None
+                                else f"The export failed: {failure.message}", error=not cancelled)
 
     # Messages -----------------------------------------------------------------------------------------
     def _say(self, text: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from app.core.domain import ModelOutput, Span
-from app.gui.inference import AttributionResult
+from app.gui.inference import AttributionResult, InferenceFailure
 from app.core.services.target_models import model_input
 from app.core.tasks.fooling import ensemble_label, mean_probabilities
 from app.core.text import words
@@ -66,10 +66,13 @@ class PairController:
         original = session.original
         if session.explaining(target or self._predicted_label()):
             written = definition.written_inputs[0].name
-            self.ws.inference.attribute(model_input(definition, {**content.inputs, written: original.text}),
-                                        target=original.target)
+            self._attribute(model_input(definition, {**content.inputs, written: original.text}), original.target)
             return
-        self.ws.inference.attribute(model_input(definition, dict(content.inputs)), target=target)
+        self._attribute(model_input(definition, dict(content.inputs)), target)
+
+    def _attribute(self, inputs, target: str | None) -> None:
+        """Ask for the writer's attributions; a newer request (the next keystroke's) cancels this one."""
+        self.ws.inference.attribute(inputs, target=target, on_done=self.attributed, on_failed=self._failed)
 
     def _predicted_label(self) -> str | None:
         last = self.ws.session.last_prediction
@@ -80,9 +83,11 @@ class PairController:
         if pinned:
             self.explain(self.ws.view.explain_target())
 
+    def _failed(self, failure: InferenceFailure) -> None:
+        self.ws.view.clear_attribution(f"No attributions: {failure.message}")
+        self.ws.session.prediction_failed()
+
     def attributed(self, result: AttributionResult) -> None:
-        if self.ws.inference.for_reading(result.request_id):
-            return  # a reading view's (the words it blurs), not the writer's
         session, view = self.ws.session, self.ws.view
         attribution, definition = result.attribution, session.definition
         segment = written_segment(definition)
@@ -91,7 +96,7 @@ class PairController:
             session.original_attributed(words_scores(  # raw: both texts on one scale, not each on its own
                 original.text, [(w.start, w.end, w.raw) for w in attribution.words if w.segment == segment]))
             # now the edit, toward the same label
-            self.ws.inference.attribute(model_input(definition, dict(view.content().inputs)), target=original.target)
+            self._attribute(model_input(definition, dict(view.content().inputs)), original.target)
             return
         texts = result.inputs if isinstance(result.inputs, tuple) else (result.inputs,)
         view.show_attribution(attribution_view(definition, attribution, texts))

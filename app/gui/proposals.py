@@ -29,14 +29,10 @@ class ProposalsController(QObject):
         self.show_error = show_error
         self.clients = clients  # the sync controller's ClientFactory
         self.dialog: ProposalsDialog | None = None
-        self.job_id: int | None = None
+        self.job = None  # the running promotion's Reply
         self._task_code = ""
         self._task_name = ""
         self._role = Role.ANNOTATOR
-        inference.job_progress.connect(self._progress)
-        inference.job_message.connect(self._message)
-        inference.job_done.connect(self._done)
-        inference.failed.connect(self._job_failed)
 
     def open_dialog(self, task_code: str, parent) -> None:
         desk = self.desk
@@ -124,7 +120,7 @@ class ProposalsController(QObject):
         from sync.proposals import promote_proposal
         from sync.transport import SyncHandle
 
-        if self.job_id is not None:
+        if self.job is not None:
             return
         desk = self.desk
 
@@ -143,49 +139,50 @@ class ProposalsController(QObject):
                                            reason=reason, progress=progress, handle=handle)
             return str(outcome.proposal.id), promoted_message(outcome)  # read here: the records stay off the GUI thread
 
-        self._promoting = proposal_id
         if self.dialog is not None:
             self.dialog.set_busy(True, "Promoting: downloading and checking the files, comparing, exporting, "
                                        "publishing…" + (" (promoted anyway: the reason is recorded)" if force else ""))
-        self.job_id = self.inference.run_job(run)
+        self.job = self.inference.run_job(run, on_progress=self._progress, on_message=self._message,
+                                          on_done=self._done, on_failed=lambda failure: self._job_failed(
+                                              proposal_id, failure), on_cancelled=self._cancelled)
 
     def cancel(self) -> None:
-        if self.job_id is not None:
-            self.inference.cancel_job(self.job_id)
+        if self.job is not None:
+            self.job.cancel()
             if self.dialog is not None:
                 self.dialog.show_message("Cancelling after the current step…")
 
-    def _progress(self, request_id: int, done: int, total: int) -> None:
-        if request_id == self.job_id and self.dialog is not None:
+    def _progress(self, done: int, total: int) -> None:
+        if self.dialog is not None:
             self.dialog.set_progress(done, total)
 
-    def _message(self, request_id: int, text: str) -> None:
-        if request_id == self.job_id and self.dialog is not None:
+    def _message(self, text: str) -> None:
+        if self.dialog is not None:
             self.dialog.show_message(text)
 
-    def _done(self, request_id: int, result) -> None:
-        if request_id != self.job_id:
-            return
-        self.job_id = None
+    def _done(self, result) -> None:
+        self.job = None
         proposal_id, message = result
         if self.dialog is not None:
             self.dialog.set_busy(False)
         self.rounds_changed.emit(self._task_code)
         self.refresh(proposal_id, message, ok=True)
 
-    def _job_failed(self, failure) -> None:
+    def _cancelled(self) -> None:
+        self.job = None
+        if self.dialog is not None:
+            self.dialog.set_busy(False)
+            self.dialog.show_message("Cancelled; no round changed.")
+
+    def _job_failed(self, proposal_id: str, failure) -> None:
         from app.core.next_round.promotion import PromotionRefused
 
-        if failure.operation != "job" or failure.request_id != self.job_id:
-            return
-        self.job_id = None
+        self.job = None
         if self.dialog is None:
             return
         self.dialog.set_busy(False)
-        if failure.cancelled:
-            self.dialog.show_message("Cancelled; no round changed.")
-        elif isinstance(failure.error, PromotionRefused):
-            self.dialog.offer_override(refusal_view(self._promoting, failure.message, failure.error.lines))
+        if isinstance(failure.error, PromotionRefused):
+            self.dialog.offer_override(refusal_view(proposal_id, failure.message, failure.error.lines))
         else:
             self._failed(failure.error)
 

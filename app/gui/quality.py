@@ -56,15 +56,12 @@ class QualityController(QObject):
         self._duplicates_asked: tuple | None = None  # (GUI thread) the data state whose duplicates are on their way
         # on the GUI thread: per task, the model measured with (sha) and per round (spread, sample, examples)
         self._spreads: dict[str, tuple[str, dict[int, tuple[float | None, int, int]]]] = {}
-        self._spread_job: tuple[int, str, tuple] | None = None  # running job id, its task and data state
+        self._spread_task: str | None = None  # the task whose spreads the running job measures
         self._spread_tried: dict[str, tuple] = {}  # task -> the data state whose measurement failed
         self._spread_note = ""
         self.report: QualityReport | None = None
         view.thresholds_changed.connect(self._thresholds_changed)
         view.term_clicked.connect(self.show_term)
-        if inference is not None:
-            inference.job_done.connect(self._job_done)
-            inference.failed.connect(self._job_failed)
 
     def _thresholds_changed(self, z: float, duplicate_rate: float) -> None:
         self.thresholds = replace(self.thresholds, artifact_z=z, duplicate_rate=duplicate_rate)
@@ -129,10 +126,8 @@ class QualityController(QObject):
         """Embed the rounds whose spread is missing, or whose examples changed by more than 5 % since
         it was measured (a new example does not re-embed the round), as one inference job."""
         task_code = key[0]
-        if self._spread_job is not None:
-            if self._spread_job[1] == task_code:
-                return  # the running job's figures are close enough; the next refresh looks again
-            self.inference.cancel_job(self._spread_job[0])
+        if self._spread_task == task_code:
+            return  # the running job's figures are close enough; the next refresh looks again
         sha, known = self._spreads.get(task_code, ("", {}))
         stale = [n for n, count in counts.items()
                  if n not in known or abs(count - known[n][2]) > 0.05 * max(known[n][2], 1)]
@@ -153,12 +148,13 @@ class QualityController(QObject):
             finally:
                 engine.close()
 
-        self._spread_job = (self.inference.run_job(measure), task_code, key)
+        # another task's measuring (the key's older job) is cancelled: its figures would not be shown
+        self._spread_task = task_code
+        self.inference.run_job(measure, key="quality.spreads", on_done=self._spreads_measured,
+                               on_failed=lambda failure: self._spreads_failed(key, failure))
 
-    def _job_done(self, request_id: int, result) -> None:
-        if self._spread_job is None or request_id != self._spread_job[0]:
-            return
-        self._spread_job = None
+    def _spreads_measured(self, result) -> None:
+        self._spread_task = None
         key, name, sha, spreads, counts = result
         if name is None:
             self._spread_tried[key[0]] = key
@@ -172,15 +168,11 @@ class QualityController(QObject):
         self.refresh()
         self.spread_ready.emit()
 
-    def _job_failed(self, failure) -> None:
-        if self._spread_job is None or failure.operation != "job" or failure.request_id != self._spread_job[0]:
-            return
-        _job, task_code, key = self._spread_job
-        self._spread_job = None
-        if not failure.cancelled:
-            self._spread_tried[task_code] = key
-            self._spread_note = f"not measured: {failure.message}"
-            self.refresh()
+    def _spreads_failed(self, key: tuple, failure) -> None:
+        self._spread_task = None
+        self._spread_tried[key[0]] = key
+        self._spread_note = f"not measured: {failure.message}"
+        self.refresh()
 
     def show_term(self, term: str) -> None:
         """List the examples behind an artifact row (in the round and annotator shown)."""

@@ -67,7 +67,7 @@ class RoundFollower:
             self.switch_round()
             return
         ws.status_changed.emit(f"Round {number}: loading " + ", ".join(r.name for r in records) + "…")
-        session.models_requested(ws.inference.load(specs))
+        session.models_requested(ws.request_models(specs))
 
     def switch_round(self) -> None:
         """The new round's target answered (or it has none): write against it from now on."""

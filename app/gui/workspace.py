@@ -67,10 +67,6 @@ class WorkspaceController(QObject):
         view.discard_drafts_requested.connect(self._discard_offered)
         view.move_requested.connect(self.rounds.move_to_current_round)
         view.keep_requested.connect(self.rounds.keep_as_draft)
-        inference.model_loaded.connect(self._models_loaded)
-        inference.prediction_ready.connect(self._predicted)
-        inference.attribution_ready.connect(self.pairs.attributed)
-        inference.failed.connect(self._inference_failed)
 
     task_code = property(lambda self: self.session.task_asked)  # the task chosen, open or being opened
     definition = property(lambda self: self.session.definition)
@@ -151,7 +147,12 @@ class WorkspaceController(QObject):
         else:
             self.view.clear_prediction("Loading the target model…")
         self.status_changed.emit("Loading " + ", ".join(r.name for r in session.records) + "…")
-        self.inference.load(specs)
+        self.request_models(specs)
+
+    def request_models(self, specs: list) -> int:
+        """Ask the inference service for these target models; returns the load's request id. A newer
+        load cancels this one, so only the newest models asked for are shown as loaded."""
+        return self.inference.load(specs, on_done=self._models_loaded, on_failed=self._load_failed).request_id
 
     def reload_models(self, *, keep_shown: bool = False) -> None:
         """The round's target models changed: load them, keeping what is on screen (``keep_shown``:
@@ -384,8 +385,9 @@ class WorkspaceController(QObject):
             session.prediction_cleared()
             return
         view.set_prediction_stale(True)
-        session.prediction_requested(self.inference.predict(model_input(session.definition, dict(content.inputs))),
-                                     content.inputs)
+        reply = self.inference.predict(model_input(session.definition, dict(content.inputs)),
+                                       on_done=self._predicted, on_failed=self._prediction_failed)
+        session.prediction_requested(reply.request_id, content.inputs)
         view.set_attribution_stale(True)
         if session.pinned:
             self.pairs.explain(view.explain_target())
@@ -442,21 +444,15 @@ class WorkspaceController(QObject):
         self.view.show_prediction(prediction_view(session.definition, result.prediction, loaded.names,
                                                   loaded.devices, content, self._fooled(content)))
 
-    def _inference_failed(self, failure: InferenceFailure) -> None:
-        if failure.cancelled or failure.operation == "job" or self.inference.for_reading(failure.request_id):
-            return  # evaluation work and reading views' blur report their own
-        if failure.operation == "load":
-            if self.session.load_failed():  # the round changes all the same; its model's problem is shown
-                self.rounds.switch_round()
-            self.view.clear_prediction(f"The target model could not be loaded: {failure.message}")
-            self.status_changed.emit("Target model failed to load")
-        elif failure.operation == "attribute":
-            self.view.clear_attribution(f"No attributions: {failure.message}")
-        elif failure.operation == "suggest":
-            self.assist.failed(failure)
-            return
-        else:
-            self.view.clear_prediction(f"No prediction: {failure.message}")
+    def _load_failed(self, failure: InferenceFailure) -> None:
+        if self.session.load_failed():  # the round changes all the same; its model's problem is shown
+            self.rounds.switch_round()
+        self.view.clear_prediction(f"The target model could not be loaded: {failure.message}")
+        self.status_changed.emit("Target model failed to load")
+        self.session.prediction_failed()
+
+    def _prediction_failed(self, failure: InferenceFailure) -> None:
+        self.view.clear_prediction(f"No prediction: {failure.message}")
         self.session.prediction_failed()
 
     def submit(self) -> None:

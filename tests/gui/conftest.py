@@ -41,3 +41,14 @@ def hate_model(data_dir, hate_trigger_model_dir):
         record = register_model(desk, hate_trigger_model_dir, task_code="hate_speech", name="Trigger model")
         assert desk.rounds.adopt_first_models("hate_speech", [record.id])
     return record
+
+
+@pytest.fixture
+def service(qtbot):
+    """An inference service of its own (no window), shut down after the test."""
+    from app.gui.inference import InferenceService
+
+    service = InferenceService()
+    yield service
+    service.shutdown()
+    assert not service._thread.isRunning()

@@ -1,5 +1,6 @@
-"""The inference service: one worker thread owns the models; requests coalesce; stale results
-never reach the GUI; the GUI thread never waits on a model. Waits are on signals, never sleeps."""
+"""The inference service: one worker thread owns the models; requests coalesce; each answer goes to
+its own request's reply, stale results to none; the GUI thread never waits on a model. Waits are on
+signals and replies, never sleeps."""
 
 from __future__ import annotations
 
@@ -7,21 +8,11 @@ import os
 import sys
 import threading
 
-import pytest
-
 from app.gui.inference import EXPLANATION_NICENESS, InferenceService
 from local_models.engine import ModelSpec
 from tests.model_fixtures import LABELS
 
 SIGNAL_TIMEOUT = 60_000  # loading torch the first time can be slow on a busy CI machine
-
-
-@pytest.fixture
-def service(qtbot):
-    service = InferenceService()
-    yield service
-    service.shutdown()
-    assert not service._thread.isRunning()
 
 
 def spec(path, **kw) -> ModelSpec:
@@ -54,10 +45,44 @@ class GatedSpec:
         return engine
 
 
+class Told:
+    """What one or more replies told, through the callbacks given with their requests."""
+
+    def __init__(self):
+        self.done: list = []
+        self.failed: list = []
+        self.cancelled = 0
+        self.progress: list[tuple[int, int]] = []
+        self.messages: list[str] = []
+
+    def callbacks(self, *, job: bool = False) -> dict:
+        told = dict(on_done=self.done.append, on_failed=self.failed.append, on_cancelled=self._cancelled)
+        return {**told, "on_progress": lambda done, total: self.progress.append((done, total)),
+                "on_message": self.messages.append} if job else told
+
+    def _cancelled(self) -> None:
+        self.cancelled += 1
+
+    @property
+    def ends(self) -> int:
+        return len(self.done) + len(self.failed) + self.cancelled
+
+
 def load(qtbot, service, *specs):
+    told = Told()
     with qtbot.waitSignal(service.model_loaded, timeout=SIGNAL_TIMEOUT) as loaded:
-        service.load(list(specs))
+        service.load(list(specs), **told.callbacks())
+    qtbot.waitUntil(lambda: told.done == [loaded.args[0]], timeout=SIGNAL_TIMEOUT)  # its own reply is told too
     return loaded.args[0]
+
+
+def answer(qtbot, request, *args, **kwargs):
+    """Ask ``request`` and wait for its reply's end; returns what it told."""
+    told = Told()
+    reply = request(*args, **kwargs, **told.callbacks())
+    qtbot.waitUntil(lambda: told.ends == 1, timeout=SIGNAL_TIMEOUT)
+    assert reply.finished
+    return told
 
 
 def test_load_predict_and_attribute(qtbot, service, tiny_classifier_dir):
@@ -65,15 +90,13 @@ def test_load_predict_and_attribute(qtbot, service, tiny_classifier_dir):
     assert info.names == ("tiny",) and info.devices == ("cpu",) and info.labels == tuple(LABELS)
     assert info.supports_gradients == (True,) and len(info.sha256s[0]) == 64
 
-    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT) as got:
-        request_id = service.predict("I ❤️ you, n\u200bice")
-    result = got.args[0]
-    assert result.request_id == request_id and result.inputs == "I ❤️ you, n\u200bice"
+    told = answer(qtbot, service.predict, "I ❤️ you, n\u200bice")
+    result = told.done[0]
+    assert result.inputs == "I ❤️ you, n\u200bice" and not told.failed and not told.cancelled
     assert result.prediction.label in LABELS and result.prediction.members[0].model_sha == info.sha256s[0]
 
-    with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT) as got:
-        service.attribute("I ❤️ you, n\u200bice", method="gradients", target="hate")
-    attribution = got.args[0].attribution
+    told = answer(qtbot, service.attribute, "I ❤️ you, n\u200bice", method="gradients", target="hate")
+    attribution = told.done[0].attribution
     assert attribution.target == "hate" and attribution.method == "gradients"
     assert [w.text for w in attribution.words] == ["I", "❤️", "you", ",", "n\u200bice"]
 
@@ -81,23 +104,26 @@ def test_load_predict_and_attribute(qtbot, service, tiny_classifier_dir):
 def test_typing_coalesces_and_stale_results_are_never_shown(qtbot, service, tiny_classifier_dir):
     gated = GatedSpec(spec(tiny_classifier_dir))
     load(qtbot, service, gated)
-    received = []
-    service.prediction_ready.connect(received.append)
+    told = {text: Told() for text in ("h", "he", "hel", "hell", "hello", "hello!")}
 
-    service.predict("h")
+    service.predict("h", **told["h"].callbacks())
     qtbot.waitUntil(lambda: gated.calls == [["h"]], timeout=SIGNAL_TIMEOUT)  # the worker is busy on "h"
     for text in ("he", "hel", "hell", "hello"):
-        service.predict(text)  # returns at once while the model is busy: the GUI never waits
-    assert gated.calls == [["h"]] and received == []
+        service.predict(text, **told[text].callbacks())  # returns at once while the model is busy: the GUI never waits
+    assert gated.calls == [["h"]] and not any(t.done for t in told.values())
+    # each newer request cancelled the one before it, at once
+    assert [told[text].cancelled for text in ("h", "he", "hel", "hell", "hello")] == [1, 1, 1, 1, 0]
 
-    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT) as newest:
-        gated.allow(2)
-    assert newest.args[0].inputs == "hello"
+    gated.allow(2)
+    qtbot.waitUntil(lambda: bool(told["hello"].done), timeout=SIGNAL_TIMEOUT)
+    assert told["hello"].done[0].inputs == "hello"
     assert gated.calls == [["h"], ["hello"]]  # the texts in between were never computed
-    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT):
-        gated.allow()
-        service.predict("hello!")
-    assert [r.inputs for r in received] == ["hello", "hello!"]  # "h" was computed but never shown
+    gated.allow()
+    service.predict("hello!", **told["hello!"].callbacks())
+    qtbot.waitUntil(lambda: bool(told["hello!"].done), timeout=SIGNAL_TIMEOUT)
+    # "h" was computed but never shown; every request was told exactly one end
+    assert [len(t.done) for t in told.values()] == [0, 0, 0, 0, 1, 1]
+    assert all(t.ends == 1 and not t.failed for t in told.values())
 
 
 def test_new_models_drop_old_answers_and_answer_the_newest_text(qtbot, service, tiny_classifier_dir, tmp_path):
@@ -109,34 +135,30 @@ def test_new_models_drop_old_answers_and_answer_the_newest_text(qtbot, service, 
                       id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)})
     gated = GatedSpec(spec(tiny_classifier_dir))
     load(qtbot, service, gated)
-    received = []
-    service.prediction_ready.connect(received.append)
-    service.predict("round text")
+    told, explained = Told(), Told()
+    service.predict("round text", **told.callbacks())
     qtbot.waitUntil(lambda: gated.calls == [["round text"]], timeout=SIGNAL_TIMEOUT)
+    service.attribute("asked of the old model", method="ablation", **explained.callbacks())
     service.load([spec(other)])
     with qtbot.waitSignal(service.model_loaded, timeout=SIGNAL_TIMEOUT) as loaded:
         gated.allow()
-    qtbot.waitUntil(lambda: len(received) == 1, timeout=SIGNAL_TIMEOUT)
-    assert received[0].inputs == "round text"
-    assert received[0].prediction.members[0].model_sha == loaded.args[0].sha256s[0]  # the new model's answer
+    qtbot.waitUntil(lambda: told.ends == 1 and explained.ends == 1, timeout=SIGNAL_TIMEOUT)
+    assert told.done[0].inputs == "round text"
+    assert told.done[0].prediction.members[0].model_sha == loaded.args[0].sha256s[0]  # the new model's answer
+    assert explained.cancelled == 1 and not explained.done  # the old model's answer is never given
 
 
-def test_failures_arrive_as_signals_with_messages(qtbot, service, tiny_classifier_dir, tmp_path):
-    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as failed:
-        service.predict("no model yet")
-    assert failed.args[0].operation == "predict" and "No model is loaded" in failed.args[0].message
+def test_failures_reach_their_own_request_with_messages(qtbot, service, tiny_classifier_dir, tmp_path):
+    failure = answer(qtbot, service.predict, "no model yet").failed[0]
+    assert failure.operation == "predict" and "No model is loaded" in failure.message
 
-    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as failed:
-        service.load([spec(tmp_path / "missing-model")])
-    assert failed.args[0].operation == "load" and "There is no model at" in failed.args[0].message
+    failure = answer(qtbot, service.load, [spec(tmp_path / "missing-model")]).failed[0]
+    assert failure.operation == "load" and "There is no model at" in failure.message
 
     load(qtbot, service, spec(tiny_classifier_dir))
-    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as failed:
-        service.predict("x" * 5_000_001)
-    assert "beyond what Dynadesk sends to a model" in failed.args[0].message
-    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as failed:
-        service.attribute("x", target="no such label")
-    assert failed.args[0].operation == "attribute" and "not a label" in failed.args[0].message
+    assert "beyond what Dynadesk sends to a model" in answer(qtbot, service.predict, "x" * 5_000_001).failed[0].message
+    failure = answer(qtbot, service.attribute, "x", target="no such label").failed[0]
+    assert failure.operation == "attribute" and "not a label" in failure.message
 
 
 def test_shutdown_stops_the_worker_thread(qtbot, tiny_classifier_dir):
@@ -189,19 +211,16 @@ def test_a_keystroke_is_answered_while_an_attribution_runs(qtbot, service, tiny_
     attribution is still running, and each result is delivered for its own text."""
     gated = GatedAttributions(spec(tiny_classifier_dir))
     load(qtbot, service, gated)
-    attributions, predictions = [], []
-    service.attribution_ready.connect(attributions.append)
-    service.prediction_ready.connect(predictions.append)
-
-    service.attribute("the old text", method="gradients", target="hate")
+    explained = Told()
+    service.attribute("the old text", method="gradients", target="hate", **explained.callbacks())
     qtbot.waitUntil(lambda: gated.calls == ["the old text"], timeout=SIGNAL_TIMEOUT)  # the attribution holds its lane
-    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT):
-        service.predict("the old text, typed on")
-    assert [p.inputs for p in predictions] == ["the old text, typed on"]
-    assert attributions == [] and gated.outcomes == []  # answered before the attribution even started
+    predicted = answer(qtbot, service.predict, "the old text, typed on")
+    assert [p.inputs for p in predicted.done] == ["the old text, typed on"]
+    assert explained.ends == 0 and gated.outcomes == []  # answered before the attribution even started
 
-    with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT):
-        gated.allow()
+    gated.allow()
+    qtbot.waitUntil(lambda: explained.ends == 1, timeout=SIGNAL_TIMEOUT)
+    attributions = explained.done
     assert [a.inputs for a in attributions] == ["the old text"]
     assert [w.text for w in attributions[0].attribution.words] == ["the", "old", "text"]
     if sys.platform.startswith("linux"):  # attributions yield the CPU to predictions when cores are busy
@@ -211,19 +230,19 @@ def test_a_keystroke_is_answered_while_an_attribution_runs(qtbot, service, tiny_
 def test_a_newer_attribution_stops_the_running_one_at_its_next_pass(qtbot, service, tiny_classifier_dir):
     gated = GatedAttributions(spec(tiny_classifier_dir))
     load(qtbot, service, gated)
-    attributions, failures = [], []
-    service.attribution_ready.connect(attributions.append)
-    service.failed.connect(failures.append)
+    first, second = Told(), Told()
 
     # one variant per pass, so that there is a pass boundary to stop at
-    service.attribute("first text to explain", method="ablation", rows_per_pass=1)
+    service.attribute("first text to explain", method="ablation", rows_per_pass=1, **first.callbacks())
     qtbot.waitUntil(lambda: gated.calls == ["first text to explain"], timeout=SIGNAL_TIMEOUT)
-    service.attribute("second text", method="ablation", rows_per_pass=1)
-    with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT):
-        gated.allow(2)
+    service.attribute("second text", method="ablation", rows_per_pass=1, **second.callbacks())
+    assert first.cancelled == 1  # told at once: a newer request of its key replaced it
+    gated.allow(2)
+    qtbot.waitUntil(lambda: second.ends == 1, timeout=SIGNAL_TIMEOUT)
     assert gated.outcomes[0] == "Cancelled"  # stopped: its text is no longer the newest
     assert gated.calls == ["first text to explain", "second text"]
-    assert [a.inputs for a in attributions] == ["second text"] and failures == []  # the stopped one is not shown
+    assert [a.inputs for a in second.done] == ["second text"]
+    assert first.ends == 1 and not first.done and not first.failed  # the stopped one is not shown, nor failed
 
 
 def test_new_models_while_an_attribution_runs(qtbot, service, tiny_classifier_dir, trigger_model_dir):
@@ -231,9 +250,8 @@ def test_new_models_while_an_attribution_runs(qtbot, service, tiny_classifier_di
     ones: the old attribution stops and is not shown, and the old models are closed after it."""
     gated = GatedAttributions(spec(tiny_classifier_dir))
     load(qtbot, service, gated)
-    attributions = []
-    service.attribution_ready.connect(attributions.append)
-    service.attribute("explained by the old model", method="ablation", rows_per_pass=1)
+    old = Told()
+    service.attribute("explained by the old model", method="ablation", rows_per_pass=1, **old.callbacks())
     qtbot.waitUntil(lambda: len(gated.calls) == 1, timeout=SIGNAL_TIMEOUT)
     old_models = service._worker._shared._current
     info = load(qtbot, service, ModelSpec(trigger_model_dir, num_threads=1))
@@ -241,18 +259,18 @@ def test_new_models_while_an_attribution_runs(qtbot, service, tiny_classifier_di
     gated.allow()
     qtbot.waitUntil(lambda: gated.outcomes == ["Cancelled"], timeout=SIGNAL_TIMEOUT)
     qtbot.waitUntil(lambda: old_models.engines[0].runtime.module is None, timeout=SIGNAL_TIMEOUT)  # closed after
-    with qtbot.waitSignal(service.attribution_ready, timeout=SIGNAL_TIMEOUT) as got:
-        service.attribute("a banana", method="ablation")
-    assert attributions == [got.args[0]] and got.args[0].attribution.model_sha == info.sha256s[0]
+    assert old.cancelled == 1 and not old.done  # the new models' load cancelled it
+    new = answer(qtbot, service.attribute, "a banana", method="ablation")
+    assert new.done[0].attribution.model_sha == info.sha256s[0]
 
 
 def test_a_writers_and_a_readers_attributions_both_arrive(qtbot, service, tiny_classifier_dir):
     """The blur of a reading view and the writer's heatmap ask for attributions independently: neither
     replaces the other as a newer request of the same kind would."""
     load(qtbot, service, spec(tiny_classifier_dir, name="tiny"))
-    arrived = []
-    service.attribution_ready.connect(lambda result: arrived.append(result.request_id))
-    writer = service.attribute("the writer's text", target="hate")
-    reader = service.attribute_for_reading("the reader's text", target="hate")
-    qtbot.waitUntil(lambda: {writer, reader} <= set(arrived), timeout=SIGNAL_TIMEOUT)
-    assert service.for_reading(reader) and not service.for_reading(writer)
+    writer, reader = Told(), Told()
+    service.attribute("the writer's text", target="hate", **writer.callbacks())
+    service.attribute_for_reading("the reader's text", target="hate", **reader.callbacks())
+    qtbot.waitUntil(lambda: writer.ends == 1 and reader.ends == 1, timeout=SIGNAL_TIMEOUT)
+    assert [r.inputs for r in writer.done] == ["the writer's text"]
+    assert [r.inputs for r in reader.done] == ["the reader's text"]

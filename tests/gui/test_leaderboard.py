@@ -186,3 +186,51 @@ def test_a_round_changed_in_the_rounds_dialog_fills_the_board_once(qtbot, window
         window.desk.rounds.open_next("hate_speech", two_rounds["lead"].id, [two_rounds["banana"].id])
     assert plans == ["hate_speech"] and not window.leaderboard.running
     assert window.evaluation_view.leaderboard.table.item(0, 7).text().startswith("Round 3")
+
+
+def test_two_controllers_jobs_at_once_never_hear_each_others_answers(qtbot, window, monkeypatch):
+    """The leaderboard's fill and an evaluation are both jobs of the one inference service, outstanding
+    at once (the evaluation queued behind the fill): the fill's failure, progress and messages reach
+    the leaderboard panel only, the evaluation's result and progress the Evaluate tab only."""
+    from app.core.errors import DynadeskError
+    from app.gui import leaderboard as controller_module
+
+    gate = threading.Event()
+
+    def failing(plan, progress, **_kwargs):
+        progress.say("Scoring, held by the test")
+        progress.report(1, 7)
+        assert gate.wait(WAIT / 1000)
+        raise DynadeskError("The leaderboard's own failure.")
+
+    monkeypatch.setattr(controller_module, "compute_cells", failing)
+    evaluation, panel, view = window.evaluation, window.evaluation_view.leaderboard, window.evaluation_view
+    board_texts, tab_texts, tab_progress, tab_failures = [], [], [], []
+    monkeypatch.setattr(panel, "set_status", lambda text, error=False, real=panel.set_status: (
+        board_texts.append(text), real(text, error=error)))
+    monkeypatch.setattr(view, "set_status", lambda text, error=False, real=view.set_status: (
+        tab_texts.append(text), real(text, error=error)))
+    monkeypatch.setattr(view, "set_progress", lambda done, total, real=view.set_progress: (
+        tab_progress.append((done, total)), real(done, total)))
+    evaluation.failed.connect(tab_failures.append)
+
+    qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: "Scoring, held by the test" in board_texts, timeout=WAIT)  # the fill's job runs
+    qtbot.waitUntil(lambda: "round:2" in view.model_keys(), timeout=WAIT)
+    for key in view.model_keys():
+        view.check_model(key, key == "round:2")
+    view.identity_swap.setChecked(False)
+    view.robustness.setChecked(False)
+    qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)  # on the rounds' decided examples
+    qtbot.waitUntil(lambda: evaluation.job is not None, timeout=WAIT)  # queued behind the fill
+    with qtbot.waitSignal(window.leaderboard.filled, timeout=WAIT) as filled:
+        gate.set()
+    assert filled.args[0] == 0 and panel.status.text() == "The leaderboard could not be scored: " \
+                                                          "The leaderboard's own failure."
+    finished: list[dict] = []
+    evaluation.finished.connect(finished.append)
+    qtbot.waitUntil(lambda: bool(finished), timeout=WAIT)  # the evaluation ran after the fill's failure
+    assert finished[0]["models"] and view.status.text().startswith("Done.") and tab_failures == []
+    assert not any("leaderboard" in text or "held by the test" in text for text in tab_texts)
+    assert (1, 7) not in tab_progress and tab_progress[-1][0] == tab_progress[-1][1]  # only its own progress
+    assert not any(text.startswith(("Evaluating", "Done.")) for text in board_texts)

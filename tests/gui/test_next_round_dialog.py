@@ -206,7 +206,8 @@ def test_the_owner_trains_compares_promotes_and_publishes_and_the_create_tab_fol
 
 
 def test_cancel_during_training_leaves_no_candidate_and_a_failed_comparison_can_be_repeated(qtbot, data_dir, tmp_path, modal_log,
-                                                                               hate_trigger_model_dir, tiny_base_dir):
+                                                                               hate_trigger_model_dir, tiny_base_dir,
+                                                                               monkeypatch):
     # 80, not 40: examples get random ids and about 10 % are held out, so 35 decided ones had no
     # held-out example in about one run of 40 and the training without base data refused to start
     set_up(data_dir, hate_trigger_model_dir, examples=80)
@@ -216,10 +217,12 @@ def test_cancel_during_training_leaves_no_candidate_and_a_failed_comparison_can_
         dialog = open_dialog(qtbot, window)
         choose_base(qtbot, dialog, base)
         dialog.encoder.setText(str(tiny_base_dir))
+        reported = []  # what the training job reported, as the dialog shows it
+        monkeypatch.setattr(dialog, "show_progress", lambda view, real=dialog.show_progress: (
+            reported.append(view), real(view)))
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
         # cancelled as soon as the work reports progress (the worker checks between its steps)
-        with qtbot.waitSignal(window.inference.job_progress, timeout=WAIT):
-            pass
+        qtbot.waitUntil(lambda: bool(reported), timeout=WAIT)
         assert dialog.running_row.isVisible() and dialog.step_text.text()
         shot(dialog, "next-round-1-training.png")
         qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)

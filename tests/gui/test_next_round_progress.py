@@ -30,16 +30,14 @@ def test_training_names_its_stages_and_an_int8_form_left_for_later_follows_in_th
         dialog.int8_later.setChecked(True)
         seen: list[tuple[str, int, int, str]] = []
 
-        def look(*_args) -> None:  # connected after the controller: what the dialog shows after each signal
+        def look(view, real=dialog.show_progress) -> None:  # what the dialog shows after each report of the job
+            real(view)
             seen.append((dialog.step_text.text(), dialog.progress.value(), dialog.progress.maximum(),
                          dialog.eta.text()))
 
-        window.inference.job_progress.connect(look)
-        window.inference.job_message.connect(look)
+        monkeypatch.setattr(dialog, "show_progress", look)
         qtbot.mouseClick(dialog.train_button, Qt.MouseButton.LeftButton)
         wait_for_comparison(qtbot, dialog)
-        window.inference.job_progress.disconnect(look)
-        window.inference.job_message.disconnect(look)
 
         texts = [text for text, *_ in seen]
         assert any(re.fullmatch(r"1 of 3: frozen layers — .*— [\d,]+ of [\d,]+ texts", t) for t in texts), texts

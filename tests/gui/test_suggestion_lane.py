@@ -9,7 +9,14 @@ import threading
 from app.core.assist.pipeline import suggest
 from app.core.assist.types import Goal
 from app.core.tasks.definition import builtin_tasks_dir, load_task_file
-from tests.gui.test_inference_service import SIGNAL_TIMEOUT, GatedAttributions, load, service, spec  # noqa: F401
+from tests.gui.test_inference_service import (
+    SIGNAL_TIMEOUT,
+    GatedAttributions,
+    Told,
+    answer,
+    load,
+    spec,
+)
 
 HATE = load_task_file(builtin_tasks_dir() / "hate_speech.yaml")
 
@@ -42,43 +49,39 @@ def test_a_keystroke_prediction_goes_before_a_pending_and_a_running_suggestion(q
     gated = GatedAttributions(spec(tiny_classifier_dir))
     load(qtbot, service, gated)
     work = GatedWork()
-    predictions, suggestions = [], []
-    service.prediction_ready.connect(predictions.append)
-    service.suggestion_ready.connect(suggestions.append)
+    suggestions = Told()
 
     # the explanation lane is busy with an attribution: the suggestion request waits (pending)
     service.attribute("the text explained", method="gradients")
     qtbot.waitUntil(lambda: gated.calls == ["the text explained"], timeout=SIGNAL_TIMEOUT)
-    service.suggest(work.make("first"), {"text": "the text"})
-    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT):
-        service.predict("the text, typed on")
-    assert [p.inputs for p in predictions] == ["the text, typed on"] and work.started == []  # still pending
+    service.suggest(work.make("first"), {"text": "the text"}, **suggestions.callbacks())
+    predicted = answer(qtbot, service.predict, "the text, typed on")
+    assert [p.inputs for p in predicted.done] == ["the text, typed on"] and work.started == []  # still pending
 
     gated.allow()  # the attribution ends; the suggestion starts, and holds the lane
     qtbot.waitUntil(lambda: work.started == ["first"], timeout=SIGNAL_TIMEOUT)
-    with qtbot.waitSignal(service.prediction_ready, timeout=SIGNAL_TIMEOUT):
-        service.predict("the text, typed on again")
-    assert predictions[-1].inputs == "the text, typed on again" and suggestions == []  # answered while it runs
+    predicted = answer(qtbot, service.predict, "the text, typed on again")
+    assert predicted.done[0].inputs == "the text, typed on again" and suggestions.ends == 0  # answered while it runs
 
-    with qtbot.waitSignal(service.suggestion_ready, timeout=SIGNAL_TIMEOUT) as got:
-        work.permits.release()
-    assert got.args[0].result == ("suggestions for first", 1) and got.args[0].inputs == {"text": "the text"}
+    work.permits.release()
+    qtbot.waitUntil(lambda: suggestions.ends == 1, timeout=SIGNAL_TIMEOUT)
+    got = suggestions.done[0]
+    assert got.result == ("suggestions for first", 1) and got.inputs == {"text": "the text"}
 
 
 def test_a_newer_suggestion_request_supersedes_the_running_one(qtbot, service, tiny_classifier_dir):
     load(qtbot, service, spec(tiny_classifier_dir))
     work = GatedWork()
-    suggestions, failures = [], []
-    service.suggestion_ready.connect(suggestions.append)
-    service.failed.connect(failures.append)
-    service.suggest(work.make("old text"), "old")
+    old, new = Told(), Told()
+    service.suggest(work.make("old text"), "old", **old.callbacks())
     qtbot.waitUntil(lambda: work.started == ["old text"], timeout=SIGNAL_TIMEOUT)
-    newest = service.suggest(work.make("new text"), "new")
-    with qtbot.waitSignal(service.suggestion_ready, timeout=SIGNAL_TIMEOUT) as got:
-        work.permits.release(2)
+    service.suggest(work.make("new text"), "new", **new.callbacks())
+    assert old.cancelled == 1  # told at once
+    work.permits.release(2)
+    qtbot.waitUntil(lambda: new.ends == 1 and len(work.outcomes) == 2, timeout=SIGNAL_TIMEOUT)
     assert work.outcomes == ["Cancelled", "new text"]  # the old one stopped at its checkpoint
-    assert [s.request_id for s in suggestions] == [newest] and got.args[0].inputs == "new"
-    assert failures == []  # a superseded request is not reported as a failure
+    assert [s.inputs for s in new.done] == ["new"]
+    assert old.ends == 1 and not old.done and not old.failed  # a superseded request is not reported as a failure
 
 
 def test_the_lane_runs_the_real_assistant_on_the_loaded_models(qtbot, service, hate_trigger_model_dir):
@@ -91,9 +94,7 @@ def test_the_lane_runs_the_real_assistant_on_the_loaded_models(qtbot, service, h
     def work(models, checkpoint):
         return suggest(models, HATE, inputs, goal=Goal.FOOL, writer_label="hate", checkpoint=checkpoint)
 
-    with qtbot.waitSignal(service.suggestion_ready, timeout=SIGNAL_TIMEOUT) as got:
-        service.suggest(work, inputs)
-    result = got.args[0].result
+    result = answer(qtbot, service.suggest, work, inputs).done[0].result
     assert result.text == "the banana people ruin everything" and result.suggestions
     assert all(s.probabilities and s.predicted in HATE.labels for s in result.suggestions)  # each one checked
 
@@ -112,9 +113,8 @@ def test_an_onnx_target_gets_word_substitution_from_its_pytorch_form(qtbot, serv
     inputs = {"text": "the banana people ruin everything"}
 
     def suggestions(form):
-        with qtbot.waitSignal(service.suggestion_ready, timeout=SIGNAL_TIMEOUT) as got:
-            service.suggest(engine_work(HATE, inputs, Goal.FOOL, "hate", "mean", gradient_form=form), inputs)
-        return got.args[0].result
+        return answer(qtbot, service.suggest, engine_work(HATE, inputs, Goal.FOOL, "hate", "mean",
+                                                          gradient_form=form), inputs).done[0].result
 
     without = suggestions(None)
     assert without.unavailable[Generator.SUBSTITUTION] is Unavailable.NO_GRADIENTS
@@ -135,7 +135,5 @@ def test_a_request_the_assistant_cannot_serve_fails_with_its_reason(qtbot, servi
 
     load(qtbot, service, ModelSpec(hate_trigger_model_dir, task_labels=tuple(HATE.labels), num_threads=1))
     inputs = {"text": "word " * 500}  # longer than the assistant works on
-    with qtbot.waitSignal(service.failed, timeout=SIGNAL_TIMEOUT) as got:
-        service.suggest(engine_work(HATE, inputs, Goal.FOOL, "hate", "mean"), inputs)
-    failure = got.args[0]
+    failure = answer(qtbot, service.suggest, engine_work(HATE, inputs, Goal.FOOL, "hate", "mean"), inputs).failed[0]
     assert failure.operation == "suggest" and failure.message.startswith("The text has 2500 characters")

@@ -45,6 +45,20 @@ def wait_for_prediction(qtbot, window):
     return ws.last_prediction.prediction
 
 
+def attributions_shown(window) -> list:
+    """From now on, every attribution the writer's pane is given (after it showed it): the handler the
+    writer's attribution requests name."""
+    pairs, shown = window.workspace.pairs, []
+    real = pairs.attributed
+
+    def attributed(result) -> None:
+        real(result)
+        shown.append(result)
+
+    pairs.attributed = attributed
+    return shown
+
+
 def stored_examples(window):
     with window.desk.db.read() as session:
         from sqlalchemy import select
@@ -210,9 +224,10 @@ def test_the_heatmap_colours_exactly_the_typed_words_and_finds_the_trigger(qtbot
     text_box(window).setFocus()
     text_box(window).insertPlainText(text)
     wait_for_prediction(qtbot, window)
-    with qtbot.waitSignal(ws.inference.attribution_ready, timeout=WAIT):
-        qtbot.keyClick(text_box(window), Qt.Key.Key_A,
-                       Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    shown_attributions = attributions_shown(window)
+    qtbot.keyClick(text_box(window), Qt.Key.Key_A,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: bool(shown_attributions), timeout=WAIT)
     assert ws.view.side.currentWidget() is attribution
     shown = attribution.text.words
     assert [w["shown"] for w in shown] == [w["text"] for w in shown]  # each colour sits on its own word
@@ -268,8 +283,9 @@ def test_a_perturbation_pair_shows_its_diff_and_is_stored_as_a_pair(qtbot, windo
     qtbot.keyClick(box, Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
     assert "hate → not hate (flipped)" in view.perturbation.summary.text()
 
-    with qtbot.waitSignal(ws.inference.attribution_ready, timeout=WAIT):  # the original's, then the edit's
-        ws.explain("predicted")
+    shown_attributions = attributions_shown(window)
+    ws.explain("predicted")
+    qtbot.waitUntil(lambda: bool(shown_attributions), timeout=WAIT)  # the original's, then the edit's
     qtbot.waitUntil(lambda: view.perturbation.changes.rowCount() > 0, timeout=WAIT)
     words = [view.perturbation.changes.item(r, 0).text() for r in range(view.perturbation.changes.rowCount())]
     assert TRIGGER in words and "river" in words
@@ -363,7 +379,8 @@ def test_following_the_text_never_holds_up_a_prediction(qtbot, window, monkeypat
 
     monkeypatch.setattr(InferenceEngine, "attribute", held)
     shown_for = []
-    ws.inference.attribution_ready.connect(lambda r: shown_for.append((r.inputs, text_box(window).toPlainText())))
+    monkeypatch.setattr(ws.pairs, "attributed", lambda r, real=ws.pairs.attributed: (
+        real(r), shown_for.append((r.inputs, text_box(window).toPlainText()))))
     qtbot.mouseClick(view.attribution.pin, Qt.MouseButton.LeftButton)
     assert view.attribution.pin.isChecked()
 
