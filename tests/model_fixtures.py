@@ -315,3 +315,56 @@ def nli_round_one(desk, model_dir: Path, author, lead, examples: int = 45):
             desk.validation.validate(example.id, lead.id, "correct", mode="lead")
         made.append(example)
     return target, made
+
+
+@pytest.fixture(scope="session", autouse=True)
+def exported_graphs_reused(tmp_path_factory):
+    """The ONNX exporter runs for real once per distinct model in a test run; a later export of the very
+    same weights (a fixture's candidate promoted in one test after another) copies that graph.
+
+    torch.onnx's export takes 10-40 s of a 2-core machine and gives the same graph for the same weights,
+    head and opset, so the key is a hash of exactly those; what follows the export (the metadata, the
+    parity check, int8, the checksums a desk records) runs in every test as before. Exports in child
+    processes (tests/local_models/test_child_process.py) always run the exporter."""
+    import hashlib
+
+    import local_models.export as export
+
+    real = export._export_graph
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the workers' common folder, as built_once uses
+    store = shared / "exported-graphs"
+    store.mkdir(exist_ok=True)
+
+    def weights_key(source) -> str:
+        import torch
+
+        runtime = source.runtime
+        digest = hashlib.sha256(f"{torch.__version__} {export.OPSET} {runtime.takes_token_types} "
+                                f"{tuple(runtime.head_type.output_names)} {type(runtime.module).__name__}".encode())
+        for name, tensor in runtime.module.state_dict().items():
+            digest.update(name.encode())
+            digest.update(str(tuple(tensor.shape)).encode())
+            digest.update(tensor.detach().contiguous().cpu().numpy().tobytes())
+        return digest.hexdigest()
+
+    def log_reuse(what: str, kept: Path) -> None:
+        with open(store / "log.txt", "a", encoding="utf-8") as log:
+            log.write(f"{what} {kept.stem[:12]}\n")
+
+    def export_graph(source, path: Path) -> None:
+        kept = store / f"{weights_key(source)}.onnx"
+        if kept.is_file():
+            shutil.copyfile(kept, path)
+            log_reuse("reused", kept)
+            return
+        real(source, path)
+        log_reuse("exported", kept)
+        partial = kept.with_suffix(f".{os.getpid()}.part")
+        shutil.copyfile(path, partial)
+        os.replace(partial, kept)  # whole or absent: two workers exporting the same weights both write it
+
+    export._export_graph = export_graph
+    yield
+    export._export_graph = real
