@@ -62,7 +62,7 @@ def add_tweets(desk: Desk, n: int, rng: random.Random) -> int:
     people = [p.id for p in desk.people.all()]
     start = utcnow() - timedelta(days=60)
     rows = []
-    for i in range(n):
+    for _ in range(n):
         text = edited(rng.choice(tweets), rng)
         rows.append({"id": uuid.uuid4(), "task_id": task, "round_id": rng.choice(rounds),
                      "author_id": rng.choice(people), "inputs": {"text": text}, "text": text,

@@ -58,7 +58,7 @@ def _latency(graph: Path, fp32: Path, feeds: dict[int, dict[str, Any]]) -> dict[
     out: dict[str, float] = {}
     for tokens, feed in feeds.items():
         samples: dict[str, list[float]] = {"int8": [], "fp32": []}
-        for name, s in sessions.items():
+        for s in sessions.values():
             wanted = {i.name for i in s.get_inputs()}
             for _ in range(5):
                 s.run(None, {k: v for k, v in feed.items() if k in wanted})
