@@ -1,4 +1,4 @@
-"""The data-quality guard over 100,000 examples (issue 21): the near-duplicate check at submit
+"""The data-quality guard over 100,000 examples: the near-duplicate check at submit
 (p95 ≤ 50 ms), the index's build when a desk opens (first open of an older desk: the signature
 backfill; later opens: stored signatures), its incremental update, and the lead's cluster and
 duplicate-rate figures.

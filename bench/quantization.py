@@ -1,4 +1,4 @@
-"""int8 approaches for the default model, side by side (issue 19 §1): each one's parity figures on
+"""int8 approaches for the default model, side by side: each one's parity figures on
 the model's own held-out texts (Davidson et al. 2017 dev + test, read from ../shared/data) and
 its latency at ~16 and ~64 tokens on one thread, timed interleaved with the fp32 graph.
 
