@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from app.core.formatting import text_table
+
+if TYPE_CHECKING:
+    from app.core.desk import Desk
 
 
 class Context:
     def __init__(self, data_dir: str | None):
         self.data_dir = data_dir
-        self._desk = None
+        self._desk: Desk | None = None
         self.lists_task_problems = False  # `tasks list` shows bad task files itself, instead of a warning
+        self.assist_task = ""  # the task `suggest-words --task` names, for its subcommands
 
     @property
-    def desk(self):
+    def desk(self) -> Desk:
         if self._desk is None:
             from app.core.desk import Desk
 

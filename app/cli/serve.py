@@ -113,7 +113,7 @@ def serve_run(obj, db: str | None, data: str | None, host: str, port: int, worke
 
     if bool(certfile) != bool(keyfile):
         raise click.UsageError("--certfile and --keyfile go together.")
-    if certfile:
+    if certfile and keyfile:
         _check_tls_pair(certfile, keyfile)
     database = _server_db(obj, db, data)
     try:
