@@ -26,7 +26,7 @@ NAME = f"dynadesk-{__version__}-linux-x86_64"
 
 
 def torch_pin() -> str:
-    """The torch release pyproject.toml pins (its one place): "2.13.0"."""
+    """The torch release pyproject.toml pins (its one place), such as "X.Y.Z"."""
     with (ROOT / "pyproject.toml").open("rb") as handle:
         dependencies = tomllib.load(handle)["project"]["dependencies"]
     pins = [d.split("==", 1)[1].strip() for d in dependencies if d.replace(" ", "").startswith("torch==")]
