@@ -24,12 +24,15 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)"
 	$(BIN)/python -m pip install --quiet -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
-	$(BIN)/python -m pip check
+	@$(BIN)/python -m pip check || { echo "requirements.lock lacks what pyproject.toml asks for: run make lock" >&2; exit 1; }
 	@touch $(STAMP)
 
 # Rewrite requirements.lock from pyproject.toml's ranges, keeping the pins that still fit
 # (UPGRADE=1 takes the newest releases that fit). Locked for CPython 3.11 on Linux x86_64.
-lock: $(STAMP)
+# Needs only pip-tools, not an installed project: a dependency added to pyproject.toml makes the lock stale.
+lock:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet "$$(grep '^pip-tools==' $(LOCK) || echo pip-tools)"
 	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/python -m piptools compile --quiet --strip-extras \
 		--extra test --extra package --extra lock --unsafe-package torch --unsafe-package dynadesk \
 		--no-emit-index-url --no-emit-find-links $(if $(UPGRADE),--upgrade) --output-file $(LOCK) pyproject.toml
