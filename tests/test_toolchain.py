@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 
 # The length of [tool.mypy]'s "to fix" list (the override with ignore_errors). Fix a module, take it off the
 # list, and lower this number: it never grows.
-MYPY_TO_FIX = 39
+MYPY_TO_FIX = 37
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
