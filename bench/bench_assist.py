@@ -1,4 +1,4 @@
-"""The writing assistant: generating and checking 64 candidates on the default model (issue 20).
+"""The writing assistant: generating and checking 64 candidates on the default model.
 
 The target runs in the desk's form (ONNX int8 when it passes parity, which runs a batch one text
 at a time, see OnnxRuntime.row_by_row); word substitution takes its gradients from the PyTorch

@@ -1,5 +1,5 @@
 """Evaluation speed with the real default model (DESIGN.md §5: a HateCheck-size suite, 3.7k
-cases, in at most 15 s; issue 19: at most 8 s with the int8 form), and the batching that
+cases, in at most 15 s; at most 8 s with the int8 form), and the batching that
 chose the evaluation's default batches.
 
 The suite is the shared HateCheck dev file (2,297 cases) repeated to HateCheck's full size of
@@ -24,7 +24,7 @@ from bench.common import BenchContext, Result, percentile, summarise
 GROUP = "evaluation"
 SUITE_SIZE = 3728  # HateCheck's full suite
 BUDGET_S = 15.0
-INT8_BUDGET_S = 8.0  # issue 19: with the int8 form, on a quiet machine
+INT8_BUDGET_S = 8.0  # with the int8 form, on a quiet machine
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data" / "hatecheck" / "test_suite_cases_dev.csv"
 

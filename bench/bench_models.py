@@ -1,4 +1,4 @@
-"""Model benchmarks (DESIGN.md §5, issue 19): prediction latency of the default model as the
+"""Model benchmarks (DESIGN.md §5): prediction latency of the default model as the
 transformers pipeline, PyTorch, ONNX fp32 and the int8 form, with the floor each form could
 reach on this machine; attribution latency (word ablation, and gradients with the settings
 grid that chose the engine's defaults); batch throughput; and a base-size model.

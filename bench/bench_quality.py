@@ -1,4 +1,4 @@
-"""The data-quality guard over 100,000 examples (issue 21): the near-duplicate check at submit
+"""The data-quality guard over 100,000 examples: the near-duplicate check at submit
 (p95 ≤ 50 ms), the index's build when a desk opens (first open of an older desk: the signature
 backfill; later opens: stored signatures), its incremental update, and the lead's cluster and
 duplicate-rate figures.
@@ -62,7 +62,7 @@ def add_tweets(desk: Desk, n: int, rng: random.Random) -> int:
     people = [p.id for p in desk.people.all()]
     start = utcnow() - timedelta(days=60)
     rows = []
-    for i in range(n):
+    for _ in range(n):
         text = edited(rng.choice(tweets), rng)
         rows.append({"id": uuid.uuid4(), "task_id": task, "round_id": rng.choice(rounds),
                      "author_id": rng.choice(people), "inputs": {"text": text}, "text": text,

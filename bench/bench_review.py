@@ -114,7 +114,7 @@ def run(ctx: BenchContext) -> list[Result]:
                              time_calls(lambda: (desk.validation.next_for(validator, task_code="hate_speech"),
                                                  desk.validation.remaining(validator, task_code="hate_speech")),
                                         repeats, warmup=2), budget_p95_ms=BUDGET_MS))
-    opted = {"hate_speech": ["women", "refugees"]}  # opt-outs by target group (issue 22): what the tab runs
+    opted = {"hate_speech": ["women", "refugees"]}  # opt-outs by target group: what the tab runs
     # the tab shows the next example at once and counts what is left (past the opt-outs) after it
     results.append(summarise("review", f"validation queue with opt-outs: next example ({k})",
                              time_calls(lambda: desk.validation.next_for(validator, task_code="hate_speech",

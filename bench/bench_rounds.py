@@ -1,4 +1,4 @@
-"""Next-round benchmarks (issue 18): training a round-2 target on new examples on top of Davidson et al.
+"""Next-round benchmarks: training a round-2 target on new examples on top of Davidson et al.
 (warm start from the default model; frozen-layer cache cold and warm, side by side), comparison, promotion
 (ONNX export and parity check), publish-and-pull of the model between two desks over a loopback server, and
 Train -> promoted round-2 target for 2,000 new examples against the 10-minute budget (int8 search included),

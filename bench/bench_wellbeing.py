@@ -1,4 +1,4 @@
-"""Analyst wellbeing (issue 22): what the blur costs a reading view. Masking runs on the database
+"""Analyst wellbeing: what the blur costs a reading view. Masking runs on the database
 worker when an example is fetched (and on the GUI thread only when the model's words arrive), so
 it should stay far below a frame for a tweet and within a few frames for the longest text a task allows.
 """

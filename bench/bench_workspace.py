@@ -220,13 +220,13 @@ def _keystrokes(data: Path, n: int, follow: bool = False, suggest: bool = False)
             box.clear()
             app.processEvents()
         next_key = start + gaps.uniform(*TYPING_GAP_MS) / 1000
-        _wait_until(app, lambda: time.perf_counter() >= next_key)
+        _wait_until(app, lambda next_key=next_key: time.perf_counter() >= next_key)
         before = len(shown)
         start = time.perf_counter()
         QTest.keyClick(box, text[i % len(text)])
         if suggest and i % SUGGEST_EVERY == 0:
             ws.assist.suggest()  # after the key: its prediction is asked first, the suggestions behind it
-        _wait_until(app, lambda: len(shown) > before and ws._current_prediction_matches()
+        _wait_until(app, lambda before=before: len(shown) > before and ws._current_prediction_matches()
                     and not ws.view.prediction.stale.isVisible())
         if i >= 10:  # warm-up: first calls allocate
             samples.append((time.perf_counter() - start) * 1000)

@@ -1,4 +1,4 @@
-"""The evidence for issue 20's closing note: the writing assistant on HateCheck's dev suite.
+"""The evidence that the writing assistant helps: the assistant on HateCheck's dev suite.
 
     python -m bench.evidence_assist [--work DIR] [--sample N] [--out docs/assist-experiment.md]
 

@@ -1,4 +1,4 @@
-"""The evidence for issue 21's closing note (the lead's half): HateCheck's dev suite and a sample of
+"""The data-quality guard's evidence for the lead's half: HateCheck's dev suite and a sample of
 Davidson et al. (2017), imported into one task with the desk's own import, then `dynadesk quality`.
 
     python -m bench.evidence_quality [--work DIR] [--davidson-rows 3000] [--no-embeddings]

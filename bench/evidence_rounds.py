@@ -1,4 +1,4 @@
-"""The evidence for issue 18's closing note: round-1 target against round-2 candidate on HateCheck's held-out
+"""Does the next round pay off? Round-1 target against round-2 candidate on HateCheck's held-out
 templates, with paired-bootstrap 95 % intervals, and on the Davidson test split.
 
     python -m bench.evidence_rounds [--work DIR] [--davidson-rows N] [--resamples 2000]

@@ -1,4 +1,4 @@
-"""int8 approaches for the default model, side by side (issue 19 §1): each one's parity figures on
+"""int8 approaches for the default model, side by side: each one's parity figures on
 the model's own held-out texts (Davidson et al. 2017 dev + test, read from ../shared/data) and
 its latency at ~16 and ~64 tokens on one thread, timed interleaved with the fp32 graph.
 
@@ -58,7 +58,7 @@ def _latency(graph: Path, fp32: Path, feeds: dict[int, dict[str, Any]]) -> dict[
     out: dict[str, float] = {}
     for tokens, feed in feeds.items():
         samples: dict[str, list[float]] = {"int8": [], "fp32": []}
-        for name, s in sessions.items():
+        for s in sessions.values():
             wanted = {i.name for i in s.get_inputs()}
             for _ in range(5):
                 s.run(None, {k: v for k, v in feed.items() if k in wanted})

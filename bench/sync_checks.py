@@ -4,7 +4,8 @@ within the task's bound) and the fooling judgement. Part of ``make bench --only 
 
 A real ``dynadesk serve run`` process on SQLite; its peak RSS is read from /proc (VmHWM) before
 and after the worst pushes. The reference is the full-matrix alignment the server used before
-(``app.core.text._alignment``), timed in this process on the same texts.
+(what ``app.core.text.word_edits`` computes for the desk's diff views), timed in this process on the
+same texts.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def _records(author, kind: str, n: int) -> list[list[dict]]:
 
 def worst_record_push(ctx: BenchContext) -> list[Result]:
     from app.core.assist.provenance import MAX_DISTANCE_CHARS
-    from app.core.text import _alignment, word_distance, words
+    from app.core.text import word_distance, word_edits, words
     from tests.sync.helpers import ProcessServer, add_account, server_database
 
     work = ctx.work_dir / "worst-record"
@@ -163,7 +164,7 @@ def worst_record_push(ctx: BenchContext) -> list[Result]:
     bounded = time_calls(lambda: word_distance(original, edited, max_chars=5000), 3 if ctx.quick else 10, warmup=1)
     a, b = [w.text for w in words(original)], [w.text for w in words(edited)]
     started = time.perf_counter()
-    _steps, reference_distance = _alignment(a, b)
+    _ops, reference_distance = word_edits(original, edited)  # the desk's diff: segmentation and a full matrix
     reference_ms = (time.perf_counter() - started) * 1000
     assert word_distance(original, edited, max_chars=5000) == reference_distance
     results.append(Result(

@@ -37,7 +37,7 @@ def populate(desk) -> None:
     n = 0
     writers = {name: (desk.people.create(name, "annotator", person_id=uuid.UUID(int=rng.getrandbits(128))).id,
                       rng.uniform(0.25, 0.45)) for name in WRITERS}  # seeded ids: the same draws every run
-    for name, (writer, skill) in writers.items():
+    for writer, skill in writers.values():
         for _ in range(4):  # a few examples from round 1, before the assistant: outside the split
             n += 1
             desk.examples.create(writer, "hate_speech", hate_content(f"round one text {n}", "hate"),

@@ -1,4 +1,4 @@
-"""Screenshots of the break prompt and the lead's exposure view (issue 22), taken offscreen from the real
+"""Screenshots of the break prompt and the lead's exposure view, taken offscreen from the real
 application at 1366×768.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_exposure_screenshots.py

@@ -1,4 +1,4 @@
-"""Screenshots of what a reader sees under the wellbeing choices (issue 22), taken offscreen from the
+"""Screenshots of what a reader sees under the wellbeing choices, taken offscreen from the
 real application:
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_wellbeing_screenshots.py

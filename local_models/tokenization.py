@@ -12,7 +12,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ModelInput = Union[str, tuple[str, str]]
+ModelInput = str | tuple[str, str]
 """One text, or a pair (premise and hypothesis; question and context)."""
 
 TOKENIZER_FILES = (
@@ -174,7 +174,7 @@ class TextEncoder:
         enc_second = dict(zip(pair_idx, enc_second_list))
 
         rows, offsets, truncated, seen, lengths = [], [], [], [], []
-        for i, item in enumerate(items):
+        for i, _item in enumerate(items):
             a, b = enc_first[i], enc_second.get(i)
             keep_a, keep_b = self._budget(len(a), None if b is None else len(b))
             cut_a = cut_first[i] or keep_a < len(a)

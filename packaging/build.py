@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import tomllib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -24,7 +25,29 @@ BUILD, DIST = ROOT / "build", ROOT / "dist"
 NAME = f"dynadesk-{__version__}-linux-x86_64"
 
 
+def torch_pin() -> str:
+    """The torch release pyproject.toml pins (its one place), such as "X.Y.Z"."""
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        dependencies = tomllib.load(handle)["project"]["dependencies"]
+    pins = [d.split("==", 1)[1].strip() for d in dependencies if d.replace(" ", "").startswith("torch==")]
+    if len(pins) != 1:
+        raise SystemExit("pyproject.toml must pin torch exactly once (torch==X.Y.Z)")
+    return pins[0]
+
+
+def check_torch() -> None:
+    """The bundle ships the pinned CPU build: another release, or a CUDA build (gigabytes), is refused."""
+    import torch
+
+    release = torch.__version__.split("+", 1)[0]
+    if release != torch_pin() or torch.version.cuda is not None:
+        raise SystemExit(f"make package bundles torch {torch_pin()} (CPU); this environment has {torch.__version__}"
+                         f"{' with CUDA ' + torch.version.cuda if torch.version.cuda else ''}: run make clean-venv, "
+                         "then make package")
+
+
 def main() -> int:
+    check_torch()
     started = time.perf_counter()
     BUILD.mkdir(exist_ok=True)
     info = {"version": __version__, "revision": git_revision(ROOT),

@@ -1,4 +1,4 @@
-"""Exposure and breaks between a desk and the server (issue 22). Qt-free.
+"""Exposure and breaks between a desk and the server. Qt-free.
 
 A person's own spans and answered prompts go up (only theirs: the server refuses anyone else's); what
 comes down is what the server lets this person read: their own, and for a lead their team's. The lead's

@@ -1,4 +1,4 @@
-"""The wire form of exposure spans, answered break prompts and a team's exposure alert lines (issue 22).
+"""The wire form of exposure spans, answered break prompts and a team's exposure alert lines.
 
 They carry no text: who, what kind of work, when, in which time zone. The server serves them to the
 person and to the leads of their team only (``sync.server.store.wellbeing``)."""

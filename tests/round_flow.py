@@ -58,7 +58,7 @@ def davidson_sample(source: Path, out: Path, rows: int | None, seed: int = 7) ->
     for row in table:
         by_class.setdefault(DAVIDSON_LABELS.get(row["class"], row["class"]), []).append(row)
     chosen = []
-    for label, members in sorted(by_class.items()):
+    for _label, members in sorted(by_class.items()):
         chosen += rng.sample(members, max(1, round(rows * len(members) / len(table))))
     rng.shuffle(chosen)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -28,8 +28,11 @@ def test_the_contracts_hold_for_the_real_tree_and_catch_violations(tmp_path):
         handle.write("\n\ndef _page():\n    from app.core.next_round import comparison_report  # noqa\n")
     with (tree / "widgets" / "filter_bar.py").open("a") as handle:
         handle.write("\nimport sqlalchemy  # noqa\nfrom app.core.services import review  # noqa\n")
+    with (tree / "sync" / "transport.py").open("a") as handle:
+        handle.write("\nimport uvicorn  # noqa\n")
     result = run_lint(tree)
     assert result.returncode != 0
+    assert "sync.transport -> uvicorn" in result.stdout  # the desk runs without the server extra
     assert "app.core.services.stats -> PySide6" in result.stdout
     assert "widgets.filter_bar -> sqlalchemy" in result.stdout
     assert "app.core is not allowed to import sync" in result.stdout  # the layers: an arrow back up

@@ -172,3 +172,36 @@ def test_the_package_check_smoke_runs_twice_on_one_data_folder_through_the_near_
         stored = [desk.examples.get(uuid.UUID(run["example"]["id"])) for run in runs]
     assert [(e.text, e.status) for e in stored] == [("Have a lovely weekend, everyone!", "submitted")] * 2
     assert stored[0].id != stored[1].id
+
+
+SERVE_AS_BUNDLED = """
+import json, sys
+from click.testing import CliRunner
+for name in json.loads(sys.argv[1]):  # as in the bundle: the server's web stack is absent
+    sys.modules.setdefault(name, None)
+from app.cli import cli
+runs = {}
+for key, args in (("run", ["serve", "run", "--port", "0"]),
+                  ("add", ["serve", "add-person", "Olga", "--role", "owner"]),
+                  ("postgres", ["serve", "people", "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none"])):
+    result = CliRunner().invoke(cli, ["--data-dir", sys.argv[2], *args])
+    runs[key] = {"code": result.exit_code, "out": result.output, "error": repr(result.exception)}
+print(json.dumps(runs))
+"""
+
+
+def test_the_desk_without_the_server_extra_says_how_to_get_the_server(tmp_path):
+    """The bundle leaves the sync server's web stack out (the `server` extra): `dynadesk serve run`
+    then says what to install instead of failing on an import, while the server's admin commands
+    still work on a SQLite server file."""
+    excluded = _bundle_excludes()
+    assert {"fastapi", "starlette", "uvicorn", "psycopg"} <= set(excluded)
+    result = subprocess.run([sys.executable, "-c", SERVE_AS_BUNDLED, json.dumps(excluded), str(tmp_path / "data")],
+                            capture_output=True, text=True, timeout=300, cwd=PACKAGING.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = json.loads(result.stdout.strip().splitlines()[-1])
+    for key in ("run", "postgres"):
+        assert runs[key]["code"] != 0 and "DynadeskError" in runs[key]["error"], runs[key]
+        assert "dynadesk[server]" in runs[key]["error"], runs[key]
+    assert "uvicorn is not installed" in runs["run"]["error"]
+    assert runs["add"]["code"] == 0 and runs["add"]["out"].splitlines()[-1].startswith("ddk_"), runs["add"]

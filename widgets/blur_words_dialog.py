@@ -19,11 +19,12 @@ class BlurWordsDialog(QDialog):
                        "words and these, in every disguise the matching sees through (case, accents, "
                        "leetspeak, spaced letters, zero-width characters). One word or phrase a line; an "
                        "ending * covers every word it starts; plurals are matched.", wordWrap=True)
-        self.words = QPlainTextEdit(objectName="blur-words-text")
+        self.words = QPlainTextEdit()
+        self.words.setObjectName("blur-words-text")
         self.words.setPlainText("\n".join(view.added))
         self.words.setPlaceholderText("roaches\nfilthy lot\nsubhum*")
-        note = QLabel("For this task, on this desk and, once you sync, for your team.", wordWrap=True,
-                      styleSheet="color:#6b6b6b")
+        note = QLabel("For this task, on this desk and, once you sync, for your team.", wordWrap=True)
+        note.setStyleSheet("color:#6b6b6b")
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)

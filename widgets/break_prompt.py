@@ -19,13 +19,15 @@ class BreakPromptBar(QFrame):
     shown_changed = Signal(bool)  # the window hides the bar's holder with it
 
     def __init__(self, parent=None):
-        super().__init__(parent, objectName="break-prompt")
+        super().__init__(parent)
+        self.setObjectName("break-prompt")
         self.setStyleSheet(STYLE)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.title = QLabel(objectName="break-title")
-        self.text = QLabel(objectName="break-text", wordWrap=True)
-        self.take = QPushButton(objectName="break-take")
-        self.snooze = QPushButton(objectName="break-snooze")
+        self.title, self.text = QLabel(), QLabel(wordWrap=True)
+        self.take, self.snooze = QPushButton(), QPushButton()
+        for widget, name in ((self.title, "break-title"), (self.text, "break-text"), (self.take, "break-take"),
+                             (self.snooze, "break-snooze")):
+            widget.setObjectName(name)
         for button in (self.take, self.snooze):
             # Clicked with the mouse; a person typing keeps the keyboard (Tab never lands here mid-sentence).
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)

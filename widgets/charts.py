@@ -10,7 +10,8 @@ bars carry their value as text.
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from collections.abc import Set
+from datetime import datetime, timedelta
 from html import escape
 from typing import Sequence
 
@@ -41,7 +42,7 @@ MIN_TIME_SPAN = 50 * 60.0  # a time chart shows at least this much (with padding
 
 
 def _utc_offset(when: float) -> float:
-    return datetime.fromtimestamp(when).astimezone().utcoffset().total_seconds()
+    return (datetime.fromtimestamp(when).astimezone().utcoffset() or timedelta()).total_seconds()
 
 
 def time_tick_values(low: float, high: float, most: int, margin: float = 0.0) -> tuple[float, list[float]]:
@@ -168,7 +169,7 @@ class BarChart(ChartFrame):
         self._items: list = []
         self.plot.scene().sigMouseClicked.connect(self._clicked)
 
-    def set_bars(self, bars: Sequence[Bar], selected: set[str] = frozenset()) -> None:
+    def set_bars(self, bars: Sequence[Bar], selected: Set[str] = frozenset()) -> None:
         """A bar (or a pair, where ``second`` is set) per category; selected bars are outlined."""
         for item in self._items:
             self.plot.removeItem(item)

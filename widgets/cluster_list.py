@@ -47,7 +47,8 @@ class ClusterList(QTreeWidget):
             item.setToolTip(3, row.text)
         for index in range(self.topLevelItemCount()):
             top = self.topLevelItem(index)
-            top.setText(3, f"{top.childCount()} examples")
+            if top is not None:
+                top.setText(3, f"{top.childCount()} examples")
         self.expandAll()
 
     def selected_ids(self) -> list[uuid.UUID]:

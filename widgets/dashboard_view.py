@@ -209,7 +209,7 @@ class DashboardView(QWidget):
         self.assistant = AssistantSplitPanel()
         self.assistant.setObjectName("dashboard-assistant")
         self.sections.addTab(self.assistant, "Writing assistant")
-        self.exposure = ExposureView()  # issue 22: care figures, apart from the per-annotator table
+        self.exposure = ExposureView()  # care figures, apart from the per-annotator table
         self.sections.addTab(self.exposure, "Exposure (care)")
         self.sections.currentChanged.connect(self._section_changed)
         layout.addWidget(self.sections, 1)

@@ -29,6 +29,8 @@ class ExampleDetail(MaskedTextBrowser):
     are masked where the reader chose blur (V shows them for this example), and a long one under
     the task's content warning stays closed until the reader opens it."""
 
+    _reveal_key: QShortcut | None = None  # on the class: a ParentChange may come while __init__ runs
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self._example: ExampleDetailView | None = None
@@ -58,10 +60,11 @@ class ExampleDetail(MaskedTextBrowser):
     def event(self, event) -> bool:
         # V works from the detail's neighbours too (the Data tab's table beside it); typing a V into a
         # text field there still types it (fields take printable keys before shortcuts)
-        if event.type() == QEvent.Type.ParentChange and self.parentWidget() is not None:
-            if getattr(self, "_reveal_key", None) is not None:
+        parent = self.parentWidget()
+        if event.type() == QEvent.Type.ParentChange and parent is not None:
+            if self._reveal_key is not None:
                 self._reveal_key.setParent(None)
-            self._reveal_key = QShortcut(QKeySequence(Qt.Key.Key_V), self.parentWidget(), self.toggle_revealed,
+            self._reveal_key = QShortcut(QKeySequence(Qt.Key.Key_V), parent, self.toggle_revealed,
                                          context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         return super().event(event)
 

@@ -156,7 +156,8 @@ class ExampleTableModel(QAbstractTableModel):
         if key == "fooled":
             return {True: "fooled", False: "no", None: "–"}[row.fooled]
         if key == "review_state":
-            return {ReviewAction.RETURNED: "⟲ returned", ReviewAction.ACCEPTED: "✓ accepted"}.get(row.review_state, "")
+            marks = {ReviewAction.RETURNED: "⟲ returned", ReviewAction.ACCEPTED: "✓ accepted"}
+            return marks.get(row.review_state, "") if row.review_state is not None else ""
         if key == "decided":  # the decision, or where validation stands until there is one
             if not row.decided:
                 return row.validation

@@ -1,4 +1,4 @@
-"""The Dashboard's exposure section (issue 22): a care note, the team's alert lines (a lead sets them),
+"""The Dashboard's exposure section: a care note, the team's alert lines (a lead sets them),
 and minutes per person per day with hateful content. Shows typed view-models; emits what the user asks."""
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ empty figures last, and the table view the dashboard's tables share."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
@@ -64,7 +66,8 @@ class FigureTableModel(QAbstractTableModel):
     def _sort_rows(self, column: int, order) -> None:
         present = [r for r in self.rows if r.cells[column].sort is not None]
         missing = [r for r in self.rows if r.cells[column].sort is None]
-        present.sort(key=lambda row: row.cells[column].sort, reverse=order == Qt.SortOrder.DescendingOrder)
+        present.sort(key=lambda row: cast("float | str", row.cells[column].sort),  # None is in missing
+                     reverse=order == Qt.SortOrder.DescendingOrder)
         self.rows = tuple(present + missing)
 
     def key_at(self, row: int) -> str | None:
@@ -73,7 +76,8 @@ class FigureTableModel(QAbstractTableModel):
 
 def figure_table(model: FigureTableModel, name: str) -> QTableView:
     """A sortable, read-only table view of a figure table, rows selected whole."""
-    view = QTableView(objectName=name)
+    view = QTableView()
+    view.setObjectName(name)
     view.setModel(model)
     view.setSortingEnabled(True)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

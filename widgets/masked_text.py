@@ -1,4 +1,4 @@
-"""A read-only text view that masks words (analyst wellbeing, issue 22): slurs and the words the
+"""A read-only text view that masks words (analyst wellbeing): slurs and the words the
 model attributes most to hate are covered by a grey bar until the reader points at one (that word
 shows while the pointer is on it) or reveals the example (``set_revealed``, the V key of the
 reading views). The masks are character formats over the shown document, so the text itself, its

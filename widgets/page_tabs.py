@@ -21,6 +21,9 @@ class PageScroll(QScrollArea):
 
     def __init__(self, page: QWidget):
         super().__init__()
+        # held here (widget() is typed as possibly None; this one is never taken out), before setWidget,
+        # which installs this area as the page's event filter
+        self.page = page
         self.setObjectName(f"{page.objectName() or 'page'}-scroll")
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # keys go to the page, not to the scroll bars
@@ -28,7 +31,7 @@ class PageScroll(QScrollArea):
         page.installEventFilter(self)
 
     def fit_page(self) -> None:
-        page = self.widget()
+        page = self.page
         least = page.minimumSizeHint().expandedTo(page.minimumSize())
         page.resize(least.expandedTo(self.viewport().size()))
 
@@ -38,7 +41,7 @@ class PageScroll(QScrollArea):
         return super().viewportEvent(event)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+        if watched is self.page and event.type() == QEvent.Type.LayoutRequest:
             self.fit_page()  # the page's minimum may have changed
         return False
 
@@ -54,7 +57,7 @@ class PageTabs(QTabWidget):
         holder = super().widget(index)
         return holder.widget() if isinstance(holder, PageScroll) else holder
 
-    def currentWidget(self) -> QWidget | None:
+    def currentWidget(self) -> QWidget | None:  # type: ignore[override]  # None with no tabs, as in Qt
         return self.widget(self.currentIndex())
 
     def indexOf(self, page: QWidget) -> int:
@@ -78,8 +81,8 @@ class ColumnScroll(PageScroll):
         return content.width() + self.verticalScrollBar().sizeHint().width() + 2 * self.frameWidth()
 
     def minimumSizeHint(self) -> QSize:
-        column = self.widget()
+        column = self.page
         return QSize(self._width(column.minimumSizeHint().expandedTo(column.minimumSize())), 80)
 
     def sizeHint(self) -> QSize:
-        return QSize(self._width(self.widget().sizeHint()), super().sizeHint().height())
+        return QSize(self._width(self.page.sizeHint()), super().sizeHint().height())

@@ -33,7 +33,8 @@ class ProfileDialog(QDialog):
         """``wellbeing``: the working person's choices (``working``: their name), or None without one."""
         super().__init__(parent)
         self.setWindowTitle("Profile")
-        self.people = QListWidget(objectName="people")
+        self.people = QListWidget()
+        self.people.setObjectName("people")
         for person in view.people:
             item = QListWidgetItem(person.text)
             item.setData(Qt.ItemDataRole.UserRole, person.value)
@@ -41,11 +42,16 @@ class ProfileDialog(QDialog):
             if person.value == view.current_id:
                 self.people.setCurrentItem(item)
         self.people.itemDoubleClicked.connect(lambda *_: self._choose())
-        self.name = QLineEdit(objectName="name", placeholderText="Display name")
-        self.role = QComboBox(objectName="role")
+        self.name = QLineEdit(placeholderText="Display name")
+        self.name.setObjectName("name")
+        self.role = QComboBox()
+        self.role.setObjectName("role")
         self.role.addItems([role.value for role in view.roles])
-        self.problem = QLabel(objectName="problem", styleSheet="color:#b3261e")
-        add = QPushButton("Add and switch", objectName="add")
+        self.problem = QLabel()
+        self.problem.setObjectName("problem")
+        self.problem.setStyleSheet("color:#b3261e")
+        add = QPushButton("Add and switch")
+        add.setObjectName("add")
         add.clicked.connect(self._create)
         new_box = QGroupBox("New profile")
         form = QFormLayout(new_box)
@@ -70,7 +76,8 @@ class ProfileDialog(QDialog):
             left.addWidget(new_box)
         else:
             self.people.setMaximumHeight(self.people.sizeHintForRow(0) * 2 + 8)  # one person: the note has the room
-            note = QLabel(view.team_note, objectName="team-note", wordWrap=True)
+            note = QLabel(view.team_note, wordWrap=True)
+            note.setObjectName("team-note")
             note.setMinimumWidth(240)
             note.setTextFormat(Qt.TextFormat.PlainText)
             left.addWidget(note)

@@ -16,17 +16,20 @@ class QualitySettingsDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("quality-settings")
         self.setWindowTitle(f"Data quality · {view.task_name}")
-        self.near = QSpinBox(objectName="near-threshold", suffix=" %", minimum=view.near_range[0],
-                             maximum=view.near_range[1], value=view.near_percent)
+        self.near = QSpinBox(suffix=" %", minimum=view.near_range[0], maximum=view.near_range[1],
+                             value=view.near_percent)
+        self.near.setObjectName("near-threshold")
         self.near.setToolTip("Two examples are near-duplicates from this similarity of their character 4-grams "
                              "(after folding case, punctuation, spacing, accents, zero-width characters and "
                              "leetspeak). Writers are warned at submit; Review groups them.")
-        self.token = QDoubleSpinBox(objectName="token-threshold", decimals=1, singleStep=0.5,
-                                    minimum=view.token_range[0], maximum=view.token_range[1], value=view.token_z)
+        self.token = QDoubleSpinBox(decimals=1, singleStep=0.5, minimum=view.token_range[0],
+                                    maximum=view.token_range[1], value=view.token_z)
+        self.token.setObjectName("token-threshold")
         self.token.setToolTip("The dashboard alerts when a word's or bigram's label share stands this many "
                               "standard errors above the label's base rate (the artifact table's z).")
-        self.rate = QSpinBox(objectName="duplicate-rate-threshold", suffix=" %", minimum=view.rate_range[0],
-                             maximum=view.rate_range[1], value=view.duplicate_rate_percent)
+        self.rate = QSpinBox(suffix=" %", minimum=view.rate_range[0], maximum=view.rate_range[1],
+                             value=view.duplicate_rate_percent)
+        self.rate.setObjectName("duplicate-rate-threshold")
         self.rate.setToolTip("The dashboard alerts when this share of a writer's examples repeat an earlier one.")
         form = QFormLayout()
         form.addRow("Near-duplicates from:", self.near)

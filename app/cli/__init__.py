@@ -38,7 +38,7 @@ rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard
 for command in PROPOSAL_COMMANDS:  # dynadesk rounds propose, proposals, promote, decline, policy
     rounds.add_command(command)
-cli.add_command(exposure)  # dynadesk exposure export: team aggregates only (issue 22)
+cli.add_command(exposure)  # dynadesk exposure export: team aggregates only
 
 
 def main(argv: list[str] | None = None) -> None:

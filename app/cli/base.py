@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from app.core.formatting import text_table
+
+if TYPE_CHECKING:
+    from app.core.desk import Desk
+    from sync.client import ClientFactory
 
 
 class Context:
     def __init__(self, data_dir: str | None):
         self.data_dir = data_dir
-        self._desk = None
-        self._sync_clients = None
+        self._desk: Desk | None = None
+        self._sync_clients: ClientFactory | None = None
         self.lists_task_problems = False  # `tasks list` shows bad task files itself, instead of a warning
+        self.assist_task = ""  # the task `suggest-words --task` names, for its subcommands
 
     @property
-    def desk(self):
+    def desk(self) -> Desk:
         if self._desk is None:
             from app.core.desk import Desk
 
@@ -27,7 +34,7 @@ class Context:
         return self._desk
 
     @property
-    def sync_clients(self):
+    def sync_clients(self) -> ClientFactory:
         """Where this command's sync clients are made (``sync.client.ClientFactory``, as the GUI's sync
         controller holds one): the one owner of the desk's tokens."""
         if self._sync_clients is None:

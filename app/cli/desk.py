@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from app.core.errors import DynadeskError
 from app.core.formatting import pct
 from app.core.logs import setup_logging
 from app.core.text import printable
+
+if TYPE_CHECKING:
+    from app.core.services.stats import Grouping
 
 
 def _print_version(ctx: click.Context, _param, value: bool) -> None:
@@ -128,7 +132,7 @@ def export(obj: Context, out: str, format_: str, task_code: str | None, keep_ide
 @click.option("--task", "task_code", help="Only this task.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @pass_context
-def stats(obj: Context, groupings: tuple[str, ...], task_code: str | None, as_json: bool) -> None:
+def stats(obj: Context, groupings: tuple[Grouping, ...], task_code: str | None, as_json: bool) -> None:
     """MER (model error rate) and vMER (validated model error rate) tables."""
     from app.core.services.stats import GROUPINGS
 

@@ -4,6 +4,7 @@ write evaluation.json (every case, prediction and figure) and report.html."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -12,7 +13,7 @@ from app.core.errors import DynadeskError
 from local_models.batch_run import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS
 
 
-def parse_rounds(value: str) -> str | list[int] | None:
+def parse_rounds(value: str) -> Literal["all"] | list[int] | None:
     value = value.strip().lower()
     if value in ("all", ""):
         return "all"

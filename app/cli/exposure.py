@@ -1,4 +1,4 @@
-"""``dynadesk exposure``: exposure to hateful content leaves a desk only as team aggregates (issue 22)."""
+"""``dynadesk exposure``: exposure to hateful content leaves a desk only as team aggregates."""
 
 from __future__ import annotations
 

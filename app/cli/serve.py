@@ -29,12 +29,21 @@ def _server_dir(obj, data: str | None) -> Path:
     return Path(data).expanduser().resolve() if data else paths.data_dir(obj.data_dir) / "server"
 
 
+SERVER_EXTRA = "pip install 'dynadesk[server]'"
+
+
 def _server_db(obj, db: str | None, data: str | None):
     from sync.server.db import ServerDatabase
 
     folder = _server_dir(obj, data)
     folder.mkdir(parents=True, exist_ok=True)
-    return ServerDatabase(db or folder / "server.sqlite")
+    try:
+        return ServerDatabase(db or folder / "server.sqlite")
+    except ModuleNotFoundError as exc:  # the desktop app and its bundle have no PostgreSQL driver
+        if not (exc.name or "").startswith("psycopg"):
+            raise
+        raise DynadeskError(f"This installation has no PostgreSQL driver ({exc.name}); the team's "
+                            f"server needs the server extra: {SERVER_EXTRA}.") from None
 
 
 def _server_options(command):
@@ -94,13 +103,17 @@ def serve_run(obj, db: str | None, data: str | None, host: str, port: int, worke
 
     Serve HTTPS with --certfile/--keyfile, or plain HTTP on loopback behind a reverse proxy that
     terminates TLS (docs/sync.md): tokens must never cross a network in clear."""
-    import uvicorn
+    try:  # the desktop app and its bundle leave the web server out
+        import uvicorn
 
-    from sync.server.app import ADDRESS_LIMIT_ENV, DATA_ENV, DB_ENV, TOKEN_LIMIT_ENV
+        from sync.server.app import ADDRESS_LIMIT_ENV, DATA_ENV, DB_ENV, TOKEN_LIMIT_ENV
+    except ImportError as exc:
+        raise DynadeskError(f"This installation cannot run the sync server ({exc.name} is not installed): "
+                            f"install the server extra, {SERVER_EXTRA}.") from None
 
     if bool(certfile) != bool(keyfile):
         raise click.UsageError("--certfile and --keyfile go together.")
-    if certfile:
+    if certfile and keyfile:
         _check_tls_pair(certfile, keyfile)
     database = _server_db(obj, db, data)
     try:

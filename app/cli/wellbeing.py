@@ -1,4 +1,4 @@
-"""``dynadesk wellbeing words``: a task's blur word list (analyst wellbeing, issue 22). Everyone may
+"""``dynadesk wellbeing words``: a task's blur word list (analyst wellbeing). Everyone may
 list it; the desk's working profile, when a lead, adds and removes the team's words, which travel
 to the team with the task settings at the next sync."""
 

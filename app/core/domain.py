@@ -11,9 +11,8 @@ from typing import Any
 MAX_ROUND_NUMBER = 10_000  # a round number beyond this is a typo or a hostile file
 
 
-class StrEnum(str, enum.Enum):
-    def __str__(self) -> str:
-        return str(self.value)
+# str() and format() give the value; kept under this name for the modules that import it from here
+StrEnum = enum.StrEnum
 
 
 class Role(StrEnum):

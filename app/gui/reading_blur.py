@@ -1,4 +1,4 @@
-"""The model's part of the blur in reading views (issue 22): the words the target model attributes
+"""The model's part of the blur in reading views: the words the target model attributes
 most to hate, asked of the inference service's explanation lane once an example is on screen, and
 masked when they arrive. The word list's masks are shown at once (they come with the example's
 view-model); nothing here runs on the writer's keystroke path."""

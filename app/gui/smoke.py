@@ -66,7 +66,7 @@ def run_smoke_test(data_dir: str | None, screenshot: str, *, timeout: float = 30
         # must meet the near-duplicate warning; with the task's index still being built, submitting
         # would go on unchecked, so the run waits for it, as a writer's first pause would.
         same_text = _stored_with_text(desk, task_id, text)
-        prediction_s, first_prediction_ms, warned = None, None, False
+        prediction_s, first_prediction_ms, warned = None, 0.0, False  # both set by the first attempt
         for _attempt in range(3):
             wait("a prediction of the typed text",
                  lambda: ws.last_prediction is not None and ws._current_prediction_matches())

@@ -1,4 +1,4 @@
-"""The profile dialog with the working person's Wellbeing section (issue 22): read on the database
+"""The profile dialog with the working person's Wellbeing section: read on the database
 worker, shown, and the person's choices stored in the desk's settings (their own, never synced).
 A changed choice applies at once: the Validate tab fetches its example again, masked (or not) and
 with the new opt-outs."""

@@ -1,4 +1,4 @@
-"""What the break prompt says (issue 22): gentle, short, with the figures that prompted it."""
+"""What the break prompt says: gentle, short, with the figures that prompted it."""
 
 from __future__ import annotations
 

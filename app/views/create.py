@@ -29,17 +29,26 @@ class EnsemblePrediction(Protocol):
 
 
 class Attribution(Protocol):
-    """What the builders read of local_models.attribution.Attribution."""
+    """What the builders read of local_models.attribution.Attribution (a frozen dataclass: read-only)."""
 
-    words: Sequence[Any]
-    target: str
-    predicted: str
-    method: str
-    latency_ms: float
-    truncated: bool
-    convergence_delta: float | None
-    n_steps: int | None
-    units: str
+    @property
+    def words(self) -> Sequence[Any]: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def predicted(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def latency_ms(self) -> float: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def convergence_delta(self) -> float | None: ...
+    @property
+    def n_steps(self) -> int | None: ...
+    @property
+    def units(self) -> str: ...
 
     @property
     def scale(self) -> float: ...

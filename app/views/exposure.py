@@ -1,4 +1,4 @@
-"""The lead's exposure view (issue 22): minutes per person per day with hateful content, breaks, and
+"""The lead's exposure view: minutes per person per day with hateful content, breaks, and
 alerts above the team's limits. Figures for care, not performance: kept apart from the per-annotator
 table and its exports, and the view says so."""
 

@@ -1,4 +1,4 @@
-"""View-models of analyst wellbeing for readers (issue 22): what a reading view masks and collapses,
+"""View-models of analyst wellbeing for readers: what a reading view masks and collapses,
 and the Wellbeing section of the profile dialog. Pure functions; controllers run them on the
 database worker (the word list match) or on arrival of the model's attributions (a merge only)."""
 

@@ -51,7 +51,7 @@ class Runtime(ABC):
         """The encoder's last hidden state, [batch, tokens, hidden], for sentence embeddings."""
         raise UnsupportedOperation(f"{self.path.name} ({self.backend.name}) cannot give its hidden states.")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op by default; runtimes holding sessions override it
         """Let go of memory and sessions early; the runtime is unusable afterwards."""
 
 

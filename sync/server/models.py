@@ -241,7 +241,7 @@ WELLBEING_SEQ = "wellbeing_seq"
 
 
 class WellbeingRecord(Base):
-    """A person's exposure span or answered break prompt (issue 22), as their desk pushed it. Served only
+    """A person's exposure span or answered break prompt, as their desk pushed it. Served only
     to the person and to the leads of the team they were in when it arrived (``team``); never in the
     change feed, never in exports but as team aggregates. ``seq`` is taken from the ``wellbeing_seq``
     counter at the end of the push, so a reader that has seen N has seen every record before it."""

@@ -1,4 +1,4 @@
-"""The server's wellbeing endpoints (issue 22): exposure and breaks in, out to the person and their team's
+"""The server's wellbeing endpoints: exposure and breaks in, out to the person and their team's
 leads only; a team's exposure alert lines (``store.wellbeing`` holds the rules)."""
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def test_the_daily_copy_is_made_once_a_day_and_only_the_last_few_are_kept(health
     try:
         db.wait_for_check()
         assert db.daily_backup() is None  # the newest copy is not a day old
-        for day in range(1, DAILY_BACKUPS_KEPT + 2):
+        for _day in range(1, DAILY_BACKUPS_KEPT + 2):
             for copy in daily_backups(db.path):
                 os.utime(copy, (copy.stat().st_atime, copy.stat().st_mtime - 86_400 - 1))
             made = db.daily_backup()

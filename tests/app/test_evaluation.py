@@ -59,7 +59,7 @@ def test_accuracy_and_macro_f1_by_hand():
 
 def test_metrics_match_scikit_learn_on_random_labels():
     rng = random.Random(4)
-    for trial in range(30):
+    for _trial in range(30):
         labels = ["hate", "not hate", "other"][: rng.randint(2, 3)]
         n = rng.randint(1, 60)
         gold = [rng.choice(labels) for _ in range(n)]

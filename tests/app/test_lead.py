@@ -110,7 +110,7 @@ def test_simulated_anli_validators_leave_disagreements_for_the_lead(desk):
 def test_review_figures_match_a_hand_count(desk, people, submit):
     """Four examples: one split (1 disagreement), one flagged twice and returned, one decided and
     accepted, one untouched and not fooled."""
-    split, flagged, decided, quiet = submit("a"), submit("b"), submit("c"), submit("d", model_label="hate")
+    split, flagged, decided, _quiet = submit("a"), submit("b"), submit("c"), submit("d", model_label="hate")
     desk.validation.validate(split.id, people.val1.id, "correct")
     desk.validation.validate(split.id, people.val2.id, "incorrect", corrected_label="not hate", reason="r")
     desk.validation.validate(flagged.id, people.val1.id, "flagged", reason="r")

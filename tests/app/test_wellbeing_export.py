@@ -1,4 +1,4 @@
-"""Exposure leaves a desk only in aggregate (issue 22): `dynadesk exposure export` writes one row per
+"""Exposure leaves a desk only in aggregate: `dynadesk exposure export` writes one row per
 team and day, never a row per person, and withholds a team-day of fewer than --min-group people."""
 
 import csv

@@ -1,7 +1,7 @@
 """The Create page records the writing assistant's part: the session's arm on every example, the
 suggestion the writer applied kept with the draft across a killed process, and the word edit
 distance from it to the submitted text measured at submit. (The suggestion panel itself is
-issue 20's Create panel; here the suggestion is applied through the session as the panel does.)"""
+tested with the Create panel; here the suggestion is applied through the session as the panel does.)"""
 
 from __future__ import annotations
 

@@ -155,13 +155,13 @@ def test_under_a_b_the_panel_shows_only_in_the_assisted_session_of_each_pair(qtb
             ws, panel = window.workspace, window.workspace.view.assist
             arm = ws.session.writing.arm
             arms.append(arm)
-            qtbot.waitUntil(lambda: panel.view.available == (arm == "on"), timeout=WAIT)
+            qtbot.waitUntil(lambda panel=panel, arm=arm: panel.view.available == (arm == "on"), timeout=WAIT)
             if arm == "on":
                 assert panel.reason.isHidden()
             else:
                 assert panel.body.isHidden() and "without it" in panel.reason.text()
             type_text(qtbot, window, "save the draft")  # the draft records its session's arm either way
-            qtbot.waitUntil(lambda: ws.session.draft.id is not None, timeout=10_000)
+            qtbot.waitUntil(lambda ws=ws: ws.session.draft.id is not None, timeout=10_000)
             assert ws.session.draft.assistance.arm == arm
         finally:
             close_window(window)

@@ -1,4 +1,4 @@
-"""The break prompt (issue 22), driven as analysts meet it: typing across the threshold shows nothing,
+"""The break prompt, driven as analysts meet it: typing across the threshold shows nothing,
 the submit or verdict that follows shows the prompt (a bar, never a dialog, the keyboard stays where it
 was), and snoozing or taking the break is recorded. Time is injected: the controller's clock is the
 test's, moved on while the person types."""

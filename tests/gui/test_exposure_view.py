@@ -1,4 +1,4 @@
-"""The lead's exposure view in the Dashboard (issue 22), driven as a lead uses it: minutes per person per
+"""The lead's exposure view in the Dashboard, driven as a lead uses it: minutes per person per
 day, breaks, alerts above the limits the lead sets (and saves), a care note; never in the per-annotator
 table. An annotator sees only their own time and cannot set limits."""
 

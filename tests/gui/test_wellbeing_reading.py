@@ -1,4 +1,4 @@
-"""What a reader sees (issue 22), driven as a validator would: the task's blur words masked in
+"""What a reader sees, driven as a validator would: the task's blur words masked in
 Validate, V shows them for the example on screen only, pointing shows one, the profile's Wellbeing
 section is stored and takes effect (blur and opt-outs), the writer's editor is never masked, and a
 long text under the content warning opens closed."""

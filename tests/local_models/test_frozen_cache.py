@@ -110,7 +110,7 @@ def test_a_damaged_shard_is_removed_and_rebuilt_with_a_log_line(tiny_base_dir, r
             data[-5] ^= 0xFF  # inside the data: only the checksum sees it
         shard.write_bytes(bytes(data))
         messages = []
-        monkeypatch.setattr(frozen_cache.log, "warning", lambda text, *args: messages.append(text % args))
+        monkeypatch.setattr(frozen_cache.log, "warning", lambda text, *args, messages=messages: messages.append(text % args))
         again, use = _states(tiny_base_dir, texts, cache)
         assert "is damaged" in messages[0] and shard.name in messages[0]
         assert use.damaged_shards_removed == 1 and use.computed == len(set(texts))

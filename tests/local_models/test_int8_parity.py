@@ -1,4 +1,4 @@
-"""The int8 parity rule (issue 19 §1): measured on >= 2,000 task texts, a model that breaks it is
+"""The int8 parity rule: measured on >= 2,000 task texts, a model that breaks it is
 refused, one that meets it is used, its figures land in the model's provenance, and a trained
 part's recorded recipe is rebuilt on a desk only when its bytes are the ones that were checked."""
 

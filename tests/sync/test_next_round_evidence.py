@@ -1,4 +1,4 @@
-"""Issue 18's evidence, end to end on real text and shared data only: HateCheck's dev cases become hate-speech
+"""The next round's evidence, end to end on real text and shared data only: HateCheck's dev cases become hate-speech
 round 1, written against the default model and split by template; seeded simulated validators decide them;
 round 2's candidate is trained from them plus (a seeded sample of) Davidson et al., compared, promoted and
 published to a server on loopback; a second desk pulls it, checks every file's sha256 and switches its open

@@ -1,4 +1,4 @@
-"""Exposure and breaks travel to the leads of the person's team only (issue 22): real desks, a real
+"""Exposure and breaks travel to the leads of the person's team only: real desks, a real
 server on loopback (SQLite, and PostgreSQL when DYNADESK_TEST_PG_URL is set). Another team's lead and the
 team's annotators never receive them; nobody pushes them as someone else; a lead's limits reach the team."""
 

@@ -1,1 +1,1 @@
-"""The writing assistant: suggested edits, each checked against the round's target before it is shown (issue 20)."""
+"""The writing assistant: suggested edits, each checked against the round's target before it is shown."""

@@ -228,7 +228,7 @@ def load_list(path: Path) -> WordList:
     if unknown:
         raise InvalidLexicon(f"{where}: unknown key(s) {', '.join(unknown)}; known: kind, description, entries.")
     try:
-        kind = ListKind(data.get("kind"))
+        kind = ListKind(str(data.get("kind")))  # a missing or unknown kind is a ValueError
     except ValueError:
         raise InvalidLexicon(f"{where}: 'kind' must be 'words' or 'pairs'; got {data.get('kind')!r}.") from None
     description = data.get("description")

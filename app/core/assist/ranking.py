@@ -1,6 +1,6 @@
 """The order the writer sees checked suggestions in.
 
-The rule (issue 20): suggestions that fool the model first, then by how far the model's probability
+The rule: suggestions that fool the model first, then by how far the model's probability
 of the text's label moved. Sorted by shift alone, one edit type crowds out the rest: on the default
 model HotFlip word substitutions move the probability most and fill the top five with
 meaning-changing edits. So within the fooling ones, and within the others, the best suggestion of

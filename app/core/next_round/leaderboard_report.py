@@ -44,7 +44,7 @@ def table_lines(board: Leaderboard) -> list[str]:
         what = "no round has a target model" if not board.rows else "the task has no round"
         return [f"The {board.task_code} leaderboard is empty: {what}."]
     headers = ["model"]
-    for column in board.columns:
+    for _column in board.columns:  # the round's own name is on the group line above
         headers += [name for _key, name in METRICS]
     rows = []
     for row in board.rows:

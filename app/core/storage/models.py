@@ -440,7 +440,7 @@ class ExampleChange(Base):
 
 
 class ExposureSpan(Synced, Base):
-    """A span of one person's work with hateful content (issue 22; app/core/wellbeing): writing,
+    """A span of one person's work with hateful content (app/core/wellbeing): writing,
     validating or reviewing one example, recorded when the work ended. No text: only who, what kind
     of work, when, and in which time zone. Pushed to the server for the person's team leads
     (``sync.wellbeing``); a lead's desk keeps the team's spans it pulled (``team`` set)."""
@@ -459,7 +459,7 @@ class ExposureSpan(Synced, Base):
 
 
 class WellbeingBreak(Synced, Base):
-    """A break prompt answered: taken or snoozed (issue 22). Synced like an exposure span."""
+    """A break prompt answered: taken or snoozed. Synced like an exposure span."""
 
     __tablename__ = "wellbeing_breaks"
     __table_args__ = (Index(None, "person_id", "at"), Index(None, "sync_state"))

@@ -136,11 +136,11 @@ class TaskDefinition(_Strict):
         meta_names = [m.name for m in self.metadata]
         if len(set(meta_names)) != len(meta_names):
             raise ValueError("metadata field names must be unique")
-        for field in self.metadata:
-            if field.applies_when and self.labels:
-                unknown = set(field.applies_when.label) - set(self.labels)
+        for meta in self.metadata:
+            if meta.applies_when and self.labels:
+                unknown = set(meta.applies_when.label) - set(self.labels)
                 if unknown:
-                    raise ValueError(f"metadata '{field.name}' applies_when names unknown label(s) {sorted(unknown)}")
+                    raise ValueError(f"metadata '{meta.name}' applies_when names unknown label(s) {sorted(unknown)}")
         return self
 
     @property
@@ -156,9 +156,9 @@ class TaskDefinition(_Strict):
         return [f for f in self.inputs if f.kind == InputKind.CONTEXT]
 
     def metadata_field(self, name: str) -> MetadataField:
-        for field in self.metadata:
-            if field.name == name:
-                return field
+        for meta in self.metadata:
+            if meta.name == name:
+                return meta
         raise KeyError(name)
 
     def fingerprint(self) -> str:

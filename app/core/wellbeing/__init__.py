@@ -1,1 +1,1 @@
-"""Analyst wellbeing: blur in reading views, opt-outs by target group, breaks, exposure (issue 22)."""
+"""Analyst wellbeing: blur in reading views, opt-outs by target group, breaks, exposure."""

@@ -1,4 +1,4 @@
-"""Exposure leaves a desk only as team aggregates (issue 22): one row per team and day, never a row per
+"""Exposure leaves a desk only as team aggregates: one row per team and day, never a row per
 person. A team-day with fewer than ``min_group`` people is withheld (its figures left blank, marked
 "withheld"): with two people, a total less one person's own is the other's."""
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class WellbeingProfile(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    # Off by default where a person reads as a writer, on where they read as a validator (issue 22).
+    # Off by default where a person reads as a writer, on where they read as a validator.
     blur_validating: bool = True  # Validate, Review
     blur_browsing: bool = False  # Data, the evaluation's failing cases
     # The assistant's "description to slur" edits: off unless the writer asks for them (the writer

@@ -1,4 +1,4 @@
-"""Exposure and break records on the server (issue 22): the person pushes their own; the person and the
+"""Exposure and break records on the server: the person pushes their own; the person and the
 leads (and owners) of their team read them; nobody else does. A lead sets their team's alert lines."""
 
 from __future__ import annotations

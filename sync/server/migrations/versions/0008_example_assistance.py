@@ -1,4 +1,4 @@
-"""Examples carry the writing assistant's record (issue 20): the session's arm and number, the
+"""Examples carry the writing assistant's record: the session's arm and number, the
 suggestion applied and the word edit distance the server measured from it to the stored text.
 Empty (NULL) for every example stored before.
 

@@ -1,4 +1,4 @@
-"""Analyst wellbeing (issue 22): people's exposure spans and answered break prompts, served to the leads
+"""Analyst wellbeing: people's exposure spans and answered break prompts, served to the leads
 of their team only, and each team's exposure alert lines.
 
 Revision ID: 0009

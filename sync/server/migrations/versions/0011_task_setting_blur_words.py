@@ -1,5 +1,5 @@
-"""A lead's task settings carry the words they added to the task's blur list (analyst wellbeing,
-issue 22), so a team's desks blur them too.
+"""A lead's task settings carry the words they added to the task's blur list (analyst wellbeing),
+so a team's desks blur them too.
 
 Revision ID: 0011
 Revises: 0010

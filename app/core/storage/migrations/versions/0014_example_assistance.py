@@ -1,4 +1,4 @@
-"""Each example records the writing assistant's part in it (issue 20): the arm of the session it
+"""Each example records the writing assistant's part in it: the arm of the session it
 was written in, whether a suggestion was applied, its generator and edit type, the suggestion's
 text and the word edit distance from it to the submitted text. One JSON column, empty (NULL) for
 every example written before: those had no assistant.

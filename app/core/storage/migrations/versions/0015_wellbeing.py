@@ -1,4 +1,4 @@
-"""Analyst wellbeing (issue 22): spans of work with hateful content and the break prompts answered,
+"""Analyst wellbeing: spans of work with hateful content and the break prompts answered,
 kept per person and pushed to the leads of their team.
 
 Revision ID: 0015
