@@ -34,9 +34,8 @@ import os
 import random
 import statistics
 import time
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench.common import BenchContext, Result, percentile, summarise

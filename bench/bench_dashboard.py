@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from sqlalchemy import insert, text
 
@@ -20,8 +20,8 @@ from app.core.desk import Desk
 from app.core.domain import ModelOutput
 from app.core.services.dashboard import DashboardService
 from app.core.services.dashboard_snapshot import DashboardFilter
-from app.core.tasks.content import Content
 from app.core.storage.models import Validation
+from app.core.tasks.content import Content
 from bench.bench_storage import fill
 from bench.common import BenchContext, Result, summarise, time_calls
 
@@ -115,9 +115,9 @@ def run(ctx: BenchContext) -> list[Result]:
 
     rounds = [r.id for r in desk.tasks.rounds("hate_speech")]
     now = max(t for t in service.examples["submitted_at"])
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    week_end = datetime.fromtimestamp(now, timezone.utc)
+    week_end = datetime.fromtimestamp(now, UTC)
     clicks = {
         "filter: click a label bar": DashboardFilter(task_id=task_id, labels=["hate"]),
         "filter: click a target-group bar": DashboardFilter(task_id=task_id, facets={"target_groups": ["refugees"]}),

@@ -19,8 +19,9 @@ import os
 import random
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.common import BenchContext, Result, percentile, summarise, time_calls
 from bench.quantization import run as run_quantization

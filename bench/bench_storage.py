@@ -12,9 +12,9 @@ from sqlalchemy import insert
 
 from app.core.desk import Desk
 from app.core.domain import ModelOutput, utcnow
-from app.core.tasks.content import Content
 from app.core.services.review import ExampleFilter
 from app.core.storage.models import Example, ExampleFacet, ModelOutputRow
+from app.core.tasks.content import Content
 from bench.common import BenchContext, Result, summarise, time_calls
 
 BUDGET_MS = 100

@@ -15,9 +15,9 @@ import statistics
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
@@ -31,9 +31,9 @@ from tests.sync.helpers import (
     ProcessServer,
     add_account,
     copy_desk,
-    open_desks,
     desk_records,
     fill_outbox,
+    open_desks,
     postgres_schema,
     prepare_desk,
     publish_basics,

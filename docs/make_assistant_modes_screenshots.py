@@ -12,10 +12,9 @@ true, which the writer confirms before submitting the pair.
 import tempfile
 from pathlib import Path
 
-from screenshot_kit import OUT, application, assistant_window, wait, wait_until
-
 from PySide6.QtCore import Qt  # noqa: E402 (after screenshot_kit sets the platform)
 from PySide6.QtTest import QTest  # noqa: E402
+from screenshot_kit import OUT, application, assistant_window, wait, wait_until
 
 TEXT = "Women belong in the kitchen, not in parliament"
 

@@ -11,8 +11,8 @@ dialog where a lead sets the round's writing assistant.
 
 import random
 import sys
-import uuid
 import tempfile
+import uuid
 from pathlib import Path
 
 from screenshot_kit import OUT, application, lead_desk, show_window, wait, wait_until

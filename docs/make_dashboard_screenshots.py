@@ -11,6 +11,7 @@ third desk is on its first day: seven examples written seconds apart.
 
 import tempfile
 import time
+from datetime import UTC
 
 from screenshot_kit import OUT, ROOT, application, lead_desk, show_window, wait
 
@@ -90,7 +91,7 @@ def main() -> None:
 def hate_speech_team(desk, seed: int = 3):
     """Seven writers over three rounds against ever stronger models; some perturbations."""
     import random
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from sqlalchemy import text
 
@@ -106,7 +107,7 @@ def hate_speech_team(desk, seed: int = 3):
         ("Lena Fischer", 0.55, 140), ("Marco Rossi", 0.45, 90), ("Nadia Karim", 0.62, 200), ("Olu Adeyemi", 0.38, 75),
         ("Pia Nilsson", 0.5, 120), ("Quentin Roy", 0.3, 60), ("Rosa Jiménez", 0.48, 160)]}
     models = [desk.models.register(f"hate model r{r}", "onnx", f"{r:02d}" * 32) for r in (1, 2, 3)]
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     ids, dates = [], []
     for number in (1, 2, 3):
         desk.tasks.get_or_create_round("hate_speech", number)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from screenshot_kit import OUT, ROOT, application, show_window, snap, wait, wait_until
 
-
 SUITE = ROOT.parent / "shared" / "data" / "hatecheck" / "test_suite_cases_dev.csv"
 TRAINING = ROOT.parent / "shared" / "data" / "davidson2017" / "labeled_data.csv"
 # Examples for two rounds: (text, label, target group); rounds get harder as the desk goes on.

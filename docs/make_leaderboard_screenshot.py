@@ -53,9 +53,9 @@ def main() -> None:
     app = application()  # noqa: F841 (must stay alive)
     from app.core import paths
     from app.core.desk import Desk
-    from app.core.services.target_models import adopt_default_model, ensure_default_model, load_engine_for
     from app.core.next_round.promotion import promote_candidate
     from app.core.next_round.round_training import RoundTrainingOptions, train_from_desk
+    from app.core.services.target_models import adopt_default_model, ensure_default_model, load_engine_for
     from app.core.tasks.splits import is_held_out
     from local_models.train import TrainingConfig
 

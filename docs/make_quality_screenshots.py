@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from screenshot_kit import OUT, ROOT, application, lead_desk, show_window, wait, wait_until
+from screenshot_kit import OUT, application, lead_desk, show_window, wait, wait_until
 
 
 def main() -> None:

@@ -61,8 +61,8 @@ def main() -> None:
     from app.core.domain import utcnow
     from app.core.io.records import dump_round
     from app.core.services.target_models import register_model
-    from sync.transport import SyncReport
     from sync.incoming import apply_page
+    from sync.transport import SyncReport
 
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)

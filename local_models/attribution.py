@@ -21,8 +21,9 @@ import threading
 import time
 import weakref
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -107,7 +108,7 @@ class _Problem:
     """What every method gets: the encoded input, its word units and the target's column
     (None: the predicted label, which the method finds with its own first forward pass)."""
 
-    engine: "InferenceEngine"
+    engine: InferenceEngine
     batch: EncodedBatch
     units: list[WordUnit]
     target_index: int | None
@@ -120,7 +121,7 @@ class AttributionMethod(ABC):
     preference: ClassVar[int]  # "auto" picks the most preferred method the model supports
 
     @classmethod
-    def applicable(cls, engine: "InferenceEngine") -> bool:
+    def applicable(cls, engine: InferenceEngine) -> bool:
         return engine.supports_gradients or not cls.requires_gradients
 
     @abstractmethod
@@ -226,7 +227,7 @@ def gradient_precision(device_type: str) -> str:
     return "bfloat16" if amx is not None and amx() else "float32"
 
 
-_OVERRIDES: "weakref.WeakKeyDictionary[Any, threading.local]" = weakref.WeakKeyDictionary()
+_OVERRIDES: weakref.WeakKeyDictionary[Any, threading.local] = weakref.WeakKeyDictionary()
 _OVERRIDES_LOCK = threading.Lock()
 
 
@@ -333,7 +334,7 @@ def _stack(batch: EncodedBatch, rows: list[tuple[np.ndarray, np.ndarray]], pad_i
                         [False] * len(rows), [()] * len(rows), [int(m.sum()) for m in mask])
 
 
-def choose_method(engine: "InferenceEngine", method: str) -> AttributionMethod:
+def choose_method(engine: InferenceEngine, method: str) -> AttributionMethod:
     if method == "auto":
         usable = [m for m in METHODS.values() if m.applicable(engine)]
         return max(usable, key=lambda m: m.preference)()
@@ -347,7 +348,7 @@ def choose_method(engine: "InferenceEngine", method: str) -> AttributionMethod:
     return cls()
 
 
-def attribute(engine: "InferenceEngine", item: ModelInput, *, target: str | None = None, method: str = "auto",
+def attribute(engine: InferenceEngine, item: ModelInput, *, target: str | None = None, method: str = "auto",
               segments: Sequence[int] | None = None, checkpoint: Callable[[], None] | None = None,
               **options: Any) -> Attribution:
     """Score every word of ``item`` for ``target`` (default: the predicted label).

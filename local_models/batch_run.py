@@ -20,12 +20,12 @@ import random
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput
-
 
 # Measured with the int8 default model on a HateCheck-size suite, one thread, 2 busy cores
 # (bench_evaluation, "batched prediction" rows): 32 texts per batch was fastest of 16-128, larger

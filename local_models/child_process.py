@@ -20,7 +20,8 @@ import multiprocessing
 import os
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from local_models.errors import Cancelled, ExportFailed, ModelError
 from local_models.progress import Progress

@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from local_models.backends.base import METADATA_FILE
 from local_models.progress import Progress

@@ -9,8 +9,8 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 CHUNK = 1 << 20
 # A staging folder of a process that no longer runs (a killed `dynadesk train`, a crash) is removed by

@@ -32,9 +32,10 @@ import os
 import platform
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from local_models.files import file_sha256
 from local_models.machine import cpu_info

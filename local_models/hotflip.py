@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class _Vocabulary:
     embeddings: Any  # [words, hidden] float32: their input embeddings, copied once
 
 
-_VOCABULARIES: "weakref.WeakKeyDictionary[Any, _Vocabulary]" = weakref.WeakKeyDictionary()
+_VOCABULARIES: weakref.WeakKeyDictionary[Any, _Vocabulary] = weakref.WeakKeyDictionary()
 _VOCABULARY_LOCK = threading.Lock()
 
 
@@ -71,7 +72,7 @@ def is_whole_word(token: str) -> bool:
     return len(token) >= 2 and token.isalpha() and not token.startswith("##")
 
 
-def whole_word_vocabulary(engine: "InferenceEngine") -> _Vocabulary:
+def whole_word_vocabulary(engine: InferenceEngine) -> _Vocabulary:
     """The model's whole-word tokens, once per loaded module."""
     import torch
 
@@ -112,7 +113,7 @@ class FirstOrder:
         return [(u, r / scale if scale > 0 else 0.0) for u, r in zip(self.units, raw)]
 
 
-def first_order(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0,
+def first_order(engine: InferenceEngine, item: ModelInput, *, segment: int = 0,
                 target: str | None = None) -> FirstOrder:
     """The gradient pass for ``target`` (default: the predicted label) on ``item``."""
     import torch
@@ -152,7 +153,7 @@ def first_order(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0
                       gradient, (gradient * embedded).sum(dim=-1))
 
 
-def hotflip(engine: "InferenceEngine", item: ModelInput, *, segment: int = 0, target: str | None = None,
+def hotflip(engine: InferenceEngine, item: ModelInput, *, segment: int = 0, target: str | None = None,
             spans: Sequence[tuple[int, int]] | None = None, top_words: int = 4, per_word: int = 6,
             exclude: Sequence[str] = (), gradients: FirstOrder | None = None) -> FlipResult:
     """Replacement words for words of ``item``'s text ``segment``, ranked by their first-order

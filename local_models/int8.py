@@ -21,9 +21,10 @@ import contextlib
 import json
 import logging
 import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -89,7 +90,7 @@ class Int8Recipe:
                                    if self.float_channels is not None else None)}
 
     @classmethod
-    def from_json(cls, data: Any) -> "Int8Recipe":
+    def from_json(cls, data: Any) -> Int8Recipe:
         """``ValueError`` in words when ``data`` is not a recipe."""
         if not isinstance(data, Mapping):
             raise ValueError("the int8 recipe is not a JSON object")

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from local_models.backends.base import METADATA_FILE, read_json_file
 from local_models.errors import Cancelled, ExportFailed, ModelError, ParityCheckFailed

@@ -10,7 +10,7 @@ label (offensive and neither both onto "not hate"); their probabilities then add
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from local_models.errors import LabelMismatch
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import platform
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 CPUINFO = Path("/proc/cpuinfo")
 # the instruction-set flags that pick floating-point kernels (the rest of /proc/cpuinfo's flags do not)

@@ -7,9 +7,10 @@ so what differs is only what their weights make differ.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from local_models.frozen_cache import FrozenCache, frozen_states
 from local_models.progress import Progress

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from local_models.errors import Cancelled
-
 
 _STAGE = re.compile(r"^(?:Step )?(\d+) of (\d+): (.+?)(?: \(([a-z][a-z ]*)\))?$", re.DOTALL)
 
@@ -74,14 +73,14 @@ class Progress:
         if self._on_message is not None:
             self._on_message(text)
 
-    def part(self, offset: int, grand_total: int) -> "Progress":
+    def part(self, offset: int, grand_total: int) -> Progress:
         """A handle for one part of this work: its reports count from ``offset`` towards
         ``grand_total`` here, and cancelling either handle stops both."""
         child = Progress(lambda done, _total: self.report(offset + done, grand_total), self._on_message)
         child._cancelled = self._cancelled
         return child
 
-    def step(self, number: int, count: int, name: str, unit: str = "") -> "Progress":
+    def step(self, number: int, count: int, name: str, unit: str = "") -> Progress:
         """Begin stage ``number`` of ``count`` ("2 of 4: training (steps)"). The returned handle is
         the stage's: its reports (done of its own total, in ``unit``) pass through as they are, and its
         lines become the stage's details ("2 of 4: training — Epoch 1: ..."); cancelling either
@@ -91,14 +90,14 @@ class Progress:
         child._cancelled = self._cancelled
         return child
 
-    def lines_only(self) -> "Progress":
+    def lines_only(self) -> Progress:
         """A handle for work whose reports would count other units than this stage's: its lines and its
         cancelling pass through, its reports do not."""
         child = Progress(None, self._on_message)
         child._cancelled = self._cancelled
         return child
 
-    def stage(self, number: int, count: int, text: str, start: int, end: int, total: int = 100) -> "Progress":
+    def stage(self, number: int, count: int, text: str, start: int, end: int, total: int = 100) -> Progress:
         """Begin step ``number`` of ``count``, which runs from ``start`` to ``end`` of ``total``: say
         "Step n of m: text" and report ``start``. The returned handle is for the step's own work: its
         lines keep the step's prefix, and its reports (done of its own total) land between ``start``

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from local_models.errors import ModelError
 from local_models.files import file_sha256

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -136,7 +137,7 @@ class TextEncoder:
             raise ValueError(f"max_length {max_length} leaves no room for text")
 
     @classmethod
-    def from_folder(cls, folder: Path, max_length: int | None = None, **kwargs: Any) -> "TextEncoder":
+    def from_folder(cls, folder: Path, max_length: int | None = None, **kwargs: Any) -> TextEncoder:
         tokenizer = load_tokenizer(folder)
         config = _read_json(Path(folder) / "tokenizer_config.json")
         special = _read_json(Path(folder) / "special_tokens_map.json")

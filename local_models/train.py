@@ -22,9 +22,10 @@ import math
 import random
 import shutil
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -426,7 +427,7 @@ class _top_only:
 
         self.model, self.frozen_count, self.torch = model, frozen_count, torch
 
-    def __enter__(self) -> "_top_only":
+    def __enter__(self) -> _top_only:
         base = self.model.base_model
         self.layers, self.embeddings = base.encoder.layer, base.embeddings
         base.encoder.layer = self.torch.nn.ModuleList(list(self.layers)[self.frozen_count:])

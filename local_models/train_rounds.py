@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import random
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from local_models.backends.base import METADATA_FILE, read_json_file
 from local_models.errors import TrainingFailed

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import bisect
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 # Punctuation that opens or closes a word rather than belonging to it.
 _OPENING_EXTRA = set("'\"`¿¡")

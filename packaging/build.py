@@ -12,7 +12,7 @@ import sys
 import tarfile
 import time
 import tomllib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def main() -> int:
     started = time.perf_counter()
     BUILD.mkdir(exist_ok=True)
     info = {"version": __version__, "revision": git_revision(ROOT),
-            "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+            "built": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
     (BUILD / "build_info.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
                     "--distpath", str(DIST), "--workpath", str(BUILD / "pyinstaller"),

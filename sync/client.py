@@ -29,9 +29,10 @@ Failure handling:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
@@ -44,8 +45,17 @@ from sync.incoming import apply_page
 from sync.model_files import ModelFiles
 from sync.outgoing import pending_batch, settle, unfit_published
 from sync.protocol import ChangesResponse, Me, PushResponse, RecordError, StorageUse, form_parents
-from sync.transport import (Cancelled, NotAllowed, Offline, Refused, SyncError, SyncHandle, SyncReport, error_body,
-                            refusal)
+from sync.transport import (
+    Cancelled,
+    NotAllowed,
+    Offline,
+    Refused,
+    SyncError,
+    SyncHandle,
+    SyncReport,
+    error_body,
+    refusal,
+)
 
 if TYPE_CHECKING:
     from app.core.desk import Desk

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, cast
+from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, select
 from sqlalchemy.exc import IntegrityError

@@ -22,7 +22,6 @@ from app.core.storage.db import Database
 from app.core.storage.models import Example, Meta, OutboxEntry, Task
 from sync.protocol import StorageUse
 
-
 LAST_SUCCESS = "sync.last_success"
 LAST_ERROR = "sync.last_error"
 PERSON = "sync.person"

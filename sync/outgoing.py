@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Iterable, Sequence, cast
+from typing import cast
 
 from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.core.domain import SyncState
-from app.core.limits import record_problems
 from app.core.io.records import dump_example, dump_example_review, dump_person, dump_validation
+from app.core.limits import record_problems
 from app.core.services.tasks import SETTING_KEY, task_setting_in
 from app.core.storage import outbox
 from app.core.storage.db import Database

@@ -65,7 +65,7 @@ class ProposalCreate(Strict):
     note: Short | None = None
 
     @model_validator(mode="after")
-    def _distinct_files(self) -> "ProposalCreate":
+    def _distinct_files(self) -> ProposalCreate:
         clash = file_name_clash([f.name for f in self.files])
         if clash:
             raise ValueError(f"the proposal's files cannot share one folder: {clash}")

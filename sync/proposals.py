@@ -39,7 +39,6 @@ from pydantic import TypeAdapter
 from app.core.domain import Role
 from app.core.errors import DynadeskError
 from app.core.next_round.comparison import ComparisonReport, Difference, describe
-from app.core.next_round.round_training import MANIFEST_FILE, read_manifest
 from app.core.next_round.promotion import (
     Promotion,
     PromotionPolicy,
@@ -47,11 +46,11 @@ from app.core.next_round.promotion import (
     promotion_lineage,
     store_promotion_policy,
 )
+from app.core.next_round.round_training import MANIFEST_FILE, read_manifest
 from local_models.files import file_sha256
 from local_models.progress import Progress
 from sync.proposal_wire import (
     MAX_PROPOSAL_FILES,
-    file_name_clash,
     PartFileName,
     ProposalCreate,
     ProposalDecision,
@@ -61,6 +60,7 @@ from sync.proposal_wire import (
     TaskPolicies,
     TaskPolicyUpdate,
     TaskPolicyWire,
+    file_name_clash,
 )
 from sync.protocol import manifest_sha256
 from sync.transport import Damaged, NotAllowed, Offline, SyncError, SyncHandle

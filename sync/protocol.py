@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Annotated, Any, Iterable, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
@@ -303,12 +304,11 @@ class PulledTaskSettingRecord(TaskSettingRecord):
         return value
 
 
-PushItem = Annotated[Union[ExampleRecord, ValidationRecord, ExampleReviewRecord, TaskSettingRecord, PersonRecord],
+PushItem = Annotated[ExampleRecord | ValidationRecord | ExampleReviewRecord | TaskSettingRecord | PersonRecord,
                      Field(discriminator="record")]
-PublishItem = Annotated[Union[TaskRecord, ModelRecordWire, RoundRecord, ContextRecord], Field(discriminator="record")]
+PublishItem = Annotated[TaskRecord | ModelRecordWire | RoundRecord | ContextRecord, Field(discriminator="record")]
 AnyRecord = Annotated[
-    Union[PersonRecord, TaskRecord, ModelRecordWire, RoundRecord, ContextRecord, ExampleRecord, ValidationRecord,
-          ExampleReviewRecord, PulledTaskSettingRecord],
+    PersonRecord | TaskRecord | ModelRecordWire | RoundRecord | ContextRecord | ExampleRecord | ValidationRecord | ExampleReviewRecord | PulledTaskSettingRecord,
     Field(discriminator="record"),
 ]
 RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyRecord)

@@ -10,11 +10,12 @@ import os
 import random
 import ssl
 import threading
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping, Self
+from typing import Any, Self
 
 import httpx
 from pydantic import ValidationError
@@ -447,8 +448,8 @@ def _retry_after_seconds(value: str | None) -> float:
         except (TypeError, ValueError):
             return 1.0
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())
     return 1.0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, Field, model_validator
 
@@ -50,7 +50,7 @@ class BreakWire(Strict):
     zone: Zone
 
 
-WellbeingWire = Annotated[Union[ExposureWire, BreakWire], Field(discriminator="record")]
+WellbeingWire = Annotated[ExposureWire | BreakWire, Field(discriminator="record")]
 
 
 class WellbeingPush(Strict):

@@ -23,8 +23,8 @@ import json
 import os
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -299,8 +299,8 @@ def nli_round_one(desk, model_dir: Path, author, lead, examples: int = 45):
     """Round 1 of NLI open with the tiny NLI target, and ``examples`` pairs written against it, all but the last
     three decided by ``lead`` (the author's label stands). Returns (target record, examples)."""
     from app.core.domain import ModelOutput
-    from app.core.tasks.content import Content
     from app.core.services.target_models import register_model
+    from app.core.tasks.content import Content
 
     target = register_model(desk, model_dir, task_code="nli", name="Tiny NLI")
     assert desk.rounds.adopt_first_models("nli", [target.id])

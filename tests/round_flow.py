@@ -19,9 +19,10 @@ import os
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from app.core.domain import Verdict
 from app.core.errors import ValidationRuleError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -47,7 +47,7 @@ def import_anli_team(desk, path: str | Path, *, seed: int = 7, days: int = 21, n
     days, with writing times around each writer's pace; a few are retracted."""
     rng = random.Random(seed)
     import_file(desk, path, "anli")
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     writers = {name: desk.people.create(name, "annotator").id for name, _, _ in WRITERS}
     with desk.db.read() as session:
         ids = [uuid.UUID(i) for (i,) in session.execute(text(

@@ -10,10 +10,9 @@ bars carry their value as text.
 from __future__ import annotations
 
 import math
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from datetime import datetime, timedelta
 from html import escape
-from typing import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QPointF, Qt, Signal

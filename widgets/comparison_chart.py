@@ -4,7 +4,7 @@ A view only: it draws :class:`app.views.next_round.ChartGroup` values (conventio
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg

@@ -6,7 +6,7 @@ signals (the filter as :class:`app.views.dashboard.FilterValues`)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import escape
 
 from PySide6.QtCore import Qt, Signal
@@ -29,22 +29,20 @@ from PySide6.QtWidgets import (
 
 from app.views.dashboard import (
     AgreementView,
-    Column,
     FiguresView,
     FilterChoices,
     FilterValues,
     Line,
-    Row,
-    Table,
     facet_values,
 )
+from widgets.assistant_split_view import AssistantSplitPanel
 from widgets.charts import BarChart, ChartFrame, LineChart
 from widgets.elided_label import ElidedLabel
 from widgets.exposure_view import ExposureView
-from widgets.figure_table import FigureTableModel, figure_table as _table
+from widgets.figure_table import FigureTableModel
+from widgets.figure_table import figure_table as _table
 from widgets.flow_layout import FlowLayout
 from widgets.page_tabs import PageScroll
-from widgets.assistant_split_view import AssistantSplitPanel
 from widgets.quality_view import QualityView
 
 PERIODS = [("All time", None), ("Last 7 days", 7), ("Last 30 days", 30), ("Last 90 days", 90)]
@@ -310,7 +308,7 @@ class DashboardView(QWidget):
             facets=facet_values((name, c.currentData()) for name, c in self.facet_combos.items()))
         if self.period_combo.currentIndex() < len(PERIODS):  # beyond them: a range picked on the backlog chart
             days = self.period_combo.currentData()
-            since = (datetime.now(timezone.utc).timestamp() - days * 86400) if days else None
+            since = (datetime.now(UTC).timestamp() - days * 86400) if days else None
             self._values = replace(self._values, since=since, until=None, period=None)
             while self.period_combo.count() > len(PERIODS):
                 self.period_combo.removeItem(len(PERIODS))
@@ -351,8 +349,8 @@ class DashboardView(QWidget):
             self.period_combo.setCurrentIndex(0)
             return
         fmt = "%d %b %Y %H:%M" if self._bin_seconds < 86400 else "%d %b %Y"
-        start = datetime.fromtimestamp(since, timezone.utc).strftime(fmt) if since else "…"
-        end = datetime.fromtimestamp(until, timezone.utc).strftime(fmt) if until else "now"
+        start = datetime.fromtimestamp(since, UTC).strftime(fmt) if since else "…"
+        end = datetime.fromtimestamp(until, UTC).strftime(fmt) if until else "now"
         self._values = replace(self._values, period=f"{start} – {end}")
         self.period_combo.addItem(f"Submitted {start} – {end}", "range")
         self.period_combo.setCurrentIndex(len(PERIODS))

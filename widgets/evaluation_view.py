@@ -7,7 +7,7 @@ typed values. Charts are pyqtgraph bar charts.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -30,10 +30,10 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QTreeWidget,
     QTreeWidgetItem,
     QTreeWidgetItemIterator,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )

@@ -12,7 +12,6 @@ from app.views.example import ExampleDetailView
 from app.views.wellbeing import collapsed_note
 from widgets.masked_text import MaskedTextBrowser
 
-
 FOOLED_COLOUR = "#1e6b35"  # success: the writer found a weakness of the model
 
 

@@ -59,7 +59,7 @@ def utf16(text: str, index: int) -> int:
 
 
 class _TextEdit(QUndoCommand):
-    def __init__(self, editor: "ExampleEditor", field: str, before: str, after: str, cursor: int):
+    def __init__(self, editor: ExampleEditor, field: str, before: str, after: str, cursor: int):
         super().__init__(f"typing in {field}")
         self.editor, self.field, self.before, self.after, self.cursor = editor, field, before, after, cursor
         self.stamp = time.monotonic()
@@ -88,7 +88,7 @@ class _Replacement(QUndoCommand):
     """A written input replaced as one undo step (a suggestion applied); undo and redo are
     reported with the caller's ``token``, so that what the example records follows them."""
 
-    def __init__(self, editor: "ExampleEditor", field: str, before: str, after: str, token: int, title: str):
+    def __init__(self, editor: ExampleEditor, field: str, before: str, after: str, token: int, title: str):
         super().__init__(title)
         self.editor, self.field, self.before, self.after, self.token = editor, field, before, after, token
 
@@ -102,7 +102,7 @@ class _Replacement(QUndoCommand):
 
 
 class _LabelChange(QUndoCommand):
-    def __init__(self, editor: "ExampleEditor", before: str | None, after: str | None):
+    def __init__(self, editor: ExampleEditor, before: str | None, after: str | None):
         super().__init__("label")
         self.editor, self.before, self.after = editor, before, after
 

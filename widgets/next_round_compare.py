@@ -4,7 +4,6 @@ accuracy per round, and the promotion rule's verdict (widgets/next_round_dialog.
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor

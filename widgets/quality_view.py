@@ -5,8 +5,8 @@ as :class:`app.views.quality.QualityFigures`, what the lead asks for goes out as
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
-from typing import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
 
 from app.views.quality_dashboard import QualityFigures, RoundSeries, TermExamples
 from widgets.charts import ChartFrame, color
-from widgets.figure_table import FigureTableModel, figure_table as _table
+from widgets.figure_table import FigureTableModel
+from widgets.figure_table import figure_table as _table
 
 SHOWN_ALERTS = 2
 ALERT_STYLE = "background:#fde8e8; color:#7a1010; padding:4px; border-radius:4px"

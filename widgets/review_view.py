@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 
 from app.core.domain import ReviewAction, ValidationState
 from app.views.example import ExampleRowView, VerdictChoice
-from app.views.review import ReviewChoicesView, ReviewFiguresView, ReviewFilterValues, ReviewItemView, accept_text
 from app.views.quality import ClustersView, QualitySettingsView
+from app.views.review import ReviewChoicesView, ReviewFiguresView, ReviewFilterValues, ReviewItemView, accept_text
 from widgets.cluster_list import ClusterList
 from widgets.example_detail import ExampleDetail
 from widgets.example_table import ExampleTableModel, ExampleTableView

@@ -36,7 +36,6 @@ from widgets.prediction_panel import ProbabilityBars
 from widgets.verdict_form import VerdictForm, tint
 
 
-
 def _esc(value) -> str:
     return html.escape("" if value is None else str(value)).replace("\n", "<br>")
 

@@ -20,10 +20,10 @@ from app.cli.models import models, train
 from app.cli.proposals import COMMANDS as PROPOSAL_COMMANDS
 from app.cli.quality import quality
 from app.cli.rounds import rounds
+from app.cli.serve import serve
 from app.cli.smoke import smoke_test
 from app.cli.suggest import suggest
 from app.cli.suggest_words import suggest_words
-from app.cli.serve import serve
 from app.cli.sync import sync
 from app.cli.wellbeing import wellbeing
 from app.core.errors import DynadeskError

@@ -77,10 +77,10 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     """
     from app.core.io.documents import write_document
     from app.core.services.evaluation import EvaluationOptions, evaluate
-    from app.core.services.evaluation_models import resolve_models
-    from app.core.services.evaluation_scoring import summary_lines
     from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
+    from app.core.services.evaluation_models import resolve_models
     from app.core.services.evaluation_report import write_html
+    from app.core.services.evaluation_scoring import summary_lines
     from local_models.batch_run import batch_threads
     from local_models.progress import Progress
 

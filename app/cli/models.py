@@ -111,11 +111,11 @@ def models_export_onnx(obj, model: str, int8: bool, out_dir: str | None, force: 
     model's label on 99.5 % of them, with the 99th percentile of the probability change at most 0.05;
     the quickest recipe that passes is kept. --force keeps a refused export, recorded as forced.
     """
+    from app.core.int8_status import summary_line
     from app.core.services.target_models import TargetModelError, register_model
     from local_models.errors import ModelError
     from local_models.export import FP32_MAX_DIFFERENCE, export_onnx
     from local_models.int8_search import TaskTexts
-    from app.core.int8_status import summary_line
 
     desk = obj.desk
     source_path, parent = _resolve_model(desk, model)
@@ -189,9 +189,8 @@ def _resolve_model(desk, model: str):
 @pass_context
 def models_default(obj, variant: str) -> None:
     """Prepare (first use: assemble and export) and register the bundled hate-speech model."""
-    from app.core.services.target_models import ensure_default_model
-
     from app.core.int8_status import int8_detail
+    from app.core.services.target_models import ensure_default_model
 
     record = ensure_default_model(obj.desk, variant=variant, progress=_progress())
     click.echo(f"{record.name}\n  format {record.format}, sha256 {record.sha256}\n  {record.path}")
@@ -445,8 +444,8 @@ def _report_desk_run(manifest: dict, out_dir: Path) -> None:
 
 def _int8_line(part_dir: Path) -> str:
     """What the int8 recipe written beside a trained part says."""
-    from local_models.int8_search import read_recipe_file
     from app.core.int8_status import summary_line
+    from local_models.int8_search import read_recipe_file
 
     try:
         recorded = read_recipe_file(part_dir)

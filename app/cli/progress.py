@@ -5,7 +5,7 @@ own measured rate (app.views.stage_progress)."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import click
 

@@ -6,7 +6,6 @@ Failures end as ``DynadeskError`` messages, never as tracebacks.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from app.core.errors import DynadeskError
 from app.core.formatting import size_text
 from app.core.text import printable
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate
-
 
 SERVER_DB_ENV = "DYNADESK_SERVER_DB"
 SWEEP_GRACE_HOURS = 24.0
@@ -148,9 +146,10 @@ def serve_add_person(obj, name: str, role: str, team: str, person_id: str | None
     """Add a person and print their API token (shown this once; only its hash is kept)."""
     import uuid
 
+    from pydantic import TypeAdapter, ValidationError
+
     from sync.protocol import Team
     from sync.server import store
-    from pydantic import TypeAdapter, ValidationError
 
     try:
         TypeAdapter(Team).validate_python(team)

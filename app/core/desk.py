@@ -26,9 +26,10 @@ from app.core.services.tasks import TaskService
 from app.core.services.validation import ValidationService
 from app.core.settings import Settings, SettingsStore
 from app.core.storage.db import Database
-from app.core.tasks.definition import builtin_tasks_dir, load_catalog
 from app.core.task_settings import TaskSettings
-from app.core.wellbeing.harmful import FILENAME as HARMFUL_FILENAME, HarmfulLabels
+from app.core.tasks.definition import builtin_tasks_dir, load_catalog
+from app.core.wellbeing.harmful import FILENAME as HARMFUL_FILENAME
+from app.core.wellbeing.harmful import HarmfulLabels
 from app.core.wellbeing.service import WellbeingService
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ class Desk:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Desk":
+    def __enter__(self) -> Desk:
         return self
 
     def __exit__(self, *exc) -> None:

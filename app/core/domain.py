@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 MAX_ROUND_NUMBER = 10_000  # a round number beyond this is a typo or a hostile file
@@ -84,7 +84,7 @@ def new_id() -> uuid.UUID:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Span:
         return {"start": self.start, "end": self.end, "text": self.text}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> "Span | None":
+    def from_json(cls, data: dict[str, Any] | None) -> Span | None:
         return None if data is None else cls(int(data["start"]), int(data["end"]), str(data["text"]))
 
 

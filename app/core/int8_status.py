@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def summary_line(parity: Mapping[str, Any]) -> str:

@@ -27,10 +27,11 @@ import re
 import types
 import typing
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import Enum
-from typing import Any, Iterable, Literal, Union
+from typing import Any, Literal, Union
 
 from app.core.errors import DynadeskError
 
@@ -178,19 +179,19 @@ class Bound:
     max_json_bytes: int | None = None
 
     @classmethod
-    def line(cls, max_chars: int) -> "Bound":
+    def line(cls, max_chars: int) -> Bound:
         return cls("line", max_chars)
 
     @classmethod
-    def text(cls, max_chars: int) -> "Bound":
+    def text(cls, max_chars: int) -> Bound:
         return cls("text", max_chars)
 
     @classmethod
-    def json(cls, max_json_bytes: int | None = None) -> "Bound":
+    def json(cls, max_json_bytes: int | None = None) -> Bound:
         return cls("json", max_json_bytes=max_json_bytes)
 
     @classmethod
-    def shown(cls, max_chars: int) -> "Bound":
+    def shown(cls, max_chars: int) -> Bound:
         return cls("shown", max_chars)
 
     def check(self, name: str, value: Any) -> Any:

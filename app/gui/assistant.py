@@ -12,11 +12,12 @@ service and the view.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from app.core.assist.forms import first_gradient_form
 from app.core.assist.types import Assistance, Goal
 from app.core.services.target_models import model_input, model_spec
-from app.core.assist.forms import first_gradient_form
 from app.gui.gradient_form import GradientForm
 from app.gui.inference import InferenceFailure, SuggestionResult
 from app.views.assist_session import AssistSession

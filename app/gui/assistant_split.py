@@ -5,13 +5,13 @@ period)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from app.core.services.dashboard_snapshot import DashboardFilter
 from app.gui.worker import SerialWorker
 from app.views.assistant_split import build_split
-from app.core.services.dashboard_snapshot import DashboardFilter
 from widgets.assistant_split_view import AssistantSplitPanel
 
 LATEST = "assistant-split"

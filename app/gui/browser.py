@@ -10,14 +10,15 @@ on the rows of the query it continues.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from app.core.desk import Desk
-from app.gui.worker import SerialWorker
 from app.core.services.review import ExampleFilter
 from app.gui.example_fetch import reading_words
+from app.gui.worker import SerialWorker
 from app.views.example import ExampleRowView, row_view
 from widgets.example_table import PAGE_SIZE, ExampleTableModel
 

@@ -11,25 +11,25 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
 from app.core.changes import Data
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
-from app.gui.exposure import ExposureController
-from app.gui.pages import Menu, MenuAction, Page, Tab
-from app.gui.assistant_split import AssistantSplitController
-from app.gui.quality import QualityController
-from app.gui.worker import SerialWorker
 from app.core.services.agreement import MIN_OVERLAP
-from app.core.services.validation import threshold_warning
 from app.core.services.dashboard import DashboardView as Figures
 from app.core.services.dashboard_snapshot import DashboardFilter
 from app.core.services.dashboard_tables import ANNOTATOR_COLUMNS, BREAKDOWN_COLUMNS, export_csv
+from app.core.services.validation import threshold_warning
+from app.gui.assistant_split import AssistantSplitController
+from app.gui.exposure import ExposureController
+from app.gui.pages import Menu, MenuAction, Page, Tab
+from app.gui.quality import QualityController
+from app.gui.worker import SerialWorker
 from app.views.dashboard import FiguresView, FilterChoices, FilterValues, build_choices, build_figures
 from widgets.dashboard_view import DashboardView
 
@@ -148,7 +148,7 @@ class DashboardController(QObject):
     @staticmethod
     def _filter(task_id, values: FilterValues) -> DashboardFilter:
         def when(seconds):
-            return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
+            return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
         return DashboardFilter(
             task_id=task_id,

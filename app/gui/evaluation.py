@@ -20,13 +20,19 @@ from PySide6.QtGui import QDesktopServices
 
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
+from app.core.next_round.leaderboard import leaderboard_document
+from app.core.services import evaluation as ev
+from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
+from app.core.services.evaluation_models import (
+    EvaluationError,
+    family_name,
+    format_label,
+    model_families,
+    resolve_models,
+)
+from app.core.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
 from app.gui.inference import InferenceFailure, InferenceService, Reply
 from app.gui.worker import SerialWorker
-from app.core.services import evaluation as ev
-from app.core.services.evaluation_models import EvaluationError, family_name, format_label, model_families, resolve_models
-from app.core.services.evaluation_scoring import DEFAULT_WEIGHTS, DIMENSIONS, PERFORMANCE_WEIGHTING, failing_cases
-from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
-from app.core.next_round.leaderboard import leaderboard_document
 from app.views.evaluation import (
     EvaluationSettings,
     FailingCase,

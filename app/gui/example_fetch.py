@@ -4,8 +4,9 @@ hands it to the pure builders of ``app.views``: the typed view-models the widget
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from app.core.errors import NotFound
 from app.views.example import ExampleDetailView, data_detail

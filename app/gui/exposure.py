@@ -3,8 +3,8 @@ saves a lead's limits on the database writer's lane."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
 

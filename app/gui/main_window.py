@@ -31,31 +31,39 @@ from app.core.changes import Data
 from app.core.desk import Desk
 from app.core.domain import ReviewAction
 from app.core.errors import DynadeskError
+from app.core.services.review import NOT_DRAFT, ExampleFilter
+from app.core.services.validation import VALIDATABLE
 from app.gui.breaks import break_page
-from app.gui.changes import (CREATE, DATA_TABLE, RETURNED_WORK, REVIEW_TABLE, SYNC_STATE, VALIDATE_QUEUE, ChangeRelay,
-                             ChangeRoutes)
 from app.gui.browser import ExampleBrowser
+from app.gui.changes import (
+    CREATE,
+    DATA_TABLE,
+    RETURNED_WORK,
+    REVIEW_TABLE,
+    SYNC_STATE,
+    VALIDATE_QUEUE,
+    ChangeRelay,
+    ChangeRoutes,
+)
+from app.gui.dashboard import dashboard_page
 from app.gui.deferred_int8 import DeferredInt8
+from app.gui.evaluation import EvaluationController
+from app.gui.example_fetch import for_data_tab
 from app.gui.first_start import FirstStart
 from app.gui.inference import InferenceService
-from app.gui.dashboard import dashboard_page
-from app.gui.evaluation import EvaluationController
 from app.gui.leaderboard import LeaderboardController
-from app.gui.next_round import NextRoundController
 from app.gui.menus import build_menus, example_actions, make_action, table_menu, window_actions
+from app.gui.next_round import NextRoundController
 from app.gui.pages import Menu, MenuAction, Page, Tab
 from app.gui.profiles import ProfileActions
+from app.gui.proposals import ProposalsController
 from app.gui.returned_work import ReturnedWork
 from app.gui.review_page import ReviewController
 from app.gui.rounds_controller import RoundsController
-from app.gui.proposals import ProposalsController
 from app.gui.sync_controller import SyncController, sync_page
 from app.gui.validate import ValidateController
-from app.gui.workspace import WorkspaceController
 from app.gui.worker import SerialWorker
-from app.gui.example_fetch import for_data_tab
-from app.core.services.review import NOT_DRAFT, ExampleFilter
-from app.core.services.validation import VALIDATABLE
+from app.gui.workspace import WorkspaceController
 from app.views.example import DataFilterValues
 from app.views.shell import Choice, ExportView, about_html, import_view, task_choices
 from widgets.elided_label import ElidedLabel

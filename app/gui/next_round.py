@@ -14,8 +14,9 @@ publishing runs on the sync controller's worker through the client's ``publish``
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -26,7 +27,12 @@ from app.core.errors import DynadeskError
 from app.gui.inference import InferenceFailure, InferenceService, Reply
 from app.gui.worker import SerialWorker
 from app.views.next_round import (
-    BaseColumnsView, TrainChoices, base_columns_view, comparison_view, promotion_view, train_setup,
+    BaseColumnsView,
+    TrainChoices,
+    base_columns_view,
+    comparison_view,
+    promotion_view,
+    train_setup,
 )
 from app.views.next_round_session import NextRoundSession, Step, training_options
 from widgets.next_round_dialog import NextRoundDialog
@@ -67,7 +73,11 @@ class NextRoundController(QObject):
 
         def read():
             from app.core.next_round.inputs import (
-                candidates_dir, format_label_map, round_counts, task_inputs, train_defaults,
+                candidates_dir,
+                format_label_map,
+                round_counts,
+                task_inputs,
+                train_defaults,
             )
 
             person = desk.current_person()
@@ -109,8 +119,8 @@ class NextRoundController(QObject):
     def _columns(self, path: str) -> None:
         if self.dialog is None or not path:
             return
-        from app.core.services.evaluation_data import guess_columns, guess_context_column
         from app.core.next_round.inputs import csv_columns
+        from app.core.services.evaluation_data import guess_columns, guess_context_column
 
         pairs = self.session.pairs
 

@@ -8,9 +8,9 @@ reference; nothing is attached to the window from outside and no menu is looked 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QKeySequence

@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 
 from app.core.domain import ModelOutput, Span
-from app.gui.inference import AttributionResult, InferenceFailure
 from app.core.services.target_models import model_input
 from app.core.tasks.fooling import ensemble_label, mean_probabilities
 from app.core.text import words
+from app.gui.inference import AttributionResult, InferenceFailure
 from app.views.create import (
     EditorContent,
     ExplainTarget,

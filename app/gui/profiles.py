@@ -5,7 +5,8 @@ server's token says). Every read and write runs on the window's database worker.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from app.core.domain import Role
 from app.core.errors import DynadeskError

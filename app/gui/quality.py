@@ -9,8 +9,8 @@ inference service, once per state of the data, and is shown when it arrives.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
 

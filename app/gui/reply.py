@@ -21,9 +21,10 @@ keystroke needs no QObject whose Python wrapper, once dropped, takes its connect
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -7,7 +7,7 @@ refreshes (a stored example, a retraction, a sync, a profile switch).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel

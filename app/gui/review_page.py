@@ -14,15 +14,14 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
-from app.gui.browser import ExampleBrowser
-from app.gui.worker import SerialWorker
-from app.gui.blur_words import BlurWordsEditor
-from app.gui.example_fetch import for_review, reading_words
 from app.core.services.review import NOT_DRAFT, ExampleFilter
-from app.views.example import VerdictChoice, verdict_text
-from app.views.quality import (chosen_settings, clusters_view, quality_settings_message, quality_settings_view,
-                               snippet)
 from app.core.wellbeing.blur import blurred
+from app.gui.blur_words import BlurWordsEditor
+from app.gui.browser import ExampleBrowser
+from app.gui.example_fetch import for_review, reading_words
+from app.gui.worker import SerialWorker
+from app.views.example import VerdictChoice, verdict_text
+from app.views.quality import chosen_settings, clusters_view, quality_settings_message, quality_settings_view, snippet
 from app.views.review import ReviewChoicesView, ReviewFilterValues, ReviewItemView, review_choices, review_figures
 from widgets.review_view import ReviewView
 

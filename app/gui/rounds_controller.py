@@ -9,8 +9,8 @@ from PySide6.QtCore import QObject
 from app.core.desk import Desk
 from app.core.domain import Role
 from app.core.errors import DynadeskError
-from app.gui.worker import SerialWorker
 from app.core.services.rounds import parse_settings
+from app.gui.worker import SerialWorker
 from app.views.rounds import RoundChanges, round_items, round_view
 from widgets.round_dialog import RoundDialog
 

@@ -14,10 +14,10 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
+from app.gui.example_fetch import for_validation
 from app.gui.inference import InferenceService
 from app.gui.reading_blur import ModelWords
 from app.gui.worker import SerialWorker
-from app.gui.example_fetch import for_validation
 from app.views.example import VerdictChoice
 from app.views.validate import QueueView, queue_view, stored_text
 from widgets.validate_view import ValidateView

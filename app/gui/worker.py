@@ -7,8 +7,9 @@ writer of DESIGN.md §4.5); the GUI thread never runs a query or a write itself.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 

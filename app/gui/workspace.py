@@ -12,10 +12,13 @@ import uuid
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.core.assist.provenance import read_assistance
 from app.core.desk import Desk
 from app.core.domain import FooledRule, Span
 from app.core.errors import DynadeskError, InvalidExample
-from app.core.assist.provenance import read_assistance
+from app.core.services.target_models import TargetModelError, model_input, model_spec, to_model_output
+from app.core.tasks.content import Content, check_content
+from app.core.tasks.fooling import is_fooled
 from app.gui.assistant import AssistantController
 from app.gui.assistant_sessions import AssistantSessions
 from app.gui.inference import InferenceFailure, InferenceService, LoadedModels, PredictionResult
@@ -23,9 +26,6 @@ from app.gui.perturbation import PairController
 from app.gui.quality_guard import DuplicateGuard
 from app.gui.round_follow import RoundFollower
 from app.gui.worker import SerialWorker
-from app.core.tasks.content import Content, check_content
-from app.core.services.target_models import TargetModelError, model_input, model_spec, to_model_output
-from app.core.tasks.fooling import is_fooled
 from app.views.create import TYPE_TO_SEE, EditorContent, ExplainTarget, prediction_view, task_view
 from app.views.create_session import CreateSession, DraftRef, LoadOutcome, Submit
 from widgets.workspace_view import WorkspaceView

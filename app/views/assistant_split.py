@@ -5,8 +5,9 @@ desk's split (app.core.services.assistant_split); nothing here touches the datab
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from app.core.formatting import MISSING, pct
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from app.core.assist.types import Assistance
 
 if TYPE_CHECKING:
-    from app.core.services.writing_sessions import WritingSession
     from app.core.domain import ModelOutput
+    from app.core.services.writing_sessions import WritingSession
     from app.core.tasks.definition import TaskDefinition
     from app.views.create import PredictedView
 

@@ -6,8 +6,9 @@ controller fetches on its worker; nothing here touches the database or Qt."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from app.core.formatting import num, pct
 

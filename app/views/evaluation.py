@@ -7,8 +7,9 @@ handed in by the controller, because widgets import this module and the services
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from app.core.formatting import MISSING, num, pct
 from app.core.wellbeing.blur import mask_spans, masked_text

@@ -17,10 +17,10 @@ from app.core.domain import ExampleStatus, ReviewAction, ValidationState, Verdic
 from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:
-    from app.views.wellbeing import BlurView
     from app.core.services.review import ExampleRow
     from app.core.storage.models import Example
     from app.core.tasks.definition import TaskDefinition
+    from app.views.wellbeing import BlurView
 
 Pairs = tuple[tuple[str, str], ...]  # (name, text) in the order shown
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.core.formatting import pct
-
 from app.core.next_round.leaderboard_board import (
     FRESH,
     METRICS,

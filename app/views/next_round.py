@@ -9,16 +9,27 @@ tests/views/test_next_round_views.py.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from app.core.formatting import MISSING, pct
 from app.core.next_round.promotion_rule import (  # a row's states, as the rule names them: widgets colour by them
     BETTER as BETTER,
+)
+from app.core.next_round.promotion_rule import (
     NO_ITEMS as NO_ITEMS,
+)
+from app.core.next_round.promotion_rule import (
     TOO_FEW as TOO_FEW,
+)
+from app.core.next_round.promotion_rule import (
     UNCLEAR as UNCLEAR,
+)
+from app.core.next_round.promotion_rule import (
     WORSE as WORSE,
+)
+from app.core.next_round.promotion_rule import (
     difference_state,
     judge,
 )

@@ -17,9 +17,10 @@ from app.views.next_round, which the widgets import: it reaches for the model ru
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from app.core.errors import DynadeskError
 from app.views.create_session import TransitionError

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import html
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from app.core.quality.settings import BOUNDS, QualitySettings
 from app.core.quality.similarity import SIMILARITY_FLOOR
 from app.core.wellbeing.blur import blurred
 
 if TYPE_CHECKING:
-    from app.core.quality.near_duplicates import DuplicateCluster, NearMatch, Nearest
+    from app.core.quality.near_duplicates import DuplicateCluster, Nearest, NearMatch
 
 SNIPPET = 160  # characters of an example shown in a banner or tooltip
 

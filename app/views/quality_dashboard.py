@@ -5,11 +5,12 @@ clicked. Built by pure functions from app.core.quality.report's results, on the 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
-from app.views.dashboard import ColumnSpec, Table, build_table
 from app.core.wellbeing.blur import blurred
+from app.views.dashboard import ColumnSpec, Table, build_table
 
 if TYPE_CHECKING:  # named, never imported: the report module reaches the model layer (progress handles)
     from app.core.quality.artifacts import Artifact
@@ -67,8 +68,8 @@ def _value(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def build_quality(report: "QualityReport", *, round_number: int | None, author: str | None = None,
-                  alerts: Sequence["Alert"] = (), spread_note: str = "", duplicates: str = "",
+def build_quality(report: QualityReport, *, round_number: int | None, author: str | None = None,
+                  alerts: Sequence[Alert] = (), spread_note: str = "", duplicates: str = "",
                   blur_words: Sequence[str] = ()) -> QualityFigures:
     """The quality view for one round (default: the latest) and, with ``author``, that person's
     own artifact table in it; the over-round series cover every round of the report. ``blur_words``:
@@ -90,7 +91,7 @@ def build_quality(report: "QualityReport", *, round_number: int | None, author: 
     # an annotator's rows carry the round table's marks: the rounds whose list has the term with that label
     marks = {(row.term, row.label): row.rounds for row in shown.artifacts.rows}
 
-    def mark(row: "Artifact") -> str:
+    def mark(row: Artifact) -> str:
         listed = row.rounds or marks.get((row.term, row.label), ())
         return ", ".join(map(str, listed)) + (" ↻" if len(listed) > 1 else "")
 

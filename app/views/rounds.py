@@ -7,9 +7,10 @@ dialog's edits leave as a :class:`RoundChanges`. Qt-free, tested in tests/views/
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from app.core.assist.arms import MODE_WORDS
 from app.core.domain import FooledRule, RoundStatus

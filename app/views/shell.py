@@ -6,8 +6,9 @@ Built by pure functions from domain objects; Qt-free, tested in tests/views/test
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Protocol
 
 from app.core.domain import Role
 

@@ -17,8 +17,8 @@ starts its rate again, under the words of its own attempt.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from app.views.next_round import ESTIMATING, StepProgress, duration
 from local_models.progress import Stage, parse_stage

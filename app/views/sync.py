@@ -7,9 +7,10 @@ new status. Qt-free, tested in tests/views/test_sync.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Protocol, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from app.core.domain import StrEnum
 from app.core.text import printable
@@ -120,7 +121,7 @@ def when(moment: datetime | None, now: datetime | None = None) -> str:
     """'just now', '5 min ago', 'today 14:02', 'yesterday 17:40', '2026-11-20 17:40'."""
     if moment is None:
         return "never"
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     local, local_now = moment.astimezone(), now.astimezone()
     age = now - moment
     if age < timedelta(minutes=1):

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 from app.core.domain import ReviewAction, ValidationState
 from app.core.tasks.definition import InputKind
+from app.core.wellbeing.blur import mask_spans
 from app.views.create import DiffPiece, diff_view
 from app.views.example import Pairs, VerdictChoice, answer_label, explanations, verdict_text
-from app.core.wellbeing.blur import mask_spans
 from app.views.wellbeing import BlurView, blur_view
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ METADATA_FILE = "dynadesk_model.json"  # provenance written by Dynadesk's traini
 class Runtime(ABC):
     """A loaded model, ready to answer. Not thread-safe: one thread uses it at a time."""
 
-    backend: type["Backend"]
+    backend: type[Backend]
     path: Path
     head_type: type[Head]
     model_labels: list[str]  # the model's own class names, by output index

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import Depends, FastAPI, Path as PathParam, Query, Request, Security
+from fastapi import Depends, FastAPI, Query, Request, Security
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer

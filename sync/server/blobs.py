@@ -12,8 +12,8 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 SHA = re.compile(r"^[0-9a-f]{64}$")
 
@@ -36,7 +36,7 @@ class BlobStore:
         path = self.path(sha256)
         return path.is_file() and (size is None or path.stat().st_size == size)
 
-    def writer(self, sha256: str) -> "BlobWriter":
+    def writer(self, sha256: str) -> BlobWriter:
         return BlobWriter(self, sha256)
 
     def stored(self) -> Iterator[tuple[str, Path]]:

@@ -17,8 +17,9 @@ import ipaddress
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -37,7 +38,7 @@ class Rate:
     seconds: float
 
     @classmethod
-    def parse(cls, text: str) -> "Rate":
+    def parse(cls, text: str) -> Rate:
         """'1200/min', '20/s', '50000/hour', or '0' (no limit)."""
         value = str(text).strip().lower()
         if value in ("0", "off", "none"):

@@ -13,11 +13,31 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint, Uuid
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from app.core.domain import new_id, utcnow
-from app.core.storage.models import NAMING, ContextColumns, ModelColumns, PersonColumns, RoundColumns, TaskColumns, UTCDateTime
+from app.core.storage.models import (
+    NAMING,
+    ContextColumns,
+    ModelColumns,
+    PersonColumns,
+    RoundColumns,
+    TaskColumns,
+    UTCDateTime,
+)
 
 CHANGE_SEQ = "change_seq"
 

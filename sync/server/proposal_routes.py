@@ -5,12 +5,20 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Path as PathParam, Request, Security
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, FastAPI, Request, Security
+from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from sync.proposal_wire import ProposalCreate, ProposalDecision, ProposalList, ProposalWire, TaskPolicies, \
-    TaskPolicyUpdate, TaskPolicyWire
+from sync.proposal_wire import (
+    ProposalCreate,
+    ProposalDecision,
+    ProposalList,
+    ProposalWire,
+    TaskPolicies,
+    TaskPolicyUpdate,
+    TaskPolicyWire,
+)
 from sync.protocol import API, ErrorBody
 from sync.server.blobs import BlobStore
 from sync.server.db import ServerDatabase

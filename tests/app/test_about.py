@@ -12,9 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from app import __version__
-
-from app.core import about
 from app.cli import cli
+from app.core import about
 
 
 def test_version_info_names_every_part():

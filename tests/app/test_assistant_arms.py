@@ -7,12 +7,12 @@ from collections import Counter
 
 import pytest
 
+from app.cli import main
 from app.core.assist.arms import next_session_number, session_arm
 from app.core.assist.types import AssistantMode
 from app.core.desk import Desk
-from app.core.services.rounds import parse_settings
 from app.core.errors import DynadeskError
-from app.cli import main
+from app.core.services.rounds import parse_settings
 
 
 def test_off_gives_no_arm_and_on_gives_every_session_the_assistant():

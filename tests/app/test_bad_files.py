@@ -11,12 +11,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 
-from app.core import logs
 from app.cli import main
+from app.core import logs
 from app.core.desk import Desk
 from app.core.errors import DatabaseError
 from app.core.storage.db import DAILY_BACKUPS_KEPT, Database, daily_backups

@@ -14,13 +14,13 @@ import pytest
 from sklearn.metrics import f1_score
 
 from app.cli.compare import REFUSED_EXIT
-from app.core.services.bootstrap import paired_bootstrap
 from app.core.next_round.comparison import (
     ComparisonError,
     compare_candidate,
     read_report,
 )
 from app.core.next_round.comparison_report import write_report
+from app.core.services.bootstrap import paired_bootstrap
 from app.core.tasks.splits import is_held_out
 from tests.conftest import hate_content, hate_output
 from tests.model_fixtures import FILLER, TRIGGER

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from datetime import UTC
 
 import numpy as np
 import pytest
@@ -299,7 +300,7 @@ def test_anli_with_simulated_validators(desk):
 @pytest.mark.slow
 def test_time_series_against_a_brute_force_count(desk):
     """Backlog and cumulative MER/vMER at each bin end, recounted from SQL rows one by one."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from sqlalchemy import text
 
@@ -310,11 +311,11 @@ def test_time_series_against_a_brute_force_count(desk):
                                share=0.3)
     service = desk.dashboard
     service.refresh()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     view = service.view(DashboardFilter(task_id=desk.tasks.task("nli").id), now=now)
 
     def stamp(value) -> float:
-        return datetime.fromisoformat(str(value)).replace(tzinfo=timezone.utc).timestamp()
+        return datetime.fromisoformat(str(value)).replace(tzinfo=UTC).timestamp()
 
     with desk.db.read() as session:
         examples = session.execute(text(

@@ -12,15 +12,6 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from app.core.io.documents import write_document
 from app.core.services.evaluation import EvaluationOptions, evaluate, read_json
-from app.core.services.evaluation_models import EvaluationError, resolve_models
-from app.core.services.evaluation_scoring import (
-    accuracy,
-    compute_results,
-    failing_cases,
-    macro_f1,
-    set_figures,
-    weighted_score,
-)
 from app.core.services.evaluation_data import (
     PERTURBATIONS,
     Case,
@@ -34,7 +25,16 @@ from app.core.services.evaluation_data import (
     round_sets,
     spelling_perturbations,
 )
+from app.core.services.evaluation_models import EvaluationError, resolve_models
 from app.core.services.evaluation_report import render_html
+from app.core.services.evaluation_scoring import (
+    accuracy,
+    compute_results,
+    failing_cases,
+    macro_f1,
+    set_figures,
+    weighted_score,
+)
 from app.core.services.target_models import register_model
 from local_models.errors import Cancelled
 from local_models.progress import Progress

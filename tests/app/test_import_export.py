@@ -239,9 +239,9 @@ def test_hatecheck_cases_import_as_a_rounds_examples_grouped_by_template_against
         desk, people, hate_trigger_model_dir, tmp_path):
     """--round makes the cases examples of that round with the target's answers; --group-column keeps each
     template on one side of the held-out split, in training data and in the comparison's round cases."""
+    from app.core.next_round.training_data import training_set
     from app.core.services.evaluation_data import round_sets
     from app.core.services.target_models import register_model
-    from app.core.next_round.training_data import training_set
     from app.core.tasks.splits import is_held_out
 
     model_dir = tmp_path / "target"

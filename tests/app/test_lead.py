@@ -6,7 +6,7 @@ from app.core.errors import ValidationRuleError
 from app.core.services.lead import NotALead
 from app.core.services.review import ExampleFilter
 from tests.conftest import hate_content, hate_output
-from tests.validation_sim import simulate, import_anli
+from tests.validation_sim import import_anli, simulate
 
 
 def test_adjudication_overrides_a_split_vote(desk, people, submit):

@@ -14,20 +14,20 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from app.core.services import evaluation_models
-from app.core.services.bootstrap import bootstrap_interval
 from app.core.next_round.leaderboard import (
     EMPTY,
-    Cell,
     FILES_NOT_HERE,
     FRESH,
     MISSING,
     NO_FILES,
     STALE,
-    fill_leaderboard,
+    Cell,
     figure_text,
+    fill_leaderboard,
     read_leaderboard,
 )
+from app.core.services import evaluation_models
+from app.core.services.bootstrap import bootstrap_interval
 from app.core.tasks.splits import is_held_out
 from tests.app.test_comparison import _collect
 from tests.conftest import hate_content, hate_output

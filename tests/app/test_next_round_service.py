@@ -18,8 +18,8 @@ from app.core.next_round.inputs import (
     round_counts,
     train_defaults,
 )
-from app.core.services.target_models import register_model
 from app.core.next_round.training_data import training_set
+from app.core.services.target_models import register_model
 from tests.conftest import hate_content, hate_output
 
 

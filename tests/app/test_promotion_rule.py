@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from app.core.next_round.comparison import ComparisonReport, Difference
 from app.core.domain import Role
+from app.core.next_round.comparison import ComparisonReport, Difference
 from app.core.next_round.promotion_rule import (
     BETTER,
     NO_ITEMS,

@@ -1,6 +1,6 @@
 import json
 
-from app.core.settings import SETTINGS_VERSION, MIGRATIONS, Settings, SettingsStore, migrate
+from app.core.settings import MIGRATIONS, SETTINGS_VERSION, Settings, SettingsStore, migrate
 
 
 def test_settings_round_trip_as_text(tmp_path):

@@ -1,7 +1,7 @@
 import json
 import sqlite3
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -121,7 +121,7 @@ def test_an_old_database_upgrades_in_place_with_nothing_lost(tmp_path):
         assert indexed == {ids["ex1"]: "they are vermin ☠️ يا", ids["ex2"]: "a lovely day"}  # drafts are not indexed
     with db.read() as session:
         example = session.get(Example, uuid.UUID(ids["ex1"]))
-        assert example.submitted_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+        assert example.submitted_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
         assert example.meta["target_groups"] == ["immigrants", "Sikhs"]
         assert example.outputs[0].probabilities == {"hate": 0.2}
     assert db.integrity_check() == "ok"

@@ -13,8 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from app.core.domain import ModelOutput
-from app.core.tasks.content import Content
 from app.core.storage.models import Example
+from app.core.tasks.content import Content
 from tests.conftest import hate_content, hate_output
 
 

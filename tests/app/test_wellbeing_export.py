@@ -2,7 +2,7 @@
 team and day, never a row per person, and withholds a team-day of fewer than --min-group people."""
 
 import csv
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from app.core.domain import SyncState
 from app.core.storage.models import ExposureSpan, WellbeingBreak
@@ -12,7 +12,7 @@ DAY = date(2026, 3, 10)
 
 
 def span(person, team, activity, start_h, minutes):
-    start = datetime(2026, 3, 10, start_h, tzinfo=timezone.utc)
+    start = datetime(2026, 3, 10, start_h, tzinfo=UTC)
     return ExposureSpan(person_id=person.id, activity=activity, task_code="hate_speech", started_at=start,
                         ended_at=start + timedelta(minutes=minutes), zone="UTC", team=team,
                         sync_state=SyncState.SYNCED.value)
@@ -27,7 +27,7 @@ def test_the_export_is_team_days_and_small_groups_are_withheld(desk, people, tmp
         session.add(span(people.lead, "B", "validating", 9, 300))  # team B: one person that day
         session.add(WellbeingBreak(person_id=people.val2.id, kind="short", action="taken", break_min=5,
                                    continuous_min=50, daily_min=50, zone="UTC", team="A",
-                                   at=datetime(2026, 3, 10, 10, tzinfo=timezone.utc),
+                                   at=datetime(2026, 3, 10, 10, tzinfo=UTC),
                                    sync_state=SyncState.SYNCED.value))
     desk.close()
     out = tmp_path / "exposure.csv"

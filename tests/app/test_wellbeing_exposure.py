@@ -2,7 +2,7 @@
 with injected times (no Qt)."""
 
 import uuid
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -12,7 +12,7 @@ from app.core.wellbeing.exposure import Activity, Span, daily_exposure, split_by
 from app.core.wellbeing.harmful import HarmfulLabels
 from app.core.wellbeing.profile import WellbeingProfile
 
-UTC = timezone.utc
+UTC = UTC
 P, Q = uuid.UUID(int=1), uuid.UUID(int=2)
 
 

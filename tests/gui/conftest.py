@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.core.desk import Desk
-from app.gui.main_window import MainWindow
 from app.core.services.target_models import register_model
+from app.gui.main_window import MainWindow
 
 
 def open_window(qtbot, data_dir, *, closed_by_test: bool = True) -> MainWindow:

@@ -5,7 +5,7 @@ test's, moved on while the person types."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
@@ -14,14 +14,14 @@ from sqlalchemy import select
 from app.core.storage.models import ExposureSpan, WellbeingBreak
 from app.core.wellbeing.exposure import Activity
 from tests.conftest import hate_content, hate_output
+from tests.gui.test_validate import open_validate, wait_for_example
 from tests.gui.test_workspace import WAIT, submit, text_box
 from tests.gui.test_workspace import window as create_window  # noqa: F401  (the Create page with a target model)
-from tests.gui.test_validate import open_validate, wait_for_example
 
 
 class FakeNow:
     def __init__(self):
-        self.value = datetime.now(timezone.utc)
+        self.value = datetime.now(UTC)
 
     def __call__(self) -> datetime:
         return self.value

@@ -10,8 +10,8 @@ from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QApplication, QComboBox, QScrollArea, QWidget
 
 from app.core.assist.types import Goal
-from app.views.create import AttributionChange, DiffKind, DiffPiece, PairSide, PairView, PredictedView
 from app.views.assist import AssistPanelView
+from app.views.create import AttributionChange, DiffKind, DiffPiece, PairSide, PairView, PredictedView
 from tests.gui.test_workspace import text_box, type_text, wait_for_prediction, window  # noqa: F401 (fixture)
 from tests.simulation import small_team
 from widgets.assist_panel import AssistPanel

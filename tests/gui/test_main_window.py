@@ -3,9 +3,9 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDialogButtonBox, QLabel, QPushButton
 
 from app.core.desk import Desk
+from app.core.io.importers import import_file
 from app.gui.main_window import MainWindow
 from app.gui.pages import Menu
-from app.core.io.importers import import_file
 from tests.conftest import FIXTURES, shared_file
 from widgets.import_dialog import ImportDialog
 from widgets.profile_dialog import ProfileDialog

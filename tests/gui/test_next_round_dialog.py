@@ -22,8 +22,8 @@ from app.core.formatting import MISSING, pct
 from app.core.next_round.promotion import promotion_lineage
 from app.core.services.target_models import register_model
 from app.views.next_round import points
-from tests.conftest import hate_content, hate_output
 from sync.tokens import TokenStore
+from tests.conftest import hate_content, hate_output
 from tests.gui.conftest import close_window, open_window
 from tests.gui.test_round_switch import team  # noqa: F401 (a loopback team server: owner and annotator)
 from tests.model_fixtures import LABELS, trigger_sentences

@@ -7,7 +7,6 @@ sections and fails on one without a row, so a new view cannot arrive without say
 from __future__ import annotations
 
 import pytest
-from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDialogButtonBox
 
 from app.core.services.target_models import register_model

@@ -8,7 +8,7 @@ import json
 import os
 import stat
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from PySide6.QtCore import Qt
@@ -88,7 +88,7 @@ def test_the_status_widget_says_where_sync_stands(qtbot):
     qtbot.addWidget(widget)
     widget.show()
     assert widget.text.text() == "Sync off — set a server"
-    earlier = datetime.now(timezone.utc) - timedelta(minutes=5)
+    earlier = datetime.now(UTC) - timedelta(minutes=5)
     widget.show_status(SyncView(SyncLight.SYNCED, pending=0, last_success=earlier))
     assert widget.text.text() == "Synced 5 min ago · 0 waiting"
     widget.show_status(SyncView(SyncLight.OFFLINE, pending=1234, last_success=earlier, message="cannot reach the server"))
@@ -105,7 +105,7 @@ def test_the_status_widget_says_where_sync_stands(qtbot):
         qtbot.mouseClick(widget.button, Qt.MouseButton.LeftButton)
     with qtbot.waitSignal(widget.settings_requested, timeout=1000):
         qtbot.mouseClick(widget.text, Qt.MouseButton.LeftButton)
-    now = datetime(2026, 5, 6, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 5, 6, 12, 0, tzinfo=UTC)
     assert when(now - timedelta(seconds=20), now) == "just now"
     assert when(now - timedelta(days=3), now).startswith("2026-05-03")
 

@@ -3,11 +3,9 @@
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.core.tasks.content import Content
 from tests.conftest import hate_content, hate_output
 from tests.gui.conftest import close_window, open_window
 from tests.validation_sim import import_anli, simulate
-
 
 
 def _all_validations(desk):

@@ -217,8 +217,8 @@ def test_the_models_top_hate_words_are_masked_when_they_arrive(qtbot, data_dir, 
 
 
 def test_a_lead_extends_the_tasks_blur_words_from_review(qtbot, window, people, target_model):
-    from widgets.blur_words_dialog import BlurWordsDialog
     from tests.gui.test_review import open_review
+    from widgets.blur_words_dialog import BlurWordsDialog
 
     desk = window.desk
     make(desk, people, target_model, "those goblins again")

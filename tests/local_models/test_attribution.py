@@ -8,7 +8,6 @@ import pytest
 from local_models.attribution import DEFAULT_IG_STEPS, METHODS, MIN_FULL_SCALE, full_colour_scale
 from local_models.engine import load_engine
 from local_models.errors import UnsupportedOperation
-
 from tests.model_fixtures import TRIGGER, trigger_sentences
 
 SENTENCES = ["my old neighbour walked near the banana river today",

@@ -90,10 +90,9 @@ def test_a_broken_quantizer_leaves_the_desk_on_fp32(prepared, tmp_path, monkeypa
 
 def test_the_reported_test_figures_are_reproduced_by_the_model_the_desk_runs(prepared):
     """Rebuild the held-out split from the recorded seed and score the model the desk runs."""
-    from tests.conftest import shared_file
-
     from app.core.io.training import read_labelled_csv
     from local_models.train import TrainingConfig, classification_metrics, stratified_split
+    from tests.conftest import shared_file
 
     description = json.loads((PART / "dynadesk_model.json").read_text())
     training = description["training"]

@@ -8,7 +8,6 @@ import pytest
 from local_models.engine import Ensemble, load_engine
 from local_models.errors import Cancelled, LabelMismatch, UnsupportedModel
 from local_models.progress import Progress
-
 from tests.model_fixtures import LABELS
 
 
@@ -67,9 +66,9 @@ def test_batched_prediction_keeps_order_reports_progress_and_cancels(engine):
 
 
 def test_ensemble_gives_members_and_their_mean(tiny_classifier_dir, trigger_model_dir, tmp_path):
-    from tests.model_fixtures import save_tiny
-
     from transformers import BertForSequenceClassification
+
+    from tests.model_fixtures import save_tiny
 
     other = save_tiny(BertForSequenceClassification, tmp_path / "other", seed=7, num_labels=2,
                       id2label={0: "not hate", 1: "hate"}, label2id={"not hate": 0, "hate": 1})

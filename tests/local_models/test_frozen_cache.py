@@ -4,7 +4,6 @@ cache stays within its bound."""
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 from safetensors.torch import load_file

@@ -11,7 +11,6 @@ import pytest
 
 from local_models.engine import load_engine
 from local_models.errors import CorruptModel, UnsafeModelFile
-
 from tests.model_fixtures import LABELS
 
 
@@ -180,8 +179,8 @@ def test_a_config_that_grows_a_tensor_the_weights_lack_is_refused_before_buildin
                                                                                   monkeypatch):
     """The header checks compare the tensors the weights hold; a tensor they leave out is one
     transformers would allocate at whatever size config.json gives (a 100-million-word vocabulary)."""
-    from safetensors.torch import load_file, save_file
     import transformers
+    from safetensors.torch import load_file, save_file
 
     folder = copy_model(tiny_classifier_dir)
     tensors = load_file(folder / "model.safetensors")

@@ -22,7 +22,6 @@ from local_models.errors import (
     UnsafeModelFile,
     UnsupportedModel,
 )
-
 from tests.model_fixtures import LABELS, TOKENIZER_FILES, minilm_dir
 
 

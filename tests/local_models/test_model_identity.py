@@ -13,7 +13,7 @@ import pytest
 import local_models.export
 import resources
 from local_models.engine import model_sha256
-from local_models.export import canonicalize_onnx_file, export_onnx
+from local_models.export import canonicalize_onnx_file
 
 PART = resources.ROOT / "models" / "hate_speech_r1"
 

@@ -18,7 +18,6 @@ from app.core.services.target_models import (
     to_model_output,
 )
 from local_models.engine import model_sha256
-
 from tests.model_fixtures import LABELS
 
 

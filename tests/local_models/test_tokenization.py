@@ -6,7 +6,6 @@ import pytest
 
 from local_models.errors import CorruptModel, InputTooLarge, TokenizerMissing
 from local_models.tokenization import TextEncoder, load_tokenizer
-
 from tests.model_fixtures import minilm_dir
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-
 from dataclasses import dataclass
 
 import pytest

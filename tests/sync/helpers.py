@@ -18,11 +18,11 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 from sqlalchemy import create_engine, insert, select
@@ -33,8 +33,8 @@ from app.core.domain import utcnow
 from app.core.io.records import dump_example
 from app.core.storage.models import Context, Example, ExampleFacet, ModelOutputRow, OutboxEntry, Round, Task
 from sync.protocol import ExampleRecord
-from sync.server import store
 from sync.server import models as server_models
+from sync.server import store
 from sync.server.app import create_app
 from sync.server.db import ServerDatabase
 
@@ -388,7 +388,7 @@ class CuttingProxy:
         while not self._stop.is_set():
             try:
                 client, _ = self.sock.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             try:
                 upstream = socket.create_connection(self.upstream, timeout=10)
@@ -539,8 +539,8 @@ class PushOutcome:
 
 def sync_until_done(client, desk: Desk, person_id: uuid.UUID, *, max_runs: int = 30, handle=None) -> PushOutcome:
     """Run syncs until the outbox is empty (bounded), as the app's timer would."""
-    from sync.transport import SyncError
     from sync.local import local_status
+    from sync.transport import SyncError
 
     outcome = PushOutcome()
     started = time.perf_counter()

@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import cli
-
 from tests.cli_in_process import Ran, run_dynadesk
 from tests.conftest import hate_content, hate_output
 from tests.sync.helpers import ProcessServer, server_counts, server_database

@@ -17,10 +17,10 @@ import pytest
 
 from app.core.storage.models import Round as DeskRound
 from sync.client import ClientFactory, SyncClient
-from sync.transport import AuthError, Cancelled, Offline, RetryPolicy, SyncError, SyncHandle
 from sync.local import local_status
 from sync.protocol import manifest_sha256
 from sync.tokens import TokenStore
+from sync.transport import AuthError, Cancelled, Offline, RetryPolicy, SyncError, SyncHandle
 from tests.conftest import FIXTURES, hate_content, hate_output
 from tests.sync.helpers import (
     MODEL_SHA,
@@ -300,8 +300,8 @@ def test_every_client_is_made_by_the_factory_from_the_settings_and_the_kept_toke
 
 
 def test_published_contexts_reach_annotators_and_their_examples_refer_to_them(team, tmp_path, server_db):
-    from app.core.tasks.content import Content
     from app.core.storage.models import Context
+    from app.core.tasks.content import Content
     from app.core.text import content_hash
 
     passage = "The Vistula is the longest river in Poland, at 1,047 km.\nIt flows through Kraków and Warsaw."

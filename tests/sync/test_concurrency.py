@@ -20,9 +20,9 @@ from sqlalchemy import func, select
 
 from app.core.storage.models import Example as DeskExample
 from sync.client import SyncClient
-from sync.transport import RetryPolicy
 from sync.local import local_status
 from sync.server import models as server_models
+from sync.transport import RetryPolicy
 from tests.sync.conftest import BACKENDS, _database_url
 from tests.sync.helpers import (
     ProcessServer,

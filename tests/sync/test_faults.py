@@ -19,8 +19,8 @@ import uuid
 import pytest
 
 from sync.client import SyncClient
-from sync.transport import RetryPolicy, SyncHandle
 from sync.local import local_status
+from sync.transport import RetryPolicy, SyncHandle
 from tests.sync.conftest import BACKENDS, _database_url
 from tests.sync.helpers import (
     CuttingProxy,

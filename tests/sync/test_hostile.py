@@ -26,7 +26,6 @@ from sync.server import store
 from tests.sync.helpers import basics_records, fill_outbox, prepare_desk, server_records
 from tests.sync.test_server import auth, changes, example, push, statuses
 
-
 # Where the backend does not matter (pydantic's checks, the desk), SQLite alone; the change feed's
 # SQL (quarantine, page weights) runs on both.
 SQLITE_ONLY = pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)

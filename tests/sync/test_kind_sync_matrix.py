@@ -8,8 +8,6 @@ One server and one team for the module, as a new team would set them up from the
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from click.testing import CliRunner
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from app.core.io.records import dump_model, dump_round
 from app.core.desk import Desk
+from app.core.io.records import dump_model, dump_round
 from sync.client import SyncClient
 from sync.local import local_status
 from tests.conftest import hate_content, hate_output

@@ -142,8 +142,9 @@ def test_a_model_only_this_desk_has_says_no_command_fixes_it(team, tmp_path):
 def test_a_context_the_server_lacks_waits_until_the_owner_publishes_the_round_again(team, tmp_path):
     """A lead writes from a prompt her desk imported; the owner imports the same prompts after publishing
     round 2: the printed publish of round 2 again sends it, and the lead's example goes out."""
-    from app.core.storage.models import Context, RoundModel
     from sqlalchemy import select
+
+    from app.core.storage.models import Context, RoundModel
     from tests.sync.helpers import MODEL_SHA, prepare_desk
 
     prompts = tmp_path / "prompts.txt"

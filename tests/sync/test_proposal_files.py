@@ -16,7 +16,7 @@ from sync.proposals import ProposalError, download_proposal
 from sync.protocol import manifest_sha256
 from tests.sync.proposal_helpers import TASK, candidate, cli, team_desk
 from tests.sync.test_client import QUICK
-from tests.sync.test_proposals_server import propose, proposal, upload
+from tests.sync.test_proposals_server import proposal, propose, upload
 from tests.sync.test_proposals_sync import poor_round_published
 from tests.sync.test_server import auth
 

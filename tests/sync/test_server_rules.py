@@ -11,10 +11,8 @@ import httpx
 import pytest
 
 from app.core.domain import utcnow
-
 from tests.sync.helpers import MODEL_SHA
 from tests.sync.test_server import auth, changes, example, push
-
 
 # The rules do not depend on the database; what stores and compares JSON (resends, the migration) runs on both.
 sqlite_only = pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)
@@ -182,7 +180,6 @@ def test_desks_and_the_server_give_the_same_figures_and_a_forged_flag_is_undone(
 
     from app.cli import cli
     from app.core.services.dashboard_snapshot import DashboardFilter
-
     from app.core.storage.models import Example as DeskExample
     from sync.client import SyncClient
     from tests.sync.helpers import fill_outbox, prepare_desk

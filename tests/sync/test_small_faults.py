@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from app.cli import cli
 from app.core.domain import utcnow
 from app.core.errors import DynadeskError
-from sync.server import store
 from sync.server.db import VERSION_TABLE, ServerDatabase
 from sync.server.models import Person
 from tests.sync.helpers import prepare_desk

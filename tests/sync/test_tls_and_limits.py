@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from sync.client import ClientFactory, SyncClient
-from sync.transport import RetryPolicy, Untrusted, token_in_clear
 from sync.server.limits import Buckets, Rate, client_key
+from sync.transport import RetryPolicy, Untrusted, token_in_clear
 from tests.sync.helpers import (
     ProcessServer,
     ThreadServer,
@@ -58,7 +58,7 @@ def make_certificates(folder):
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Research team CA")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())

@@ -5,7 +5,7 @@ team's annotators never receive them; nobody pushes them as someone else; a lead
 from __future__ import annotations
 
 import uuid
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
@@ -18,7 +18,7 @@ from tests.sync.test_server import auth
 
 # Yesterday at noon: a span of up to an hour ends inside one day whatever the hour the test runs (an hour
 # before now, it crossed midnight for runs just after it, and the day's figures held only part of it).
-END = (datetime.now(timezone.utc) - timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
+END = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
 
 
 def hateful_work(desk, person_id, minutes: int):

@@ -3,10 +3,10 @@
 import uuid
 from datetime import date
 
+from app.core.wellbeing.breaks import BreakKind, BreakPrompt
 from app.core.wellbeing.figures import PersonDay, TeamLimits
 from app.views.breaks import break_prompt_view, break_taken_text
 from app.views.exposure import CARE_NOTE, alerts_for, exposure_screen, minutes
-from app.core.wellbeing.breaks import BreakKind, BreakPrompt
 
 TODAY = date(2026, 3, 10)
 

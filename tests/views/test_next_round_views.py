@@ -7,11 +7,8 @@ from types import SimpleNamespace
 
 from app.core.next_round.inputs import BaseDefaults, RoundCount, TrainDefaults
 from app.views.next_round import (
-    ESTIMATING,
     NO_ITEMS,
     TOO_FEW,
-    UNCLEAR,
-    WORSE,
     base_columns_view,
     comparison_view,
     promotion_view,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from app.core.domain import Role
 from app.core.next_round.comparison import Difference
 from app.views.proposals_build import proposals_view, refusal_view
-from sync.proposals import ProposalListing, ProposalSummary
 from sync.proposal_wire import ProposalWire
+from sync.proposals import ProposalListing, ProposalSummary
 
-WHEN = datetime(2026, 11, 24, 8, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
 
 
 def wire(state: str = "open", pooled_items: int = 40, high: float = 0.12, **extra) -> ProposalWire:

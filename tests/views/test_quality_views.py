@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from app.core.quality.near_duplicates import ClusterMember, DuplicateCluster, NearMatch, Nearest
+from app.core.quality.near_duplicates import ClusterMember, DuplicateCluster, Nearest, NearMatch
 from app.core.quality.settings import InvalidQualitySettings, QualitySettings
 from app.views.quality import (
     NoveltyLevel,

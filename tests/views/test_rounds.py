@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 from app.core.domain import FooledRule, RoundStatus
@@ -16,7 +16,7 @@ def summary(**changes):
     settings = SimpleNamespace(label_start="fixed", fixed_label="hate", keep_label_after_submit=False,
                                context_policy="least_fooled", context_tag=None, assistant="ab")
     base = dict(id=A, number=2, status="open", description="d", goal_message="g", fooled_rule="all", settings=settings,
-                models=[(C, "c", "cc" * 32), (A, "a", "aa" * 32)], opened_at=datetime(2026, 5, 1, tzinfo=timezone.utc),
+                models=[(C, "c", "cc" * 32), (A, "a", "aa" * 32)], opened_at=datetime(2026, 5, 1, tzinfo=UTC),
                 closed_at=None, contexts=3, examples=7, fooled=2)
     return SimpleNamespace(**{**base, **changes})
 
@@ -44,7 +44,7 @@ def test_a_round_view_puts_the_targets_first_in_ensemble_order():
     assert [(r.text, r.tooltip, r.served, r.fooling_rate) for r in view.contexts] == [
         ("two words", "two\n words", "4", "25%"), ("unused", "unused", "4", "–")]
     assert view.context_count == "3 contexts (the 2 most served shown)"
-    closed = round_view(summary(status="closed", contexts=2, closed_at=datetime(2026, 5, 9, tzinfo=timezone.utc)),
+    closed = round_view(summary(status="closed", contexts=2, closed_at=datetime(2026, 5, 9, tzinfo=UTC)),
                         [], [])
     assert not closed.is_open and "opened 2026-05-01, closed 2026-05-09" in closed.heading
     assert closed.context_count == "2 contexts (the 0 most served shown)"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 from app.views.sync import SyncLight, SyncView, progress_message, settings_view, sync_line, sync_view, syncing_view
 
-NOW = datetime(2026, 5, 6, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 5, 6, 12, 0, tzinfo=UTC)
 
 
 def status(**counts):

@@ -13,8 +13,9 @@ measuring one received record costs a bounded time whatever it holds.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from app.core.assist.arms import session_arm
 from app.core.assist.types import Assistance, AssistantMode, Generator

@@ -13,9 +13,9 @@ import os
 import secrets
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 from sqlalchemy import select

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -24,8 +25,18 @@ from app.core.errors import DynadeskError, ImportFailed, ImportProblem, InvalidE
 from app.core.io.records import RecordWriter, read_record
 from app.core.io.rows import csv_table, json_lines, read_text, whole_number
 from app.core.limits import record_problems
-from app.core.storage.models import (Context, Example, ExampleFacet, ModelOutputRow, ModelRecord, Person, Round, Suite,
-                                     SuiteCase, Task)
+from app.core.storage.models import (
+    Context,
+    Example,
+    ExampleFacet,
+    ModelOutputRow,
+    ModelRecord,
+    Person,
+    Round,
+    Suite,
+    SuiteCase,
+    Task,
+)
 from app.core.tasks.content import Content, check_content, facet_values, written_text
 from app.core.tasks.definition import TaskDefinition
 from app.core.tasks.fooling import check_outputs, is_fooled

@@ -5,7 +5,8 @@ a while; nothing is held open meanwhile)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from app.core.domain import ModelOutput
 from app.core.errors import DynadeskError

@@ -13,8 +13,9 @@ import csv
 import io
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from app.core.errors import DynadeskError, ImportProblem
 

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from app.core.errors import DynadeskError, ImportProblem
 from app.core.io.rows import csv_table, read_text

@@ -18,17 +18,18 @@ batching and overlap check); this module picks the items and computes the paired
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from app.core.errors import DynadeskError
-from app.core.io.documents import read_document
 from app.core.formatting import pct
+from app.core.io.documents import read_document
+from app.core.next_round.promotion_rule import Verdict, judge
 from app.core.services.bootstrap import CONFIDENCE, paired_bootstrap
 from app.core.services.evaluation_data import Case, EvalSet, EvaluationInputError, resample_units
-from app.core.next_round.promotion_rule import Verdict, judge
 from app.core.storage.models import ModelRecord
 from local_models.progress import Progress
 
@@ -120,10 +121,10 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
                       ) -> ComparisonReport:
     """Score the candidate model folder and the open round's target model(s) (an ensemble when the
     round has several) on the same items, and return every difference with its interval."""
+    from app.core.next_round.held_out import held_out_sets
     from app.core.services.evaluation import EvaluationOptions, evaluate
     from app.core.services.evaluation_data import read_hatecheck_suite, stored_suite_sets
     from app.core.services.evaluation_models import ModelChoice
-    from app.core.next_round.held_out import held_out_sets
 
     progress = progress or Progress()
     if resamples < 100:
@@ -371,7 +372,7 @@ def _document(task_code: str, sets: Sequence[EvalSet], held_out: Sequence[EvalSe
     verdict = judge(pooled_rows + differences, {str(s["key"]): str(s["name"]) for s in splits})
     document: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "task": task_code,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "current": {"name": current.name, "round": current_round, "members": [{"id": str(r.id), "name": r.name, "format": r.format,
                                                         "sha256": r.sha256, "path": r.path} for r in current.records]},
         "candidate": {"name": candidate.name, "sha256": candidate.sha256, "path": candidate.path},

@@ -108,8 +108,8 @@ def switch_to_int8(desk, pending: PendingInt8, prepared: Any) -> Int8Outcome:
     in its round; or, when the search found none, record why on the fp32 form, which keeps serving."""
     from app.core.int8_status import int8_detail
     from app.core.services.target_models import find_by_sha, register_model
-    from local_models.export import read_export_description
     from local_models.engine import model_sha256
+    from local_models.export import read_export_description
 
     fp32 = desk.models.get(pending.fp32_id)
     marker = dict((fp32.provenance or {}).get(DEFERRED_KEY) or {})

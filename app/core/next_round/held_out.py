@@ -18,8 +18,9 @@ training uses (``training_data._choose`` for which examples count and with which
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, NamedTuple, Sequence, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from app.core.services.evaluation_data import Case, EvalSet, EvaluationInputError, _origins, _round_case_extra
 
@@ -69,8 +70,8 @@ def held_out_sets(desk: Any, task_code: str, rounds: Literal["all"] | Sequence[i
     and the decision let the author's label stand)."""
     from sqlalchemy import select
 
-    from app.core.services.target_models import model_input
     from app.core.next_round.training_data import _choose, _imported_names
+    from app.core.services.target_models import model_input
     from app.core.storage.models import Example
     from app.core.tasks.figures import is_validated_fooling
     from app.core.tasks.splits import held_out_example

@@ -11,10 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping, cast
+from typing import Any, cast
 
 from sqlalchemy import select
 

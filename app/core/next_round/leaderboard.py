@@ -30,9 +30,10 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from app.core.errors import DynadeskError
 from app.core.next_round.leaderboard_board import (  # noqa: F401  (the board's names, for callers of the service)
@@ -176,8 +177,8 @@ def plan_leaderboard(desk: Any, task_code: str, *, refresh: bool = False) -> Lea
     stale and the failed ones). Reads the database; no model work."""
     from sqlalchemy import select
 
-    from app.core.services.evaluation_data import EvaluationInputError
     from app.core.next_round.held_out import held_out_sets
+    from app.core.services.evaluation_data import EvaluationInputError
     from app.core.storage.models import LeaderboardCell
 
     definition = desk.tasks.definition_by_code(task_code)  # NotFound names the task
@@ -214,7 +215,7 @@ def plan_leaderboard(desk: Any, task_code: str, *, refresh: bool = False) -> Lea
         if wanted:
             work.append((row, members[row.key], wanted))
     board = Leaderboard(task_code, definition.name, tuple(rows), tuple(columns), cells, tuple(definition.labels),
-                        datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                        datetime.now(UTC).isoformat(timespec="seconds"))
     return LeaderboardPlan(board, sets, work, list(desk.models.all()) if work else [])
 
 
@@ -297,7 +298,7 @@ def _scored(row: ModelRow, column: RoundColumn, eval_set: EvalSet, doc: Mapping[
     fooling_right = accuracy([gold[i] for i in fooling], [labels[i] for i in fooling])
     overlap = sum(len((check.get("by_set") or {}).get(eval_set.key, [])) for check in model["overlap"]["checks"])
     cell = Cell(FRESH, figures["n"], figures["accuracy"], figures["macro_f1"], low, high, len(fooling), fooling_right,
-                datetime.now(timezone.utc).isoformat(timespec="seconds"), overlap=overlap)
+                datetime.now(UTC).isoformat(timespec="seconds"), overlap=overlap)
     details = {"predictions": predicted, "overlap": overlap, "seconds": round(seconds, 3),
                "interval": {"confidence": CONFIDENCE, "resamples": RESAMPLES, "seed": 0, "stream": eval_set.key,
                             "method": "bootstrap percentile; perturbation pairs drawn together"},

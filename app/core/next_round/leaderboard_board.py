@@ -4,8 +4,9 @@ that view-models may build on it; the leaderboard service (leaderboard.py) reads
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from app.core.errors import DynadeskError
 
@@ -131,7 +132,8 @@ STATE_TEXT = {MISSING: "not scored yet", FAILED: "could not be scored", NO_FILES
 
 def figure_text(cell: Cell, metric: str) -> str:
     """One figure of a cell as the CLI, the report and the GUI show it; a state's words when it has none."""
-    from app.core.formatting import MISSING as NONE, num, pct
+    from app.core.formatting import MISSING as NONE
+    from app.core.formatting import num, pct
 
     if not cell.has_figures:
         return STATE_TEXT.get(cell.state, NONE)

@@ -5,12 +5,14 @@ round) and a page of its own (``--html``). Self-contained, no scripts; every fig
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from app.core.errors import DynadeskError
-from app.core.io.html_report import CSS as REPORT_CSS, Section, scale_colour
+from app.core.io.html_report import CSS as REPORT_CSS
+from app.core.io.html_report import Section, scale_colour
 from app.core.next_round.leaderboard_board import (
     FAILED,
     METRICS,

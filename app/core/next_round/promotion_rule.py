@@ -24,8 +24,9 @@ there are several rounds), the base data's test split and every functional suite
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from app.core.domain import Role
 from app.core.formatting import pct

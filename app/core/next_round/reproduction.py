@@ -15,9 +15,10 @@ did not train on (the base dev and test splits, the round's dev and held-out exa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from app.core import paths
 from app.core.next_round.round_training import (

@@ -11,10 +11,11 @@ how close a run on another machine came).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import func, select
 
@@ -255,7 +256,7 @@ def build_manifest(options: RoundTrainingOptions, data: TrainingSet, base: Label
     options_json.pop("config")
     return {
         "format": MANIFEST_FORMAT, "format_version": 1,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "dynadesk": {"version": info["version"], "revision": info["revision"]},
         "task": data.task, "rounds": data.rounds, "labels": data.labels,
         "options": options_json, "config": asdict(options.config), "seed": options.config.seed,

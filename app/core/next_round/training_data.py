@@ -28,8 +28,9 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from sqlalchemy import select
 

@@ -26,9 +26,9 @@ here (local_models.words splits them off, at a cost per character the 2-second b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from statistics import NormalDist
-from typing import Sequence
 
 import numpy as np
 
@@ -67,7 +67,7 @@ class TermMatrix:
     word_ids: np.ndarray  # word id of each running word
 
     @classmethod
-    def build(cls, texts: Sequence[str]) -> "TermMatrix":
+    def build(cls, texts: Sequence[str]) -> TermMatrix:
         joined = f" {_SEPARATOR} ".join(texts)
         if joined.count(_SEPARATOR) != max(len(texts) - 1, 0):  # a text that holds the separator itself
             joined = f" {_SEPARATOR} ".join(text.replace(_SEPARATOR, " ") for text in texts)

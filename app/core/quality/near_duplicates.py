@@ -19,7 +19,8 @@ import random
 import threading
 import uuid
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Literal, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy import Row, String, delete, func, insert, select, type_coerce
@@ -31,8 +32,8 @@ from app.core.quality.results import (
     ClusterMember,
     DuplicateCluster,
     DuplicateRate,
-    NearMatch,
     Nearest,
+    NearMatch,
     NovelShare,
 )
 from app.core.quality.signatures import (

@@ -12,8 +12,9 @@ retracted examples are not data.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class QualityData:
     _matrix: TermMatrix | None = field(default=None, repr=False)
 
     @classmethod
-    def load(cls, db: Any, task_id: Any, labels: Sequence[str] = ()) -> "QualityData":
+    def load(cls, db: Any, task_id: Any, labels: Sequence[str] = ()) -> QualityData:
         """Read the task's submitted examples (one query over the plain sqlite connection: 100k
         rows in a few hundred ms). ``labels``: the task's labels, to keep their order."""
         task_hex = task_id.hex if hasattr(task_id, "hex") else str(task_id)
@@ -67,7 +68,7 @@ class QualityData:
 
     @classmethod
     def from_rows(cls, rows: Sequence[tuple], round_numbers: dict[str, int], names: dict[str, str],
-                  labels: Sequence[str] = ()) -> "QualityData":
+                  labels: Sequence[str] = ()) -> QualityData:
         """From (id, round id, author id, text, label) rows, round id -> number, person id -> name."""
         label_names = list(labels)
         label_index = {name: i for i, name in enumerate(label_names)}
@@ -142,7 +143,7 @@ class AlertThresholds:
     min_count: int = ALERT_MIN_COUNT
 
     @classmethod
-    def of(cls, settings: "QualitySettings") -> "AlertThresholds":
+    def of(cls, settings: QualitySettings) -> AlertThresholds:
         return cls(settings.token_association_threshold, settings.duplicate_rate_threshold)
 
 

@@ -3,13 +3,12 @@ and the report as plain data (for ``dynadesk quality --json``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import uuid
 from dataclasses import dataclass, replace
+from typing import Any
 
-from app.core.quality.report import Alert, AlertThresholds, QualityData, QualityReport, duplicate_alerts
 from app.core.quality.near_duplicates import DuplicateRate
+from app.core.quality.report import Alert, AlertThresholds, QualityData, QualityReport, duplicate_alerts
 from app.core.storage.models import ModelRecord
 
 

@@ -19,7 +19,8 @@ similarity in one vectorised comparison (standard error ≤ 0.045), and only can
 from __future__ import annotations
 
 import hashlib
-from typing import Final, Sequence
+from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 from datasketch import MinHash

@@ -9,14 +9,19 @@ the server computes it); the tests hold them to the same figures."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 from sqlalchemy import String, select, type_coerce
 
 from app.core.services.dashboard_snapshot import (
-    ARM_CODES, DECIDED_CODES, STATUS_CODES, DashboardFilter, DashboardSnapshot,
+    ARM_CODES,
+    DECIDED_CODES,
+    STATUS_CODES,
+    DashboardFilter,
+    DashboardSnapshot,
 )
 from app.core.services.dashboard_tables import _group_median
 from app.core.services.stats import group_names

@@ -16,8 +16,8 @@ at once with numpy, and a test ties the two together.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

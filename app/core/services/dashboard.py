@@ -24,9 +24,9 @@ Definitions (DESIGN.md §1; MER and vMER once, in app/core/tasks/figures.py):
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
-from typing import Sequence
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -228,7 +228,7 @@ class DashboardService(DashboardTables):
         decided = decided[~np.isnan(decided)]
         start = float(submitted_at.min())
         end = max(float(submitted_at.max()), float(decided.max()) if len(decided) else start,
-                  (now or datetime.now(timezone.utc)).timestamp())
+                  (now or datetime.now(UTC)).timestamp())
         width = _bin_width(end - start)
         n_bins = int((end - start) // width) + 1
         edges = start + width * (np.arange(n_bins) + 1)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import threading
-from itertools import repeat
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from itertools import repeat
+from typing import Any
 
 import numpy as np
 

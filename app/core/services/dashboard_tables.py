@@ -5,14 +5,20 @@ from __future__ import annotations
 import csv
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.core.services.agreement import MIN_OVERLAP, Agreement, agreement
 from app.core.services.dashboard_snapshot import (
-    DECIDED_CODES, DECIDED_INCORRECT, RETRACTED, STATUS_CODES, DashboardFilter, DashboardSnapshot,
+    DECIDED_CODES,
+    DECIDED_INCORRECT,
+    RETRACTED,
+    STATUS_CODES,
+    DashboardFilter,
+    DashboardSnapshot,
 )
 from app.core.tasks import figures as rule
 
@@ -231,7 +237,7 @@ class DashboardTables(DashboardSnapshot):
         return result, names
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _flag_set(bits: tuple[int, ...], without: int) -> list[int]:
     """The 5-bit flag values with all of ``bits`` set and ``without`` clear."""
     return [f for f in range(32) if all(f & b for b in bits) and not f & without]

@@ -17,8 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 from app.core import paths
-from app.core.services.target_models import (DEFAULT_TASK, TargetModelError, default_trained_part,
-                                             ensure_default_model, needs_default_model, register_default_forms)
+from app.core.services.target_models import (
+    DEFAULT_TASK,
+    TargetModelError,
+    default_trained_part,
+    ensure_default_model,
+    needs_default_model,
+    register_default_forms,
+)
 from app.core.storage.models import ModelRecord
 from local_models.errors import ModelError
 from local_models.progress import Progress

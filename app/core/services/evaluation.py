@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import gc
 import platform
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from app.core.io.documents import read_document
 from app.core.services.evaluation_data import (
@@ -199,7 +200,7 @@ def evaluate(choices: Sequence[ModelChoice], sets: Sequence[EvalSet], options: E
         records = desk.models.all()
     records_by_id = {str(r.id): r for r in records or []}
     doc: dict[str, Any] = {
-        "format": FORMAT, "version": VERSION, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "format": FORMAT, "version": VERSION, "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "task": task_code, "options": asdict(options), "machine": {"platform": platform.platform(),
                                                                    "python": platform.python_version()},
         "sets": [s.to_json() for s in sets], "variants": [v.to_json() for v in variants], "models": [],

@@ -15,9 +15,10 @@ import json
 import random
 import re
 import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from app.core.errors import DynadeskError, ImportProblem
 from app.core.io.rows import csv_table, json_lines, read_text
@@ -69,7 +70,7 @@ class Case:
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> "Case":
+    def from_json(cls, data: dict) -> Case:
         fields: dict[str, Any] = {k: data.get(k) for k in ("id", "text", "gold", "functionality", "target", "input")}
         return cls(**fields, extra=data.get("extra") or {})
 
@@ -88,7 +89,7 @@ class EvalSet:
                 "cases": [c.to_json() for c in self.cases], "pairs": [list(p) for p in self.pairs]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "EvalSet":
+    def from_json(cls, data: dict) -> EvalSet:
         return cls(data["key"], data["name"], data["kind"], [Case.from_json(c) for c in data["cases"]],
                    data.get("source", ""), [tuple(p) for p in data.get("pairs", [])])
 

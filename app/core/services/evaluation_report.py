@@ -6,9 +6,9 @@ scripts, no files beside it, nothing fetched. Every figure comes from the JSON d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Sequence
 
 from app.core.formatting import num, pct
 from app.core.io.html_report import CSS, Section, bar_chart, scale_colour, table

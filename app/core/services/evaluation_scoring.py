@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from app.core.formatting import num, pct
 from app.core.services.evaluation_data import PERTURBATIONS, EvalSet, Variant

@@ -12,9 +12,9 @@ Reviews go into the sync outbox with the review itself, so they reach the author
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Sequence
 
 from sqlalchemy import func, select
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from sqlalchemy import ColumnClause, ColumnElement, Select, and_, func, literal_column, or_, select, text
 from sqlalchemy.orm import aliased

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from sqlalchemy import delete, func, select, update
@@ -22,9 +23,9 @@ from app.core.limits import record_problems
 from app.core.services.models import ModelService
 from app.core.services.tasks import TaskService
 from app.core.storage.db import Database
+from app.core.storage.models import Context, Example, ModelRecord, Person, Round, RoundModel, Task
 from app.core.tasks import figures
 from app.core.text import content_hash
-from app.core.storage.models import Context, Example, ModelRecord, Person, Round, RoundModel, Task
 
 LabelStart = Literal["blank", "fixed", "random"]
 ContextPolicy = Literal["least_used", "random", "least_fooled"]
@@ -47,7 +48,7 @@ class RoundSettings(BaseModel):
     assistant: AssistantMode = AssistantMode.OFF
 
     @model_validator(mode="after")
-    def _fixed_needs_label(self) -> "RoundSettings":
+    def _fixed_needs_label(self) -> RoundSettings:
         if self.label_start == "fixed" and not self.fixed_label:
             raise ValueError("a fixed goal label needs 'fixed_label'")
         return self

@@ -5,21 +5,19 @@ from __future__ import annotations
 import json
 import uuid
 from functools import lru_cache
-
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from app.core.assist.lexicon import Lexicon, load_lexicon, shipped_lexicon
 from app.core.domain import RoundStatus, SyncState, utcnow
 from app.core.errors import NotFound
-from app.core.assist.lexicon import Lexicon, load_lexicon, shipped_lexicon
 from app.core.storage.db import Database
 from app.core.storage.models import Meta, OutboxEntry, Round, Task
 from app.core.task_settings import TaskSettings
 from app.core.tasks.definition import TaskCatalog, TaskDefinition
 from app.core.wellbeing.word_list import task_words
-
 
 # A task's lead settings on this desk, one meta value per task: the ``task_setting`` record (its wire
 # form) that carries them, with ``sync_state`` and, once the server has it, ``received_at``. The

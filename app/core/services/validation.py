@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
-from typing import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from sqlalchemy import exists, func, or_, select, text
 from sqlalchemy.orm import Session, selectinload
 
 from app.core.domain import ExampleStatus, Role, SyncState, ValidationMode, ValidationState, Verdict
 from app.core.errors import NotFound, ValidationRuleError
-from app.core.wellbeing.opt_outs import targets_opted_out
+from app.core.services.review import ROWID
 from app.core.services.tasks import TaskService
 from app.core.storage import outbox
 from app.core.storage.db import Database
-from app.core.services.review import ROWID
 from app.core.storage.models import QUEUE_CONDITION, Example, Person, Validation
 from app.core.tasks.definition import TaskDefinition
 from app.core.tasks.verdicts import summarise_on_desk
+from app.core.wellbeing.opt_outs import targets_opted_out
 
 # Examples in these states can be validated; drafts and retracted examples cannot.
 VALIDATABLE = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from app.core.assist.arms import Arm, next_session_number, round_key, session_arm
-from app.core.assist.types import AssistantMode, Assistance
+from app.core.assist.types import Assistance, AssistantMode
 from app.core.errors import NotFound
 from app.core.services.rounds import RoundSettings
 from app.core.storage.db import Database

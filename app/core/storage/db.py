@@ -18,10 +18,11 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from alembic import command
 from alembic.config import Config

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -79,10 +79,10 @@ class UTCDateTime(TypeDecorator):
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetimes are ambiguous; pass an aware UTC datetime")
-        return value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value.astimezone(UTC).replace(tzinfo=None)
 
     def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
-        return None if value is None else value.replace(tzinfo=timezone.utc)
+        return None if value is None else value.replace(tzinfo=UTC)
 
 
 class Base(DeclarativeBase):
@@ -166,7 +166,7 @@ class Person(PersonColumns, Synced, Base):
 class Task(TaskColumns, Synced, Base):
     __tablename__ = "tasks"
 
-    rounds: Mapped[list["Round"]] = relationship(back_populates="task", order_by="Round.number")
+    rounds: Mapped[list[Round]] = relationship(back_populates="task", order_by="Round.number")
 
 
 class RoundModel(Base):
@@ -187,7 +187,7 @@ class Round(RoundColumns, Synced, Base):
     settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     task: Mapped[Task] = relationship(back_populates="rounds")
-    target_models: Mapped[list["ModelRecord"]] = relationship(
+    target_models: Mapped[list[ModelRecord]] = relationship(
         secondary="round_models", order_by="RoundModel.position", viewonly=True
     )
 
@@ -267,10 +267,10 @@ class Example(Synced, Base):
     review_comment: Mapped[str | None] = mapped_column(Text)
     reviewed_at: Mapped[datetime | None]
 
-    outputs: Mapped[list["ModelOutputRow"]] = relationship(
+    outputs: Mapped[list[ModelOutputRow]] = relationship(
         back_populates="example", order_by="ModelOutputRow.position", cascade="all, delete-orphan"
     )
-    validations: Mapped[list["Validation"]] = relationship(back_populates="example", order_by="Validation.created_at")
+    validations: Mapped[list[Validation]] = relationship(back_populates="example", order_by="Validation.created_at")
 
 
 class ModelOutputRow(Base):
@@ -354,7 +354,7 @@ class Suite(Stamped, Base):
     source: Mapped[str] = mapped_column(Text, default="")
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
 
-    cases: Mapped[list["SuiteCase"]] = relationship(order_by="SuiteCase.position", cascade="all, delete-orphan")
+    cases: Mapped[list[SuiteCase]] = relationship(order_by="SuiteCase.position", cascade="all, delete-orphan")
 
 
 class SuiteCase(Base):

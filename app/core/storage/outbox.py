@@ -8,7 +8,7 @@ together with its outbox entry or not at all. The client (``sync.client``) drain
 from __future__ import annotations
 
 import uuid
-from typing import Sequence
+from collections.abc import Sequence
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Iterator
+from typing import Annotated
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
@@ -66,7 +67,7 @@ class MetadataField(_Strict):
     help: str = ""
 
     @model_validator(mode="after")
-    def _choices_match_kind(self) -> "MetadataField":
+    def _choices_match_kind(self) -> MetadataField:
         if self.kind == MetadataKind.TEXT and self.choices:
             raise ValueError("a text field has no choices")
         if self.kind != MetadataKind.TEXT and not self.choices:
@@ -114,7 +115,7 @@ class TaskDefinition(_Strict):
     guidelines: str = ""
 
     @model_validator(mode="after")
-    def _consistent(self) -> "TaskDefinition":
+    def _consistent(self) -> TaskDefinition:
         names = [f.name for f in self.inputs]
         if len(set(names)) != len(names):
             raise ValueError("input names must be unique")

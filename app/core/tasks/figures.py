@@ -22,9 +22,10 @@ Import-light on purpose (no sqlalchemy or numpy at import time): view-models may
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from app.core.domain import ExampleStatus, Verdict
 

@@ -6,7 +6,7 @@ import collections
 import math
 import re
 import string
-from typing import Sequence
+from collections.abc import Sequence
 
 from app.core.domain import FooledRule, ModelOutput, Span
 from app.core.errors import InvalidExample

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 HELD_OUT_SHARE = 0.10
 _BUCKETS = 10_000

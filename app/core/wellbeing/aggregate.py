@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import csv
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from app.core.errors import DynadeskError
 from app.core.wellbeing.figures import PersonDay, TeamLimits

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from enum import StrEnum
 from pathlib import Path
-from typing import Iterable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 # A screen left open is not reading: a verdict or review counts at most this long.
@@ -50,11 +50,11 @@ def zone_info(zone: str) -> tzinfo:
         try:
             return timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
         except ValueError:
-            return timezone.utc
+            return UTC
     try:
         return ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError):
-        return timezone.utc
+        return UTC
 
 
 def local_zone_name() -> str:
@@ -90,7 +90,7 @@ def split_by_day(started_at: datetime, ended_at: datetime, zone: str) -> list[tu
     cursor = started_at
     while cursor < ended_at:
         day = cursor.astimezone(tz).date()
-        next_midnight = datetime.combine(day + timedelta(days=1), time(0), tzinfo=tz).astimezone(timezone.utc)
+        next_midnight = datetime.combine(day + timedelta(days=1), time(0), tzinfo=tz).astimezone(UTC)
         end = min(ended_at, next_midnight)
         out.append((day, int(round((end - cursor).total_seconds() * 1000))))
         cursor = end

@@ -5,8 +5,8 @@ and the figures of the lead's exposure view and the aggregate export."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import date, datetime, timedelta
-from typing import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session

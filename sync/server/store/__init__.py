@@ -30,12 +30,12 @@ from sync.server.store.rules import Forbidden
 from sync.server.store.settings import team_settings
 from sync.server.store.team import duplicates, team_assistant_split, team_figures
 from sync.server.store.wire import (
-    model_forms,
-    model_manifest,
     comparable_example,
     context_wire,
     example_review_wire,
     example_wire,
+    model_forms,
+    model_manifest,
     model_wire,
     person_wire,
     round_wire,

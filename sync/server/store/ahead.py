@@ -4,7 +4,7 @@ applied suggestion and the judgement of "fooled". The push's writes, and everyon
 from __future__ import annotations
 
 import uuid
-from typing import Sequence
+from collections.abc import Sequence
 
 from sqlalchemy import select
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import select
@@ -48,7 +49,7 @@ class Batch:
                 continue
             name, value = late
             self.result(i, r, "rejected", reason=(
-                f"its {name} ({value.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC) is more than a day ahead of the "
+                f"its {name} ({value.astimezone(UTC):%Y-%m-%d %H:%M} UTC) is more than a day ahead of the "
                 f"server's clock ({self.now:%Y-%m-%d %H:%M} UTC); check the date and time of the computer "
                 "that wrote it"))
         return kept

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-
-from typing import Collection, cast
+from collections.abc import Collection
+from typing import cast
 
 from sqlalchemy import Table, bindparam, delete, insert, update
 from sqlalchemy.orm import Session

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import LargeBinary, Text, and_, cast, func, or_, select
 from sqlalchemy.orm import Session
@@ -25,7 +26,8 @@ from sync.server.models import (
     TaskSetting,
     Validation,
 )
-from sync.server.store.quarantine import not_quarantined, quarantine, wires as _wires
+from sync.server.store.quarantine import not_quarantined, quarantine
+from sync.server.store.quarantine import wires as _wires
 from sync.server.store.rules import KIND_MODELS, chunks, fetch
 from sync.server.store.wire import (
     context_wire,

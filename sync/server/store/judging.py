@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from app.core.domain import FooledRule, ModelOutput, Span, Verdict
 from app.core.tasks.definition import TaskDefinition

@@ -17,8 +17,8 @@ person and the task's policy; nothing a desk says about its own role counts.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Callable, Iterable
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Sequence, cast
+from typing import Any, cast
 
 from sqlalchemy import select
 

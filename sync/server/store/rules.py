@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -23,7 +24,6 @@ from sync.server.models import (
     TaskSetting,
     Validation,
 )
-
 
 LEADS = (Role.LEAD.value, Role.OWNER.value)
 TRANSITIONS = {("submitted", "flagged"), ("submitted", "retracted"), ("flagged", "retracted")}

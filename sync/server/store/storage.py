@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -156,9 +156,9 @@ def sweep(db: ServerDatabase, blobs: BlobStore, *, grace: timedelta = SWEEP_GRAC
     for sha, path in blobs.stored():
         if sha in keep:
             continue
-        born = rows.get(sha) or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+        born = rows.get(sha) or datetime.fromtimestamp(path.stat().st_mtime, UTC)
         if born.tzinfo is None:
-            born = born.replace(tzinfo=timezone.utc)
+            born = born.replace(tzinfo=UTC)
         if born > cutoff:
             continue
         gone.append(sha)
@@ -167,7 +167,7 @@ def sweep(db: ServerDatabase, blobs: BlobStore, *, grace: timedelta = SWEEP_GRAC
             blobs.remove(path)
     partial = 0
     for path in list(blobs.partial()):
-        if datetime.fromtimestamp(path.stat().st_mtime, timezone.utc) <= cutoff:
+        if datetime.fromtimestamp(path.stat().st_mtime, UTC) <= cutoff:
             partial += 1
             if not dry_run:
                 blobs.remove(path)

@@ -24,6 +24,7 @@ from sync.wellbeing_wire import (
     WellbeingPushResult,
     WellbeingWire,
 )
+
 _WIRE: TypeAdapter[WellbeingWire] = TypeAdapter(WellbeingWire)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -11,19 +11,18 @@ from sqlalchemy.orm import Session
 from app.core.domain import Role
 from app.core.task_settings import TaskSettings
 from sync.protocol import (
-    form_parents,
     ContextRecord,
     ExampleRecord,
     ExampleReviewRecord,
     ModelRecordWire,
     PersonRecord,
+    PulledTaskSettingRecord,
     RoundRecord,
     TaskRecord,
-    PulledTaskSettingRecord,
     ValidationRecord,
+    form_parents,
 )
 from sync.server.db import ServerDatabase
-from sync.server.store.quarantine import not_quarantined, quarantine, wires
 from sync.server.models import (
     Context,
     Example,
@@ -35,6 +34,7 @@ from sync.server.models import (
     TaskSetting,
     Validation,
 )
+from sync.server.store.quarantine import not_quarantined, quarantine, wires
 from sync.server.store.rules import MAPPED, chunks
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from app.core import spellings
 from app.core.assist import obfuscation
 from app.core.assist.base import GeneratorUnavailable
-from app.core import spellings
 from app.core.assist.types import GenerationContext, Generator, Goal, Unavailable
 from app.core.text import WordScore, words
 

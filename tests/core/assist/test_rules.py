@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from app.core.assist.base import GeneratorUnavailable
 from app.core.assist.lexicon import WordChanges, shipped_lexicon
 from app.core.assist.rules import generate, generate_rules
-from app.core.assist.base import GeneratorUnavailable
 from app.core.assist.types import GenerationContext, Generator, Goal, Unavailable
 
 HATE = ("hate", "not hate")

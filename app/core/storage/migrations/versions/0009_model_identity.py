@@ -18,7 +18,7 @@ Create Date: 2026-11-24
 
 import logging
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -98,7 +98,7 @@ def repair_stale_exports(connection: sa.Connection) -> int:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)  # stored as naive UTC
+    return datetime.now(UTC).replace(tzinfo=None)  # stored as naive UTC
 
 
 def _reidentify(connection: sa.Connection, record_id: uuid.UUID, sha256: str) -> None:
