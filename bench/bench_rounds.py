@@ -253,7 +253,8 @@ def _promote_later(desk, candidate: Path, owner, report) -> float:
     from app.core.next_round.promotion import promote_candidate
 
     started = time.perf_counter()
-    promote_candidate(desk, flow.TASK, candidate, comparison=None, actor_id=owner.id, force=True)
+    promote_candidate(desk, flow.TASK, candidate, comparison=None, actor_id=owner.id, force=True,
+                      reason="bench: the deferred-int8 promotion is timed whatever the verdict")
     return time.perf_counter() - started
 
 
