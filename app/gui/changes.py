@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from app.gui.review_page import ReviewController
     from app.gui.validate import ValidateController
     from app.views.example import DataFilterValues
-    from widgets.example_table import ExampleTableModel, ExampleTableView
     from widgets.filter_bar import FilterBar
     from widgets.page_tabs import PageTabs
     from widgets.review_view import ReviewView
@@ -82,14 +81,11 @@ class ChangeRoutes:
     pages: list[Page]
     tabs: PageTabs
     browser: ExampleBrowser
-    table: ExampleTableView
-    table_model: ExampleTableModel
     filter_bar: FilterBar
     validate: ValidateController
     validate_view: ValidateView
     review_page: ReviewController
     review_view: ReviewView
-    _reselect_id: object
     _filters_changed: Callable[[DataFilterValues], None]
 
     def _route(self, changes: Changes) -> None:
@@ -109,9 +105,8 @@ class ChangeRoutes:
 
     def _reload_data(self) -> None:
         """Re-run the query (answers to older queries are dropped when they arrive); the selected
-        example stays selected, so a sync in the background does not take it from under the user."""
-        row = self.table_model.row_data(self.table.currentIndex().row())
-        self._reselect_id = row.id if row else None
+        example stays selected (MainWindow._remember_selection), so a sync in the background does not take
+        it from under the user."""
         self.browser.refresh()
 
     def _validate_changed(self, changes: Changes) -> None:

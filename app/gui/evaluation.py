@@ -195,8 +195,9 @@ class EvaluationController(QObject):
 
     def cancel(self) -> None:
         if self.job is not None:
-            self.job.cancel()
+            # said first: a job not yet started ends within cancel(), saying so
             self.view.set_status("Cancelling after the current batch…")
+            self.job.cancel()
 
     def _job_cancelled(self) -> None:
         self.job = None

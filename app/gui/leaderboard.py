@@ -86,9 +86,9 @@ class LeaderboardController(QObject):
         self.reader.shutdown(wait=True)
 
     def cancel(self) -> None:
-        if self.job is not None:
-            self.job.cancel()
+        if self.job is not None:  # said first: a job not yet started ends within cancel(), saying so
             self.panel.set_status("Cancelling after the current batch; the cells scored so far are kept…")
+            self.job.cancel()
         elif self._busy:  # still reading: no job is started
             self._cancel_asked = True
             self.panel.set_status("Cancelling…")

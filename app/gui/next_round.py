@@ -336,8 +336,8 @@ class NextRoundController(QObject):
 
     def cancel(self) -> None:
         if self.job is not None:
+            self._say("Cancelling after the current step…")  # first: a job not yet started ends within cancel()
             self.job.cancel()
-            self._say("Cancelling after the current step…")
 
     def _progress(self, done: int, total: int) -> None:
         if self.dialog is not None:

@@ -148,9 +148,9 @@ class ProposalsController(QObject):
 
     def cancel(self) -> None:
         if self.job is not None:
-            self.job.cancel()
-            if self.dialog is not None:
+            if self.dialog is not None:  # first: a job not yet started ends within cancel(), saying so
                 self.dialog.show_message("Cancelling after the current step…")
+            self.job.cancel()
 
     def _progress(self, done: int, total: int) -> None:
         if self.dialog is not None:

@@ -50,7 +50,7 @@ def test_a_verdict_a_return_and_a_retraction_each_say_what_they_touched(desk, pe
 
 
 def test_lead_settings_rounds_and_people_are_their_own_kinds(desk, people, told):
-    desk.set_agreement_threshold(people.lead.id, "hate_speech", 2)
+    desk.set_task_settings(people.lead.id, "hate_speech", agreement_threshold=2)
     assert Data.TASK_SETTINGS in told[-1]
     desk.people.create("New Person", "annotator")
     assert told[-1] == Data.PEOPLE
