@@ -310,3 +310,21 @@ def test_returned_work_is_counted_for_its_author_until_retracted(qtbot, window, 
     assert window.workspace.draft.origin == {"kind": "revision", "of": str(agreed.id)}
     assert window.workspace_view.editor.content()["inputs"]["text"] == "send them all back"
     assert "Say which group is attacked" in window.workspace_view.message.text.text()
+
+
+def test_new_rows_keep_the_example_the_lead_reads_where_it_is_still_listed(qtbot, window, people, target_model):
+    """A change routed from elsewhere (a sync, the lead's own blur words) replaces the rows while the lead reads:
+    the example they read stays selected and shown."""
+    desk = window.desk
+    split, agreed, flagged = make_examples(desk, people, target_model)
+    desk.switch_person(people.lead.id)
+    open_review(qtbot, window)
+    view = window.review_view
+    wait_rows(qtbot, view, [split.id, agreed.id, flagged.id])
+    view.select_row(shown_ids(view).index(agreed.id))
+    qtbot.waitUntil(lambda: view.current_row().text in view.detail.toPlainText(), timeout=5000)
+
+    with qtbot.waitSignal(view.model.modelReset, timeout=5000):
+        window.review_page.refresh()
+    assert view.current_row().id == agreed.id and view.selected_ids() == [agreed.id]
+    qtbot.waitUntil(lambda: view.current_row().text in view.detail.toPlainText(), timeout=5000)
