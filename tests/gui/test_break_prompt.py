@@ -125,14 +125,10 @@ def test_typing_across_the_threshold_shows_nothing_until_submit_and_a_break_take
 
 
 def test_a_leads_review_time_is_recorded_at_the_return(qtbot, window, people, target_model):
-    from tests.gui.test_review import make_examples, open_review, shown_ids, wait_rows
+    from tests.gui.test_review import lead_reviews_three, shown_ids
 
     desk = window.desk
-    split, agreed, flagged = make_examples(desk, people, target_model)
-    desk.switch_person(people.lead.id)
-    open_review(qtbot, window)
-    view = window.review_view
-    wait_rows(qtbot, view, [split.id, agreed.id, flagged.id])
+    view, split, agreed, flagged = lead_reviews_three(qtbot, window, people, target_model)
     view.table.selectRow(shown_ids(view).index(split.id))
     qtbot.waitUntil(lambda: window.review_page.detail is not None and window.review_page.detail.id == split.id,
                     timeout=5000)

@@ -35,13 +35,19 @@ def make_examples(desk, people, target_model):
     return split, agreed, flagged
 
 
-def test_a_lead_filters_to_disagreements_and_adjudicates(qtbot, window, people, target_model):
-    desk = window.desk
-    split, agreed, flagged = make_examples(desk, people, target_model)
-    desk.switch_person(people.lead.id)
+def lead_reviews_three(qtbot, window, people, target_model):
+    """The three examples of ``make_examples``, listed in Review for the lead: (view, split, agreed, flagged)."""
+    split, agreed, flagged = make_examples(window.desk, people, target_model)
+    window.desk.switch_person(people.lead.id)
     open_review(qtbot, window)
     view = window.review_view
     wait_rows(qtbot, view, [split.id, agreed.id, flagged.id])
+    return view, split, agreed, flagged
+
+
+def test_a_lead_filters_to_disagreements_and_adjudicates(qtbot, window, people, target_model):
+    desk = window.desk
+    view, split, agreed, flagged = lead_reviews_three(qtbot, window, people, target_model)
     qtbot.waitUntil(lambda: "<b>3</b> examples" in view.figures.text(), timeout=5000)
     assert not view.actions_panel.not_lead.isVisible()
 
@@ -315,12 +321,7 @@ def test_returned_work_is_counted_for_its_author_until_retracted(qtbot, window, 
 def test_new_rows_keep_the_example_the_lead_reads_where_it_is_still_listed(qtbot, window, people, target_model):
     """A change routed from elsewhere (a sync, the lead's own blur words) replaces the rows while the lead reads:
     the example they read stays selected and shown."""
-    desk = window.desk
-    split, agreed, flagged = make_examples(desk, people, target_model)
-    desk.switch_person(people.lead.id)
-    open_review(qtbot, window)
-    view = window.review_view
-    wait_rows(qtbot, view, [split.id, agreed.id, flagged.id])
+    view, _split, agreed, _flagged = lead_reviews_three(qtbot, window, people, target_model)
     view.select_row(shown_ids(view).index(agreed.id))
     qtbot.waitUntil(lambda: view.current_row().text in view.detail.toPlainText(), timeout=5000)
 
