@@ -203,3 +203,20 @@ class ExampleTableView(QTableView):
             if key in widths:
                 self.setColumnWidth(column, widths[key])
         self.setMinimumWidth(500)
+        # New rows (a refresh, a change routed from a sync or a store) keep the example being read selected
+        # where it is still listed. Taken at the reset itself: the user may choose a row while the query runs.
+        self._rows = model
+        self._kept_id: object = None
+        model.modelAboutToBeReset.connect(self._remember_current)
+        model.modelReset.connect(self._select_kept)
+
+    def _remember_current(self) -> None:
+        row = self._rows.row_data(self.currentIndex().row())
+        self._kept_id = row.id if row else None
+
+    def _select_kept(self) -> None:
+        kept, self._kept_id = self._kept_id, None
+        rows = self._rows
+        found = next((r for r in range(rows.rowCount()) if (row := rows.row_data(r)) and row.id == kept), None)
+        if kept is not None and found is not None:
+            self.selectRow(found)

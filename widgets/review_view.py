@@ -285,11 +285,9 @@ class ReviewView(QWidget):
         self._selected_ids: list = []
         self.table.selectionModel().selectionChanged.connect(self._selection)
         self.table.selectionModel().currentRowChanged.connect(self._selection)
-        # new rows (a refresh, a change routed from elsewhere) keep the example the lead reads selected where it
-        # is still listed: taken at the reset itself, since the lead may select while the query runs
-        self._kept_current: object = None
-        self.model.modelAboutToBeReset.connect(self._remember_selection)
-        self.model.modelReset.connect(self._restore_selection)
+        # Qt clears the selection silently at a reset, and the table then selects again the example being
+        # read (ExampleTableView): say what is selected now
+        self.model.modelReset.connect(self._selection)
         self.clusters = ClusterList()
         self.clusters.selection_changed.connect(self._selection)
         self.listing = QStackedWidget(objectName="review-listing")  # the table, or the near-duplicate clusters
@@ -444,19 +442,6 @@ class ReviewView(QWidget):
 
     def clear_comment(self) -> None:
         self.actions_panel.comment.clear()
-
-    def _remember_selection(self) -> None:
-        current = self.current_row()
-        self._kept_current = current.id if current else None
-
-    def _restore_selection(self) -> None:
-        kept, self._kept_current = self._kept_current, None
-        self._selected_ids = []  # Qt cleared the selection silently; what is selected again is said below
-        found = next((r for r in range(self.model.rowCount()) if (row := self.model.row_data(r)) and row.id == kept),
-                     None)
-        if found is not None:
-            self.table.selectRow(found)
-        self._selection()
 
     def _selection(self, *_args) -> None:
         ids = self.selected_ids()

@@ -105,8 +105,8 @@ class ChangeRoutes:
 
     def _reload_data(self) -> None:
         """Re-run the query (answers to older queries are dropped when they arrive); the selected
-        example stays selected (MainWindow._remember_selection), so a sync in the background does not take
-        it from under the user."""
+        example stays selected (ExampleTableView keeps it across the reset), so a sync in the background
+        does not take it from under the user."""
         self.browser.refresh()
 
     def _validate_changed(self, changes: Changes) -> None:

@@ -121,11 +121,6 @@ class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
         self.table_model = ExampleTableModel(self)
         self.table = ExampleTableView(self.table_model)
         self.table.selectionModel().currentRowChanged.connect(self._row_selected)
-        # the example selected when the rows are replaced (a refresh, a sync in the background), selected again
-        # after: taken at the reset itself, since the user may choose another while the query runs
-        self._reselect_id = None
-        self.table_model.modelAboutToBeReset.connect(self._remember_selection)
-        self.table_model.modelReset.connect(self._reselect)
         self.detail = ExampleDetail()
         splitter = QSplitter(Qt.Orientation.Horizontal, objectName="data-splitter")
         splitter.addWidget(self.table)
@@ -482,16 +477,6 @@ class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
         self.dashboard.refresh()
         self.returned_work.refresh()
         self._reload_data()
-
-    def _remember_selection(self) -> None:
-        row = self.table_model.row_data(self.table.currentIndex().row())
-        self._reselect_id = row.id if row else None
-
-    def _reselect(self) -> None:
-        keep, self._reselect_id = self._reselect_id, None
-        found = next((i for i in range(self.table_model.rowCount()) if self.table_model.row_data(i).id == keep), None)
-        if keep is not None and found is not None:
-            self.table.selectRow(found)
 
     def _row_selected(self, current, _previous) -> None:
         row = self.table_model.row_data(current.row())
