@@ -48,6 +48,7 @@ class Banner(QFrame):
 
     primary_clicked = Signal()
     secondary_clicked = Signal()
+    presented = Signal()  # shown with a message, also when it was showing already
 
     def __init__(self, name: str, colour: str, parent=None):
         super().__init__(parent)
@@ -72,13 +73,15 @@ class Banner(QFrame):
         self.primary.setText(primary or "")
         self.secondary.setText(secondary or "")
         self.show()
+        self.presented.emit()
 
 
 class BannerStack(QScrollArea):
     """The banners above the editor, in one column. However many show at once (a round notice, a
     move offer, returned work, a recovered draft…), they take at most ``share`` of the page: beyond
     that they scroll among themselves, so that the text, the label buttons, Submit and the
-    prediction stay on screen. A banner that appears is scrolled into view; with none, no gap."""
+    prediction stay on screen. A banner that appears, or says something again (an offer the writer is
+    pointed back to), is scrolled into view; with none, no gap."""
 
     def __init__(self, banners: list[Banner], share: float = 0.3):
         super().__init__()
@@ -95,6 +98,7 @@ class BannerStack(QScrollArea):
         for banner in banners:
             layout.addWidget(banner)
             banner.installEventFilter(self)
+            banner.presented.connect(lambda banner=banner: self.bring_into_view(banner))
         self.setWidget(column)
         self.hide()
 
@@ -104,6 +108,11 @@ class BannerStack(QScrollArea):
         if cap != self._cap:
             self._cap = cap
             self.updateGeometry()
+
+    def bring_into_view(self, banner: QWidget) -> None:
+        """Scroll ``banner`` into view now, and again once the column is laid out with its new text."""
+        self.ensureWidgetVisible(banner, 0, 0)
+        QTimer.singleShot(0, lambda: self.ensureWidgetVisible(banner, 0, 0))
 
     def _content_height(self) -> int:
         layout = self.widget().layout()
@@ -219,10 +228,12 @@ class WorkspaceView(QWidget):
         splitter.addWidget(left)
         splitter.addWidget(right)
         splitter.setSizes([700, 520])
-        self.banners = BannerStack([self.warning, self.round_notice, self.move_offer, self.draft_offer,
+        # the content warning locks the editor until read: it stays above the banners, never scrolled away
+        self.banners = BannerStack([self.round_notice, self.move_offer, self.draft_offer,
                                     self.message, self.returned, self.duplicate_warning])
         layout = QVBoxLayout(self)
         layout.addWidget(self.goal)
+        layout.addWidget(self.warning)
         layout.addWidget(self.banners)
         layout.addWidget(splitter, 1)
 

@@ -84,6 +84,42 @@ def test_stacked_banners_leave_the_bars_the_text_and_submit_whole(qtbot, window)
     assert chosen.width() >= QFontMetrics(bold).horizontalAdvance(chosen.text()) + 20, chosen.text()
 
 
+def test_the_content_warning_stays_whole_above_banners_that_scroll(qtbot, data_dir, hate_model):
+    """The warning locks the editor until read; banners that appear after it (a sync's round notice, an
+    offer) scroll among themselves and never push its button out of view."""
+    from tests.gui.conftest import close_window, open_window
+
+    win = open_window(qtbot, data_dir)
+    try:
+        laptop(qtbot, win)
+        view = win.workspace_view
+        qtbot.waitUntil(lambda: win.workspace.loaded is not None and view.warning.isVisible(), timeout=60_000)
+        assert not view.editing.isEnabled()
+        view.round_notice.show_message("Round 1's target changed. You now write against its target: Trigger "
+                                       "model, trained by the team's lead for this round.", "OK")
+        offer = ("This example was written in round 1, which is no longer open. Move it to round 2 (text, "
+                 "label and metadata are kept; its target predicts again), or keep it as a draft.")
+        view.move_offer.show_message(offer, "Move to round 2", "Keep as draft")
+        view.returned.show_message("A lead returned 2 examples to you with a comment: see Data, Returned to "
+                                   "me, revise them and submit them again.", "Show")
+        view.draft_offer.show_message("A draft from 28 Nov 2026 02:14 was not submitted: <i>the quiet teacher "
+                                      "walked near the river…</i>", "Restore it", "Discard")
+        view.message.show_message("Perturbation: make a minimal edit that flips the true label, then choose "
+                                  "the new label.", "OK")
+        qtbot.waitUntil(lambda: view.message.isVisible())
+        qtbot.wait(50)  # the layout settles, and the newest banner is scrolled into view
+        assert whole(view.warning.primary) and whole(view.warning.text)
+        qtbot.mouseClick(view.warning.primary, Qt.MouseButton.LeftButton)
+        assert view.editing.isEnabled() and not view.warning.isVisible()
+        assert "hate_speech" in win.desk.settings.acknowledged_warnings
+        # the writer is pointed back to an offer further up (Ctrl+Enter on an example of a closed round)
+        assert not whole(view.move_offer.primary)
+        view.move_offer.show_message(offer, "Move to round 2", "Keep as draft")
+        assert whole(view.move_offer.primary)
+    finally:
+        close_window(win)
+
+
 def test_the_perturbation_tab_fits_without_a_horizontal_scroll_bar(qtbot, window):
     laptop(qtbot, window)
     view = window.workspace_view
