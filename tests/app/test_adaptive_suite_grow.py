@@ -163,7 +163,7 @@ def test_grow_explains_what_it_cannot_do(desk, grown, tmp_path):
 
 
 def test_fooling_drafts_are_kept_first_then_the_furthest_moved(desk):
-    from app.core.adaptive_suite.growing import _choose, _Seed
+    from app.core.adaptive_suite.growing import _Seed, _take
     from app.core.adaptive_suite.growth import Draft
     from app.core.adaptive_suite.topics import Topic
 
@@ -176,8 +176,9 @@ def test_fooling_drafts_are_kept_first_then_the_furthest_moved(desk):
                for g, fooled, shift in zip(groups, (False, True, True, True, False, True),
                                            (0.4, 0.6, 0.8, 0.9, 0.1, 0.7))]
     checked.append((Draft("Hindus are worthless!", "identity_swap", "group_swap_protected", "Hindus"), [], True, 0.95))
-    definition = desk.tasks.definition_by_code(HATE)
-    growth, items = _choose(seed, checked, definition, DEFAULT_NEAR_THRESHOLD, uuid.uuid4())
+    seed.drafts, seed.checked = [c[0] for c in checked], len(checked)
+    _take(seed, checked, desk.tasks.definition_by_code(HATE), DEFAULT_NEAR_THRESHOLD, uuid.uuid4())
+    growth, items = seed.growth(), seed.items
     # fooling first, the furthest moved first; "Hindus are worthless." reads as a kept one: folded
     assert [content.inputs["text"] for content, _, _ in items] == [
         "Hindus are worthless!", "lesbians are worthless.", "Africans are worthless.", "refugees are worthless."]
