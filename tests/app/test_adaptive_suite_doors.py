@@ -145,3 +145,18 @@ def test_export_carries_the_variant_with_its_origin(world, tmp_path):
     (found,) = [r for r in records if r.get("id") == str(variant)]
     assert found["origin"]["kind"] == "variant" and found["origin"]["seed_id"] == str(seed.id)
     assert found["source"] == VARIANT_SOURCE
+
+
+def test_the_quality_guard_leaves_the_variant_out(world):
+    """A variant is near its seed by design: it is in no writer's duplicate rate, cluster or artifact table."""
+    from app.core.quality.service import load_quality_data
+
+    desk, writer, lead, _, seed, variant, _ = world
+    task_id = desk.tasks.task(HATE).id
+    desk.near_duplicates.ensure_built(task_id, save=False)
+    assert desk.near_duplicates.size(task_id) == 3  # the written example, its perturbation and the import
+    found = desk.near_duplicates.nearest(task_id, "Muslims are worthless.", limit=5)
+    assert found.matches and variant not in {m.example_id for m in found.matches}  # the seed is found, not it
+    assert lead.display_name not in {r.label for r in desk.near_duplicates.duplicate_rates(task_id)}
+    data = load_quality_data(desk, HATE)
+    assert str(variant) not in {str(i) for i in data.ids} and len(data.ids) == 3
