@@ -165,3 +165,19 @@ def test_the_quality_guard_leaves_the_variant_out(world):
     assert lead.display_name not in {r.label for r in desk.near_duplicates.duplicate_rates(task_id)}
     data = load_quality_data(desk, HATE)
     assert str(variant) not in {str(i) for i in data.ids} and len(data.ids) == 3
+
+
+def test_a_jsonl_round_trip_keeps_the_suite(world, tmp_path):
+    """`dynadesk export --format jsonl` onto another desk: the variant stays a variant, validated, in the suite."""
+    from app.core.io.exporters import export
+    from app.core.io.importers import import_file
+
+    desk, _, _, _, seed, variant, _ = world
+    out = tmp_path / "all.jsonl"
+    export(desk, out, "jsonl", keep_identities=True)
+    with Desk(tmp_path / "second") as second:
+        import_file(second, out, "jsonl")
+        assert [c.example_id for c in second.adaptive_suite.cases(HATE)] == [variant]
+        assert [t.seed_id for t in second.adaptive_suite.topics(HATE)] == [seed.id]
+        figures = second.stats.figures("annotator", task_id=second.tasks.task(HATE).id)
+        assert sum(f.submitted for f in figures) == 2
