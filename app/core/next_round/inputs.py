@@ -24,8 +24,9 @@ from app.core.storage.models import Example, Round
 from app.core.tasks.splits import held_out_example
 
 CANDIDATES_FOLDER = "candidates"
-# _choose's reasons for leaving an example out that still count as "written in the round"
-_NOT_WRITTEN = ("draft", "retracted")
+# _choose's reasons for leaving an example out that are not "left out" of what people wrote in the round (a
+# generated variant is nobody's writing: the adaptive suite counts it)
+_NOT_WRITTEN = ("draft", "retracted", "variant")
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class TrainDefaults:
     rounds: tuple[int, ...]  # the rounds chosen last time; () when never used
     warm_target: str | None  # the current target a warm start would start from; None when none can
     suite: str
+    variants: bool = False  # trained on validated variants too, last time
 
 
 def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
@@ -174,7 +176,7 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
         start = options.get("start_from") or ("target" if warm_target else "base")
         return TrainDefaults(base, start if warm_target else "base", str(options.get("round_weight", "auto")),
                              bool(options.get("include_undecided")), tuple(manifest.get("rounds", ())),
-                             warm_target, "")
+                             warm_target, "", options.get("variants") is not None)
     base = None
     if isinstance(trained_with, Mapping) and trained_with.get("text_column"):
         found = _training_file_here(trained_with)
