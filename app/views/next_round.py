@@ -262,7 +262,7 @@ def variants_choice_text(validated: int) -> str:
     """The check box that trains on the adaptive suite's validated variants too."""
     if not validated:
         return "Train on validated variants too (none yet: grow the suite and validate its variants first)"
-    return (f"Train on validated variants too ({validated:,} in the suite; those of the chosen rounds' seeds, never "
+    return (f"Train on validated variants too ({validated:,} in the suite; those in the chosen rounds, never "
             "of held-out seeds; each weighs as a round example, and the manifest lists them)")
 
 

@@ -60,7 +60,8 @@ def test_variants_join_training_only_when_asked_and_never_of_held_out_seeds(desk
     plain = training_set(desk, HATE, [1])
     every_variant = training_ids | held_ids | set(suite_round["unvalidated"])
     assert not every_variant & {e.id for e in plain.train + plain.held_out}  # nobody's writing: never a round example
-    assert plain.variants == [] and "variants" not in plain.summary()
+    assert plain.variants == [] and plain.summary()["variants"] is False
+    assert plain.excluded["variant_not_asked"] == len(every_variant)
     assert {str(s.id) for s in suite_round["training"]} <= set(plain.ids("train"))
     assert {str(s.id) for s in suite_round["held"]} <= set(plain.ids("held_out"))
 
