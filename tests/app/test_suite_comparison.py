@@ -190,3 +190,18 @@ def test_the_leaderboard_and_eval_score_every_model_on_the_suite_per_family(desk
         ("derogation", 5, 0), ("threatening language", 4, 0)]
     assert "Adaptive suite per topic family (wrong of n):" in captured.out
     assert doc["adaptive_suite"]["rule"] in doc["notes"]
+
+
+def test_a_model_trained_on_variants_is_known_by_its_manifest_or_its_records_provenance():
+    from types import SimpleNamespace
+
+    from app.core.next_round.suite_split import trained_on_variants
+
+    def record(summary=None, rows=None):
+        return SimpleNamespace(provenance={"training": {"data": {"summary": summary or {}},
+                                                        "rounds": {"rows": rows or {}}}})
+
+    assert not trained_on_variants(None, [record({"variants": False}, {"base": 10}), SimpleNamespace(provenance=None)])
+    assert trained_on_variants(None, [record(), record({"variants": {"taken": 4, "seeds": 2, "left_out": {}}})])
+    assert trained_on_variants(None, [record(rows={"variants": 4})])
+    assert trained_on_variants({"variants": {"count": 1}}) and not trained_on_variants({"variants": {"count": 0}})
