@@ -435,8 +435,9 @@ def _report_desk_run(manifest: dict, out_dir: Path) -> None:
     taken = manifest.get("variants")
     if taken:
         left = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in taken["left_out"].items())
-        click.echo(f"Validated variants: {taken['count']:,} of {taken['seeds']:,} seeds trained on, each weighing "
-                   f"{taken['weight']:g} round example(s) (sample weight {taken['sample_weight']:g})"
+        click.echo((f"Validated variants: {taken['count']:,} of {taken['seeds']:,} seeds trained on, each weighing "
+                    f"{taken['weight']:g} round example(s) (sample weight {taken['sample_weight']:g})"
+                    if taken["count"] else "No validated variant to train on in those rounds")
                    + (f"; left out: {left}" if left else "") + ".")
     if summary["excluded"]:
         click.echo("Left out: " + ", ".join(f"{k} {v}" for k, v in summary["excluded"].items()))
