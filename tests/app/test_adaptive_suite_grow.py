@@ -108,7 +108,11 @@ def test_odd_texts_draft_without_breaking(text):
 def test_grow_stores_checked_label_keeping_variants(desk, grown):
     lead, writer, record, ensemble, seed = grown
     first = seed("Women are worthless and should stay silent.")
+    task_id = desk.tasks.task(HATE).id
+    desk.near_duplicates.ensure_built(task_id, save=False)
     report = desk.adaptive_suite.grow(HATE, ensemble, per_seed=12, generated_by=lead.id)
+    desk.near_duplicates.nearest(task_id, first.text)  # catches up with the change log
+    assert desk.near_duplicates.size(task_id) == 1  # the quality guard never takes a variant in
 
     (growth,) = report.seeds
     assert growth.seed_id == first.id and growth.added == report.added == len(report.added_ids) == 12

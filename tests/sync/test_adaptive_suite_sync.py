@@ -1,5 +1,5 @@
-"""The adaptive suite across a team: a lead's desk stores variants of a seed and pushes them, another lead's desk
-pulls and validates them, and once synced back the variants are in the first desk's suite; the server's team
+"""The adaptive suite across a team: a lead's desk grows variants of a seed against its new round's target (the tiny
+model, published for the team) and pushes them, another lead's desk pulls and validates them, and once synced back the variants are in the first desk's suite; the server's team
 figures never credit the lead who generated them. Real desks (SQLite files), a real server on loopback (SQLite,
 and PostgreSQL when DYNADESK_TEST_PG_URL is set)."""
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 import httpx
 
 from app.core.adaptive_suite.variants import VARIANT_SOURCE
-from app.core.tasks.content import Content
+from app.core.io.records import dump_model, dump_round
+from app.core.services.target_models import load_ensemble, register_model
 from tests.conftest import hate_content, hate_output
 from tests.sync.helpers import MODEL_SHA, add_account, prepare_desk
 from tests.sync.test_client import client_for
@@ -16,8 +17,8 @@ from tests.sync.test_client import client_for
 HATE = "hate_speech"
 
 
-def test_variants_grown_on_one_desk_are_vetted_on_another_and_join_the_first_desks_suite(team, tmp_path,
-                                                                                         server_db):
+def test_variants_grown_on_one_desk_are_vetted_on_another_and_join_the_first_desks_suite(team, tmp_path, server_db,
+                                                                                         tiny_classifier_dir):
     vera = add_account(server_db, "Vera Vetter", "lead", "A")
     ann = prepare_desk(tmp_path / "ann", team.ann)
     lead = prepare_desk(tmp_path / "lead", team.lead)
@@ -36,18 +37,22 @@ def test_variants_grown_on_one_desk_are_vetted_on_another_and_join_the_first_des
         (topic,) = lead.adaptive_suite.topics(HATE)
         assert topic.seed_id == seed.id
 
-        target = next(m for m in lead.models.all() if m.sha256 == MODEL_SHA)
-        items = []
-        for group, said in (("Muslims", "not hate"), ("refugees", "hate")):
-            origin = {"kind": "variant", "seed_id": str(seed.id), "rule": "identity_swap",
-                      "edit_type": "group_swap_protected", "generated_by": str(team.lead.id), "seed_text": seed.text,
-                      "family": topic.edit_type, "topic_group": topic.group, "seed_root": str(seed.id)}
-            items.append((Content({"text": f"{group.capitalize()} are worthless."}, "hate",
-                                  meta={"target_groups": [group], "hate_type": "derogation"}),
-                          [hate_output(target, said)], origin))
-        made = lead.adaptive_suite.store_variants(HATE, team.lead.id, items)
-        assert len(made) == 2 and lead.adaptive_suite.cases(HATE) == []
-        lead_client.run()  # pushed as examples, with the seed's verdict
+        # the lead makes the tiny model the target of a new round 3 (published for the team) and grows
+        target = register_model(lead, tiny_classifier_dir, name="tiny", task_code=HATE)
+        round_3 = lead.tasks.get_or_create_round(HATE, 3)
+        lead.rounds.set_models(round_3.id, team.lead.id, [target.id])
+        published = httpx.post(f"{team.url}/v1/publish", headers={"Authorization": f"Bearer {team.owner.token}"},
+                               json={"records": [dump_model(target, HATE), dump_round(round_3, HATE, [target.id])]})
+        assert published.status_code == 200, published.text
+        models = load_ensemble([target])
+        try:
+            report = lead.adaptive_suite.grow(HATE, models, per_seed=2, generated_by=team.lead.id)
+        finally:
+            models.close()
+        made = list(report.added_ids)
+        assert len(made) == 2 and report.round_number == 3 and lead.adaptive_suite.cases(HATE) == []
+        pushed = lead_client.run()  # pushed as examples, with the seed's verdict
+        assert (pushed.rejected, pushed.pushed) == (0, 3), pushed.summary()  # two variants and the verdict
 
         vetter_client.run()
         pulled = {s.example_id: s for s in vetter.adaptive_suite.variants_of(seed.id)}
@@ -64,7 +69,7 @@ def test_variants_grown_on_one_desk_are_vetted_on_another_and_join_the_first_des
         cases = {c.example_id: c for c in lead.adaptive_suite.cases(HATE)}
         assert set(cases) == set(made)
         assert (cases[made[0]].label, cases[made[1]].label) == ("hate", "not hate")
-        assert all(c.seed_id == seed.id and c.group in ("Muslims", "refugees") for c in cases.values())
+        assert all(c.seed_id == seed.id and c.round_number == 3 for c in cases.values())
         (state,) = [s for s in lead.adaptive_suite.variants_of(seed.id) if s.example_id == made[0]]
         assert state.validators == ("Vera Vetter",) and "validated by Vera Vetter" in state.provenance()
         assert lead.adaptive_suite.topics(HATE)[0].validated == 2
