@@ -163,7 +163,10 @@ def test_the_leaderboard_and_eval_score_every_model_on_the_suite_per_family(desk
     assert cell.state == FRESH and cell.n == 8 and cell.accuracy == 1.0
     assert cell.families == (("derogation", 0, 4), ("threatening language", 0, 4))
     assert fill_leaderboard(desk, HATE).scored == 0  # kept, not scored again
-    assert any("Adaptive suite (n=8 of 8 validated variants)" in line for line in table_lines(board))
+    lines = table_lines(board)
+    assert any("Adaptive suite (n=8 of 8 validated variants)" in line for line in lines) and column.rule in lines
+    assert "banana detector, adaptive suite per topic family: derogation 0 of 4 wrong, threatening language 0 of 4 " \
+           "wrong." in lines
     view = build_leaderboard(board)
     assert view.groups[-1].title == "Adaptive suite" and "adaptive suite" in view.summary
     assert "derogation: 0 of 4 wrong" in view.rows[0].cells[-3].tooltip

@@ -76,6 +76,13 @@ def table_lines(board: Leaderboard) -> list[str]:
         lines.append(f"{counts[MISSING]} cell(s) not scored yet.")
     if counts.get(NO_FILES):
         lines.append(f"{counts[NO_FILES]} cell(s): the model's files are not on this desk.")
+    for column in (c for c in board.columns if c.suite):
+        lines.append(column.rule)
+        for row in board.rows:
+            families = board.cell(row, column).families
+            if families and board.cell(row, column).has_figures:
+                lines.append(f"{row.name}, adaptive suite per topic family: "
+                             + ", ".join(f"{family} {wrong} of {n} wrong" for family, wrong, n in families) + ".")
     for row in board.rows:
         for column in board.columns:
             cell = board.cell(row, column)
