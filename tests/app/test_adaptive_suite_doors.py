@@ -124,10 +124,13 @@ def test_round_training_takes_variants_only_when_asked(world):
     assert str(variant) not in taken and str(seed.id) in taken
     assert plain.excluded.get("variant_not_asked") == 1 and plain.summary()["variants"] is False
     asked = training_set(desk, HATE, [1], include_undecided=True, variants=True)
-    (taken_variant,) = [e for e in asked.train + asked.held_out if e.id == str(variant)]
-    assert taken_variant.source == VARIANT and taken_variant.label == "hate"
+    assert str(variant) not in {e.id for e in asked.train + asked.held_out}  # never a round example
     held_seed = str(seed.id) in {e.id for e in asked.held_out}
-    assert (taken_variant in asked.held_out) == held_seed  # a seed and its variants: one side
+    if held_seed:  # a seed and its variants: one side; a held-out seed's variants are never trained on
+        assert asked.variants == [] and asked.variants_left_out == {"seed_held_out": 1}
+    else:
+        (taken_variant,) = asked.variants
+        assert (taken_variant.id, taken_variant.source, taken_variant.label) == (str(variant), VARIANT, "hate")
     (count,) = [c for c in round_counts(desk, HATE) if c.number == 1]
     assert (count.decided, count.undecided, count.left_out, count.variants) == (1, 1, 0, 1)
 

@@ -69,6 +69,7 @@ class TrainDefaults:
     rounds: tuple[int, ...]  # the rounds chosen last time; () when never used
     warm_target: str | None  # the current target a warm start would start from; None when none can
     suite: str
+    variants: bool = False  # trained on validated variants too, last time
 
 
 def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
@@ -184,7 +185,7 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
         start = options.get("start_from") or ("target" if warm_target else "base")
         return TrainDefaults(base, start if warm_target else "base", str(options.get("round_weight", "auto")),
                              bool(options.get("include_undecided")), tuple(manifest.get("rounds", ())),
-                             warm_target, "")
+                             warm_target, "", options.get("variants") is not None)
     base = None
     if isinstance(trained_with, Mapping) and trained_with.get("text_column"):
         found = _training_file_here(trained_with)
