@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core import paths
+from app.core.adaptive_suite.service import AdaptiveSuite
 from app.core.changes import Changes, Data
 from app.core.domain import Role
 from app.core.errors import DynadeskError
@@ -64,6 +65,7 @@ class Desk:
         self.review = ReviewQueries(self.db)
         self.lead = LeadReviewService(self.db, self.validation)
         self.dashboard = DashboardService(self.db, self.tasks)
+        self.adaptive_suite = AdaptiveSuite(self.db, self.tasks, self.examples)
         # Built per task on first use (from a worker in the GUI), then kept current from the change log.
         self.near_duplicates = NearDuplicateIndex(
             self.db, lambda task_id: self.tasks.settings(self.tasks.task_code(task_id)).quality.near_threshold)
