@@ -64,8 +64,9 @@ class Desk:
         self.rounds = RoundService(self.db, self.tasks, self.models)
         self.review = ReviewQueries(self.db)
         self.lead = LeadReviewService(self.db, self.validation)
+        self.adaptive_suite = AdaptiveSuite(self.db, self.tasks, self.examples, self.lead,
+                                            lambda: self.current_person_id)
         self.dashboard = DashboardService(self.db, self.tasks)
-        self.adaptive_suite = AdaptiveSuite(self.db, self.tasks, self.examples)
         # Built per task on first use (from a worker in the GUI), then kept current from the change log.
         self.near_duplicates = NearDuplicateIndex(
             self.db, lambda task_id: self.tasks.settings(self.tasks.task_code(task_id)).quality.near_threshold)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import csv
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
+from app.core.adaptive_suite.growing import GrowError, GrowReport, grow
 from app.core.adaptive_suite.topics import (
     NO_GROUP,
     WRITTEN,
@@ -35,10 +36,13 @@ from app.core.adaptive_suite.variants import VARIANT_SOURCE, not_variant_clause,
 from app.core.domain import Verdict
 from app.core.errors import NotFound
 from app.core.services.examples import ExampleService
+from app.core.services.lead import LeadReviewService
 from app.core.services.tasks import TaskService
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ModelOutputRow, Person, Round, Validation
 from app.core.tasks.figures import COUNTED
+from local_models.engine import Ensemble
+from local_models.progress import Progress
 
 _CHUNK = 500
 # HateCheck's columns, in its order (its files start with an unnamed index column).
@@ -83,10 +87,29 @@ def _chunks(ids: Sequence[Any]) -> Iterable[Sequence[Any]]:
 
 
 class AdaptiveSuite:
-    def __init__(self, db: Database, tasks: TaskService, examples: ExampleService):
+    def __init__(self, db: Database, tasks: TaskService, examples: ExampleService, lead: LeadReviewService,
+                 current_person: Callable[[], uuid.UUID] | None = None):
         self.db = db
         self.tasks = tasks
         self.examples = examples
+        self.lead = lead
+        self._current_person = current_person
+
+    # --- growing --------------------------------------------------------------------------------
+
+    def grow(self, task_code: str, models: Ensemble, *, seeds: Sequence[uuid.UUID] | None = None,
+             per_seed: int | None = None, generated_by: uuid.UUID | None = None,
+             progress: Progress | None = None) -> GrowReport:
+        """Label-keeping variants of the task's seeds (``seeds``: these only), checked against ``models`` (the
+        loaded current target), at most ``per_seed`` per seed (the lead's ``variants_per_seed`` by default),
+        stored in the open round as ``generated_by``'s (a lead; the desk's profile by default). See growing.py."""
+        if generated_by is None:
+            if self._current_person is None:
+                raise GrowError("Say who generates the variants (a lead).")
+            generated_by = self._current_person()
+        self.lead.require_lead(generated_by)
+        return grow(self, task_code, models, seeds=seeds, per_seed=per_seed, generated_by=generated_by,
+                    progress=progress)
 
     # --- topics ---------------------------------------------------------------------------------
 
