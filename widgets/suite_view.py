@@ -266,21 +266,37 @@ class SuiteView(QWidget):
         self._generate_allowed = False
 
     # what the controller shows ------------------------------------------------------------------
+    def _expanded(self) -> set[tuple[str, ...]]:
+        """The groups and edit types open now, by name."""
+        model, opened = self.model, set()
+        for g in range(model.rowCount()):
+            group = model.index(g, 0)
+            if self.tree.isExpanded(group):
+                opened.add((str(group.data()),))
+                for k in range(model.rowCount(group)):
+                    kind = model.index(k, 0, group)
+                    if self.tree.isExpanded(kind):
+                        opened.add((str(group.data()), str(kind.data())))
+        return opened
+
     def show_tree(self, tree: SuiteTreeView) -> None:
-        """The suite again; the seed read stays selected, and the groups open stay open."""
-        opened = {self.model.data(self.model.index(r, 0)) for r in range(self.model.rowCount())
-                  if self.tree.isExpanded(self.model.index(r, 0))}
+        """The suite again; the seed read stays selected, what was open stays open, the scroll stays."""
         first = self.model.tree is None or self.model.tree.task_code != tree.task_code
+        opened = set() if first else self._expanded()
+        scrolled = self.tree.verticalScrollBar().value()
         self.model.set_tree(tree)
         header = self.tree.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column in range(1, len(tree.headers)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        for row in range(self.model.rowCount()):
-            group = self.model.index(row, 0)
-            if first or self.model.data(group) in opened:
-                self.tree.expand(group)
+        for g, group in enumerate(tree.groups):
+            index = self.model.index(g, 0)
+            if first or (group.name,) in opened:
+                self.tree.expand(index)
+            for k, kind in enumerate(group.children):
+                if (group.name, kind.name) in opened:
+                    self.tree.expand(self.model.index(k, 0, index))
         self.summary.setText(tree.summary)
         self.empty.setText(tree.empty)
         self.empty.setVisible(bool(tree.empty))
@@ -291,6 +307,7 @@ class SuiteView(QWidget):
             else:
                 self._seed = None
                 self.show_seed(None)
+        self.tree.verticalScrollBar().setValue(scrolled)
 
     def show_seed(self, detail: SeedDetailView | None) -> None:
         if detail is None:

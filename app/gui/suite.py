@@ -66,13 +66,14 @@ class SuiteSnapshot:
 
 
 def read_suite(desk: Desk, code: str, picked: frozenset[str],
-               scores: Callable[[tuple[ModelColumn, ...], tuple[Any, ...]], list[ModelScore | None]]) -> SuiteSnapshot:
-    """On the database worker: the topics, the validated variants, the models to score and who reads."""
+               scores: Callable[[tuple[ModelColumn, ...], tuple[Any, ...]], list[ModelScore | None]],
+               cases: tuple[Any, ...] = ()) -> SuiteSnapshot:
+    """On the database worker: the topics, the models to score and who reads. The validated variants
+    (``cases``, read after the tree is on screen) are the ones last read, until read again."""
     from app.core.domain import ModelFormat
 
     suite = desk.adaptive_suite
     topics = suite.topics(code)
-    cases = tuple(suite.cases(code))
     task_id = desk.tasks.task(code).id
     targets: list = []
     for round_ in reversed(desk.tasks.rounds(code)):  # the newest round that has targets
@@ -89,7 +90,7 @@ def read_suite(desk: Desk, code: str, picked: frozenset[str],
         desk.tasks.definition_by_code(code), desk.lead.is_lead(person),
         int(desk.tasks.settings(code).variants_per_seed), desk.tasks.blur_words(code), profile.blur_browsing)
     columns = snapshot_columns(snapshot, picked)
-    return replace(snapshot, tree=suite_tree(code, topics, columns, scores(columns, cases),
+    return replace(snapshot, tree=suite_tree(code, topics, columns, scores(columns, snapshot.cases),
                                              blur_words=snapshot.blur_words if snapshot.masked else ()))
 
 
@@ -159,7 +160,8 @@ class SuiteController(QObject):
             self.view.set_status("")
         self._stale = False
         desk, picked, scores = self.desk, self.picked, self._scores_of
-        self.db.submit_latest("suite-tree", lambda: read_suite(desk, code, picked, scores),
+        known = self.snapshot.cases if self.snapshot is not None else ()
+        self.db.submit_latest("suite-tree", lambda: read_suite(desk, code, picked, scores, known),
                               on_done=self._read, on_error=self._error)
 
     def changed(self, _changes: Changes) -> None:
@@ -184,7 +186,17 @@ class SuiteController(QObject):
         self.tree_shown.emit(snapshot.tree)
         if self.view.current_seed is not None:
             self.show_seed(self.view.current_seed)
-        if self._auto_score and self.job is None and self._missing(snapshot):
+        # the validated variants take longest to read (their texts and inputs): after the tree is on screen
+        desk, code = self.desk, snapshot.task_code
+        self.db.submit_latest("suite-cases", lambda: tuple(desk.adaptive_suite.cases(code)),
+                              on_done=lambda cases: self._cases_read(code, cases), on_error=self._error)
+
+    def _cases_read(self, code: str, cases: tuple[Any, ...]) -> None:
+        if self.snapshot is None or self.snapshot.task_code != code:
+            return
+        self.snapshot = replace(self.snapshot, cases=cases)
+        self._rebuild()
+        if self._auto_score and self.job is None and self._missing(self.snapshot):
             self.score()
 
     def _scores_of(self, columns: Sequence[ModelColumn], cases: Sequence[Any]) -> list[ModelScore | None]:

@@ -19,15 +19,26 @@ NO_SCORE = "–"  # a model not scored on this row (yet)
 
 
 class TopicLike(Protocol):
-    seed_id: uuid.UUID
-    round_number: int
-    text: str
-    label: str
-    group: str
-    edit_type: str
-    seed_kind: str
-    variants: int
-    validated: int
+    """A topic of the suite (``app.core.adaptive_suite.topics.Topic``), read-only."""
+
+    @property
+    def seed_id(self) -> uuid.UUID: ...
+    @property
+    def round_number(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def edit_type(self) -> str: ...
+    @property
+    def seed_kind(self) -> str: ...
+    @property
+    def variants(self) -> int: ...
+    @property
+    def validated(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,16 +231,24 @@ def seed_detail(topic: TopicLike, variants: Sequence[Any], *, blur_words: Sequen
 
 
 def grow_message(report: Any) -> str:
-    """What a lead is told once variants were generated (the suite's ``GrowReport``)."""
+    """What a lead is told once variants were generated (the suite's ``GrowReport``: per seed, what it gave)."""
+    seeds = tuple(_field(report, "seeds", default=()))
     added = int(_field(report, "added", default=0))
+    fooling = int(_field(report, "fooling", default=0))
     folded = int(_field(report, "folded", default=0))
-    skipped = int(_field(report, "skipped", default=0))
-    seeds = _field(report, "seeds")
-    where = f" for {_plural(int(seeds), 'seed')}" if isinstance(seeds, int) else ""
-    fooling = _field(report, "fooling")
-    fooled = f" ({fooling:,} of them fool the target)" if isinstance(fooling, int) else ""
-    return (f"Added {_plural(added, 'variant')}{where}{fooled}; folded {folded:,} near-duplicates; skipped "
-            f"{skipped:,} (over the per-seed limit, or no rule applies). They wait in the Validate queue.")
+    over = sum(int(getattr(s, "over_limit", 0)) for s in seeds)
+    refused = sum(int(getattr(s, "refused", 0)) for s in seeds)
+    skipped: Mapping[Any, str] = _field(report, "skipped", default={})
+    said = [f"Added {_plural(added, 'variant')} for {_plural(len(seeds), 'seed')} ({fooling:,} of them fool the "
+            f"target); folded {folded:,} near-duplicate{'' if folded == 1 else 's'}"]
+    if over:
+        said.append(f"left {over:,} over the per-seed limit")
+    if refused:
+        said.append(f"{refused:,} refused by the task's rules")
+    if skipped:
+        first = next(iter(skipped.values()))
+        said.append(f"{_plural(len(skipped), 'seed')} gave none ({first})")
+    return "; ".join(said) + (". They wait in the Validate queue." if added else ".")
 
 
 def model_columns(targets: Sequence[tuple[str, str]], others: Sequence[tuple[str, str]],
