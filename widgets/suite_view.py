@@ -131,8 +131,13 @@ class SuiteTreeModel(QAbstractItemModel):
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole and self.tree is not None:
-            return self.tree.headers[section] if section < len(self.tree.headers) else None
+        if orientation != Qt.Orientation.Horizontal or self.tree is None or section >= len(self.tree.headers):
+            return None
+        text = self.tree.headers[section]
+        if role == Qt.ItemDataRole.DisplayRole:  # a model's long name: its start, the whole in the tooltip
+            return text if section <= FIGURES or len(text) <= 14 else text[:12].rstrip() + "…"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return text if section <= FIGURES else f"{text}: of the validated variants, how many the model gets wrong"
         return None
 
     def seeds_under(self, index: Index) -> list[uuid.UUID]:
@@ -222,7 +227,7 @@ class SuiteView(QWidget):
         self.heading.setWordWrap(True)
         self.seed_text = MaskedTextBrowser()  # the seed: masked where the reader chose blur
         self.seed_text.setObjectName("suite-seed-text")
-        self.seed_text.setMaximumHeight(self.seed_text.fontMetrics().lineSpacing() * 5 + 16)
+        self.seed_text.setMaximumHeight(self.seed_text.fontMetrics().lineSpacing() * 3 + 12)
         self.detail_summary = QLabel()
         self.detail_summary.setObjectName("suite-seed-summary")
         self.detail_summary.setWordWrap(True)
@@ -236,7 +241,7 @@ class SuiteView(QWidget):
         header = self.variants.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column in range(1, 5):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
         detail = QWidget()
         detail_layout = QVBoxLayout(detail)
         detail_layout.setContentsMargins(0, 0, 0, 0)
@@ -252,9 +257,9 @@ class SuiteView(QWidget):
         splitter.setObjectName("suite-splitter")
         splitter.addWidget(left)
         splitter.addWidget(detail)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
-        splitter.setSizes([720, 560])
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([640, 640])
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addLayout(bar)
@@ -268,7 +273,7 @@ class SuiteView(QWidget):
     # what the controller shows ------------------------------------------------------------------
     def _expanded(self) -> set[tuple[str, ...]]:
         """The groups and edit types open now, by name."""
-        model, opened = self.model, set()
+        model, opened = self.model, set[tuple[str, ...]]()
         for g in range(model.rowCount()):
             group = model.index(g, 0)
             if self.tree.isExpanded(group):
@@ -287,9 +292,11 @@ class SuiteView(QWidget):
         self.model.set_tree(tree)
         header = self.tree.header()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # the seed's text takes what is left
+        numbers = header.fontMetrics().horizontalAdvance("Validated") + 24
         for column in range(1, len(tree.headers)):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(column, numbers if column <= FIGURES else numbers + 24)
         for g, group in enumerate(tree.groups):
             index = self.model.index(g, 0)
             if first or (group.name,) in opened:
@@ -331,9 +338,15 @@ class SuiteView(QWidget):
                 if column == 0:
                     item.setToolTip(f"{value}\n{variant.provenance}" if variant.provenance else value)
                     item.setData(Qt.ItemDataRole.UserRole, variant.example_id)
+                if column == 1:
+                    item.setToolTip(variant.rule_detail or value)
                 if column == 2 and variant.state in STATE_COLOURS:
                     item.setForeground(STATE_COLOURS[variant.state])
                 self.variants.setItem(row, column, item)
+        for column in range(1, 5):  # short columns fit their text; a composed rule's name is cut (its tooltip)
+            self.variants.resizeColumnToContents(column)
+        self.variants.setColumnWidth(1, min(self.variants.columnWidth(1),
+                                            self.variants.fontMetrics().horizontalAdvance("M" * 8)))
 
     def set_models(self, others: list[ModelColumn], picked: set[str]) -> None:
         """The task's other models the lead may add to the scoring."""

@@ -274,7 +274,8 @@ class SuiteController(QObject):
         definition = snapshot.definition
         self._start("score", f"Scoring {len([m for m in missing if m])} model(s) on {count:,} validated variants…",
                     lambda progress: answer_cases(records, missing, definition, progress, into),
-                    lambda result: self._answered(result, "Scored."),
+                    lambda result: self._answered(result, f"Scored {len(records)} model(s) on {len(snapshot.cases):,} "
+                                                          "validated variants."),
                     on_cancelled=lambda: self._answered(into, "Cancelled; the models scored before it are kept."))
 
     def _answered(self, answers: dict[str, dict[uuid.UUID, tuple[str, str]]], message: str) -> None:

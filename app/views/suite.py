@@ -154,8 +154,9 @@ class VariantRow:
     rule: str
     state: str  # unvalidated | valid | corrected | rejected
     label: str  # the label it stands for: the claimed one, or the validators' correction
-    prediction: str  # the checking target's label, and whether it was fooled
+    prediction: str  # the checking target's label, and whether it is wrong for the row's label
     provenance: str = ""  # "generated from seed S by rule R, validated by V"
+    rule_detail: str = ""  # the rule and the variant's own edits
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,15 +188,17 @@ def variant_state(variant: Any) -> str:
     return str(_field(variant, "state", default="unvalidated"))
 
 
-def _target_said(claimed: str, fooled: bool | None, labels: Sequence[str]) -> str:
-    """What the checking target answered, from whether it was fooled by the claimed label (a two-label
-    task names the other label)."""
+def _target_said(claimed: str, fooled: bool | None, label: str, labels: Sequence[str]) -> str:
+    """What the checking target answered (known from whether the claimed label fooled it: a two-label
+    task names the other label), and whether that is wrong for the label the row stands for now."""
     if fooled is None:
         return "not checked"
     if not fooled:
-        return f"{claimed} (not fooled)"
-    others = [label for label in labels if label != claimed]
-    return f"{others[0]} (fooled)" if len(others) == 1 else f"not {claimed} (fooled)"
+        said = claimed
+    else:
+        others = [other for other in labels if other != claimed]
+        said = others[0] if len(others) == 1 else f"not {claimed}"
+    return f"{said} ({'right' if said == label else 'wrong'})"
 
 
 def variant_row(variant: Any, blur_words: Sequence[str] = (), labels: Sequence[str] = ()) -> VariantRow:
@@ -206,9 +209,8 @@ def variant_row(variant: Any, blur_words: Sequence[str] = (), labels: Sequence[s
     rule, edit = str(_field(variant, "rule", default="")), str(_field(variant, "edit_type", default=""))
     provenance = getattr(variant, "provenance", None)
     return VariantRow(_field(variant, "example_id", "id"), blurred(str(_field(variant, "text", default="")), blur_words),
-                      f"{rule}: {edit}" if edit and edit != rule else rule, state, label,
-                      _target_said(claimed, _field(variant, "model_fooled", "fooled"), labels),
-                      provenance() if callable(provenance) else "")
+                      rule, state, label, _target_said(claimed, _field(variant, "model_fooled", "fooled"), label, labels),
+                      provenance() if callable(provenance) else "", f"{rule}: {edit}" if edit and edit != rule else rule)
 
 
 def seed_detail(topic: TopicLike, variants: Sequence[Any], *, blur_words: Sequence[str] = (),
@@ -220,11 +222,11 @@ def seed_detail(topic: TopicLike, variants: Sequence[Any], *, blur_words: Sequen
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.state] = counts.get(r.state, 0) + 1
-    fooled = sum(1 for r in rows if r.prediction.endswith("(fooled)"))
+    wrong = sum(1 for r in rows if r.prediction.endswith("(wrong)"))
     states = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none yet"
     heading = (f"Seed · {topic.group} · {topic.edit_type} · label <b>{topic.label}</b> · round {topic.round_number} "
                f"· {topic.seed_kind}")
-    summary = f"{_plural(len(rows), 'variant')}: {states}; the checking target was fooled by {fooled}."
+    summary = f"{_plural(len(rows), 'variant')}: {states}; the checking target gets {wrong:,} of them wrong."
     return SeedDetailView(topic.seed_id, heading,
                           blur_view((topic.text,), blur_words, masked=masked, content_warning=content_warning),
                           rows, summary)

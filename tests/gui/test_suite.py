@@ -82,7 +82,7 @@ def test_a_lead_grows_variants_an_annotator_validates_one_and_the_tree_counts_it
     desk.switch_person(team.lead.id)
     view = open_suite(qtbot, window)
     assert row_texts(view)[0][:3] == ["women", "0", "0"]  # the seed's group: no variant yet
-    assert view.model.headerData(3, Qt.Orientation.Horizontal).startswith("Trigger model")
+    assert view.model.headerData(3, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole).startswith("Trigger model")
     view.tree.expandAll()
     assert row_texts(view, view.model.index(0, 0))[0][0] == "derogation"  # the seed's hate type
     select_seed(qtbot, window, view)
