@@ -200,7 +200,8 @@ class SuiteView(QWidget):
         self.per_seed.setRange(1, 200)
         self.per_seed.setPrefix("at most ")
         self.per_seed.setSuffix(" per seed")
-        self.per_seed.setToolTip("The task's limit of variants per seed (a lead's setting, for the whole team)")
+        self.per_seed.setToolTip("The task's limit of variants per seed: a lead's setting for the whole team, stored "
+                                 "when you generate with another number")
         self.generate_button = QPushButton("&Generate variants")
         self.generate_button.setObjectName("suite-generate")
         self.generate_button.clicked.connect(self._generate)
