@@ -236,7 +236,8 @@ class AdaptiveSuite:
             task_id = session.scalar(select(Example.task_id).where(Example.id == seed_id))
             if task_id is None:
                 raise NotFound(f"There is no example with id {seed_id}.")
-            rows = [r for r in self._variant_rows(session, task_id) if seed_of(r.origin) == seed_id]
+            rows = [r for r in self._variant_rows(session, task_id, Example.origin["seed_id"].as_string() == str(seed_id))
+                    if seed_of(r.origin) == seed_id]
             validators: dict[uuid.UUID, list[str]] = {}
             for chunk in _chunks([r.id for r in rows]):
                 for example_id, name in session.execute(

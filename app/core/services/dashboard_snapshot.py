@@ -147,7 +147,7 @@ class DashboardSnapshot:
             "submitted_at": np.float64, "perturbation": np.bool_, "edit_distance": np.float64,
             "arm": np.int8, "applied": np.bool_,  # the writing assistant's record (ARM_CODES), read in SQL
             "imported": np.bool_,  # has a source (a data set, or a variant): not written, outside MER and vMER
-            "variant": np.bool_,  # a generated variant (tasks.variants): no one's writing, in no count of a person's
+            "variant": np.bool_,  # a generated variant (tasks.variants): no one's writing, left out by example_mask
         })
         self.validations = _Table({
             "example": np.int64, "validator": np.int32, "key": np.int32, "peer": np.bool_, "at": np.float64,
@@ -356,8 +356,9 @@ class DashboardSnapshot:
         return codes.index.get(value.hex if isinstance(value, uuid.UUID) else value, -2)
 
     def example_mask(self, flt: DashboardFilter, *, authors: bool = True) -> np.ndarray:
+        """The examples the filter keeps; never a generated variant: the dashboard is about what people wrote."""
         ex = self.examples
-        mask = np.ones(len(ex), dtype=np.bool_)
+        mask = ~ex["variant"]
         if flt.task_id is not None:
             mask &= ex["task"] == self._code(self.tasks_codes, flt.task_id)
         if flt.round_ids:

@@ -97,7 +97,6 @@ class DashboardTables(DashboardSnapshot):
         keep = mask[rows] & (codes >= 0)
         rows, codes = rows[keep], codes[keep]
         imported = ex["imported"][rows]
-        variant = ex["variant"][rows]  # not written (imported is set) and not imported: counted nowhere here
         counted = rule.submitted_mask(ex["status"][rows], STATUS_CODES, imported)
         fooled_here = rule.fooling_mask(ex["fooled"][rows] if fooled is None else fooled[keep])
         decided = ex["decided"][rows]
@@ -114,9 +113,9 @@ class DashboardTables(DashboardSnapshot):
 
         out = {
             "submitted": count(1), "fooled": count(1, 2),
-            "retracted": np.bincount(codes[(ex["status"][rows] == RETRACTED) & ~variant], minlength=n_groups)[:n_groups],
+            "retracted": np.bincount(codes[ex["status"][rows] == RETRACTED], minlength=n_groups)[:n_groups],
             "validated_fooling": count(1, 2, 4), "decided": count(1, 16), "rejected": count(1, 8),
-            "imported": np.bincount(codes[rule.imported_mask(ex["status"][rows], STATUS_CODES, imported & ~variant)],
+            "imported": np.bincount(codes[rule.imported_mask(ex["status"][rows], STATUS_CODES, imported)],
                                     minlength=n_groups)[:n_groups],
         }
         times = ex["time_ms"][rows]
