@@ -142,6 +142,8 @@ class SuiteController(QObject):
         self._answers: dict[str, tuple[str, dict[uuid.UUID, tuple[str, str]]]] = {}
         self.job: Reply | None = None
         self._job_kind = ""  # "score" or "grow"
+        self._preparing = False  # a growth's database part runs; its job starts after it
+        self._cancel_asked = False  # Cancel pressed while preparing
         self._stale = True  # changed while out of view: read again when shown
         self._auto_score = True  # score what is missing after a read (off once the lead cancelled)
         view.seed_selected.connect(self.show_seed)
@@ -180,7 +182,7 @@ class SuiteController(QObject):
             return
         self.snapshot = snapshot
         self.view.set_models([ModelColumn(str(r.id), _label(r)) for r in snapshot.others], set(self.picked))
-        self.view.set_can_generate(snapshot.can_generate, NOT_A_LEAD, running=self.job is not None)
+        self.view.set_can_generate(snapshot.can_generate, NOT_A_LEAD, running=self.job is not None or self._preparing)
         self.view.set_per_seed(snapshot.per_seed)
         self.view.show_tree(snapshot.tree)
         self.tree_shown.emit(snapshot.tree)
@@ -196,7 +198,7 @@ class SuiteController(QObject):
             return
         self.snapshot = replace(self.snapshot, cases=cases)
         self._rebuild()
-        if self._auto_score and self.job is None and self._missing(self.snapshot):
+        if self._auto_score and self.job is None and not self._preparing and self._missing(self.snapshot):
             self.score()
 
     def _scores_of(self, columns: Sequence[ModelColumn], cases: Sequence[Any]) -> list[ModelScore | None]:
@@ -252,7 +254,7 @@ class SuiteController(QObject):
 
     def score(self, *, asked: bool = False) -> None:
         snapshot = self.snapshot
-        if snapshot is None or self.job is not None:
+        if snapshot is None or self.job is not None or self._preparing:
             return
         if asked:
             self._auto_score = True
@@ -296,7 +298,7 @@ class SuiteController(QObject):
         if not snapshot.can_generate:
             self.view.set_status(NOT_A_LEAD, error=True)
             return
-        if self.job is not None:
+        if self.job is not None or self._preparing:
             self.view.set_status("A job of this tab is running; cancel it first.", error=True)
             return
         desk, code, person = self.desk, snapshot.task_code, self.desk.current_person_id
@@ -312,6 +314,13 @@ class SuiteController(QObject):
             return list(snapshot.targets)
 
         def grow(records: list[Any]) -> None:
+            self._preparing = False
+            if self._cancel_asked:  # cancelled while the database prepared: no job starts
+                self._cancel_asked = False
+                self.view.set_running(False)
+                self.view.set_status("Cancelled; nothing was generated.")
+                return
+
             def run(progress):
                 from app.core.services.target_models import load_ensemble
 
@@ -322,12 +331,19 @@ class SuiteController(QObject):
                 finally:
                     models.close()
 
+            # the suite stores a growth's variants in one unit of work at its end: a cancel keeps none
             self._start("grow", f"Generating up to {per_seed} variants for each of {len(chosen):,} seed(s)…",
-                        run, self._grown, on_cancelled=lambda: self.view.set_status(
-                            "Cancelled; the variants of the seeds finished before it are kept."))
+                        run, self._grown, on_cancelled=lambda: self.view.set_status("Cancelled; nothing was generated."))
 
+        def refused(error: BaseException) -> None:
+            self._preparing = self._cancel_asked = False
+            self.view.set_running(False)
+            self._error(error)
+
+        self._preparing, self._cancel_asked = True, False
+        self.view.set_running(True)  # Cancel is offered from the start
         self.view.set_status("Preparing…")
-        self.db.submit(prepare, on_done=grow, on_error=self._error)
+        self.db.submit(prepare, on_done=grow, on_error=refused)
 
     def _grown(self, report: Any) -> None:
         self.view.set_status(grow_message(report))
@@ -359,6 +375,9 @@ class SuiteController(QObject):
         if self.job is not None:
             self.view.set_status("Cancelling after the current batch…")  # first: a queued job ends within cancel()
             self.job.cancel()
+        elif self._preparing:  # the job is not started yet: it will not be
+            self._cancel_asked = True
+            self.view.set_status("Cancelling…")
 
     def _failed(self, failure: InferenceFailure) -> None:
         kind = self._job_kind

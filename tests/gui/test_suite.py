@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtCore import Qt
 from sqlalchemy import select
 
 from app.core.storage.models import Example
@@ -70,11 +70,12 @@ def seed_index(view):
 
 
 def select_seed(qtbot, window, view):
-    index = seed_index(view)
+    """The first seed, by keyboard: its group, its edit type, the seed (the tree is open)."""
+    view.tree.setFocus()
     with qtbot.waitSignal(window.suite.seed_shown, timeout=WAIT):
-        view.tree.selectionModel().setCurrentIndex(
-            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
-    return index
+        for key in (Qt.Key.Key_Home, Qt.Key.Key_Down, Qt.Key.Key_Down):
+            qtbot.keyClick(view.tree, key)
+    assert view.tree.currentIndex() == seed_index(view)
 
 
 def test_a_lead_grows_variants_an_annotator_validates_one_and_the_tree_counts_it(qtbot, window, team, hate_model):
@@ -134,6 +135,21 @@ def test_a_lead_grows_variants_an_annotator_validates_one_and_the_tree_counts_it
     states = lambda: [view.variants.item(r, 2).text() for r in range(view.variants.rowCount())]  # noqa: E731
     qtbot.waitUntil(lambda: "valid" in states(), timeout=WAIT)
     assert states().count("valid") == 1 and states().count("unvalidated") == len(stored) - 1
+
+
+def test_a_lead_cancels_a_growth_and_nothing_is_stored(qtbot, window, team):
+    desk = window.desk
+    desk.switch_person(team.lead.id)
+    view = open_suite(qtbot, window)
+    view.tree.expandAll()
+    select_seed(qtbot, window, view)
+    qtbot.mouseClick(view.generate_button, Qt.MouseButton.LeftButton)
+    assert view.cancel_button.isVisible() and not view.generate_button.isEnabled()
+    qtbot.mouseClick(view.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.status.text() == "Cancelled; nothing was generated.", timeout=WAIT)
+    assert not view.cancel_button.isVisible() and view.generate_button.isEnabled()
+    qtbot.wait(300)
+    assert _variants(desk) == []
 
 
 def test_an_annotator_reads_the_suite_but_cannot_generate(qtbot, window, team):
