@@ -273,11 +273,12 @@ class SuiteController(QObject):
                 self._answers[str(record.id)] = (record.sha256, {})
         count = sum(len(m) for m in missing)
         into: dict[str, dict[uuid.UUID, tuple[str, str]]] = {}
-        definition = snapshot.definition
-        self._start("score", f"Scoring {len([m for m in missing if m])} model(s) on {count:,} validated variants…",
+        definition, ran = snapshot.definition, len([m for m in missing if m])
+        kept = " (the other answers were kept)" if count < ran * len(snapshot.cases) or ran < len(records) else ""
+        self._start("score", f"Scoring {ran} model(s) on {count:,} validated variants…",
                     lambda progress: answer_cases(records, missing, definition, progress, into),
-                    lambda result: self._answered(result, f"Scored {len(records)} model(s) on {len(snapshot.cases):,} "
-                                                          "validated variants."),
+                    lambda result: self._answered(result, f"Scored {ran} model(s) on {count:,} validated "
+                                                          f"variants{kept}."),
                     on_cancelled=lambda: self._answered(into, "Cancelled; the models scored before it are kept."))
 
     def _answered(self, answers: dict[str, dict[uuid.UUID, tuple[str, str]]], message: str) -> None:

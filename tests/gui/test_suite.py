@@ -152,6 +152,38 @@ def test_a_lead_cancels_a_growth_and_nothing_is_stored(qtbot, window, team):
     assert _variants(desk) == []
 
 
+def test_a_model_the_lead_picks_is_scored_beside_the_target_whose_answers_are_kept(
+        qtbot, window, team, hate_model, tiny_classifier_dir):
+    from app.core.services.target_models import load_engine_for, register_model
+
+    desk = window.desk
+    desk.switch_person(team.lead.id)
+    text = "Those vermin men should be silenced for good"
+    origin = {"kind": "variant", "seed_id": str(team.seed.id), "rule": "identity_swap",
+              "edit_type": "group_swap_protected", "generated_by": str(team.lead.id), "seed_text": SEED_TEXT}
+    [variant] = desk.adaptive_suite.store_variants("hate_speech", team.lead.id, [
+        (hate_content(text, "hate", target_groups=["men"]), [hate_output(hate_model, "not hate")], origin)])
+    desk.validation.validate(variant, team.validator.id, "correct")
+    view = open_suite(qtbot, window)
+    qtbot.waitUntil(lambda: row_texts(view)[0][3] == "1 / 1", timeout=WAIT)  # the target: no trigger word
+    assert view.status.text() == "Scored 1 model(s) on 1 validated variants."
+
+    other = register_model(desk, tiny_classifier_dir, task_code="hate_speech", name="Random tiny")
+    qtbot.waitUntil(lambda: len(view.models_menu.actions()) == 1, timeout=WAIT)  # offered once registered
+    [action] = view.models_menu.actions()
+    assert action.text().startswith("Random tiny") and view.model.columnCount() == 4
+    with qtbot.waitSignal(window.suite.scored, timeout=WAIT):
+        action.trigger()  # ticked in Models…
+    engine = load_engine_for(other)
+    try:
+        said = engine.predict_one(text).label
+    finally:
+        engine.close()
+    assert view.model.headerData(4, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole).startswith("Random tiny")
+    assert row_texts(view)[0][3:] == ["1 / 1", "1 / 1" if said != "hate" else "0 / 1"]
+    assert view.status.text() == "Scored 1 model(s) on 1 validated variants (the other answers were kept)."
+
+
 def test_an_annotator_reads_the_suite_but_cannot_generate(qtbot, window, team):
     desk = window.desk
     desk.switch_person(team.validator.id)
