@@ -46,6 +46,8 @@ def world(tmp_path_factory):
         Content({"text": "Muslims are worthless."}, "hate", meta={"target_groups": ["Muslims"]}),
         [hate_output(model, "not hate")], origin)])
     queue_before = [e.id for e in desk.validation.queue(vetter.id, task_code=HATE, limit=100)]
+    peer = desk.people.create("Pia Peer", "annotator")
+    desk.validation.validate(variant, peer.id, "correct", time_spent_ms=15_000)  # a peer's verdict: their work
     desk.validation.validate(variant, vetter.id, "correct", mode="lead", time_spent_ms=20_000)
     desk.dashboard.refresh(thorough=True)
     yield desk, writer, lead, vetter, seed, variant, queue_before
@@ -82,6 +84,9 @@ def test_the_dashboard_leaves_the_variant_out(world):
     (group,) = view.breakdowns["round"]
     assert (group.submitted, group.fooled, group.imported) == (2, 1, 1)
     assert sum(bar.value for bar in view.labels) == 2
+    peer = next(p for p in desk.people.all() if p.display_name == "Pia Peer")
+    (vetting,) = [a for a in view.annotators if a.key == peer.id.hex]  # vetting a variant is a validator's work
+    assert (vetting.validations, vetting.submitted) == (1, 0)
 
 
 def test_the_round_summary_counts_writing_only(world):
@@ -160,3 +165,19 @@ def test_the_quality_guard_leaves_the_variant_out(world):
     assert lead.display_name not in {r.label for r in desk.near_duplicates.duplicate_rates(task_id)}
     data = load_quality_data(desk, HATE)
     assert str(variant) not in {str(i) for i in data.ids} and len(data.ids) == 3
+
+
+def test_a_jsonl_round_trip_keeps_the_suite(world, tmp_path):
+    """`dynadesk export --format jsonl` onto another desk: the variant stays a variant, validated, in the suite."""
+    from app.core.io.exporters import export
+    from app.core.io.importers import import_file
+
+    desk, _, _, _, seed, variant, _ = world
+    out = tmp_path / "all.jsonl"
+    export(desk, out, "jsonl", keep_identities=True)
+    with Desk(tmp_path / "second") as second:
+        import_file(second, out, "jsonl")
+        assert [c.example_id for c in second.adaptive_suite.cases(HATE)] == [variant]
+        assert [t.seed_id for t in second.adaptive_suite.topics(HATE)] == [seed.id]
+        figures = second.stats.figures("annotator", task_id=second.tasks.task(HATE).id)
+        assert sum(f.submitted for f in figures) == 2
