@@ -347,7 +347,7 @@ class SuiteView(QWidget):
         for column in range(1, 5):  # short columns fit their text; a composed rule's name is cut (its tooltip)
             self.variants.resizeColumnToContents(column)
         self.variants.setColumnWidth(1, min(self.variants.columnWidth(1),
-                                            self.variants.fontMetrics().horizontalAdvance("M" * 8)))
+                                            self.variants.fontMetrics().horizontalAdvance("M" * 10)))
 
     def set_models(self, others: list[ModelColumn], picked: set[str]) -> None:
         """The task's other models the lead may add to the scoring."""

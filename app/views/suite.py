@@ -151,8 +151,8 @@ def suite_tree(task_code: str, topics: Sequence[TopicLike], columns: Sequence[Mo
 class VariantRow:
     example_id: uuid.UUID
     text: str  # masked as the reader chose (a table cell draws no blur bar)
-    rule: str
-    state: str  # unvalidated | valid | corrected | rejected
+    rule: str  # the variant's own edit (homoglyph, group_swap_protected, ...), else its generator
+    state: str  # unvalidated | valid | corrected | flagged
     label: str  # the label it stands for: the claimed one, or the validators' correction
     prediction: str  # the checking target's label, and whether it is wrong for the row's label
     provenance: str = ""  # "generated from seed S by rule R, validated by V"
@@ -209,7 +209,7 @@ def variant_row(variant: Any, blur_words: Sequence[str] = (), labels: Sequence[s
     rule, edit = str(_field(variant, "rule", default="")), str(_field(variant, "edit_type", default=""))
     provenance = getattr(variant, "provenance", None)
     return VariantRow(_field(variant, "example_id", "id"), blurred(str(_field(variant, "text", default="")), blur_words),
-                      rule, state, label, _target_said(claimed, _field(variant, "model_fooled", "fooled"), label, labels),
+                      edit or rule, state, label, _target_said(claimed, _field(variant, "model_fooled", "fooled"), label, labels),
                       provenance() if callable(provenance) else "", f"{rule}: {edit}" if edit and edit != rule else rule)
 
 

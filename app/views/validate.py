@@ -73,7 +73,9 @@ def variant_note(origin: Mapping[str, object] | None, names: Mapping[uuid.UUID, 
         who = names.get(uuid.UUID(generated_by), "a lead")
     except ValueError:
         who = "a lead"
-    rule = str(origin.get("rule") or origin.get("edit_type") or "?")
+    generator, edit = str(origin.get("rule") or ""), str(origin.get("edit_type") or "")
+    # the edit names what changed (a homoglyph looks like the seed): first, with the generator after it
+    rule = f"{edit} ({generator})" if edit and generator and edit != generator else edit or generator or "?"
     return VariantNoteView(blur_view((str(origin.get("seed_text") or ""),), blur_words, masked=masked,
                                      content_warning=None), rule, who)
 

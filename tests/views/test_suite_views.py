@@ -45,6 +45,8 @@ def test_a_seeds_variants_with_their_state_and_what_the_target_said():
     assert rows == [("those •••••• men", "unvalidated", "hate", "not hate (wrong)"),
                     ("those men", "valid", "hate", "hate (right)"),
                     ("those men?", "corrected", "not hate", "not hate (right)")]  # right for the corrected label
+    assert {(r.rule, r.rule_detail) for r in detail.variants} == {("group_swap_protected",
+                                                                 "identity_swap: group_swap_protected")}
     assert detail.blur.texts[0].spans and "1 corrected, 1 unvalidated, 1 valid" in detail.summary
     assert "gets 1 of them wrong" in detail.summary
     plain = seed_detail(seed, variants, blur_words=("vermin",), masked=False, labels=("hate", "not hate"))

@@ -36,7 +36,7 @@ def test_a_generated_variant_says_what_it_is_a_variant_of_masked_as_the_reader_r
                             blur_words=("vermin",), masked=True, names={lead: "Lee Lead"})
     note = shown.variant
     assert note is not None and (note.seed_text, note.rule, note.generated_by) == (
-        "those vermin women again", "identity_swap", "Lee Lead")
+        "those vermin women again", "group_swap_protected (identity_swap)", "Lee Lead")  # what changed, first
     assert note.seed.masked and note.seed.texts[0].spans == ((6, 12),)  # "vermin", as in the example itself
     unmasked = validation_item(example(origin=origin), HATE, {MODEL: "roberta"}, blur_words=("vermin",))
     assert unmasked.variant is not None and unmasked.variant.seed.count == 0
