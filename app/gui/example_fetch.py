@@ -34,7 +34,8 @@ def for_validation(desk: Desk, example_id: uuid.UUID, *, blur_words: tuple[str, 
     example = desk.examples.get(example_id)
     definition = desk.tasks.definition(example.task_id)
     original = desk.examples.get(example.perturbation_of) if example.perturbation_of is not None else None
-    return validation_item(example, definition, _model_names(desk), original, blur_words=blur_words, masked=masked)
+    return validation_item(example, definition, _model_names(desk), original, blur_words=blur_words, masked=masked,
+                           names=_names(desk) if (example.origin or {}).get("kind") == "variant" else None)
 
 
 def reading_words(desk: Desk, *, browsing: bool) -> Callable[[str], tuple[str, ...]]:

@@ -60,6 +60,7 @@ from app.gui.proposals import ProposalsController
 from app.gui.returned_work import ReturnedWork
 from app.gui.review_page import ReviewController
 from app.gui.rounds_controller import RoundsController
+from app.gui.suite import suite_page
 from app.gui.sync_controller import SyncController, sync_page
 from app.gui.validate import ValidateController
 from app.gui.worker import SerialWorker
@@ -199,6 +200,9 @@ class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
         self._round_states: dict[str, tuple] = {}  # per task, its rounds as last shown: a change fills the board
         self.mount(Page(self.evaluation, self.evaluation_view, Tab("Evaluate", "Ctrl+6", "tab-evaluate", "E&valuate"),
                         shown=self._evaluation_shown, shutdown=self.leaderboard.shutdown))
+
+        suite = self.mount(suite_page(desk, self.db, self.inference, lambda: self._task_code, self))
+        self.suite, self.suite_view = suite.controller, suite.view
 
         self.next_round = NextRoundController(desk, self.db, self.inference, lambda: self.sync, self)
         self._restore_settings()

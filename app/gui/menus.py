@@ -21,6 +21,7 @@ SHORTCUTS = [
     ("Ctrl+4", "Review (leads): filter, 1/2/3 + Enter for a final verdict, return or accept work"),
     ("Ctrl+5", "Dashboard: per-annotator figures, agreement, charts"),
     ("Ctrl+6", "Evaluate: score models on rounds, suites and data sets"),
+    ("Ctrl+7", "Suite: the adaptive suite grown from fooling examples; leads generate variants"),
     ("Ctrl+Shift+P", "switch profile"), ("Ctrl++ / Ctrl+-", "larger / smaller text"), ("F1", "this list"),
 ]
 

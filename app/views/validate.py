@@ -50,6 +50,37 @@ class ModelOutputView:
 
 
 @dataclass(frozen=True, slots=True)
+class VariantNoteView:
+    """A variant the desk generated from a seed: what it was made from, by which rule, for whom. Never
+    anyone's own writing: the seed's text is shown (masked as any reading text), not its author."""
+
+    seed: BlurView  # the seed's text, masked as the validator reads
+    rule: str
+    generated_by: str
+
+    @property
+    def seed_text(self) -> str:
+        return self.seed.texts[0].text if self.seed.texts else ""
+
+
+def variant_note(origin: Mapping[str, object] | None, names: Mapping[uuid.UUID, str], *,
+                 blur_words: Sequence[str] = (), masked: bool = False) -> VariantNoteView | None:
+    """The note for an example whose origin says it is a generated variant; None for any other."""
+    if not origin or origin.get("kind") != "variant":
+        return None
+    generated_by = str(origin.get("generated_by") or "")
+    try:
+        who = names.get(uuid.UUID(generated_by), "a lead")
+    except ValueError:
+        who = "a lead"
+    generator, edit = str(origin.get("rule") or ""), str(origin.get("edit_type") or "")
+    # the edit names what changed (a homoglyph looks like the seed): first, with the generator after it
+    rule = f"{edit} ({generator})" if edit and generator and edit != generator else edit or generator or "?"
+    return VariantNoteView(blur_view((str(origin.get("seed_text") or ""),), blur_words, masked=masked,
+                                     content_warning=None), rule, who)
+
+
+@dataclass(frozen=True, slots=True)
 class ValidationItemView:
     """What a validator sees of one example (the model output travels along, hidden or not)."""
 
@@ -71,6 +102,7 @@ class ValidationItemView:
     blur: BlurView | None = None
     # per explanation answer: the spans (Python indices) of blur words to mask, when masked
     explanation_masks: tuple[tuple[tuple[int, int], ...], ...] = ()
+    variant: VariantNoteView | None = None  # a generated variant: its seed, rule and generator
 
     @property
     def shown_texts(self) -> tuple[str, ...]:
@@ -81,9 +113,10 @@ class ValidationItemView:
 
 def validation_item(example: Example, definition: TaskDefinition, models: Mapping[uuid.UUID, str],
                     original: Example | None = None, *, blur_words: Sequence[str] = (),
-                    masked: bool = False) -> ValidationItemView:
+                    masked: bool = False, names: Mapping[uuid.UUID, str] | None = None) -> ValidationItemView:
     """``models``: names by id; ``original``: for a perturbation, the example it edits; ``blur_words``
-    and ``masked``: the task's blur list and whether this person reads validation masked."""
+    and ``masked``: the task's blur list and whether this person reads validation masked; ``names``:
+    people's names by id (who generated a variant)."""
     label = answer_label(example, definition)
     pair = None
     if original is not None:
@@ -108,7 +141,8 @@ def validation_item(example: Example, definition: TaskDefinition, models: Mappin
     blur = blur_view(item.shown_texts, blur_words, masked=masked, content_warning=definition.content_warning)
     masks = tuple(tuple((s.start, s.end) for s in mask_spans(answer, blur_words)) if masked else ()
                   for _question, answer in item.explanations)
-    return replace(item, blur=blur, explanation_masks=masks)
+    return replace(item, blur=blur, explanation_masks=masks,
+                   variant=variant_note(example.origin, names or {}, blur_words=blur_words, masked=masked))
 
 
 @dataclass(frozen=True, slots=True)

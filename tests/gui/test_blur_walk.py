@@ -162,6 +162,26 @@ def _artifact_terms(qtbot, window, _examples) -> QWidget:
     return view.quality
 
 
+def _suite(qtbot, window, examples) -> QWidget:
+    """The Suite tab: a slurred example the lead decided valid (it fooled the target) is a seed; a variant of it
+    (as the suite stores generated ones) is listed under it."""
+    from tests.gui.test_suite import open_suite, select_seed
+
+    desk, seed = window.desk, examples[-1]
+    lead = desk.current_person_id
+    desk.lead.adjudicate(seed.id, lead, "correct")
+    origin = {"kind": "variant", "seed_id": str(seed.id), "rule": "identity_swap", "edit_type": "group_swap_protected",
+              "generated_by": str(lead), "seed_text": seed.text}
+    content = hate_content(SLURRED[0].replace("back", "away"), "hate", target_groups=["refugees"],
+                           label_explanation=SLURRED[1])
+    desk.adaptive_suite.store_variants("hate_speech", lead, [(content, [], origin)])
+    view = open_suite(qtbot, window)
+    view.tree.expandAll()
+    select_seed(qtbot, window, view)
+    qtbot.waitUntil(lambda: view.variants.rowCount() == 1 and bool(view.seed_text.masked_texts()), timeout=5000)
+    return view
+
+
 VIEWS: dict[str, Callable[..., QWidget]] = {
     "Validate": _validate,
     "Review": _review,
@@ -169,6 +189,7 @@ VIEWS: dict[str, Callable[..., QWidget]] = {
     "Data": _data,
     "Dashboard's data quality, a term's examples": _quality_terms,
     "Dashboard's artifact terms and alerts": _artifact_terms,
+    "Suite (a seed and its variants; last: it decides an example)": _suite,
 }
 
 

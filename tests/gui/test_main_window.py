@@ -214,8 +214,8 @@ def test_every_page_is_mounted_with_its_tab_menu_entries_and_status(window):
         "&File", "&View", "&Edit", "E&xample", "&Round", "&Profile", "S&ync", "&Help"]
     assert [a.text() for a in window.menus[Menu.VIEW].actions() if not a.isSeparator()] == [
         "&Refresh", "Find", "Larger text", "Smaller text", "&Create", "&Data", "&Validate", "&Review", "Dash&board",
-        "Refresh the dashboard (also changes from sync)", "E&valuate"]
+        "Refresh the dashboard (also changes from sync)", "E&valuate", "S&uite"]
     assert [window.tabs.tabText(i) for i in range(window.tabs.count())] == [
-        "&Create", "&Data", "&Validate", "&Review", "Dash&board", "Evaluate"]
+        "&Create", "&Data", "&Validate", "&Review", "Dash&board", "Evaluate", "S&uite"]
     assert window.named_actions["sync-now"] in window.menus[Menu.SYNC].actions()
     assert window.sync_status in window.statusBar().findChildren(type(window.sync_status))

@@ -29,6 +29,7 @@ TABS = {  # tab title: (state per role, data per role)
                           "lead": "acts", "owner": "acts"}),
     "Dashboard": (EVERYONE, {"annotator": OWN_AND_TEAM, "lead": EVERYONE_ROWS, "owner": EVERYONE_ROWS}),
     "Evaluate": (EVERYONE, {}),
+    "Suite": (EVERYONE, {"annotator": "reads; generating locked", "lead": "generates", "owner": "generates"}),
 }
 SECTIONS = {  # the Dashboard's sections
     "Figures": (EVERYONE, {}),
@@ -42,7 +43,7 @@ ACTIONS = {  # menu action's object name: (state per role, data per role)
     "refresh": (EVERYONE, {}), "find": (EVERYONE, {}), "larger-text": (EVERYONE, {}), "smaller-text": (EVERYONE, {}),
     "tab-create": (EVERYONE, {}), "tab-data": (EVERYONE, {}), "tab-validate": (EVERYONE, {}),
     "tab-review": (EVERYONE, {}), "tab-dashboard": (EVERYONE, {}), "dashboard-refresh": (EVERYONE, {}),
-    "tab-evaluate": (EVERYONE, {}),
+    "tab-evaluate": (EVERYONE, {}), "tab-suite": (EVERYONE, {}),
     "undo": ({role: OFF for role in ROLES}, {}), "redo": ({role: OFF for role in ROLES}, {}),  # nothing typed yet
     "submit": (EVERYONE, {}), "back": (EVERYONE, {}), "explain": (EVERYONE, {}), "suggest": (EVERYONE, {}),
     "next-context": (EVERYONE, {}), "prompt": (EVERYONE, {}), "perturb": (EVERYONE, {}), "retract": (EVERYONE, {}),
@@ -124,7 +125,13 @@ def shows_profiles(qtbot, window, role):
         dialog.close()
 
 
-SHOWS = {("tab", "Review"): shows_review, ("tab", "Dashboard"): shows_dashboard,
+def shows_suite(qtbot, window, role):
+    with qtbot.waitSignal(window.suite.tree_shown, timeout=20_000):
+        window.tabs.setCurrentWidget(window.suite_view)
+    return "generates" if window.suite_view.generate_button.isEnabled() else "reads; generating locked"
+
+
+SHOWS = {("tab", "Review"): shows_review, ("tab", "Suite"): shows_suite, ("tab", "Dashboard"): shows_dashboard,
          ("section", "Exposure (care)"): shows_exposure, ("action", "profiles"): shows_profiles}
 
 

@@ -22,10 +22,26 @@ MODEL = uuid.uuid4()
 def example(text: str = "they are all the same", **fields) -> SimpleNamespace:
     values = dict(id=uuid.uuid4(), text=text, inputs={"text": text}, true_label="hate", answer=None,
                   meta={"why": "a generalisation", "groups": ["women", "immigrants"], "empty": ""},
-                  perturbation_of=None, model_fooled=True, review_state=None, review_comment=None,
+                  perturbation_of=None, model_fooled=True, review_state=None, review_comment=None, origin={},
                   outputs=[SimpleNamespace(model_id=MODEL, label="not hate",
                                            probabilities={"hate": 0.2, "not hate": 0.8})])
     return SimpleNamespace(**{**values, **fields})
+
+
+def test_a_generated_variant_says_what_it_is_a_variant_of_masked_as_the_reader_reads():
+    lead = uuid.uuid4()
+    origin = {"kind": "variant", "seed_id": str(uuid.uuid4()), "rule": "identity_swap",
+              "edit_type": "group_swap_protected", "generated_by": str(lead), "seed_text": "those vermin women again"}
+    shown = validation_item(example("those vermin men again", origin=origin), HATE, {MODEL: "roberta"},
+                            blur_words=("vermin",), masked=True, names={lead: "Lee Lead"})
+    note = shown.variant
+    assert note is not None and (note.seed_text, note.rule, note.generated_by) == (
+        "those vermin women again", "group_swap_protected (identity_swap)", "Lee Lead")  # what changed, first
+    assert note.seed.masked and note.seed.texts[0].spans == ((6, 12),)  # "vermin", as in the example itself
+    unmasked = validation_item(example(origin=origin), HATE, {MODEL: "roberta"}, blur_words=("vermin",))
+    assert unmasked.variant is not None and unmasked.variant.seed.count == 0
+    assert unmasked.variant.generated_by == "a lead"  # a name not given (not yet synced): said plainly
+    assert validation_item(example(), HATE, {MODEL: "roberta"}).variant is None  # written: no note
 
 
 def test_an_example_as_the_validator_sees_it():
