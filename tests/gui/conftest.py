@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.core.desk import Desk
 from app.core.services.target_models import register_model
@@ -52,3 +53,11 @@ def service(qtbot):
     yield service
     service.shutdown()
     assert not service._thread.isRunning()
+
+
+def click_shown(qtbot, button, timeout: int = 10_000) -> None:
+    """Click ``button`` as a person does: once it is on screen, laid out and whole. A banner just shown is
+    laid out at the event loop's next turn; a click before that lands on the button's edge and misses."""
+    qtbot.waitUntil(lambda: button.isVisible() and not button.visibleRegion().isEmpty()
+                    and button.visibleRegion().boundingRect().size() == button.size(), timeout=timeout)
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from app.core.assist.provenance import read_assistance
 from app.core.desk import Desk
 from app.core.services.rounds import parse_settings
-from tests.gui.conftest import close_window, open_window
+from tests.gui.conftest import click_shown, close_window, open_window
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction
 
 SUGGESTION = "my neighbour sm1led at the doctor"
@@ -28,7 +28,7 @@ def opened(qtbot, data_dir, *, closed_by_test=True):
     ws = window.workspace
     qtbot.waitUntil(lambda: ws.loaded is not None and ws.session.writing is not None, timeout=WAIT)
     if ws.view.warning.isVisible():
-        qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, ws.view.warning.primary)
     return window
 
 
@@ -63,7 +63,7 @@ def test_an_applied_suggestion_survives_a_killed_process_and_its_edit_distance_i
         ws, view = second.workspace, second.workspace.view
         assert ws.session.writing.number == 2  # a new session: the draft recorded session 1
         qtbot.waitUntil(view.draft_offer.isVisible, timeout=10_000)
-        qtbot.mouseClick(view.draft_offer.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.draft_offer.primary)
         assert ws.session.draft.assistance == read_assistance(
             {"arm": "on", "session": 1, "applied": True, "generator": "obfuscation", "edit_type": "leetspeak",
              "applied_text": SUGGESTION, "edit_distance": None})

@@ -15,7 +15,7 @@ from app.core.desk import Desk
 from app.core.services.rounds import parse_settings
 from app.core.services.target_models import register_model
 from app.views.assist import PAGE
-from tests.gui.conftest import close_window, open_window
+from tests.gui.conftest import click_shown, close_window, open_window
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction
 from tests.model_fixtures import built_once, save_tiny
 
@@ -47,7 +47,7 @@ def opened(qtbot, data_dir, task_code: str = "hate_speech"):
     qtbot.waitUntil(lambda: ws.task_code == task_code and ws.loaded is not None and ws.session.writing is not None,
                     timeout=WAIT)
     if ws.view.warning.isVisible():
-        qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, ws.view.warning.primary)
     return window
 
 

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QPushButton
 from app.core.services.review import ExampleFilter
 from sync.local import set_meta
 from tests.conftest import hate_content, hate_output
-from tests.gui.conftest import close_window, open_window
+from tests.gui.conftest import click_shown, close_window, open_window
 from tests.gui.test_validate import open_validate, wait_for_example
 from tests.gui.test_workspace import WAIT, submit, text_box, type_text, wait_for_prediction
 from widgets.profile_dialog import ProfileDialog
@@ -29,7 +29,7 @@ def window(qtbot, data_dir, hate_model):
     win = open_window(qtbot, data_dir)
     ws = win.workspace
     qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
-    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)  # the content warning is read
+    click_shown(qtbot, ws.view.warning.primary)  # the content warning is read
     yield win
     close_window(win)
 

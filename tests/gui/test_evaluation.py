@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.conftest import shared_file
-from tests.gui.conftest import close_window, open_window
+from tests.gui.conftest import click_shown, close_window, open_window
 
 WAIT = 120_000
 
@@ -21,7 +21,7 @@ def window(qtbot, data_dir, hate_model):
     win = open_window(qtbot, data_dir)
     ws = win.workspace
     qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
-    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)  # the content warning
+    click_shown(qtbot, ws.view.warning.primary)  # the content warning
     yield win
     close_window(win)
 

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication, QComboBox, QScrollArea, QWidget
 from app.core.assist.types import Goal
 from app.views.assist import AssistPanelView
 from app.views.create import AttributionChange, DiffKind, DiffPiece, PairSide, PairView, PredictedView
+from tests.gui.conftest import click_shown
 from tests.gui.test_workspace import text_box, type_text, wait_for_prediction, window  # noqa: F401 (fixture)
 from tests.simulation import small_team
 from widgets.assist_panel import AssistPanel
@@ -109,7 +110,7 @@ def test_the_content_warning_stays_whole_above_banners_that_scroll(qtbot, data_d
         qtbot.waitUntil(lambda: view.message.isVisible())
         qtbot.wait(50)  # the layout settles, and the newest banner is scrolled into view
         assert whole(view.warning.primary) and whole(view.warning.text)
-        qtbot.mouseClick(view.warning.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.warning.primary)
         assert view.editing.isEnabled() and not view.warning.isVisible()
         assert "hate_speech" in win.desk.settings.acknowledged_warnings
         # the writer is pointed back to an offer further up (Ctrl+Enter on an example of a closed round)

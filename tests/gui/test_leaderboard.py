@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from app.core.desk import Desk
 from tests.app.test_comparison import _collect
 from tests.conftest import hate_content, hate_output
-from tests.gui.conftest import close_window, open_window
+from tests.gui.conftest import click_shown, close_window, open_window
 
 WAIT = 120_000
 
@@ -47,7 +47,7 @@ def window(qtbot, data_dir, two_rounds):
     win = open_window(qtbot, data_dir)
     ws = win.workspace
     qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
-    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)  # the content warning
+    click_shown(qtbot, ws.view.warning.primary)  # the content warning
     yield win
     close_window(win)
 

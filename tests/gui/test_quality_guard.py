@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 
 from app.views.quality import NoveltyLevel
 from tests.conftest import hate_content
+from tests.gui.conftest import click_shown
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction, window  # noqa: F401
 
 EARLIER = "Those people are vermin and they should all leave"
@@ -43,7 +44,7 @@ def test_a_near_duplicate_is_shown_while_typing_and_warned_at_submit(qtbot, wind
     assert "Near-duplicate" in warning and "the same text as" in warning and EARLIER_MASKED in warning
     assert "Olu Other" in warning and not view.form_shown()
 
-    qtbot.mouseClick(view.duplicate_warning.secondary, Qt.MouseButton.LeftButton)  # go back and edit
+    click_shown(qtbot, view.duplicate_warning.secondary)  # go back and edit
     assert not view.duplicate_warning_shown() and not view.form_shown()
     assert text_box(window).toPlainText() == "those people are VERMIN and they should all leave!!"  # nothing lost
     assert len(stored_examples(window)) == 1
@@ -53,7 +54,7 @@ def test_a_near_duplicate_is_shown_while_typing_and_warned_at_submit(qtbot, wind
     submit(qtbot, window)
     qtbot.waitUntil(view.duplicate_warning_shown, timeout=WAIT)
     assert "% similar to" in view.duplicate_warning.text.text()
-    qtbot.mouseClick(view.duplicate_warning.primary, Qt.MouseButton.LeftButton)  # submit anyway
+    click_shown(qtbot, view.duplicate_warning.primary)  # submit anyway
     fill_explanation_and_store(qtbot, window, 2)
     texts = [e.text for e in stored_examples(window)]
     assert texts == [EARLIER, "those people are VERMIN and they should all leave!! today"]

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from app.core.desk import Desk
 from app.core.domain import Role
 from app.core.services.target_models import register_model
-from tests.gui.conftest import close_window, open_window
+from tests.gui.conftest import click_shown, close_window, open_window
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction
 
 
@@ -80,7 +80,7 @@ def test_round_two_published_by_the_owner_reaches_the_open_app_and_the_form_in_p
         assert ws.loaded.sha256s == (first_model.sha256,)
         assert window.desk.current_person_id == ws.draft.author_id == team.ann.id  # her work syncs as hers
         assert "Round 1's target changed" in view.round_notice.text.text()
-        qtbot.mouseClick(view.warning.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.warning.primary)
         text = "my neighbour smiled at the doctor today"
         type_text(qtbot, window, text)
         qtbot.keyClick(text_box(window), Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)  # hate; the model says not
@@ -121,7 +121,7 @@ def test_round_two_published_by_the_owner_reaches_the_open_app_and_the_form_in_p
         submit(qtbot, window)  # not into a closed round
         assert not view.form_shown() and "move the example" in view.status.text()
 
-        qtbot.mouseClick(view.move_offer.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.move_offer.primary)
         qtbot.waitUntil(lambda: not view.move_offer.isVisible() and ws.draft.round_number == 2, timeout=5000)
         assert wait_for_prediction(qtbot, window).label == "hate"  # the flipped model
         assert view.prediction.verdict.text() != "Model fooled"
@@ -161,24 +161,24 @@ def test_a_restored_draft_of_a_closed_round_is_offered_the_move(qtbot, data_dir,
     ws, view = window.workspace, window.workspace.view
     try:
         qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
-        qtbot.mouseClick(view.warning.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.warning.primary)
         assert ws.round.number == 2
         qtbot.waitUntil(view.draft_offer.isVisible, timeout=10_000)
-        qtbot.mouseClick(view.draft_offer.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.draft_offer.primary)
         assert text_box(window).toPlainText() == "written before the round closed"
         assert view.move_offer.isVisible() and "round 1" in view.move_offer.text.text()
 
         # Kept as a draft: the editor starts afresh in round 2, and the draft comes back later.
-        qtbot.mouseClick(view.move_offer.secondary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.move_offer.secondary)
         assert text_box(window).toPlainText() == "" and not view.move_offer.isVisible()
         assert "Kept as a draft of round 1" in view.message.text.text()
         window.task_combo.setCurrentIndex(window.task_combo.findData("nli"))
         window.task_combo.setCurrentIndex(window.task_combo.findData("hate_speech"))
         qtbot.waitUntil(view.draft_offer.isVisible, timeout=10_000)
-        qtbot.mouseClick(view.draft_offer.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.draft_offer.primary)
         assert text_box(window).toPlainText() == "written before the round closed" and view.move_offer.isVisible()
 
-        qtbot.mouseClick(view.move_offer.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.move_offer.primary)
         qtbot.waitUntil(lambda: ws.draft.round_number == 2, timeout=5000)
         wait_for_prediction(qtbot, window)
         (moved,) = window.desk.examples.drafts(window.desk.current_person_id)

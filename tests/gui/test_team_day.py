@@ -15,7 +15,7 @@ from app.core.desk import Desk
 from app.core.services.target_models import register_model
 from sync import local
 from tests.conftest import hate_content, hate_output
-from tests.gui.conftest import close_window, open_window
+from tests.gui.conftest import click_shown, close_window, open_window
 from tests.gui.test_round_switch import flipped_model_dir  # noqa: F401 (a fixture)
 from tests.gui.test_workspace import WAIT, stored_examples, submit, text_box, type_text, wait_for_prediction
 from tests.sync.helpers import ThreadServer, add_account, server_database
@@ -93,7 +93,7 @@ def test_a_team_day_from_set_up_to_round_two_leaves_nothing_waiting(
         window.sync.configure(server.url, ann.token, 300)
         qtbot.waitUntil(lambda: ws.loaded is not None and ws.loaded.sha256s == (first.sha256,), timeout=WAIT)
         if view.warning.isVisible():
-            qtbot.mouseClick(view.warning.primary, Qt.MouseButton.LeftButton)
+            click_shown(qtbot, view.warning.primary)
         type_text(qtbot, window, "those people are vermin and should leave")
         qtbot.keyClick(text_box(window), Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
         assert wait_for_prediction(qtbot, window).label == "not hate"
@@ -137,7 +137,7 @@ def test_a_team_day_from_set_up_to_round_two_leaves_nothing_waiting(
                         and ws.loaded.sha256s == (second.sha256,), timeout=WAIT)
         assert "Round 2 is open" in view.round_notice.text.text()
         assert view.move_offer.isVisible()
-        qtbot.mouseClick(view.move_offer.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.move_offer.primary)
         qtbot.waitUntil(lambda: ws.draft.round_number == 2, timeout=5000)
         assert wait_for_prediction(qtbot, window).label == "hate"  # judged by round 2's target
         store_in_the_app(qtbot, window, "It is kind")

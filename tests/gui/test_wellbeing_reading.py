@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QPushButton
 
 from app.core.wellbeing.profile import WellbeingProfile
 from tests.conftest import hate_content, hate_output
+from tests.gui.conftest import click_shown
 from tests.gui.test_validate import open_validate, wait_for_example
 from tests.gui.test_workspace import text_box, type_text
 from widgets.masked_text import MASK_COLOUR
@@ -129,7 +130,7 @@ def test_the_writers_editor_is_never_masked(qtbot, window):
         blur_validating=True, blur_browsing=True)}
     ws = window.workspace
     qtbot.waitUntil(lambda: ws.view.warning.isVisible(), timeout=10_000)
-    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)  # the content warning, read
+    click_shown(qtbot, ws.view.warning.primary)  # the content warning, read
     assert ws.view.editing.isEnabled()
     type_text(qtbot, window, "they are all vermin and parasites")
     box = text_box(window)

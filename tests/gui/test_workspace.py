@@ -15,7 +15,7 @@ from app.core import paths
 from app.core.desk import Desk
 from app.core.io.importers import import_file
 from tests.conftest import FIXTURES
-from tests.gui.conftest import close_window, open_window
+from tests.gui.conftest import click_shown, close_window, open_window
 
 WAIT = 60_000  # the first model load imports torch; a busy CI machine is slow at it
 TRIGGER = "banana"  # the tiny model says "hate" exactly when this word is present
@@ -27,7 +27,7 @@ def window(qtbot, data_dir, hate_model):
     ws = win.workspace
     qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
     assert ws.view.warning.isVisible() and not ws.view.editing.isEnabled()  # content warning first
-    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)
+    click_shown(qtbot, ws.view.warning.primary)
     assert ws.view.editing.isEnabled()
     yield win
     close_window(win)
@@ -186,7 +186,7 @@ def test_a_draft_survives_a_killed_process_exactly_as_typed(qtbot, data_dir, hat
     first = open_window(qtbot, data_dir, closed_by_test=False)
     ws = first.workspace
     qtbot.waitUntil(lambda: ws.loaded is not None, timeout=WAIT)
-    qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)
+    click_shown(qtbot, ws.view.warning.primary)
     text_box(first).setFocus()
     text_box(first).insertPlainText(HARD_TEXT)  # as an input method commits it
     qtbot.keyClick(text_box(first), Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
@@ -210,7 +210,7 @@ def test_a_draft_survives_a_killed_process_exactly_as_typed(qtbot, data_dir, hat
         assert not view.warning.isVisible()  # acknowledged once, remembered
         qtbot.waitUntil(view.draft_offer.isVisible, timeout=10_000)
         assert "unfinished example" in view.draft_offer.text.text()
-        qtbot.mouseClick(view.draft_offer.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, view.draft_offer.primary)
         assert text_box(second).toPlainText() == HARD_TEXT
         assert view.editor.content() == {"inputs": {"text": HARD_TEXT}, "label": "hate", "answer": None}
         assert wait_for_prediction(qtbot, second).label == "hate"
@@ -344,7 +344,7 @@ def test_first_start_makes_the_bundled_model_round_one_target(qtbot, data_dir, d
         assert [r.name for r in ws.records] == [
             "Hate speech R1 (MiniLM-L6 + trained top layer), ONNX fp32"] or "ONNX int8" in ws.records[0].name
         assert "on cpu" in win.model_label.text()
-        qtbot.mouseClick(ws.view.warning.primary, Qt.MouseButton.LeftButton)
+        click_shown(qtbot, ws.view.warning.primary)
         type_text(qtbot, win, "I love spending time with my family")
         assert wait_for_prediction(qtbot, win).label == "not hate"
     finally:
