@@ -139,15 +139,7 @@ def composed(seed: str, swap: Draft, other: Draft) -> Draft | None:
 
 
 def interleaved(drafts: Iterable[Draft]) -> Iterator[Draft]:
-    """Round-robin over edit types."""
-    by_type: dict[str, list[Draft]] = {}
-    for d in drafts:
-        by_type.setdefault(d.edit_type, []).append(d)
-    queues = list(by_type.values())
-    for rank in range(max((len(q) for q in queues), default=0)):
-        for queue in queues:
-            if rank < len(queue):
-                yield queue[rank]
+    return rules.round_robin(drafts, lambda draft: draft.edit_type)
 
 
 def drafts_for(seed: str, label: str, labels: Sequence[str], task_code: str, lexicon: Lexicon,

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from functools import lru_cache
+from typing import TypeVar
 
 from app.core.assist.base import GeneratorUnavailable, makes
 from app.core.assist.lexicon import Lexicon, shipped_lexicon
@@ -30,6 +31,8 @@ from app.core.assist.rule_text import (
     with_apostrophe,
 )
 from app.core.assist.types import Candidate, GenerationContext, Generator, Goal, Unavailable
+
+T = TypeVar("T")
 
 PER_RULE = 4  # candidates one rule may offer: the checker's batch is shared with the other generators
 MAX_RULE_CANDIDATES = 24
@@ -509,11 +512,11 @@ def _wanted(ctx: GenerationContext, candidate: Candidate, source: str | None) ->
     return candidate.claimed_label != source and ctx.writer_label in (None, candidate.claimed_label)
 
 
-def _interleaved(candidates: list[Candidate]) -> Iterator[Candidate]:
+def round_robin(items: Iterable[T], edit_type: Callable[[T], str]) -> Iterator[T]:
     """Round-robin over edit types, so a cap keeps every type represented."""
-    by_type: dict[str, list[Candidate]] = {}
-    for c in candidates:
-        by_type.setdefault(c.edit_type, []).append(c)
+    by_type: dict[str, list[T]] = {}
+    for item in items:
+        by_type.setdefault(edit_type(item), []).append(item)
     queues = list(by_type.values())
     for rank in range(max((len(q) for q in queues), default=0)):
         for queue in queues:
@@ -533,7 +536,7 @@ def generate_rules(ctx: GenerationContext, limit: int = MAX_RULE_CANDIDATES) -> 
     source = source_label(ctx)
     seen = {ctx.text}
     out: list[Candidate] = []
-    for candidate in _interleaved([c for c in family(ctx) if _wanted(ctx, c, source)]):
+    for candidate in round_robin([c for c in family(ctx) if _wanted(ctx, c, source)], lambda c: c.edit_type):
         if candidate.text not in seen:
             seen.add(candidate.text)
             out.append(candidate)
