@@ -75,7 +75,8 @@ def grow(obj: Context, task_code: str, per_seed: int | None, seeds: tuple[str, .
                                 f"{uuid.UUID(int=0)}).") from None
     desk = obj.desk
     person = desk.current_person()
-    desk.lead.require_lead(person.id)
+    desk.lead.require_lead(person.id, action="generate the adaptive suite's variants",
+                           switch="`dynadesk init --name NAME --role lead` makes a lead's profile this desk's")
     round_ = desk.tasks.round(task_code)  # the open round: the variants go there, its target checks them
     records = desk.models.round_models(round_.id)
     if not records:

@@ -306,7 +306,7 @@ class SuiteController(QObject):
         chosen = [uuid.UUID(str(s)) for s in seeds]
 
         def prepare() -> list[Any]:
-            desk.lead.require_lead(person)
+            desk.lead.require_lead(person, action="generate the adaptive suite's variants")
             if per_seed != desk.tasks.settings(code).variants_per_seed:  # the lead's new limit, for the team
                 desk.set_task_settings(person, code, variants_per_seed=per_seed)
             if not snapshot.targets:

@@ -77,7 +77,8 @@ def test_suite_commands_fail_clearly(data_dir, tmp_path, tiny_classifier_dir):
                          "is a directory")
     assert_clean_failure(dynadesk("suite", "grow", "--task", HATE, "--seed", "abc", data_dir=data_dir),
                          "not an example id")
-    assert_clean_failure(dynadesk("suite", "grow", "--task", HATE, data_dir=data_dir), "lead")
+    assert_clean_failure(dynadesk("suite", "grow", "--task", HATE, data_dir=data_dir),
+                         "only team leads and owners can generate the adaptive suite's variants")
     with Desk(data_dir) as desk:  # the desk now works as a lead
         desk.switch_person(desk.people.create("Lee Lead", "lead").id)
     assert_clean_failure(dynadesk("suite", "grow", "--task", HATE, data_dir=data_dir),

@@ -107,7 +107,7 @@ class AdaptiveSuite:
             if self._current_person is None:
                 raise GrowError("Say who generates the variants (a lead).")
             generated_by = self._current_person()
-        self.lead.require_lead(generated_by)
+        self.lead.require_lead(generated_by, action="generate the adaptive suite's variants")
         return grow(self, task_code, models, seeds=seeds, per_seed=per_seed, generated_by=generated_by,
                     progress=progress)
 

@@ -57,19 +57,22 @@ class LeadReviewService:
         self.validation = validation
 
     @staticmethod
-    def _lead(session, lead_id: uuid.UUID) -> Person:
+    def _lead(session, lead_id: uuid.UUID, action: str = "adjudicate, accept or return work",
+              switch: str = "Profile menu") -> Person:
         lead = session.get(Person, lead_id)
         if lead is None:
             raise NotFound(f"There is no profile with id {lead_id}.")
         if lead.role not in LEAD_ROLES:
-            raise NotALead(f"{lead.display_name} is an {lead.role}: only team leads and owners can adjudicate, "
-                           "accept or return work. Switch to a lead profile (Profile menu).")
+            raise NotALead(f"{lead.display_name} is an {lead.role}: only team leads and owners can {action}. "
+                           f"Switch to a lead profile ({switch}).")
         return lead
 
-    def require_lead(self, person_id: uuid.UUID) -> None:
-        """Raises NotALead (with what to do) unless the profile is a lead or owner."""
+    def require_lead(self, person_id: uuid.UUID, *, action: str = "adjudicate, accept or return work",
+                     switch: str = "Profile menu") -> None:
+        """Raises NotALead, saying what needs a lead (``action``) and where to switch profile, unless the
+        profile is a lead or owner."""
         with self.db.read() as session:
-            self._lead(session, person_id)
+            self._lead(session, person_id, action, switch)
 
     def is_lead(self, person_id: uuid.UUID) -> bool:
         with self.db.read() as session:
