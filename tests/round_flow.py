@@ -90,20 +90,24 @@ def import_round_one(desk: Any, hatecheck: Path) -> Any:
 
 
 def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, peers: int = 3,
-                        lead: Any = None, task: str = TASK, labels: tuple[str, ...] = LABELS) -> dict[str, int]:
+                        lead: Any = None, task: str = TASK, labels: tuple[str, ...] = LABELS, only: Any = None,
+                        names: str = "Simulated validator") -> dict[str, int]:
     """Seeded peers give verdicts on every submitted round-1 example of ``task`` until it is decided: 'correct' (the
     author's label is the gold one), except with ``error_rate`` an 'incorrect' with the first other of ``labels``.
-    What the peers leave undecided, the lead settles with the gold label. Returns counts of what happened."""
+    What the peers leave undecided, the lead settles with the gold label. Returns counts of what happened.
+    ``only``: a condition on ``Example`` that narrows the examples (e.g. the variants grown since); ``names``:
+    the peers' name (numbered)."""
     from sqlalchemy import select
 
     from app.core.storage.models import Example
 
     rng = random.Random(seed)
-    people = [desk.people.create(f"Simulated validator {i + 1}", "annotator") for i in range(peers)]
+    people = [desk.people.create(f"{names} {i + 1}", "annotator") for i in range(peers)]
     lead = lead or desk.people.create("Simulated lead", "lead")
     round_id = desk.tasks.round(task, 1).id
+    query = select(Example.id, Example.true_label).where(Example.round_id == round_id)
     with desk.db.read() as session:
-        examples = list(session.execute(select(Example.id, Example.true_label).where(Example.round_id == round_id)
+        examples = list(session.execute((query if only is None else query.where(only))
                                         .order_by(Example.external_id, Example.id)))
     counts = {"examples": len(examples), "verdicts": 0, "wrong_verdicts": 0, "settled_by_lead": 0}
     for example_id, gold in examples:
@@ -131,15 +135,17 @@ def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, 
 
 
 def train_round_two(desk: Any, base_csv: Path, out: Path, *, progress: Any = None, round_weight: str = "auto",
-                    int8: str = "now", **config: Any) -> dict[str, Any]:
+                    int8: str = "now", variants: str | None = None, **config: Any) -> dict[str, Any]:
     """`dynadesk train --task hate_speech --rounds 1 --imported hatecheck --base DAVIDSON ...` with the desk's
     defaults (warm start from the round's target; ``config`` overrides training options, e.g. for a short run;
-    ``int8="later"`` leaves the int8 search for after promotion)."""
+    ``int8="later"`` leaves the int8 search for after promotion; ``variants``: the validated variants' weight, as
+    ``--variants W`` trains on them; None leaves them out, as the desk does by default)."""
     from app.core.next_round.round_training import RoundTrainingOptions, train_from_desk
     from local_models.train import TrainingConfig
 
+    extra = {} if variants is None else {"variants": variants}
     options = RoundTrainingOptions(task=TASK, rounds=[1], base_data=base_options(base_csv), imported=["hatecheck"],
-                                   round_weight=round_weight, config=TrainingConfig(**config), int8=int8)
+                                   round_weight=round_weight, config=TrainingConfig(**config), int8=int8, **extra)
     return train_from_desk(desk, options, out, progress=progress)
 
 
