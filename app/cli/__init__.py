@@ -24,6 +24,7 @@ from app.cli.serve import serve
 from app.cli.smoke import smoke_test
 from app.cli.suggest import suggest
 from app.cli.suggest_words import suggest_words
+from app.cli.suite import suite
 from app.cli.sync import sync
 from app.cli.wellbeing import wellbeing
 from app.core.errors import DynadeskError
@@ -32,7 +33,7 @@ from app.core.logs import log_file
 log = logging.getLogger("dynadesk")
 
 for command in (models, train, rounds, serve, sync, smoke_test, eval_, quality, suggest, suggest_words,
-                wellbeing):
+                wellbeing, suite):
     cli.add_command(command)
 rounds.add_command(compare)  # dynadesk rounds compare
 rounds.add_command(leaderboard)  # dynadesk rounds leaderboard

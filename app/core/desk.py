@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core import paths
+from app.core.adaptive_suite.service import AdaptiveSuite
 from app.core.changes import Changes, Data
 from app.core.domain import Role
 from app.core.errors import DynadeskError
@@ -63,6 +64,8 @@ class Desk:
         self.rounds = RoundService(self.db, self.tasks, self.models)
         self.review = ReviewQueries(self.db)
         self.lead = LeadReviewService(self.db, self.validation)
+        self.adaptive_suite = AdaptiveSuite(self.db, self.tasks, self.examples, self.lead,
+                                            lambda: self.current_person_id)
         self.dashboard = DashboardService(self.db, self.tasks)
         # Built per task on first use (from a worker in the GUI), then kept current from the change log.
         self.near_duplicates = NearDuplicateIndex(

@@ -23,6 +23,9 @@ from app.core.wellbeing.word_list import clean_words
 log = logging.getLogger(__name__)
 
 MAX_THRESHOLD: Final[int] = 20
+# How many variants of one seed the adaptive suite keeps from one growth (a lead's choice).
+VARIANTS_PER_SEED: Final[int] = 20
+MAX_VARIANTS_PER_SEED: Final[int] = 200
 # The JSON form of a task's settings on the wire (a lead's blur words alone may take about 480 KiB).
 MAX_SETTINGS_BYTES: Final[int] = 1024 * 1024
 _FORM: Final[str] = "task_setting"
@@ -70,6 +73,13 @@ def _blur_words(value: Any) -> tuple[str, ...]:
     return clean_words(value)
 
 
+def _variants_per_seed(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VARIANTS_PER_SEED:
+        raise InvalidTaskSettings(f"The variants kept per seed must be a whole number between 1 and "
+                                  f"{MAX_VARIANTS_PER_SEED}; got {value!r}.")
+    return value
+
+
 @dataclass(frozen=True)
 class TaskSettings:
     """``agreement_threshold``: matching peer verdicts that decide an example (None: the task
@@ -77,12 +87,14 @@ class TaskSettings:
     ``quality``: the near-duplicate threshold and the dashboard's alert lines.
     ``assist_words``: the lead's changes to the writing assistant's word lists (checked against the
     task's own lists where a lead sets them: ``Desk.set_task_settings``).
-    ``blur_words``: the words the team's leads added to the task's blur list."""
+    ``blur_words``: the words the team's leads added to the task's blur list.
+    ``variants_per_seed``: at most how many variants of one seed one growth of the adaptive suite adds."""
 
     agreement_threshold: int | None = setting(None, _threshold)
     quality: QualitySettings = setting(QualitySettings(), _quality, QualitySettings.to_json)
     assist_words: WordChanges = setting(WordChanges(), _word_changes, WordChanges.to_json)
     blur_words: tuple[str, ...] = setting((), _blur_words, list)
+    variants_per_seed: int = setting(VARIANTS_PER_SEED, _variants_per_seed)
 
     def __post_init__(self) -> None:
         for name, form in _forms(type(self)).items():

@@ -41,6 +41,7 @@ def filter_from(values: ReviewFilterValues, task_id: uuid.UUID | None) -> Exampl
         min_flags=values.min_flags,
         review_states=[None if s is None else s.value for s in values.review_states] if values.review_states else (),
         objected=values.objected,
+        variants=False,  # Review is what people wrote: the generated variants are vetted in Validate
     )
 
 

@@ -4,8 +4,9 @@ Taken: examples of the chosen rounds that are decided, with the decided label (a
 keeps the author's label, an *incorrect* one the agreed corrected label, a lead's adjudication
 overrides both: ``validation.summarise`` keeps that on the example). Left out, and counted by reason:
 drafts, retracted examples, examples decided as flagged, flagged-but-undecided and undecided ones
-(``include_undecided`` takes the undecided ones with the author's label), and imported data sets
-that are not named.
+(``include_undecided`` takes the undecided ones with the author's label), imported data sets
+that are not named, and the adaptive suite's variants unless asked for (``variants``: then its validated
+variants only, with their decided label, as source ``VARIANT``: the trainer may give them their own weight).
 
 Splits: ``app.core.tasks.splits.held_out_example`` decides which examples are held out (never trained
 on); the rest is training data. Base data (a labelled file) joins as its own part; the trainer
@@ -38,11 +39,13 @@ from app.core.domain import ExampleStatus, ValidationState, Verdict
 from app.core.errors import DynadeskError
 from app.core.storage.models import Example, Round
 from app.core.tasks.splits import held_out_example
+from app.core.tasks.variants import is_variant
 from app.core.text import clean_text
 from local_models.tokenization import ModelInput
 from local_models.train import LabelledData
 
 TRAIN, HELD_OUT, BASE = "train", "held_out", "base"
+VARIANT = "variant"  # the source of a validated variant of the adaptive suite (taken only when asked for)
 SPLITS = (TRAIN, HELD_OUT, BASE)
 CONFLICT_POLICY = ("Texts that appear with different labels are left out of training (round and base data) and "
                    "listed under conflicts with every id; held-out copies stay held out.")
@@ -58,7 +61,7 @@ class TrainingExample:
     text: ModelInput  # the text, or the pair (context, written text) of a task with a context
     label: str
     round: int | None  # None for base data
-    source: str  # "decided", "undecided", "imported" or "base"
+    source: str  # "decided", "undecided", "imported", "variant" or "base"
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class TrainingSet:
     excluded: dict[str, int]  # reason -> examples of the chosen rounds left out
     include_undecided: bool = False
     imported: list[str] = field(default_factory=list)
+    variants: bool = False  # the adaptive suite's validated variants were asked for
 
     def split(self, name: str) -> list[TrainingExample]:
         if name not in SPLITS:
@@ -124,6 +128,7 @@ class TrainingSet:
             "conflicts": len(self.conflicts),
             "include_undecided": self.include_undecided,
             "imported": list(self.imported),
+            "variants": self.variants,
         }
 
 
@@ -156,12 +161,20 @@ def imported_name(example: Any) -> str:
     return str(example.source or origin.get("format") or origin.get("file") or "imported")
 
 
-def _choose(example: Example, include_undecided: bool, imported: set[str]) -> tuple[str, str] | tuple[None, str]:
+def _choose(example: Example, include_undecided: bool, imported: set[str], *,
+            variants: bool = False) -> tuple[str, str] | tuple[None, str]:
     """(label, source) when the example is taken; (None, reason) when it is left out."""
     if example.status == ExampleStatus.DRAFT:
         return None, "draft"
     if example.status == ExampleStatus.RETRACTED:
         return None, "retracted"
+    if is_variant(example.origin):  # generated, not written: only when asked, and only once people validated it
+        if not variants:
+            return None, "variant_not_asked"
+        if example.validation_state != ValidationState.DECIDED or example.decided_verdict == Verdict.FLAGGED \
+                or not example.decided_label or example.status == ExampleStatus.FLAGGED:
+            return None, "variant_not_validated"
+        return example.decided_label, VARIANT
     is_import = (example.origin or {}).get("kind") == "import"
     if is_import and not (_imported_names(example) & imported):
         return None, "imported_not_named"
@@ -179,9 +192,11 @@ def _choose(example: Example, include_undecided: bool, imported: set[str]) -> tu
 
 
 def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_undecided: bool = False,
-                 imported: Sequence[str] = (), base: LabelledData | None = None) -> TrainingSet:
+                 imported: Sequence[str] = (), base: LabelledData | None = None,
+                 variants: bool = False) -> TrainingSet:
     """The examples of ``rounds`` of the task a new model may learn from, split and de-duplicated
-    (with ``base``, the labelled base data joins the de-duplication as the ``base`` part)."""
+    (with ``base``, the labelled base data joins the de-duplication as the ``base`` part; with ``variants``,
+    the validated variants of the adaptive suite too, as source ``VARIANT``, each on its seed's side)."""
     from app.core.services.target_models import model_input
 
     task = desk.tasks.task(task_code)
@@ -214,7 +229,7 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
         seen_imports: set[str] = set()
         origins = {e.id: e.origin for e in examples}
         for example in examples:
-            label, source = _choose(example, include_undecided, named)
+            label, source = _choose(example, include_undecided, named, variants=variants)
             if (example.origin or {}).get("kind") == "import":
                 seen_imports |= _imported_names(example)
             if label is None:
@@ -236,7 +251,7 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
         for i, (text, label) in enumerate(zip(base.texts, base.labels))]
     train, held_out, base_kept, conflicts, duplicates = _deduplicate(chosen, base_rows)
     return TrainingSet(task_code, labels, wanted, train, held_out, base_kept, conflicts, duplicates,
-                       dict(sorted(excluded.items())), include_undecided, sorted(named))
+                       dict(sorted(excluded.items())), include_undecided, sorted(named), variants)
 
 
 def _check_base_inputs(task_code: str, definition: Any, base: LabelledData) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from app.core.domain import ExampleStatus, ValidationMode, Verdict
 from app.core.services.tasks import TaskService
 from app.core.storage.db import Database
+from app.core.tasks.variants import VARIANT_SOURCE
 
 STATUSES = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value, ExampleStatus.RETRACTED.value)
 RETRACTED = STATUSES.index(ExampleStatus.RETRACTED.value)
@@ -145,7 +146,8 @@ class DashboardSnapshot:
             "status": np.int8, "decided": np.int8, "decided_key": np.int32, "time_ms": np.int64,
             "submitted_at": np.float64, "perturbation": np.bool_, "edit_distance": np.float64,
             "arm": np.int8, "applied": np.bool_,  # the writing assistant's record (ARM_CODES), read in SQL
-            "imported": np.bool_,  # from a data set (a source): counted apart from MER and vMER
+            "imported": np.bool_,  # has a source (a data set, or a variant): not written, outside MER and vMER
+            "variant": np.bool_,  # a generated variant (tasks.variants): no one's writing, left out by example_mask
         })
         self.validations = _Table({
             "example": np.int64, "validator": np.int32, "key": np.int32, "peer": np.bool_, "at": np.float64,
@@ -209,7 +211,8 @@ class DashboardSnapshot:
 
     EXAMPLE_COLUMNS = ("rowid, id, task_id, round_id, author_id, true_label, model_fooled, status, decided_verdict, "
                        "decided_label, time_spent_ms, {submitted}, perturbation_of IS NOT NULL, edit_distance, "
-                       "json_extract(assistance, '$.arm'), json_extract(assistance, '$.applied'), source IS NOT NULL, updated_at")
+                       "json_extract(assistance, '$.arm'), json_extract(assistance, '$.applied'), source IS NOT NULL, "
+                       f"source IS '{VARIANT_SOURCE}', updated_at")
 
     def _load_examples(self, sql, thorough: bool, touched: set[str]) -> int:
         columns = self.EXAMPLE_COLUMNS.format(submitted=_epoch("submitted_at"))
@@ -247,7 +250,7 @@ class DashboardSnapshot:
         if not rows:
             return 0
         (rowids, ids, tasks, rounds, authors, labels, fooled, statuses, verdicts, decided_labels, times, submitted,
-         perturbation, edit_distance, arms, applied, imported, updated) = zip(*rows)
+         perturbation, edit_distance, arms, applied, imported, variant, updated) = zip(*rows)
         index = self.examples.upsert(list(ids), {
             "task": self.tasks_codes.many(tasks), "round": self.rounds.many(rounds), "author": self.people.many(authors),
             "label": self.labels_codes.many(labels),
@@ -262,6 +265,7 @@ class DashboardSnapshot:
             "arm": np.fromiter((ARM_CODES.get(a, -1) for a in arms), dtype=np.int8, count=len(arms)),
             "applied": np.array([a == 1 for a in applied], dtype=np.bool_),
             "imported": np.array(imported, dtype=np.bool_),
+            "variant": np.array(variant, dtype=np.bool_),
         })
         self._example_rowid = max(self._example_rowid, max(rowids))
         self._example_mark, self._examples_at_mark = _advance(self._example_mark, self._examples_at_mark, ids, updated)
@@ -352,8 +356,9 @@ class DashboardSnapshot:
         return codes.index.get(value.hex if isinstance(value, uuid.UUID) else value, -2)
 
     def example_mask(self, flt: DashboardFilter, *, authors: bool = True) -> np.ndarray:
+        """The examples the filter keeps; never a generated variant: the dashboard is about what people wrote."""
         ex = self.examples
-        mask = np.ones(len(ex), dtype=np.bool_)
+        mask = ~ex["variant"]
         if flt.task_id is not None:
             mask &= ex["task"] == self._code(self.tasks_codes, flt.task_id)
         if flt.round_ids:

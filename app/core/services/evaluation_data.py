@@ -350,15 +350,19 @@ def _origins(session: Any, examples: Sequence[Any]) -> dict[Any, Any]:
 def resample_units(cases: Sequence[Case]) -> list[str]:
     """What a bootstrap draws whole: what the held-out split keeps together (a group such as a template, or a
     perturbation pair), whose members are not independent items."""
-    return [c.extra.get("group") or c.extra.get("perturbation_of") or c.id for c in cases]
+    return [c.extra.get("group") or c.extra.get("seed") or c.extra.get("perturbation_of") or c.id for c in cases]
 
 
 def _round_case_extra(example: Any, origins: Mapping[Any, Any]) -> dict[str, str]:
     """What a round case carries for the held-out split (``splits.is_held_out``): its pair's original and its
     split group (its own, else its original's)."""
     from app.core.tasks.splits import split_group
+    from app.core.tasks.variants import split_root
 
     extra = {"perturbation_of": str(example.perturbation_of)} if example.perturbation_of else {}
+    root = split_root(example.origin)
+    if root is not None:  # a variant goes with its seed: resampled and split as one unit
+        extra["seed"] = str(root)
     group = split_group(example.origin, origins.get(example.perturbation_of) if example.perturbation_of else None)
     return {**extra, "group": group} if group else extra
 

@@ -234,12 +234,32 @@ class ExampleService:
             self._finish(session, example, content, outputs)
             return example
 
-    def _finish(self, session: Session, example: Example, content: Content, outputs: Sequence[ModelOutput]) -> None:
+    def create_generated(self, author_id: uuid.UUID, task_code: str,
+                         items: Sequence[tuple[Content, Sequence[ModelOutput], dict[str, Any]]], *,
+                         source: str, round_number: int | None = None) -> list[Example]:
+        """Submit examples the desk generated (``items``: content, the target's outputs, origin) in one unit
+        of work, under ``source`` (not written: ``tasks.figures.is_written``); metadata the task requires of a
+        writer is not required of them. All are stored or none (``InvalidExample`` naming the first refused)."""
+        task = self.tasks.task(task_code)
+        round_ = self.tasks.round(task_code, round_number)
+        out: list[Example] = []
+        with self.db.write() as session:
+            self._require_person(session, author_id)
+            for content, outputs, origin in items:
+                example = Example(task_id=task.id, round_id=round_.id, author_id=author_id, origin=dict(origin),
+                                  source=source, status=ExampleStatus.DRAFT.value)
+                session.add(example)
+                self._finish(session, example, content, outputs, require_metadata=False)
+                out.append(example)
+        return out
+
+    def _finish(self, session: Session, example: Example, content: Content, outputs: Sequence[ModelOutput], *,
+                require_metadata: bool = True) -> None:
         definition = self.tasks.definition(example.task_id)
         round_ = session.get_one(Round, example.round_id)
         if round_.status != RoundStatus.OPEN:
             raise InvalidExample(f"Round {round_.number} is closed; examples can no longer be submitted to it.")
-        checked = check_content(definition, content)
+        checked = check_content(definition, content, require_metadata=require_metadata)
         if example.perturbation_of is not None:
             parent = self._submitted(session, example.perturbation_of)
             ops, distance = word_edits(parent.text, written_text(definition, checked.inputs))

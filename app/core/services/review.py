@@ -17,6 +17,7 @@ from app.core.domain import ExampleStatus
 from app.core.errors import DynadeskError
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleFacet, Person, Round, Task
+from app.core.tasks.variants import sql_not_variant, sql_variant
 
 NOT_DRAFT = (ExampleStatus.SUBMITTED.value, ExampleStatus.FLAGGED.value, ExampleStatus.RETRACTED.value)
 # FTS5 trigram needs at least three characters; shorter terms fall back to a substring scan.
@@ -40,6 +41,9 @@ class ExampleFilter:
     perturbations_only: bool = False
     review_states: Sequence[str | None] = ()  # "accepted", "returned"; None = not reviewed yet
     objected: bool | None = None  # True: a validator (peer or lead) said incorrect or flagged it; False: none did
+    # the adaptive suite's generated variants: None: with the rest (Data), False: left out (Review: what people
+    # wrote), True: only them
+    variants: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,10 @@ class ReviewQueries:
             conditions.append(Example.objection_count > 0 if flt.objected else Example.objection_count == 0)
         if flt.perturbations_only:
             conditions.append(Example.perturbation_of.is_not(None))
+        if flt.variants is True:
+            conditions.append(sql_variant(Example.source))
+        elif flt.variants is False and self._any_variants():  # no variant: the covering indexes answer as before
+            conditions.append(sql_not_variant(Example.source))
         if flt.review_states:
             named = [state for state in flt.review_states if state is not None]
             either = [Example.review_state.in_(named)] if named else []
@@ -150,6 +158,11 @@ class ReviewQueries:
         for term in short_terms:
             conditions.append(Example.text.ilike(f"%{_escape_like(term)}%", escape="\\"))
         return query.where(and_(*conditions))
+
+    def _any_variants(self) -> bool:
+        """Whether the desk holds any variant (one look through the source index)."""
+        with self.db.read() as session:
+            return session.scalar(select(Example.id).where(sql_variant(Example.source)).limit(1)) is not None
 
     def rows(
         self,

@@ -58,17 +58,26 @@ def _model_figures(extra: str) -> Any:
 
 MODEL_FIGURES = _model_figures("")
 IMPORTED_MODEL_FIGURES = _model_figures(f"AND {rule.sqlite_imported('e.source')}")
+VARIANT_MODEL_FIGURES = _model_figures(f"AND {rule.sqlite_variants('e.source')}")
 # The imported examples alone, per round, author or task: through the source index (the few imported
 # rows), which SQLite's planner passes over for an index that spares it the GROUP BY's sort.
 _COUNTS, _COUNTED = rule.sqlite_counts("status", "model_fooled", "decided_verdict")
-IMPORTED_FIGURES = {by: text(
-    f"""
-    SELECT {column}, {_COUNTS}
-    FROM examples INDEXED BY ix_examples_source_external_id
-    WHERE {_COUNTED} AND {rule.sqlite_imported('source')}
-      AND (:task_id IS NULL OR task_id = :task_id) AND (:round_id IS NULL OR round_id = :round_id)
-    GROUP BY {column}
-    """) for by, column in (("round", "round_id"), ("annotator", "author_id"), ("task", "task_id"))}
+
+
+def _sourced_figures(condition: str) -> dict[str, Any]:
+    return {by: text(
+        f"""
+        SELECT {column}, {_COUNTS}
+        FROM examples INDEXED BY ix_examples_source_external_id
+        WHERE {_COUNTED} AND {condition}
+          AND (:task_id IS NULL OR task_id = :task_id) AND (:round_id IS NULL OR round_id = :round_id)
+        GROUP BY {column}
+        """) for by, column in (("round", "round_id"), ("annotator", "author_id"), ("task", "task_id"))}
+
+
+IMPORTED_FIGURES = _sourced_figures(rule.sqlite_imported("source"))
+# The adaptive suite's variants, through the same index: generated, not written, so in no one's figures.
+VARIANT_FIGURES = _sourced_figures(rule.sqlite_variants("source"))
 
 
 class StatsService:
@@ -83,6 +92,7 @@ class StatsService:
             if by == "model":
                 every = {uuid.UUID(k): rest for k, *rest in session.execute(MODEL_FIGURES, params)}
                 imported = {uuid.UUID(k): rest for k, *rest in session.execute(IMPORTED_MODEL_FIGURES, params)}
+                variants = {uuid.UUID(k): rest for k, *rest in session.execute(VARIANT_MODEL_FIGURES, params)}
             else:
                 key = {"round": Example.round_id, "annotator": Example.author_id, "task": Example.task_id}[by]
 
@@ -94,7 +104,10 @@ class StatsService:
                     query = query.where(Example.round_id == round_id)
                 every = {k: rest for k, *rest in session.execute(query)}
                 imported = {uuid.UUID(k): rest for k, *rest in session.execute(IMPORTED_FIGURES[by], params)}
-            counts = [(k, *rule.written_counts(v, imported.get(k, (0, 0, 0)))) for k, v in every.items()]
+                variants = {uuid.UUID(k): rest for k, *rest in session.execute(VARIANT_FIGURES[by], params)}
+            counts = [(k, *rule.written_counts(v, imported.get(k, (0, 0, 0)), variants.get(k, (0, 0, 0))))
+                      for k, v in every.items()]
+            counts = [row for row in counts if any(row[1:])]  # a group of variants alone is in no figure
             names = self._names(session, by, [row[0] for row in counts])
         figures = [Figures(str(k), names.get(k, str(k)), s, f, v, i) for k, s, f, v, i in counts]
         return sorted(figures, key=lambda f: f.name)

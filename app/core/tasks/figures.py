@@ -3,7 +3,9 @@
 - An example counts as *submitted* when its status is submitted or flagged (drafts and retracted
   examples do not count) and it was written on a desk against the round's target: imported data sets
   (HateCheck cases, ANLI, DynaHate; anything with a ``source``) were not written against this model,
-  so they count apart, as *imported*, and never in MER or vMER.
+  so they count apart, as *imported*, and never in MER or vMER. The adaptive suite's variants
+  (``tasks.variants``: generated from a seed, not anyone's writing) have a source too, so they are
+  never written; they are not imported either, and count in neither.
 - It *fooled* the model when its "fooled" is true (None, nothing judged, does not count).
 - It is *validated fooling* when it fooled the model and the decision on it is 'correct' (the
   author's label stands).
@@ -28,6 +30,7 @@ from statistics import median
 from typing import Any
 
 from app.core.domain import ExampleStatus, Verdict
+from app.core.tasks.variants import VARIANT_SOURCE, is_variant_source, sql_not_variant, sql_variant
 
 COUNTED_STATUSES = (ExampleStatus.SUBMITTED, ExampleStatus.FLAGGED)
 COUNTED = tuple(status.value for status in COUNTED_STATUSES)  # as stored
@@ -47,8 +50,8 @@ def is_submitted(status: str, source: str | None = None) -> bool:
 
 
 def is_imported(status: str, source: str | None) -> bool:
-    """A submitted example of an imported data set: counted apart, outside MER and vMER."""
-    return status in COUNTED and not is_written(source)
+    """A submitted example of an imported data set: counted apart, outside MER and vMER (a variant is none)."""
+    return status in COUNTED and not is_written(source) and not is_variant_source(source)
 
 
 def is_fooling(fooled: bool | None) -> bool:
@@ -195,7 +198,12 @@ def sql_submitted(status: Any, source: Any) -> Any:
 
 def sql_imported(status: Any, source: Any) -> Any:
     """The WHERE clause of the imported examples, counted apart (``is_imported``)."""
-    return status.in_(COUNTED) & source.is_not(None)
+    return status.in_(COUNTED) & source.is_not(None) & sql_not_variant(source)
+
+
+def sql_variants(status: Any, source: Any) -> Any:
+    """The WHERE clause of the counted-status variants: in neither the written nor the imported counts."""
+    return status.in_(COUNTED) & sql_variant(source)
 
 
 def sql_in_figures(status: Any) -> Any:
@@ -212,7 +220,8 @@ def sql_counts(fooled: Any, decided_verdict: Any, source: Any) -> tuple[Any, Any
     written = source.is_(None)
     fooling = and_(written, sql_fooling(fooled))
     return (sql_total(written), sql_total(fooling),
-            sql_total(and_(fooling, decided_verdict == VALIDATING_VERDICT.value)), sql_total(source.is_not(None)))
+            sql_total(and_(fooling, decided_verdict == VALIDATING_VERDICT.value)),
+            sql_total(and_(source.is_not(None), sql_not_variant(source))))
 
 
 def sql_fooling(fooled: Any) -> Any:
@@ -237,12 +246,15 @@ def sql_status_counts(fooled: Any, decided_verdict: Any) -> tuple[Any, Any, Any]
     return func.count(), sql_total(fooling), sql_total(and_(fooling, decided_verdict == VALIDATING_VERDICT.value))
 
 
-def written_counts(every: Sequence[int], imported: Sequence[int]) -> tuple[int, int, int, int]:
+def written_counts(every: Sequence[int], imported: Sequence[int],
+                   variants: Sequence[int] = (0, 0, 0)) -> tuple[int, int, int, int]:
     """(submitted, fooled, validated fooling, imported) from the counts of ``sql_status_counts`` over every
-    counted row and over the imported ones alone: what ``sql_counts`` gives in one (slower) pass."""
+    counted row, over the imported ones alone and over the variants alone: what ``sql_counts`` gives in
+    one (slower) pass."""
     rows, fooled, validated = (int(v or 0) for v in every)
     i_rows, i_fooled, i_validated = (int(v or 0) for v in imported)
-    return rows - i_rows, fooled - i_fooled, validated - i_validated, i_rows
+    v_rows, v_fooled, v_validated = (int(v or 0) for v in variants)
+    return (rows - i_rows - v_rows, fooled - i_fooled - v_fooled, validated - i_validated - v_validated, i_rows)
 
 
 def sqlite_counts(status: str, fooled: str, decided_verdict: str) -> tuple[str, str]:
@@ -257,7 +269,12 @@ def sqlite_counts(status: str, fooled: str, decided_verdict: str) -> tuple[str, 
 
 def sqlite_imported(source: str) -> str:
     """The extra WHERE condition (SQLite text) that keeps imported rows only (``sql_imported``)."""
-    return f"{source} IS NOT NULL"
+    return f"{source} IS NOT NULL AND {source} IS NOT '{VARIANT_SOURCE}'"
+
+
+def sqlite_variants(source: str) -> str:
+    """The extra WHERE condition (SQLite text) that keeps the variants only (``sql_variants``)."""
+    return f"{source} = '{VARIANT_SOURCE}'"
 
 
 

@@ -8,6 +8,8 @@ What is hashed is the example's *split unit*:
 - otherwise its pair's original id, so both halves of a perturbation pair fall on the same side;
 - otherwise its own id.
 A perturbation of a grouped original takes the original's group (``split_group``), so pairs stay together too.
+A variant of a seed (``tasks.variants``) falls where its seed falls: it carries the seed's group and the id
+the seed is hashed by, so a seed and all its variants are on one side.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from typing import Any
+
+from app.core.tasks.variants import split_root
 
 HELD_OUT_SHARE = 0.10
 _BUCKETS = 10_000
@@ -48,5 +52,9 @@ def is_held_out(example_id: uuid.UUID, perturbation_of: uuid.UUID | None = None,
 
 def held_out_example(example_id: uuid.UUID, perturbation_of: uuid.UUID | None, origin: Mapping[str, Any] | None,
                      original_origin: Mapping[str, Any] | None = None) -> bool:
-    """``is_held_out`` for a stored example (its ``origin``, and its original's for a perturbation)."""
+    """``is_held_out`` for a stored example (its ``origin``, and its original's for a perturbation); a
+    variant on its seed's side."""
+    root = split_root(origin)
+    if root is not None:
+        return is_held_out(root, None, group_of(origin))
     return is_held_out(example_id, perturbation_of, split_group(origin, original_origin))

@@ -15,6 +15,7 @@ from app.core.domain import SyncState, utcnow
 from app.core.errors import DynadeskError, NotFound
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExposureSpan, Meta, Person, Task, Validation, WellbeingBreak
+from app.core.tasks.variants import is_variant_source
 from app.core.wellbeing.breaks import BreakAction, BreakClock, BreakKind, BreakPrompt
 from app.core.wellbeing.exposure import (
     MAX_READING_MS,
@@ -75,13 +76,15 @@ class WellbeingService:
                 spent_ms: int, ended_at: datetime) -> Span | None:
         if activity is not Activity.WRITING:
             spent_ms = min(spent_ms, MAX_READING_MS)
-        found = session.execute(select(Task.code, Example.true_label).join(Task, Task.id == Example.task_id)
-                                .where(Example.id == example_id)).first()
+        found = session.execute(select(Task.code, Example.true_label, Example.source)
+                                .join(Task, Task.id == Example.task_id).where(Example.id == example_id)).first()
         if found is None:
             raise NotFound(f"There is no example with id {example_id}.")
-        code, label = found
+        code, label, source = found
         if not spent_ms or not self.harmful.is_harmful(code, label):
             return None
+        if activity is Activity.WRITING and is_variant_source(source):
+            return None  # generated, not written: reading it (validating, reviewing) counts, "writing" it does not
         row = ExposureSpan(person_id=person_id, activity=activity.value, task_code=code, example_id=example_id,
                            started_at=ended_at - timedelta(milliseconds=spent_ms), ended_at=ended_at,
                            zone=self.zone, sync_state=SyncState.PENDING.value)

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from app.core.domain import Role
 from app.core.services.stats import Figures
 from app.core.tasks import figures as rule
+from app.core.tasks.variants import sql_not_variant
 from sync.protocol import ArmFigureRow, Duplicate, FigureRow
 from sync.server.db import ServerDatabase
 from sync.server.models import Example, Person, Round, Task
@@ -33,7 +34,8 @@ def team_figures(db: ServerDatabase, me: Person, by: str, team: str | None = Non
         rows = session.execute(
             select(key, *rule.sql_counts(Example.model_fooled, Example.decided_verdict, Example.source),
                    rule.sql_total(Example.duplicate_of.is_not(None)))
-            .where(Example.team == team, rule.sql_in_figures(Example.status)).group_by(key)).all()
+            .where(Example.team == team, rule.sql_in_figures(Example.status), sql_not_variant(Example.source))
+            .group_by(key)).all()
         ids = [row[0] for row in rows]
         if by == "round":
             names = {rid: f"{name} · round {number}" for rid, name, number in session.execute(

@@ -1,0 +1,1 @@
+"""The adaptive suite: topics grown from what fooled the target, their generated variants, vetted by people."""
