@@ -7,7 +7,8 @@
   trained on and are scored at the end, per round;
 - weigh every round example by ``round_weight`` against a base example in the loss (a per-example
   sample weight on top of the class weights), so that a few hundred validated examples can move a
-  model trained on tens of thousands;
+  model trained on tens of thousands; generated variants of round examples (validated like them) weigh
+  ``variant_weight`` and are trained on only, never part of a dev or test set;
 - start the trained tensors from a parent's trained part (warm start) instead of the base encoder.
 
 Nothing here reads files of ours beyond model folders; the caller hands in texts and labels.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import random
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,9 @@ class RoundRows:
     # positions in base_texts of the base train/dev/test parts, when the caller fixes them (e.g. as the base
     # file's own seeded split, so its test rows stay the test rows another model was scored on); None: split here
     base_split: tuple[list[int], list[int], list[int]] | None = None
+    # generated, validated variants of round examples: trained on only (never dev or test), with their own weight
+    variant_texts: list[ModelInput] = field(default_factory=list)
+    variant_labels: list[int] = field(default_factory=list)
 
 
 def auto_round_weight(base_train: int, round_train: int, share: float = DEFAULT_ROUND_SHARE) -> float:
@@ -135,24 +139,28 @@ def tensors_sha256(tensors: dict[str, Any]) -> str:
 class RoundHooks:
     """What ``train_classifier`` asks of a round training run (its ``hooks`` argument)."""
 
-    def __init__(self, rows: RoundRows, round_weight: float, warm: WarmStart | None, weighting: dict[str, Any]):
+    def __init__(self, rows: RoundRows, round_weight: float, warm: WarmStart | None, weighting: dict[str, Any],
+                 variant_weight: float = 1.0):
         self.rows, self.round_weight, self.warm, self.weighting = rows, round_weight, warm, weighting
-        n_base, n_round = len(rows.base_texts), len(rows.round_texts)
+        self.variant_weight = variant_weight
+        n_base, n_round, n_variant = len(rows.base_texts), len(rows.round_texts), len(rows.variant_texts)
         self.base_idx = list(range(n_base))
         self.round_idx = list(range(n_base, n_base + n_round))
-        self.held_idx = list(range(n_base + n_round, n_base + n_round + len(rows.held_out_texts)))
+        self.variant_idx = list(range(n_base + n_round, n_base + n_round + n_variant))
+        first_held = n_base + n_round + n_variant
+        self.held_idx = list(range(first_held, first_held + len(rows.held_out_texts)))
         self.splits: dict[str, list[int]] = {}
 
     def split(self, data: LabelledData, config: TrainingConfig) -> tuple[list[int], list[int], list[int]]:
         if self.base_idx:
             base_train, dev, test = self.rows.base_split or stratified_split(self.rows.base_labels, config)
-            train = base_train + self.round_idx
+            train = base_train + self.round_idx + self.variant_idx
             self.splits = {"base_train": base_train, "base_dev": dev, "base_test": test, "round_dev": []}
         else:
             shuffled = self.round_idx[:]
             random.Random(config.seed).shuffle(shuffled)
             cut = max(1, round(len(shuffled) * config.dev_fraction))
-            dev, train = sorted(shuffled[:cut]), sorted(shuffled[cut:])
+            dev, train = sorted(shuffled[:cut]), sorted(shuffled[cut:]) + self.variant_idx
             if not train or not self.held_idx:
                 raise TrainingFailed("Without base data, training needs round examples to train on and held-out "
                                      "ones to test on; decide more examples or give --base data.")
@@ -184,9 +192,9 @@ class RoundHooks:
         import torch
 
         per_example = torch.nn.functional.cross_entropy(logits, targets, weight=class_weights, reduction="none")
-        first_round = len(self.base_idx)
-        samples = torch.tensor([self.round_weight if i >= first_round else 1.0 for i in chunk],
-                               dtype=per_example.dtype)
+        first_round, first_variant = len(self.base_idx), len(self.base_idx) + len(self.round_idx)
+        samples = torch.tensor([self.variant_weight if i >= first_variant else self.round_weight if i >= first_round
+                                else 1.0 for i in chunk], dtype=per_example.dtype)
         return (per_example * samples).sum() / (class_weights[targets] * samples).sum()
 
     def evaluate(self, predict: Callable[[list[int]], list[int]]) -> dict[str, Any]:
@@ -207,7 +215,8 @@ class RoundHooks:
     def describe(self) -> dict[str, Any]:
         return {"rounds": {"weighting": self.weighting, "warm_start": None if self.warm is None else {
             "from": str(self.warm.source), "tensors_sha256": self.warm.tensors_sha256},
-            "rows": {"base": len(self.base_idx), "round": len(self.round_idx), "held_out": len(self.held_idx)},
+            "rows": {"base": len(self.base_idx), "round": len(self.round_idx), "held_out": len(self.held_idx),
+                     **({"variants": len(self.variant_idx)} if self.variant_idx else {})},
             "source": self.rows.source}}
 
 
@@ -223,8 +232,9 @@ def int8_texts(rows: RoundRows, hooks: RoundHooks, splits: dict[str, list[int]],
 
 
 def combined(rows: RoundRows) -> LabelledData:
-    labels = rows.base_labels + rows.round_labels + rows.held_out_labels
-    return LabelledData(rows.base_texts + rows.round_texts + rows.held_out_texts, labels, list(rows.label_names),
+    labels = rows.base_labels + rows.round_labels + rows.variant_labels + rows.held_out_labels
+    return LabelledData(rows.base_texts + rows.round_texts + rows.variant_texts + rows.held_out_texts, labels,
+                        list(rows.label_names),
                         dict(rows.source))
 
 
@@ -241,7 +251,7 @@ def train_with_rounds(rows: RoundRows, out_dir: Path, *, config: TrainingConfig,
                       weighting: dict[str, Any], base_dir: Path | None = None, warm: WarmStart | None = None,
                       name: str = "", progress: Progress | None = None, frozen_cache: FrozenCache | None = None,
                       before_install: Callable[[Path, RoundTrainingResult], None] | None = None,
-                      int8: str = INT8_NOW) -> RoundTrainingResult:
+                      int8: str = INT8_NOW, variant_weight: float = 1.0) -> RoundTrainingResult:
     """Train into a staging folder, assemble the model beside the trained part, let ``before_install``
     add its files (the manifest), then move the whole folder into place: a cancelled or failed run
     leaves nothing half-written at ``out_dir``. ``int8``: search the int8 recipe now (``INT8_NOW``), or
@@ -260,7 +270,7 @@ def train_with_rounds(rows: RoundRows, out_dir: Path, *, config: TrainingConfig,
             raise TrainingFailed(f"The parent model answers {', '.join(parent_labels)}, not the task's "
                                  f"{', '.join(rows.label_names)}; use --from base.")
         config.train_layers = warm.train_layers
-    hooks = RoundHooks(rows, round_weight, warm, weighting)
+    hooks = RoundHooks(rows, round_weight, warm, weighting, variant_weight)
     progress = progress or Progress()
     stages = 4 if int8 == INT8_NOW else 3  # frozen layers, training, assembling (and the int8 search)
     out_dir.parent.mkdir(parents=True, exist_ok=True)

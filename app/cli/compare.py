@@ -48,12 +48,14 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
             html_unescape: bool, base_split: str, split_seed: int, suite: str | None, seed: int, resamples: int, out_dir: str | None,
             as_json: bool) -> None:
     """Compare a candidate model with the open round's target(s) on every round's held-out split (as the
-    candidate's training held it out), the base data's test split (default: the one its manifest names)
-    and every suite of the task (and --suite); each difference has a paired bootstrap 95 % interval, and
-    the promotion rule's verdict names the worst split. Exits 4 when the rule refuses the candidate."""
+    candidate's training held it out), the base data's test split (default: the one its manifest names),
+    every suite of the task (and --suite) and the adaptive suite of validated variants (per topic family too;
+    only the variants of held-out seeds when a compared model trained on variants); each difference has a
+    paired bootstrap 95 % interval, and the promotion rule's verdict names the worst split. Exits 4 when the
+    rule refuses the candidate."""
     from app.cli.models import _label_map_option, _progress
     from app.core.next_round.comparison import BaseTestOptions, compare_candidate
-    from app.core.next_round.comparison_report import write_report
+    from app.core.next_round.comparison_report import FAMILY_HEADERS, family_table_rows, write_report
     from app.core.next_round.round_training import parse_rounds
 
     base_options = None
@@ -78,6 +80,7 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
                                "current_sha256s": list(report.current_sha256s), "worse": report.worse,
                                "verdict": report.document.get("verdict"),
                                "pooled": report.document["pooled"], "differences": report.document["differences"],
+                               "adaptive_suite": report.document.get("adaptive_suite"),
                                "files": [str(p) for p in written] if written else None}, indent=2))
         _exit_if_refused(report)
         return
@@ -87,6 +90,12 @@ def compare(obj, task_code: str, model_dir: str, rounds_spec: str | None, base_t
     click.echo(format_table(["split", "metric", "current", "candidate", "difference, points [95% interval]", "n"], rows))
     for line in report.summary_lines():  # the promotion rule's verdict, then every split it judged
         click.echo(line)
+    adaptive = report.document.get("adaptive_suite")
+    if adaptive:
+        click.echo(adaptive["rule"])
+        rows = family_table_rows(adaptive)
+        if rows:
+            click.echo(format_table(FAMILY_HEADERS, rows))
     for warning in report.document["evaluation"]["warnings"]:
         click.echo(f"Warning: {warning}", err=True)
     if written:

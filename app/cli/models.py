@@ -234,6 +234,10 @@ def models_default(obj, variant: str) -> None:
 @click.option("--round-weight", default="auto", show_default=True,
               help="With --task: loss weight of a round example against a base example, or 'auto' (round "
                    "examples carry a quarter of the loss).")
+@click.option("--variants", "variants", is_flag=False, flag_value="1", default=None, metavar="[WEIGHT]",
+              help="With --task: also train on the validated variants of the rounds' seeds (the adaptive suite), "
+                   "each weighing WEIGHT written round examples (the flag alone: 1). Variants of held-out seeds are "
+                   "never trained on; the manifest lists every variant taken.")
 @click.option("--frozen-cache/--no-frozen-cache", default=True, show_default=True,
               help="With --task or --manifest: keep the frozen layers' outputs in the desk's cache "
                    "(<data>/cache/frozen-states, at most 3 GB) for the next run; the weights are the same either way.")
@@ -256,7 +260,7 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
           text_column: str | None, context_column: str | None, label_column: str | None, out_dir: str,
           label_map: str | None, html_unescape: bool, keep_duplicates: bool, base_path: str | None, encoder_dir: str | None,
           start_from: str | None, include_undecided: bool, imported: tuple[str, ...], round_weight: str,
-          frozen_cache: bool, int8: str, name: str | None, seed: int, epochs: int, train_layers: int, batch_size: int, learning_rate: float,
+          variants: str | None, frozen_cache: bool, int8: str, name: str | None, seed: int, epochs: int, train_layers: int, batch_size: int, learning_rate: float,
           max_length: int, class_weighting: str, threads: int) -> None:
     """Train a classifier's top layers: on a CSV file, or on a task's decided examples from the desk.
 
@@ -275,6 +279,7 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
     \b
     dynadesk train --task hate_speech --rounds 1 --base labeled_data.csv --text-column tweet \\
         --label-column class --label-map '0=hate,1=not hate,2=not hate' --html-unescape --out next
+    dynadesk train --task hate_speech --rounds 1 --variants 0.5 ... --out next-amplified
     dynadesk train --manifest next/manifest.json --out next-again
 
     Pair tasks (NLI) train on (context, text) pairs: name the base data's context column too.
@@ -298,6 +303,8 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
                                + (f"; got {' and '.join(forms)}." if forms else "."))
     if manifest_path:
         _refuse_options_beside_manifest()
+    if variants is not None and not task_code:
+        raise click.UsageError("--variants goes with --task (training from the desk, where the validated variants are).")
     if data_path and int8 == "later":
         raise click.UsageError("--int8 later goes with --task or --manifest (a candidate promoted from the desk); "
                                "a CSV-trained part searches its int8 form in training.")
@@ -320,7 +327,7 @@ def train(obj, data_path: str | None, task_code: str | None, rounds_spec: str | 
         else:
             _train_desk(obj.desk, task_code, rounds_spec, (text_column, context_column), label_column, Path(out_dir), label_map,
                         html_unescape, base_path, encoder_dir, start_from, include_undecided, imported,
-                        round_weight, frozen_cache, int8, name, config, progress)
+                        round_weight, frozen_cache, int8, name, config, progress, variants)
     except ModelError as exc:
         raise DynadeskError(str(exc)) from exc
 
@@ -364,13 +371,14 @@ def _record_int8(out_dir: Path, data, splits, source: str, base_dir, seed: int, 
 
 def _train_desk(desk, task_code, rounds_spec, text_columns, label_column, out_dir: Path, label_map, html_unescape,
                 base_path, encoder_dir, start_from, include_undecided, imported, round_weight, frozen_cache, int8,
-                name, config, progress) -> None:
+                name, config, progress, variants: str | None = None) -> None:
     from app.core.next_round.round_training import (
         BaseDataOptions,
         RoundTrainingOptions,
         parse_rounds,
         train_from_desk,
     )
+    from app.core.next_round.variant_training import parse_variant_weight
 
     if not rounds_spec:
         raise click.UsageError("--task needs --rounds (e.g. --rounds 1,2).")
@@ -390,7 +398,7 @@ def _train_desk(desk, task_code, rounds_spec, text_columns, label_column, out_di
         task=task_code, rounds=parse_rounds(rounds_spec), base_data=base_data, start_from=start_from,
         include_undecided=include_undecided, imported=list(imported), round_weight=round_weight,
         encoder=str(Path(encoder_dir).resolve()) if encoder_dir else None, name=name or "", config=config,
-        frozen_cache=frozen_cache, int8=int8)
+        frozen_cache=frozen_cache, int8=int8, variants=parse_variant_weight(variants))
     _report_desk_run(train_from_desk(desk, options, out_dir, progress=progress), out_dir)
 
 
@@ -424,6 +432,12 @@ def _report_desk_run(manifest: dict, out_dir: Path) -> None:
                f"base rows; {counts['held_out']:,} held out. Started from "
                + (f"the target {parent['model_sha256'][:12]}" if parent["kind"] == "target" else "the base encoder")
                + f"; round weight {manifest['weighting']['value']:g}.")
+    taken = manifest.get("variants")
+    if taken:
+        left = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in taken["left_out"].items())
+        click.echo(f"Validated variants: {taken['count']:,} of {taken['seeds']:,} seeds trained on, each weighing "
+                   f"{taken['weight']:g} round example(s) (sample weight {taken['sample_weight']:g})"
+                   + (f"; left out: {left}" if left else "") + ".")
     if summary["excluded"]:
         click.echo("Left out: " + ", ".join(f"{k} {v}" for k, v in summary["excluded"].items()))
     if summary["conflicts"]:

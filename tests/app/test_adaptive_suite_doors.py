@@ -111,20 +111,20 @@ def test_the_validate_queue_takes_the_variant(world):
 
 def test_round_training_takes_variants_only_when_asked(world):
     from app.core.next_round.inputs import round_counts
-    from app.core.next_round.training_data import VARIANT, training_set
+    from app.core.next_round.training_data import training_set
 
     desk, _, _, _, seed, variant, _ = world
     plain = training_set(desk, HATE, [1], include_undecided=True)
-    taken = {e.id for e in plain.train + plain.held_out}
+    taken = {e.id for e in plain.train + plain.held_out + plain.variants}
     assert str(variant) not in taken and str(seed.id) in taken
-    assert plain.excluded.get("variant_not_asked") == 1 and plain.summary()["variants"] is False
+    assert "variants" not in plain.summary()  # not asked: no variant part at all
     asked = training_set(desk, HATE, [1], include_undecided=True, variants=True)
-    (taken_variant,) = [e for e in asked.train + asked.held_out if e.id == str(variant)]
-    assert taken_variant.source == VARIANT and taken_variant.label == "hate"
+    assert str(variant) not in {e.id for e in asked.train + asked.held_out}  # never a round example
     held_seed = str(seed.id) in {e.id for e in asked.held_out}
-    assert (taken_variant in asked.held_out) == held_seed  # a seed and its variants: one side
+    # a seed and its variants: one side; a held-out seed's variants are never trained on
+    assert [(e.id, e.source, e.label) for e in asked.variants] == ([] if held_seed else [(str(variant), "variant", "hate")])
     (count,) = [c for c in round_counts(desk, HATE) if c.number == 1]
-    assert (count.decided, count.undecided, count.left_out, count.variants) == (1, 1, 0, 1)
+    assert (count.decided, count.undecided, count.left_out) == (1, 1, 0)  # the variant is nobody's writing
 
 
 def test_writing_exposure_is_not_recorded_for_a_variant_reading_is(world):

@@ -1,7 +1,9 @@
 """Compare before promoting: a candidate model against the open round's target(s), on every split the
 desk has: each round's held-out split (exactly what the candidate's training held out, ``held_out.py``),
-the base data's test split and every functional suite of the task, each difference with a paired
-bootstrap 95 % interval (``bootstrap.py``). Qt-free; long work takes a ``Progress``.
+the base data's test split, every functional suite of the task and the adaptive suite of validated
+variants (``suite_split.py``: only the variants of held-out seeds when a compared model trained on variants),
+each difference with a paired bootstrap 95 % interval (``bootstrap.py``), the adaptive suite's also per topic
+family. Qt-free; long work takes a ``Progress``.
 
     report = compare_candidate(desk, "hate_speech", Path("candidate"), base_test=Path("davidson.csv"),
                                base_options=BaseTestOptions("tweet", "class", {"0": "hate", ...}))
@@ -151,6 +153,9 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
             if not any(s.source.endswith(f"sha256 {sha}") for s in stored):  # imported already: scored once
                 sets.append(read_hatecheck_suite(Path(suite)))
         sets += stored
+        adaptive = _adaptive_split(desk, task_code, manifest, targets)
+        if adaptive is not None:
+            sets.append(adaptive.eval_set)
     except EvaluationInputError as exc:
         raise ComparisonError(str(exc)) from exc
     _check_gold_labels(sets, definition.labels)
@@ -180,10 +185,43 @@ def compare_candidate(desk: Any, task_code: str, candidate_dir: Path, *, rounds:
     evaluation = evaluate(choices, [s for s in sets if s.cases], options, task_code=task_code, records=records,
                           progress=progress, loader=loader)
     evaluation["warnings"], evaluation["notes"] = _overlap(choices, sets, options, records)
-    evaluation["notes"] += held.notes
+    evaluation["notes"] += held.notes + ([adaptive.rule] if adaptive is not None else [])
     document = _document(task_code, sets, held_out, evaluation, current, open_round.number, candidate, seed, resamples, rounds,
                          base_test, base_options, suite)
+    if adaptive is not None:
+        document["adaptive_suite"] = _adaptive_document(adaptive, document, seed, resamples)
     return report_from_document(document)
+
+
+def _adaptive_split(desk: Any, task_code: str, manifest: Mapping[str, Any] | None,
+                    targets: Sequence[ModelRecord]) -> Any:
+    """The adaptive suite's split (None when the task has no validated variant): every validated variant, or
+    only those of held-out seeds when the candidate or the current target trained on variants."""
+    from app.core.next_round.suite_split import adaptive_suite_split, trained_on_variants
+
+    taken = [str(v.get("id")) for v in ((manifest or {}).get("variants") or {}).get("taken") or []]
+    split = adaptive_suite_split(desk, task_code, held_out_only=trained_on_variants(manifest, targets),
+                                 exclude_ids=taken)
+    return split if split.validated else None
+
+
+def _adaptive_document(adaptive: Any, document: Mapping[str, Any], seed: int, resamples: int) -> dict[str, Any]:
+    """The suite's rule and, per topic family, each model's wrong answers and the accuracy difference with
+    its paired interval (what the report's family table shows)."""
+    from app.core.next_round.suite_split import family_rows
+
+    cases = adaptive.eval_set.cases
+    split = next(s for s in document["splits"] if s["key"] == adaptive.eval_set.key)
+    labels = {model: {item["id"]: item[model]["label"] for item in split["items"]} for model in ("current", "candidate")}
+    rows = family_rows(cases, labels) if cases else []
+    for row in rows:
+        chosen = [c for c in cases if (c.functionality or "written") == row["family"]]
+        interval = paired_bootstrap([c.gold for c in chosen], [labels["current"][c.id] for c in chosen],
+                                    [labels["candidate"][c.id] for c in chosen], "accuracy",
+                                    groups=resample_units(chosen), resamples=resamples, seed=seed,
+                                    stream=f"{adaptive.eval_set.key}:{row['family']}")
+        row.update({"difference": interval.difference, "low": interval.low, "high": interval.high})
+    return {**adaptive.to_json(), "families": rows}
 
 
 def _overlap(choices: Sequence[Any], sets: Sequence[EvalSet], options: Any,

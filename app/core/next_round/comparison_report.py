@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,34 @@ def interval_chart(rows: list[Difference], *, title: str, width: int = 760) -> s
     return "".join(parts)
 
 
+def family_table_rows(adaptive: Mapping[str, Any] | None) -> list[list[str]]:
+    """The adaptive suite's per-family rows (family, n, current wrong, candidate wrong, accuracy current ->
+    candidate, difference [interval]), as the CLI and the HTML page show them."""
+    rows = []
+    for row in (adaptive or {}).get("families") or []:
+        now, new = row.get("current") or {}, row.get("candidate") or {}
+        rows.append([str(row["family"]), f"{row['n']:,}", f"{now.get('wrong', 0):,}", f"{new.get('wrong', 0):,}",
+                     f"{pct(now.get('accuracy'))} → {pct(new.get('accuracy'))}",
+                     f"{_points(row.get('difference'))} [{_points(row.get('low'))}, {_points(row.get('high'))}]"])
+    return rows
+
+
+FAMILY_HEADERS = ["topic family", "n", "current wrong", "candidate wrong", "accuracy", "difference, points [95 %]"]
+
+
+def adaptive_suite_html(adaptive: Mapping[str, Any] | None) -> list[str]:
+    """The adaptive suite's section: which variants were scored (the rule) and the per-family table."""
+    if not adaptive:
+        return []
+    out = ["<h2>Adaptive suite, per topic family</h2>", f"<p class='muted'>{escape(str(adaptive['rule']))} "
+           "A topic's variants are resampled together (one seed, one unit). A family with few variants says "
+           "little: the promotion rule judges the suite as a whole, as one more split.</p>"]
+    rows = [[escape(cell) for cell in row] for row in family_table_rows(adaptive)]
+    out.append(table(FAMILY_HEADERS, rows, numeric_from=1) if rows else
+               "<p>No validated variant on the side scored.</p>")
+    return out
+
+
 def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> str:
     """``blur_words``: the reader's, where they browse masked: the example lists show them as dots."""
     doc: dict[str, Any] = report.document
@@ -99,6 +127,7 @@ def render_html(report: ComparisonReport, *, blur_words: Sequence[str] = ()) -> 
     out.append("<p class='muted'>“fooling examples now right”: of the round's held-out examples validated as "
                "fooling the model they were written against, the share each model labels correctly; the rest "
                "still fool it.</p>")
+    out += adaptive_suite_html(doc.get("adaptive_suite"))
     out.append("<h2>Items on which the two models differ</h2>")
     if blur_words:
         out.append("<p class='muted'>Texts are shown with the task's blur words masked (•), as the reader's "

@@ -6,8 +6,6 @@ training uses (``training_data._choose`` for which examples count and with which
 - A candidate with a training manifest is scored on the held-out ids its manifest lists, for the rounds
   it was trained on (read, not re-derived: the manifest is what training did), with the manifest's own
   choices (imported data sets named, undecided examples taken or not).
-- The adaptive suite's variants are scored here only for a candidate whose manifest says it trained on them
-  (each on its seed's side); otherwise the suite is scored as a split of its own.
 - Any other model, and rounds the candidate never saw, are scored on every example training would hold
   out: decided examples (their decided label) and every imported data set's examples (their gold
   label), on the held-out side. An imported example on the held-out side is held out of every
@@ -89,8 +87,6 @@ def held_out_sets(desk: Any, task_code: str, rounds: Literal["all"] | Sequence[i
             raise EvaluationInputError(f"{task_code} has no round {', '.join(map(str, unknown))} (it has {have}).")
     wanted = [r for r in all_rounds if rounds == "all" or r.number in set(rounds)]
     trained, recorded, undecided, named = manifest_held_out(manifest)
-    # a candidate trained on the adaptive suite's variants held out those of held-out seeds: scored on them too
-    variants = bool(((manifest or {}).get("options") or {}).get("variants")) and bool(recorded)
     labels = set(definition.labels)
     held = HeldOut([])
     found: set[str] = set()
@@ -104,8 +100,7 @@ def held_out_sets(desk: Any, task_code: str, rounds: Literal["all"] | Sequence[i
             cases, eligible, imported = [], 0, 0
             for row in rows:
                 label, source = _choose(cast(Example, row), undecided if by_manifest else False,
-                                        named if by_manifest else _imported_names(cast(Example, row)),
-                                        variants=variants and by_manifest)
+                                        named if by_manifest else _imported_names(cast(Example, row)))
                 if label is None or label not in labels:
                     continue
                 eligible += 1

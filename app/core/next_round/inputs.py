@@ -24,8 +24,9 @@ from app.core.storage.models import Example, Round
 from app.core.tasks.splits import held_out_example
 
 CANDIDATES_FOLDER = "candidates"
-# _choose's reasons for leaving an example out that still count as "written in the round"
-_NOT_WRITTEN = ("draft", "retracted", "variant_not_asked")  # a variant is counted apart (``variants``)
+# _choose's reasons for leaving an example out that are not "left out" of what people wrote in the round (a
+# generated variant is nobody's writing: the adaptive suite counts it)
+_NOT_WRITTEN = ("draft", "retracted", "variant")
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,6 @@ class RoundCount:
     imported: Mapping[str, int] = field(default_factory=dict)
     # of those, on the held-out side: never trained on, whichever sets are named; compared on (held_out.py)
     imported_held_out: Mapping[str, int] = field(default_factory=dict)
-    # the adaptive suite's validated variants in the round: taken only when asked for (on their seeds' sides)
-    variants: int = 0
-    variants_held_out: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +67,7 @@ class TrainDefaults:
     rounds: tuple[int, ...]  # the rounds chosen last time; () when never used
     warm_target: str | None  # the current target a warm start would start from; None when none can
     suite: str
+    variants: bool = False  # trained on validated variants too, last time
 
 
 def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
@@ -83,8 +82,7 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
     with desk.db.read() as session:
         rounds = list(session.scalars(select(Round).where(Round.task_id == task.id).order_by(Round.number)))
         for round_ in rounds:
-            counts[round_.id] = {"decided": 0, "held_out": 0, "undecided": 0, "left_out": 0, "variants": 0,
-                                 "variants_held_out": 0}
+            counts[round_.id] = {"decided": 0, "held_out": 0, "undecided": 0, "left_out": 0}
         imported: dict[uuid.UUID, dict[str, int]] = {round_.id: {} for round_ in rounds}
         imported_held: dict[uuid.UUID, dict[str, int]] = {round_.id: {} for round_ in rounds}
         columns = [getattr(Example, name) for name in _Row._fields]
@@ -95,12 +93,6 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
             label, source = _choose(cast(Example, row), True, set())
             tally = counts.get(round_id)
             if tally is None:
-                continue
-            if source == "variant_not_asked":
-                label, source = _choose(cast(Example, row), False, set(), variants=True)
-                if label is not None:
-                    tally["variants"] += 1
-                    tally["variants_held_out"] += held_out_example(row.id, row.perturbation_of, row.origin)
                 continue
             if label is None and source == "imported_not_named":
                 label, source = _choose(cast(Example, row), False, _imported_names(cast(Example, row)))
@@ -184,7 +176,7 @@ def train_defaults(desk: Any, task_code: str) -> TrainDefaults:
         start = options.get("start_from") or ("target" if warm_target else "base")
         return TrainDefaults(base, start if warm_target else "base", str(options.get("round_weight", "auto")),
                              bool(options.get("include_undecided")), tuple(manifest.get("rounds", ())),
-                             warm_target, "")
+                             warm_target, "", options.get("variants") is not None)
     base = None
     if isinstance(trained_with, Mapping) and trained_with.get("text_column"):
         found = _training_file_here(trained_with)

@@ -77,6 +77,8 @@ class RoundTrainingOptions:
     include_undecided: bool = False
     imported: list[str] = field(default_factory=list)
     round_weight: str = "auto"  # "auto" (DEFAULT_ROUND_SHARE of the loss) or a number
+    # train on validated variants too, each weighing this many written round examples; None: not at all
+    variants: float | None = None
     encoder: str | None = None  # base encoder folder; None: the packaged all-MiniLM-L6-v2
     frozen_cache: bool = True  # keep the frozen layers' outputs in the desk's cache across runs (same weights)
     int8: str = "now"  # "now": the int8 search runs in training; "later": after promotion, in the background
@@ -170,7 +172,8 @@ def round_rows(data: TrainingSet, base: LabelledData | None, config: TrainingCon
                      data.texts("train"), [index[x] for x in data.labels_of("train")],
                      data.texts("held_out"), [index[x] for x in data.labels_of("held_out")],
                      [e.round or 0 for e in data.held_out], source,
-                     base_file_split(data, base, config) if config is not None else None)
+                     base_file_split(data, base, config) if config is not None else None,
+                     data.texts("variants"), [index[x] for x in data.labels_of("variants")])
 
 
 def round_weight_for(requested: str, data: TrainingSet, config: TrainingConfig) -> tuple[float, dict[str, Any]]:
@@ -200,8 +203,12 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
     if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / MANIFEST_FILE).is_file():
         raise DynadeskError(f"{out_dir} is a folder with other files in it; give a new or empty folder for --out.")
     base = read_base_data(options.base_data)
+    if options.variants is not None:
+        from app.core.next_round.variant_training import parse_variant_weight
+
+        options.variants = parse_variant_weight(options.variants)
     data = training_set(desk, options.task, options.rounds, include_undecided=options.include_undecided,
-                        imported=options.imported, base=base)
+                        imported=options.imported, base=base, variants=options.variants is not None)
     if not data.train and not data.base:
         raise TrainingDataError(f"Rounds {', '.join(map(str, data.rounds))} of '{options.task}' have no decided "
                                 f"examples to train on (left out: {data.excluded or 'none'}).")
@@ -221,12 +228,19 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
         weight = float(expected["weighting"]["value"])
         weighting = expected["weighting"]
     rows = round_rows(data, base, options.config)
+    variant_weight = weight * (options.variants or 0.0)
     manifest: dict[str, Any] = {}
 
     def write_manifest(staging: Path, result: RoundTrainingResult) -> None:
         from safetensors.torch import load_file
 
         manifest.update(build_manifest(options, data, base, parent, encoder, weighting, result, rows))
+        if data.with_variants:
+            from app.core.next_round.variant_training import variants_manifest
+
+            manifest["variants"] = variants_manifest(
+                ({"id": e.id, **data.variant_origins[e.id]} for e in data.variants), float(options.variants or 0.0),
+                variant_weight, data.variants_left_out)
         # the weights' own checksum: the file's header may list its metadata in another order from run to run
         manifest["output"]["trained_tensors_sha256"] = tensors_sha256(load_file(str(staging / TRAINED_PART_FILE)))
         write_document(manifest, staging / MANIFEST_FILE)
@@ -235,7 +249,7 @@ def train_from_desk(desk: Any, options: RoundTrainingOptions, out_dir: Path, *, 
     train_with_rounds(rows, out_dir, config=options.config, round_weight=weight, weighting=weighting,
                       base_dir=encoder, warm=parent.warm, name=options.name or f"{options.task} rounds "
                       f"{','.join(map(str, data.rounds))}", progress=progress, before_install=write_manifest,
-                      frozen_cache=cache, int8=options.int8)
+                      frozen_cache=cache, int8=options.int8, variant_weight=variant_weight)
     return manifest
 
 
@@ -247,10 +261,10 @@ def build_manifest(options: RoundTrainingOptions, data: TrainingSet, base: Label
     info = version_info()
     base_ids = data.ids("base")
     round_ids = data.ids("train")
-    n_base = len(base_ids)
+    rows_ids = base_ids + round_ids + data.ids("variants")  # the trainer's row order (train_rounds.combined)
 
     def ids_of(indices: Sequence[int]) -> list[str]:
-        return [base_ids[i] if i < n_base else round_ids[i - n_base] for i in indices]
+        return [rows_ids[i] for i in indices]
 
     options_json = asdict(options)
     options_json.pop("config")
@@ -262,6 +276,7 @@ def build_manifest(options: RoundTrainingOptions, data: TrainingSet, base: Label
         "options": options_json, "config": asdict(options.config), "seed": options.config.seed,
         "data": {
             "splits": {"train": round_ids, "held_out": data.ids("held_out"), "base": base_ids,
+                       **({"variants": data.ids("variants")} if data.with_variants else {}),
                        **{name: ids_of(idx) for name, idx in result.splits.items()}},
             "hashes": data.hashes(),
             "base_file": None if base is None else {"file": base.source["file"], "sha256": base.source["sha256"],
@@ -306,8 +321,8 @@ def check_same_data(expected: Mapping[str, Any], data: TrainingSet, base: Labell
         raise DynadeskError(f"The base data file is not the one the manifest records (sha256 "
                             f"{str(recorded_base)[:12]}..., now {str(current_base)[:12]}...); it cannot be reproduced.")
     problems = []
-    for split in ("train", "held_out", "base"):
-        before, now = expected["data"]["splits"][split], data.ids(split)
+    for split in ("train", "held_out", "base", "variants"):
+        before, now = expected["data"]["splits"].get(split, []), data.ids(split)
         if before != now:
             problems.append(f"{split}: {len(set(now) - set(before))} added, {len(set(before) - set(now))} gone"
                             + ("" if set(before) != set(now) else ", order changed"))

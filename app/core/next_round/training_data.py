@@ -4,9 +4,11 @@ Taken: examples of the chosen rounds that are decided, with the decided label (a
 keeps the author's label, an *incorrect* one the agreed corrected label, a lead's adjudication
 overrides both: ``validation.summarise`` keeps that on the example). Left out, and counted by reason:
 drafts, retracted examples, examples decided as flagged, flagged-but-undecided and undecided ones
-(``include_undecided`` takes the undecided ones with the author's label), imported data sets
-that are not named, and the adaptive suite's variants unless asked for (``variants``: then its validated
-variants only, with their decided label, as source ``VARIANT``: the trainer may give them their own weight).
+(``include_undecided`` takes the undecided ones with the author's label), and imported data sets
+that are not named.
+
+Variants: generated variants (``adaptive_suite``) are never round examples; with ``variants`` the validated ones of
+the chosen rounds' training-side seeds join as their own part (``variant_training``).
 
 Splits: ``app.core.tasks.splits.held_out_example`` decides which examples are held out (never trained
 on); the rest is training data. Base data (a labelled file) joins as its own part; the trainer
@@ -35,18 +37,17 @@ from typing import Any
 
 from sqlalchemy import select
 
+from app.core.adaptive_suite.variants import is_variant
 from app.core.domain import ExampleStatus, ValidationState, Verdict
 from app.core.errors import DynadeskError
 from app.core.storage.models import Example, Round
 from app.core.tasks.splits import held_out_example
-from app.core.tasks.variants import is_variant
 from app.core.text import clean_text
 from local_models.tokenization import ModelInput
 from local_models.train import LabelledData
 
-TRAIN, HELD_OUT, BASE = "train", "held_out", "base"
-VARIANT = "variant"  # the source of a validated variant of the adaptive suite (taken only when asked for)
-SPLITS = (TRAIN, HELD_OUT, BASE)
+TRAIN, HELD_OUT, BASE, VARIANTS = "train", "held_out", "base", "variants"
+SPLITS = (TRAIN, HELD_OUT, BASE, VARIANTS)
 CONFLICT_POLICY = ("Texts that appear with different labels are left out of training (round and base data) and "
                    "listed under conflicts with every id; held-out copies stay held out.")
 
@@ -60,8 +61,8 @@ class TrainingExample:
     id: str  # the example's uuid; "base:<n>" for the n-th row kept from the base data file
     text: ModelInput  # the text, or the pair (context, written text) of a task with a context
     label: str
-    round: int | None  # None for base data
-    source: str  # "decided", "undecided", "imported", "variant" or "base"
+    round: int | None  # None for base data; a variant's: its seed's
+    source: str  # "decided", "undecided", "imported", "base" or "variant"
 
 
 @dataclass(frozen=True)
@@ -91,12 +92,16 @@ class TrainingSet:
     excluded: dict[str, int]  # reason -> examples of the chosen rounds left out
     include_undecided: bool = False
     imported: list[str] = field(default_factory=list)
-    variants: bool = False  # the adaptive suite's validated variants were asked for
+    # validated variants trained on (``variant_training``), only when asked; with what each was made from
+    variants: list[TrainingExample] = field(default_factory=list)
+    variant_origins: dict[str, dict[str, str]] = field(default_factory=dict)  # id -> seed_id, rule, family
+    variants_left_out: dict[str, int] = field(default_factory=dict)  # reason -> validated variants not taken
+    with_variants: bool = False
 
     def split(self, name: str) -> list[TrainingExample]:
         if name not in SPLITS:
             raise ValueError(f"unknown split '{name}'; the splits are {', '.join(SPLITS)}")
-        return {TRAIN: self.train, HELD_OUT: self.held_out, BASE: self.base}[name]
+        return {TRAIN: self.train, HELD_OUT: self.held_out, BASE: self.base, VARIANTS: self.variants}[name]
 
     def texts(self, name: str) -> list[ModelInput]:
         return [e.text for e in self.split(name)]
@@ -128,7 +133,8 @@ class TrainingSet:
             "conflicts": len(self.conflicts),
             "include_undecided": self.include_undecided,
             "imported": list(self.imported),
-            "variants": self.variants,
+            **({"variants": {"taken": len(self.variants), "seeds": len({o["seed_id"] for o in self.variant_origins.values()}),
+                             "left_out": dict(self.variants_left_out)}} if self.with_variants else {}),
         }
 
 
@@ -161,20 +167,15 @@ def imported_name(example: Any) -> str:
     return str(example.source or origin.get("format") or origin.get("file") or "imported")
 
 
-def _choose(example: Example, include_undecided: bool, imported: set[str], *,
-            variants: bool = False) -> tuple[str, str] | tuple[None, str]:
-    """(label, source) when the example is taken; (None, reason) when it is left out."""
+def _choose(example: Example, include_undecided: bool, imported: set[str]) -> tuple[str, str] | tuple[None, str]:
+    """(label, source) when the example is taken; (None, reason) when it is left out. Generated variants are
+    nobody's writing: never a round example (``variant_training`` takes them when asked)."""
+    if is_variant(example.origin):
+        return None, "variant"
     if example.status == ExampleStatus.DRAFT:
         return None, "draft"
     if example.status == ExampleStatus.RETRACTED:
         return None, "retracted"
-    if is_variant(example.origin):  # generated, not written: only when asked, and only once people validated it
-        if not variants:
-            return None, "variant_not_asked"
-        if example.validation_state != ValidationState.DECIDED or example.decided_verdict == Verdict.FLAGGED \
-                or not example.decided_label or example.status == ExampleStatus.FLAGGED:
-            return None, "variant_not_validated"
-        return example.decided_label, VARIANT
     is_import = (example.origin or {}).get("kind") == "import"
     if is_import and not (_imported_names(example) & imported):
         return None, "imported_not_named"
@@ -196,7 +197,7 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
                  variants: bool = False) -> TrainingSet:
     """The examples of ``rounds`` of the task a new model may learn from, split and de-duplicated
     (with ``base``, the labelled base data joins the de-duplication as the ``base`` part; with ``variants``,
-    the validated variants of the adaptive suite too, as source ``VARIANT``, each on its seed's side)."""
+    the validated variants of the rounds' training-side seeds join as the ``variants`` part)."""
     from app.core.services.target_models import model_input
 
     task = desk.tasks.task(task_code)
@@ -229,7 +230,9 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
         seen_imports: set[str] = set()
         origins = {e.id: e.origin for e in examples}
         for example in examples:
-            label, source = _choose(example, include_undecided, named, variants=variants)
+            label, source = _choose(example, include_undecided, named)
+            if source == "variant":
+                continue  # counted by the variant selection, when asked
             if (example.origin or {}).get("kind") == "import":
                 seen_imports |= _imported_names(example)
             if label is None:
@@ -249,9 +252,25 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
     base_rows = [] if base is None else [
         TrainingExample(f"base:{i}", text, base.label_names[label], None, "base")
         for i, (text, label) in enumerate(zip(base.texts, base.labels))]
-    train, held_out, base_kept, conflicts, duplicates = _deduplicate(chosen, base_rows)
+    variant_rows: list[TrainingExample] = []
+    variant_origins: dict[str, dict[str, str]] = {}
+    variants_left_out: dict[str, int] = {}
+    if variants:
+        from app.core.next_round.variant_training import select_variants
+
+        selection = select_variants(desk, task_code, wanted, labels)
+        variants_left_out = dict(selection.left_out)
+        held_texts = {normalised(item) for item in selection.held_out_items}
+        for v in selection.taken:
+            if normalised(v.text) in held_texts:  # the identity swaps of two seeds can meet across the split
+                variants_left_out["text_of_held_out_variant"] = variants_left_out.get("text_of_held_out_variant", 0) + 1
+                continue
+            variant_rows.append(TrainingExample(v.id, v.text, v.label, v.round, "variant"))
+            variant_origins[v.id] = {"seed_id": v.seed_id, "rule": v.rule, "family": v.family}
+    train, held_out, base_kept, conflicts, duplicates, variants_kept = _deduplicate(chosen, base_rows, variant_rows)
     return TrainingSet(task_code, labels, wanted, train, held_out, base_kept, conflicts, duplicates,
-                       dict(sorted(excluded.items())), include_undecided, sorted(named), variants)
+                       dict(sorted(excluded.items())), include_undecided, sorted(named), variants_kept,
+                       {e.id: variant_origins[e.id] for e in variants_kept}, variants_left_out, variants)
 
 
 def _check_base_inputs(task_code: str, definition: Any, base: LabelledData) -> None:
@@ -277,15 +296,17 @@ def _original_origin(session: Any, example: Example, origins: dict[Any, Any]) ->
     return origins[example.perturbation_of]
 
 
-def _deduplicate(chosen: Iterable[tuple[TrainingExample, bool]], base_rows: list[TrainingExample]):
-    """Group by normalised text; keep one copy per text and label, none to train on for a conflict."""
+def _deduplicate(chosen: Iterable[tuple[TrainingExample, bool]], base_rows: list[TrainingExample],
+                 variant_rows: Sequence[TrainingExample] = ()):
+    """Group by normalised text; keep one copy per text and label, none to train on for a conflict. A
+    written copy wins over a variant, and both over a base row."""
     held = [e for e, h in chosen if h]
     rounds = sorted((e for e, h in chosen if not h), key=lambda e: e.round or 0)  # stable: submission order within
     groups: dict[str, list[tuple[TrainingExample, str]]] = collections.defaultdict(list)
-    for part, members in ((HELD_OUT, held), (TRAIN, rounds), (BASE, base_rows)):
+    for part, members in ((HELD_OUT, held), (TRAIN, rounds), (VARIANTS, variant_rows), (BASE, base_rows)):
         for example in members:
             groups[normalised(example.text)].append((example, part))
-    keep: dict[str, set[str]] = {TRAIN: set(), HELD_OUT: set(), BASE: set()}
+    keep: dict[str, set[str]] = {TRAIN: set(), HELD_OUT: set(), BASE: set(), VARIANTS: set()}
     conflicts, duplicates = [], []
     for members in groups.values():
         if len({e.label for e, _ in members}) > 1:
@@ -300,4 +321,5 @@ def _deduplicate(chosen: Iterable[tuple[TrainingExample, bool]], base_rows: list
             else:
                 duplicates.append(Duplicate(example.id, kept[0].id))
     return ([e for e in rounds if e.id in keep[TRAIN]], [e for e in held if e.id in keep[HELD_OUT]],
-            [e for e in base_rows if e.id in keep[BASE]], conflicts, duplicates)
+            [e for e in base_rows if e.id in keep[BASE]], conflicts, duplicates,
+            [e for e in variant_rows if e.id in keep[VARIANTS]])
