@@ -17,7 +17,10 @@ from typing import Any
 
 WITHOUT, WITH, ROUND_ONE = "without", "with", "round-1 target"
 MODELS = (ROUND_ONE, WITHOUT, WITH)
-HELPED, HURT, UNCLEAR = "helped", "hurt", "no clear difference"
+HELPED, HURT, UNCLEAR, TOO_FEW = "helped", "hurt", "no clear difference", "too few units to tell"
+# a resample draws whole units (templates, topics); with fewer than this many the percentile interval is degenerate
+# (one template: every resample is the same items, so any difference "excludes 0")
+MIN_UNITS = 5
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class Item:
     group: str  # a HateCheck template, a topic (seed), or the row itself
     functionality: str | None = None  # HateCheck's functionality, or a variant's edit type (its topic family)
     fooled: bool = False  # a held-out case that fooled the round-1 target and was validated (a held-out seed)
+    edit: str | None = None  # a variant's own edit type (the generator's)
 
 
 @dataclass
@@ -78,8 +82,10 @@ class Figures:
         return [r for r in self.rows if r.reading == reading]
 
 
-def reading_of(low: float | None, high: float | None) -> str:
-    """Help or hurt only when the interval excludes 0."""
+def reading_of(low: float | None, high: float | None, units: int = MIN_UNITS) -> str:
+    """Help or hurt only when the interval excludes 0, and it was drawn from at least ``MIN_UNITS`` units."""
+    if units < MIN_UNITS:
+        return TOO_FEW
     if low is None or high is None:
         return UNCLEAR
     if low > 0:
@@ -109,7 +115,8 @@ def compare_split(split: Split, predictions: Mapping[str, Mapping[str, str]], *,
                                     seed=seed, stream=f"{split.key}:{metric}")
         rows.append(Row(split.part, split.key, split.name, metric, interval.items, split.groups,
                         score(metric, gold, labels[ROUND_ONE]), interval.current, interval.candidate,
-                        interval.difference, interval.low, interval.high, reading_of(interval.low, interval.high)))
+                        interval.difference, interval.low, interval.high,
+                        reading_of(interval.low, interval.high, split.groups)))
     return rows
 
 
@@ -153,7 +160,7 @@ def markdown_table(figures: Figures) -> str:
         cells = [r.part, r.name, METRIC_WORDS.get(r.metric, r.metric), f"{r.items} ({r.groups})",
                  _number(r.round_one), _number(r.without), _number(r.with_), _signed(r.difference),
                  "-" if r.low is None else f"[{_signed(r.low)}, {_signed(r.high)}]",
-                 f"**{r.reading}**" if r.reading != UNCLEAR else r.reading]
+                 f"**{r.reading}**" if r.reading in (HELPED, HURT) else r.reading]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -166,12 +173,13 @@ def plain_words(figures: Figures) -> list[str]:
                          f"[{_signed(r.low)}, {_signed(r.high)}]" for r in rows)
 
     helped, hurt = figures.by_reading(HELPED), figures.by_reading(HURT)
-    unclear = figures.by_reading(UNCLEAR)
+    unclear, few = figures.by_reading(UNCLEAR), figures.by_reading(TOO_FEW)
     lines = [f"Amplification HELPED (95 % interval above 0) on {len(helped)} of {len(figures.rows)} rows"
              + (f": {named(helped)}." if helped else "."),
              f"Amplification HURT (95 % interval below 0) on {len(hurt)} of {len(figures.rows)} rows"
              + (f": {named(hurt)}." if hurt else "."),
-             f"No clear difference (interval includes 0) on the other {len(unclear)} rows."]
+             f"No clear difference (interval includes 0) on {len(unclear)} rows; {len(few)} rows rest on fewer than "
+             f"{MIN_UNITS} units (templates or topics) and tell nothing either way."]
     many = [r for r in figures.rows if r.part == "(c)"]
     if many:
         lines.append(f"Part (c) has {len(many)} per-functionality intervals: at 95 % about "
@@ -186,7 +194,8 @@ def write_json(path: Path, figures: Figures, **extra: Any) -> Path:
                 "interval": {"method": "paired bootstrap, percentile, whole groups drawn together",
                              "confidence": 0.95, "resamples": figures.resamples, "seed": figures.seed,
                              "difference": "with variants - without variants",
-                             "reading": "helped/hurt only when the interval excludes 0"},
+                             "reading": f"helped/hurt only when the interval excludes 0 and rests on at least "
+                                        f"{MIN_UNITS} units"},
                 "rows": [r.to_json() for r in figures.rows],
                 "helped": [f"{r.split} {r.metric}" for r in figures.by_reading(HELPED)],
                 "hurt": [f"{r.split} {r.metric}" for r in figures.by_reading(HURT)], **extra}

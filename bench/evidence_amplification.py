@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ class Size:
 
 
 FULL = Size(None, None, None, None)
+MIN_EDIT_ITEMS = 10  # per variant edit type, a row only with this many held-out variants
 QUICK = Size(300, (10, 30), 3, 1)
 
 
@@ -115,13 +116,27 @@ def use_frozen_cache(desk: Any, shared: Path | None) -> None:
         folder.symlink_to(shared.resolve(), target_is_directory=True)
 
 
-def grow_variants(desk: Any, owner: Any, *, per_seed: int | None, threads: int, say: Any) -> dict[str, Any]:
-    """Every topic (validated fooling example of round 1) grows variants against the round-1 target, as the
-    lead's "Generate variants" does."""
+def chosen_seeds(topics: list[Any], held_ids: set[str], limit: int | None, seed: int) -> list[Any]:
+    """Every topic, or a seeded sample of ``limit`` of them drawn on each side of the held-out split in
+    proportion (so the held-out topics stay a tenth or so)."""
+    if limit is None or limit >= len(topics):
+        return topics
+    held = [t for t in topics if str(t.seed_id) in held_ids]
+    trained = [t for t in topics if str(t.seed_id) not in held_ids]
+    rng = random.Random(seed)
+    take_held = min(len(held), round(limit * len(held) / len(topics)))
+    return rng.sample(held, take_held) + rng.sample(trained, min(len(trained), limit - take_held))
+
+
+def grow_variants(desk: Any, owner: Any, *, per_seed: int | None, threads: int, say: Any, held_ids: set[str],
+                  max_seeds: int | None, seed: int) -> dict[str, Any]:
+    """The topics (validated fooling examples of round 1; all, or a seeded sample) grow variants against the
+    round-1 target, as the lead's "Generate variants" does."""
     from app.core.services.target_models import load_ensemble
 
     round_one = desk.tasks.round(flow.TASK, 1)
-    topics = desk.adaptive_suite.topics(flow.TASK)
+    every = desk.adaptive_suite.topics(flow.TASK)
+    topics = chosen_seeds(every, held_ids, max_seeds, seed)
     models = load_ensemble(desk.models.round_models(round_one.id), num_threads=threads)
     started = time.perf_counter()
     try:
@@ -130,13 +145,15 @@ def grow_variants(desk: Any, owner: Any, *, per_seed: int | None, threads: int, 
     finally:
         models.close()
     seconds = time.perf_counter() - started
-    counts = {k: v for k, v in vars(report).items() if isinstance(v, int | float | str)} \
-        if hasattr(report, "__dict__") else {}
-    from app.core.task_settings import task_settings
-
-    limit = per_seed if per_seed is not None else task_settings(desk, flow.TASK).variants_per_seed
-    return {"seeds": len(topics), "per_seed_limit": limit, "seconds": round(seconds, 1),
-            "seconds_per_seed": round(seconds / max(1, len(topics)), 3), "report": counts}
+    limit = per_seed if per_seed is not None else desk.tasks.settings(flow.TASK).variants_per_seed
+    grown = report.seeds
+    return {"seeds": len(topics), "topics": len(every), "held_out_seeds": sum(str(t.seed_id) in held_ids for t in topics),
+            "per_seed_limit": limit, "seconds": round(seconds, 1),
+            "seconds_per_seed": round(seconds / max(1, len(topics)), 3), "added": report.added,
+            "fooling_round_one": report.fooling, "folded_near_duplicates": report.folded,
+            "drafted": sum(g.drafted for g in grown), "over_limit": sum(g.over_limit for g in grown),
+            "refused_by_content_rules": sum(g.refused for g in grown), "seeds_with_none": len(report.skipped),
+            "summary": report.summary()}
 
 
 def validate_variants(desk: Any, *, seed: int, error_rate: float) -> dict[str, int]:
@@ -196,14 +213,18 @@ def davidson_test(base_csv: Path, seed: int) -> af.Split:
 
 def suite_held_out(desk: Any, held_ids: set[str]) -> tuple[af.Split, list[af.Split], dict[str, int]]:
     """(d) the adaptive suite's held-out topics: validated variants whose seed is a held-out case, with their
-    decided labels, one group per topic; and per edit type (the topic family)."""
+    decided labels, one group per topic; per topic family (the seed's HateCheck functionality) and per variant
+    edit type (the generator's edit, with enough items)."""
     cases = desk.adaptive_suite.cases(flow.TASK)
-    items = [af.Item(str(c.example_id), c.text, c.label, f"topic:{c.seed_id}", c.family) for c in cases
-             if str(c.seed_id) in held_ids]
+    items = [af.Item(str(c.example_id), c.text, c.label, f"topic:{c.seed_id}", c.family, edit=c.rule)
+             for c in cases if str(c.seed_id) in held_ids]
     split = af.Split("suite-held-out", "Adaptive suite, held-out topics", items, ("accuracy", "macro_f1"), "(d)",
                      "topics")
     families = [af.Split(s.key, s.name, s.items, ("accuracy",), "(d)", "topics")
-                for s in af.per_functionality(split, "(d)", "Adaptive suite held-out, edit type")]
+                for s in af.per_functionality(split, "(d)", "Adaptive suite held-out, family")]
+    by_edit = af.Split("suite-held-out-edit", "", [replace(i, functionality=i.edit) for i in items],
+                       ("accuracy",), "(d)", "topics")
+    families += af.per_functionality(by_edit, "(d)", "Adaptive suite held-out, variant edit", minimum=MIN_EDIT_ITEMS)
     counts = {"validated_variants": len(cases), "held_out_variants": len(items),
               "held_out_topics": split.groups, "topics": len({c.seed_id for c in cases})}
     return split, families, counts
@@ -238,21 +259,25 @@ def predict_all(desk: Any, splits: list[af.Split], candidates: dict[str, Path], 
 def split_checks(desk: Any, manifests: dict[str, dict[str, Any]], held_ids: set[str]) -> dict[str, Any]:
     """What keeps the comparison fair, counted: both candidates hold out the same HateCheck cases, the one
     WITHOUT trains on no variant, and no variant of a held-out seed is trained on."""
-    from app.core.adaptive_suite.variants import is_variant
+    from sqlalchemy import select
+
+    from app.core.adaptive_suite.variants import variant_clause
     from app.core.storage.models import Example
 
-    def variants_in(ids: list[str]) -> list[Any]:
-        with desk.db.read() as session:
-            found = [session.get(Example, uuid.UUID(i)) for i in ids if not i.startswith("base:")]
-            return [e.origin for e in found if e is not None and is_variant(e.origin)]
+    with desk.db.read() as session:
+        variant_ids = {str(i) for i in session.scalars(select(Example.id).where(variant_clause()))}
+
+    def trained(name: str) -> list[str]:
+        splits = manifests[name]["data"]["splits"]
+        return [i for part in ("train", "variants") for i in splits.get(part, [])]
 
     held = {k: {i for i in m["data"]["splits"]["held_out"] if i in held_ids} for k, m in manifests.items()}
-    trained_with = variants_in(manifests[af.WITH]["data"]["splits"]["train"])
-    return {"held_out_hatecheck_same": held[af.WITH] == held[af.WITHOUT],
+    taken = (manifests[af.WITH].get("variants") or {}).get("taken") or []
+    return {"held_out_hatecheck_same": held[af.WITH] == held[af.WITHOUT] and bool(held[af.WITH]),
             "held_out_hatecheck_cases": len(held[af.WITHOUT]),
-            "variants_trained_without": len(variants_in(manifests[af.WITHOUT]["data"]["splits"]["train"])),
-            "variants_trained_with": len(trained_with),
-            "held_out_seed_variants_trained": sum(str(o.get("seed_id")) in held_ids for o in trained_with)}
+            "variants_trained_without": sum(i in variant_ids for i in trained(af.WITHOUT)),
+            "variants_trained_with": sum(i in variant_ids for i in trained(af.WITH)),
+            "held_out_seed_variants_trained": sum(str(v.get("seed_id")) in held_ids for v in taken)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,7 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=11, help="seeds the simulated validators and the bootstrap")
     parser.add_argument("--davidson-rows", type=int, help="a seeded sample of Davidson instead of all of it")
     parser.add_argument("--per-seed", type=int, help="variants per seed at most (default: the task's setting)")
-    parser.add_argument("--variant-weight", default="auto", help="the variants' loss weight (--variants W)")
+    parser.add_argument("--max-seeds", type=int, help="grow a seeded sample of this many seeds, drawn on both sides "
+                        "of the held-out split in proportion (default: every seed)")
+    parser.add_argument("--variant-weight", default="1", help="the variants' loss weight, relative to a written "
+                        "round example (--variants W; the desk's default is 1)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for growing, training and scoring")
     parser.add_argument("--frozen-cache", type=Path, help="a folder that keeps the frozen layers' outputs across "
                         "runs (default: the new desk's own cache, filled by the first candidate's training)")
@@ -311,8 +339,10 @@ def run(args: argparse.Namespace, size: Size) -> int:
         round_validation = timings.timed("validate round 1", lambda: flow.simulate_validators(
             desk, seed=args.seed, error_rate=args.round_error_rate))
         print(f"Round 1 validation: {round_validation}", file=sys.stderr, flush=True)
-        grown = timings.timed("grow variants", lambda: grow_variants(desk, owner, per_seed=per_seed,
-                                                                      threads=args.threads, say=say))
+        _, _, held_ids = held_out_hatecheck(desk)
+        grown = timings.timed("grow variants", lambda: grow_variants(
+            desk, owner, per_seed=per_seed, threads=args.threads, say=say, held_ids=held_ids,
+            max_seeds=args.max_seeds, seed=args.seed))
         print(f"Grown: {grown}", file=sys.stderr, flush=True)
         variant_validation = timings.timed("validate variants", lambda: validate_variants(
             desk, seed=args.seed + 1, error_rate=args.error_rate))
@@ -342,13 +372,12 @@ def run(args: argparse.Namespace, size: Size) -> int:
 
 
 def weighting(manifest: dict[str, Any]) -> str:
-    parts = [f"round weight {manifest['weighting']['value']:g}"]
-    variants = manifest.get("variants") or manifest["weighting"].get("variants")
-    if isinstance(variants, dict):
-        value = variants.get("weight", variants.get("value"))
-        parts.append(f"variant weight {value:g} ({variants.get('count', variants.get('rows', '?'))} variants)"
-                     if isinstance(value, int | float) else f"variants {variants}")
-    return ", ".join(parts)
+    said = f"round weight {manifest['weighting']['value']:g}"
+    variants = manifest.get("variants")
+    if variants:
+        said += (f", {variants['count']} validated variants of {variants['seeds']} seeds at {variants['weight']:g} x "
+                 f"a round example (sample weight {variants['sample_weight']:g})")
+    return said
 
 
 def report(args: argparse.Namespace, size: Size, figures: af.Figures, grown: dict[str, Any],
@@ -361,9 +390,12 @@ def report(args: argparse.Namespace, size: Size, figures: af.Figures, grown: dic
           f"the default model (int8 ONNX), grouped by templ_id, decided by seeded simulated validators (error rate "
           f"{args.round_error_rate:g}); base data: {'all of' if davidson_rows is None else f'{davidson_rows} rows of'}"
           f" Davidson et al. (2017).")
-    print(f"Seeds: {grown['seeds']} validated round-1 examples that fooled the round-1 target; variants grown on the "
+    sampled = "" if grown["seeds"] == grown["topics"] else f" (a seeded sample of the {grown['topics']} topics)"
+    print(f"Seeds: {grown['seeds']}{sampled} validated round-1 examples that fooled the round-1 target, "
+          f"{grown['held_out_seeds']} of them held out; variants grown on the "
           f"round-1 target, at most {grown['per_seed_limit']} per seed ({grown['seconds']:.0f} s, "
-          f"{grown['seconds_per_seed']:.2f} s per seed): {grown['report']}.")
+          f"{grown['seconds_per_seed']:.2f} s per seed): {grown['summary']} ({grown['drafted']} drafts checked, "
+          f"{grown['over_limit']} over the limit).")
     print(f"Variant validation: seeded simulated validators, error rate {args.error_rate:g} per verdict, the desk's "
           f"rule decides, the lead settles the rest with the claimed label: {variant_validation}.")
     print(f"Validated variants: {suite_counts['validated_variants']} of {suite_counts['topics']} topics; held out "
