@@ -2,7 +2,8 @@
 against the one trained WITHOUT them, everything else the same, with paired-bootstrap 95 % intervals.
 
     python -m bench.evidence_amplification [--work DIR] [--resamples 2000] [--error-rate 0.1] [--seed 11]
-                                           [--davidson-rows N] [--per-seed N] [--variant-weight W] [--quick]
+                                           [--davidson-rows N] [--max-seeds N] [--per-seed N] [--variant-weight W]
+                                           [--frozen-cache DIR] [--models-cache DIR] [--threads 2] [--quick]
 
 The round is bench.evidence_rounds' (tests/round_flow.py): the shipped default model (its int8 ONNX form, as the
 desk adopts it) is round 1's target; HateCheck's 2,297 dev cases are round 1, written against it (its answers
@@ -12,7 +13,9 @@ all of Davidson et al. (2017) is the base data. Then:
 1. Seeds: the round-1 examples that fooled the target and were validated (the adaptive suite's topics), on both
    sides of the split. The desk grows label-keeping variants of each (``desk.adaptive_suite.grow``: the writing
    assistant's generators, checked against the round-1 target, near-duplicates folded), at most ``--per-seed``
-   per seed (default: the task's ``variants_per_seed`` setting).
+   per seed (default: the task's ``variants_per_seed`` setting). ``--max-seeds N`` grows a seeded sample of N
+   seeds instead, drawn on both sides of the split in proportion: growing checks every seed's drafts (about a
+   hundred) against the target, some 2 s a seed on a busy 2-core machine, so all ~830 seeds take ~30 min there.
 2. Seeded simulated validators decide every variant through the desk's validation service: each peer's verdict
    keeps the variant's claimed label except with probability ``--error-rate``, when it says 'incorrect' with the
    other label; peers give verdicts until the desk's rule decides, and what they leave undecided the lead
@@ -27,12 +30,12 @@ all of Davidson et al. (2017) is the base data. Then:
    labels; templates drawn whole), also only their validated fooling cases (the held-out seeds); (b) Davidson's
    seeded test split (the one training held out); (c) each HateCheck functionality of the held-out templates;
    (d) the adaptive suite's held-out topics (validated variants of held-out seeds, their decided labels; topics
-   drawn whole), overall and per edit type. with - without, paired bootstrap, 95 %; help or hurt only where the
-   interval excludes 0.
+   drawn whole), overall, per topic family and per variant edit. with - without, paired bootstrap, 95 %; help or
+   hurt only where the interval excludes 0 and was drawn from at least five units (templates, topics).
 
 Reads /work/shared/data (../shared/data from the project root); writes only under --work (evidence.json there).
-``--quick``: a smoke-test size (a seeded sample of templates, few Davidson rows, few variants per seed, one epoch);
-its figures mean nothing.
+``--quick``: a smoke-test size (40 templates, 300 Davidson rows, 3 variants per seed, one epoch); its figures mean
+nothing, and it still takes minutes (13 on a busy 2-core machine), so no test runs it.
 """
 
 from __future__ import annotations
@@ -207,7 +210,7 @@ def davidson_test(base_csv: Path, seed: int) -> af.Split:
 
     data = read_labelled_csv(base_csv, "tweet", "class", label_map=dict(flow.DAVIDSON_LABELS), unescape_html=True)
     rows = stratified_split(data.labels, TrainingConfig(seed=seed))[2]
-    items = [af.Item(f"base:{i}", data.texts[i], data.label_names[data.labels[i]], f"row:{i}") for i in rows]
+    items = [af.Item(f"base:{i}", str(data.texts[i]), data.label_names[data.labels[i]], f"row:{i}") for i in rows]
     return af.Split("davidson-test", f"Davidson test split (seed {seed})", items, part="(b)", units="rows")
 
 
@@ -251,7 +254,7 @@ def predict_all(desk: Any, splits: list[af.Split], candidates: dict[str, Path], 
             answers = model.predict_batched(texts)
         finally:
             model.close()
-        by_text = {t: p.label for t, p in zip(texts, answers)}
+        by_text = {t: str(p.label) for t, p in zip(texts, answers)}
         out[name] = {i.id: by_text[i.text] for s in splits for i in s.items}
     return out
 
