@@ -180,9 +180,9 @@ def plain_words(figures: Figures) -> list[str]:
              + (f": {named(hurt)}." if hurt else "."),
              f"No clear difference (interval includes 0) on {len(unclear)} rows; {len(few)} rows rest on fewer than "
              f"{MIN_UNITS} units (templates or topics) and tell nothing either way."]
-    many = [r for r in figures.rows if r.part == "(c)"]
+    many = [r for r in figures.rows if r.part == "(c)" and r.reading != TOO_FEW]
     if many:
-        lines.append(f"Part (c) has {len(many)} per-functionality intervals: at 95 % about "
+        lines.append(f"Part (c) reads {len(many)} per-functionality intervals: at 95 % about "
                      f"{0.05 * len(many):.1f} of them would exclude 0 by chance alone if nothing changed; the "
                      "intervals are not corrected for multiple comparisons.")
     return lines

@@ -413,7 +413,10 @@ def report(args: argparse.Namespace, size: Size, figures: af.Figures, grown: dic
     for line in af.plain_words(figures):
         print(line)
     steps = ", ".join(f"{k} {v:.0f} s" for k, v in timings.seconds.items())
-    print(f"\nTimes: {steps}; total {total:.0f} s; {flow.run_conditions(args.threads)}")
+    cache = "; ".join(f"{k}: {m['frozen_cache'].get('computed', 0)} computed, {m['frozen_cache'].get('from_cache', 0)} "
+                      "from cache" for k, m in manifests.items())
+    print(f"\nTimes: {steps}; total {total:.0f} s; frozen-layer cache ({cache}); {args.threads} thread(s); machine: "
+          f"{os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.1f}")
     path = af.write_json(work / "evidence.json", figures, size=what, command=sys.argv, grown=grown,
                          round_validation=round_validation, variant_validation=variant_validation,
                          suite=suite_counts, checks=checks, times_s=timings.seconds, total_s=total,
