@@ -171,10 +171,13 @@ def train(desk: Any, base_csv: Path, out: Path, *, variants: str | None, threads
           say: Any) -> dict[str, Any]:
     """The round-2 candidate as `dynadesk train --task hate_speech --rounds 1 --imported hatecheck --base ...
     [--variants W] --int8 later` trains it; nothing else differs between the two."""
+    from app.core.next_round.variant_training import parse_variant_weight
+
     config: dict[str, Any] = {"num_threads": threads}
     if epochs is not None:
         config["epochs"] = epochs
-    return flow.train_round_two(desk, base_csv, out, progress=say, int8="later", variants=variants, **config)
+    return flow.train_round_two(desk, base_csv, out, progress=say, int8="later",
+                                variants=parse_variant_weight(variants), **config)
 
 
 def held_out_hatecheck(desk: Any) -> tuple[af.Split, af.Split, set[str]]:

@@ -135,17 +135,17 @@ def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, 
 
 
 def train_round_two(desk: Any, base_csv: Path, out: Path, *, progress: Any = None, round_weight: str = "auto",
-                    int8: str = "now", variants: str | None = None, **config: Any) -> dict[str, Any]:
+                    int8: str = "now", variants: float | None = None, **config: Any) -> dict[str, Any]:
     """`dynadesk train --task hate_speech --rounds 1 --imported hatecheck --base DAVIDSON ...` with the desk's
     defaults (warm start from the round's target; ``config`` overrides training options, e.g. for a short run;
-    ``int8="later"`` leaves the int8 search for after promotion; ``variants``: the validated variants' weight, as
-    ``--variants W`` trains on them; None leaves them out, as the desk does by default)."""
+    ``int8="later"`` leaves the int8 search for after promotion; ``variants``: `--variants WEIGHT`, the validated
+    variants too)."""
     from app.core.next_round.round_training import RoundTrainingOptions, train_from_desk
     from local_models.train import TrainingConfig
 
-    extra = {} if variants is None else {"variants": variants}
     options = RoundTrainingOptions(task=TASK, rounds=[1], base_data=base_options(base_csv), imported=["hatecheck"],
-                                   round_weight=round_weight, config=TrainingConfig(**config), int8=int8, **extra)
+                                   round_weight=round_weight, config=TrainingConfig(**config), int8=int8,
+                                   variants=variants)
     return train_from_desk(desk, options, out, progress=progress)
 
 

@@ -44,6 +44,7 @@ from app.views.next_round import (
     TrainChoices,
     TrainSetup,
     imported_choice_text,
+    variants_choice_text,
 )
 from widgets.next_round_compare import BANNER, ComparePage
 from widgets.promote_anyway_dialog import PromoteAnywayDialog
@@ -153,6 +154,8 @@ class NextRoundDialog(ComparePage, QDialog):
         # imported data sets (HateCheck cases as a round, ANLI...) come with gold labels, not verdicts: taken on request
         self.include_imported = QCheckBox(objectName="include-imported")
         self.include_imported.setVisible(False)
+        # the adaptive suite's validated variants, amplifying what fooled the target (never of held-out seeds)
+        self.train_on_variants = QCheckBox(objectName="train-on-variants")
         self._imported_names: tuple[str, ...] = ()
         self._prefilled = ("", "")  # (the pre-filled base file, the note saying where it came from)
         self._pairs = False  # the task reads (context, text) pairs (set by show_setup)
@@ -161,6 +164,7 @@ class NextRoundDialog(ComparePage, QDialog):
         box.addWidget(self.rounds)
         box.addWidget(self.include_undecided)
         box.addWidget(self.include_imported)
+        box.addWidget(self.train_on_variants)
 
         self.base_path = QLineEdit(objectName="base-path", placeholderText="Labelled CSV file (optional)")
         self.base_path.editingFinished.connect(self._base_path_confirmed)
@@ -305,6 +309,9 @@ class NextRoundDialog(ComparePage, QDialog):
         self.include_imported.setText(imported_choice_text(setup.imported_sets) if setup.imported_sets else "")
         self.include_imported.setVisible(bool(setup.imported_sets))
         self.include_imported.setChecked(False)
+        self.train_on_variants.setText(variants_choice_text(setup.validated_variants))
+        self.train_on_variants.setEnabled(setup.validated_variants > 0)
+        self.train_on_variants.setChecked(setup.train_on_variants)
         self.base_path.setText(setup.base_path)
         self._base_path_asked = setup.base_path  # its columns are asked for by the controller
         self._pairs = bool(setup.context_input)
@@ -364,7 +371,8 @@ class NextRoundDialog(ComparePage, QDialog):
                             self.learning_rate.text().strip(),
                             self._imported_names if self.include_imported.isChecked() else (),
                             self.context_column.currentText().strip() if self._pairs else "",
-                            self.int8_later.isChecked())
+                            self.int8_later.isChecked(),
+                            self.train_on_variants.isChecked() and self.train_on_variants.isEnabled())
 
     def _train(self) -> None:
         self.show_message("")

@@ -46,6 +46,9 @@ def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
               help="Rounds whose validated examples to score: all, none, or numbers such as 1,2.")
 @click.option("--include-unvalidated", is_flag=True, help="Also score submitted examples not yet validated (author's label).")
 @click.option("--suite", type=click.Path(dir_okay=False), help="A functional test suite in HateCheck's CSV format.")
+@click.option("--adaptive-suite/--no-adaptive-suite", default=True, show_default=True,
+              help="Score the task's adaptive suite (its validated variants), per topic family too; only the variants "
+                   "of held-out seeds when a scored model trained on validated variants.")
 @click.option("--data", "data_file", type=click.Path(dir_okay=False), help="A labelled data set (CSV or JSONL), e.g. a held-out split.")
 @click.option("--text-column", help="The data file's text column (default: found by name).")
 @click.option("--label-column", help="The data file's label column (default: found by name).")
@@ -66,10 +69,11 @@ def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for evaluation.json and report.html.")
 @pass_context
 def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_unvalidated: bool, suite: str | None,
-          data_file: str | None, text_column: str | None, label_column: str | None, weights: tuple[str, ...],
+          adaptive_suite: bool, data_file: str | None, text_column: str | None, label_column: str | None, weights: tuple[str, ...],
           training_data: str | None, training_text_column: str | None, no_identity_swap: bool, no_robustness: bool,
           sample: int, seed: int, batch_size: int, threads: int | None, out_dir: str) -> None:
-    """Score models on every round, a data set and a HateCheck suite; write JSON and an HTML report.
+    """Score models on every round, a data set, a HateCheck suite and the task's adaptive suite; write JSON and
+    an HTML report.
 
     \b
     dynadesk eval --models default --rounds all \\
@@ -104,6 +108,9 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     if data_file:
         sets.append(read_labelled_file(Path(data_file), text_column=text_column, label_column=label_column))
     choices = resolve_models(desk, [s for s in (p.strip() for p in model_specs.split(",")) if s], task_code)
+    adaptive = _adaptive_split(desk, task_code, choices) if adaptive_suite else None
+    if adaptive is not None:
+        sets.append(adaptive.eval_set)
     counted = "submitted" if include_unvalidated else "validated"  # what a round's set holds
     for s in sets:
         if not s.cases:
@@ -128,6 +135,9 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     from app.core.next_round.leaderboard import leaderboard_document
     from app.core.next_round.leaderboard_report import evaluation_sections
 
+    if adaptive is not None:
+        doc["adaptive_suite"] = _adaptive_document(adaptive, doc)
+        doc["notes"].append(adaptive.rule)
     board = leaderboard_document(desk, task_code)  # as stored: `dynadesk rounds leaderboard` fills it
     if board is not None:
         doc["leaderboard"] = board
@@ -140,4 +150,38 @@ def eval_(obj: Context, model_specs: str, task_code: str, rounds_: str, include_
     for note in doc["notes"]:
         click.echo(f"Note: {note}", err=True)
     click.echo("\n".join(summary_lines(doc)))
+    for line in _family_lines(doc.get("adaptive_suite"), {m["key"]: m["name"] for m in doc["models"]}):
+        click.echo(line)
     click.echo(f"Wrote {json_path} and {html_path}")
+
+
+def _adaptive_split(desk, task_code: str, choices):
+    """The task's adaptive suite as one more set (None when it has no validated variant): every validated variant,
+    or those of held-out seeds when a scored model trained on validated variants."""
+    from app.core.next_round.suite_split import adaptive_suite_split, trained_on_variants
+
+    records = [r for choice in choices for r in choice.records]
+    split = adaptive_suite_split(desk, task_code, held_out_only=trained_on_variants(None, records))
+    return split if split.validated else None
+
+
+def _adaptive_document(adaptive, doc: dict) -> dict:
+    """The suite's rule and per topic family each model's wrong answers (``score_suite``)."""
+    from app.core.next_round.suite_split import family_rows
+
+    key = adaptive.eval_set.key
+    labels = {m["key"]: {case_id: p["label"] for case_id, p in m["predictions"].get(key, {}).items()}
+              for m in doc["models"]}
+    cases = adaptive.eval_set.cases
+    return {**adaptive.to_json(), "families": family_rows(cases, labels) if cases else []}
+
+
+def _family_lines(adaptive: dict | None, names: dict[str, str]) -> list[str]:
+    """Per topic family: n and each model's wrong answers, for the terminal."""
+    if not adaptive or not adaptive.get("families"):
+        return []
+    lines = ["Adaptive suite per topic family (wrong of n):"]
+    for row in adaptive["families"]:
+        cells = ", ".join(f"{names.get(key, key)} {row[key]['wrong']}" for key in names if key in row)
+        lines.append(f"  {row['family']} (n={row['n']}): {cells}")
+    return lines

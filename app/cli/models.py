@@ -235,7 +235,7 @@ def models_default(obj, variant: str) -> None:
               help="With --task: loss weight of a round example against a base example, or 'auto' (round "
                    "examples carry a quarter of the loss).")
 @click.option("--variants", "variants", is_flag=False, flag_value="1", default=None, metavar="[WEIGHT]",
-              help="With --task: also train on the validated variants of the rounds' seeds (the adaptive suite), "
+              help="With --task: also train on the rounds' validated variants (the adaptive suite), "
                    "each weighing WEIGHT written round examples (the flag alone: 1). Variants of held-out seeds are "
                    "never trained on; the manifest lists every variant taken.")
 @click.option("--frozen-cache/--no-frozen-cache", default=True, show_default=True,
@@ -435,8 +435,9 @@ def _report_desk_run(manifest: dict, out_dir: Path) -> None:
     taken = manifest.get("variants")
     if taken:
         left = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in taken["left_out"].items())
-        click.echo(f"Validated variants: {taken['count']:,} of {taken['seeds']:,} seeds trained on, each weighing "
-                   f"{taken['weight']:g} round example(s) (sample weight {taken['sample_weight']:g})"
+        click.echo((f"Validated variants: {taken['count']:,} of {taken['seeds']:,} seeds trained on, each weighing "
+                    f"{taken['weight']:g} round example(s) (sample weight {taken['sample_weight']:g})"
+                    if taken["count"] else "No validated variant to train on in those rounds")
                    + (f"; left out: {left}" if left else "") + ".")
     if summary["excluded"]:
         click.echo("Left out: " + ", ".join(f"{k} {v}" for k, v in summary["excluded"].items()))

@@ -35,7 +35,8 @@ def suite(click_ctx: click.Context, task_code: str | None, out_file: str | None)
     if not task_code or not out_file:
         raise DynadeskError("Name the task and the file: dynadesk suite --task hate_speech --out suite.csv "
                             "(or `dynadesk suite grow --task ...` to grow it).")
-    obj: Context = click_ctx.find_object(Context)
+    obj = click_ctx.find_object(Context)
+    assert obj is not None  # the root command made it
     desk = obj.desk
     path = Path(out_file).expanduser()
     if not path.parent.is_dir():

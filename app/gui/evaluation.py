@@ -21,6 +21,7 @@ from PySide6.QtGui import QDesktopServices
 from app.core.desk import Desk
 from app.core.errors import DynadeskError
 from app.core.next_round.leaderboard import leaderboard_document
+from app.core.next_round.suite_split import adaptive_suite_split, trained_on_variants
 from app.core.services import evaluation as ev
 from app.core.services.evaluation_data import read_hatecheck_suite, read_labelled_file, round_sets
 from app.core.services.evaluation_models import (
@@ -150,10 +151,16 @@ class EvaluationController(QObject):
                 sets.append(read_labelled_file(Path(settings.data)))
             if options.training_data and not Path(options.training_data).is_file():
                 raise EvaluationError(f"There is no training data file at {options.training_data}.")
+            choices = resolve_models(desk, list(settings.models), code)
+            # the task's adaptive suite: one more set, per topic family (functionality); held-out seeds' variants
+            # only when a scored model trained on variants
+            adaptive = adaptive_suite_split(desk, code, held_out_only=trained_on_variants(
+                None, [r for choice in choices for r in choice.records]))
+            if adaptive.eval_set.cases:
+                sets.append(adaptive.eval_set)
             if not any(s.cases for s in sets):
                 raise EvaluationError("There is nothing to evaluate on: no round has validated examples yet, "
                                          "and no suite or data file was chosen.")
-            choices = resolve_models(desk, list(settings.models), code)
             return (choices, sets, desk.models.all(), leaderboard_document(desk, code),
                     desk.reading_words(code, browsing=True))
 

@@ -92,7 +92,8 @@ class NextRoundController(QObject):
             return train_setup(task_code, definition.name,
                                round_counts(desk, task_code), defaults, str(candidates_dir(desk.root)),
                                format_label_map(defaults.base.label_map if defaults.base else None),
-                               publish_reason=publish_reason, inputs=task_inputs(definition))
+                               publish_reason=publish_reason, inputs=task_inputs(definition),
+                               validated_variants=len(desk.adaptive_suite.cases(task_code)))
 
         self.db.submit(read, on_done=lambda setup: self._show(task_code, setup, parent), on_error=self._error)
 

@@ -82,9 +82,10 @@ def build_leaderboard(board: Leaderboard) -> LeaderboardView:
                else "This task has no round yet.")
         return LeaderboardView(board.task_name, (), metrics, (), "", why, tips)
     groups = tuple(BoardGroup(
-        f"Round {c.number}", f"{c.status} · n={c.n} · {c.fooling} fooling",
+        c.title, f"{c.status} · n={c.n} · {c.fooling} fooling",
         f"Round {c.number} ({c.status}): {c.n} decided held-out example(s) of {c.decided} decided in the round; "
-        f"{c.fooling} of them validated fooling examples.") for c in board.columns)
+        f"{c.fooling} of them validated fooling examples.") if not c.suite else BoardGroup(
+        c.title, f"n={c.n} of {c.decided} validated variants", c.rule) for c in board.columns)
     best = {(c.number, key): board.best(c, key) for c in board.columns for key, _name in METRICS}
     rows = []
     for row in board.rows:
@@ -108,8 +109,9 @@ def build_leaderboard(board: Leaderboard) -> LeaderboardView:
         name = f"Ensemble: {row.name}" if row.ensemble else row.name
         rows.append(BoardRow(row.key, name, detail, row.current, tuple(cells)))
     counts = board.counts()
-    parts = [f"{len(board.rows)} model{'s' if len(board.rows) != 1 else ''} × {len(board.columns)} "
-             f"round{'s' if len(board.columns) != 1 else ''}"]
+    rounds = sum(not c.suite for c in board.columns)
+    parts = [f"{len(board.rows)} model{'s' if len(board.rows) != 1 else ''} × {rounds} "
+             f"round{'s' if rounds != 1 else ''}" + (" and the adaptive suite" if rounds < len(board.columns) else "")]
     parts += [f"{counts[s]} {STATE_WORDS[s]}" for s in STATES if s != FRESH and counts.get(s)]
     summary = "; ".join(parts) + "."
     if counts.get(STALE):

@@ -70,6 +70,7 @@ class _TrainDefaults(Protocol):
     rounds: tuple[int, ...]
     warm_target: str | None
     suite: str
+    variants: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,8 @@ class TrainSetup:
     context_input: str = ""
     context_column: str = ""
     text_input: str = "Text"  # the written input's label ("Hypothesis" for NLI)
+    validated_variants: int = 0  # the task's validated variants (the adaptive suite): offered to train on when any
+    train_on_variants: bool = False  # as last used
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,7 @@ class TrainChoices:
     imported: tuple[str, ...] = ()  # imported data sets to take (their names), with their gold labels
     context_column: str = ""  # a pair task's base data: its context column (premise); "" for single texts
     int8_later: bool = False  # promote on the fp32 form at once; the int8 search runs in the background after
+    variants: bool = False  # train on the validated variants of the rounds' training-side seeds too
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +242,8 @@ def round_rows(counts: Sequence[_RoundCount], chosen: Sequence[int] = ()) -> tup
 
 def train_setup(task_code: str, task_name: str, counts: Sequence[_RoundCount], defaults: _TrainDefaults,
                 candidates_folder: str, label_map_text: str, *, promote_reason: str = "",
-                publish_reason: str = "", inputs: tuple[str, str] = ("", "Text")) -> TrainSetup:
+                publish_reason: str = "", inputs: tuple[str, str] = ("", "Text"),
+                validated_variants: int = 0) -> TrainSetup:
     """``inputs``: the labels of the task's context input ("" for a single-text task) and written input."""
     base = defaults.base
     return TrainSetup(
@@ -249,7 +254,16 @@ def train_setup(task_code: str, task_name: str, counts: Sequence[_RoundCount], d
         defaults.start_from if defaults.warm_target else FROM_BASE, defaults.warm_target or "",
         defaults.round_weight, defaults.suite, candidates_folder, not promote_reason, promote_reason,
         not publish_reason, publish_reason, imported_sets(counts), inputs[0],
-        (base.context_column if base and inputs[0] else ""), inputs[1])
+        (base.context_column if base and inputs[0] else ""), inputs[1], validated_variants,
+        defaults.variants and validated_variants > 0)
+
+
+def variants_choice_text(validated: int) -> str:
+    """The check box that trains on the adaptive suite's validated variants too."""
+    if not validated:
+        return "Train on validated variants too (none yet: grow the suite and validate its variants first)"
+    return (f"Train on validated variants too ({validated:,} in the suite; those in the chosen rounds, never "
+            "of held-out seeds; each weighs as a round example, and the manifest lists them)")
 
 
 def imported_sets(counts: Sequence[_RoundCount]) -> tuple[tuple[str, int], ...]:
@@ -282,6 +296,20 @@ def points(value: float | None) -> str:
     return MISSING if value is None else f"{100 * value:+.1f} pt"
 
 
+def family_rows(adaptive: Mapping[str, Any] | None) -> list[ComparisonRow]:
+    """The adaptive suite per topic family: accuracy of each model and the difference with its interval; a
+    family is read like a split (too few variants say so) but the rule judges the suite as a whole."""
+    rows = []
+    for row in (adaptive or {}).get("families") or []:
+        now, new = row.get("current") or {}, row.get("candidate") or {}
+        interval = MISSING if row.get("low") is None else f"[{points(row['low'])}, {points(row['high'])}]"
+        rows.append(ComparisonRow(f"Adaptive suite · {row['family']}", "accuracy (topic family)",
+                                  pct(now.get("accuracy")), pct(new.get("accuracy")), points(row.get("difference")),
+                                  interval, difference_state(row.get("low"), row.get("high"), int(row["n"])),
+                                  int(row["n"]), False))
+    return rows
+
+
 def comparison_view(document: Mapping[str, Any], report_path: str = "") -> ComparisonView:
     """The table (split × metric, pooled held-out first) and the chart (each round's held-out
     accuracy, and all held-out splits together) of a comparison document."""
@@ -294,6 +322,7 @@ def comparison_view(document: Mapping[str, Any], report_path: str = "") -> Compa
         rows.append(ComparisonRow(names.get(d["split"], d["split"]), METRICS.get(d["metric"], d["metric"]),
                                   pct(d["current"]), pct(d["candidate"]), points(d["difference"]), interval,
                                   difference_state(d["low"], d["high"], d["items"]), d["items"], pooled))
+    rows += family_rows(document.get("adaptive_suite"))
     groups = []
     held = [s["key"] for s in document.get("splits", []) if s.get("kind") == "round"]
     for key in held + [POOLED]:

@@ -43,6 +43,7 @@ def training_options(task_code: str, choices: TrainChoices, pairs: str = "") -> 
     """The training options the choices ask for; a DynadeskError says what is missing or wrong. ``pairs``: the
     label of a pair task's context input (its base data is read as (context, text) pairs); "" otherwise."""
     from app.core.next_round.round_training import BaseDataOptions, RoundTrainingOptions
+    from app.core.next_round.variant_training import DEFAULT_VARIANT_WEIGHT
     from local_models.engine import default_num_threads
     from local_models.train import TrainingConfig, parse_label_map
 
@@ -87,6 +88,7 @@ def training_options(task_code: str, choices: TrainChoices, pairs: str = "") -> 
                                 start_from=choices.start_from, include_undecided=choices.include_undecided,
                                 imported=list(choices.imported),
                                 round_weight=choices.round_weight, encoder=encoder, config=config,
+                                variants=DEFAULT_VARIANT_WEIGHT if choices.variants else None,
                                 int8="later" if choices.int8_later else "now")
 
 

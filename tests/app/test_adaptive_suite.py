@@ -11,7 +11,7 @@ import pytest
 from app.core.adaptive_suite.scoring import score_suite
 from app.core.adaptive_suite.topics import NO_GROUP
 from app.core.adaptive_suite.variants import VARIANT_SOURCE, is_variant, not_variant_clause, variant_clause
-from app.core.errors import NotFound
+from app.core.errors import DynadeskError, NotFound
 from app.core.tasks.content import Content
 from tests.conftest import hate_content, hate_output
 
@@ -126,6 +126,10 @@ def test_a_variant_is_an_example_only_validated_ones_are_cases(desk, team, secon
     from app.core.services.evaluation_data import read_hatecheck_suite
 
     assert len(read_hatecheck_suite(out).cases) == 2
+    (tmp_path / "taken").mkdir()  # a folder where the file should go: said, and nothing half-written is left
+    with pytest.raises(DynadeskError, match="could not be written"):
+        desk.adaptive_suite.export_csv(HATE, tmp_path / "taken")
+    assert not (tmp_path / "taken.partial").exists() and out.read_text(encoding="utf-8").count("\n") == 3
 
     score = score_suite(cases, ["hate" for _ in cases])
     assert (score.n, score.wrong) == (2, 1) and score.per_topic == {seed.id: (1, 2)}

@@ -46,6 +46,8 @@ def world(tmp_path_factory):
         Content({"text": "Muslims are worthless."}, "hate", meta={"target_groups": ["Muslims"]}),
         [hate_output(model, "not hate")], origin)])
     queue_before = [e.id for e in desk.validation.queue(vetter.id, task_code=HATE, limit=100)]
+    peer = desk.people.create("Pia Peer", "annotator")
+    desk.validation.validate(variant, peer.id, "correct", time_spent_ms=15_000)  # a peer's verdict: their work
     desk.validation.validate(variant, vetter.id, "correct", mode="lead", time_spent_ms=20_000)
     desk.dashboard.refresh(thorough=True)
     yield desk, writer, lead, vetter, seed, variant, queue_before
@@ -82,6 +84,9 @@ def test_the_dashboard_leaves_the_variant_out(world):
     (group,) = view.breakdowns["round"]
     assert (group.submitted, group.fooled, group.imported) == (2, 1, 1)
     assert sum(bar.value for bar in view.labels) == 2
+    peer = next(p for p in desk.people.all() if p.display_name == "Pia Peer")
+    (vetting,) = [a for a in view.annotators if a.key == peer.id.hex]  # vetting a variant is a validator's work
+    assert (vetting.validations, vetting.submitted) == (1, 0)
 
 
 def test_the_round_summary_counts_writing_only(world):
@@ -111,20 +116,23 @@ def test_the_validate_queue_takes_the_variant(world):
 
 def test_round_training_takes_variants_only_when_asked(world):
     from app.core.next_round.inputs import round_counts
-    from app.core.next_round.training_data import training_set
+    from app.core.next_round.training_data import VARIANT, training_set
 
     desk, _, _, _, seed, variant, _ = world
     plain = training_set(desk, HATE, [1], include_undecided=True)
-    taken = {e.id for e in plain.train + plain.held_out + plain.variants}
+    taken = {e.id for e in plain.train + plain.held_out}
     assert str(variant) not in taken and str(seed.id) in taken
-    assert "variants" not in plain.summary()  # not asked: no variant part at all
+    assert plain.excluded.get("variant_not_asked") == 1 and plain.summary()["variants"] is False
     asked = training_set(desk, HATE, [1], include_undecided=True, variants=True)
     assert str(variant) not in {e.id for e in asked.train + asked.held_out}  # never a round example
     held_seed = str(seed.id) in {e.id for e in asked.held_out}
-    # a seed and its variants: one side; a held-out seed's variants are never trained on
-    assert [(e.id, e.source, e.label) for e in asked.variants] == ([] if held_seed else [(str(variant), "variant", "hate")])
+    if held_seed:  # a seed and its variants: one side; a held-out seed's variants are never trained on
+        assert asked.variants == [] and asked.variants_left_out == {"seed_held_out": 1}
+    else:
+        (taken_variant,) = asked.variants
+        assert (taken_variant.id, taken_variant.source, taken_variant.label) == (str(variant), VARIANT, "hate")
     (count,) = [c for c in round_counts(desk, HATE) if c.number == 1]
-    assert (count.decided, count.undecided, count.left_out) == (1, 1, 0)  # the variant is nobody's writing
+    assert (count.decided, count.undecided, count.left_out, count.variants) == (1, 1, 0, 1)
 
 
 def test_writing_exposure_is_not_recorded_for_a_variant_reading_is(world):
@@ -145,3 +153,34 @@ def test_export_carries_the_variant_with_its_origin(world, tmp_path):
     (found,) = [r for r in records if r.get("id") == str(variant)]
     assert found["origin"]["kind"] == "variant" and found["origin"]["seed_id"] == str(seed.id)
     assert found["source"] == VARIANT_SOURCE
+
+
+def test_the_quality_guard_leaves_the_variant_out(world):
+    """A variant is near its seed by design: it is in no writer's duplicate rate, cluster or artifact table."""
+    from app.core.quality.service import load_quality_data
+
+    desk, writer, lead, _, seed, variant, _ = world
+    task_id = desk.tasks.task(HATE).id
+    desk.near_duplicates.ensure_built(task_id, save=False)
+    assert desk.near_duplicates.size(task_id) == 3  # the written example, its perturbation and the import
+    found = desk.near_duplicates.nearest(task_id, "Muslims are worthless.", limit=5)
+    assert found.matches and variant not in {m.example_id for m in found.matches}  # the seed is found, not it
+    assert lead.display_name not in {r.label for r in desk.near_duplicates.duplicate_rates(task_id)}
+    data = load_quality_data(desk, HATE)
+    assert str(variant) not in {str(i) for i in data.ids} and len(data.ids) == 3
+
+
+def test_a_jsonl_round_trip_keeps_the_suite(world, tmp_path):
+    """`dynadesk export --format jsonl` onto another desk: the variant stays a variant, validated, in the suite."""
+    from app.core.io.exporters import export
+    from app.core.io.importers import import_file
+
+    desk, _, _, _, seed, variant, _ = world
+    out = tmp_path / "all.jsonl"
+    export(desk, out, "jsonl", keep_identities=True)
+    with Desk(tmp_path / "second") as second:
+        import_file(second, out, "jsonl")
+        assert [c.example_id for c in second.adaptive_suite.cases(HATE)] == [variant]
+        assert [t.seed_id for t in second.adaptive_suite.topics(HATE)] == [seed.id]
+        figures = second.stats.figures("annotator", task_id=second.tasks.task(HATE).id)
+        assert sum(f.submitted for f in figures) == 2

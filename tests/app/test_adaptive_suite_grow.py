@@ -108,7 +108,11 @@ def test_odd_texts_draft_without_breaking(text):
 def test_grow_stores_checked_label_keeping_variants(desk, grown):
     lead, writer, record, ensemble, seed = grown
     first = seed("Women are worthless and should stay silent.")
+    task_id = desk.tasks.task(HATE).id
+    desk.near_duplicates.ensure_built(task_id, save=False)
     report = desk.adaptive_suite.grow(HATE, ensemble, per_seed=12, generated_by=lead.id)
+    desk.near_duplicates.nearest(task_id, first.text)  # catches up with the change log
+    assert desk.near_duplicates.size(task_id) == 1  # the quality guard never takes a variant in
 
     (growth,) = report.seeds
     assert growth.seed_id == first.id and growth.added == report.added == len(report.added_ids) == 12
@@ -163,7 +167,7 @@ def test_grow_explains_what_it_cannot_do(desk, grown, tmp_path):
 
 
 def test_fooling_drafts_are_kept_first_then_the_furthest_moved(desk):
-    from app.core.adaptive_suite.growing import _choose, _Seed
+    from app.core.adaptive_suite.growing import _Seed, _take
     from app.core.adaptive_suite.growth import Draft
     from app.core.adaptive_suite.topics import Topic
 
@@ -176,8 +180,9 @@ def test_fooling_drafts_are_kept_first_then_the_furthest_moved(desk):
                for g, fooled, shift in zip(groups, (False, True, True, True, False, True),
                                            (0.4, 0.6, 0.8, 0.9, 0.1, 0.7))]
     checked.append((Draft("Hindus are worthless!", "identity_swap", "group_swap_protected", "Hindus"), [], True, 0.95))
-    definition = desk.tasks.definition_by_code(HATE)
-    growth, items = _choose(seed, checked, definition, DEFAULT_NEAR_THRESHOLD, uuid.uuid4())
+    seed.drafts, seed.checked = [c[0] for c in checked], len(checked)
+    _take(seed, checked, desk.tasks.definition_by_code(HATE), DEFAULT_NEAR_THRESHOLD, uuid.uuid4())
+    growth, items = seed.growth(), seed.items
     # fooling first, the furthest moved first; "Hindus are worthless." reads as a kept one: folded
     assert [content.inputs["text"] for content, _, _ in items] == [
         "Hindus are worthless!", "lesbians are worthless.", "Africans are worthless.", "refugees are worthless."]

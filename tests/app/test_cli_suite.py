@@ -62,6 +62,9 @@ def test_a_lead_grows_and_exports_the_suite(data_dir, tmp_path, tiny_classifier_
 
 
 def test_suite_commands_fail_clearly(data_dir, tmp_path, tiny_classifier_dir):
+    for command in (["suite"], ["suite", "grow"]):
+        shown = dynadesk(*command, "--help", data_dir=data_dir)
+        assert shown.returncode == 0 and "Usage:" in shown.stdout
     assert dynadesk("init", "--name", "Ana", "--role", "annotator", "--without-default-model",
                     data_dir=data_dir).returncode == 0
     assert_clean_failure(dynadesk("suite", data_dir=data_dir), "Name the task and the file")
@@ -69,6 +72,9 @@ def test_suite_commands_fail_clearly(data_dir, tmp_path, tiny_classifier_dir):
                                   data_dir=data_dir), "does not exist")
     assert_clean_failure(dynadesk("suite", "--task", "nope", "--out", tmp_path / "x.csv", data_dir=data_dir),
                          "There is no task 'nope'")
+    (tmp_path / "taken").mkdir()
+    assert_clean_failure(dynadesk("suite", "--task", HATE, "--out", tmp_path / "taken", data_dir=data_dir),
+                         "is a directory")
     assert_clean_failure(dynadesk("suite", "grow", "--task", HATE, "--seed", "abc", data_dir=data_dir),
                          "not an example id")
     assert_clean_failure(dynadesk("suite", "grow", "--task", HATE, data_dir=data_dir), "lead")

@@ -144,3 +144,67 @@ def test_a_suite_too_small_to_judge_is_said_so_and_refuses_nothing():
     line = next(s.line() for s in verdict.splits if s.split == ADAPTIVE_KEY)
     assert line.startswith("Adaptive suite (12 validated variants of 3 seeds): too few to judge (n = 12; at least 97)")
     assert "1 split too few to judge" in verdict.sentence
+
+
+def test_the_leaderboard_and_eval_score_every_model_on_the_suite_per_family(desk, people, suite_desk, data_dir,
+                                                                             tmp_path, capsys):
+    from app.cli import main
+    from app.core.next_round.leaderboard import FRESH, STALE, fill_leaderboard
+    from app.core.next_round.leaderboard_report import table_lines
+    from app.views.leaderboard import build_leaderboard
+
+    grown = grow(desk, people, suite_desk, training=3, held_out=1, per_seed=2)
+    report = fill_leaderboard(desk, HATE)
+    board = report.board
+    column = next(c for c in board.columns if c.suite)
+    assert (column.title, column.n, column.decided) == ("Adaptive suite", 8, 8) and "all 8 validated" in column.rule
+    row = next(r for r in board.rows if r.current)
+    cell = board.cell(row, column)
+    assert cell.state == FRESH and cell.n == 8 and cell.accuracy == 1.0
+    assert cell.families == (("derogation", 0, 4), ("threatening language", 0, 4))
+    assert fill_leaderboard(desk, HATE).scored == 0  # kept, not scored again
+    lines = table_lines(board)
+    assert any("Adaptive suite (n=8 of 8 validated variants)" in line for line in lines) and column.rule in lines
+    assert "banana detector, adaptive suite per topic family: derogation 0 of 4 wrong, threatening language 0 of 4 " \
+           "wrong." in lines
+    view = build_leaderboard(board)
+    assert view.groups[-1].title == "Adaptive suite" and "adaptive suite" in view.summary
+    assert "derogation: 0 of 4 wrong" in view.rows[0].cells[-3].tooltip
+    # one more validated variant: the suite's cell is stale until refreshed
+    add_variants(desk, people.lead, suite_desk["vetter"], suite_desk["current"], grown["training"][0],
+                 [(f"a {TRIGGER} one more", "hate")], model_label=trigger_says)
+    board = fill_leaderboard(desk, HATE).board
+    column = next(c for c in board.columns if c.suite)
+    assert column.n == 9 and board.cell(row, column).state == STALE
+    board = fill_leaderboard(desk, HATE, refresh=True).board
+    assert board.cell(row, column).state == FRESH and board.cell(row, column).n == 9
+
+    out = tmp_path / "eval"
+    with pytest.raises(SystemExit) as stopped:
+        main(["--data-dir", str(data_dir), "eval", "--models", "round:1", "--task", HATE, "--rounds", "none",
+              "--no-identity-swap", "--no-robustness", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert stopped.value.code in (0, None), captured.err
+    doc = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))
+    assert [s["key"] for s in doc["sets"]] == [ADAPTIVE_KEY] and len(doc["sets"][0]["cases"]) == 9
+    figures = doc["results"]["m1"]["sets"][ADAPTIVE_KEY]
+    assert figures["accuracy"] == 1.0 and set(figures["functionalities"]) == {"derogation", "threatening language"}
+    assert [(r["family"], r["n"], r["m1"]["wrong"]) for r in doc["adaptive_suite"]["families"]] == [
+        ("derogation", 5, 0), ("threatening language", 4, 0)]
+    assert "Adaptive suite per topic family (wrong of n):" in captured.out
+    assert doc["adaptive_suite"]["rule"] in doc["notes"]
+
+
+def test_a_model_trained_on_variants_is_known_by_its_manifest_or_its_records_provenance():
+    from types import SimpleNamespace
+
+    from app.core.next_round.suite_split import trained_on_variants
+
+    def record(summary=None, rows=None):
+        return SimpleNamespace(provenance={"training": {"data": {"summary": summary or {}},
+                                                        "rounds": {"rows": rows or {}}}})
+
+    assert not trained_on_variants(None, [record({"variants": False}, {"base": 10}), SimpleNamespace(provenance=None)])
+    assert trained_on_variants(None, [record(), record({"variants": {"taken": 4, "seeds": 2, "left_out": {}}})])
+    assert trained_on_variants(None, [record(rows={"variants": 4})])
+    assert trained_on_variants({"variants": {"count": 1}}) and not trained_on_variants({"variants": {"count": 0}})

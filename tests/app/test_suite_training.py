@@ -60,7 +60,8 @@ def test_variants_join_training_only_when_asked_and_never_of_held_out_seeds(desk
     plain = training_set(desk, HATE, [1])
     every_variant = training_ids | held_ids | set(suite_round["unvalidated"])
     assert not every_variant & {e.id for e in plain.train + plain.held_out}  # nobody's writing: never a round example
-    assert plain.variants == [] and "variants" not in plain.summary()
+    assert plain.variants == [] and plain.summary()["variants"] is False
+    assert plain.excluded["variant_not_asked"] == len(every_variant)
     assert {str(s.id) for s in suite_round["training"]} <= set(plain.ids("train"))
     assert {str(s.id) for s in suite_round["held"]} <= set(plain.ids("held_out"))
 
@@ -101,6 +102,11 @@ def test_train_with_variants_lists_them_in_the_manifest_and_reproduces(desk, sui
     assert manifest["options"]["variants"] == 0.5
     description = json.loads((out / "dynadesk_model.json").read_text(encoding="utf-8"))
     assert description["training"]["rounds"]["rows"]["variants"] == len(training_ids)
+    # promoted, its record says it trained on variants: comparisons then score held-out seeds' variants only
+    from app.core.next_round.suite_split import record_trained_on_variants
+
+    record = register_model(desk, out / manifest["output"]["model"], task_code=HATE, name="amplified")
+    assert record_trained_on_variants(record) and not record_trained_on_variants(suite_round["target"])
 
     again = tmp_path / "again"
     code, output = run(capsys, data_dir, "train", "--manifest", out / "manifest.json", "--out", again)

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 
 CHECK_BATCH = 64
 CHECK_CHUNK = 256  # texts between two looks at the cancel button
+# A seed's drafts are checked in pools of this many times the variants it still has room for (at least
+# MIN_POOL): enough to prefer fooling ones and to fill up after the fold, without checking hundreds it cannot keep.
+POOL_FACTOR = 3
+MIN_POOL = 24
 ATTRIBUTION_METHOD = "ablation"  # one batched forward pass on the target, as the assistant's fallback
 
 
@@ -52,8 +56,8 @@ class GrowError(DynadeskError):
 
 @dataclass(frozen=True)
 class SeedGrowth:
-    """What one seed gave: drafts made and checked, variants added (of them fooling), folded as
-    near-duplicates, left over the limit; ``reason`` says why nothing was added when nothing was."""
+    """What one seed gave: drafts made (and how many of them were checked), variants added (of them fooling),
+    folded as near-duplicates, checked but left over the limit; ``reason`` says why nothing was added."""
 
     seed_id: uuid.UUID
     drafted: int = 0
@@ -63,6 +67,7 @@ class SeedGrowth:
     over_limit: int = 0
     refused: int = 0  # drafts the task's content rules refuse (too long after an edit, ...)
     reason: str | None = None
+    checked: int = 0  # drafts run through the target (in pools, until the seed was full)
 
 
 @dataclass(frozen=True)
@@ -98,14 +103,43 @@ class GrowReport:
 
 @dataclass
 class _Seed:
+    """One seed's growth under way: its drafts, how far they were checked, and what is kept."""
+
     topic: Topic
     inputs: dict[str, str]
     meta: dict[str, Any]
     origin_extra: dict[str, str]
-    existing: list[Kept]
+    against: list[Kept]  # what a draft is folded against: the seed, its variants, those kept now
     room: int
     drafts: list[Draft] = field(default_factory=list)
     reason: str | None = None
+    checked: int = 0
+    items: list[tuple[Content, Sequence[ModelOutput], dict[str, Any]]] = field(default_factory=list)
+    fooling: int = 0
+    folded: int = 0
+    refused: int = 0
+
+    def wants(self) -> bool:
+        return self.reason is None and len(self.items) < self.room and self.checked < len(self.drafts)
+
+    def next_pool(self) -> list[Draft]:
+        size = max(MIN_POOL, POOL_FACTOR * (self.room - len(self.items)))
+        pool = self.drafts[self.checked:self.checked + size]
+        self.checked += len(pool)
+        return pool
+
+    def growth(self) -> SeedGrowth:
+        sid = self.topic.seed_id
+        if self.reason is not None:
+            return SeedGrowth(sid, reason=self.reason)
+        added = len(self.items)
+        over = max(0, self.checked - self.folded - self.refused - added)
+        reason = None
+        if not added:
+            reason = ("every draft was a near-duplicate of the seed or of its variants" if self.folded
+                      else "no draft passed the task's content rules" if self.refused else "no draft was made")
+        return SeedGrowth(sid, len(self.drafts), added, self.fooling, self.folded, over, self.refused, reason,
+                          self.checked)
 
 
 def grow(suite: AdaptiveSuite, task_code: str, models: Ensemble, *, seeds: Sequence[uuid.UUID] | None = None,
@@ -133,7 +167,6 @@ def grow(suite: AdaptiveSuite, task_code: str, models: Ensemble, *, seeds: Seque
     timings: dict[str, float] = {}
 
     prepared = _prepare(suite, task_code, chosen, topics, limit)
-    report: dict[uuid.UUID, SeedGrowth] = {}
     began = time.perf_counter()
     for done, seed in enumerate(prepared):
         progress.check()
@@ -147,32 +180,37 @@ def grow(suite: AdaptiveSuite, task_code: str, models: Ensemble, *, seeds: Seque
             seed.reason = str(exc)
     timings["draft"] = (time.perf_counter() - began) * 1000
 
-    began = time.perf_counter()
-    batch = [(seed, draft) for seed in prepared if seed.reason is None for draft in seed.drafts]
-    model_inputs = [model_input(definition, _with_text(definition, seed.inputs, d.text)) for seed, d in batch]
-    predictions: list[EnsemblePrediction] = []
-    for first in range(0, len(model_inputs), CHECK_CHUNK):  # cancellable between chunks
-        progress.check()
-        progress.report(len(prepared) + len(prepared) * first // len(model_inputs), len(prepared) * 2)
-        predictions += models.predict_batched(model_inputs[first:first + CHECK_CHUNK], batch_size=CHECK_BATCH)
-    timings["check"] = (time.perf_counter() - began) * 1000
-
-    began = time.perf_counter()
+    # The check, in pools: each seed's next drafts (a few times what it still has room for) in one batch over
+    # every seed, until each seed is full or out of drafts; most seeds fill from their first pool.
     rule = FooledRule(round_.fooled_rule)
-    checked: dict[uuid.UUID, list[tuple[Draft, list[ModelOutput], bool, float]]] = {}
-    for (seed, draft), prediction in zip(batch, predictions):
-        outputs = [to_model_output(member, record) for member, record in zip(prediction.members, records)]
-        fooled = bool(is_fooled(definition, outputs, true_label=seed.topic.label, rule=rule))
-        checked.setdefault(seed.topic.seed_id, []).append((draft, outputs, fooled,
-                                                           _shift(prediction, seed.topic.label)))
-    items: list[tuple[Content, Sequence[ModelOutput], dict[str, Any]]] = []
-    for seed in prepared:
-        growth, chosen_items = _choose(seed, checked.get(seed.topic.seed_id, []), definition, threshold,
-                                       generated_by)
-        report[seed.topic.seed_id] = growth
-        items += chosen_items
+    checking = choosing = 0.0
+    while wanting := [seed for seed in prepared if seed.reason is None and seed.wants()]:
+        began = time.perf_counter()
+        batch = [(seed, draft) for seed in wanting for draft in seed.next_pool()]
+        model_inputs = [model_input(definition, _with_text(definition, seed.inputs, d.text)) for seed, d in batch]
+        predictions: list[EnsemblePrediction] = []
+        for first in range(0, len(model_inputs), CHECK_CHUNK):  # cancellable between chunks
+            progress.check()
+            predictions += models.predict_batched(model_inputs[first:first + CHECK_CHUNK], batch_size=CHECK_BATCH)
+        checking += time.perf_counter() - began
+        began = time.perf_counter()
+        checked: dict[uuid.UUID, list[tuple[Draft, list[ModelOutput], bool, float]]] = {}
+        for (seed, draft), prediction in zip(batch, predictions):
+            outputs = [to_model_output(member, record) for member, record in zip(prediction.members, records)]
+            fooled = bool(is_fooled(definition, outputs, true_label=seed.topic.label, rule=rule))
+            checked.setdefault(seed.topic.seed_id, []).append((draft, outputs, fooled,
+                                                               _shift(prediction, seed.topic.label)))
+        for seed in wanting:
+            _take(seed, checked.get(seed.topic.seed_id, []), definition, threshold, generated_by)
+        choosing += time.perf_counter() - began
+        progress.report(len(prepared) + sum(not s.wants() for s in prepared), len(prepared) * 2)
+    timings["check"] = checking * 1000
+    began = time.perf_counter()
+    report = {seed.topic.seed_id: seed.growth() for seed in prepared}
+    items = [item for seed in prepared for item in seed.items]
     ids = suite.store_variants(task_code, generated_by, items) if items else []
-    timings["fold_and_store"] = (time.perf_counter() - began) * 1000
+    timings["store"] = (time.perf_counter() - began) * 1000
+    timings["fold"] = choosing * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     progress.report(len(prepared) * 2, len(prepared) * 2)
     return GrowReport(task_code, round_.number, tuple(report[s.topic.seed_id] for s in prepared), tuple(ids), timings)
@@ -265,25 +303,19 @@ def _named_group(meta: Any, fallback: str | None) -> str:
     return fallback or NO_GROUP
 
 
-def _choose(seed: _Seed, checked: list[tuple[Draft, list[ModelOutput], bool, float]], definition: TaskDefinition,
-            threshold: float, generated_by: uuid.UUID) -> tuple[SeedGrowth, list[tuple[Content, Sequence[ModelOutput],
-                                                                                        dict[str, Any]]]]:
-    """The seed's variants to store: fooling drafts first (the furthest moved first), then the rest, each
-    folded when near what is kept, until the seed's room is used."""
-    sid = seed.topic.seed_id
-    if seed.reason is not None:
-        return SeedGrowth(sid, reason=seed.reason), []
+def _take(seed: _Seed, checked: list[tuple[Draft, list[ModelOutput], bool, float]], definition: TaskDefinition,
+          threshold: float, generated_by: uuid.UUID) -> None:
+    """Keep the checked drafts the seed has room for: fooling ones first (the furthest moved first), then the
+    rest, each folded when near what is kept."""
     order = sorted(range(len(checked)), key=lambda i: (not checked[i][2], -checked[i][3], i))
-    against = list(seed.existing)
-    items: list[tuple[Content, Sequence[ModelOutput], dict[str, Any]]] = []
-    folded = refused = fooling = 0
+    sid = seed.topic.seed_id
     for i in order:
+        if len(seed.items) >= seed.room:
+            break
         draft, outputs, fooled, _ = checked[i]
         group = draft.group or seed.topic.group
-        if len(items) >= seed.room:
-            break
-        if folds(draft.text, group, draft.edit_type, against, threshold):
-            folded += 1
+        if folds(draft.text, group, draft.edit_type, seed.against, threshold):
+            seed.folded += 1
             continue
         meta = dict(seed.meta)
         if draft.group is not None:
@@ -292,17 +324,11 @@ def _choose(seed: _Seed, checked: list[tuple[Draft, list[ModelOutput], bool, flo
         try:
             check_content(definition, content, require_metadata=False)
         except DynadeskError:
-            refused += 1
+            seed.refused += 1
             continue
-        against.append(kept(draft.text, group, draft.edit_type))
+        seed.against.append(kept(draft.text, group, draft.edit_type))
         origin = {"kind": VARIANT_KIND, "seed_id": str(sid), "rule": draft.rule, "edit_type": draft.edit_type,
                   "generated_by": str(generated_by), "seed_text": seed.topic.text, "note": draft.note,
                   **seed.origin_extra}
-        items.append((content, outputs, origin))
-        fooling += fooled
-    over = max(0, len(checked) - folded - refused - len(items))
-    reason = None
-    if not items:
-        reason = ("every draft was a near-duplicate of the seed or of its variants" if checked and folded
-                  else "no draft passed the task's content rules" if refused else "no draft was made")
-    return SeedGrowth(sid, len(checked), len(items), fooling, folded, over, refused, reason), items
+        seed.items.append((content, outputs, origin))
+        seed.fooling += fooled

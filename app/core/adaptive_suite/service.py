@@ -34,7 +34,7 @@ from app.core.adaptive_suite.topics import (
 )
 from app.core.adaptive_suite.variants import VARIANT_SOURCE, not_variant_clause, seed_of, variant_clause
 from app.core.domain import Verdict
-from app.core.errors import NotFound
+from app.core.errors import DynadeskError, NotFound
 from app.core.services.examples import ExampleService
 from app.core.services.lead import LeadReviewService
 from app.core.services.tasks import TaskService
@@ -236,7 +236,8 @@ class AdaptiveSuite:
             task_id = session.scalar(select(Example.task_id).where(Example.id == seed_id))
             if task_id is None:
                 raise NotFound(f"There is no example with id {seed_id}.")
-            rows = [r for r in self._variant_rows(session, task_id) if seed_of(r.origin) == seed_id]
+            rows = [r for r in self._variant_rows(session, task_id, Example.origin["seed_id"].as_string() == str(seed_id))
+                    if seed_of(r.origin) == seed_id]
             validators: dict[uuid.UUID, list[str]] = {}
             for chunk in _chunks([r.id for r in rows]):
                 for example_id, name in session.execute(
@@ -261,14 +262,19 @@ class AdaptiveSuite:
         hate = task_code == "hate_speech"
         path = Path(path)
         partial = path.with_name(path.name + ".partial")
-        with partial.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(HATECHECK_HEADER)
-            for index, case in enumerate(cases):
-                gold = HATECHECK_GOLD.get(case.label, case.label) if hate else case.label
-                writer.writerow([index, case.family, str(case.example_id), case.text, gold,
-                                 "" if case.group == NO_GROUP else case.group, "", "", "", "", "", str(case.seed_id), ""])
-        partial.replace(path)
+        try:
+            with partial.open("w", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(HATECHECK_HEADER)
+                for index, case in enumerate(cases):
+                    gold = HATECHECK_GOLD.get(case.label, case.label) if hate else case.label
+                    writer.writerow([index, case.family, str(case.example_id), case.text, gold,
+                                     "" if case.group == NO_GROUP else case.group, "", "", "", "", "",
+                                     str(case.seed_id), ""])
+            partial.replace(path)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            raise DynadeskError(f"The suite could not be written to {path}: {exc.strerror or exc}.") from exc
         return len(cases)
 
     # --- storing generated variants -------------------------------------------------------------

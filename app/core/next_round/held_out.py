@@ -6,6 +6,8 @@ training uses (``training_data._choose`` for which examples count and with which
 - A candidate with a training manifest is scored on the held-out ids its manifest lists, for the rounds
   it was trained on (read, not re-derived: the manifest is what training did), with the manifest's own
   choices (imported data sets named, undecided examples taken or not).
+- The adaptive suite's variants are never scored here: they are nobody's writing, and the suite is a split of
+  its own (``suite_split``: the variants of held-out seeds only, when a compared model trained on variants).
 - Any other model, and rounds the candidate never saw, are scored on every example training would hold
   out: decided examples (their decided label) and every imported data set's examples (their gold
   label), on the held-out side. An imported example on the held-out side is held out of every

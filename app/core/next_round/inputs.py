@@ -24,9 +24,8 @@ from app.core.storage.models import Example, Round
 from app.core.tasks.splits import held_out_example
 
 CANDIDATES_FOLDER = "candidates"
-# _choose's reasons for leaving an example out that are not "left out" of what people wrote in the round (a
-# generated variant is nobody's writing: the adaptive suite counts it)
-_NOT_WRITTEN = ("draft", "retracted", "variant")
+# _choose's reasons for leaving an example out that still count as "written in the round"
+_NOT_WRITTEN = ("draft", "retracted", "variant_not_asked")  # a variant is counted apart (``variants``)
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,9 @@ class RoundCount:
     imported: Mapping[str, int] = field(default_factory=dict)
     # of those, on the held-out side: never trained on, whichever sets are named; compared on (held_out.py)
     imported_held_out: Mapping[str, int] = field(default_factory=dict)
+    # the adaptive suite's validated variants in the round: taken only when asked for (on their seeds' sides)
+    variants: int = 0
+    variants_held_out: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,8 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
     with desk.db.read() as session:
         rounds = list(session.scalars(select(Round).where(Round.task_id == task.id).order_by(Round.number)))
         for round_ in rounds:
-            counts[round_.id] = {"decided": 0, "held_out": 0, "undecided": 0, "left_out": 0}
+            counts[round_.id] = {"decided": 0, "held_out": 0, "undecided": 0, "left_out": 0, "variants": 0,
+                                 "variants_held_out": 0}
         imported: dict[uuid.UUID, dict[str, int]] = {round_.id: {} for round_ in rounds}
         imported_held: dict[uuid.UUID, dict[str, int]] = {round_.id: {} for round_ in rounds}
         columns = [getattr(Example, name) for name in _Row._fields]
@@ -93,6 +96,12 @@ def round_counts(desk: Any, task_code: str) -> list[RoundCount]:
             label, source = _choose(cast(Example, row), True, set())
             tally = counts.get(round_id)
             if tally is None:
+                continue
+            if source == "variant_not_asked":
+                label, source = _choose(cast(Example, row), False, set(), variants=True)
+                if label is not None:
+                    tally["variants"] += 1
+                    tally["variants_held_out"] += held_out_example(row.id, row.perturbation_of, row.origin)
                 continue
             if label is None and source == "imported_not_named":
                 label, source = _choose(cast(Example, row), False, _imported_names(cast(Example, row)))

@@ -10,7 +10,9 @@ scored again only when its split changed. Qt-free; long work takes a ``Progress`
 Rows: every model record that has been a round's target, in the order of the round it first served
 (an ensemble target is a row of its own besides its members). Columns: every round's held-out split,
 the same sets the comparison scores on (``held_out.held_out_sets``: decided and imported examples on
-the held-out side, as training holds them out).
+the held-out side, as training holds them out), and the task's adaptive suite (``suite_split``: its validated
+variants, only those of held-out seeds when a row's model trained on variants), whose cell also holds each
+topic family's wrong answers; its cells are kept under the latest round, keyed by ``suite_model_key``.
 A cell holds accuracy, macro-F1 (the evaluation service's, ``evaluation.evaluate``), the share of
 the split's validated fooling examples (``figures.is_validated_fooling``) the model now gets right,
 n, and a bootstrap 95 % interval of accuracy (``bootstrap.bootstrap_interval``).
@@ -48,6 +50,7 @@ from app.core.next_round.leaderboard_board import (  # noqa: F401  (the board's 
     STALE,
     STATE_TEXT,
     STATES,
+    SUITE_COLUMN,
     Cell,
     Leaderboard,
     LeaderboardError,
@@ -119,6 +122,15 @@ def split_fingerprint(eval_set: EvalSet) -> str:
                           ensure_ascii=False)
         digest.update(item.encode("utf-8") + b"\n")
     return digest.hexdigest()
+
+
+def suite_model_key(key: str) -> str:
+    """The key a model's adaptive-suite cell is stored under (beside its round cells, in the latest round)."""
+    return hashlib.sha256(("adaptive-suite\n" + key).encode()).hexdigest()
+
+
+def _store_key(row_key: str, column: RoundColumn) -> str:
+    return suite_model_key(row_key) if column.suite else row_key
 
 
 def unavailable_reason(records: Sequence[ModelRecord]) -> str:
@@ -199,6 +211,10 @@ def plan_leaderboard(desk: Any, task_code: str, *, refresh: bool = False) -> Lea
                                    sum(bool(c.extra.get("fooled")) for c in split.cases), held.eligible[number],
                                    split_fingerprint(split)))
     rows, members = model_rows(desk, task_code)
+    adaptive = _suite_column(desk, task_code, members, statuses)
+    if adaptive is not None:
+        sets[SUITE_COLUMN], column = adaptive
+        columns.append(column)
     with desk.db.read() as session:
         stored = {(c.model_key, uuid.UUID(str(c.round_id))): c for c in session.scalars(
             select(LeaderboardCell).where(LeaderboardCell.round_id.in_([uuid.UUID(c.round_id) for c in columns])))}
@@ -207,7 +223,7 @@ def plan_leaderboard(desk: Any, task_code: str, *, refresh: bool = False) -> Lea
     for row in rows:
         wanted = []
         for column in columns:
-            found = stored.get((row.key, uuid.UUID(column.round_id)))
+            found = stored.get((_store_key(row.key, column), uuid.UUID(column.round_id)))
             cell = _stored_cell(found, column, row)
             cells[(row.key, column.number)] = cell
             if cell.state == MISSING or (refresh and cell.state in (STALE, FAILED)):
@@ -219,9 +235,27 @@ def plan_leaderboard(desk: Any, task_code: str, *, refresh: bool = False) -> Lea
     return LeaderboardPlan(board, sets, work, list(desk.models.all()) if work else [])
 
 
+def _suite_column(desk: Any, task_code: str, members: Mapping[str, Sequence[ModelRecord]],
+                  statuses: Mapping[int, tuple[str, str]]) -> tuple[EvalSet, RoundColumn] | None:
+    """The adaptive suite's set and column (None without a validated variant or a round): every validated variant,
+    or those of held-out seeds when a row's model trained on variants."""
+    from app.core.next_round.suite_split import adaptive_suite_split, trained_on_variants
+
+    if not statuses:
+        return None
+    split = adaptive_suite_split(desk, task_code, held_out_only=trained_on_variants(
+        None, [r for records in members.values() for r in records]))
+    if not split.validated:
+        return None
+    latest = statuses[max(statuses)][0]
+    return split.eval_set, RoundColumn(SUITE_COLUMN, latest, "suite", len(split.eval_set.cases), 0, split.validated,
+                                       split_fingerprint(split.eval_set), split.rule)
+
+
 def _stored_cell(found: Any, column: RoundColumn, row: ModelRow) -> Cell:
     if column.n == 0:
-        return Cell(EMPTY, note="no decided held-out example yet")
+        return Cell(EMPTY, note="no validated variant on the side scored" if column.suite
+                    else "no decided held-out example yet")
     fresh = found is not None and found.fingerprint == column.fingerprint
     if row.unavailable and not (fresh and not found.problem):  # figures scored here before still hold
         return Cell(NO_FILES, note=row.unavailable)
@@ -233,7 +267,8 @@ def _stored_cell(found: Any, column: RoundColumn, row: ModelRow) -> Cell:
     return Cell(FRESH if fresh else STALE, found.n, found.accuracy, found.macro_f1, found.accuracy_low,
                 found.accuracy_high, found.fooling_n, found.fooling_right, when,
                 "" if fresh else "the held-out split changed since this was scored",
-                int((found.details or {}).get("overlap") or 0))
+                int((found.details or {}).get("overlap") or 0),
+                tuple((str(f), int(w), int(n)) for f, w, n in (found.details or {}).get("families") or []))
 
 
 def compute_cells(plan: LeaderboardPlan, progress: Progress | None = None, *, num_threads: int | None = None,
@@ -250,6 +285,7 @@ def compute_cells(plan: LeaderboardPlan, progress: Progress | None = None, *, nu
 
     progress = progress or Progress()
     columns = {c.number: c for c in plan.board.columns}
+    number_of = {s.key: number for number, s in plan.sets.items()}
     options = EvaluationOptions(identity_swap=False, robustness=False, latency_samples=0, num_threads=num_threads)
     total = max(1, sum(len(plan.sets[n].cases) for _r, _m, numbers in plan.work for n in numbers))
     done = 0
@@ -275,7 +311,7 @@ def compute_cells(plan: LeaderboardPlan, progress: Progress | None = None, *, nu
             done += size
             continue
         seconds = time.perf_counter() - started
-        scored += [_scored(row, columns[int(s.key.rsplit("-", 1)[1])], s, doc, seconds) for s in sets]
+        scored += [_scored(row, columns[number_of[s.key]], s, doc, seconds) for s in sets]
         done += size
         progress.report(done, total)
     return scored
@@ -297,13 +333,15 @@ def _scored(row: ModelRow, column: RoundColumn, eval_set: EvalSet, doc: Mapping[
     fooling = [i for i, c in enumerate(cases) if c.extra.get("fooled")]
     fooling_right = accuracy([gold[i] for i in fooling], [labels[i] for i in fooling])
     overlap = sum(len((check.get("by_set") or {}).get(eval_set.key, [])) for check in model["overlap"]["checks"])
+    families = tuple((name, f["n"] - f["correct"], f["n"]) for name, f in (figures.get("functionalities") or {}).items()
+                     ) if column.suite else ()
     cell = Cell(FRESH, figures["n"], figures["accuracy"], figures["macro_f1"], low, high, len(fooling), fooling_right,
-                datetime.now(UTC).isoformat(timespec="seconds"), overlap=overlap)
+                datetime.now(UTC).isoformat(timespec="seconds"), overlap=overlap, families=families)
     details = {"predictions": predicted, "overlap": overlap, "seconds": round(seconds, 3),
                "interval": {"confidence": CONFIDENCE, "resamples": RESAMPLES, "seed": 0, "stream": eval_set.key,
                             "method": "bootstrap percentile; perturbation pairs drawn together"},
                "members": [{"id": i, "sha256": s} for i, s in zip(row.member_ids, row.member_shas)],
-               "per_label": figures["per_label"]}
+               "per_label": figures["per_label"], **({"families": [list(f) for f in families]} if families else {})}
     return ScoredCell(row, column, cell, details)
 
 
@@ -318,11 +356,12 @@ def store_cells(desk: Any, scored: Sequence[ScoredCell]) -> None:
     with desk.db.write() as session:
         for item in scored:
             round_id = uuid.UUID(item.column.round_id)
+            key = _store_key(item.row.key, item.column)
             session.execute(delete(LeaderboardCell).where(LeaderboardCell.round_id == round_id,
-                                                          LeaderboardCell.model_key == item.row.key))
+                                                          LeaderboardCell.model_key == key))
             cell = item.cell
             session.add(LeaderboardCell(
-                round_id=round_id, model_key=item.row.key, model_name=item.row.name[:200],
+                round_id=round_id, model_key=key, model_name=item.row.name[:200],
                 fingerprint=item.column.fingerprint, n=cell.n, accuracy=cell.accuracy, macro_f1=cell.macro_f1,
                 accuracy_low=cell.low, accuracy_high=cell.high, fooling_n=cell.fooling_n,
                 fooling_right=cell.fooling_right, problem=cell.note if cell.state == FAILED else None,

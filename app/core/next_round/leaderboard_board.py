@@ -22,6 +22,7 @@ FAILED = "failed"  # the model could not be scored; tried again on refresh or wh
 NO_FILES = "no-files"  # the model's files are not on this desk
 EMPTY = "empty"  # the round has no decided held-out example
 STATES = (FRESH, STALE, MISSING, FAILED, NO_FILES, EMPTY)
+SUITE_COLUMN = 0  # the adaptive suite's column: its number (rounds start at 1)
 
 
 class LeaderboardError(DynadeskError):
@@ -51,8 +52,24 @@ class RoundColumn:
     status: str
     n: int  # examples in the held-out split (decided, and imported cases with their gold labels)
     fooling: int  # of them, validated fooling examples
-    decided: int  # examples of the whole round with a label to score (either side)
+    decided: int  # examples of the whole round with a label to score (either side); the suite: its validated variants
     fingerprint: str
+    rule: str = ""  # the adaptive suite's column: which variants it scores, and why
+
+    @property
+    def suite(self) -> bool:
+        return self.number == SUITE_COLUMN
+
+    @property
+    def title(self) -> str:
+        return "Adaptive suite" if self.suite else f"Round {self.number}"
+
+    @property
+    def header(self) -> str:
+        """The column group's line: its title, state and size."""
+        if self.suite:
+            return f"Adaptive suite (n={self.n} of {self.decided} validated variants)"
+        return f"Round {self.number} ({self.status}, n={self.n}, {self.fooling} fooling)"
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,7 @@ class Cell:
     computed_at: str | None = None
     note: str = ""  # why a cell is empty, failed or unavailable
     overlap: int = 0  # held-out examples that also appear in the model's training data
+    families: tuple[tuple[str, int, int], ...] = ()  # the adaptive suite's column: (topic family, wrong, n)
 
     @property
     def has_figures(self) -> bool:
@@ -117,12 +135,17 @@ class Leaderboard:
             raise LeaderboardError("This is not a Dynadesk leaderboard.")
         rows = tuple(ModelRow(**{**r, "member_ids": tuple(r["member_ids"]), "member_shas": tuple(r["member_shas"]),
                                  "rounds": tuple(r["rounds"])}) for r in data["rows"])
-        cells = {(c["row"], c["round"]): Cell(**{k: v for k, v in c.items() if k not in ("row", "round")})
-                 for c in data["cells"]}
+        cells = {(c["row"], c["round"]): _cell_from_json(c) for c in data["cells"]}
         return cls(data["task"], data.get("task_name", data["task"]), rows,
                    tuple(RoundColumn(**c) for c in data["columns"]), cells, tuple(data.get("labels", ())),
                    data.get("read_at", ""))
 
+
+
+def _cell_from_json(data: Mapping[str, Any]) -> Cell:
+    fields: dict[str, Any] = {k: v for k, v in data.items() if k not in ("row", "round")}
+    fields["families"] = tuple((str(f), int(w), int(n)) for f, w, n in fields.get("families") or ())
+    return Cell(**fields)
 
 
 METRICS = (("accuracy", "accuracy"), ("macro_f1", "macro-F1"), ("fooling_right", "fooling now right"))
@@ -148,14 +171,20 @@ def cell_detail(row: ModelRow, column: RoundColumn, cell: Cell) -> str:
     """Everything a cell's tooltip says: n, the interval, the fooling count, when, and why."""
     from app.core.formatting import pct
 
-    head = f"{row.name} on round {column.number}'s held-out split"
+    head = (f"{row.name} on the adaptive suite" if column.suite else
+            f"{row.name} on round {column.number}'s held-out split")
     if not cell.has_figures:
         return f"{head}: {STATE_TEXT.get(cell.state, cell.state)}" + (f" ({cell.note})" if cell.note else "") + "."
     lines = [f"{head} (n={cell.n}):",
              f"accuracy {pct(cell.accuracy)}, 95 % interval {pct(cell.low)} to {pct(cell.high)} (bootstrap)",
              f"macro-F1 {figure_text(cell, 'macro_f1')}",
              (f"validated fooling examples now right: {pct(cell.fooling_right)} of {cell.fooling_n}" if cell.fooling_n
-              else "no validated fooling example in this split")]
+              else "" if column.suite else "no validated fooling example in this split")]
+    lines = [line for line in lines if line]
+    if column.suite:
+        lines += [f"{family}: {wrong} of {n} wrong" for family, wrong, n in cell.families]
+        if column.rule:
+            lines.append(column.rule)
     if cell.overlap:
         lines.append(f"WARNING: {cell.overlap} of these examples appear in the model's training data")
     if cell.state == STALE:

@@ -67,7 +67,7 @@ def table_lines(board: Leaderboard) -> list[str]:
     groups = ["".ljust(widths[0])]
     for i, column in enumerate(board.columns):
         span = sum(widths[1 + 3 * i: 4 + 3 * i]) + 4
-        groups.append(f"Round {column.number} ({column.status}, n={column.n}, {column.fooling} fooling)"[:span].ljust(span))
+        groups.append(column.header[:span].ljust(span))
     lines = ["  ".join(groups).rstrip(), *table, ""]
     lines.append("> the current target; [low–high] the 95 % bootstrap interval of accuracy; + best in its "
                  "column; * stale (the split changed since it was scored: --refresh scores it again).")
@@ -76,13 +76,20 @@ def table_lines(board: Leaderboard) -> list[str]:
         lines.append(f"{counts[MISSING]} cell(s) not scored yet.")
     if counts.get(NO_FILES):
         lines.append(f"{counts[NO_FILES]} cell(s): the model's files are not on this desk.")
+    for column in (c for c in board.columns if c.suite):
+        lines.append(column.rule)
+        for row in board.rows:
+            families = board.cell(row, column).families
+            if families and board.cell(row, column).has_figures:
+                lines.append(f"{row.name}, adaptive suite per topic family: "
+                             + ", ".join(f"{family} {wrong} of {n} wrong" for family, wrong, n in families) + ".")
     for row in board.rows:
         for column in board.columns:
             cell = board.cell(row, column)
             if cell.state == FAILED:
-                lines.append(f"{row.name}, round {column.number}: {cell.note}.")
+                lines.append(f"{row.name}, {column.title.lower()}: {cell.note}.")
             if cell.has_figures and cell.overlap:
-                lines.append(f"WARNING: {row.name}, round {column.number}: {cell.overlap} held-out example(s) "
+                lines.append(f"WARNING: {row.name}, {column.title.lower()}: {cell.overlap} held-out example(s) "
                              "appear in its training data.")
     return lines
 
@@ -103,8 +110,8 @@ def render_section(board: Leaderboard) -> str:
         out.append("<p>" + escape(table_lines(board)[0]) + "</p>")
         return "\n".join(out)
     head = ["<tr><th rowspan='2'>Model</th>"]
-    head += [f"<th class='group' colspan='{len(METRICS)}'>Round {c.number} <span class='muted'>({escape(c.status)}, "
-             f"n={c.n}, {c.fooling} fooling)</span></th>" for c in board.columns]
+    head += [f"<th class='group' colspan='{len(METRICS)}'>{escape(c.title)} <span class='muted'>"
+             f"({escape(c.header.split('(', 1)[1])}</span></th>" for c in board.columns]
     head.append("</tr><tr>" + "".join(f"<th>{escape(name)}</th>" for _c in board.columns for _k, name in METRICS)
                 + "</tr>")
     body = []
@@ -131,9 +138,9 @@ def render_section(board: Leaderboard) -> str:
         body.append(f"<tr{' class=current' if row.current else ''}>{''.join(cells)}</tr>")
     out.append(f"<table class='leaderboard'>{''.join(head)}{''.join(body)}</table>")
     notes = [f"{escape(r.name)}: {escape(r.unavailable)}." for r in board.rows if r.unavailable]
-    notes += [f"{escape(r.name)}, round {c.number}: {escape(board.cell(r, c).note)}." for r in board.rows
+    notes += [f"{escape(r.name)}, {escape(c.title.lower())}: {escape(board.cell(r, c).note)}." for r in board.rows
               for c in board.columns if board.cell(r, c).state == FAILED]
-    notes += [f"{escape(r.name)}, round {c.number}: {board.cell(r, c).overlap} held-out example(s) appear in its "
+    notes += [f"{escape(r.name)}, {escape(c.title.lower())}: {board.cell(r, c).overlap} held-out example(s) appear in its "
               "training data; those figures are not test figures." for r in board.rows for c in board.columns
               if board.cell(r, c).has_figures and board.cell(r, c).overlap]
     if notes:

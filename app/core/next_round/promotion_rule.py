@@ -10,7 +10,8 @@ Pure and Qt-free: the verdict reads only the differences (split, metric, current
     may_promote(role, leads_may_promote, team_server=True)
 
 Every split is judged on its own: each round's held-out examples, all of them taken together (when
-there are several rounds), the base data's test split and every functional suite.
+there are several rounds), the base data's test split, every functional suite and the adaptive suite of
+validated variants (one more split: a candidate worse on it is refused, one too small to judge decides nothing).
 
 - A split with fewer items than its minimum n (``minimum_items``) says "too few to judge" and decides
   nothing: its interval says little (one item right twice has the interval [0, 0]).
@@ -51,7 +52,7 @@ def minimum_items(half_width: float = MAX_HALF_WIDTH) -> int:
 
 @dataclass(frozen=True)
 class SplitJudgement:
-    split: str  # the comparison's key ("held-out-1", "base-test", "suite-…", "held-out")
+    split: str  # the comparison's key ("held-out-1", "base-test", "suite-…", "adaptive-suite", "held-out")
     name: str  # as a reader knows it ("Round 1 held-out")
     items: int
     minimum: int

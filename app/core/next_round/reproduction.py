@@ -135,7 +135,8 @@ def held_out_texts(desk: Any, manifest: Mapping[str, Any]) -> tuple[list[str], l
     """The ids and texts (or pairs) of what the run did not train on, read from the desk as the run read them."""
     options = options_from_manifest(manifest)
     data = training_set(desk, options.task, options.rounds, include_undecided=options.include_undecided,
-                        imported=options.imported, base=read_base_data(options.base_data))
+                        imported=options.imported, base=read_base_data(options.base_data),
+                        variants=options.variants is not None)
     text_of = {e.id: e.text for e in data.base + data.train + data.held_out}
     splits = manifest["data"]["splits"]
     ids = list(dict.fromkeys(i for name in HELD_OUT_SPLITS for i in splits.get(name) or []))

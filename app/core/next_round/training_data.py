@@ -4,11 +4,11 @@ Taken: examples of the chosen rounds that are decided, with the decided label (a
 keeps the author's label, an *incorrect* one the agreed corrected label, a lead's adjudication
 overrides both: ``validation.summarise`` keeps that on the example). Left out, and counted by reason:
 drafts, retracted examples, examples decided as flagged, flagged-but-undecided and undecided ones
-(``include_undecided`` takes the undecided ones with the author's label), and imported data sets
-that are not named.
+(``include_undecided`` takes the undecided ones with the author's label), imported data sets
+that are not named, and the adaptive suite's generated variants, which are never round examples.
 
-Variants: generated variants (``adaptive_suite``) are never round examples; with ``variants`` the validated ones of
-the chosen rounds' training-side seeds join as their own part (``variant_training``).
+Variants: with ``variants`` the chosen rounds' validated variants of training-side seeds join as a part of
+their own (``variant_training``; source ``VARIANT``, their decided label), which the trainer weighs apart.
 
 Splits: ``app.core.tasks.splits.held_out_example`` decides which examples are held out (never trained
 on); the rest is training data. Base data (a labelled file) joins as its own part; the trainer
@@ -37,16 +37,17 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.core.adaptive_suite.variants import is_variant
 from app.core.domain import ExampleStatus, ValidationState, Verdict
 from app.core.errors import DynadeskError
 from app.core.storage.models import Example, Round
 from app.core.tasks.splits import held_out_example
+from app.core.tasks.variants import is_variant
 from app.core.text import clean_text
 from local_models.tokenization import ModelInput
 from local_models.train import LabelledData
 
 TRAIN, HELD_OUT, BASE, VARIANTS = "train", "held_out", "base", "variants"
+VARIANT = "variant"  # the source of a validated variant of the adaptive suite (taken only when asked for)
 SPLITS = (TRAIN, HELD_OUT, BASE, VARIANTS)
 CONFLICT_POLICY = ("Texts that appear with different labels are left out of training (round and base data) and "
                    "listed under conflicts with every id; held-out copies stay held out.")
@@ -61,7 +62,7 @@ class TrainingExample:
     id: str  # the example's uuid; "base:<n>" for the n-th row kept from the base data file
     text: ModelInput  # the text, or the pair (context, written text) of a task with a context
     label: str
-    round: int | None  # None for base data; a variant's: its seed's
+    round: int | None  # None for base data
     source: str  # "decided", "undecided", "imported", "base" or "variant"
 
 
@@ -133,8 +134,8 @@ class TrainingSet:
             "conflicts": len(self.conflicts),
             "include_undecided": self.include_undecided,
             "imported": list(self.imported),
-            **({"variants": {"taken": len(self.variants), "seeds": len({o["seed_id"] for o in self.variant_origins.values()}),
-                             "left_out": dict(self.variants_left_out)}} if self.with_variants else {}),
+            "variants": {"taken": len(self.variants), "seeds": len({o["seed_id"] for o in self.variant_origins.values()}),
+                         "left_out": dict(self.variants_left_out)} if self.with_variants else False,
         }
 
 
@@ -167,15 +168,21 @@ def imported_name(example: Any) -> str:
     return str(example.source or origin.get("format") or origin.get("file") or "imported")
 
 
-def _choose(example: Example, include_undecided: bool, imported: set[str]) -> tuple[str, str] | tuple[None, str]:
-    """(label, source) when the example is taken; (None, reason) when it is left out. Generated variants are
-    nobody's writing: never a round example (``variant_training`` takes them when asked)."""
-    if is_variant(example.origin):
-        return None, "variant"
+def _choose(example: Example, include_undecided: bool, imported: set[str], *,
+            variants: bool = False) -> tuple[str, str] | tuple[None, str]:
+    """(label, source) when the example is taken; (None, reason) when it is left out. A generated variant only
+    with ``variants`` (which counts the validated ones: ``inputs.round_counts``); training takes them apart."""
     if example.status == ExampleStatus.DRAFT:
         return None, "draft"
     if example.status == ExampleStatus.RETRACTED:
         return None, "retracted"
+    if is_variant(example.origin):  # generated, not written: only when asked, and only once people validated it
+        if not variants:
+            return None, "variant_not_asked"
+        if example.validation_state != ValidationState.DECIDED or example.decided_verdict == Verdict.FLAGGED \
+                or not example.decided_label or example.status == ExampleStatus.FLAGGED:
+            return None, "variant_not_validated"
+        return example.decided_label, VARIANT
     is_import = (example.origin or {}).get("kind") == "import"
     if is_import and not (_imported_names(example) & imported):
         return None, "imported_not_named"
@@ -231,8 +238,8 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
         origins = {e.id: e.origin for e in examples}
         for example in examples:
             label, source = _choose(example, include_undecided, named)
-            if source == "variant":
-                continue  # counted by the variant selection, when asked
+            if source == "variant_not_asked" and variants:
+                continue  # taken apart, by their seeds (``variant_training``)
             if (example.origin or {}).get("kind") == "import":
                 seen_imports |= _imported_names(example)
             if label is None:
@@ -265,7 +272,7 @@ def training_set(desk: Any, task_code: str, rounds: Sequence[int], *, include_un
             if normalised(v.text) in held_texts:  # the identity swaps of two seeds can meet across the split
                 variants_left_out["text_of_held_out_variant"] = variants_left_out.get("text_of_held_out_variant", 0) + 1
                 continue
-            variant_rows.append(TrainingExample(v.id, v.text, v.label, v.round, "variant"))
+            variant_rows.append(TrainingExample(v.id, v.text, v.label, v.round, VARIANT))
             variant_origins[v.id] = {"seed_id": v.seed_id, "rule": v.rule, "family": v.family}
     train, held_out, base_kept, conflicts, duplicates, variants_kept = _deduplicate(chosen, base_rows, variant_rows)
     return TrainingSet(task_code, labels, wanted, train, held_out, base_kept, conflicts, duplicates,

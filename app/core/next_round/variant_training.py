@@ -2,8 +2,8 @@
 dialog's "Train on validated variants too". Qt-free.
 
 Which variants: the task's validated variants (``desk.adaptive_suite.cases``: a decided valid verdict, with the
-decided or corrected label) whose seed is an example of one of the chosen rounds and lies on the training side
-of the held-out split. A seed and all its variants fall on one side (the seed's split unit decides it,
+decided or corrected label) stored in one of the chosen rounds (the round open when they were generated, as
+``inputs.round_counts`` counts them) whose seed lies on the training side of the held-out split. A seed and all its variants fall on one side (the seed's split unit decides it,
 ``splits.held_out_example`` of the seed), so variants of held-out seeds are never trained on; nor is a variant
 whose text is also the text of a variant of a held-out seed (the identity swaps of two seeds can meet).
 
@@ -43,7 +43,7 @@ class SelectedVariant:
     family: str
     text: Any  # what the task's model reads: a text, or a (context, text) pair
     label: str
-    round: int  # the seed's round
+    round: int  # the variant's own round
 
 
 @dataclass
@@ -120,13 +120,13 @@ def select_variants(desk: Any, task_code: str, rounds: Iterable[int], labels: It
         elif side.held_out:
             selection.held_out_items.append(text)
             reason = "seed_held_out"
-        elif side.round_number not in chosen:
-            reason = "seed_in_other_round"
+        elif case.round_number not in chosen:
+            reason = "other_round"
         elif case.label not in known:
             reason = "unknown_label"
         else:
             selection.taken.append(SelectedVariant(str(case.example_id), str(case.seed_id), case.rule, case.family,
-                                                   text, case.label, side.round_number))
+                                                   text, case.label, case.round_number))
             continue
         left[reason] = left.get(reason, 0) + 1
     selection.left_out = dict(sorted(left.items()))
@@ -140,5 +140,5 @@ def variants_manifest(selection_taken: Iterable[Mapping[str, Any]], weight: floa
     return {"weight": weight, "relative_to": "a written round example", "sample_weight": sample_weight,
             "count": len(taken), "seeds": len({v["seed_id"] for v in taken}), "taken": taken,
             "left_out": dict(left_out),
-            "rule": "validated variants of the chosen rounds' seeds on the training side; variants of held-out "
-                    "seeds are never trained on (a seed and all its variants fall on one side)"}
+            "rule": "validated variants in the chosen rounds whose seeds are on the training side; variants of "
+                    "held-out seeds are never trained on (a seed and all its variants fall on one side)"}

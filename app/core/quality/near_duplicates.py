@@ -53,6 +53,7 @@ from app.core.quality.signatures import (
 from app.core.quality.similarity import jaccard, normalise, shingles
 from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleChange, ExampleSignature, Person, Round
+from app.core.tasks.variants import is_variant_source, sql_not_variant
 
 __all__ = ["COUNTED_STATUSES", "ClusterMember", "DuplicateCluster", "DuplicateRate", "NearDuplicateIndex",
            "NearMatch", "Nearest", "NovelShare"]
@@ -231,7 +232,7 @@ class NearDuplicateIndex:
                        raw(Example.submitted_at), ExampleSignature.scheme, ExampleSignature.text_hash,
                        ExampleSignature.normalised, ExampleSignature.minhash)
                 .outerjoin(ExampleSignature, ExampleSignature.example_id == Example.id)
-                .where(Example.task_id == task_id, Example.status.in_(COUNTED_STATUSES))
+                .where(Example.task_id == task_id, Example.status.in_(COUNTED_STATUSES), sql_not_variant(Example.source))
                 .order_by(Example.submitted_at, Example.id)).all()
             numbers = dict(session.execute(select(Round.id, Round.number).where(Round.task_id == task_id)).all())
         with self._lock:
@@ -316,7 +317,7 @@ class NearDuplicateIndex:
             for start in range(0, len(ids), _CHUNK):
                 found.update({r.id: r for r in session.execute(
                     select(Example.id, Example.task_id, Example.text, Example.status, Example.round_id,
-                           Example.author_id, raw_time(Example.submitted_at))
+                           Example.author_id, raw_time(Example.submitted_at), Example.source)
                     .where(Example.id.in_(ids[start:start + _CHUNK])))})
             if any(r.round_id not in self._round_numbers for r in found.values()):
                 self._load_rounds(session)
@@ -325,8 +326,8 @@ class NearDuplicateIndex:
             for index in behind:
                 index.remove(example_id)
             r = found.get(example_id)
-            if r is None or r.status not in COUNTED_STATUSES:
-                continue
+            if r is None or r.status not in COUNTED_STATUSES or is_variant_source(r.source):
+                continue  # a generated variant is near its seed by design: no writer's duplicate
             index = self._tasks.get(r.task_id)
             if index is None or index not in behind:
                 continue

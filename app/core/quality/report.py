@@ -27,6 +27,7 @@ from app.core.quality.diversity import (
     embedding_spread,
     sample_indexes,
 )
+from app.core.tasks.variants import VARIANT_SOURCE
 from local_models.progress import Progress
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class QualityData:
 
     @classmethod
     def load(cls, db: Any, task_id: Any, labels: Sequence[str] = ()) -> QualityData:
-        """Read the task's submitted examples (one query over the plain sqlite connection: 100k
+        """Read the task's submitted examples, never the adaptive suite's generated variants (one query over the plain sqlite connection: 100k
         rows in a few hundred ms). ``labels``: the task's labels, to keep their order."""
         task_hex = task_id.hex if hasattr(task_id, "hex") else str(task_id)
         with db.engine.connect() as connection, connection.begin():
@@ -63,7 +64,8 @@ class QualityData:
             names = dict(raw.execute("SELECT id, display_name FROM people").fetchall())
             rows = raw.execute(
                 "SELECT id, round_id, author_id, text, true_label FROM examples WHERE task_id = ? AND status IN "
-                f"({', '.join('?' * len(SUBMITTED))}) ORDER BY submitted_at, rowid", (task_hex, *SUBMITTED)).fetchall()
+                f"({', '.join('?' * len(SUBMITTED))}) AND source IS NOT ? ORDER BY submitted_at, rowid",
+                (task_hex, *SUBMITTED, VARIANT_SOURCE)).fetchall()
         return cls.from_rows(rows, rounds, names, labels)
 
     @classmethod

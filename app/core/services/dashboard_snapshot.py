@@ -355,10 +355,11 @@ class DashboardSnapshot:
     def _code(self, codes: Codes, value) -> int:
         return codes.index.get(value.hex if isinstance(value, uuid.UUID) else value, -2)
 
-    def example_mask(self, flt: DashboardFilter, *, authors: bool = True) -> np.ndarray:
-        """The examples the filter keeps; never a generated variant: the dashboard is about what people wrote."""
+    def example_mask(self, flt: DashboardFilter, *, authors: bool = True, variants: bool = False) -> np.ndarray:
+        """The examples the filter keeps. A generated variant only with ``variants`` (a validator's verdicts on
+        it are their work); no figure of writing takes one: it is no one's writing."""
         ex = self.examples
-        mask = ~ex["variant"]
+        mask = np.ones(len(ex), dtype=np.bool_) if variants else ~ex["variant"]
         if flt.task_id is not None:
             mask &= ex["task"] == self._code(self.tasks_codes, flt.task_id)
         if flt.round_ids:

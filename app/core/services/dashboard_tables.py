@@ -166,8 +166,9 @@ class DashboardTables(DashboardSnapshot):
         wide = self.example_mask(flt, authors=False) if wide is None else wide
         n_people = len(self.people)
         stats = self._groups(mask, np.arange(len(ex)), ex["author"], n_people)
-        # As a validator: peer verdicts on examples in view (whoever wrote them).
-        peer = val["peer"] & wide[val["example"]] if len(val) else np.zeros(0, np.bool_)
+        # As a validator: peer verdicts on examples in view (whoever wrote them, and the variants they vetted).
+        judged_in = wide | (self.example_mask(flt, authors=False, variants=True) & ex["variant"])
+        peer = val["peer"] & judged_in[val["example"]] if len(val) else np.zeros(0, np.bool_)
         validators, examples, keys = val["validator"][peer], val["example"][peer], val["key"][peer]
         decided_key = ex["decided_key"][examples]
         on_decided = decided_key >= 0

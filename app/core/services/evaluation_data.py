@@ -265,6 +265,7 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
     from app.core.domain import ExampleStatus, ValidationState
     from app.core.services.target_models import model_input
     from app.core.storage.models import Example
+    from app.core.tasks.variants import is_variant
 
     definition = desk.tasks.definition_by_code(task_code)
     if definition.is_extractive:
@@ -291,6 +292,8 @@ def round_sets(desk, task_code: str, rounds: Literal["all"] | Sequence[int] = "a
             examples = list(session.execute(query.order_by(Example.submitted_at, Example.id)))
             origins = _origins(session, examples)
             for example in examples:
+                if is_variant(example.origin):
+                    continue  # a generated variant is the adaptive suite's case, scored as a split of its own
                 decided = example.validation_state == ValidationState.DECIDED.value and example.decided_label
                 gold = example.decided_label if decided else (example.true_label if include_unvalidated else None)
                 if not gold:

@@ -14,6 +14,7 @@ from app.core.assist.provenance import assistance_record, at_submit, check_assis
 from app.core.assist.types import Assistance
 from app.core.domain import ExampleStatus, FooledRule, ModelOutput, RoundStatus, Span, SyncState, utcnow
 from app.core.errors import InvalidExample, NotFound
+from app.core.limits import record_problems
 from app.core.services.tasks import TaskService
 from app.core.storage import outbox
 from app.core.storage.db import Database
@@ -243,18 +244,38 @@ class ExampleService:
         task = self.tasks.task(task_code)
         round_ = self.tasks.round(task_code, round_number)
         out: list[Example] = []
+        definition = self.tasks.definition(task.id)
         with self.db.write() as session:
             self._require_person(session, author_id)
+            for _, outputs, _ in items:
+                if len({o.model_id for o in outputs}) != len(outputs):
+                    raise InvalidExample("Each target model may give only one output per example.")
+            self._check_models(session, list({o.model_id: o for _, outputs, _ in items for o in outputs}.values()))
             for content, outputs, origin in items:
-                example = Example(task_id=task.id, round_id=round_.id, author_id=author_id, origin=dict(origin),
-                                  source=source, status=ExampleStatus.DRAFT.value)
+                example = Example(id=uuid.uuid4(), task_id=task.id, round_id=round_.id, author_id=author_id,
+                                  origin=dict(origin), source=source, status=ExampleStatus.DRAFT.value)
                 session.add(example)
-                self._finish(session, example, content, outputs, require_metadata=False)
+                self._fill(session, example, content, outputs, require_metadata=False, models_checked=True)
+                session.add_all(ExampleFacet.rows_for(example.id, facet_values(definition, example.meta)))
                 out.append(example)
+            for example in out:
+                problems = record_problems("example", example)
+                if problems:
+                    raise InvalidExample(f"A generated example cannot be sent: {'; '.join(problems)}.")
+            outbox.enqueue_all(session, out)  # one unit of work: stored means queued for sync
         return out
 
-    def _finish(self, session: Session, example: Example, content: Content, outputs: Sequence[ModelOutput], *,
-                require_metadata: bool = True) -> None:
+    def _finish(self, session: Session, example: Example, content: Content, outputs: Sequence[ModelOutput]) -> None:
+        self._fill(session, example, content, outputs)
+        session.flush()
+        session.execute(delete(ExampleFacet).where(ExampleFacet.example_id == example.id))
+        session.add_all(ExampleFacet.rows_for(example.id, facet_values(self.tasks.definition(example.task_id),
+                                                                       example.meta)))
+        outbox.enqueue(session, example)  # same unit of work: submitted means queued for sync
+
+    def _fill(self, session: Session, example: Example, content: Content, outputs: Sequence[ModelOutput], *,
+              require_metadata: bool = True, models_checked: bool = False) -> None:
+        """Everything a submission sets on the example (content checked, outputs, "fooled", status)."""
         definition = self.tasks.definition(example.task_id)
         round_ = session.get_one(Round, example.round_id)
         if round_.status != RoundStatus.OPEN:
@@ -268,7 +289,8 @@ class ExampleService:
             example.edit_ops = [op.to_json() for op in ops]
             example.edit_distance = distance
         rule = FooledRule(round_.fooled_rule)
-        self._check_models(session, outputs)
+        if not models_checked:
+            self._check_models(session, outputs)
         example.inputs = checked.inputs
         example.text = written_text(definition, checked.inputs)
         example.true_label = checked.true_label
@@ -295,10 +317,6 @@ class ExampleService:
         example.status = ExampleStatus.SUBMITTED.value
         example.sync_state = SyncState.PENDING.value
         example.submitted_at = utcnow()
-        session.flush()
-        session.execute(delete(ExampleFacet).where(ExampleFacet.example_id == example.id))
-        session.add_all(ExampleFacet.rows_for(example.id, facet_values(definition, checked.meta)))
-        outbox.enqueue(session, example)  # same unit of work: submitted means queued for sync
 
     def retract(self, example_id: uuid.UUID, person_id: uuid.UUID, reason: str | None = None) -> Example:
         return self._author_transition(example_id, person_id, ExampleStatus.RETRACTED, reason,
