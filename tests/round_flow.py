@@ -90,20 +90,24 @@ def import_round_one(desk: Any, hatecheck: Path) -> Any:
 
 
 def simulate_validators(desk: Any, *, seed: int = 11, error_rate: float = 0.05, peers: int = 3,
-                        lead: Any = None, task: str = TASK, labels: tuple[str, ...] = LABELS) -> dict[str, int]:
+                        lead: Any = None, task: str = TASK, labels: tuple[str, ...] = LABELS, only: Any = None,
+                        names: str = "Simulated validator") -> dict[str, int]:
     """Seeded peers give verdicts on every submitted round-1 example of ``task`` until it is decided: 'correct' (the
     author's label is the gold one), except with ``error_rate`` an 'incorrect' with the first other of ``labels``.
-    What the peers leave undecided, the lead settles with the gold label. Returns counts of what happened."""
+    What the peers leave undecided, the lead settles with the gold label. Returns counts of what happened.
+    ``only``: a condition on ``Example`` that narrows the examples (e.g. the variants grown since); ``names``:
+    the peers' name (numbered)."""
     from sqlalchemy import select
 
     from app.core.storage.models import Example
 
     rng = random.Random(seed)
-    people = [desk.people.create(f"Simulated validator {i + 1}", "annotator") for i in range(peers)]
+    people = [desk.people.create(f"{names} {i + 1}", "annotator") for i in range(peers)]
     lead = lead or desk.people.create("Simulated lead", "lead")
     round_id = desk.tasks.round(task, 1).id
+    query = select(Example.id, Example.true_label).where(Example.round_id == round_id)
     with desk.db.read() as session:
-        examples = list(session.execute(select(Example.id, Example.true_label).where(Example.round_id == round_id)
+        examples = list(session.execute((query if only is None else query.where(only))
                                         .order_by(Example.external_id, Example.id)))
     counts = {"examples": len(examples), "verdicts": 0, "wrong_verdicts": 0, "settled_by_lead": 0}
     for example_id, gold in examples:
