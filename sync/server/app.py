@@ -59,6 +59,7 @@ from sync.server import store
 from sync.server.blob_store import BLOBS_ENV, Blobs, open_blobs
 from sync.server.blobs import BlobMismatch
 from sync.server.db import ServerDatabase
+from sync.server.health import add_health_route
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, RequestLimits
 from sync.server.shared_limits import SHARED_LIMITS_ENV, DatabaseCounts
 from sync.server.models import Person
@@ -424,6 +425,7 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
         return Duplicates(duplicates=store.duplicates(db, person, team))
 
     add_proposal_routes(api, db, blobs, ERRORS)
+    add_health_route(api, db, blobs.kind)
     add_wellbeing_routes(api, db, ERRORS)
     return api
 

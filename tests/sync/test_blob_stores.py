@@ -243,3 +243,23 @@ def test_two_servers_on_one_database_share_a_tokens_limit(server_db, tmp_path):
         for server in servers:
             server.stop()
     assert codes == [200] * 6 + [429, 429]
+
+
+def test_the_health_check_says_whether_a_server_can_serve(server_db, tmp_path):
+    from sync.server.db import VERSION_TABLE, head_revision
+
+    server = ThreadServer(server_db, tmp_path / "server", blobs="database")
+    try:
+        answer = httpx.get(f"{server.url}/health")  # no token: load balancers have none
+        assert answer.status_code == 200
+        assert answer.json() == {"status": "ok", "database": server_db.dialect, "schema": head_revision(),
+                                 "blobs": "database"}
+        with server_db.engine.begin() as connection:  # another release migrated the shared database
+            connection.exec_driver_sql(f"UPDATE {VERSION_TABLE} SET version_num = '9999'")
+        answer = httpx.get(f"{server.url}/health")
+        assert answer.status_code == 503
+        assert answer.json()["reason"] == f"the database is at schema 9999, this server expects {head_revision()}"
+    finally:
+        with server_db.engine.begin() as connection:
+            connection.exec_driver_sql(f"UPDATE {VERSION_TABLE} SET version_num = '{head_revision()}'")
+        server.stop()

@@ -89,6 +89,9 @@ def test_two_server_processes_on_one_postgresql_act_as_one_server(postgres_url, 
         for server in servers:
             server.wait_ready()
         timings["two servers started"] = time.perf_counter() - began
+        for server in servers:  # what the load balancer asks
+            health = httpx.get(f"{server.url}/health")
+            assert health.status_code == 200 and health.json()["blobs"] == "database", health.text
         a, b = servers
         owner = add_account(db, "Olga Owner", "owner", "T0")
         publish_basics(a.url, owner, tmp_path)
