@@ -6,8 +6,8 @@ A limit "N per period" is a sliding window over fixed windows of one period: a r
 below N. A burst of N passes at once, as with the in-memory token buckets (``sync.server.limits``), and
 the steady rate is N per period. One transaction counts a request against all its keys with atomic upserts
 (``INSERT ... ON CONFLICT DO UPDATE``): concurrent requests, on any machine, each see the others' counts.
-A refused request is rolled back: it takes nothing, as with the buckets. The clock is the database's, so
-machines whose clocks differ still count in the same windows.
+A refused request is rolled back: it takes nothing, as with the buckets. The clock is the database's (each
+process learns its offset once a minute), so machines whose clocks differ still count in the same windows.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import and_, delete, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 PRUNE_EVERY = 2000  # requests counted by this process between removals of old windows
 SHARED_LIMITS_ENV = "DYNADESK_SERVER_SHARED_LIMITS"
+CLOCK_REFRESH_S = 60.0
 
 
 class Refused(Exception):
@@ -64,11 +65,20 @@ class DatabaseCounts:
         self.insert = pg_insert if db.dialect == "postgresql" else sqlite_insert
         self.counted = 0
         self.lock = threading.Lock()
+        self.offset, self.offset_at = 0.0, float("-inf")
 
-    def _now(self, session: Session) -> float:
-        if self.db.dialect == "postgresql":
-            return float(session.execute(text("SELECT extract(epoch FROM clock_timestamp())")).scalar_one())
-        return time.time()
+    def _now(self) -> float:
+        """Seconds since the epoch on the database's clock (its offset from ours, refreshed each minute)."""
+        local = time.time()
+        if self.db.dialect != "postgresql":
+            return local
+        if local - self.offset_at > CLOCK_REFRESH_S:
+            with self.db.read() as session:
+                before = time.time()
+                theirs = float(session.execute(text("SELECT extract(epoch FROM clock_timestamp())")).scalar_one())
+                self.offset = theirs - (before + time.time()) / 2
+            self.offset_at = local
+        return local + self.offset
 
     def admit(self, keys: Sequence[tuple[str, Rate]]) -> float:
         """Count a request against every (key, rate) and return 0, or count nothing and return the seconds to
@@ -88,27 +98,37 @@ class DatabaseCounts:
         return 0.0
 
     def _count(self, session: Session, keys: Sequence[tuple[str, Rate]]) -> None:
-        now = self._now(session)
-        wait = 0.0
+        if self.db.dialect == "postgresql":
+            # a count lost to a database crash costs nothing; waiting for the disk would cost every request
+            session.execute(text("SET LOCAL synchronous_commit TO OFF"))
+        now = self._now()
+        windows = []
         for key, rate in keys:
             period = max(1, int(rate.seconds))
-            start = int(now // period) * period
-            fraction = (now - start) / period
-            statement = self.insert(RequestCount).values(key=key, window_start=start, hits=1)
-            statement = statement.on_conflict_do_update(index_elements=[RequestCount.key, RequestCount.window_start],
-                                                        set_={"hits": RequestCount.hits + 1})
-            current = session.scalar(statement.returning(RequestCount.hits)) or 1
-            previous = session.scalar(select(RequestCount.hits).where(RequestCount.key == key,
-                                                                      RequestCount.window_start == start - period)) or 0
+            windows.append((key, rate, period, int(now // period) * period))
+        # one upsert for all keys (in key order: concurrent requests lock rows in the same order)
+        statement = self.insert(RequestCount).values([{"key": key, "window_start": start, "hits": 1}
+                                                      for key, _, _, start in windows])
+        statement = statement.on_conflict_do_update(index_elements=[RequestCount.key, RequestCount.window_start],
+                                                    set_={"hits": RequestCount.hits + 1})
+        current: dict[str, int] = {key: hits for key, hits in session.execute(
+            statement.returning(RequestCount.key, RequestCount.hits))}
+        previous: dict[str, int] = {key: hits for key, hits in session.execute(
+            select(RequestCount.key, RequestCount.hits).where(or_(*(
+                and_(RequestCount.key == key, RequestCount.window_start == start - period)
+                for key, _, period, start in windows))))}
+        wait = 0.0
+        for key, rate, period, start in windows:
             # the request is counted already: it passes when the count without it left room for one more
-            wait = max(wait, sliding_wait(rate, previous, current - 1, fraction))
+            wait = max(wait, sliding_wait(rate, previous.get(key, 0), current[key] - 1, (now - start) / period))
         if wait > 0:
             raise Refused(wait)  # rolls back this request's counts
 
     def prune(self, longest_period: float) -> None:
         """Forget windows older than any limit looks back (two periods of the longest)."""
+        now = self._now()
+
         def write(session: Session) -> None:
-            now = self._now(session)
             session.execute(delete(RequestCount).where(RequestCount.window_start < now - 2 * longest_period))
 
         try:

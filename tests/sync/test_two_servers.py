@@ -107,6 +107,7 @@ def test_two_server_processes_on_one_postgresql_act_as_one_server(postgres_url, 
         # Each desk pushes through one server; once all have pushed, it pulls through the other.
         errors: list[str] = []
         pushed = threading.Barrier(DESKS)
+        push_done: list[float] = []
         reports: dict[int, list] = {}
         policy = RetryPolicy(attempts=20, first_delay=0.05, max_delay=1.0, timeout=120)
 
@@ -117,6 +118,7 @@ def test_two_server_processes_on_one_postgresql_act_as_one_server(postgres_url, 
                 with SyncClient(desk, first.url, person.token, policy=policy) as client:
                     reports[i] = [client.run(fetch_models=False)]
                 pushed.wait(timeout=300)
+                push_done.append(time.perf_counter())
                 with SyncClient(desk, second.url, person.token, policy=policy) as client:
                     reports[i].append(client.run(fetch_models=False))
             except Exception as exc:  # reported below, with the desk it happened on
@@ -129,7 +131,8 @@ def test_two_server_processes_on_one_postgresql_act_as_one_server(postgres_url, 
             thread.start()
         for thread in threads:
             thread.join(timeout=600)
-        timings["20 desks pushed through one server and pulled through the other"] = time.perf_counter() - mark
+        timings["20 desks pushed (and pulled what was there) through one server"] = min(push_done, default=mark) - mark
+        timings["then pulled the rest through the other"] = time.perf_counter() - min(push_done, default=mark)
         assert not errors, errors
         assert not any(thread.is_alive() for thread in threads)
         for i, runs in reports.items():
