@@ -61,9 +61,9 @@ from sync.server.blobs import BlobMismatch
 from sync.server.db import ServerDatabase
 from sync.server.health import add_health_route
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, RequestLimits
-from sync.server.shared_limits import SHARED_LIMITS_ENV, DatabaseCounts
 from sync.server.models import Person
 from sync.server.proposal_routes import add_proposal_routes
+from sync.server.shared_limits import SHARED_LIMITS_ENV, DatabaseCounts, shares_limits
 from sync.server.store import storage
 from sync.server.wellbeing_routes import add_wellbeing_routes
 
@@ -440,8 +440,7 @@ def create_app_from_env() -> FastAPI:
     app = create_app(db, Path(data_dir), per_token=Rate.parse(os.environ.get(TOKEN_LIMIT_ENV, DEFAULT_PER_TOKEN)),
                      per_address=Rate.parse(os.environ.get(ADDRESS_LIMIT_ENV, DEFAULT_PER_ADDRESS)),
                      blobs=os.environ.get(BLOBS_ENV, "auto"),
-                     shared_limits=os.environ.get(SHARED_LIMITS_ENV, "auto") == "on"
-                     or (os.environ.get(SHARED_LIMITS_ENV, "auto") == "auto" and db.dialect == "postgresql"))
+                     shared_limits=shares_limits(os.environ.get(SHARED_LIMITS_ENV), db))
     # Everything imported so far lives as long as the worker: keep it out of the collector's
     # full passes, which otherwise cost ~40% of a large push.
     gc.freeze()

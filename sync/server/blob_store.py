@@ -112,7 +112,7 @@ class DatabaseBlobs:
             rows = session.execute(select(BlobContent.sha256, BlobContent.size, BlobContent.created_at)
                                    .order_by(BlobContent.sha256)).all()
         for sha, size, created in rows:
-            yield sha, size, created
+            yield str(sha), int(size), created
 
     def partial(self) -> Iterator[tuple[str, datetime]]:
         """Uploads no content names: in progress, or cut off. Keyed by upload id; dated by their start."""

@@ -13,7 +13,6 @@ process learns its offset once a minute), so machines whose clocks differ still 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Sequence
@@ -137,5 +136,7 @@ class DatabaseCounts:
             log.warning("could not remove old request counts", exc_info=True)
 
 
-def wait_text(wait: float) -> int:
-    return max(1, math.ceil(wait))
+def shares_limits(setting: str | None, db: ServerDatabase) -> bool:
+    """``on``/``off`` as ``serve run`` sets it; otherwise (``auto``, unset): on PostgreSQL only."""
+    chosen = (setting or "auto").strip().lower()
+    return chosen == "on" or (chosen == "auto" and db.dialect == "postgresql")

@@ -146,7 +146,7 @@ def test_two_server_processes_on_one_postgresql_act_as_one_server(postgres_url, 
             by_author = dict(session.execute(select(server_models.Example.author_id, func.count())
                                              .group_by(server_models.Example.author_id)).all())
         assert by_author == {p.id: PER_DESK for p in people}
-        for n, (team, lead) in enumerate(leads.items()):
+        for team, lead in leads.items():
             for server in servers:
                 response = httpx.get(f"{server.url}/v1/team/stats", params={"by": "annotator"}, headers=auth(lead))
                 assert response.status_code == 200, response.text
