@@ -264,3 +264,31 @@ def test_the_health_check_says_whether_a_server_can_serve(server_db, tmp_path):
         with server_db.engine.begin() as connection:
             connection.exec_driver_sql(f"UPDATE {VERSION_TABLE} SET version_num = '{head_revision()}'")
         server.stop()
+
+
+@pytest.mark.parametrize("kind", ["files", "database"])
+def test_an_upload_dropped_by_the_client_leaves_nothing_and_serves_nothing(server_db, tmp_path, kind):
+    from tests.sync.helpers import wait_until
+
+    owner = add_account(server_db, "Olga Owner", "owner", "A")
+    server = ThreadServer(server_db, tmp_path / "server", blobs=kind)
+    blobs = server.app.state.blobs
+    headers = {"Authorization": f"Bearer {owner.token}"}
+    sha = "ef" * 32
+
+    def body():
+        yield b"x" * (3 * 2**20)  # more than one database chunk arrives, then the connection drops
+        wait_until(lambda: list(blobs.partial()) != [] and (kind == "files" or database_use(server_db) > 0),
+                   what="the server to write part of the upload")
+        raise ConnectionResetError("the desk went away")
+
+    try:
+        with pytest.raises(Exception):  # noqa: B017 -- which one depends on where the client noticed
+            httpx.put(f"{server.url}/v1/blobs/{sha}", content=body(),
+                      headers={**headers, "Content-Length": str(8 * 2**20)})
+        wait_until(lambda: list(blobs.partial()) == [] and (kind == "files" or database_use(server_db) == 0),
+                   what="the server to drop the cut-off upload")
+        assert httpx.head(f"{server.url}/v1/blobs/{sha}", headers=headers).status_code == 404
+        assert not blobs.exists(sha) and list(blobs.stored()) == []
+    finally:
+        server.stop()
