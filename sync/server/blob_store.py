@@ -249,13 +249,6 @@ def copy_blobs(source: Blobs, target: Blobs) -> tuple[int, int]:
     return files, size
 
 
-def count_stored(blobs: Blobs) -> tuple[int, int]:
-    files = size = 0
-    for _, length, _ in blobs.stored():
-        files, size = files + 1, size + length
-    return files, size
-
-
 def database_use(db: ServerDatabase) -> int:
     """Bytes of chunks in the database, placed or not (for operators and tests)."""
     with db.read() as session:
