@@ -2,9 +2,12 @@
 
 import os
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 from alembic import context
+from alembic.migration import MigrationContext, MigrationInfo
 
 from sync.server.db import PAUSE_IN_MIGRATION_ENV, VERSION_TABLE
 from sync.server.models import Base
@@ -12,7 +15,8 @@ from sync.server.models import Base
 PAUSE_LIMIT_S = 300
 
 
-def pause_after_first_step(*, ctx, step, heads, run_args) -> None:
+def pause_after_first_step(ctx: MigrationContext, step: MigrationInfo, heads: Collection[Any],
+                           run_args: Mapping[str, Any]) -> None:
     """For the killed-upgrade test: the first step is applied but not committed; say so, and wait to be killed."""
     marker = Path(os.environ[PAUSE_IN_MIGRATION_ENV])
     if marker.exists():
