@@ -52,6 +52,14 @@ def _server_options(command):
                              "postgresql+psycopg://user@host/db for teams [env: DYNADESK_SERVER_DB].")(command)
 
 
+def _blobs_option(command):
+    return click.option("--blobs", type=click.Choice(["auto", "database", "files"]), envvar="DYNADESK_SERVER_BLOBS",
+                        default="auto", show_default=True,
+                        help="Where model files live: 'database' (every server machine on the database sees them), "
+                             "'files' (the server folder; one machine), 'auto': the database on PostgreSQL, files "
+                             "on SQLite [env: DYNADESK_SERVER_BLOBS].")(command)
+
+
 @click.group()
 def serve() -> None:
     """The central sync server: run it, and manage who may use it."""
@@ -90,13 +98,16 @@ def _check_tls_pair(certfile: str, keyfile: str) -> None:
 @click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), help="The certificate's private key (PEM).")
 @click.option("--token-limit", envvar="DYNADESK_SERVER_TOKEN_LIMIT", default=DEFAULT_PER_TOKEN, show_default=True,
               callback=_rate_option, help="Requests per token, e.g. 20/s or 1200/min; 0 for none "
-                                          "[env: DYNADESK_SERVER_TOKEN_LIMIT]. Each worker counts on its own.")
+                                          "[env: DYNADESK_SERVER_TOKEN_LIMIT]. Counted in the database on "
+                                          "PostgreSQL (shared by every server process), by each worker on SQLite.")
 @click.option("--address-limit", envvar="DYNADESK_SERVER_ADDRESS_LIMIT", default=DEFAULT_PER_ADDRESS, show_default=True,
               callback=_rate_option, help="Requests per client address; 0 for none "
-                                          "[env: DYNADESK_SERVER_ADDRESS_LIMIT]. Each worker counts on its own.")
+                                          "[env: DYNADESK_SERVER_ADDRESS_LIMIT]. Counted as --token-limit is.")
+@_blobs_option
 @pass_context
 def serve_run(obj, db: str | None, data: str | None, host: str, port: int, workers: int, fd: int | None,
-              access_log: bool, certfile: str | None, keyfile: str | None, token_limit, address_limit) -> None:
+              access_log: bool, certfile: str | None, keyfile: str | None, token_limit, address_limit,
+              blobs: str) -> None:
     """Upgrade the server database if needed, then serve until interrupted (Ctrl+C).
 
     Serve HTTPS with --certfile/--keyfile, or plain HTTP on loopback behind a reverse proxy that
@@ -105,6 +116,8 @@ def serve_run(obj, db: str | None, data: str | None, host: str, port: int, worke
         import uvicorn
 
         from sync.server.app import ADDRESS_LIMIT_ENV, DATA_ENV, DB_ENV, TOKEN_LIMIT_ENV
+        from sync.server.blob_store import BLOBS_ENV
+        from sync.server.shared_limits import SHARED_LIMITS_ENV
     except ImportError as exc:
         raise DynadeskError(f"This installation cannot run the sync server ({exc.name} is not installed): "
                             f"install the server extra, {SERVER_EXTRA}.") from None
@@ -117,18 +130,22 @@ def serve_run(obj, db: str | None, data: str | None, host: str, port: int, worke
     try:
         database.upgrade(say=lambda message: click.echo(message, err=True))
         url = database.url
+        shared = database.dialect == "postgresql"
         click.echo(f"Database: {database.describe()} (schema {database.current_revision()})", err=True)
+        kind = _move_blobs(database, _server_dir(obj, data), blobs)
     finally:
         database.close()
-    _sweep(_server_db(obj, db, data), _server_dir(obj, data), SWEEP_GRACE_HOURS)
+    _sweep(_server_db(obj, db, data), _server_dir(obj, data), SWEEP_GRACE_HOURS, kind=kind)
     os.environ[DB_ENV] = url
     os.environ[DATA_ENV] = str(_server_dir(obj, data))
     os.environ[TOKEN_LIMIT_ENV], os.environ[ADDRESS_LIMIT_ENV] = str(token_limit), str(address_limit)
+    os.environ[BLOBS_ENV], os.environ[SHARED_LIMITS_ENV] = kind, "on" if shared else "off"
     scheme = "https" if certfile else "http"
     where = f"file descriptor {fd} ({scheme})" if fd is not None else f"{scheme}://{host}:{port}"
     click.echo(f"Serving Dynadesk sync on {where} with {workers} worker(s); OpenAPI at /openapi.json; "
                f"limits: {token_limit.describe()} per token, {address_limit.describe()} per address, "
-               "counted by each worker", err=True)
+               f"{'shared in the database' if shared else 'counted by each worker'}; model files {kind_text(kind)}",
+               err=True)
     uvicorn.run("sync.server.app:create_app_from_env", factory=True, host=host, port=port, fd=fd, workers=workers,
                 access_log=access_log, log_level="info" if access_log else "warning", timeout_graceful_shutdown=10,
                 ssl_certfile=certfile, ssl_keyfile=keyfile)
@@ -254,15 +271,34 @@ def serve_people(obj, db: str | None, data: str | None) -> None:
     click.echo(format_table(["name", "role", "team", "active", "id"], rows))
 
 
-def _sweep(database, folder: Path, grace_hours: float, dry_run: bool = False):
+def kind_text(kind: str) -> str:
+    return "in the database" if kind == "database" else "in the server folder"
+
+
+def _move_blobs(database, folder: Path, kind: str) -> str:
+    """The blob store's kind; a server that keeps them in the database now copies in the files its folder
+    holds from before (checked, streamed; the files stay until the owner removes them)."""
+    from sync.server.blob_store import DatabaseBlobs, copy_blobs, resolve_kind
+    from sync.server.blobs import BlobStore
+
+    chosen = resolve_kind(kind, database)
+    if chosen == "database" and (folder / "blobs").is_dir():
+        files, size = copy_blobs(BlobStore(folder / "blobs"), DatabaseBlobs(database))
+        if files:
+            click.echo(f"Copied {files:,} model file(s) ({size_text(size)}) from {folder / 'blobs'} into the "
+                       "database; every server on it now serves them. The folder may be removed.", err=True)
+    return chosen
+
+
+def _sweep(database, folder: Path, grace_hours: float, dry_run: bool = False, kind: str = "auto"):
     from datetime import timedelta
 
-    from sync.server.blobs import BlobStore
+    from sync.server.blob_store import open_blobs
     from sync.server.store import storage
 
     try:
         database.check_schema()
-        swept = storage.sweep(database, BlobStore(folder / "blobs"), grace=timedelta(hours=grace_hours),
+        swept = storage.sweep(database, open_blobs(kind, database, folder), grace=timedelta(hours=grace_hours),
                               dry_run=dry_run)
     finally:
         database.close()
@@ -277,11 +313,12 @@ def _sweep(database, folder: Path, grace_hours: float, dry_run: bool = False):
               help="Keep unreferenced files younger than this (a lead uploads a candidate's files, then proposes it).")
 @click.option("--dry-run", is_flag=True, help="Say what would go; remove nothing.")
 @_server_options
+@_blobs_option
 @pass_context
-def serve_sweep_blobs(obj, grace_hours: float, dry_run: bool, db: str | None, data: str | None) -> None:
+def serve_sweep_blobs(obj, grace_hours: float, dry_run: bool, db: str | None, data: str | None, blobs: str) -> None:
     """Remove model files that no published model or open or promoted proposal names (`serve run` does this
     at every start, with the default grace period)."""
-    _sweep(_server_db(obj, db, data), _server_dir(obj, data), grace_hours, dry_run)
+    _sweep(_server_db(obj, db, data), _server_dir(obj, data), grace_hours, dry_run, kind=blobs)
 
 
 def _quota_value(_ctx, param, value: str | None):

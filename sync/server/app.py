@@ -7,7 +7,8 @@ pydantic checks their shape (422, naming each bad record). Every error answer is
 ``ErrorBody``. ``/openapi.json`` describes every endpoint (the interactive docs pages are off:
 they would load scripts from the internet).
 
-Requests over the per-token or per-address limit get 429 with ``Retry-After`` (sync/server/limits.py).
+Requests over the per-token or per-address limit get 429 with ``Retry-After`` (sync/server/limits.py; counted in
+the database on PostgreSQL, sync/server/shared_limits.py). Model files live where ``sync/server/blob_store.py`` says.
 
 With several uvicorn workers, each worker builds its app with :func:`create_app_from_env`.
 """
@@ -25,7 +26,7 @@ import anyio
 from fastapi import Depends, FastAPI, Query, Request, Security
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -55,9 +56,12 @@ from sync.protocol import (
     TeamStats,
 )
 from sync.server import store
-from sync.server.blobs import BlobMismatch, BlobStore
+from sync.server.blob_store import BLOBS_ENV, Blobs, open_blobs
+from sync.server.blobs import BlobMismatch
 from sync.server.db import ServerDatabase
+from sync.server.health import add_health_route
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, RequestLimits
+from sync.server.shared_limits import SHARED_LIMITS_ENV, DatabaseCounts
 from sync.server.models import Person
 from sync.server.proposal_routes import add_proposal_routes
 from sync.server.store import storage
@@ -221,8 +225,12 @@ def _record_errors(exc: RequestValidationError) -> tuple[str, list[RecordError]]
 
 
 def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = None,
-               per_address: Rate | None = None) -> FastAPI:
-    blobs = BlobStore(Path(data_dir) / "blobs")
+               per_address: Rate | None = None, blobs: Blobs | str | None = "files",
+               shared_limits: bool = False) -> FastAPI:
+    """``blobs``: a store, or its kind (``sync.server.blob_store``); ``shared_limits``: count requests in the
+    database, shared by every server process on it (``sync.server.shared_limits``)."""
+    if blobs is None or isinstance(blobs, str):
+        blobs = open_blobs(blobs, db, data_dir)
     api = FastAPI(
         title="Dynadesk sync server",
         version=__version__,
@@ -233,9 +241,11 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
         docs_url=None, redoc_url=None, openapi_url="/openapi.json",
     )
     api.state.db = db
+    api.state.blobs = blobs
     api.add_middleware(Gate, db=db)
     api.add_middleware(RequestLimits, per_token=per_token or Rate.parse(DEFAULT_PER_TOKEN),  # outermost: before auth
-                       per_address=per_address or Rate.parse(DEFAULT_PER_ADDRESS))
+                       per_address=per_address or Rate.parse(DEFAULT_PER_ADDRESS),
+                       shared=DatabaseCounts(db) if shared_limits else None)
 
     @api.exception_handler(RequestValidationError)
     async def invalid(_request, exc: RequestValidationError):
@@ -316,9 +326,14 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
              summary="Download a model file by its sha256")
     def download(person: Caller, sha256: Annotated[str, PathParam(pattern=SHA256)]):
         """Verify the sha256 of what arrives: the name is the checksum."""
-        if not blobs.exists(sha256):
+        size = blobs.size_of(sha256)
+        if size is None:
             raise StarletteHTTPException(404, f"No file with sha256 {sha256} on this server.")
-        return FileResponse(blobs.path(sha256), media_type="application/octet-stream")
+        path = blobs.local_path(sha256)
+        if path is not None:
+            return FileResponse(path, media_type="application/octet-stream")
+        return StreamingResponse(blobs.chunks(sha256), media_type="application/octet-stream",
+                                 headers={"Content-Length": str(size)})
 
     @api.head(f"{API}/blobs/{{sha256}}", tags=["models"], status_code=200,
               responses=ERRORS | {200: {"description": "The server has this file."}, 404: {"description": "It has not."}},
@@ -342,7 +357,7 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
         if blobs.exists(sha256):
             async for _ in request.stream():
                 pass
-            return JSONResponse(BlobStored(sha256=sha256, size=blobs.path(sha256).stat().st_size,
+            return JSONResponse(BlobStored(sha256=sha256, size=blobs.size_of(sha256) or 0,
                                            created=False).model_dump(), status_code=200)
         allowance = await anyio.to_thread.run_sync(storage.allowance, db, person)
         room = allowance.room()
@@ -367,7 +382,7 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
             await anyio.to_thread.run_sync(storage.record_upload, db, person, sha256, writer.size)
             try:
                 created = await anyio.to_thread.run_sync(writer.place)
-            except OSError:
+            except Exception:  # a full disk, a lost database: the upload is not counted
                 await anyio.to_thread.run_sync(storage.forget_upload, db, sha256)
                 raise
         except BlobMismatch as exc:
@@ -375,7 +390,7 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
         except storage.OverQuota as exc:
             raise StarletteHTTPException(413, str(exc)) from None
         finally:
-            writer.abort()
+            await anyio.to_thread.run_sync(writer.abort)
         return JSONResponse(BlobStored(sha256=sha256, size=writer.size, created=created).model_dump(),
                             status_code=201 if created else 200)
 
@@ -410,6 +425,7 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
         return Duplicates(duplicates=store.duplicates(db, person, team))
 
     add_proposal_routes(api, db, blobs, ERRORS)
+    add_health_route(api, db, blobs.kind)
     add_wellbeing_routes(api, db, ERRORS)
     return api
 
@@ -422,7 +438,10 @@ def create_app_from_env() -> FastAPI:
     db = ServerDatabase(url)
     db.check_schema()
     app = create_app(db, Path(data_dir), per_token=Rate.parse(os.environ.get(TOKEN_LIMIT_ENV, DEFAULT_PER_TOKEN)),
-                     per_address=Rate.parse(os.environ.get(ADDRESS_LIMIT_ENV, DEFAULT_PER_ADDRESS)))
+                     per_address=Rate.parse(os.environ.get(ADDRESS_LIMIT_ENV, DEFAULT_PER_ADDRESS)),
+                     blobs=os.environ.get(BLOBS_ENV, "auto"),
+                     shared_limits=os.environ.get(SHARED_LIMITS_ENV, "auto") == "on"
+                     or (os.environ.get(SHARED_LIMITS_ENV, "auto") == "auto" and db.dialect == "postgresql"))
     # Everything imported so far lives as long as the worker: keep it out of the collector's
     # full passes, which otherwise cost ~40% of a large push.
     gc.freeze()

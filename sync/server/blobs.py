@@ -1,4 +1,6 @@
-"""Model files on the server, stored by the sha256 of their content.
+"""Model files on the server's own disk, stored by the sha256 of their content (the embedded default:
+one machine; ``sync.server.blob_store`` says what every store offers and keeps them in the database for
+servers on several machines).
 
 A file is written to a temporary name while its hash is computed, and renamed into place only
 when the hash matches the name it was uploaded under: a stored blob is always complete and
@@ -13,47 +15,91 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 SHA = re.compile(r"^[0-9a-f]{64}$")
+READ_CHUNK = 1 << 20
 
 
 class BlobMismatch(Exception):
     pass
 
 
+def check_sha(sha256: str) -> str:
+    if not SHA.match(sha256):
+        raise ValueError("not a sha256")
+    return sha256
+
+
 class BlobStore:
+    """Blobs as files under ``root``: ``root/ab/abcd...``; uploads in progress as ``.abcd...-xyz.part``."""
+
+    kind = "files"
+
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
 
+    def describe(self) -> str:
+        return f"files in {self.root}"
+
     def path(self, sha256: str) -> Path:
-        if not SHA.match(sha256):
-            raise ValueError("not a sha256")
+        check_sha(sha256)
         return self.root / sha256[:2] / sha256
+
+    def local_path(self, sha256: str) -> Path | None:
+        """The file itself, for a zero-copy download (None when not stored)."""
+        path = self.path(sha256)
+        return path if path.is_file() else None
 
     def exists(self, sha256: str, size: int | None = None) -> bool:
         path = self.path(sha256)
         return path.is_file() and (size is None or path.stat().st_size == size)
 
+    def size_of(self, sha256: str) -> int | None:
+        path = self.path(sha256)
+        return path.stat().st_size if path.is_file() else None
+
+    def chunks(self, sha256: str) -> Iterator[bytes]:
+        with open(self.path(sha256), "rb") as handle:
+            while chunk := handle.read(READ_CHUNK):
+                yield chunk
+
     def writer(self, sha256: str) -> BlobWriter:
         return BlobWriter(self, sha256)
 
-    def stored(self) -> Iterator[tuple[str, Path]]:
-        """Every stored blob: (sha256, path)."""
+    def stored(self) -> Iterator[tuple[str, int, datetime]]:
+        """Every stored blob: (sha256, size, when it was stored)."""
         for shard in sorted(self.root.iterdir()):
             if shard.is_dir():
                 for path in sorted(shard.iterdir()):
                     if SHA.match(path.name) and path.is_file():
-                        yield path.name, path
+                        stat = path.stat()
+                        yield path.name, stat.st_size, datetime.fromtimestamp(stat.st_mtime, UTC)
 
-    def partial(self) -> Iterator[Path]:
-        """Files of uploads in progress, or of uploads a killed server left behind."""
-        for shard in self.root.iterdir():
+    def partial(self) -> Iterator[tuple[str, datetime]]:
+        """Uploads in progress, or left behind by a killed server: (key for ``remove_partial``, last written)."""
+        for shard in list(self.root.iterdir()):
             if shard.is_dir():
-                yield from (p for p in shard.iterdir() if p.name.startswith(".") and p.name.endswith(".part"))
+                for path in list(shard.iterdir()):
+                    if path.name.startswith(".") and path.name.endswith(".part"):
+                        try:
+                            yield str(path), datetime.fromtimestamp(path.stat().st_mtime, UTC)
+                        except FileNotFoundError:  # its upload ended just now
+                            continue
 
-    def remove(self, path: Path) -> None:
+    def remove(self, sha256: str) -> None:
+        self._unlink(self.path(sha256))
+
+    def remove_partial(self, key: str) -> None:
+        path = Path(key)
+        if path.parent.parent != self.root or not path.name.endswith(".part"):
+            raise ValueError(f"{key} is not an upload of this store")
+        self._unlink(path)
+
+    @staticmethod
+    def _unlink(path: Path) -> None:
         path.unlink(missing_ok=True)
         try:
             path.parent.rmdir()
@@ -105,7 +151,8 @@ class BlobWriter:
         return not existed
 
     def abort(self) -> None:
-        """Drop what a failed upload wrote, and its shard folder if nothing else is in it."""
+        """Drop what a failed upload wrote, and its shard folder if nothing else is in it (after ``place``:
+        nothing to drop)."""
         if not self.handle.closed:
             self.handle.close()
         self.tmp.unlink(missing_ok=True)

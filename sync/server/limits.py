@@ -3,8 +3,10 @@
 
 A limit "N/min" lets N requests through at once and refills N per minute. The defaults are far
 above what a busy desk sends (a whole sync is tens of requests); they stop one runaway client or
-script from taking the server from everyone else. Buckets live in the worker's memory: with
-``--workers K`` each worker keeps its own, so a client may get up to K times the limit.
+script from taking the server from everyone else. On SQLite (one machine) buckets live in the worker's
+memory: with ``--workers K`` each worker keeps its own, so a client may get up to K times the limit. On
+PostgreSQL the counts live in the database (``sync.server.shared_limits``): every worker and every server
+machine on it shares them.
 
 The limits are checked before authentication (no database work for a flood of bad tokens); a
 token's bucket is keyed by a hash of the token, so an unknown token only drains its own.
@@ -19,10 +21,18 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+class SharedCounts(Protocol):
+    """Counts shared between processes (``sync.server.shared_limits.DatabaseCounts``)."""
+
+    def admit(self, keys: Sequence[tuple[str, Rate]]) -> float: ...
 
 PERIODS = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0, "h": 3600.0, "hour": 3600.0}
 DEFAULT_PER_TOKEN = "1200/min"
@@ -103,10 +113,11 @@ class Buckets:
 class RequestLimits:
     """ASGI middleware: requests under ``/v1`` over a limit get 429 with ``Retry-After`` (seconds)."""
 
-    def __init__(self, app: ASGIApp, per_token: Rate, per_address: Rate):
+    def __init__(self, app: ASGIApp, per_token: Rate, per_address: Rate, shared: SharedCounts | None = None):
         from sync.protocol import API
 
         self.app = app
+        self.per_token, self.per_address, self.shared = per_token, per_address, shared
         self.prefix = API + "/"
         self.tokens = Buckets(per_token)
         self.addresses = Buckets(per_address)
@@ -121,6 +132,14 @@ class RequestLimits:
                 token = value
                 break
         token_key = hashlib.sha256(token).hexdigest()[:32]
+        if self.shared is not None:
+            import anyio
+
+            wait = await anyio.to_thread.run_sync(self.shared.admit, [
+                (f"address:{address}", self.per_address), (f"token:{token_key}", self.per_token)])
+            if wait > 0:
+                return await _too_many(scope, receive, send, wait)
+            return await self.app(scope, receive, send)
         wait = max(self.addresses.wait(address), self.tokens.wait(token_key))
         if wait > 0:
             return await _too_many(scope, receive, send, wait)

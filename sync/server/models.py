@@ -20,6 +20,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -287,3 +288,45 @@ class WellbeingLimits(Stamped, Base):
     daily_min: Mapped[int] = mapped_column(Integer)
     continuous_min: Mapped[int] = mapped_column(Integer)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class BlobUpload(Base):
+    """One upload of a blob into the database (``sync.server.blob_store``): its chunks are written as they
+    arrive, and the blob is served only once a ``BlobContent`` row names this upload, which happens after
+    the whole content hashed to its name. An upload no content names is in progress or was cut off (a
+    killed server, a dropped connection): never served, swept after the grace period."""
+
+    __tablename__ = "blob_uploads"
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    sha256: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class BlobChunk(Base):
+    """Part ``seq`` (from 0) of an upload's content."""
+
+    __tablename__ = "blob_chunks"
+    upload_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("blob_uploads.id"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class BlobContent(Base):
+    """A complete, verified blob in the database: the upload whose chunks are its content."""
+
+    __tablename__ = "blob_contents"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    upload_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("blob_uploads.id"), unique=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    chunks: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RequestCount(Base):
+    """Requests counted against a limit (``sync.server.shared_limits``) by key and window: every server
+    process on the database shares them."""
+
+    __tablename__ = "request_counts"
+    key: Mapped[str] = mapped_column(String(80), primary_key=True)
+    window_start: Mapped[int] = mapped_column(BigInteger, primary_key=True)  # seconds since the epoch
+    hits: Mapped[int] = mapped_column(Integer)

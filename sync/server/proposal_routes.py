@@ -20,7 +20,7 @@ from sync.proposal_wire import (
     TaskPolicyWire,
 )
 from sync.protocol import API, ErrorBody
-from sync.server.blobs import BlobStore
+from sync.server.blob_store import Blobs
 from sync.server.db import ServerDatabase
 from sync.server.models import Person
 from sync.server.store import proposals as store
@@ -41,7 +41,7 @@ Caller = Annotated[Person, Depends(_person)]
 TaskCode = Annotated[str, PathParam(pattern=CODE, max_length=64)]
 
 
-def add_proposal_routes(api: FastAPI, db: ServerDatabase, blobs: BlobStore, errors: dict[int | str, dict[str, Any]]
+def add_proposal_routes(api: FastAPI, db: ServerDatabase, blobs: Blobs, errors: dict[int | str, dict[str, Any]]
                         ) -> None:
     answers = errors | {404: {"model": ErrorBody}, 409: {"model": ErrorBody}}
 

@@ -1,6 +1,7 @@
 """Model files on the server have a per-person quota (an owner sets it with `dynadesk serve quota`), files
 nothing names are swept after a grace period (`dynadesk serve sweep-blobs`, and at every `serve run`), and a
-lead sees their use in `dynadesk sync`. Before, any lead stored as much as they liked without proposing."""
+lead sees their use in `dynadesk sync`. Before, any lead stored as much as they liked without proposing.
+Quotas and the sweep work the same whether the files live in the server folder or in the database."""
 
 from __future__ import annotations
 
@@ -13,11 +14,19 @@ import pytest
 
 from app.core.domain import utcnow
 from sync.protocol import manifest_sha256
-from sync.server.blobs import BlobStore
 from sync.server.store import storage
+from tests.sync.helpers import ThreadServer
 from tests.sync.test_server import auth
 
 sqlite_only = pytest.mark.parametrize("server_db_url", ["sqlite"], indirect=True)
+
+
+@pytest.fixture(params=["files", "database"])
+def server(request, server_db, tmp_path):
+    """The team's server, its model files in its folder or in its database."""
+    running = ThreadServer(server_db, tmp_path / "server", blobs=request.param)
+    yield running
+    running.stop()
 
 
 def put(team, account, content: bytes, *, declare: bool = True) -> httpx.Response:
@@ -35,7 +44,7 @@ def use(team, account) -> dict:
 
 
 def test_a_lead_stores_model_files_only_within_their_quota_and_a_refusal_stores_nothing(team, server, server_db):
-    blobs = BlobStore(server.data_dir / "blobs")
+    blobs = server.app.state.blobs
     assert use(team, team.lead) == {"used": 0, "files": 0, "quota": storage.DEFAULT_QUOTA["lead"]}
     storage.set_quota(server_db, "Lee Lead", 1000)
     first = b"a" * 600
@@ -56,7 +65,7 @@ def test_a_lead_stores_model_files_only_within_their_quota_and_a_refusal_stores_
 
 
 def test_unreferenced_files_are_swept_after_the_grace_period_and_leave_the_use(team, server, server_db):
-    blobs = BlobStore(server.data_dir / "blobs")
+    blobs = server.app.state.blobs
     kept, dropped = b"weights someone proposed", b"weights nobody proposed"
     for content in (kept, dropped):
         assert put(team, team.lead, content).status_code == 201
@@ -65,16 +74,16 @@ def test_unreferenced_files_are_swept_after_the_grace_period_and_leave_the_use(t
             "files_sha256": manifest_sha256([(f["name"], f["sha256"])]), "figures": {}}
     assert httpx.post(f"{team.url}/v1/tasks/hate_speech/proposals", json=body,
                       headers=auth(team.lead)).status_code == 201
-    partial = blobs.root / "ab" / ".abababababab-x.part"
-    partial.parent.mkdir(exist_ok=True)
-    partial.write_bytes(b"a killed upload")
+    killed = blobs.writer("ab" * 32)  # a server killed mid-upload: never finished, never aborted
+    killed.write(b"a killed upload")
+    assert not blobs.exists("ab" * 32) and len(list(blobs.partial())) == 1
 
     assert storage.sweep(server_db, blobs) == storage.Swept(0, 0, 0)  # all younger than the grace period
     later = utcnow() + timedelta(hours=25)
     assert storage.sweep(server_db, blobs, now=later, dry_run=True) == storage.Swept(1, len(dropped), 1)
     assert blobs.exists(hashlib.sha256(dropped).hexdigest())
     assert storage.sweep(server_db, blobs, now=later) == storage.Swept(1, len(dropped), 1)
-    assert not blobs.exists(hashlib.sha256(dropped).hexdigest()) and not partial.exists()
+    assert not blobs.exists(hashlib.sha256(dropped).hexdigest()) and list(blobs.partial()) == []
     assert blobs.exists(f["sha256"])  # an open proposal names it
     assert use(team, team.lead) == {"used": len(kept), "files": 1, "quota": storage.DEFAULT_QUOTA["lead"]}
 
@@ -103,7 +112,8 @@ def test_the_owner_sets_a_quota_on_the_server_and_the_lead_sees_their_use_in_syn
     lead.close()
     code, out, err = cli(capsys, tmp_path / "lead", "sync")
     assert code == 0 and "Model files:   1.5 KiB in 1 file(s) on the server (75% of your 2.0 KiB;" in out, err
-    code, out, err = cli(capsys, tmp_path / "admin", "serve", "sweep-blobs", "--grace-hours", "0", "--dry-run", *where)
+    code, out, err = cli(capsys, tmp_path / "admin", "serve", "sweep-blobs", "--grace-hours", "0", "--dry-run", *where,
+                         "--blobs", server.app.state.blobs.kind)
     assert code == 0 and "Would remove 1 model file(s) nothing needs any more (1.5 KiB)" in err, err
     code, out, err = cli(capsys, tmp_path / "admin", "serve", "quota", "Lee Lead", "default", *where)
     assert code == 0 and "a quota of 4.0 GiB" in out

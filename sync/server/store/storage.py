@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -22,10 +22,12 @@ from sqlalchemy.orm import Session
 from app.core.domain import Role, utcnow
 from app.core.errors import DynadeskError
 from app.core.formatting import size_text
-from sync.server.blobs import BlobStore
 from sync.server.db import ServerDatabase
 from sync.server.models import ModelRecord, Person, Proposal, StoredBlob
 from sync.server.store.people import _find_person
+
+if TYPE_CHECKING:
+    from sync.server.blob_store import Blobs
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +143,11 @@ class Swept:
     partial: int  # files of interrupted uploads
 
 
-def sweep(db: ServerDatabase, blobs: BlobStore, *, grace: timedelta = SWEEP_GRACE, now: datetime | None = None,
+def sweep(db: ServerDatabase, blobs: Blobs, *, grace: timedelta = SWEEP_GRACE, now: datetime | None = None,
           dry_run: bool = False) -> Swept:
     """Remove the stored files nothing references that are older than ``grace``, and what interrupted uploads
     left behind; the rows of files that are gone go too. Runs outside any write transaction: one short one
-    at the end drops the rows."""
+    at the end drops the rows. Works on either blob store (``sync.server.blob_store``)."""
     now = now or utcnow()
     cutoff = now - grace
     with db.read() as session:
@@ -153,26 +155,27 @@ def sweep(db: ServerDatabase, blobs: BlobStore, *, grace: timedelta = SWEEP_GRAC
         rows = {sha: created for sha, created in session.execute(select(StoredBlob.sha256, StoredBlob.created_at))}
     gone: list[str] = []
     size = 0
-    for sha, path in blobs.stored():
+    present: set[str] = set()
+    for sha, length, stored_at in list(blobs.stored()):
+        present.add(sha)
         if sha in keep:
             continue
-        born = rows.get(sha) or datetime.fromtimestamp(path.stat().st_mtime, UTC)
-        if born.tzinfo is None:
-            born = born.replace(tzinfo=UTC)
+        born = _aware(rows.get(sha) or stored_at)
         if born > cutoff:
             continue
         gone.append(sha)
-        size += path.stat().st_size
+        size += length
         if not dry_run:
-            blobs.remove(path)
+            blobs.remove(sha)
+            present.discard(sha)
     partial = 0
-    for path in list(blobs.partial()):
-        if datetime.fromtimestamp(path.stat().st_mtime, UTC) <= cutoff:
+    for key, written in list(blobs.partial()):
+        if _aware(written) <= cutoff:
             partial += 1
             if not dry_run:
-                blobs.remove(path)
+                blobs.remove_partial(key)
     if not dry_run:
-        missing = [sha for sha in rows if not blobs.exists(sha)]
+        missing = [sha for sha in rows if sha not in present]
         if missing:
             def write(session: Session) -> None:
                 for start in range(0, len(missing), 1000):
@@ -183,3 +186,7 @@ def sweep(db: ServerDatabase, blobs: BlobStore, *, grace: timedelta = SWEEP_GRAC
         log.info("swept %d unreferenced model file(s) (%d bytes) and %d interrupted upload(s)", len(gone), size,
                  partial)
     return Swept(len(gone), size, partial)
+
+
+def _aware(when: datetime) -> datetime:
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
