@@ -8,9 +8,9 @@ DYNADESK_TEST_PG_URL is set (a schema of its own)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,6 +123,7 @@ class Written:
     desk_rows: dict[str, dict[str, dict]]
     server_revision: str | None
     desk_revisions: dict[str, str | None]
+    blobs: dict[str, str]  # a published model's files: name -> sha256
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -161,7 +162,7 @@ def written(request, tmp_path_factory, release):
         shown["sync_status"], table_rows(server_engine),
         {key: table_rows(desk_engine(path), skip=DESK_BOOKKEEPING) for key, path in desks.items()},
         revision_of(server_engine, VERSION_TABLE),
-        {key: revision_of(desk_engine(path), DESK_VERSION_TABLE) for key, path in desks.items()},
+        {key: revision_of(desk_engine(path), DESK_VERSION_TABLE) for key, path in desks.items()}, shown["blobs"],
         {"previous release wrote the team's data": built})
     server_engine.dispose()
     yield written
@@ -208,6 +209,7 @@ class ServerUpgrade:
     between: dict  # the database after the kill
     resumed_log: str  # what the next start said
     team_stats: dict  # what the upgraded server serves
+    downloaded: dict[str, str]  # the sha256 of each model file it serves
     rows_after: dict[str, dict]
     revision_after: str | None
     seconds: float
@@ -240,10 +242,16 @@ def server_upgrade(written) -> ServerUpgrade:
         server.start()
         resumed_log = server.log.read_text()[len(killed_log):]
         served = team_stats(server.url, written.accounts["lead"]["token"])
+        downloaded = {}
+        for name, sha in written.blobs.items():
+            response = httpx.get(f"{server.url}/v1/blobs/{sha}", timeout=60,
+                                 headers={"Authorization": f"Bearer {written.accounts['ann']['token']}"})
+            assert response.status_code == 200, response.text
+            downloaded[name] = hashlib.sha256(response.content).hexdigest()
     finally:
         server.stop()
     db = ServerDatabase(written.db_url)
-    upgrade = ServerUpgrade(killed_log, between, resumed_log, served, table_rows(db.engine), db.current_revision(),
+    upgrade = ServerUpgrade(killed_log, between, resumed_log, served, downloaded, table_rows(db.engine), db.current_revision(),
                             time.monotonic() - started)
     db.close()
     return upgrade
@@ -275,12 +283,14 @@ def test_the_next_start_says_the_upgrade_did_not_complete_and_completes_it_with_
     assert {t: n for t, n in counts(server_upgrade.rows_after).items() if t in written.server_rows} == \
         counts(written.server_rows)
     assert server_upgrade.team_stats == written.team_stats
+    assert server_upgrade.downloaded == written.blobs  # the model files, whole, wherever this release keeps them
     print(json.dumps({"backend": written.backend, "server tables before": counts(written.server_rows),
                       "after": counts(server_upgrade.rows_after), "upgrade s": round(server_upgrade.seconds, 1),
                       "before": written.server_revision, "after revision": server_upgrade.revision_after}))
 
 
-def test_the_copy_made_before_the_server_upgrade_puts_the_previous_releases_database_back(written, server_upgrade):
+def test_the_copy_made_before_the_server_upgrade_puts_the_previous_releases_database_back(written, server_upgrade,
+                                                                                          release):
     data = str(written.folder / "server")
     listed = run(written.folder, "serve", "restore-backup", "--list", "--db", written.db_url, "--data", data)
     assert written.server_revision in listed
@@ -292,6 +302,16 @@ def test_the_copy_made_before_the_server_upgrade_puts_the_previous_releases_data
         assert table_rows(db.engine) == written.server_rows
     finally:
         db.close()
+    previous = ProcessServer(written.db_url, written.folder / "server", release=release)
+    try:  # and the previous release serves it again, as it did
+        previous.start()
+        assert team_stats(previous.url, written.accounts["lead"]["token"]) == written.team_stats
+        for sha in written.blobs.values():
+            response = httpx.get(f"{previous.url}/v1/blobs/{sha}", timeout=60,
+                                 headers={"Authorization": f"Bearer {written.accounts['ann']['token']}"})
+            assert hashlib.sha256(response.content).hexdigest() == sha
+    finally:
+        previous.stop()
 
 
 @dataclass
