@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from alembic import context
-from alembic.migration import MigrationContext, MigrationInfo
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 
 from sync.server.db import PAUSE_IN_MIGRATION_ENV, VERSION_TABLE
 from sync.server.models import Base
