@@ -212,7 +212,7 @@ def serve_add_person(obj, name: str, role: str, team: str, person_id: str | None
         raise DynadeskError(f"--id '{person_id}' is not a UUID.") from None
     database = _server_db(obj, db, data)
     try:
-        database.upgrade()
+        database.upgrade(say=lambda message: click.echo(message, err=True))
         person, token = store.add_person(database, name, role, team, chosen)
     finally:
         database.close()
