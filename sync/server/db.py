@@ -175,9 +175,9 @@ class ServerDatabase:
         if current is not None:
             earlier = [b for b in backups.listed(self) if b.revision == current]
             if earlier:
-                say(f"An earlier upgrade of {self.describe()} from schema {current} did not complete: the database "
-                    f"is still at {current}, none of that upgrade was kept. Upgrading again; the copy made then is "
-                    f"at {earlier[0].name}.")
+                say(f"An earlier upgrade of {self.describe()} from schema {current} did not complete (or was undone "
+                    f"with `serve restore-backup`): the database is still at {current}, with nothing of that upgrade "
+                    f"in it. Upgrading again; the copy made then is at {earlier[0].name}.")
             where = backups.make(self, connection, current)
             say(f"Upgrading {self.describe()} from schema {current} to {head}; a copy as it was is kept at {where} "
                 "(`dynadesk serve restore-backup` puts it back).")

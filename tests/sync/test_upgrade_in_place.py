@@ -18,7 +18,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 
 from app.cli import cli
 from app.core.storage.db import head_revision as desk_head_revision
@@ -294,6 +294,9 @@ def test_the_copy_made_before_the_server_upgrade_puts_the_previous_releases_data
     data = str(written.folder / "server")
     listed = run(written.folder, "serve", "restore-backup", "--list", "--db", written.db_url, "--data", data)
     assert written.server_revision in listed
+    unknown = CliRunner().invoke(cli, ["--data-dir", str(written.folder), "serve", "restore-backup", "no-such-copy",
+                                       "--yes", "--db", written.db_url, "--data", data])
+    assert unknown.exit_code != 0 and "is not one of the copies" in str(unknown.exception), unknown.output
     restored = run(written.folder, "serve", "restore-backup", "--yes", "--db", written.db_url, "--data", data)
     assert "Restored" in restored and "kept at" in restored, restored
     db = ServerDatabase(written.db_url)
@@ -312,6 +315,18 @@ def test_the_copy_made_before_the_server_upgrade_puts_the_previous_releases_data
             assert hashlib.sha256(response.content).hexdigest() == sha
     finally:
         previous.stop()
+
+
+def test_restore_backup_without_a_copy_or_with_a_name_it_does_not_know_says_so_and_changes_nothing(tmp_path):
+    data = str(tmp_path / "server")
+    db = ServerDatabase(tmp_path / "server" / "server.sqlite")
+    db.upgrade()
+    db.close()
+    for args, said in ((["--yes"], "There is no copy of"), (["elsewhere.sqlite", "--yes"], "There is no copy of")):
+        result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "serve", "restore-backup", *args, "--data", data])
+        assert result.exit_code != 0 and said in str(result.exception), (result.output, result.exception)
+    assert sorted(p.name for p in (tmp_path / "server").iterdir()) == ["server.sqlite"] + \
+        sorted(p.name for p in (tmp_path / "server").glob("server.sqlite-*"))
 
 
 @dataclass
