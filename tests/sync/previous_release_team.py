@@ -171,7 +171,7 @@ def publish_model_with_files(server: str, owner: dict) -> dict[str, str]:
         response = httpx.put(f"{server}/v1/blobs/{sha}", content=content, headers=auth, timeout=60)
         response.raise_for_status()
         listed.append({"name": name, "sha256": sha, "size": len(content)})
-    with Desk(Path(owner["folder"]).parent / "model-maker") as desk:
+    with Desk(Path(owner["folder"])) as desk:  # registered on the owner's desk, as a model with files is
         model = desk.models.register("published with files", "hf-torch",
                                      manifest_sha256((f["name"], f["sha256"]) for f in listed),
                                      task_id=desk.tasks.task(HATE).id, label_map=LABELS)
