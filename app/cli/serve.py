@@ -128,7 +128,7 @@ def serve_run(obj, db: str | None, data: str | None, host: str, port: int, worke
         _check_tls_pair(certfile, keyfile)
     database = _server_db(obj, db, data)
     try:
-        database.upgrade()
+        database.upgrade(say=lambda message: click.echo(message, err=True))
         url = database.url
         shared = database.dialect == "postgresql"
         click.echo(f"Database: {database.describe()} (schema {database.current_revision()})", err=True)
@@ -149,6 +149,40 @@ def serve_run(obj, db: str | None, data: str | None, host: str, port: int, worke
     uvicorn.run("sync.server.app:create_app_from_env", factory=True, host=host, port=port, fd=fd, workers=workers,
                 access_log=access_log, log_level="info" if access_log else "warning", timeout_graceful_shutdown=10,
                 ssl_certfile=certfile, ssl_keyfile=keyfile)
+
+
+@serve.command("restore-backup")
+@click.argument("backup", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the copies made before upgrades, newest first.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@_server_options
+@pass_context
+def serve_restore_backup(obj, backup: str | None, list_only: bool, yes: bool, db: str | None, data: str | None) -> None:
+    """Put back the copy `serve run` made before upgrading the database (default: the newest). Stop every
+    server on the database first. What it replaces is kept aside (a file, or a schema), never deleted."""
+    from sync.server import backups
+
+    database = _server_db(obj, db, data)
+    try:
+        found = backups.listed(database)
+        if list_only:
+            click.echo(format_table(["backup", "schema", "made"],
+                                    [[b.name, b.revision or "?", b.made.strftime("%Y-%m-%d %H:%M")] for b in found]))
+            return
+        if not found:
+            raise DynadeskError(f"There is no copy of {database.describe()} made before an upgrade.")
+        chosen = next((b for b in found if backup in {b.name, str(Path(b.name).resolve())}), None) if backup else found[0]
+        if chosen is None:
+            raise DynadeskError(f"{backup} is not one of the copies of {database.describe()}; "
+                                "`dynadesk serve restore-backup --list` lists them.")
+        if not yes:
+            click.confirm(f"Replace {database.describe()} with {chosen.name} (schema {chosen.revision})? "
+                          "What it replaces is kept aside.", abort=True)
+        aside = backups.restore(database, chosen)
+        click.echo(f"Restored {chosen.name} (schema {chosen.revision}) to {database.describe()}; what it replaced "
+                   f"is kept at {aside}. Start the release that wrote it, or `serve run` to upgrade it again.")
+    finally:
+        database.close()
 
 
 @serve.command("add-person")
@@ -178,7 +212,7 @@ def serve_add_person(obj, name: str, role: str, team: str, person_id: str | None
         raise DynadeskError(f"--id '{person_id}' is not a UUID.") from None
     database = _server_db(obj, db, data)
     try:
-        database.upgrade()
+        database.upgrade(say=lambda message: click.echo(message, err=True))
         person, token = store.add_person(database, name, role, team, chosen)
     finally:
         database.close()

@@ -35,6 +35,9 @@ from app.core.storage.db import head_revision as storage_head_revision
 log = logging.getLogger(__name__)
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "dynadesk_server_version"
+ADVISORY_LOCK = 7263201  # held by whoever upgrades or restores the schema
+# Tests set it to a file: the first migration step, applied but not committed, creates it and waits to be killed.
+PAUSE_IN_MIGRATION_ENV = "DYNADESK_TEST_PAUSE_IN_MIGRATION"
 WRITE_ATTEMPTS = 8
 T = TypeVar("T")
 
@@ -141,13 +144,44 @@ class ServerDatabase:
                                 f"(schema {current}). Install the Dynadesk version that wrote it, or a newer one, "
                                 "to use it.")
 
-    def upgrade(self) -> None:
-        """Bring the schema to the newest revision (once, before workers start)."""
-        self._refuse_newer(self.current_revision())
-        with self.engine.begin() as connection:
+    def upgrade(self, say: Callable[[str], object] = log.info) -> None:
+        """Bring the schema to the newest revision (once, before workers start). A database written by an
+        earlier release is copied first (``sync.server.backups``), and ``say`` is told where the copy is.
+
+        Each upgrade is one transaction: killed midway, the database stays as it was, and the next start
+        says so and upgrades again."""
+        with self.engine.connect() as connection:
             if self.dialect == "postgresql":
-                # Two servers started at once on one database: one migrates, the other waits.
-                connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7263201)")
+                # Two servers started at once on one database: one copies and migrates, the other waits.
+                connection.exec_driver_sql(f"SELECT pg_advisory_lock({ADVISORY_LOCK})")
+                connection.commit()
+            try:
+                self._upgrade_on(connection, say)
+            finally:
+                if self.dialect == "postgresql":
+                    connection.rollback()
+                    connection.exec_driver_sql(f"SELECT pg_advisory_unlock({ADVISORY_LOCK})")
+                    connection.commit()
+
+    def _upgrade_on(self, connection: Connection, say: Callable[[str], object]) -> None:
+        from sync.server import backups
+
+        current = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE}).get_current_revision()
+        connection.commit()
+        self._refuse_newer(current)
+        head = head_revision()
+        if current == head:
+            return
+        if current is not None:
+            earlier = [b for b in backups.listed(self) if b.revision == current]
+            if earlier:
+                say(f"An earlier upgrade of {self.describe()} from schema {current} did not complete (or was undone "
+                    f"with `serve restore-backup`): the database is still at {current}, with nothing of that upgrade "
+                    f"in it. Upgrading again; the copy made then is at {earlier[0].name}.")
+            where = backups.make(self, connection, current)
+            say(f"Upgrading {self.describe()} from schema {current} to {head}; a copy as it was is kept at {where} "
+                "(`dynadesk serve restore-backup` puts it back).")
+        with connection.begin():
             command.upgrade(alembic_config(connection), "head")
 
     def check_schema(self) -> None:

@@ -119,10 +119,12 @@ class ThreadServer:
 class ProcessServer:
     """``dynadesk serve run`` in a child process, on a listening socket the test keeps open:
     a killed server's port stays open, and a restarted one takes the queued connections.
-    ``tls`` (certificate, key) serves HTTPS, which ``ca_file`` vouches for."""
+    ``tls`` (certificate, key) serves HTTPS, which ``ca_file`` vouches for. ``release`` runs another
+    release's server (a ``tests.previous_release.PreviousRelease``) instead of this checkout's; ``env`` is
+    added to the process's environment."""
 
     def __init__(self, db_url: str, data_dir: Path, *, workers: int = 1, tls: tuple[Path, Path] | None = None,
-                 ca_file: Path | None = None):
+                 ca_file: Path | None = None, release=None, env: dict[str, str] | None = None):
         self.db_url, self.data_dir, self.workers = db_url, Path(data_dir), workers
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.sock = _listening_socket()
@@ -132,16 +134,21 @@ class ProcessServer:
         self.log = self.data_dir / "server.log"
         self.starts = 0
         self.kills = 0
+        self.release, self.extra_env = release, dict(env or {})
 
     def start(self, *, wait: bool = True) -> None:
         fd = self.sock.fileno()
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if self.release is None:
+            command, cwd, env = [sys.executable, "-m", "app"], None, {**os.environ, "PYTHONPATH": str(ROOT)}
+        else:
+            command, cwd, env = self.release.cli(), self.release.source, self.release.env()
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "app", "--data-dir", str(self.data_dir), "serve", "run", "--db", self.db_url,
+                [*command, "--data-dir", str(self.data_dir), "serve", "run", "--db", self.db_url,
                  "--data", str(self.data_dir), "--fd", str(fd), "--workers", str(self.workers),
                  *(["--certfile", str(self.tls[0]), "--keyfile", str(self.tls[1])] if self.tls else [])],
-                pass_fds=(fd,), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                pass_fds=(fd,), stdout=log, stderr=subprocess.STDOUT, env={**env, **self.extra_env}, cwd=cwd,
+                start_new_session=True)
         self.starts += 1
         if wait:
             self.wait_ready()
