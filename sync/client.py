@@ -201,7 +201,7 @@ class SyncClient(ModelFiles):
 
     def _note_waiting(self, report: SyncReport, count: int) -> None:
         report.waiting_for_server = count
-        report.server_upgrade = release_of(self.protocol + 1)
+        report.server_upgrade = release_of(self.protocol + 1) if count else ""
         local.note_versions(self.db, waiting=count, upgrade=report.server_upgrade)
 
     def publish_missing(self, on_server: set[tuple[str, int]], handle: SyncHandle, report: SyncReport) -> None:

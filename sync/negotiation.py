@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from sync import protocol as wire
 from sync import wire_versions
 
 PROTOCOL_HEADER = "Dynadesk-Protocol"
@@ -105,19 +106,10 @@ def newer_fields(kind: str, protocol: int) -> list[str]:
     return [name for (of, name), since in wire_versions.FIELD_SINCE.items() if of == kind and since > protocol]
 
 
-def registry_newer_than(protocol: int) -> bool:
-    """Whether anything on the wire is newer than ``protocol`` (when not, nothing needs shaping)."""
-    return any(v > protocol for v in wire_versions.RECORD_SINCE.values()) or \
-        any(v > protocol for v in wire_versions.FIELD_SINCE.values())
-
-
-def _record_class(kind: str) -> type[BaseModel] | None:
-    from sync import protocol as wire
-
-    return {"person": wire.PersonRecord, "task": wire.TaskRecord, "model": wire.ModelRecordWire,
-            "round": wire.RoundRecord, "context": wire.ContextRecord, "example": wire.ExampleRecord,
-            "validation": wire.ValidationRecord, "example_review": wire.ExampleReviewRecord,
-            "task_setting": wire.TaskSettingRecord}.get(kind)
+RECORD_CLASSES: dict[str, type[BaseModel]] = {
+    "person": wire.PersonRecord, "task": wire.TaskRecord, "model": wire.ModelRecordWire, "round": wire.RoundRecord,
+    "context": wire.ContextRecord, "example": wire.ExampleRecord, "validation": wire.ValidationRecord,
+    "example_review": wire.ExampleReviewRecord, "task_setting": wire.TaskSettingRecord}
 
 
 def _is_default(model: type[BaseModel] | None, name: str, value: Any) -> bool:
@@ -150,7 +142,7 @@ def shape_record(record: dict, protocol: int) -> Shaped:
     newer = [name for name in newer_fields(kind, protocol) if name in record]
     if not newer:
         return Shaped(record)
-    model = _record_class(kind)
+    model = RECORD_CLASSES.get(kind)
     lost = [name for name in newer if not _is_default(model, name, record[name])]
     return Shaped({k: v for k, v in record.items() if k not in newer}, lost)
 

@@ -46,9 +46,9 @@ from app.core.domain import (
 )
 from app.core.limits import Bound
 from app.core.task_settings import MAX_SETTINGS_BYTES, InvalidTaskSettings, TaskSettings
-# The versions this release speaks (sync.negotiation: how a desk and a server of different versions talk)
-from sync.wire_versions import LOWEST_PROTOCOL as LOWEST_PROTOCOL
+from sync.wire_versions import LOWEST_PROTOCOL as LOWEST_PROTOCOL  # the versions this release speaks
 from sync.wire_versions import PROTOCOL_VERSION as PROTOCOL_VERSION
+
 API = "/v1"
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_PUSH_RECORDS = 2000

@@ -119,11 +119,13 @@ class ThreadServer:
 class ProcessServer:
     """``dynadesk serve run`` in a child process, on a listening socket the test keeps open:
     a killed server's port stays open, and a restarted one takes the queued connections.
-    ``tls`` (certificate, key) serves HTTPS, which ``ca_file`` vouches for."""
+    ``tls`` (certificate, key) serves HTTPS, which ``ca_file`` vouches for. ``release`` serves the previous
+    release (its code and venv) instead of this checkout; set it to None and ``restart`` to upgrade in place."""
 
     def __init__(self, db_url: str, data_dir: Path, *, workers: int = 1, tls: tuple[Path, Path] | None = None,
-                 ca_file: Path | None = None):
+                 ca_file: Path | None = None, release=None):
         self.db_url, self.data_dir, self.workers = db_url, Path(data_dir), workers
+        self.release = release  # a tests.previous_release.PreviousRelease: serve that release instead
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.sock = _listening_socket()
         self.tls, self.ca_file = tls, ca_file
@@ -135,13 +137,15 @@ class ProcessServer:
 
     def start(self, *, wait: bool = True) -> None:
         fd = self.sock.fileno()
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT)} if self.release is None else self.release.env()
+        command = [sys.executable, "-m", "app"] if self.release is None else self.release.cli()
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "app", "--data-dir", str(self.data_dir), "serve", "run", "--db", self.db_url,
+                [*command, "--data-dir", str(self.data_dir), "serve", "run", "--db", self.db_url,
                  "--data", str(self.data_dir), "--fd", str(fd), "--workers", str(self.workers),
                  *(["--certfile", str(self.tls[0]), "--keyfile", str(self.tls[1])] if self.tls else [])],
-                pass_fds=(fd,), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                pass_fds=(fd,), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                cwd=None if self.release is None else self.release.source)
         self.starts += 1
         if wait:
             self.wait_ready()
@@ -168,13 +172,17 @@ class ProcessServer:
             self.process.wait(timeout=30)
             self.kills += 1
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Shut the server down as its operator would (SIGTERM); the port stays open for the next start."""
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+    def stop(self) -> None:
+        self.halt()
         self.sock.close()
 
 
