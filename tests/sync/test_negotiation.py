@@ -21,7 +21,8 @@ from sync.negotiation import LOWEST_HEADER, PROTOCOL_HEADER, Tally, shape_answer
 from sync.protocol import ChangesResponse, ExampleRecord
 from sync.server import models as server_models
 from sync.server.store import held_back
-from sync.transport import Unsupported
+from sync.transport import SyncReport, Unsupported
+from tests.cli_in_process import run_dynadesk
 from tests.conftest import hate_content, hate_output
 from tests.sync.helpers import MODEL_SHA, ThreadServer, prepare_desk
 from tests.sync.test_client import client_for
@@ -143,6 +144,8 @@ def test_a_newer_desk_keeps_what_an_older_server_cannot_take_and_sends_it_after_
             assert "2 change(s) wait for the server's upgrade to Dynadesk 0.2." in report.summary()
             assert local.local_status(lead.db, team.lead.id).pending == 2
             assert local.versions(lead.db).waiting == 2
+            status = run_dynadesk("--data-dir", tmp_path / "lead", "sync")
+            assert "Of those, 2 wait for the server's upgrade to Dynadesk 0.2" in status.stdout, status.stderr
             with server_db.read() as session:
                 assert session.scalars(select(server_models.ExampleReview)).all() == []
 
@@ -151,6 +154,7 @@ def test_a_newer_desk_keeps_what_an_older_server_cannot_take_and_sends_it_after_
             assert lead_client.protocol == 2 and report.pushed == 2 and report.waiting_for_server == 0
             assert "wait for the server's upgrade" not in report.summary()
             assert local.local_status(lead.db, team.lead.id).pending == 0 and local.versions(lead.db).waiting == 0
+            assert "server's upgrade" not in run_dynadesk("--data-dir", tmp_path / "lead", "sync").stdout
             ann_client.run()
             with ann.db.read() as session:
                 assert session.scalar(select(ExampleReview.comment)) == "Name the target group."
@@ -176,7 +180,6 @@ def test_a_newer_desk_refuses_a_server_outside_its_window_in_one_sentence(team, 
 def test_a_newer_server_counts_in_the_page_what_a_protocol_2_desk_cannot_take(monkeypatch):
     """For a desk one version behind a future server, the count travels in the page (a protocol-2 field)."""
     monkeypatch.setitem(wire_versions.FIELD_SINCE, ("example", "assistance"), 3)
-    now = utcnow()
     record = ExampleRecord.model_validate(example(type("A", (), {"id": uuid.uuid4()}), assistance={"arm": "on"}))
     page = ChangesResponse(records=[record], cursor=7, more=False, remaining=0, held_back=4)
     tally = Tally()
@@ -186,7 +189,8 @@ def test_a_newer_server_counts_in_the_page_what_a_protocol_2_desk_cannot_take(mo
     assert "held_back" not in shape_answer(page, 1)
     plain = shape_record({**example(type("A", (), {"id": uuid.uuid4()})), "assistance": None}, 2)
     assert plain.record is not None and "assistance" not in plain.record and not plain.held_back
-    assert now  # the record's times are its own
+    # and the desk that reads the count says it
+    assert "4 change(s) need a newer Dynadesk; upgrade to see them." in SyncReport(held_back=4).summary()
 
 
 class OlderServer:
