@@ -185,11 +185,13 @@ class Versions:
 
 
 def note_versions(db: Database, *, waiting: int | None = None, upgrade: str = "", held_back: int | None = None) -> None:
-    with db.write() as session:
-        if waiting is not None:
-            set_meta(session, WAITING_FOR_SERVER, f"{waiting} {upgrade}" if waiting else "")
-        if held_back is not None:
-            set_meta(session, HELD_BACK, str(held_back) if held_back else "")
+    values = {WAITING_FOR_SERVER: None if waiting is None else (f"{waiting} {upgrade}" if waiting else ""),
+              HELD_BACK: None if held_back is None else (str(held_back) if held_back else "")}
+    changed = {key: value for key, value in values.items() if value is not None and value != (db.get_meta(key) or "")}
+    if changed:  # most syncs change neither: no write for them
+        with db.write() as session:
+            for key, value in changed.items():
+                set_meta(session, key, value)
 
 
 def versions(db: Database) -> Versions:
