@@ -43,8 +43,9 @@ from app.core.storage.models import Context, ModelRecord, Person, Round, RoundMo
 from sync import local
 from sync.incoming import apply_page
 from sync.model_files import ModelFiles
+from sync.negotiation import release_of, shape_record
 from sync.outgoing import pending_batch, settle, unfit_published
-from sync.protocol import ChangesResponse, Me, PushResponse, RecordError, StorageUse, form_parents
+from sync.protocol import ChangesResponse, Me, PushResponse, RecordError, RecordResult, StorageUse, form_parents
 from sync.transport import (
     Cancelled,
     NotAllowed,
@@ -111,6 +112,7 @@ class SyncClient(ModelFiles):
     def push(self, me: Me, handle: SyncHandle, report: SyncReport) -> None:
         total = local.local_status(self.db, me.id).pending
         done, after, size, refusals = 0, 0, self.batch_size, 0
+        waiting: set[int] = set()  # outbox entries the server cannot take until it is upgraded
         handle.progress("push", 0, total)
         # The next batch is read from the outbox while the server works on this one.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynadesk-sync-read") as reader:
@@ -118,17 +120,21 @@ class SyncClient(ModelFiles):
             while True:
                 handle.check()
                 batch = upcoming.result() if upcoming is not None else \
-                    pending_batch(self.db, me.id, after=after, limit=size)
+                    pending_batch(self.db, me.id, after=after, limit=size, protocol=self.protocol)
                 upcoming = None
+                waiting.update(e.seq for e in batch.waiting)
                 if not batch.entries:
                     if batch.missing or batch.unfit:
                         settled = settle(self.db, batch, [])
                         report.rejected += settled.rejected
                         report.problems += settled.problems
+                    if batch.missing or batch.unfit or batch.waiting:
                         after = batch.last_seq
                         continue
+                    self._note_waiting(report, len(waiting))
                     break
-                upcoming = reader.submit(pending_batch, self.db, me.id, after=batch.last_seq, limit=size)
+                upcoming = reader.submit(pending_batch, self.db, me.id, after=batch.last_seq, limit=size,
+                                         protocol=self.protocol)
                 response = self.request("POST", "/push", handle, ok=(200, 403, 413, 422),
                                         body={"records": batch.records}, report=report)
                 if response.status_code in (403, 413, 422):
@@ -176,6 +182,7 @@ class SyncClient(ModelFiles):
             response = self.request("GET", "/changes", handle, params={"since": cursor, "limit": self.page_size},
                                     report=report)
             page = ChangesResponse.model_validate_json(response.content)
+            report.held_back = page.held_back  # the server's count so far: the last page's stands
             if on_server is not None:
                 on_server.update((r.task, r.number) for r in page.records if r.record == "round")
             if page.records or page.cursor != cursor:
@@ -189,7 +196,13 @@ class SyncClient(ModelFiles):
             if not page.more or page.cursor == cursor:
                 break
             cursor = page.cursor
+        local.note_versions(self.db, held_back=report.held_back)
         return on_server
+
+    def _note_waiting(self, report: SyncReport, count: int) -> None:
+        report.waiting_for_server = count
+        report.server_upgrade = release_of(self.protocol + 1) if count else ""
+        local.note_versions(self.db, waiting=count, upgrade=report.server_upgrade)
 
     def publish_missing(self, on_server: set[tuple[str, int]], handle: SyncHandle, report: SyncReport) -> None:
         """An owner's first sync with a server publishes this desk's open rounds that have target
@@ -276,16 +289,24 @@ class SyncClient(ModelFiles):
             head.append(record)
         head += [dump_round(r, task_code, targets[r.id]) for r in rounds]
         tail = [{**dump_context(c), "task": task_code, "round_number": numbers[c.round_id]} for c in contexts]
-        results = []
-        chunks = [head] + [tail[i:i + 1000] for i in range(0, len(tail), 1000)]
-        offset = 0
-        for n, chunk in enumerate(chunks):
-            response = self.request("POST", "/publish", handle, what="to publish", body={"records": chunk})
+        # An older server takes only what its protocol knows: the rest waits for its upgrade, said as deferred.
+        results, sent = [], []
+        for index, record in enumerate([*head, *tail]):
+            shaped = shape_record(record, self.protocol)
+            if shaped.record is None or shaped.lost:
+                results.append(RecordResult(index=index, id=record["id"], record=record["record"], status="deferred",
+                                            reason=f"waits for the server's upgrade to {release_of(self.protocol + 1)}"))
+            else:
+                sent.append((index, shaped.record))
+        first = sum(1 for index, _ in sent if index < len(head))
+        chunks = [sent[:first]] + [sent[i:i + 1000] for i in range(first, len(sent), 1000)]
+        for n, chunk in enumerate(c for c in chunks if c):
+            response = self.request("POST", "/publish", handle, what="to publish",
+                                    body={"records": [record for _, record in chunk]})
             for result in PushResponse.model_validate_json(response.content).results:
-                results.append(result.model_copy(update={"index": result.index + offset}))
-            offset += len(chunk)
+                results.append(result.model_copy(update={"index": chunk[result.index][0]}))
             handle.progress("publish", n + 1, len(chunks))
-        return PushResponse(results=results, server_time=utcnow())
+        return PushResponse(results=sorted(results, key=lambda r: r.index), server_time=utcnow())
 
     def pull_policies(self, handle: SyncHandle, report: SyncReport) -> None:
         """Each task's "leads may promote", as the owner set it on the server (``sync.proposals``)."""

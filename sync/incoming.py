@@ -23,6 +23,7 @@ from app.core.storage.db import Database
 from app.core.storage.models import Example, ExampleReview, Person, Round, RoundModel, Task
 from app.core.task_settings import TaskSettings
 from app.core.tasks.definition import TaskDefinition
+from sync import wire_versions
 from sync.local import set_meta
 from sync.outgoing import SYNCED_TABLES
 
@@ -92,6 +93,27 @@ class PulledRecordWriter(RecordWriter):
         if code not in self._tasks:
             self._tasks[code] = super()._task(code)
         return self._tasks[code]
+
+    def write(self, record: dict) -> None:
+        kind, record_id = record.get("record"), record.get("id")
+        if kind in SYNCED_TABLES and record_id and uuid.UUID(str(record_id)) in self.present[kind]:
+            self._fill_in_newer_fields(SYNCED_TABLES[kind], kind, record)
+        super().write(record)
+
+    def _fill_in_newer_fields(self, model, kind: str, record: dict) -> None:
+        """A record this desk has, sent again with fields a newer protocol brought (a server held them back
+        while this desk spoke an older one, sync.negotiation): what this desk's copy lacks is filled in."""
+        newer = [name for (of, name) in wire_versions.FIELD_SINCE if of == kind
+                 and record.get(name) is not None and name in model.__table__.columns]
+        if not newer:
+            return
+        row = self.session.get(model, uuid.UUID(str(record["id"])))
+        if row is None:
+            return
+        for name in newer:
+            if getattr(row, name) in (None, "", [], {}):
+                setattr(row, name, record[name])
+                self.report.updated += 1
 
     def _present(self, model, record_id: uuid.UUID) -> bool:
         kind = {model_: kind_ for kind_, model_ in SYNCED_TABLES.items()}.get(model)

@@ -170,6 +170,36 @@ def note(db: Database, *, success: datetime | None = None, error: str | None = N
             set_meta(session, LAST_ERROR, error[:2000])
 
 
+WAITING_FOR_SERVER = "sync.waiting_for_server"
+HELD_BACK = "sync.held_back"
+
+
+@dataclass(frozen=True)
+class Versions:
+    """Mixed versions as of the last sync (sync.negotiation): this desk's records that wait for the server's
+    upgrade (and the release they need), and changes a newer server held back from this desk."""
+
+    waiting: int = 0
+    upgrade: str = ""
+    held_back: int = 0
+
+
+def note_versions(db: Database, *, waiting: int | None = None, upgrade: str = "", held_back: int | None = None) -> None:
+    values = {WAITING_FOR_SERVER: None if waiting is None else (f"{waiting} {upgrade}" if waiting else ""),
+              HELD_BACK: None if held_back is None else (str(held_back) if held_back else "")}
+    changed = {key: value for key, value in values.items() if value is not None and value != (db.get_meta(key) or "")}
+    if changed:  # most syncs change neither: no write for them
+        with db.write() as session:
+            for key, value in changed.items():
+                set_meta(session, key, value)
+
+
+def versions(db: Database) -> Versions:
+    waiting, _, upgrade = (db.get_meta(WAITING_FOR_SERVER) or "").partition(" ")
+    held = db.get_meta(HELD_BACK) or ""
+    return Versions(int(waiting) if waiting.isdigit() else 0, upgrade, int(held) if held.isdigit() else 0)
+
+
 SERVER_STORAGE = "sync.server_storage"
 
 

@@ -30,7 +30,8 @@ from app.core.storage.models import (
     Task,
     Validation,
 )
-from sync.protocol import RecordError, RecordResult
+from sync.negotiation import shape_record
+from sync.protocol import PROTOCOL_VERSION, RecordError, RecordResult
 
 
 @dataclass
@@ -43,10 +44,14 @@ class Outgoing:
     missing: list[OutboxEntry] = field(default_factory=list)  # entries whose record is gone
     # Entries whose record no server would take (a free-form field nested too deep or too large), with why.
     unfit: list[tuple[OutboxEntry, str]] = field(default_factory=list)
+    # Entries an older server would not take (a newer record kind, or a newer field set): they stay pending
+    # until the server speaks the protocol they need (sync.negotiation).
+    waiting: list[OutboxEntry] = field(default_factory=list)
 
     @property
     def last_seq(self) -> int:
-        return max((e.seq for e in [*self.entries, *self.missing, *(e for e, _ in self.unfit)]), default=0)
+        return max((e.seq for e in [*self.entries, *self.missing, *(e for e, _ in self.unfit), *self.waiting]),
+                   default=0)
 
 
 def unfit_published(task: Task, models: Iterable[ModelRecord], rounds: Iterable[Round], contexts: Iterable[Context],
@@ -59,8 +64,10 @@ def unfit_published(task: Task, models: Iterable[ModelRecord], rounds: Iterable[
     return [f"{what}: {problem}" for what, kind, record in named for problem in record_problems(kind, record)]
 
 
-def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int) -> Outgoing:
-    """The next ``limit`` pending entries of ``person_id`` after outbox position ``after``."""
+def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int,
+                  protocol: int = PROTOCOL_VERSION) -> Outgoing:
+    """The next ``limit`` pending entries of ``person_id`` after outbox position ``after``, in the shape of
+    ``protocol`` (the server's, when older than this desk's): what it cannot take waits (``waiting``)."""
     with db.read() as session:
         entries = list(session.scalars(
             select(OutboxEntry).where(OutboxEntry.state == outbox.PENDING, OutboxEntry.person_id == person_id,
@@ -84,7 +91,8 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
 
         batch = Outgoing(entries=[], records=[])
         # Imported data sets go out under their own (pseudonymous) authors, sent along first.
-        batch.records = [dump_person(p) for p in others]
+        people = (shape_record(dump_person(p), protocol).record for p in others)
+        batch.records = [p for p in people if p is not None]
         batch.people = len(batch.records)
         for entry in entries:
             if entry.kind == "example" and entry.record_id in examples:
@@ -105,8 +113,12 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int)
             if problems:  # it would only be refused; it stays here, named, and the rest goes on
                 batch.unfit.append((entry, "; ".join(problems)))
                 continue
+            shaped = shape_record(record, protocol)
+            if shaped.record is None or shaped.lost:
+                batch.waiting.append(entry)
+                continue
             batch.entries.append(entry)
-            batch.records.append(record)
+            batch.records.append(shaped.record)
         return batch
 
 

@@ -46,8 +46,9 @@ from app.core.domain import (
 )
 from app.core.limits import Bound
 from app.core.task_settings import MAX_SETTINGS_BYTES, InvalidTaskSettings, TaskSettings
+from sync.wire_versions import LOWEST_PROTOCOL as LOWEST_PROTOCOL  # the versions this release speaks
+from sync.wire_versions import PROTOCOL_VERSION as PROTOCOL_VERSION
 
-PROTOCOL_VERSION = 1
 API = "/v1"
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_PUSH_RECORDS = 2000
@@ -365,6 +366,9 @@ class ChangesResponse(Strict):
     cursor: int  # pass as ``since`` for the next page
     more: bool
     remaining: int  # changes after ``cursor`` (for progress)
+    # Changes this person's desk was not sent because they need a newer protocol than it speaks (a
+    # newer server's count, for the desk to show; sync.negotiation). Protocol 2.
+    held_back: Count = 0
 
 
 class Me(Strict):
@@ -372,7 +376,7 @@ class Me(Strict):
     display_name: ShownName
     role: Role
     team: Team
-    protocol: int = PROTOCOL_VERSION
+    protocol: int = PROTOCOL_VERSION  # the version this answer is in: the highest both sides speak
     server_version: Label
 
 

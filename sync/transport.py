@@ -23,7 +23,9 @@ from pydantic import ValidationError
 from app import __version__
 from app.core.domain import utcnow
 from app.core.errors import DynadeskError
-from sync.protocol import API, MAX_PUSH_RECORDS, PROTOCOL_VERSION, ErrorBody, Me
+from sync import wire_versions
+from sync.negotiation import Unreadable, common, desk_refusal, our_headers, said
+from sync.protocol import API, MAX_PUSH_RECORDS, ErrorBody, Me
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,10 @@ class TooLarge(Refused):
     """Larger than the server takes (HTTP 413): in one request, or in this person's quota."""
 
 
+class Unsupported(Refused):
+    """The server and this desk speak sync protocols too far apart (HTTP 426, or what ``/me`` says)."""
+
+
 class Interrupted(SyncError):
     """The server stopped answering part-way; the next sync resumes where this one stopped."""
 
@@ -87,7 +93,7 @@ class Cancelled(SyncError):
 # The one map from an answer a request cannot take to the error it raises (``refusal``). 429 and the
 # RETRY_STATUS are never refusals: the connection waits them out or retries, then stops (``Interrupted``).
 REFUSALS: dict[int, type[SyncError]] = {400: Rejected, 401: AuthError, 403: NotAllowed, 404: NotOnServer,
-                                        409: Conflict, 413: TooLarge, 422: Rejected}
+                                        409: Conflict, 413: TooLarge, 422: Rejected, 426: Unsupported}
 
 # And from what a request that got no answer ran into, for people (the library's own words follow):
 # the first class that matches names it. An untrusted certificate is ``Untrusted`` (``_certificate_problem``).
@@ -186,6 +192,11 @@ class SyncReport:
     published: list[str] = field(default_factory=list)  # what an owner's first sync published (publish_missing)
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Mixed versions (sync.negotiation): this desk's records an older server cannot take yet, and the release
+    # they wait for; changes a newer server did not send to this desk (it needs upgrading to see them).
+    waiting_for_server: int = 0
+    server_upgrade: str = ""
+    held_back: int = 0
 
     def summary(self) -> str:
         parts = [f"Pushed {self.pushed} new record(s)"]
@@ -201,6 +212,10 @@ class SyncReport:
             text += f" Downloaded {', '.join(self.models)}."
         if self.published:
             text += f" Published {'; '.join(self.published)} (this owner's first sync with the server)."
+        if self.waiting_for_server:
+            text += f" {self.waiting_for_server} change(s) wait for the server's upgrade to {self.server_upgrade}."
+        if self.held_back:
+            text += f" {self.held_back} change(s) need a newer Dynadesk; upgrade to see them."
         return text
 
 
@@ -227,9 +242,12 @@ class Connection:
         ca_file = ca_file if ca_file is not None else desk.settings.server_ca_file
         self.http = httpx.Client(
             base_url=self.url, transport=transport, verify=tls_context(ca_file),
-            headers={"Authorization": f"Bearer {token}", "User-Agent": f"dynadesk/{__version__}"},
+            headers={"Authorization": f"Bearer {token}", "User-Agent": f"dynadesk/{__version__}", **our_headers()},
             timeout=httpx.Timeout(self.policy.timeout, connect=self.policy.connect_timeout),
         )
+        # The protocol of this exchange: the highest this desk and the server speak (set by ``me``).
+        self.protocol = wire_versions.PROTOCOL_VERSION
+        self.server_release = ""
         self._answered = False  # has the server answered in this client's life?
         self.retries = 0  # over this client's life, for reports and benchmarks
         self.paced = 0  # 429s waited out, over this client's life
@@ -368,11 +386,19 @@ class Connection:
         return seconds
 
     def me(self, handle: SyncHandle | None = None, report: SyncReport | None = None) -> Me:
+        """Who the token is, and the protocol of this exchange: the highest both sides speak. A server that
+        says no protocol headers speaks only what its ``/me`` says (release 0.1: protocol 1); one outside this
+        desk's window is refused in one sentence that names both versions (``Unsupported``)."""
         response = self.request("GET", "/me", handle, report=report)
         me = Me.model_validate_json(response.content)
-        if me.protocol != PROTOCOL_VERSION:
-            raise SyncError(f"The server speaks sync protocol {me.protocol}; this Dynadesk speaks {PROTOCOL_VERSION}. "
-                            "Update whichever is older.")
+        try:
+            speaks, lowest = said(response.headers, fallback=me.protocol)
+        except Unreadable as exc:
+            raise SyncError(f"The server's answer cannot be read: {exc}.") from None
+        version = common(speaks, lowest)
+        if version is None:
+            raise Unsupported(desk_refusal(speaks, lowest, me.server_version))
+        self.protocol, self.server_release = version, me.server_version
         return me
 
     def get_json(self, path: str, params: Mapping[str, Any] | None = None) -> Any:

@@ -15,4 +15,6 @@ LOWEST_PROTOCOL = 1  # one version back: the previous release's
 RECORD_SINCE: dict[str, int] = {}
 
 # Fields of known record kinds that appeared after protocol 1: (kind, field) -> the version that brought it.
-FIELD_SINCE: dict[tuple[str, str], int] = {}
+FIELD_SINCE: dict[tuple[str, str], int] = {
+    ("ChangesResponse", "held_back"): 2,
+}

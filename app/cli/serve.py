@@ -259,16 +259,25 @@ def serve_revoke(obj, who: str, db: str | None, data: str | None) -> None:
 @pass_context
 def serve_people(obj, db: str | None, data: str | None) -> None:
     """Who may use this server (tokens are never shown again)."""
+    from sync.negotiation import release_of
     from sync.server import store
+    from sync.server.store import held_back
 
     database = _server_db(obj, db, data)
     try:
         database.check_schema()
+        held = held_back.counts(database)
         rows = [[p.display_name, p.role, p.team, "yes" if p.active else "revoked", str(p.id)]
                 for p in store.people(database)]
+        notes = [f"{printable(p.display_name)}'s desk speaks sync protocol {held[p.id].protocol}: "
+                 f"{held[p.id].changes} change(s) need {release_of(held[p.id].protocol + 1)} or later "
+                 "(they are sent once the desk is upgraded)"
+                 for p in store.people(database) if p.id in held and held[p.id].changes]
     finally:
         database.close()
     click.echo(format_table(["name", "role", "team", "active", "id"], rows))
+    for line in notes:
+        click.echo(line)
 
 
 def kind_text(kind: str) -> str:

@@ -61,9 +61,10 @@ def sync(ctx: click.Context, now: bool) -> None:
 
 def _show_status(desk, clients) -> None:
     from sync.client import person_id
-    from sync.local import local_status, server_storage
+    from sync.local import local_status, server_storage, versions
 
     status = local_status(desk.db, person_id(desk))
+    mixed = versions(desk.db)
     url = desk.settings.server_url
     click.echo(f"Server:        {url or 'not set (dynadesk sync configure --url URL)'}")
     if desk.settings.server_ca_file:
@@ -75,6 +76,11 @@ def _show_status(desk, clients) -> None:
     click.echo(f"Last success:  {last}")
     click.echo(f"Waiting:       {status.pending:,} record(s)")
     _show_waiting(status.waiting)
+    if mixed.waiting:
+        click.echo(f"Of those, {mixed.waiting:,} wait for the server's upgrade to {printable(mixed.upgrade)} "
+                   "(they go at the first sync after it)")
+    if mixed.held_back:
+        click.echo(f"Not sent here: {mixed.held_back:,} change(s) need a newer Dynadesk; upgrade to see them")
     use = server_storage(desk.db)
     if use is not None:  # leads and owners: their uploads count against a quota
         limit = ("no limit" if use.quota is None

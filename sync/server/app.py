@@ -10,6 +10,9 @@ they would load scripts from the internet).
 Requests over the per-token or per-address limit get 429 with ``Retry-After`` (sync/server/limits.py; counted in
 the database on PostgreSQL, sync/server/shared_limits.py). Model files live where ``sync/server/blob_store.py`` says.
 
+Every answer says the sync protocol the server speaks and the lowest it serves; each desk is answered in
+the highest protocol both speak, a desk outside that window refused with 426 (sync/server/shaping.py).
+
 With several uvicorn workers, each worker builds its app with :func:`create_app_from_env`.
 """
 
@@ -39,7 +42,6 @@ from sync.protocol import (
     MAX_BLOB_BYTES,
     MAX_BODY_BYTES,
     MAX_PULL_RECORDS,
-    PROTOCOL_VERSION,
     BlobStored,
     ChangesResponse,
     Duplicates,
@@ -64,6 +66,7 @@ from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, Req
 from sync.server.models import Person
 from sync.server.proposal_routes import add_proposal_routes
 from sync.server.shared_limits import SHARED_LIMITS_ENV, DatabaseCounts, shares_limits
+from sync.server.shaping import ProtocolHeaders, ProtocolWindow, ShapedRoute, changes_for, desk_protocol
 from sync.server.store import storage
 from sync.server.wellbeing_routes import add_wellbeing_routes
 
@@ -81,6 +84,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorBody, "description": "Not allowed for this person's role or team; nothing was stored."},
     413: {"model": ErrorBody, "description": f"The body is larger than {MAX_BODY_BYTES // 2**20} MiB."},
     422: {"model": ErrorBody, "description": "The request does not fit the schema; each bad record is named."},
+    426: {"model": ErrorBody, "description": "The desk's sync protocol is outside what this server serves; "
+                                             "`detail` names both versions."},
     429: {"model": ErrorBody, "description": "Over the request limit of this token or address; wait `Retry-After` s."},
 }
 
@@ -242,10 +247,13 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
     )
     api.state.db = db
     api.state.blobs = blobs
+    api.router.route_class = ShapedRoute  # every route's answers in the desk's protocol
+    api.add_middleware(ProtocolWindow)  # after the token was checked
     api.add_middleware(Gate, db=db)
-    api.add_middleware(RequestLimits, per_token=per_token or Rate.parse(DEFAULT_PER_TOKEN),  # outermost: before auth
+    api.add_middleware(RequestLimits, per_token=per_token or Rate.parse(DEFAULT_PER_TOKEN),  # before auth
                        per_address=per_address or Rate.parse(DEFAULT_PER_ADDRESS),
                        shared=DatabaseCounts(db) if shared_limits else None)
+    api.add_middleware(ProtocolHeaders)  # outermost: every answer says the server's protocol
 
     @api.exception_handler(RequestValidationError)
     async def invalid(_request, exc: RequestValidationError):
@@ -271,10 +279,11 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
 
     @api.get(f"{API}/me", response_model=Me, responses=ERRORS, tags=["people"],
              summary="Who this token belongs to")
-    def me(person: Caller) -> Me:
-        """The token's person, role and team; also a cheap way to check a connection."""
+    def me(request: Request, person: Caller) -> Me:
+        """The token's person, role and team, and the sync protocol of this exchange (the highest both the
+        desk and the server speak); also a cheap way to check a connection."""
         return Me(id=person.id, display_name=person.display_name, role=person.role, team=person.team,
-                  protocol=PROTOCOL_VERSION, server_version=__version__)
+                  protocol=desk_protocol(request), server_version=__version__)
 
     @api.post(f"{API}/push", response_model=PushResponse, responses=ERRORS, tags=["records"],
               summary="Store examples, validations and lead reviews")
@@ -299,12 +308,14 @@ def create_app(db: ServerDatabase, data_dir: Path, *, per_token: Rate | None = N
 
     @api.get(f"{API}/changes", response_model=ChangesResponse, responses=ERRORS, tags=["records"],
              summary="Changes since a cursor")
-    def changes(person: Caller, since: Annotated[int, Query(ge=0, le=2**63 - 1, description="the cursor of the last page")] = 0,
-                limit: Annotated[int, Query(ge=1, le=MAX_PULL_RECORDS)] = 500) -> ChangesResponse:
+    def changes(request: Request, person: Caller,
+                since: Annotated[int, Query(ge=0, le=2**63 - 1, description="the cursor of the last page")] = 0,
+                limit: Annotated[int, Query(ge=1, le=MAX_PULL_RECORDS)] = 500) -> Any:
         """Tasks, rounds, contexts, model records, and the examples, validations and lead reviews of this
         person's team (all teams for owners), except this person's own, in the order they were stored. Each page
-        carries the records it refers to, so it can be stored on its own."""
-        return store.changes(db, person, since, limit)
+        carries the records it refers to, so it can be stored on its own. A desk of an older protocol is sent
+        what it takes; the rest is counted (`held_back`) and sent again once it speaks the newer protocol."""
+        return changes_for(request, db, person, since, limit)
 
     @api.get(f"{API}/models/{{sha256}}", response_model=ModelRecordWire, responses=ERRORS | {404: {"model": ErrorBody}},
              tags=["models"], summary="A model record and its files")

@@ -330,3 +330,18 @@ class RequestCount(Base):
     key: Mapped[str] = mapped_column(String(80), primary_key=True)
     window_start: Mapped[int] = mapped_column(BigInteger, primary_key=True)  # seconds since the epoch
     hits: Mapped[int] = mapped_column(Integer)
+
+
+class HeldBack(Base):
+    """Changes a person's desk was not sent (or sent without some fields) because they need a newer sync
+    protocol than it speaks (``sync.negotiation``): how many, and the range of change numbers to send
+    again once the desk speaks the newer one. One row per person: a protocol-1 desk says nothing that tells
+    two desks of one person apart."""
+
+    __tablename__ = "held_back"
+    person_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("people.id"), primary_key=True)
+    protocol: Mapped[int] = mapped_column(Integer)  # what the desk spoke when they were held back
+    first_seq: Mapped[int] = mapped_column(BigInteger)
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+    changes: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -175,13 +175,17 @@ class ProcessServer:
             self.process.wait(timeout=30)
             self.kills += 1
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Shut the server down as its operator would (SIGTERM); the port stays open for the next start."""
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+    def stop(self) -> None:
+        self.halt()
         self.sock.close()
 
 

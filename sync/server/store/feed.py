@@ -87,6 +87,13 @@ def changes(db: ServerDatabase, me: Person, since: int, limit: int,
                            remaining=remaining)
 
 
+def remaining_after(db: ServerDatabase, me: Person, cursor: int) -> int:
+    """How many changes ``me`` may see after ``cursor`` (a page's ``remaining``)."""
+    with db.read() as session:
+        return session.scalar(select(func.count()).select_from(Change)
+                              .where(Change.seq > cursor, _visible(me), _not_quarantined())) or 0
+
+
 # What a record weighs on the wire, estimated in the database from the bytes of its large columns
 # (their stored JSON or text) plus a fixed allowance for the rest, so a page is cut before it is
 # built. SQLite stores JSON with non-ASCII escaped, which overestimates such text (pages get smaller).
