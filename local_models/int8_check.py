@@ -202,7 +202,8 @@ def verify_check(engine: InferenceEngine, graph: Path, check: Mapping[str, Any],
     differing.sort(key=lambda d: (d["then"] == d["now"], -float(d["change"])))
     if not differing:
         return CheckOutcome(True, len(texts), worst)
-    return CheckOutcome(False, len(texts), worst, tuple(differing), fp32_change=_fp32_change(engine, fp32, texts, check))
+    fp32_change = _fp32_change(engine, fp32, texts, check)
+    return CheckOutcome(False, len(texts), worst, tuple(differing), fp32_change=fp32_change)
 
 
 def _fp32_change(engine: InferenceEngine, fp32: Path | None, texts: Sequence[ModelInput],

@@ -339,6 +339,10 @@ def test_a_graph_with_other_bytes_and_the_same_function_is_taken_by_its_answers(
     assert parity["verified_by"].startswith("answers on the recipe's check texts: the same decisions on all")
     assert parity["answers"] == recorded.check  # travels with the form, for desks that fetch it
     assert parity["agreement"] == recorded.parity["agreement"]  # the figures carry over
+    from app.core.int8_status import int8_detail
+
+    detail = int8_detail({"export": {"parity": parity}})
+    assert f"taken by its answers on {len(recorded.check['texts'])} check texts" in detail
     assert file_sha256(prepared.onnx_dir / "model.onnx") != file_sha256(prepared_with_recipe[0].onnx_dir / "model.onnx")
 
 
@@ -399,7 +403,8 @@ def test_the_check_takes_changes_within_1e_4_and_refuses_larger_ones_or_another_
         other = 1 - check["decisions"][0][0]
         flipped = verify_check(engine, graph, moved(0, 0.0, decision=other))
         labels = engine.runtime.model_labels
-        assert not flipped.passed and f"decision {labels[other]} -> {labels[check['decisions'][0][0]]}" in flipped.summary
+        recorded_label = labels[check["decisions"][0][0]]
+        assert not flipped.passed and f"decision {labels[other]} -> {recorded_label}" in flipped.summary
         unreadable = verify_check(engine, graph, {**check, "texts": []})
         assert not unreadable.passed and "has no texts" in unreadable.summary
     finally:
