@@ -2,7 +2,7 @@
 
     report = export_onnx(model_dir, out_dir)                                   # fp32
     report = export_onnx(model_dir, out_dir, int8=True, task_texts=texts)      # int8, searched and checked
-    report = export_onnx(model_dir, out_dir, int8=True, recorded=recipe)       # int8 as recorded, by its answers
+    report = export_onnx(model_dir, out_dir, int8=True, recorded=recipe)       # int8 as recorded: its bytes or answers
 
 The result is a folder with ``model.onnx`` (dynamic batch and sequence axes; labels and the
 maximum length in its metadata), the tokenizer, ``config.json`` and ``dynadesk_model.json``
@@ -11,8 +11,9 @@ maximum length in its metadata), the tokenizer, ``config.json`` and ``dynadesk_m
 fp32: a conversion check; the exported graph and the original answer ``PARITY_TEXTS`` within
 ``FP32_MAX_DIFFERENCE``. int8: the parity rule of ``local_models.parity`` on at least 2,000 of the
 task's texts (``local_models.int8_search``), or a recipe whose graph was checked that way and is
-rebuilt: the same bytes, or the same answers on the recipe's check texts (``local_models.int8_check``). A refusal raises ``ParityCheckFailed`` and keeps nothing, unless ``force``
-is given, and then the override is recorded with the figures.
+rebuilt: the same bytes, or the same answers on the recipe's check texts (``local_models.int8_check``).
+A refusal raises ``ParityCheckFailed`` and keeps nothing, unless ``force`` is given, and then the
+override is recorded with the figures.
 """
 
 from __future__ import annotations
