@@ -2,7 +2,7 @@
 
     report = export_onnx(model_dir, out_dir)                                   # fp32
     report = export_onnx(model_dir, out_dir, int8=True, task_texts=texts)      # int8, searched and checked
-    report = export_onnx(model_dir, out_dir, int8=True, recorded=recipe)       # int8 as recorded, by sha256
+    report = export_onnx(model_dir, out_dir, int8=True, recorded=recipe)       # int8 as recorded: its bytes or answers
 
 The result is a folder with ``model.onnx`` (dynamic batch and sequence axes; labels and the
 maximum length in its metadata), the tokenizer, ``config.json`` and ``dynadesk_model.json``
@@ -11,8 +11,9 @@ maximum length in its metadata), the tokenizer, ``config.json`` and ``dynadesk_m
 fp32: a conversion check; the exported graph and the original answer ``PARITY_TEXTS`` within
 ``FP32_MAX_DIFFERENCE``. int8: the parity rule of ``local_models.parity`` on at least 2,000 of the
 task's texts (``local_models.int8_search``), or a recipe whose graph was checked that way and is
-rebuilt byte for byte. A refusal raises ``ParityCheckFailed`` and keeps nothing, unless ``force``
-is given, and then the override is recorded with the figures.
+rebuilt: the same bytes, or the same answers on the recipe's check texts (``local_models.int8_check``).
+A refusal raises ``ParityCheckFailed`` and keeps nothing, unless ``force`` is given, and then the
+override is recorded with the figures.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def export_onnx(
     from this model, to quantize instead of exporting again.
 
     fp32: ``sample_texts`` (default ``PARITY_TEXTS``) must agree within ``max_difference``. int8:
-    ``recorded`` (a recipe checked elsewhere, rebuilt and verified by sha256), else a search on
+    ``recorded`` (a recipe checked elsewhere, rebuilt and verified by its bytes or answers), else a search on
     ``task_texts``; without either, int8 is refused unless ``force``."""
     progress = progress or Progress()
     if int8 and recorded is None and task_texts is None and not force:
@@ -195,10 +196,12 @@ def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: 
     if recorded is not None:
         progress.say("Building the int8 form from its recorded recipe ...")
         try:
-            build_recorded(fp32, recorded, target)
+            verified = build_recorded(fp32, recorded, target, engine=source)
             assert recorded.recipe is not None and recorded.parity is not None  # build_recorded checked usable
-            return ({**recorded.parity, "verified_by": "sha256 of the graph checked when the recipe was made"},
-                    recorded.recipe.to_json(), recorded.recipe.name)
+            # the check travels with the form (its provenance), so a desk that fetches it can ask it again
+            answers = {"answers": recorded.check} if recorded.check is not None else {}
+            return ({**recorded.parity, "verified_by": verified.pop("verified_by"), "verification": verified,
+                     **answers}, recorded.recipe.to_json(), recorded.recipe.name)
         except ParityCheckFailed as exc:
             if not force or recorded.recipe is None:
                 raise ParityCheckFailed(f"int8 refused: {exc}", float("nan"), recorded.parity) from exc
@@ -217,7 +220,8 @@ def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: 
     if search.passed and search.recipe is not None:
         build_int8(fp32, target, search.recipe)
         assert search.verdict is not None  # passed
-        return ({**search.verdict.to_json(), "attempts": list(search.attempts)}, search.recipe.to_json(),
+        answers = {"answers": search.check} if search.check is not None else {}
+        return ({**search.verdict.to_json(), "attempts": list(search.attempts), **answers}, search.recipe.to_json(),
                 search.recipe.name)
     verdict = search.verdict.to_json(forced=force) if search.verdict is not None else None
     if not force:

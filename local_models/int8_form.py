@@ -4,12 +4,13 @@
     form.folder   # the int8 ONNX folder, or None: the float model serves, and ``form.note`` says why
 
 A trained part carries ``int8_recipe.json`` (``local_models.int8_search``): the recipe found on the
-task's texts, the parity figures its graph got, and that graph's sha256. A desk has no task
-texts at first start, so it does not measure again: it builds the graph from the same fp32
-graph with the same recipe and uses it only when the bytes are the ones that were checked. Any
-other outcome (no recipe, a broken one, a recipe that records a refusal, other bytes) leaves
-the float model serving, with the reason recorded next to the cache (``REFUSAL_FILE``), so later
-starts do not build again until the recipe changes.
+task's texts, the parity figures its graph got, that graph's sha256, and its answers on a few check
+texts (``local_models.int8_check``). A desk has no task texts at first start, so it does not measure
+again: it builds the graph from its own fp32 export with the same recipe and uses it when it is the
+graph that was checked: the same bytes, or (another exporter or quantizer release) the same answers
+on the check texts. Any other outcome (no recipe, a broken one, a recipe that records a refusal, other
+answers) leaves the float model serving, with the reason recorded next to the cache (``REFUSAL_FILE``),
+so later starts do not build again until the recipe or the toolchain's releases change.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from local_models.backends.base import METADATA_FILE, read_json_file
 from local_models.errors import Cancelled, ExportFailed, ModelError, ParityCheckFailed
@@ -70,19 +72,24 @@ def cached_int8_form(part_dir: Path, int8_dir: Path) -> bool:
 
 
 def cached_refusal(part_dir: Path, root: Path) -> str | None:
-    """The reason recorded when this recipe last gave no int8 form, or None."""
+    """The reason recorded when this recipe last gave no int8 form with these releases, or None (an upgraded
+    exporter or quantizer may build the checked graph: it is tried again)."""
+    from local_models.int8_check import toolchain_versions
+
     try:
         data = json.loads((root / REFUSAL_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("recipe") != recipe_key(part_dir):
         return None
+    if data.get("toolchain") != toolchain_versions():
+        return None
     return str(data.get("note") or "int8 was refused earlier")
 
 
 def prepare_int8_form(part_dir: Path, torch_dir: Path, fp32_dir: Path, int8_dir: Path, *,
                       progress: Progress | None = None) -> Int8Form:
-    """Build (once) the int8 form the part's recipe records, verified by its sha256; or say why not.
+    """Build (once) the int8 form the part's recipe records, verified by its bytes or its answers; or say why not.
     ``fp32_dir``: the part's fp32 ONNX export (its graph is quantized, not exported again)."""
     from local_models.export import export_onnx
 
@@ -114,7 +121,10 @@ def prepare_int8_form(part_dir: Path, torch_dir: Path, fp32_dir: Path, int8_dir:
     log.warning("no int8 form for %s: %s", part_dir, note)
     shutil.rmtree(int8_dir, ignore_errors=True)
     if remember:
-        (root / REFUSAL_FILE).write_text(json.dumps({"recipe": key, "note": note}) + "\n", encoding="utf-8")
+        from local_models.int8_check import toolchain_versions
+
+        (root / REFUSAL_FILE).write_text(json.dumps({"recipe": key, "note": note, "toolchain": toolchain_versions()})
+                                         + "\n", encoding="utf-8")
     return Int8Form(None, note)
 
 
@@ -135,7 +145,8 @@ def _sentence(text: str) -> str:
 def record_int8_recipe(part_dir: Path, texts: TaskTexts, *, base_dir: Path | None = None,
                        model_dir: Path | None = None, progress: Progress | None = None) -> Int8Search:
     """Find the int8 recipe of a trained part on its task's texts and write it beside the part
-    (``RECIPE_FILE``), passed or refused: desks then build exactly the graph that was checked.
+    (``RECIPE_FILE``), passed or refused: desks then build the graph that was checked, and know it by its
+    bytes or by its answers on the recipe's check texts.
     ``model_dir``: the part already assembled (else it is assembled in a temporary folder)."""
     progress = progress or Progress()
     part_dir = Path(part_dir)
@@ -232,6 +243,46 @@ def _search_part(part_dir: Path, texts: TaskTexts, base_dir: Path | None, model_
             return search_int8(source, fp32, texts, work / "search", progress=progress)
         finally:
             source.close()
+
+
+def add_int8_check(part_dir: Path, *, base_dir: Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Record the check texts (``local_models.int8_check``) in a recipe made before recipes had them, without
+    searching again: only where the recipe's graph is rebuilt byte for byte, so that this build is the one
+    whose parity was checked. Returns the check; ``ValueError`` in words when it cannot be recorded here."""
+    import tempfile
+
+    from local_models.engine import load_engine
+    from local_models.export import export_onnx
+    from local_models.int8 import build_int8
+    from local_models.int8_check import record_check
+    from local_models.train import assemble
+
+    progress = progress or Progress()
+    part_dir = Path(part_dir)
+    recorded = read_recipe_file(part_dir)
+    if not recorded.usable or recorded.recipe is None:
+        raise ValueError(f"the int8 recipe in {part_dir} records no int8 form that passed its check; there is "
+                         "nothing to record check texts for")
+    with tempfile.TemporaryDirectory(prefix="dynadesk-int8-check-") as tmp:
+        work = Path(tmp)
+        model_dir = assemble(part_dir, work / "torch", base_dir=base_dir)
+        progress.say("exporting to ONNX to rebuild the checked int8 graph")
+        fp32 = export_onnx(model_dir, work / "fp32", progress=progress.lines_only()).path / "model.onnx"
+        graph = work / "int8.onnx"
+        build_int8(fp32, graph, recorded.recipe)
+        if file_sha256(graph) != recorded.int8_sha256:
+            raise ValueError(f"the int8 graph built here (sha256 {file_sha256(graph)[:12]}) is not byte for byte the "
+                             f"one whose parity was checked ({str(recorded.int8_sha256)[:12]}), so its answers are not "
+                             "the checked graph's; make the recipe again (the whole search)")
+        source = load_engine(model_dir, num_threads=None)
+        try:
+            check = record_check(source, graph, fp32=fp32)
+        finally:
+            source.close()
+    document = {**recorded.document, "check": check}
+    (part_dir / RECIPE_FILE).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    progress.say(f"recorded {len(check['texts'])} check texts in {part_dir / RECIPE_FILE}")
+    return check
 
 
 def _counts(texts: TaskTexts) -> dict[str, object]:

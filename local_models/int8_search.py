@@ -71,6 +71,9 @@ class TaskTexts:
     parity: tuple[ModelInput, ...]  # what the rule is measured on: held-out texts first
     calibration: tuple[ModelInput, ...] = ()  # training texts: ranking and selection, apart from the parity texts
     source: str = "task texts"
+    # whether parity texts may join the recipe's check texts (``local_models.int8_check``) when the project's
+    # own sentences miss a label; False for a recipe kept in the repository: no data set is copied into it
+    shareable: bool = True
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class Int8Search:
     attempts: tuple[dict[str, Any], ...] = ()
     texts: dict[str, Any] = field(default_factory=dict)
     measured: Int8Recipe | None = None  # the recipe ``verdict`` belongs to when none passed (what --force keeps)
+    check: dict[str, Any] | None = None  # the chosen graph's answers on its check texts (``int8_check``)
 
     @property
     def passed(self) -> bool:
@@ -97,7 +101,8 @@ class Int8Search:
                 "recipe": self.recipe.to_json() if self.recipe is not None else None,
                 "recipe_name": self.recipe.name if self.recipe is not None else None,
                 "parity": self.verdict.to_json() if self.verdict is not None else None,
-                "reason": self.reason, "texts": self.texts, "attempts": list(self.attempts)}
+                "reason": self.reason, "texts": self.texts, "attempts": list(self.attempts),
+                **({"check": self.check} if self.check is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,12 @@ class RecordedInt8:
     @property
     def usable(self) -> bool:
         return self.recipe is not None and bool(self.int8_sha256) and bool((self.parity or {}).get("passed"))
+
+    @property
+    def check(self) -> dict[str, Any] | None:
+        """The check texts and the answers the checked graph gave on them; None in recipes made before."""
+        check = self.document.get("check")
+        return check if isinstance(check, dict) else None
 
     @property
     def deferred(self) -> bool:
@@ -163,7 +174,11 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
             last = (recipe, verdict, file_sha256(graph))
             progress.say(f"attempt {of}: {recipe.name}: {'passed' if verdict.passed else verdict.reason}")
             if verdict.passed:
-                return Int8Search(recipe, verdict, last[2], fp32_sha, attempts=tuple(attempts), texts=counts)
+                from local_models.int8_check import record_check
+
+                check = record_check(source, graph, list(texts.parity) if texts.shareable else [], fp32=fp32_file)
+                return Int8Search(recipe, verdict, last[2], fp32_sha, attempts=tuple(attempts), texts=counts,
+                                  check=check)
         if ranked is None:  # the first attempt failed: measure once, then try the cheaper recipes first
             pool = [feeds_for(source, [t]) for t in list(texts.calibration or texts.parity)[:RANKING_TEXTS]]
             ranked = [name for name, _ in node_errors(fp32_file, pool)]
@@ -313,28 +328,54 @@ def read_recipe_file(folder: Path) -> RecordedInt8:
                         str(document.get("reason") or ""), document)
 
 
-def build_recorded(fp32_file: Path, recorded: RecordedInt8, int8_file: Path) -> None:
-    """Build the recorded recipe's graph. ``ParityCheckFailed`` when the recipe records no passing form or
-    the bytes built here are not the graph that was checked; ``ExportFailed`` when the quantizer fails."""
+def build_recorded(fp32_file: Path, recorded: RecordedInt8, int8_file: Path, *,
+                   engine: InferenceEngine | None = None) -> dict[str, Any]:
+    """Build the recorded recipe's graph and make sure it is the graph that was checked: the very bytes
+    (its sha256), else the same answers on the recipe's check texts (``local_models.int8_check``; ``engine``
+    tokenizes them). Returns how it was verified. ``ParityCheckFailed`` when the recipe records no passing
+    form or the graph built here answers otherwise; ``ExportFailed`` when the quantizer fails."""
     if not recorded.usable or recorded.recipe is None:
         raise ParityCheckFailed(recorded.reason or "the int8 recipe records no int8 form that passed its check",
                                 float("nan"), recorded.parity)
     build_int8(fp32_file, int8_file, recorded.recipe)
     built = file_sha256(int8_file)
-    if built != recorded.int8_sha256:
-        made_with = recorded.document.get("onnxruntime")
-        fp32_then = recorded.document.get("fp32_sha256")
-        import onnxruntime
+    identity = {"int8_sha256": built, "checked_int8_sha256": recorded.int8_sha256}
+    if built == recorded.int8_sha256:
+        return {**identity, "by": "sha256", "verified_by": "sha256 of the graph checked when the recipe was made"}
+    from local_models.int8_check import toolchain_changes, verify_check
 
-        why = []
-        if made_with and made_with != onnxruntime.__version__:
-            why.append(f"onnxruntime {onnxruntime.__version__} here, {made_with} when it was checked")
-        if fp32_then and fp32_then != file_sha256(fp32_file):
-            why.append("the fp32 graph it starts from differs too")
-        raise ParityCheckFailed(
-            f"the int8 graph built here (sha256 {built[:12]}) is not the one whose parity was checked "
-            f"({str(recorded.int8_sha256)[:12]}){': ' + '; '.join(why) if why else ''}, so its figures do not carry "
-            "over", float("nan"), recorded.parity)
+    why = _why_other_bytes(fp32_file, recorded)
+    bytes_differ = (f"the int8 graph built here (sha256 {built[:12]}) is not byte for byte the one whose parity was "
+                    f"checked ({str(recorded.int8_sha256)[:12]}){': ' + '; '.join(why) if why else ''}")
+    check = recorded.check
+    if check is None or engine is None:
+        missing = ("the recipe records no check texts to compare its answers on (it was made before they were "
+                   "recorded)" if check is None else "no model was given to read the check texts")
+        raise ParityCheckFailed(f"{bytes_differ}, and {missing}, so its figures do not carry over", float("nan"),
+                                recorded.parity)
+    outcome = verify_check(engine, int8_file, check, fp32=fp32_file)
+    if not outcome.passed:
+        changes = toolchain_changes(check.get("made_with"))
+        raise ParityCheckFailed(f"{bytes_differ}, and it answers otherwise on the recipe's check texts: "
+                                f"{outcome.summary}{' (' + '; '.join(changes) + ')' if changes else ''}; so the "
+                                "figures of the graph that was checked do not carry over", outcome.max_change,
+                                recorded.parity)
+    return {**identity, "by": "answers", "check": outcome.to_json(),
+            "verified_by": f"answers on the recipe's check texts: {outcome.summary} (the bytes differ from the "
+                           "graph checked when the recipe was made)"}
+
+
+def _why_other_bytes(fp32_file: Path, recorded: RecordedInt8) -> list[str]:
+    import onnxruntime
+
+    why = []
+    made_with = recorded.document.get("onnxruntime")
+    if made_with and made_with != onnxruntime.__version__:
+        why.append(f"onnxruntime {onnxruntime.__version__} here, {made_with} when it was checked")
+    fp32_then = recorded.document.get("fp32_sha256")
+    if fp32_then and fp32_then != file_sha256(fp32_file):
+        why.append("the fp32 graph it starts from differs too")
+    return why
 
 
 def calibration_feeds(engine: InferenceEngine, items: Sequence[ModelInput]) -> list[Feeds]:

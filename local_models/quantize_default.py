@@ -3,9 +3,11 @@
 Reads the data the trained part was trained on (Davidson et al. 2017, from ../shared/data; it is
 never copied into the project), rebuilds its recorded split, finds the int8 recipe on the held-out
 texts (dev + test) and writes ``int8_recipe.json`` beside the trained part: the recipe, its parity
-figures and the sha256 of the int8 graph. Desks build that graph and use it when its bytes match.
+figures, the sha256 of the int8 graph and its answers on the project's check texts (never on the data's,
+which stay out of the repository). Desks build that graph and use it when its bytes or its answers match.
 
     python -m local_models.quantize_default [--data CSV] [--part resources/models/hate_speech_r1]
+    python -m local_models.quantize_default --add-check   # check texts for a recipe made before them
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import argparse
 import csv
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from local_models.errors import ModelError
 from local_models.files import file_sha256
-from local_models.int8_form import record_int8_recipe, split_texts
+from local_models.int8_form import add_int8_check, record_int8_recipe, split_texts
 from local_models.int8_search import RECIPE_FILE, TaskTexts
 from local_models.progress import Progress
 from local_models.train import LabelledData, TrainingConfig, labelled_data, read_part_description, stratified_split
@@ -50,16 +53,27 @@ def training_data(part_dir: Path, data_path: Path) -> tuple[LabelledData, Traini
 def default_task_texts(part_dir: Path = DEFAULT_PART, data_path: Path = DEFAULT_DATA) -> TaskTexts:
     data, config = training_data(part_dir, data_path)
     train, dev, test = stratified_split(data.labels, config)
-    return split_texts(data.texts, train, list(dev) + list(test), f"{data.source['file']} dev + test split",
-                       seed=config.seed)
+    texts = split_texts(data.texts, train, list(dev) + list(test), f"{data.source['file']} dev + test split",
+                        seed=config.seed)
+    return replace(texts, shareable=False)  # the recipe lives in the repository: no tweet goes into its check
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the CSV file the part was trained on")
     parser.add_argument("--part", type=Path, default=DEFAULT_PART, help="the trained part's folder")
+    parser.add_argument("--add-check", action="store_true",
+                        help="only record check texts in the existing recipe (its graph must rebuild byte for byte)")
     args = parser.parse_args(argv)
     progress = Progress(on_message=lambda text: print(text, file=sys.stderr))
+    if args.add_check:
+        try:
+            check = add_int8_check(args.part, progress=progress)
+        except (ModelError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"wrote {len(check['texts'])} check texts to {args.part / RECIPE_FILE}")
+        return 0
     try:
         texts = default_task_texts(args.part, args.data)
         search = record_int8_recipe(args.part, texts, progress=progress)

@@ -8,8 +8,11 @@ arrival is refused at once (``Damaged``, an ``Interrupted``), and the caller pre
 
 A form is taken on what it answers, not on its provenance's word: before it is used, it and the model
 it stands for answer the same bounded set of task texts (this desk's own texts of the task, filled up
-with a fixed set), and ``local_models.parity.judge_sample`` judges the two (``form_parity``). A form that
-fails is refused (``FormRefused``) and nothing of it stays registered.
+with a fixed set), and ``local_models.parity.judge_sample`` judges the two (``form_parity``). An int8 form
+built from a recipe also carries, in its provenance, the recipe's check texts and the answers of the graph
+whose parity was checked: it must give those answers here too (``recipe_answers``, the rule of
+``local_models.int8_check``). A form that fails either is refused (``FormRefused``) and nothing of it stays
+registered.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +32,7 @@ from sync.protocol import ModelForms, ModelRecordWire
 from sync.transport import AuthError, Offline, SyncError, SyncHandle, SyncReport
 
 if TYPE_CHECKING:
+    from local_models.int8_check import CheckOutcome
     from sync.client import ClientFactory
 
 log = logging.getLogger(__name__)
@@ -76,6 +81,10 @@ def fetch_prepared_form(desk, clients: ClientFactory, model: ModelRecord, *,
                 if not verdict.passed:
                     raise FormRefused(f"the team's prepared form {chosen.name} does not answer as {model.name} "
                                       f"does ({verdict.reason}); it is not used")
+                checked = recipe_answers(downloaded)
+                if checked is not None and not checked.passed:
+                    raise FormRefused(f"the team's prepared form {chosen.name} is not the int8 graph whose parity was "
+                                      f"checked ({checked.summary}); it is not used")
             except SyncError:
                 if created:  # a record without its files would be taken for the form prepared here
                     with desk.db.write() as session:
@@ -119,6 +128,25 @@ def parity_texts(desk, model: ModelRecord, limit: int = PARITY_TEXTS) -> list[st
                                      .limit(max(0, limit - len(texts))))
     texts = list(dict.fromkeys(t[:2000] for t in texts))
     return [*texts, *(t for t in FIXED_TEXTS if t not in texts)][:limit]
+
+
+def recipe_answers(form: ModelRecord) -> CheckOutcome | None:
+    """How an int8 form answers its recipe's check texts beside the checked graph's recorded answers (both
+    from its provenance, where the export put them); None for a form that carries none (fp32, older)."""
+    from app.core.services.target_models import load_engine_for
+    from local_models.backends.onnx import MODEL_FILENAME
+    from local_models.int8_check import verify_check
+
+    export = (form.provenance or {}).get("export")
+    parity = export.get("parity") if isinstance(export, dict) else None
+    answers = parity.get("answers") if isinstance(parity, dict) else None
+    if not isinstance(answers, dict) or not form.path:
+        return None
+    engine = load_engine_for(form, num_threads=1)
+    try:
+        return verify_check(engine, Path(form.path) / MODEL_FILENAME, answers)
+    finally:
+        engine.close()
 
 
 def form_parity(desk, model: ModelRecord, form: ModelRecord, texts: Sequence[str] | None = None) -> ParityVerdict:

@@ -75,8 +75,21 @@ def int8_detail(provenance: Mapping[str, Any] | None) -> str:
         problems = parity.get("problems") or []
         extra = f" on {source}" if source else ""
         why = f" ({'; '.join(map(str, problems))})" if problems and not parity.get("passed") else ""
-        return f"{line}{extra}{why}"
+        return f"{line}{extra}{why}{_rebuilt(parity)}"
     return _refusal(provenance) or ""
+
+
+def _rebuilt(parity: Mapping[str, Any]) -> str:
+    """How a graph rebuilt from its recipe with other bytes was known to be the checked one, when it was."""
+    verification = parity.get("verification")
+    check = verification.get("check") if isinstance(verification, Mapping) else None
+    if not isinstance(verification, Mapping) or verification.get("by") != "answers" or not isinstance(check, Mapping):
+        return ""
+    try:
+        return (f"; rebuilt here with other bytes, taken by its answers on {int(check['texts'])} check texts "
+                f"(within {float(check['max_change']):.1e})")
+    except (KeyError, TypeError, ValueError):
+        return ""
 
 
 def default_model_int8() -> str:

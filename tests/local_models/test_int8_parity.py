@@ -1,6 +1,8 @@
 """The int8 parity rule: measured on >= 2,000 task texts, a model that breaks it is
 refused, one that meets it is used, its figures land in the model's provenance, and a trained
-part's recorded recipe is rebuilt on a desk only when its bytes are the ones that were checked."""
+part's recorded recipe is rebuilt on a desk only when it is the graph that was checked: its bytes,
+or its answers on the recipe's check texts (a graph with other bytes and the same function is taken,
+one that computes otherwise is refused with the texts that differ)."""
 
 from __future__ import annotations
 
@@ -194,8 +196,8 @@ def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_
 @pytest.mark.parametrize("damage, message", [
     (lambda path: path.unlink(), "there is no int8 recipe"),
     (lambda path: path.write_text("{ not json", encoding="utf-8"), "is not readable JSON"),
-    (lambda path: path.write_text(json.dumps({**json.loads(path.read_text()), "int8_sha256": "0" * 64})),
-     "not the one whose parity was checked"),
+    (lambda path: path.write_text(json.dumps({**json.loads(path.read_text()), "int8_sha256": "0" * 64, "check": None})),
+     "records no check texts to compare its answers on"),
 ])
 def test_a_missing_broken_or_different_recipe_leaves_fp32_with_the_reason(part_with_recipe, prepared_with_recipe,
                                                                           tiny_base_dir, tmp_path, damage, message):
@@ -253,3 +255,157 @@ def test_outlier_channels_kept_in_float_leave_the_float_model_and_travel_in_the_
     assert file_sha256(tmp_path / "a.onnx") == file_sha256(tmp_path / "b.onnx")
     with pytest.raises(ValueError, match="does not name them"):
         Int8Recipe.from_json({**recipe.to_json(), "float_channels": None})
+
+
+def test_the_recipe_records_check_texts_over_lengths_and_every_label(part_with_recipe, trigger_model_dir):
+    """The project's sentences first, spread over token lengths; the trigger model never says "fruit" on them,
+    so the recipe's own parity texts fill that label; no text beyond those two sources."""
+    from local_models.int8_check import CHECK_SENTENCES, CHECK_TEXTS, PER_DECISION
+
+    check = read_recipe_file(part_with_recipe).check
+    assert check is not None and check["max_change"] == 1e-4 and check["made_with"]["onnxruntime"]
+    texts = check["texts"]
+    assert 12 <= len(texts) <= CHECK_TEXTS + PER_DECISION and len(set(texts)) == len(texts)
+    assert len(check["probabilities"]) == len(check["decisions"]) == len(check["fp32_probabilities"]) == len(texts)
+    parity_texts = set(task_texts().parity)
+    assert all(t in CHECK_SENTENCES or t in parity_texts for t in texts)
+    assert sum(t in CHECK_SENTENCES for t in texts) >= CHECK_TEXTS - PER_DECISION
+    engine = load_engine(trigger_model_dir)
+    lengths = engine.encode(texts).lengths
+    assert min(lengths) <= 4 and max(lengths) == engine.max_length  # a word or two, and texts cut at the longest
+    assert {engine.runtime.model_labels[d[0]] for d in check["decisions"]} == set(engine.runtime.model_labels)
+    engine.close()
+    for p, fp32 in zip(check["probabilities"], check["fp32_probabilities"]):
+        assert abs(sum(p) - 1) < 1e-6 and abs(sum(fp32) - 1) < 1e-6
+
+
+def _rewritten_fp32(cache, prepared, change) -> None:
+    """The cache's fp32 graph, rewritten by ``change`` (an onnx.ModelProto edit), as another exporter might write it."""
+    import onnx
+
+    path = cache / prepared.torch_dir.parent.name / "onnx-fp32" / "model.onnx"
+    model = onnx.load(str(path))
+    change(model)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+
+
+def _same_function_other_bytes(recipe):
+    def change(model):
+        import onnx
+
+        initializers = list(model.graph.initializer)[::-1]  # weights in another order
+        del model.graph.initializer[:]
+        model.graph.initializer.extend(initializers)
+        kept = set(recipe.excluded_nodes)  # names the recipe refers to stay; every other node is renamed
+        for number, node in enumerate(model.graph.node):
+            if node.name not in kept:
+                node.name = f"other_exporter_{number}_{node.op_type}"
+        output = model.graph.output[0].name  # and an Identity before the output
+        for node in model.graph.node:
+            node.output[:] = [f"{o}_before" if o == output else o for o in node.output]
+        model.graph.node.append(onnx.helper.make_node("Identity", [f"{output}_before"], [output], name="extra"))
+    return change
+
+
+def _one_weight_scaled(factor):
+    def change(model):
+        from onnx import numpy_helper
+
+        weights = {t.name: t for t in model.graph.initializer}
+        matmuls = [n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+        tensor = weights[matmuls[len(matmuls) // 2].input[1]]
+        tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) * np.float32(factor), tensor.name))
+    return change
+
+
+def test_a_graph_with_other_bytes_and_the_same_function_is_taken_by_its_answers(part_with_recipe, prepared_with_recipe,
+                                                                                 tiny_base_dir, tmp_path):
+    """An exporter release that orders weights otherwise, names nodes otherwise and adds an Identity changes every
+    byte of the int8 graph and nothing it answers: the desk takes it, saying how it knew."""
+    from local_models.files import file_sha256
+
+    recorded = read_recipe_file(part_with_recipe)
+    cache = tmp_path / "cache"
+    shutil.copytree(prepared_with_recipe[1], cache)
+    _rewritten_fp32(cache, prepared_with_recipe[0], _same_function_other_bytes(recorded.recipe))
+    prepared = prepare_default_model(part_with_recipe, cache, base_dir=tiny_base_dir, slug="candidate")
+    assert prepared.onnx_int8 and prepared.notes == ()
+    parity = json.loads((prepared.onnx_dir / "dynadesk_model.json").read_text())["export"]["parity"]
+    verification = parity["verification"]
+    assert verification["by"] == "answers" and verification["int8_sha256"] != recorded.int8_sha256
+    assert verification["checked_int8_sha256"] == recorded.int8_sha256
+    assert verification["check"]["passed"] and verification["check"]["max_change"] <= 1e-4
+    assert parity["verified_by"].startswith("answers on the recipe's check texts: the same decisions on all")
+    assert parity["answers"] == recorded.check  # travels with the form, for desks that fetch it
+    assert parity["agreement"] == recorded.parity["agreement"]  # the figures carry over
+    from app.core.int8_status import int8_detail
+
+    detail = int8_detail({"export": {"parity": parity}})
+    assert f"taken by its answers on {len(recorded.check['texts'])} check texts" in detail
+    assert file_sha256(prepared.onnx_dir / "model.onnx") != file_sha256(prepared_with_recipe[0].onnx_dir / "model.onnx")
+
+
+def test_a_graph_that_computes_otherwise_is_refused_naming_the_texts_that_differ(part_with_recipe, prepared_with_recipe,
+                                                                               tiny_base_dir, tmp_path):
+    """One weight matrix 5 % off (a recipe meeting a graph it was not made for): fp32 serves, and the note says
+    which check texts moved, by how much, and that the fp32 graph itself answers otherwise."""
+    from local_models.int8_check import toolchain_versions
+
+    cache = tmp_path / "cache"
+    shutil.copytree(prepared_with_recipe[1], cache)
+    _rewritten_fp32(cache, prepared_with_recipe[0], _one_weight_scaled(1.05))
+    prepared = prepare_default_model(part_with_recipe, cache, base_dir=tiny_base_dir, slug="candidate")
+    assert not prepared.onnx_int8 and prepared.onnx_dir.name == "onnx-fp32"
+    note = prepared.notes[0]
+    assert note.startswith("Int8 refused: the int8 graph built here (sha256 ") and "is not byte for byte" in note
+    assert re.search(r"(\d+) of \1 check texts answer otherwise|\d+ of \d+ check texts answer otherwise", note)
+    assert re.search(r"'[^']+': probability moved by \d", note)
+    assert "allowed 0.0001" in note and "The fp32 graph it was built from answers otherwise too" in note
+    assert note.endswith("The ONNX model is fp32.")
+    refusal = json.loads((prepared.onnx_dir.parent / REFUSAL_FILE).read_text())
+    assert refusal["toolchain"] == toolchain_versions()  # remembered for these releases only
+    assert prepare_default_model(part_with_recipe, cache, base_dir=tiny_base_dir, slug="candidate").notes == (note,)
+    refusal["toolchain"] = {**refusal["toolchain"], "transformers": "0.0.1"}  # made under other releases
+    (prepared.onnx_dir.parent / REFUSAL_FILE).write_text(json.dumps(refusal))
+    from local_models import int8_form
+
+    assert int8_form.cached_refusal(part_with_recipe, prepared.onnx_dir.parent) is None  # so it is built again
+
+
+def test_the_check_takes_changes_within_1e_4_and_refuses_larger_ones_or_another_label(part_with_recipe,
+                                                                                    prepared_with_recipe):
+    from local_models.int8_check import verify_check
+
+    check = read_recipe_file(part_with_recipe).check
+    prepared = prepared_with_recipe[0]
+    engine = load_engine(prepared.torch_dir)
+    graph = prepared.onnx_dir / "model.onnx"  # the checked graph (with the export's metadata)
+    try:
+        same = verify_check(engine, graph, check)
+        assert same.passed and same.max_change <= 1e-6 and same.texts == len(check["texts"])
+
+        def moved(index, by, decision=None):
+            probabilities = [list(p) for p in check["probabilities"]]
+            probabilities[index] = [probabilities[index][0] + by, probabilities[index][1] - by]
+            decisions = [list(d) for d in check["decisions"]]
+            if decision is not None:
+                decisions[index] = [decision]
+            return {**check, "probabilities": probabilities, "decisions": decisions}
+
+        assert verify_check(engine, graph, moved(3, 5e-5)).passed
+        over = verify_check(engine, graph, moved(3, 2e-4))
+        text = check["texts"][3]
+        assert not over.passed and len(over.differing) == 1 and over.differing[0]["text"] == text
+        assert over.summary.startswith(f"1 of {len(check['texts'])} check texts answer otherwise (largest "
+                                       "probability change 0.0002, allowed 0.0001; 0 decision(s) changed)")
+        assert repr(text[:45])[1:-1] in over.summary
+        other = 1 - check["decisions"][0][0]
+        flipped = verify_check(engine, graph, moved(0, 0.0, decision=other))
+        labels = engine.runtime.model_labels
+        recorded_label = labels[check["decisions"][0][0]]
+        assert not flipped.passed and f"decision {labels[other]} -> {recorded_label}" in flipped.summary
+        unreadable = verify_check(engine, graph, {**check, "texts": []})
+        assert not unreadable.passed and "has no texts" in unreadable.summary
+    finally:
+        engine.close()
