@@ -65,8 +65,8 @@ from sync.server.health import add_health_route
 from sync.server.limits import DEFAULT_PER_ADDRESS, DEFAULT_PER_TOKEN, Rate, RequestLimits
 from sync.server.models import Person
 from sync.server.proposal_routes import add_proposal_routes
-from sync.server.shared_limits import SHARED_LIMITS_ENV, DatabaseCounts, shares_limits
 from sync.server.shaping import ProtocolHeaders, ProtocolWindow, ShapedRoute, changes_for, desk_protocol
+from sync.server.shared_limits import SHARED_LIMITS_ENV, DatabaseCounts, shares_limits
 from sync.server.store import storage
 from sync.server.wellbeing_routes import add_wellbeing_routes
 
