@@ -42,6 +42,7 @@ from app.core.storage import outbox
 from app.core.storage.models import Context, ModelRecord, Person, Round, RoundModel, Task
 from sync import local
 from sync.incoming import apply_page
+from sync.gradient_forms import published_gradient_forms
 from sync.model_files import ModelFiles
 from sync.outgoing import pending_batch, settle, unfit_published
 from sync.protocol import ChangesResponse, Me, PushResponse, RecordError, StorageUse, form_parents
@@ -227,8 +228,10 @@ class SyncClient(ModelFiles):
         return task_code == DEFAULT_TASK and waiting_stand_in(self.desk) is not None
 
     def publish(self, task_code: str, round_numbers: Sequence[int] | None = None, *, handle: SyncHandle | None = None,
-                with_files: bool = True) -> PushResponse:
-        """Publish a task, its rounds (all, or those numbered), their contexts and target models."""
+                with_files: bool = True, with_gradient_forms: bool = True) -> PushResponse:
+        """Publish a task, its rounds (all, or those numbered), their contexts and target models, with each
+        target's faster forms and (``with_gradient_forms``) the PyTorch form it was exported from, which
+        desks fetch when their assistant first needs gradients (``sync.gradient_forms``)."""
         handle = handle or SyncHandle()
         with self.db.read() as session:
             task = session.scalar(select(Task).where(Task.code == task_code))
@@ -257,6 +260,9 @@ class SyncClient(ModelFiles):
             contexts = list(session.scalars(select(Context).where(Context.round_id.in_([r.id for r in rounds]))
                                             .order_by(Context.created_at)))
             numbers = {r.id: r.number for r in rounds}
+        if with_gradient_forms:
+            models |= published_gradient_forms(self.desk, [m for m in models.values() if m.id in
+                                                           {i for ids in targets.values() for i in ids}])
         # Checked before any request: a record no server takes would only fail the whole publish there.
         unfit = unfit_published(task, models.values(), rounds, contexts, numbers)
         if unfit:
