@@ -41,8 +41,8 @@ from app.core.io.records import dump_context, dump_model, dump_round
 from app.core.storage import outbox
 from app.core.storage.models import Context, ModelRecord, Person, Round, RoundModel, Task
 from sync import local
-from sync.incoming import apply_page
 from sync.gradient_forms import published_gradient_forms
+from sync.incoming import apply_page
 from sync.model_files import ModelFiles
 from sync.outgoing import pending_batch, settle, unfit_published
 from sync.protocol import ChangesResponse, Me, PushResponse, RecordError, StorageUse, form_parents

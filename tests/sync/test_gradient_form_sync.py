@@ -269,3 +269,23 @@ def test_a_server_without_the_pytorch_form_says_what_the_owner_can_do(
         assert files_checksum(form) == torch_record.sha256
     finally:
         desk.close()
+
+
+def test_dynadesk_suggest_on_a_synced_desk_fetches_the_form_and_substitutes(
+        team, tmp_path, hate_trigger_model_dir, hate_trigger_int8_dir):
+    import json
+
+    from tests.cli_in_process import run_dynadesk
+
+    torch_record, _int8 = owner_publishes_round_3(team, tmp_path, hate_trigger_model_dir, hate_trigger_int8_dir)
+    synced_annotator(team, tmp_path / "ann").close()
+    ran = run_dynadesk("--data-dir", tmp_path / "ann", "suggest", "--task", "hate_speech", "--round", "3",
+                       "--label", "hate", "--top", "64", "--json", HATEFUL)
+    assert ran.returncode == 0, ran.stderr
+    assert "Fetching the PyTorch form of Trigger R3, ONNX int8 from the team's server" in ran.stderr
+    document = json.loads(ran.stdout)
+    assert Generator.SUBSTITUTION.value not in document["unavailable"]
+    assert [s for s in document["suggestions"] if s["generator"] == Generator.SUBSTITUTION.value]
+    with Desk(tmp_path / "ann") as desk:
+        assert [files_checksum(r) for r in desk.models.all() if r.sha256 == torch_record.sha256] == \
+            [torch_record.sha256]
