@@ -260,9 +260,9 @@ class SyncClient(ModelFiles):
             contexts = list(session.scalars(select(Context).where(Context.round_id.in_([r.id for r in rounds]))
                                             .order_by(Context.created_at)))
             numbers = {r.id: r.number for r in rounds}
-        if with_gradient_forms:
-            models |= published_gradient_forms(self.desk, [m for m in models.values() if m.id in
-                                                           {i for ids in targets.values() for i in ids}])
+        gradient_forms = published_gradient_forms(self.desk, [m for m in models.values() if m.id in {
+            i for ids in targets.values() for i in ids}]) if with_gradient_forms else {}
+        models |= gradient_forms
         # Checked before any request: a record no server takes would only fail the whole publish there.
         unfit = unfit_published(task, models.values(), rounds, contexts, numbers)
         if unfit:
@@ -275,7 +275,8 @@ class SyncClient(ModelFiles):
                  "definition": task.definition, "fingerprint": task.fingerprint, "created_at": task.created_at.isoformat(),
                  "updated_at": task.updated_at.isoformat(), "revision": task.revision}]
         for model in models.values():
-            record = dump_model(model, task_code if model.task_id == task.id else None)
+            # a target's PyTorch form serves the task's target, whatever task it was registered with
+            record = dump_model(model, task_code if model.task_id == task.id or model.id in gradient_forms else None)
             if with_files and model.format in (ModelFormat.HF_TORCH.value, ModelFormat.ONNX.value) \
                     and model.path and Path(model.path).exists():
                 record["files"] = self._upload_model_files(model, handle)
