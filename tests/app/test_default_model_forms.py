@@ -43,3 +43,21 @@ def test_a_round_a_lead_changed_meanwhile_keeps_their_choice(desk, stand_in):
     assert forms.waiting_stand_in(desk) is None
     assert forms.switch_to_fast_form(desk, forms.prepared_fast_files(desk)) is None
     assert [r.id for r in round_one_targets(desk)] == [stand_in.id]
+
+
+def test_a_pytorch_form_known_from_the_teams_server_without_files_takes_the_files_prepared_here(
+        desk, default_model_cache):
+    """A pull brings the record of the target's PyTorch form (published for word substitution) without its
+    files; the first start that prepares the same files points that record at them instead of using a
+    record without files."""
+    from local_models.engine import model_sha256
+
+    shutil.copytree(default_model_cache, paths.models_cache_dir(desk.root))  # prepared once per test run
+    prepared = forms.prepare_torch_files(desk)
+    pulled = desk.models.register("Hate speech R1, PyTorch (the team's)", "hf-torch",
+                                  model_sha256(prepared.torch_dir, format="hf-torch"),
+                                  task_id=desk.tasks.task("hate_speech").id)
+    assert not pulled.path
+    record = forms.adopt_torch_form(desk)
+    assert record is not None and record.id == pulled.id and record.path == str(prepared.torch_dir)
+    assert [r.id for r in round_one_targets(desk)] == [pulled.id]
