@@ -97,3 +97,29 @@ def test_the_panel_fetches_the_pytorch_form_with_progress_then_shows_word_substi
     finally:
         gate.set()
         close_window(window)
+
+
+def test_the_panel_says_in_one_sentence_what_the_owner_can_do_when_the_server_lacks_the_form(
+        qtbot, team, tmp_path, server_db, hate_trigger_model_dir, hate_trigger_int8_dir):
+    owner_publishes_round_3(team, tmp_path, hate_trigger_model_dir, hate_trigger_int8_dir, with_gradient_forms=False)
+    synced_annotator(team, tmp_path / "ann").close()
+    window = open_window(qtbot, tmp_path / "ann")
+    try:
+        window.sync.timer.stop()
+        ws, panel = window.workspace, window.workspace.view.assist
+        qtbot.waitUntil(lambda: ws.loaded is not None and ws.session.writing is not None, timeout=WAIT)
+        if ws.view.warning.isVisible():
+            click_shown(qtbot, ws.view.warning.primary)
+        qtbot.waitUntil(lambda: ws.assist.gradient_source is not None, timeout=WAIT)
+        type_text(qtbot, window, HATEFUL)
+        qtbot.keyClick(text_box(window), Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
+        wait_for_prediction(qtbot, window)
+        ask(qtbot, window)
+        qtbot.waitUntil(lambda: "does not have" in panel.fetch.text() and bool(panel.rows) and not panel.view.busy,
+                        timeout=WAIT)
+        assert panel.fetch.text().startswith("Word substitution needs the PyTorch form of Trigger R3, ONNX int8")
+        assert "`dynadesk sync publish hate_speech --round 3`" in panel.fetch.text()
+        assert panel.fetch_bar.isHidden() and "needs the PyTorch form" not in panel.notes.text()
+        assert not ws.assist.gradient_fetch.may_fetch(ws.assist.gradient_source.sha256)  # not asked again at once
+    finally:
+        close_window(window)
