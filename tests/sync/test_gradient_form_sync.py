@@ -104,16 +104,20 @@ class FaultyBlobs(httpx.BaseTransport):
     asked for that file is kept. Closing a client leaves it open: several clients go through it."""
 
     def __init__(self, sha256: str, *, cut: int | None = None, flip: bool = False, faults: int = 10**6,
-                 gate: threading.Event | None = None):
+                 gate: threading.Event | None = None, no_ranges: bool = False):
         self.inner = httpx.HTTPTransport()
         self.sha256, self.cut, self.flip, self.faults, self.gate = sha256, cut, flip, faults, gate
+        self.no_ranges = no_ranges  # as a server (or proxy) that always sends the whole file
         self.ranges: list[str | None] = []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        asked = request.headers.get("Range")
+        if self.no_ranges and asked is not None:
+            del request.headers["Range"]
         response = self.inner.handle_request(request)
         if not request.url.path.endswith(f"/blobs/{self.sha256}") or response.status_code not in (200, 206):
             return response
-        self.ranges.append(request.headers.get("Range"))
+        self.ranges.append(asked)
         if self.gate is not None:
             assert self.gate.wait(60), "the test never let the file come"
         if self.faults <= 0:
@@ -289,3 +293,21 @@ def test_dynadesk_suggest_on_a_synced_desk_fetches_the_form_and_substitutes(
     with Desk(tmp_path / "ann") as desk:
         assert [files_checksum(r) for r in desk.models.all() if r.sha256 == torch_record.sha256] == \
             [torch_record.sha256]
+
+
+def test_a_server_that_sends_whole_files_only_still_completes_a_dropped_download(
+        team, tmp_path, server_db, hate_trigger_model_dir, hate_trigger_int8_dir):
+    """Resuming asks for the rest; a server that answers with the whole file (200) is read from its start."""
+    torch_record, _int8 = owner_publishes_round_3(team, tmp_path, hate_trigger_model_dir, hate_trigger_int8_dir)
+    big = largest_file(server_db, torch_record.sha256)
+    desk = synced_annotator(team, tmp_path / "ann")
+    try:
+        whole_only = FaultyBlobs(big.sha256, cut=big.size // 3, faults=1, no_ranges=True)
+        form = fetch_gradient_form(desk, ClientFactory(desk, policy=QUICK, transport=whole_only),
+                                   gradient_source(desk, round_3_targets(desk)))
+        assert whole_only.ranges == [None, f"bytes={big.size // 3}-"]  # asked for the rest, got the whole
+        assert files_checksum(form) == torch_record.sha256
+        assert file_sha256(Path(form.path) / "model.safetensors") == \
+            file_sha256(hate_trigger_model_dir / "model.safetensors")
+    finally:
+        desk.close()
