@@ -5,7 +5,8 @@ gradients (word substitution). Qt-free.
     record = fetch_gradient_form(desk, clients, source, handle=handle)   # progress: handle's "models" phase
 
 A desk runs its target in its fastest form (ONNX, int8 where it keeps the decisions), which has no
-gradients. An owner's (or promoting lead's) publish sends each target's PyTorch form with the round,
+gradients. The bundled default model's PyTorch form is assembled here instead (seconds, from the files
+every desk has), when its checksum is the one the target names. An owner's (or promoting lead's) publish sends each target's PyTorch form with the round,
 files and all (``SyncClient.publish``), but a sync does not download it: it is large, and only the
 assistant uses it. The first time the writer asks for suggestions on a desk without it, it comes down
 here: every file checked against its sha256 and the whole against the form's checksum (which the target's
@@ -54,6 +55,7 @@ class GradientSource:
     sha256: str  # the PyTorch form's checksum
     task: str | None  # the target's task code and round, for what the lead or owner can do
     round_number: int | None
+    bundled: bool = False  # the target is a form of the bundled default model: its PyTorch form is built here
 
 
 def gradient_source(desk, records: Sequence[ModelRecord]) -> GradientSource | None:
@@ -68,7 +70,8 @@ def gradient_source(desk, records: Sequence[ModelRecord]) -> GradientSource | No
         sha = _pytorch_parent(record, by_sha)
         if sha is not None:
             task, number = _round_of(desk, record)
-            return GradientSource(record.name, sha, task, number)
+            return GradientSource(record.name, sha, task, number,
+                                  bundled=bool((record.provenance or {}).get("default_model")))
     return None
 
 
@@ -112,6 +115,10 @@ def fetch_gradient_form(desk, clients: ClientFactory, source: GradientSource, *,
     through ``handle``'s "models" phase, in bytes). Raises ``GradientFormMissing`` when the server has no
     such form (or only its record), ``GradientFormNotFetched`` when it did not arrive whole or the server cannot
     be reached, and the client's other errors (``AuthError``, ``Cancelled``...) as they are."""
+    if source.bundled:
+        built = _bundled_form(desk, source)
+        if built is not None:
+            return built
     client = clients.ready()
     if client is None:
         raise SyncError("This desk has no team server (or no token for it) to fetch the PyTorch form from.")
@@ -150,6 +157,21 @@ def _fetch(desk, client, source: GradientSource, handle: SyncHandle) -> ModelRec
         assert fetched is not None  # download_model pointed it at its files
     log.info("fetched the PyTorch form %s (%s) for word substitution", fetched.name, fetched.sha256[:12])
     return fetched
+
+
+def _bundled_form(desk, source: GradientSource) -> ModelRecord | None:
+    """The bundled default model's PyTorch form, assembled here (seconds, from files every desk has) when
+    it is the one ``source`` names; None when it is another (the server's copy is fetched then)."""
+    from app.core.services.default_model_forms import prepare_torch_files
+    from app.core.services.target_models import register_default_forms
+    from local_models.engine import model_sha256
+
+    prepared = prepare_torch_files(desk)
+    if model_sha256(prepared.torch_dir, format="hf-torch") != source.sha256:
+        return None
+    record: ModelRecord = register_default_forms(desk, prepared)  # no ONNX folder: the PyTorch record
+    log.info("built the bundled model's PyTorch form here for word substitution (%s)", record.sha256[:12])
+    return record
 
 
 def _local_record(desk, wire: ModelRecordWire) -> tuple[ModelRecord, bool]:
