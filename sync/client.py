@@ -41,6 +41,7 @@ from app.core.io.records import dump_context, dump_model, dump_round
 from app.core.storage import outbox
 from app.core.storage.models import Context, ModelRecord, Person, Round, RoundModel, Task
 from sync import local
+from sync.gradient_forms import published_gradient_forms
 from sync.incoming import apply_page
 from sync.model_files import ModelFiles
 from sync.negotiation import release_of, shape_record
@@ -240,8 +241,10 @@ class SyncClient(ModelFiles):
         return task_code == DEFAULT_TASK and waiting_stand_in(self.desk) is not None
 
     def publish(self, task_code: str, round_numbers: Sequence[int] | None = None, *, handle: SyncHandle | None = None,
-                with_files: bool = True) -> PushResponse:
-        """Publish a task, its rounds (all, or those numbered), their contexts and target models."""
+                with_files: bool = True, with_gradient_forms: bool = True) -> PushResponse:
+        """Publish a task, its rounds (all, or those numbered), their contexts and target models, with each
+        target's faster forms and (``with_gradient_forms``) the PyTorch form it was exported from, which
+        desks fetch when their assistant first needs gradients (``sync.gradient_forms``)."""
         handle = handle or SyncHandle()
         with self.db.read() as session:
             task = session.scalar(select(Task).where(Task.code == task_code))
@@ -270,6 +273,9 @@ class SyncClient(ModelFiles):
             contexts = list(session.scalars(select(Context).where(Context.round_id.in_([r.id for r in rounds]))
                                             .order_by(Context.created_at)))
             numbers = {r.id: r.number for r in rounds}
+        gradient_forms = published_gradient_forms(self.desk, [m for m in models.values() if m.id in {
+            i for ids in targets.values() for i in ids}]) if with_gradient_forms else {}
+        models |= gradient_forms
         # Checked before any request: a record no server takes would only fail the whole publish there.
         unfit = unfit_published(task, models.values(), rounds, contexts, numbers)
         if unfit:
@@ -282,7 +288,8 @@ class SyncClient(ModelFiles):
                  "definition": task.definition, "fingerprint": task.fingerprint, "created_at": task.created_at.isoformat(),
                  "updated_at": task.updated_at.isoformat(), "revision": task.revision}]
         for model in models.values():
-            record = dump_model(model, task_code if model.task_id == task.id else None)
+            # a target's PyTorch form serves the task's target, whatever task it was registered with
+            record = dump_model(model, task_code if model.task_id == task.id or model.id in gradient_forms else None)
             if with_files and model.format in (ModelFormat.HF_TORCH.value, ModelFormat.ONNX.value) \
                     and model.path and Path(model.path).exists():
                 record["files"] = self._upload_model_files(model, handle)

@@ -91,8 +91,12 @@ class ModelFiles(Connection):
                 target = staging / _local_name(f.name)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if not (target.is_file() and target.stat().st_size == f.size and file_sha256(target) == f.sha256):
-                    try:  # resumes file by file
-                        self.download_blob(f.sha256, target, handle, report, damaged_attempts=damaged_attempts)
+                    def arriving(received: int, before: int = done, size: int = f.size) -> None:
+                        handle.progress("models", before + min(received, size), total)
+
+                    try:  # resumes file by file, and a file where its connection dropped
+                        self.download_blob(f.sha256, target, handle, report, damaged_attempts=damaged_attempts,
+                                           on_bytes=arriving)
                     except NotOnServer as exc:
                         raise NotOnServer(f"{exc} Ask an owner to publish {record.name} again.") from exc
                 done += f.size

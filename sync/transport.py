@@ -80,6 +80,10 @@ class Unsupported(Refused):
 class Interrupted(SyncError):
     """The server stopped answering part-way; the next sync resumes where this one stopped."""
 
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason  # what the last attempt ran into, for a caller that words its own message
+
 
 class Damaged(Interrupted):
     """A file kept arriving with the wrong sha256 (given up after the caller's ``damaged_attempts``):
@@ -306,53 +310,86 @@ class Connection:
             handle.sleep(self.policy.delay(attempt, retry_after))
 
     def download_blob(self, sha256: str, target: Path, handle: SyncHandle | None = None,
-                      report: SyncReport | None = None, *, damaged_attempts: int | None = None) -> None:
+                      report: SyncReport | None = None, *, damaged_attempts: int | None = None,
+                      on_bytes: Callable[[int], None] | None = None) -> None:
         """Fetch the stored file ``sha256`` into ``target``, its sha256 checked; a damaged arrival is fetched
         again, up to the retry policy's attempts (or ``damaged_attempts`` damaged arrivals: then ``Damaged``),
-        then ``Interrupted``. A status other than 200 raises what ``refusal`` maps it to (404: ``NotOnServer``)."""
+        then ``Interrupted``. A status other than 200 raises what ``refusal`` maps it to (404: ``NotOnServer``).
+
+        What arrived before a dropped connection stays in ``target.part`` and the next attempt (or the next
+        call) asks only for the rest (an HTTP range); a server that sends the whole file instead is read from
+        the start. ``on_bytes(n)``: the bytes of this file here so far, as they arrive."""
         handle = handle or SyncHandle()
         part = target.with_name(target.name + ".part")
         last = ""
         attempt, paced, damaged = 0, 0.0, 0
         while attempt < self.policy.attempts:
             handle.check()
-            digest = hashlib.sha256()
+            have = part.stat().st_size if part.is_file() else 0
             limited = None
             try:
-                with self.http.stream("GET", f"{API}/blobs/{sha256}") as response:
+                headers = {"Range": f"bytes={have}-"} if have else None
+                with self.http.stream("GET", f"{API}/blobs/{sha256}", headers=headers) as response:
                     self._answered = True
                     if response.status_code == 429:
                         limited = response
                     elif response.status_code in RETRY_STATUS:
                         last = f"HTTP {response.status_code}"
-                    elif response.status_code != 200:
+                    elif response.status_code == 416:  # more kept than the file has: not this file's start
+                        part.unlink(missing_ok=True)
+                        last = "the part kept from before did not fit the file"
+                    elif response.status_code not in (200, 206):
                         response.read()
                         raise refusal(response)
+                    elif response.status_code == 206 and _range_start(response) != have:
+                        part.unlink(missing_ok=True)
+                        last = "the server sent another part of the file than the one asked for"
                     else:
-                        with open(part, "wb") as out:
-                            for chunk in response.iter_bytes(CHUNK):
-                                handle.check()
-                                digest.update(chunk)
-                                out.write(chunk)
-                            out.flush()
-                            os.fsync(out.fileno())
-                        if digest.hexdigest() == sha256:
+                        start = have if response.status_code == 206 else 0  # 200: the whole file, from its start
+                        if self._receive(response, part, sha256, start, handle, on_bytes):
                             os.replace(part, target)
                             return
                         last = "the file arrived damaged (its sha256 does not match)"
                         damaged += 1
+                        part.unlink(missing_ok=True)  # what was kept is no part of this file
             except httpx.TransportError as exc:
-                last = self._no_answer(exc, attempt + 1)
+                last = self._no_answer(exc, attempt + 1)  # what arrived stays in the part, for the next attempt
             if limited is not None:
                 paced += self._pace(limited, handle, report, paced)
                 continue
             attempt += 1
-            part.unlink(missing_ok=True)
             if damaged_attempts is not None and damaged >= damaged_attempts:
-                raise Damaged(f"A file could not be downloaded ({last}); the next sync tries again.")
+                part.unlink(missing_ok=True)
+                raise Damaged(f"A file could not be downloaded ({last}); the next sync tries again.", reason=last)
             self._retrying(report)
             handle.sleep(self.policy.delay(attempt))
-        raise Interrupted(f"A file could not be downloaded ({last}); the next sync tries again.")
+        raise Interrupted(f"A file could not be downloaded ({last}); the next sync tries again.", reason=last)
+
+    @staticmethod
+    def _receive(response: httpx.Response, part: Path, sha256: str, start: int, handle: SyncHandle,
+                 on_bytes: Callable[[int], None] | None) -> bool:
+        """Write the answer into ``part`` after its first ``start`` bytes; whether the whole has ``sha256``."""
+        digest = hashlib.sha256()
+        if start:
+            with open(part, "rb") as kept:
+                for chunk in iter(lambda: kept.read(CHUNK), b""):
+                    digest.update(chunk)
+        received = start
+        with open(part, "r+b" if start else "wb") as out:
+            out.seek(start)
+            out.truncate()
+            try:
+                for chunk in response.iter_bytes():  # as they come: a buffer would lose them when the connection drops
+                    handle.check()
+                    digest.update(chunk)
+                    out.write(chunk)
+                    received += len(chunk)
+                    if on_bytes is not None:
+                        on_bytes(received)
+            finally:  # a dropped connection keeps what arrived, on disk
+                out.flush()
+                os.fsync(out.fileno())
+        return digest.hexdigest() == sha256
 
     def _no_answer(self, exc: httpx.TransportError, attempt: int) -> str:
         """A request that got no answer: an untrusted certificate ends it (``Untrusted``), and so does a server
@@ -477,6 +514,14 @@ def _retry_after_seconds(value: str | None) -> float:
             when = when.replace(tzinfo=UTC)
         return max(0.0, (when - datetime.now(UTC)).total_seconds())
     return 1.0
+
+
+def _range_start(response: httpx.Response) -> int | None:
+    """Where a partial answer (206) starts: ``Content-Range: bytes START-END/SIZE``."""
+    value = response.headers.get("Content-Range", "")
+    unit, _, spec = value.partition(" ")
+    start = spec.partition("-")[0]
+    return int(start) if unit == "bytes" and start.isdigit() else None
 
 
 def _detail(response: httpx.Response) -> str:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QProgressBar,
     QPushButton,
     QRadioButton,
     QScrollArea,
@@ -146,6 +147,11 @@ class AssistPanel(QWidget):
         self.suggest_button.clicked.connect(self.suggest_requested)
         ask_row.addWidget(self.suggest_button)
         self.status = QLabel(objectName="assist_status", wordWrap=True, textFormat=Qt.TextFormat.RichText)
+        # word substitution's PyTorch form, coming from the team's server (or why it is not here)
+        self.fetch = QLabel(objectName="assist_fetch", wordWrap=True, styleSheet="color:#6b6b6b",
+                            textFormat=Qt.TextFormat.PlainText)
+        self.fetch_bar = QProgressBar(objectName="assist_fetch_bar", maximum=1000, textVisible=False)
+        self.fetch_bar.setMaximumHeight(6)
         self.confirm = QFrame(objectName="assist_confirm")
         self.confirm.setStyleSheet("#assist_confirm { background:#fff4ce; border-radius:4px; }")
         self.confirm_text = QLabel(wordWrap=True)
@@ -186,6 +192,8 @@ class AssistPanel(QWidget):
         body.addLayout(goal_row)
         body.addLayout(ask_row)
         body.addWidget(self.status)
+        body.addWidget(self.fetch)
+        body.addWidget(self.fetch_bar)
         body.addWidget(self.confirm)
         body.addWidget(self.scroll, 1)
         body.addLayout(bottom)
@@ -224,6 +232,10 @@ class AssistPanel(QWidget):
             self.confirm_text.setText(f"This edit is meant to make the true label <b>{escape(view.confirm_label)}</b>. "
                                       "Is it? Only you decide the label.")
             self.confirm_button.setText(f"Set my label to “{view.confirm_label}”")
+        self.fetch.setText(view.fetch_line)
+        self.fetch.setVisible(bool(view.fetch_line))
+        self.fetch_bar.setVisible(view.fetch_fraction is not None)
+        self.fetch_bar.setValue(round(1000 * (view.fetch_fraction or 0.0)))
         self.notes.setText("<br>".join(escape(note) for note in view.notes))
         self.notes.setVisible(bool(view.notes))
         if rows_changed:

@@ -123,6 +123,8 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
         from app.core.assist.forms import first_gradient_form
 
         torch_record = None if member is not None else first_gradient_form(desk, records)
+        if member is None and torch_record is None:
+            torch_record = _fetched_gradient_form(obj, records)
         if torch_record is not None:
             from app.core.services.target_models import load_engine_for
 
@@ -165,6 +167,34 @@ def suggest(obj: Context, task_code: str, number: int | None, goal: str, label: 
         click.echo(format_table(["#", "fools", "edit", "label", *(f"p({name})" for name in labels), "text"], rows))
     for generator, reason in result.unavailable.items():
         click.echo(f"  {generator.value}: {reason.value}")
+
+
+def _fetched_gradient_form(obj: Context, records):
+    """On a team desk whose targets' PyTorch form is not here: that form from the team's server, as the
+    assistant's panel fetches it (progress on stderr). None, with why on stderr, when it cannot come."""
+    import time
+
+    from sync.gradient_forms import fetch_gradient_form, gradient_source
+    from sync.transport import SyncError, SyncHandle
+
+    desk = obj.desk
+    source = gradient_source(desk, records)
+    if source is None or not desk.settings.server_url or not obj.sync_clients.token():
+        return None
+    click.echo(f"Fetching the PyTorch form of {source.target} from the team's server, for word substitution…",
+               err=True)
+    last = [0.0]
+
+    def show(phase: str, done: int, total: int) -> None:
+        if phase == "models" and total and (time.monotonic() - last[0] >= 0.5 or done >= total):
+            last[0] = time.monotonic()
+            click.echo(f"  {done:,} / {total:,} bytes", err=True)
+
+    try:
+        return fetch_gradient_form(desk, obj.sync_clients, source, handle=SyncHandle(on_progress=show))
+    except SyncError as exc:
+        click.echo(f"Word substitution is left out: {exc}", err=True)
+        return None
 
 
 def _printable(text: str) -> str:

@@ -226,14 +226,18 @@ def sync_problems(obj, retry: bool) -> None:
 @click.argument("task_code")
 @click.option("--round", "rounds", type=int, multiple=True, help="Only this round (repeatable; default: all).")
 @click.option("--no-files", is_flag=True, help="Publish model records without uploading their files.")
+@click.option("--without-pytorch-form", "without_gradients", is_flag=True,
+              help="Leave out the PyTorch form each ONNX target was exported from (team desks fetch it when their "
+                   "assistant needs gradients; without it they offer no word substitution).")
 @pass_context
-def sync_publish(obj, task_code: str, rounds: tuple[int, ...], no_files: bool) -> None:
-    """Owners: publish a task, its rounds, contexts and target models to the server."""
+def sync_publish(obj, task_code: str, rounds: tuple[int, ...], no_files: bool, without_gradients: bool) -> None:
+    """Owners: publish a task, its rounds, contexts and target models to the server (with the PyTorch form
+    each ONNX target was exported from, for word substitution on the team's desks)."""
     from sync.transport import SyncHandle
 
     with obj.sync_clients.configured() as client:
         response = client.publish(task_code, rounds or None, handle=SyncHandle(on_progress=_progress_printer()),
-                                  with_files=not no_files)
+                                  with_files=not no_files, with_gradient_forms=not without_gradients)
     counts = {status: response.count(status) for status in ("stored", "already_stored", "deferred", "rejected")}
     click.echo(", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items()))
     for result in response.results:

@@ -18,6 +18,7 @@ from typing import Any
 from app.core.assist.forms import first_gradient_form
 from app.core.assist.types import Assistance, Goal
 from app.core.services.target_models import model_input, model_spec
+from app.gui.gradient_fetch import GradientFetch
 from app.gui.gradient_form import GradientForm
 from app.gui.inference import InferenceFailure, SuggestionResult
 from app.views.assist_session import AssistSession
@@ -58,6 +59,11 @@ class AssistantController:
         self._previous: dict[int, Assistance | None] = {}  # per applied suggestion: the record it replaced
         self.lexicon: Any = None  # the task's word lists (shipped, with the lead's changes); None: the shipped ones
         self.gradient_form = GradientForm()  # an ONNX target's PyTorch form, for word substitution
+        # ... and where it is not on this desk, the form to fetch from the team's server at the first Suggest
+        self.gradient_source: Any = None  # a sync.gradient_forms.GradientSource
+        self.gradient_fetch = GradientFetch(ws.desk, ws)
+        self.gradient_fetch.on_progress = self._fetch_progressed
+        self._asked: dict[str, str] | None = None  # the inputs of the last Suggest, asked again when the form arrives
         view = ws.view
         view.suggest_requested.connect(self.suggest)
         view.assist_goal_changed.connect(self.choose_goal)
@@ -145,18 +151,26 @@ class AssistantController:
         self.session.models_changed()
         self.refresh()
         ws, records = self.ws, list(self.ws.session.records)
+        self.gradient_source = None
+        self.session.gradients_settled()
         if not records or not self.session.helps():
             self.gradient_form.want(None)
             return
         desk = ws.desk
 
         def find():
-            record = first_gradient_form(desk, records)
-            return (str(record.id), model_spec(record)) if record is not None else None
+            from sync.gradient_forms import gradient_source
 
-        def found(form) -> None:
+            record = first_gradient_form(desk, records)
+            if record is not None:
+                return (str(record.id), model_spec(record)), None
+            return None, gradient_source(desk, records)  # a team desk fetches it at the first Suggest
+
+        def found(form_and_source) -> None:
+            form, source = form_and_source
             if list(ws.session.records) == records:
                 self.gradient_form.want(*(form or (None,)))
+                self.gradient_source = source
 
         ws.db.submit(find, on_done=found, on_error=lambda error: log.warning(
             "no PyTorch form for word substitution", exc_info=error))
@@ -182,12 +196,49 @@ class AssistantController:
             self._say(problem)
             return
         inputs = dict(content.inputs)
+        self._asked = inputs
+        self._fetch_gradients()
         work = engine_work(definition, inputs, session.goal, label, ws.session.round.fooled_rule, self.lexicon,
                            text_label=content.label,  # contrast: the label the text has before the edit
                            gradient_form=self.gradient_form, slurs=session.slurs)
         reply = ws.inference.suggest(work, inputs, on_done=self._arrived, on_failed=self.failed)
         session.suggestions_requested(reply.request_id, inputs)
         self.refresh(bring_forward=True)
+
+    def _fetch_gradients(self) -> None:
+        """The first Suggest on a desk without the target's PyTorch form fetches it from the team's server;
+        the suggestions asked for now come without word substitution, and are asked again when it is here."""
+        source, fetch = self.gradient_source, self.gradient_fetch
+        if source is None or not fetch.may_fetch(source.sha256):
+            return
+        records = list(self.ws.session.records)
+
+        def arrived(form) -> None:
+            if list(self.ws.session.records) != records:
+                return  # other targets meanwhile: theirs is looked up by models_changed
+            self.gradient_source = None
+            self.gradient_form.want(*form)
+            self.session.gradients_settled()
+            self.refresh()
+            if self._asked is not None and dict(self.ws.view.content().inputs) == self._asked \
+                    and self.offered() and self.session.helps():
+                self.suggest()  # the writer asked for this text: now with word substitution
+
+        def failed(error: BaseException, missing: bool) -> None:
+            if list(self.ws.session.records) == records:
+                self.session.gradients_not_fetched(str(error) if missing else f"Word substitution: {error}")
+                self.refresh()
+
+        self.session.gradients_fetching(0, 0)
+        fetch.start(source, on_done=arrived, on_failed=failed)
+
+    def _fetch_progressed(self, done: int, total: int) -> None:
+        self.session.gradients_fetching(done, total)
+        self.refresh()
+
+    def shutdown(self) -> None:
+        """The window closes: a PyTorch form on its way stops (the next fetch resumes it)."""
+        self.gradient_fetch.shutdown()
 
     def choose_goal(self, goal: Goal) -> None:
         self.session.goal_chosen(goal)

@@ -219,6 +219,7 @@ class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
                                               watches=SYNC_STATE, changed=lambda _changes: self.sync.refresh())).status[0]
         self.sync.identity_changed.connect(self._show_person)
         self.sync.identity_changed.connect(self.workspace.writer_renamed)
+        self.workspace.assist.gradient_fetch.use_team(self.sync.clients)  # word substitution's PyTorch form
         self.sync.start()
         self.proposals = ProposalsController(desk, self.db, self.sync.worker, self.inference, self.show_error, self,
                                              clients=self.sync.clients)
@@ -263,6 +264,7 @@ class MainWindow(ChangeRoutes, ProfileActions, QMainWindow):
 
     def _close_workspace(self) -> None:
         self.workspace.save_draft()
+        self.workspace.assist.shutdown()
         self.inference.shutdown()
 
     def revise_returned(self) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from app.core.assist.types import CheckedSuggestion, Generator, Unavailable
 from app.core.assist.types import Goal as Goal  # re-exported: widgets import only app.views
+from app.core.formatting import size_text
 from app.core.wellbeing.blur import blurred
 from app.views.create import DiffKind, DiffPiece, diff_view
 
@@ -126,6 +127,16 @@ class AssistPanelView:
     busy: bool = False  # suggestions are being generated and checked
     confirm_label: str | None = None  # contrast: a suggestion was applied; offer to set this label
     slurs: bool = False  # the writer asked for description → slur edits (off unless they do)
+    fetch_line: str = ""  # word substitution's PyTorch form: coming from the team's server, or why it is not here
+    fetch_fraction: float | None = None  # how much of it has arrived (None: no download under way)
+
+
+def fetching_line(done: int, total: int) -> str:
+    """The panel's line while the target's PyTorch form comes from the team's server."""
+    if total <= 0:
+        return "Word substitution: asking the team's server for the target's PyTorch form…"
+    return (f"Word substitution: fetching the target's PyTorch form from the team's server, {size_text(done)} of "
+            f"{size_text(total)} ({100 * done / total:.0f}%); the other suggestions do not wait for it.")
 
 
 def unavailable_notes(unavailable: Any) -> tuple[str, ...]:

@@ -14,12 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from app.core.assist.types import AssistantMode, CheckedSuggestion, Goal
+from app.core.assist.types import AssistantMode, CheckedSuggestion, Generator, Goal
 from app.views.assist import (
     PAGE,
     SUGGEST_KEYS,
     AssistPanelView,
     SuggestionRow,
+    fetching_line,
     result_status,
     suggestion_rows,
     unavailable_notes,
@@ -84,6 +85,8 @@ class AssistSession:
         self._tokens = 0
         self.blur_words: tuple[str, ...] = ()  # the task's blur list while the writer reads with blur on
         self.slurs = False  # the writer asked for description → slur edits
+        self.fetch_line = ""  # word substitution's PyTorch form: being fetched, or why it is not here
+        self.fetch_fraction: float | None = None
 
     def reading_chosen(self, blur_words: tuple[str, ...], slurs: bool) -> None:
         """The writer's wellbeing choices: the words rows mask (none: blur off), and whether they
@@ -165,6 +168,20 @@ class AssistSession:
         and a request in flight will not be answered; what was applied stays applied."""
         self._forget_shown()
         self.requested = None
+
+    # Word substitution's PyTorch form, from the team's server -----------------------------------
+    def gradients_fetching(self, done: int, total: int) -> None:
+        """``done`` of ``total`` bytes of the target's PyTorch form have arrived (total 0: asking for it)."""
+        self.fetch_line = fetching_line(done, total)
+        self.fetch_fraction = min(1.0, done / total) if total > 0 else 0.0
+
+    def gradients_not_fetched(self, message: str) -> None:
+        """The form did not come: ``message`` says why (and what can be done); it shows until the next try."""
+        self.fetch_line, self.fetch_fraction = message, None
+
+    def gradients_settled(self) -> None:
+        """The form is here (or other targets came): nothing more to say about it."""
+        self.fetch_line, self.fetch_fraction = "", None
 
     @property
     def busy(self) -> bool:
@@ -253,7 +270,8 @@ class AssistSession:
         labels = tuple(self.definition.labels)
         contrast = self.target_label(writer_label)[0] if self.goal is Goal.CONTRAST else None
         base = AssistPanelView(available=True, goal=self.goal, labels=labels, contrast_label=contrast,
-                               busy=self.busy, confirm_label=self.confirm_label(writer_label), slurs=self.slurs)
+                               busy=self.busy, confirm_label=self.confirm_label(writer_label), slurs=self.slurs,
+                               fetch_line=self.fetch_line, fetch_fraction=self.fetch_fraction)
         if self.shown is None or self.shown_inputs is None:
             if self.busy:
                 status = "Generating suggestions and checking each against the model…"
@@ -279,6 +297,10 @@ class AssistSession:
             status = f"The text changed since these suggestions: press Suggest ({SUGGEST_KEYS}) for new ones."
         else:
             status = result_status(suggestions, self.goal)
-        return replace(base, rows=rows, total=len(suggestions), notes=unavailable_notes(getattr(self.shown, "unavailable", None)),
+        unavailable = getattr(self.shown, "unavailable", None) or {}
+        if self.fetch_line:  # the fetch's line says it better than "needs the PyTorch form"
+            pairs = unavailable.items() if isinstance(unavailable, Mapping) else unavailable
+            unavailable = [(g, why) for g, why in pairs if g != Generator.SUBSTITUTION]
+        return replace(base, rows=rows, total=len(suggestions), notes=unavailable_notes(unavailable),
                        status=status, current=current)
 

@@ -88,6 +88,28 @@ def test_unavailable_generators_are_said_in_words():
     assert unavailable_notes({}) == ()
 
 
+def test_while_the_pytorch_form_comes_from_the_server_the_panel_says_so_instead_of_what_is_missing():
+    """A team desk fetches the target's PyTorch form at the first Suggest: its line (and bar) replace the
+    note that word substitution needs it; a failure says why; once it is here, the line goes."""
+    session = shown()
+    session.gradients_fetching(0, 0)
+    view = session.panel({"text": TEXT}, "hate", offered=True, mode=AssistantMode.ON)
+    assert view.fetch_line == "Word substitution: asking the team's server for the target's PyTorch form…"
+    assert view.fetch_fraction == 0.0 and not any("PyTorch" in note for note in view.notes)
+    session.gradients_fetching(3 * 2**20, 12 * 2**20)
+    view = session.panel({"text": TEXT}, "hate", offered=True, mode=AssistantMode.ON)
+    assert "3.0 MiB of 12.0 MiB (25%)" in view.fetch_line and view.fetch_fraction == 0.25
+    assert len(view.rows) == 3  # the other suggestions stay listed meanwhile
+    refused = "Word substitution needs the PyTorch form of T, which the team's server does not have: ..."
+    session.gradients_not_fetched(refused)
+    view = session.panel({"text": TEXT}, "hate", offered=True, mode=AssistantMode.ON)
+    assert view.fetch_line == refused and view.fetch_fraction is None
+    assert not any("PyTorch" in note for note in view.notes)
+    session.gradients_settled()
+    view = session.panel({"text": TEXT}, "hate", offered=True, mode=AssistantMode.ON)
+    assert view.fetch_line == "" and view.fetch_fraction is None and "PyTorch" in view.notes[0]
+
+
 def test_suggestions_apply_only_to_the_text_they_were_made_for():
     session = shown()
     view = session.panel({"text": TEXT}, "hate", offered=True, mode=AssistantMode.ON)

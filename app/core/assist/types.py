@@ -93,7 +93,8 @@ class Assistance:
 class Unavailable(enum.Enum):
     """Why a generator gave nothing (shown in the panel, never silently empty)."""
 
-    NO_GRADIENTS = "the target model's form has no gradients (ONNX): word substitution needs the PyTorch form"
+    NO_GRADIENTS = ("the target model's form has no gradients (ONNX) and its PyTorch form is not on this desk: "
+                    "word substitution needs the PyTorch form")
     NO_ATTRIBUTIONS = "no attributions yet for this text"
     NO_RULES = "no rule applies to this text"
     NO_WORDS = "the text has no words that can be changed"

@@ -260,6 +260,9 @@ def register_default_forms(desk, prepared) -> ModelRecord:
             torch_record = register_model(desk, prepared.torch_dir, name=f"{DEFAULT_MODEL_NAME}, PyTorch",
                                           task_code=DEFAULT_TASK, format="hf-torch",
                                           provenance={"default_model": True})
+        elif not torch_record.path or not Path(torch_record.path).exists():
+            # known from the team's server without its files (a pull brings the target's PyTorch form's record)
+            torch_record = desk.models.set_path(torch_record.id, prepared.torch_dir)
         if prepared.onnx_dir is None:
             return torch_record
         flavour = "ONNX int8" if prepared.onnx_int8 else "ONNX fp32"
