@@ -127,3 +127,37 @@ def test_when_the_first_ratio_fails_the_search_tries_the_next_ratios_before_whol
     assert search.latency == search.attempts[-1]["latency"]
     assert search.fusion["available"] and search.fusion["counts"]["Attention"] == layers(trigger_model_dir)
     assert not any(r.excluded_nodes for r in built)  # passed before any whole MatMul was kept in float
+
+
+def test_the_shipped_default_model_fuses_and_its_fused_int8_form_keeps_the_parity_rule(default_model_cache,
+                                                                                         tmp_path):
+    """The default model (MiniLM, 6 layers): every attention, LayerNorm and GELU fuses, and the fused
+    int8 form with the outlier channels of its recipe's ratio kept in float passes the parity rule on the
+    model's own held-out texts (Davidson et al. 2017 dev + test, as the shipped recipe was judged)."""
+    from local_models.int8 import float_channels_at, input_peaks
+    from local_models.int8_search import compare, feeds_for, probabilities, read_recipe_file, run_graph
+    from local_models.quantize_default import DEFAULT_DATA, DEFAULT_PART, default_task_texts
+
+    torch_dir = next(default_model_cache.glob("*/torch"))
+    engine = load_engine(torch_dir)
+    try:
+        fused = export_fused_graph(engine, tmp_path / "fused.onnx")
+        assert fused.counts == {"Attention": 6, "BiasGelu": 6, "EmbedLayerNormalization": 1,
+                                "SkipLayerNormalization": 12}
+        assert fused.max_difference <= 1e-3
+        if not DEFAULT_DATA.is_file():
+            pytest.skip(f"the default model's training data is not at {DEFAULT_DATA}")
+        texts = default_task_texts()
+        ratio = read_recipe_file(DEFAULT_PART).recipe.float_channel_ratio
+        peaks = input_peaks(fused.path, [feeds_for(engine, [t]) for t in texts.calibration[:int8_search.RANKING_TEXTS]])
+        recipe = Int8Recipe("dynamic", fused=True, float_channels=float_channels_at(peaks, ratio),
+                            float_channel_ratio=ratio)
+        build_int8(fused.path, tmp_path / "int8.onnx", recipe)
+        ops = {node.op_type for node in onnx.load(str(tmp_path / "int8.onnx")).graph.node}
+        assert {"QAttention", "SkipLayerNormalization", "BiasGelu"} <= ops
+        verdict = judge(compare(probabilities(engine, list(texts.parity)),
+                                run_graph(engine, tmp_path / "int8.onnx", list(texts.parity)), texts.source))
+    finally:
+        engine.close()
+    assert verdict.figures.texts >= MIN_TEXTS
+    assert verdict.passed, verdict.reason
