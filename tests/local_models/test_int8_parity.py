@@ -10,6 +10,7 @@ import re
 import shutil
 
 import numpy as np
+import onnx
 import pytest
 
 from local_models import int8_search
@@ -141,6 +142,19 @@ def test_after_plain_int8_the_search_tries_the_outlier_split_at_each_ratio_befor
     assert [r.float_channel_ratio for r in int8_search.fallback_recipes(same, ranked, ())] == [6.0, 6.0, 6.0]
 
 
+def test_the_fused_graphs_split_comes_before_the_plain_exports_at_each_ratio():
+    peaks = {"x": np.array([1.0] * 20 + [3.5, 5.0, 7.0])}
+    fused_peaks = {"x_fused": np.array([1.0] * 20 + [3.5, 5.0, 7.0])}
+    recipes = int8_search.fallback_recipes(peaks, [f"MatMul_{i}" for i in range(10)], (4,), fused_peaks)
+    assert [(r.fused, r.float_channel_ratio, len(r.excluded_nodes)) for r in recipes] == [
+        (True, 6.0, 0), (False, 6.0, 0), (True, 4.0, 0), (False, 4.0, 0), (True, 3.0, 0), (False, 3.0, 0),
+        (False, 3.0, 2), (False, 3.0, 4), (False, None, 4)]  # whole float MatMuls only on the plain export, last
+    assert recipes[0].float_channels == {"x_fused": (22,)} and recipes[1].float_channels == {"x": (22,)}
+    assert recipes[0].name.startswith("fused graph + dynamic")
+    assert int8_search.Int8Recipe.from_json(recipes[0].to_json()) == recipes[0]
+    assert "fused" not in recipes[1].to_json()  # recipes without it keep the bytes they had
+
+
 def test_a_forced_int8_form_is_kept_and_recorded_as_forced(trigger_model_dir, graph, tmp_path, monkeypatch):
     """The rule's threshold made unreachable: the search fails, and --force keeps the form with its figures."""
     monkeypatch.setattr(int8_search, "judge", functools.partial(judge, max_p99_change=-1.0))
@@ -192,6 +206,11 @@ def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_
     recorded = read_recipe_file(part_with_recipe)
     assert export["parity"]["agreement"] == recorded.parity["agreement"] and "sha256" in export["parity"]["verified_by"]
     assert export["int8_recipe"] == recorded.recipe.to_json()
+    # the search chose the fused graph: the desk exported it again and got the bytes that were checked
+    assert recorded.recipe.fused and recorded.document["fusion"]["available"]
+    ops = {node.op_type for node in onnx.load(str(prepared.onnx_dir / "model.onnx")).graph.node}
+    assert {"QAttention", "SkipLayerNormalization", "BiasGelu"} <= ops
+    assert not any(p.name.startswith("fused") for p in prepared.onnx_dir.iterdir())
 
 
 @pytest.mark.parametrize("damage, message", [
