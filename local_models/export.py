@@ -12,7 +12,9 @@ fp32: a conversion check; the exported graph and the original answer ``PARITY_TE
 ``FP32_MAX_DIFFERENCE``. int8: the parity rule of ``local_models.parity`` on at least 2,000 of the
 task's texts (``local_models.int8_search``), or a recipe whose graph was checked that way and is
 rebuilt byte for byte. A refusal raises ``ParityCheckFailed`` and keeps nothing, unless ``force``
-is given, and then the override is recorded with the figures.
+is given, and then the override is recorded with the figures. A recipe marked ``fused`` quantizes the
+fused graph (``local_models.fused_graph``), exported again from the PyTorch model where it is built.
+Every form records its latency as built (``form_latency``, under ``export.latency``).
 """
 
 from __future__ import annotations

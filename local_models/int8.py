@@ -9,6 +9,9 @@ whether the transformer graph optimizer runs first, and the nodes kept in float.
 recipes also carry their calibration ranges (onnxruntime's calibration cache), so a desk
 rebuilds exactly the graph that was checked without running the calibration again.
 
+A ``fused`` recipe quantizes the fused fp32 graph (``local_models.fused_graph``): its Attention nodes
+become QAttention, its SkipLayerNormalization and BiasGelu nodes stay float.
+
 Approaches: ``dynamic`` (weights int8 per channel, activations quantized per call from their
 own range) and ``static`` (QDQ, activation ranges fixed by calibration on task texts: MinMax,
 Entropy or Percentile).
