@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BenchContext, Result, percentile, summarise, time_calls
+from bench.fused_forms import fused_forms, fused_move_rows, op_profile, profile_rows
 from bench.quantization import run as run_quantization
 
 GROUP = "models"
@@ -214,9 +215,15 @@ def run(ctx: BenchContext) -> list[Result]:
     texts = _texts_by_tokens(encoder, lengths, seed=11)
     note = f"{len(texts)} texts of 5-64 tokens (mean {statistics.mean(lengths):.0f}), {threads} thread(s)"
 
+    recipe = read_export_description(int8_dir).get("export", {}).get("int8_recipe") or {}
+    fused_dirs, fused_counts, fused_note = fused_forms(prepared.torch_dir, int8_dir, ctx.work_dir / "fused", texts,
+                                                       recipe.get("float_channel_ratio"))
+    fused_engines = {name: load_engine(folder) for name, folder in fused_dirs.items()}
+    results.append(Result(GROUP, "fused graph: fused nodes", "nodes", float(sum(fused_counts.values())), None, 1,
+                          notes=fused_note))
     pipe = _pipeline(prepared.torch_dir)
     calls: dict[str, Callable[[Any], object]] = {"pipeline": pipe}
-    calls.update({name: engine.predict_one for name, engine in engines.items()})
+    calls.update({name: engine.predict_one for name, engine in {**engines, **fused_engines}.items()})
     samples = side_by_side(calls, texts, n_calls)
     results.append(summarise(GROUP, "predict: transformers pipeline (reference)", samples["pipeline"], notes=note))
     for name in engines:
@@ -224,12 +231,25 @@ def run(ctx: BenchContext) -> list[Result]:
         results.append(summarise(GROUP, f"predict: {name}" + (" (the desk's form)" if desk else ""), samples[name],
                                  budget_p95_ms=PREDICT_BUDGET_MS if desk else None,
                                  notes=note + (f"; {int8_note}" if name == "ONNX int8" else "")))
-    for name in engines:
+    for name in fused_engines:
+        results.append(summarise(GROUP, f"predict: {name}", samples[name],
+                                 notes=note + "; not the desk's form unless its recipe is fused (parity: the search's)"))
+    for name in [*engines, *fused_engines]:
         results.append(_ratio(f"predict: pipeline / {name}", samples["pipeline"], samples[name],
                               PIPELINE_SPEEDUP if name == desk_form else None))
     config = json.loads((prepared.torch_dir / "config.json").read_text())
     rates = {"fp32": _matmul_gflops(threads), "int8": _int8_matmul_gops(threads)}
-    results += _floor_rows("predict: ", config, lengths, samples, rates, {"ONNX int8"}, note)
+    int8_names = {"ONNX int8", *(n for n in fused_engines if "int8" in n)}
+    results += _floor_rows("predict: ", config, lengths, samples, {k: v for k, v in rates.items()}, int8_names, note)
+    profiled = {"ONNX fp32": fp32_dir, "ONNX int8": int8_dir, **fused_dirs}
+    profile = op_profile(profiled, encoder, texts[: 20 if ctx.quick else 60], threads)
+    results += profile_rows(profile, f"onnxruntime profiler, ms per call; {note}")
+    if "ONNX int8 fused + outliers" in profile:
+        results += fused_move_rows(profile, "ONNX int8", "ONNX int8 fused + outliers")
+    if "ONNX fp32 fused" in profile:
+        results += fused_move_rows(profile, "ONNX fp32", "ONNX fp32 fused")
+    for engine in fused_engines.values():
+        engine.close()
 
     if not ctx.quick:
         results += _thread_rows(encoder, fp32_dir, int8_dir, prepared.torch_dir, n_calls)
@@ -366,16 +386,24 @@ def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, rates: dict[
     texts = _texts_by_tokens(encoder, lengths, seed=15)
     note = f"BERT-base shape, random weights; texts of 5-32 tokens (mean {statistics.mean(lengths):.0f})"
     engines = {"PyTorch": load_engine(folder), "ONNX int8": load_engine(int8.path)}
+    fused_dirs, _, fused_note = fused_forms(folder, int8.path, ctx.work_dir / "bert-base-fused", texts[:20], None)
+    if "ONNX int8 fused" in fused_dirs:
+        engines["ONNX int8 fused"] = load_engine(fused_dirs["ONNX int8 fused"])
+    note += f"; {fused_note}"
     calls: dict[str, Callable[[Any], object]] = {"pipeline": _pipeline(folder)}
     calls.update({name: engine.predict_one for name, engine in engines.items()})
     samples = side_by_side(calls, texts, max(40, n_calls // 2))
     out = [summarise(GROUP, "base model: transformers pipeline (reference)", samples["pipeline"], notes=note)]
     for name in engines:
         out.append(summarise(GROUP, f"base model: {name}", samples[name],
-                             budget_p95_ms=BASE_INT8_BUDGET_MS if name == "ONNX int8" else None,
+                             budget_p95_ms=BASE_INT8_BUDGET_MS if "int8" in name else None,
                              notes=note + (f"; dynamic int8, parity {int8.max_difference:.4f}" if "int8" in name else "")))
         out.append(_ratio(f"base model: pipeline / {name}", samples["pipeline"], samples[name], None))
-    out += _floor_rows("base model: ", config.to_dict(), lengths, samples, rates, {"ONNX int8"}, note)
+    out += _floor_rows("base model: ", config.to_dict(), lengths, samples, rates, {"ONNX int8", "ONNX int8 fused"},
+                       note)
+    base_forms = {"ONNX int8": int8.path, **{k: v for k, v in fused_dirs.items() if k == "ONNX int8 fused"}}
+    base_profile = op_profile(base_forms, encoder, texts[:20], 1)
+    out += profile_rows({f"base model {k}": v for k, v in base_profile.items()}, "onnxruntime profiler, ms per call")
     for engine in engines.values():
         engine.close()
     return out

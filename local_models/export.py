@@ -13,7 +13,9 @@ fp32: a conversion check; the exported graph and the original answer ``PARITY_TE
 task's texts (``local_models.int8_search``), or a recipe whose graph was checked that way and is
 rebuilt: the same bytes, or the same answers on the recipe's check texts (``local_models.int8_check``).
 A refusal raises ``ParityCheckFailed`` and keeps nothing, unless ``force`` is given, and then the
-override is recorded with the figures.
+override is recorded with the figures. A recipe marked ``fused`` quantizes the fused graph
+(``local_models.fused_graph``), exported again from the PyTorch model where it is built. Every form records
+its latency as built (``form_latency``, under ``export.latency``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from local_models.errors import ExportFailed, ParityCheckFailed, UnsupportedOper
 from local_models.files import install_dir, make_staging_dir
 from local_models.heads import softmax
 from local_models.int8 import Int8Recipe, build_int8
-from local_models.int8_search import RecordedInt8, TaskTexts, build_recorded, search_int8
+from local_models.fused_graph import export_fused_graph
+from local_models.int8_search import FUSED_FILE, RecordedInt8, TaskTexts, build_recorded, search_int8
 from local_models.parity import MIN_TEXTS
 from local_models.progress import Progress
 from local_models.tokenization import ModelInput, tokenizer_files
@@ -141,6 +144,7 @@ def export_onnx(
             parity, recipe_json, quantization = _int8_graph(source, fp32, staging, task_texts, recorded, force,
                                                             progress)
             fp32.unlink()
+            (staging / FUSED_FILE).unlink(missing_ok=True)
             difference, texts_compared = float(parity.get("max_change", float("nan"))), int(parity.get("texts", 0))
             forced = bool(parity.get("forced"))
             check: dict[str, Any] = {"parity": parity, "int8_recipe": recipe_json}
@@ -164,6 +168,7 @@ def export_onnx(
                 )
             check = {"conversion_check": {"max_probability_difference": difference, "texts": len(texts),
                                           "allowed": max_difference, "forced": forced}}
+        check["latency"] = form_latency(staging, _default_samples(source))
         description = _description(source, quantization if int8 else "none", check)
         (staging / METADATA_FILE).write_text(json.dumps(description, indent=2, ensure_ascii=False) + "\n",
                                              encoding="utf-8")
@@ -195,6 +200,9 @@ def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: 
     target = staging / MODEL_FILENAME
     if recorded is not None:
         progress.say("Building the int8 form from its recorded recipe ...")
+        if recorded.recipe is not None and recorded.recipe.fused:  # the recipe quantizes the fused graph
+            progress.say("Exporting the fused graph the recipe quantizes ...")
+            fp32 = export_fused_graph(source, staging / FUSED_FILE).path
         try:
             verified = build_recorded(fp32, recorded, target, engine=source)
             assert recorded.recipe is not None and recorded.parity is not None  # build_recorded checked usable
@@ -216,21 +224,26 @@ def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: 
         return ({"passed": False, "forced": True, "texts": 0, "problems": ["no task texts were given to check it on"]},
                 recipe.to_json(), recipe.name)
     search = search_int8(source, fp32, task_texts, staging / ".int8-search", progress=progress)
-    shutil.rmtree(staging / ".int8-search", ignore_errors=True)
-    if search.passed and search.recipe is not None:
-        build_int8(fp32, target, search.recipe)
-        assert search.verdict is not None  # passed
-        answers = {"answers": search.check} if search.check is not None else {}
-        return ({**search.verdict.to_json(), "attempts": list(search.attempts), **answers}, search.recipe.to_json(),
-                search.recipe.name)
+    fused = staging / ".int8-search" / FUSED_FILE  # what fused recipes quantize
+    try:
+        if search.passed and search.recipe is not None:
+            build_int8(fused if search.recipe.fused else fp32, target, search.recipe)
+            assert search.verdict is not None  # passed
+            answers = {"answers": search.check} if search.check is not None else {}
+            return ({**search.verdict.to_json(), "attempts": list(search.attempts),
+                     **({"latency": search.latency} if search.latency else {}), **answers}, search.recipe.to_json(),
+                    search.recipe.name)
+        if not force:
+            verdict = search.verdict.to_json() if search.verdict is not None else None
+            raise ParityCheckFailed(f"{search.reason}. Nothing was kept; give more task texts, or force to keep the "
+                                    "last int8 form measured anyway (recorded as forced, with its figures).",
+                                    float(verdict["max_change"]) if verdict else float("nan"), verdict)
+        # the recipe the recorded figures belong to; plain dynamic int8 when none was measured on the parity texts
+        recipe = search.measured if search.measured is not None else Int8Recipe("dynamic")
+        build_int8(fused if recipe.fused else fp32, target, recipe)
+    finally:
+        shutil.rmtree(staging / ".int8-search", ignore_errors=True)
     verdict = search.verdict.to_json(forced=force) if search.verdict is not None else None
-    if not force:
-        raise ParityCheckFailed(f"{search.reason}. Nothing was kept; give more task texts, or force to keep the "
-                                "last int8 form measured anyway (recorded as forced, with its figures).",
-                                float(verdict["max_change"]) if verdict else float("nan"), verdict)
-    # the recipe the recorded figures belong to; plain dynamic int8 when none was measured on the parity texts
-    recipe = search.measured if search.measured is not None else Int8Recipe("dynamic")
-    build_int8(fp32, target, recipe)
     record = verdict or {"passed": False, "texts": len(task_texts.parity), "problems": [search.reason]}
     return ({**record, "forced": True, "attempts": list(search.attempts)}, recipe.to_json(), recipe.name)
 
@@ -272,6 +285,32 @@ def _export_graph(source: InferenceEngine, path: Path) -> None:
             program.save(str(path), external_data=False)
     except Exception as exc:
         raise ExportFailed(f"PyTorch could not export {source.name} to ONNX: {_first_line(exc)}") from exc
+
+
+LATENCY_ROUNDS = 3
+
+
+def form_latency(folder: Path, texts: Sequence[ModelInput]) -> dict[str, Any]:
+    """How fast an exported form answers on this machine as it is built: milliseconds per call of
+    ``predict_one`` over ``texts`` (``LATENCY_ROUNDS`` rounds, the first call of each text a warm-up),
+    on the desk's thread count. Stored with the form; ``dynadesk models list`` shows it."""
+    from local_models.engine import default_num_threads
+
+    engine = load_engine(folder, format="onnx", num_threads=default_num_threads())
+    try:
+        timings, tokens = [], []
+        for round_number in range(LATENCY_ROUNDS + 1):
+            for text in texts:
+                started = time.perf_counter()
+                engine.predict_one(text)
+                if round_number:
+                    timings.append((time.perf_counter() - started) * 1000)
+        tokens = [int(n) for n in engine.encode(list(texts)).lengths]
+    finally:
+        engine.close()
+    return {"median_ms": round(float(np.median(timings)), 3), "p95_ms": round(float(np.quantile(timings, 0.95)), 3),
+            "calls": len(timings), "median_tokens": float(np.median(tokens)), "threads": default_num_threads(),
+            "where": "measured when the form was built, on the export's sample texts, one text per call"}
 
 
 def parity_difference(original: InferenceEngine, exported: InferenceEngine, texts: Sequence[ModelInput]) -> float:

@@ -9,6 +9,9 @@ whether the transformer graph optimizer runs first, and the nodes kept in float.
 recipes also carry their calibration ranges (onnxruntime's calibration cache), so a desk
 rebuilds exactly the graph that was checked without running the calibration again.
 
+A ``fused`` recipe quantizes the fused fp32 graph (``local_models.fused_graph``): its Attention nodes
+become QAttention, its SkipLayerNormalization and BiasGelu nodes stay float.
+
 Approaches: ``dynamic`` (weights int8 per channel, activations quantized per call from their
 own range) and ``static`` (QDQ, activation ranges fixed by calibration on task texts: MinMax,
 Entropy or Percentile).
@@ -57,6 +60,10 @@ class Int8Recipe:
     # unchanged; ``float_channel_ratio`` is the peak / median-peak threshold they were chosen with
     float_channels: Mapping[str, tuple[int, ...]] | None = field(default=None, compare=False)
     float_channel_ratio: float | None = None
+    # quantizes the fused fp32 graph (``local_models.fused_graph``: Attention, SkipLayerNormalization, BiasGelu
+    # nodes), its Attention nodes too (QAttention), instead of the plain export; written to JSON only when set,
+    # so recipes made before it keep their bytes
+    fused: bool = False
 
     def __post_init__(self) -> None:
         if self.approach not in APPROACHES:
@@ -65,6 +72,8 @@ class Int8Recipe:
             raise ValueError(f"a static recipe needs a calibration of {', '.join(CALIBRATIONS)}")
         if self.approach == "static" and self.float_channel_ratio is not None:
             raise ValueError("float outlier channels go with dynamic int8 only")
+        if self.approach == "static" and self.fused:
+            raise ValueError("the fused graph goes with dynamic int8 only")
 
     @property
     def name(self) -> str:
@@ -77,6 +86,8 @@ class Int8Recipe:
             parts.append(f", outlier input channels (peak over {self.float_channel_ratio:g}x the median) kept float")
         if self.excluded_nodes:
             parts.append(f", {len(self.excluded_nodes)} most sensitive MatMul(s) kept float")
+        if self.fused:
+            parts.insert(0, "fused graph + ")
         return "".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -87,7 +98,8 @@ class Int8Recipe:
                 "smoothing": dict(self.smoothing) if self.smoothing is not None else None,
                 "float_channel_ratio": self.float_channel_ratio,
                 "float_channels": ({k: list(v) for k, v in self.float_channels.items()}
-                                   if self.float_channels is not None else None)}
+                                   if self.float_channels is not None else None),
+                **({"fused": True} if self.fused else {})}
 
     @classmethod
     def from_json(cls, data: Any) -> Int8Recipe:
@@ -102,7 +114,7 @@ class Int8Recipe:
                          ranges=data.get("ranges"), smoothing=data.get("smoothing"),
                          smoothing_alpha=data.get("smoothing_alpha"),
                          float_channels=_channels_from_json(data.get("float_channels")),
-                         float_channel_ratio=data.get("float_channel_ratio"))
+                         float_channel_ratio=data.get("float_channel_ratio"), fused=bool(data.get("fused", False)))
         except KeyError as exc:
             raise ValueError(f"the int8 recipe has no '{exc.args[0]}'") from exc
         if recipe.approach == "static" and not isinstance(recipe.ranges, Mapping):
@@ -137,6 +149,9 @@ def build_int8(fp32_path: Path, int8_path: Path, recipe: Int8Recipe) -> None:
         with tempfile.TemporaryDirectory(prefix="dynadesk-int8-") as tmp:
             source = _optimized(fp32_path, Path(tmp)) if recipe.graph_optimizer else Path(fp32_path)
             model = onnx.load(str(source))
+            if recipe.fused and not any(node.op_type == "Attention" for node in model.graph.node):
+                raise ExportFailed("The int8 recipe quantizes the fused graph, and this graph has no fused Attention "
+                                   "node; build it from the fused fp32 graph (local_models.fused_graph).")
             if recipe.smoothing:
                 apply_smoothing(model, recipe.smoothing)
             float_nodes = split_float_channels(model, recipe.float_channels) if recipe.float_channels else []
@@ -201,7 +216,7 @@ def _dynamic(model: Any, int8_path: Path, recipe: Int8Recipe, float_nodes: Seque
 
     # Embedding tables (Gather) stay float: quantizing them costs accuracy and buys no speed
     quantize_dynamic(model, str(int8_path), weight_type=QuantType.QInt8, per_channel=recipe.per_channel,
-                     op_types_to_quantize=list(QUANTIZED_OPS),
+                     op_types_to_quantize=list(QUANTIZED_OPS) + (["Attention"] if recipe.fused else []),
                      nodes_to_exclude=list(recipe.excluded_nodes) + list(float_nodes),
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
 

@@ -7,14 +7,20 @@
 
 Order of attempts (fastest graph first; the first that passes wins):
 
-1. dynamic int8, weights per channel;
+1. dynamic int8, weights per channel, of the fused graph (``local_models.fused_graph``: Attention,
+   SkipLayerNormalization, BiasGelu nodes; its Attention quantized too), then of the plain export;
 2. the same with the few outlier channels of MatMul inputs kept in float (``int8.float_channels_at``
    over ``RANKING_TEXTS`` texts: a peak above a ratio times the median channel's), at each ratio of
-   ``FLOAT_CHANNEL_STEPS`` (6x, then 4x and 3x with more channels): a few float channels cost far
-   less than a whole float MatMul;
+   ``FLOAT_CHANNEL_STEPS`` (6x, then 4x and 3x with more channels), fused graph first at each ratio:
+   a few float channels cost far less than a whole float MatMul;
 3. the widest split with the ``COMBINED_LADDER`` MatMuls that lose most under int8 kept in float;
 4. plain dynamic int8 with the k MatMuls that lose most kept in float (``int8.node_errors``: one float
    run over ``RANKING_TEXTS`` texts ranks them all), for k in ``LADDER``.
+
+A model the fuser does not fit (no attention fused, or a fused graph that answers otherwise) skips
+the fused attempts; the search records why (``Int8Search.fusion``). Every attempt records its latency:
+the median and 95th percentile of the int8 graph's calls on the texts it was judged on, one text per
+call on the desk's thread count, so a slow form is seen before it is chosen.
 
 Each attempt is reported as it runs ("attempt 3 of 10: ..., on 4,963 parity texts"), with the texts
 it has run so far as the progress handle's reports.
@@ -40,6 +46,7 @@ import numpy as np
 
 from local_models.errors import ExportFailed, ParityCheckFailed
 from local_models.files import file_sha256
+from local_models.fused_graph import FusionUnavailable, export_fused_graph
 from local_models.heads import softmax
 from local_models.int8 import Feeds, Int8Recipe, build_int8, float_channels_at, input_peaks, node_errors
 from local_models.parity import MIN_TEXTS, ParityFigures, ParityVerdict, figures_from, judge
@@ -52,6 +59,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECIPE_FILE = "int8_recipe.json"
+FUSED_FILE = "fused-fp32.onnx"
 RECIPE_FORMAT = "dynadesk-int8-recipe"
 LADDER = (4, 8, 12, 16, 24)
 FLOAT_CHANNEL_RATIO = 6.0
@@ -87,6 +95,8 @@ class Int8Search:
     texts: dict[str, Any] = field(default_factory=dict)
     measured: Int8Recipe | None = None  # the recipe ``verdict`` belongs to when none passed (what --force keeps)
     check: dict[str, Any] | None = None  # the chosen graph's answers on its check texts (``int8_check``)
+    fusion: dict[str, Any] = field(default_factory=dict)  # the fused graph: its op counts, or why there is none
+    latency: dict[str, Any] | None = None  # the chosen form's latency, as measured in its attempt
 
     @property
     def passed(self) -> bool:
@@ -102,7 +112,9 @@ class Int8Search:
                 "recipe_name": self.recipe.name if self.recipe is not None else None,
                 "parity": self.verdict.to_json() if self.verdict is not None else None,
                 "reason": self.reason, "texts": self.texts, "attempts": list(self.attempts),
-                **({"check": self.check} if self.check is not None else {})}
+                **({"check": self.check} if self.check is not None else {}),
+                **({"fusion": self.fusion} if self.fusion else {}),
+                **({"latency": self.latency} if self.latency else {})}
 
 
 @dataclass(frozen=True)
@@ -132,9 +144,11 @@ class RecordedInt8:
 
 
 def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, workdir: Path, *,
-                progress: Progress | None = None, ladder: Sequence[int] | None = None) -> Int8Search:
+                progress: Progress | None = None, ladder: Sequence[int] | None = None,
+                fused: bool = True) -> Int8Search:
     """Try the recipes in order; the first that passes the rule on ``texts.parity`` is chosen.
-    ``ladder``: how many of the most sensitive MatMuls to keep in float, in turn (default ``LADDER``)."""
+    ``ladder``: how many of the most sensitive MatMuls to keep in float, in turn (default ``LADDER``);
+    ``fused``: try the fused graph first (when the model has one)."""
     progress = progress or Progress()
     ladder = LADDER if ladder is None else ladder
     workdir.mkdir(parents=True, exist_ok=True)
@@ -145,11 +159,13 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
             f"int8 not used: only {len(texts.parity):,} task texts to check it on ({texts.source}); the parity rule "
             f"needs at least {MIN_TEXTS:,}, so the float model serves"), texts=counts)
     selection = list(texts.calibration[:SELECTION_TEXTS]) if len(texts.calibration) >= SELECTION_TEXTS else []
+    fused_file, fusion = _fused_graph(source, workdir, progress) if fused else (None, {})
     progress.say(f"the float model's answers on {len(texts.parity) + len(selection):,} task texts")
     reference = probabilities(source, list(texts.parity), progress)
     selection_reference = probabilities(source, selection, progress) if selection else None
     attempts: list[dict[str, Any]] = []
-    candidates: list[Int8Recipe] = [Int8Recipe("dynamic")]
+    candidates: list[Int8Recipe] = ([Int8Recipe("dynamic", fused=True)] if fused_file else []) + [Int8Recipe("dynamic")]
+    first_round = len(candidates)
     ranked: list[str] | None = None
     last: tuple[Int8Recipe, ParityVerdict, str] | None = None
     index = 0
@@ -159,30 +175,37 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
         index += 1
         of = f"{index} of {len(candidates)}" if ranked is not None else f"{index} (more follow if it fails)"
         graph = workdir / f"attempt-{index}.onnx"
-        build_int8(fp32_file, graph, recipe)
+        start = fused_file if recipe.fused and fused_file is not None else fp32_file
+        build_int8(start, graph, recipe)
         if selection_reference is not None:
             progress.say(f"attempt {of}: {recipe.name}, on {len(selection):,} selection texts")
-            tuned = judge(compare(selection_reference, run_graph(source, graph, selection, progress),
+            timings: list[float] = []
+            tuned = judge(compare(selection_reference, run_graph(source, graph, selection, progress, timings),
                                   "selection texts"), min_texts=0)
-            attempts.append(_attempt(recipe, tuned, "selection"))
+            attempts.append(_attempt(recipe, tuned, "selection", _latency(timings)))
             if not tuned.passed:
                 progress.say(f"attempt {of}: {recipe.name}: failed on the selection texts ({tuned.reason})")
         if selection_reference is None or tuned.passed:
             progress.say(f"attempt {of}: {recipe.name}, on {len(texts.parity):,} parity texts")
-            verdict = judge(compare(reference, run_graph(source, graph, list(texts.parity), progress), texts.source))
-            attempts.append(_attempt(recipe, verdict, "parity"))
+            timings = []
+            verdict = judge(compare(reference, run_graph(source, graph, list(texts.parity), progress, timings),
+                                    texts.source))
+            latency = _latency(timings)
+            attempts.append(_attempt(recipe, verdict, "parity", latency))
             last = (recipe, verdict, file_sha256(graph))
             progress.say(f"attempt {of}: {recipe.name}: {'passed' if verdict.passed else verdict.reason}")
             if verdict.passed:
                 from local_models.int8_check import record_check
 
-                check = record_check(source, graph, list(texts.parity) if texts.shareable else [], fp32=fp32_file)
-                return Int8Search(recipe, verdict, last[2], fp32_sha, attempts=tuple(attempts), texts=counts,
-                                  check=check)
-        if ranked is None:  # the first attempt failed: measure once, then try the cheaper recipes first
+                # the graph the recipe quantizes (the fused one for a fused recipe) is what a desk rebuilds from
+                check = record_check(source, graph, list(texts.parity) if texts.shareable else [], fp32=start)
+                return Int8Search(recipe, verdict, last[2], file_sha256(start), attempts=tuple(attempts),
+                                  texts=counts, fusion=fusion, latency=latency, check=check)
+        if ranked is None and index >= first_round:  # the first round failed: measure once, then cheaper recipes
             pool = [feeds_for(source, [t]) for t in list(texts.calibration or texts.parity)[:RANKING_TEXTS]]
             ranked = [name for name, _ in node_errors(fp32_file, pool)]
-            candidates += fallback_recipes(input_peaks(fp32_file, pool), ranked, ladder)
+            fused_peaks = input_peaks(fused_file, pool) if fused_file is not None else None
+            candidates += fallback_recipes(input_peaks(fp32_file, pool), ranked, ladder, fused_peaks)
         graph.unlink(missing_ok=True)
     tried = f"{len(candidates)} int8 recipe(s) tried"
     if last is None:
@@ -190,36 +213,71 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
         return Int8Search(None, None, None, fp32_sha, reason=(
             f"int8 not used: none of the {tried} passed on the selection texts (the best kept "
             f"{best['agreement']:.2%} of {best['texts']:,} labels, p99 change {best['p99_change']:.3f})"),
-            attempts=tuple(attempts), texts=counts)
+            attempts=tuple(attempts), texts=counts, fusion=fusion)
     return Int8Search(None, last[1], None, fp32_sha, reason=f"int8 not used: none of the {tried} passed the parity "
                       f"rule; the last one measured ({last[0].name}): {last[1].reason}", attempts=tuple(attempts),
-                      texts=counts, measured=last[0])
+                      texts=counts, measured=last[0], fusion=fusion)
 
 
-def fallback_recipes(peaks: Mapping[str, Any], ranked: Sequence[str], ladder: Sequence[int]) -> list[Int8Recipe]:
+def _fused_graph(source: InferenceEngine, workdir: Path, progress: Progress) -> tuple[Path | None, dict[str, Any]]:
+    """The fused fp32 graph of ``source`` in ``workdir`` and what it holds; (None, why not) when there is none."""
+    progress.say("exporting the fused graph (Attention, SkipLayerNormalization, GELU nodes)")
+    try:
+        fused = export_fused_graph(source, workdir / FUSED_FILE)
+    except FusionUnavailable as exc:
+        progress.say(f"no fused graph: {exc}")
+        return None, {"available": False, "reason": str(exc)}
+    except ExportFailed as exc:
+        log.warning("no fused graph for %s: %s", source.name, exc)
+        return None, {"available": False, "reason": str(exc)}
+    return fused.path, {"available": True, "counts": fused.counts, "max_difference": fused.max_difference}
+
+
+def fallback_recipes(peaks: Mapping[str, Any], ranked: Sequence[str], ladder: Sequence[int],
+                     fused_peaks: Mapping[str, Any] | None = None) -> list[Int8Recipe]:
     """What follows plain dynamic int8 when it fails, cheapest graph first: the outlier-channel split at
     each of ``FLOAT_CHANNEL_STEPS`` (a step that keeps the same channels as the one before is skipped),
+    of the fused graph first (``fused_peaks``: its MatMul inputs' peaks) and then of the plain export,
     the widest split with the ``COMBINED_LADDER`` most sensitive MatMuls in float, then the plain ladder
     of k most sensitive MatMuls in float (``ranked``: most sensitive first)."""
     recipes: list[Int8Recipe] = []
     widest: Mapping[str, tuple[int, ...]] = {}
+    widest_fused: Mapping[str, tuple[int, ...]] = {}
     for ratio, most in FLOAT_CHANNEL_STEPS:
+        if fused_peaks is not None:
+            fused_channels = float_channels_at(fused_peaks, ratio, most)
+            if fused_channels and fused_channels != widest_fused:
+                recipes.append(Int8Recipe("dynamic", float_channels=fused_channels, float_channel_ratio=ratio,
+                                          fused=True))
+                widest_fused = fused_channels
         channels = float_channels_at(peaks, ratio, most)
         if channels and channels != widest:
             recipes.append(Int8Recipe("dynamic", float_channels=channels, float_channel_ratio=ratio))
             widest = channels
     if widest:
-        ratio = recipes[-1].float_channel_ratio
+        ratio = next(r.float_channel_ratio for r in reversed(recipes) if not r.fused)
         recipes += [Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k]), float_channels=widest,
                                float_channel_ratio=ratio) for k in COMBINED_LADDER if k < len(ranked)]
     return recipes + [Int8Recipe("dynamic", excluded_nodes=tuple(ranked[:k])) for k in ladder if k < len(ranked)]
 
 
-def _attempt(recipe: Int8Recipe, verdict: ParityVerdict, stage: str) -> dict[str, Any]:
+def _latency(timings: Sequence[float]) -> dict[str, Any] | None:
+    """Milliseconds per call of an attempt's graph, as ``run_graph`` timed them."""
+    from local_models.engine import default_num_threads
+
+    if not timings:
+        return None
+    return {"median_ms": round(float(np.median(timings)), 3), "p95_ms": round(float(np.quantile(timings, 0.95)), 3),
+            "calls": len(timings), "threads": default_num_threads(), "where": "int8 search, one text per call"}
+
+
+def _attempt(recipe: Int8Recipe, verdict: ParityVerdict, stage: str,
+             latency: dict[str, Any] | None = None) -> dict[str, Any]:
     figures = verdict.figures
     return {"recipe": recipe.name, "stage": stage, "texts": figures.texts, "agreement": figures.agreement,
             "labels_changed": figures.labels_changed, "p99_change": figures.p99_change,
-            "max_change": figures.max_change, "mean_change": figures.mean_change, "passed": verdict.passed}
+            "max_change": figures.max_change, "mean_change": figures.mean_change, "passed": verdict.passed,
+            **({"fused": True} if recipe.fused else {}), **({"latency": latency} if latency else {})}
 
 
 def feeds_for(engine: InferenceEngine, items: Sequence[ModelInput]) -> dict[str, np.ndarray]:
@@ -247,13 +305,19 @@ def probabilities(engine: InferenceEngine, items: Sequence[ModelInput],
 
 
 def run_graph(engine: InferenceEngine, graph: Path, items: Sequence[ModelInput],
-              progress: Progress | None = None) -> list[Answer]:
-    """Per text, the probabilities an ONNX graph gives, one text at a time."""
+              progress: Progress | None = None, timings: list[float] | None = None) -> list[Answer]:
+    """Per text, the probabilities an ONNX graph gives, one text at a time, on the desk's thread count.
+    ``timings``: receives each call's milliseconds."""
+    import time
+
     import onnxruntime
+
+    from local_models.engine import default_num_threads
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
     options.inter_op_num_threads = 1
+    options.intra_op_num_threads = default_num_threads()
     session = onnxruntime.InferenceSession(str(graph), sess_options=options, providers=["CPUExecutionProvider"])
     names = {i.name for i in session.get_inputs()}
     outputs = [o.name for o in session.get_outputs()]
@@ -263,7 +327,10 @@ def run_graph(engine: InferenceEngine, graph: Path, items: Sequence[ModelInput],
             progress.check()
             progress.report(done, len(items))
         feeds = {k: v for k, v in feeds_for(engine, [item]).items() if k in names}
+        started = time.perf_counter()
         values = dict(zip(outputs, session.run(outputs, feeds)))
+        if timings is not None:
+            timings.append((time.perf_counter() - started) * 1000)
         result.append(_text_probabilities(values, 0, int(feeds["attention_mask"][0].sum())))
     return result
 

@@ -43,7 +43,7 @@ def models() -> None:
 def models_list(obj, as_json: bool) -> None:
     """The registered models, with the checksum every stored prediction names."""
 
-    from app.core.int8_status import int8_detail, int8_status
+    from app.core.int8_status import form_latency, int8_detail, int8_status
 
     desk = obj.desk
     tasks = {t.id: t.code for t in desk.tasks.tasks()}
@@ -55,6 +55,7 @@ def models_list(obj, as_json: bool) -> None:
             "test_metrics": (r.provenance or {}).get("metrics", {}).get("test"),
             "int8_parity": ((r.provenance or {}).get("export") or {}).get("parity"),
             "int8": int8_detail(r.provenance) or None,
+            "latency": ((r.provenance or {}).get("export") or {}).get("latency"),
         } for r in records], indent=2))
         return
     rows = []
@@ -62,8 +63,9 @@ def models_list(obj, as_json: bool) -> None:
         test = (r.provenance or {}).get("metrics", {}).get("test") or {}
         rows.append([r.name, r.format, r.sha256[:12], tasks.get(r.task_id, "-"),
                      f"{test['macro_f1']:.3f}" if "macro_f1" in test else "-", int8_status(r.provenance) or "-",
-                     r.path or "-"])
-    click.echo(format_table(["name", "format", "sha256", "task", "test macro-F1", "int8 check", "path"], rows))
+                     form_latency(r.provenance) or "-", r.path or "-"])
+    click.echo(format_table(["name", "format", "sha256", "task", "test macro-F1", "int8 check", "latency (built)",
+                             "path"], rows))
 
 
 @models.command("register")

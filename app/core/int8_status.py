@@ -105,3 +105,15 @@ def default_model_int8() -> str:
     if not isinstance(parity, dict) or not document.get("recipe"):
         return f"int8 not used: {document.get('reason') or 'no recipe passed'}" if isinstance(document, dict) else ""
     return f"{document.get('recipe_name') or 'int8'}; {int8_detail({'export': {'parity': parity}})}"
+
+
+def form_latency(provenance: Mapping[str, Any] | None) -> str:
+    """The form's latency as measured when it was built (``export.latency``): "p50 2.61 ms, p95 4.02 ms";
+    "" when none was stored (PyTorch folders, exports made before it was measured)."""
+    export = (provenance or {}).get("export")
+    latency = export.get("latency") if isinstance(export, Mapping) else None
+    try:
+        median, p95 = float(latency["median_ms"]), float(latency["p95_ms"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return ""
+    return f"p50 {median:.2f} ms, p95 {p95:.2f} ms"

@@ -40,8 +40,11 @@ def test_register_list_and_export(data_dir, tiny_classifier_dir, tmp_path):
     assert set(listed) == {"tiny", "tiny (ONNX int8)"}
     assert listed["tiny (ONNX int8)"]["task"] == "hate_speech" and listed["tiny (ONNX int8)"]["format"] == "onnx"
     assert listed["tiny (ONNX int8)"]["int8_parity"]["forced"] is True and listed["tiny"]["int8_parity"] is None
+    latency = listed["tiny (ONNX int8)"]["latency"]  # measured when the form was built, stored with it
+    assert latency["p95_ms"] >= latency["median_ms"] > 0 and latency["calls"] > 0 and listed["tiny"]["latency"] is None
     table = dynadesk("models", "list", data_dir=data_dir).stdout
     assert "int8 check" in table.splitlines()[0] and "int8, not checked" in table
+    assert "latency (built)" in table.splitlines()[0] and f"p50 {latency['median_ms']:.2f} ms" in table
 
     result = dynadesk("models", "export-onnx", "no-such-model", data_dir=data_dir)
     assert_clean_failure(result, "neither a model folder nor one registered model")

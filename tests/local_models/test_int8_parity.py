@@ -12,6 +12,7 @@ import re
 import shutil
 
 import numpy as np
+import onnx
 import pytest
 
 from local_models import int8_search
@@ -102,16 +103,19 @@ def test_an_int8_form_that_breaks_the_rule_is_refused(tiny_classifier_dir, tmp_p
     texts = TaskTexts(sentences(MIN_TEXTS, 21), sentences(int8_search.SELECTION_TEXTS, 22), "trigger sentences")
     lines: list[str] = []
     reports: list[tuple[int, int]] = []
-    with pytest.raises(ParityCheckFailed, match="none of the [23] int8 recipe.* passed on the selection texts"):
+    with pytest.raises(ParityCheckFailed, match="none of the [3-5] int8 recipe.* passed on the selection texts"):
         export_onnx(tiny_classifier_dir, exports / "refused", int8=True, task_texts=texts,
                     progress=Progress(lambda done, total: reports.append((done, total)), lines.append))
     assert list(exports.iterdir()) == []  # neither the export nor its staging folder is left
     # each attempt says what it measures as it goes, and its texts are the progress it reports
     attempts = [line for line in lines if line.startswith("attempt ")]
-    assert attempts[0] == (f"attempt 1 (more follow if it fails): dynamic, weights per channel, on "
+    # the fused graph first, then the plain export
+    assert attempts[0] == (f"attempt 1 (more follow if it fails): fused graph + dynamic, weights per channel, on "
                            f"{int8_search.SELECTION_TEXTS:,} selection texts")
     assert any(re.match(r"attempt 1 .*: failed on the selection texts", line) for line in attempts)
-    assert any(re.match(r"attempt [23] of [23]: dynamic, weights per channel, 4 most sensitive", line)
+    assert (f"attempt 2 (more follow if it fails): dynamic, weights per channel, on "
+            f"{int8_search.SELECTION_TEXTS:,} selection texts") in attempts
+    assert any(re.match(r"attempt [3-5] of [3-5]: dynamic, weights per channel, 4 most sensitive", line)
                for line in attempts)
     assert (int8_search.REPORT_EVERY, int8_search.SELECTION_TEXTS) in reports
 
@@ -138,6 +142,19 @@ def test_after_plain_int8_the_search_tries_the_outlier_split_at_each_ratio_befor
     assert [len(r.excluded_nodes) for r in int8_search.fallback_recipes(flat, ranked, (4,))] == [4]
     same = {"x": np.array([1.0] * 20 + [9.0])}  # the same channel at every ratio: tried once
     assert [r.float_channel_ratio for r in int8_search.fallback_recipes(same, ranked, ())] == [6.0, 6.0, 6.0]
+
+
+def test_the_fused_graphs_split_comes_before_the_plain_exports_at_each_ratio():
+    peaks = {"x": np.array([1.0] * 20 + [3.5, 5.0, 7.0])}
+    fused_peaks = {"x_fused": np.array([1.0] * 20 + [3.5, 5.0, 7.0])}
+    recipes = int8_search.fallback_recipes(peaks, [f"MatMul_{i}" for i in range(10)], (4,), fused_peaks)
+    assert [(r.fused, r.float_channel_ratio, len(r.excluded_nodes)) for r in recipes] == [
+        (True, 6.0, 0), (False, 6.0, 0), (True, 4.0, 0), (False, 4.0, 0), (True, 3.0, 0), (False, 3.0, 0),
+        (False, 3.0, 2), (False, 3.0, 4), (False, None, 4)]  # whole float MatMuls only on the plain export, last
+    assert recipes[0].float_channels == {"x_fused": (22,)} and recipes[1].float_channels == {"x": (22,)}
+    assert recipes[0].name.startswith("fused graph + dynamic")
+    assert int8_search.Int8Recipe.from_json(recipes[0].to_json()) == recipes[0]
+    assert "fused" not in recipes[1].to_json()  # recipes without it keep the bytes they had
 
 
 def test_a_forced_int8_form_is_kept_and_recorded_as_forced(trigger_model_dir, graph, tmp_path, monkeypatch):
@@ -191,6 +208,11 @@ def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_
     recorded = read_recipe_file(part_with_recipe)
     assert export["parity"]["agreement"] == recorded.parity["agreement"] and "sha256" in export["parity"]["verified_by"]
     assert export["int8_recipe"] == recorded.recipe.to_json()
+    # the search chose the fused graph: the desk exported it again and got the bytes that were checked
+    assert recorded.recipe.fused and recorded.document["fusion"]["available"]
+    ops = {node.op_type for node in onnx.load(str(prepared.onnx_dir / "model.onnx")).graph.node}
+    assert {"QAttention", "SkipLayerNormalization", "BiasGelu"} <= ops
+    assert not any(p.name.startswith("fused") for p in prepared.onnx_dir.iterdir())
 
 
 @pytest.mark.parametrize("damage, message", [
