@@ -36,6 +36,7 @@ PREDICT_BUDGET_MS = 5.0
 PIPELINE_SPEEDUP = 4.0
 BASE_INT8_BUDGET_MS = 12.0
 ABLATION_BUDGET_MS = 40.0
+ABLATION_BEFORE = "ONNX int8, one text at a time (before)"
 LIG_BUDGET_MS = 150.0
 
 
@@ -278,12 +279,33 @@ def _attribution_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Re
     short_lengths = [rng.randint(8, 32) for _ in range(20)]
     short = _texts_by_tokens(encoder, short_lengths, seed=13)
     note = f"texts of 8-32 tokens (mean {statistics.mean(short_lengths):.0f})"
-    ablation = side_by_side({name: (lambda t, e=engine: e.attribute(t, method="ablation"))
-                             for name, engine in engines.items()}, short, 20 if ctx.quick else 100)
+    # the int8 form as it ran before per-text batches (each variant alone, on the row pool's
+    # threads), side by side with the per-text batch that replaced it
+    from local_models.engine import load_engine
+
+    int8 = engines["ONNX int8"]
+    before = load_engine(int8.runtime.path)
+    before.runtime.per_text_batches = False
+    int8.predict(short[:2])  # builds and probe-checks the per-text graph outside the timings
+    calls = {name: (lambda t, e=engine: e.attribute(t, method="ablation")) for name, engine in engines.items()}
+    calls[ABLATION_BEFORE] = lambda t: before.attribute(t, method="ablation")
+    ablation = side_by_side(calls, short, 20 if ctx.quick else 100)
+    moved, differ = _ablation_moves(int8, before, short)
     for name, timings in ablation.items():
+        notes = f"{note}; every variant in one batch"
+        if name == "ONNX int8":
+            notes = (f"{note}; {int8.runtime.batch_rule}; raw scores within {moved:.1e} of one text at a time, "
+                     f"labels differ on {differ} of {len(short)} texts")
+        elif name == ABLATION_BEFORE:
+            notes = f"{note}; each variant alone on {before.runtime.row_threads} thread(s) (the rule before)"
         out.append(summarise(GROUP, f"attribution: word ablation, {name}", timings,
-                             budget_p95_ms=ABLATION_BUDGET_MS if name == "ONNX int8" else None,
-                             notes=f"{note}; every variant in one batch"))
+                             budget_p95_ms=ABLATION_BUDGET_MS if name in ("ONNX int8", ABLATION_BEFORE) else None,
+                             notes=notes))
+    med = statistics.median(ablation[ABLATION_BEFORE]) / statistics.median(ablation["ONNX int8"])
+    p95 = percentile(ablation[ABLATION_BEFORE], 0.95) / percentile(ablation["ONNX int8"], 0.95)
+    out.append(Result(GROUP, "attribution: word ablation, int8 one at a time / per-text batch", "ratio", med, p95,
+                      len(ablation["ONNX int8"]), notes="before / after (median, p95), same texts, side by side"))
+    before.close()
 
     torch_engine = engines["PyTorch"]
     default_precision = gradient_precision("cpu")
@@ -325,6 +347,17 @@ def _attribution_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Re
         notes=f"{note}; convergence delta median {statistics.median(default_deltas):.4f}, "
               f"max {max(default_deltas):.4f} (probability units)"))
     return out
+
+
+def _ablation_moves(int8, before, texts: list[str]) -> tuple[float, int]:
+    """The largest difference of a raw ablation score between the per-text batch and one text at
+    a time, and on how many texts the label differs (the rule says none)."""
+    moved, differ = 0.0, 0
+    for text in texts:
+        a, b = int8.attribute(text, method="ablation"), before.attribute(text, method="ablation")
+        differ += (a.target, a.predicted) != (b.target, b.predicted)
+        moved = max([moved, *(abs(x.raw - y.raw) for x, y in zip(a.words, b.words))])
+    return moved, differ
 
 
 def _batch_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Result]:
