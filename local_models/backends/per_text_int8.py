@@ -1,25 +1,36 @@
-"""A dynamically quantized graph that quantizes each text of a batch on its own: one batch, the
-answers of each text run alone.
+"""A dynamically quantized graph that quantizes each text of a batch on its own, so that a batch
+gives each text its own answer.
 
 Why a plain batch changes int8 answers: ``DynamicQuantizeLinear`` takes one scale and zero point
 from the range of the whole tensor, so in a batch every text is quantized with the range of the
-widest text beside it (and of the padding's hidden states, which are not zero). Its answer then
-depends on its company: 0.05 in P(label) was seen, up to 0.13 on the assistant's candidates.
+widest text beside it, and of the padding's hidden states (which are not zero). Its answer then
+depends on its company: P(label) moved by up to 0.1 on the assistant's candidates.
 
 The rewrite (``per_text_graph``) keeps the graph and its weights and replaces each
-``DynamicQuantizeLinear`` by the same arithmetic per text:
-- the range is taken per batch row, over that row's real tokens only (padding positions are set
-  to 0 before the min/max: the range always includes 0, so a 0 changes nothing);
-- scale = (max(0, max) - min(0, min)) / 255 (1 when the range is empty), zero point =
-  round-half-even(clip(-min / scale, 0, 255)): onnxruntime's own formula, per row;
-- the values are quantized with ``QuantizeLinear`` per axis 0 (each row its own scale and zero
-  point; the same MLAS routine that DynamicQuantizeLinear calls);
-- ``MatMulInteger`` takes one zero point per tensor in onnxruntime, so the product runs without the
-  activation's zero point and subtracts zero point x (column sums of the int8 weights) after, in
-  int32: the same integers exactly.
-Every other op is per token, or reads other tokens only through attention, where a padding key has
-weight exactly 0 after the softmax. So each row's logits are those of the text run alone, and the
-batch check (``OnnxRuntime``) confirms it bit for bit on probe batches before the rewrite is used.
+``DynamicQuantizeLinear`` by the same arithmetic per batch row:
+- the range is taken per row over its real tokens only (a padding token's values read as 0,
+  which the range always includes);
+- scale = (max(0, max) - min(0, min)) / 255 (1 for an empty range), zero point =
+  round-half-even(clip(-min / scale, 0, 255)): onnxruntime's own formula;
+- the values are quantized by ``QuantizeLinear`` along axis 0 (each row its own scale and zero point;
+  the MLAS routine DynamicQuantizeLinear calls);
+- onnxruntime's ``MatMulInteger`` takes one activation zero point per tensor, so the product runs
+  without it and subtracts zero point x (column sums of the int8 weights) after, in int32: the
+  same integers.
+Every other op works per token, or reads other tokens only through attention, where a padding key
+gets weight exactly 0.
+
+The rule it gives (``RULE``; the probe check enforces it before a runtime uses the graph):
+- a text's outputs in a batch are the same bits whatever the batch: its company, its place,
+  the padding (checked on probe batches of mixed lengths; tests/local_models/test_per_text_batches.py);
+- they are within ``PROBE_TOLERANCE`` (logits) of the int8 graph's own answer for the text alone,
+  not bit for bit: onnxruntime fuses the original's MatMulInteger + Cast + Mul + Add into
+  MatMulIntegerToFloat, whose rounding differs in the last bit (with that fusion turned off, the
+  two graphs agree bit for bit), and a last-bit change can flip one quantization step later;
+- labels are the text's labels alone: ``InferenceEngine.forward`` answers a text whose two top
+  labels are within ``LABEL_GUARD`` alone.
+A graph with ops that quantize inside the kernel (``PER_CALL_QUANTIZERS``), without an attention
+mask, or that fails the probe keeps one text at a time (``OnnxRuntime.batch_rule`` says why).
 """
 
 from __future__ import annotations
