@@ -46,6 +46,7 @@ from local_models.tokenization import EncodedBatch, TextEncoder, has_tokenizer, 
 log = logging.getLogger(__name__)
 
 MODEL_FILENAME = "model.onnx"
+PER_TEXT_BATCHES = False  # whether row-by-row batches run as per-text batches; see OnnxRuntime.per_text_batches
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 _NUMPY_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
 
@@ -104,7 +105,12 @@ class OnnxRuntime(Runtime):
     row_by_row: bool = False  # dynamically quantized classifier: batches run one text at a time
     # a row-by-row batch's texts run on this many threads at once (same answers; see row_pool.py)
     row_threads: int = 1
-    per_text_batches: bool = True  # a row-by-row batch may run as one batch of the per-text graph
+    # a row-by-row batch runs as one batch of the per-text graph (per_text_int8.py); off by default:
+    # measured side by side on the 2-core EPYC (bench "models" and "assist"), it was no faster than
+    # each text alone on the row pool's two threads (word ablation 20.2 vs 17.6 ms median, the
+    # assistant's check 161 vs 171 ms, a 480-text evaluation the same CPU time) and its
+    # probabilities are only close to alone (P moved by up to 1.6e-3), so alone stays the rule here
+    per_text_batches: bool = PER_TEXT_BATCHES
     # how a batch's texts run ("batch rule"): said by per_text() once it has been asked
     batch_rule: str = "one text at a time (the per-text graph is built on the first batch)"
     _rows: RowPool | None = field(default=None, init=False, repr=False)

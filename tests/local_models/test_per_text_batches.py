@@ -1,9 +1,9 @@
 """A dynamic int8 model batches without a text's answer depending on the batch (per_text_int8.py).
 
 The rule: in a batch, a text gets the per-text graph's answer, the same bits in every batch and
-padding as alone; that answer is within PROBE_TOLERANCE (logits) of the int8 graph's own answer
-for the text alone, and a text whose two top labels are closer than LABEL_GUARD is answered alone,
-so every label is the label the text gets alone. Checked on the small fixture model and on the
+padding; a text whose two top labels are closer than LABEL_GUARD is answered alone, so every label
+is the label the text gets alone; the probabilities are close to alone (the probe's bound,
+PROBE_TOLERANCE in logits, holds on these texts). Checked on the small fixture model and on the
 shipped default model's int8 form, on texts alone and in batches of mixed lengths and company.
 """
 
@@ -72,8 +72,25 @@ def _check_engine_rule(engine, texts):
                 assert abs(p - alone[i].probabilities[label]) <= PROBE_TOLERANCE
 
 
-def test_the_fixture_int8_model_batches_each_text_as_alone(tiny_onnx_int8_dir):  # noqa: F811
+def _per_text_engine(path, **kwargs):
+    """The engine with per-text batches turned on (they are off by default: see OnnxRuntime)."""
+    engine = load_engine(path, **kwargs)
+    engine.runtime.per_text_batches = True
+    return engine
+
+
+def test_per_text_batches_are_off_by_default(tiny_onnx_int8_dir):  # noqa: F811
     engine = load_engine(tiny_onnx_int8_dir, task_labels=LABELS, num_threads=1)
+    assert engine.runtime.row_by_row and engine.runtime.per_text() is None and engine.batch_tolerance == 0.0
+    batch = engine.encode(MIXED)
+    logits = engine.forward(batch)["logits"]
+    assert all(np.array_equal(logits[i], a) for i, a in enumerate(_alone_logits(engine, MIXED)))
+    assert engine.runtime._per_text_tried is False  # nothing was built
+    engine.close()
+
+
+def test_the_fixture_int8_model_batches_each_text_as_alone(tiny_onnx_int8_dir):  # noqa: F811
+    engine = _per_text_engine(tiny_onnx_int8_dir, task_labels=LABELS, num_threads=1)
     runtime = engine.runtime
     assert runtime.row_by_row and runtime.per_text() is not None
     assert runtime.batch_rule.startswith("one batch, each text quantized on its own")
@@ -116,7 +133,7 @@ def test_why_a_plain_batch_is_not_used(tiny_onnx_int8_dir):  # noqa: F811
 
 
 def test_a_text_near_a_tie_is_answered_alone(tiny_onnx_int8_dir, monkeypatch):  # noqa: F811
-    engine = load_engine(tiny_onnx_int8_dir, task_labels=LABELS, num_threads=1)
+    engine = _per_text_engine(tiny_onnx_int8_dir, task_labels=LABELS, num_threads=1)
     engine.runtime.per_text()
     monkeypatch.setattr(engine_module, "LABEL_GUARD", 1.01)  # every text counts as close: all alone
     batch = engine.encode(MIXED)
@@ -128,7 +145,7 @@ def test_a_text_near_a_tie_is_answered_alone(tiny_onnx_int8_dir, monkeypatch):  
 def test_a_graph_the_probe_refuses_keeps_one_text_at_a_time(tiny_onnx_int8_dir, monkeypatch):  # noqa: F811
     """A rewrite that leaves the per-batch range in place fails the probe: batches run row by row."""
     monkeypatch.setattr(per_text_int8, "per_text_graph", lambda model: model)
-    engine = load_engine(tiny_onnx_int8_dir, task_labels=LABELS, num_threads=1)
+    engine = _per_text_engine(tiny_onnx_int8_dir, task_labels=LABELS, num_threads=1)
     assert engine.runtime.per_text() is None
     assert engine.runtime.batch_rule.startswith("one text at a time: the per-text graph")
     assert engine.batch_tolerance == 0.0
@@ -178,7 +195,7 @@ def default_int8(default_model_cache):
 
     prepared = prepared_fast_form(resources.ROOT / "models" / "hate_speech_r1", default_model_cache)
     assert prepared is not None and prepared.onnx_int8 and prepared.onnx_dir is not None
-    engine = load_engine(prepared.onnx_dir, task_labels=["hate", "not hate"], num_threads=1)
+    engine = _per_text_engine(prepared.onnx_dir, task_labels=["hate", "not hate"], num_threads=1)
     yield engine
     engine.close()
 

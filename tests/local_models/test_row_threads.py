@@ -48,8 +48,8 @@ def _answers(engine, texts, threads: int):
 def test_two_threads_give_the_fixture_int8_models_answers_bit_for_bit(tiny_onnx_int8_dir):  # noqa: F811
     engine = load_engine(tiny_onnx_int8_dir, task_labels=LABELS, num_threads=1)
     runtime = engine.runtime
-    # one text at a time, as for a graph the per-text rewrite refuses (test_per_text_batches.py
-    # covers the per-text batches, which share the pool)
+    # one text at a time (the default; test_per_text_batches.py covers per-text batches, which
+    # share the pool)
     runtime.per_text_batches = False
     assert runtime.row_by_row and runtime.row_threads == EXPECTED_ROW_THREADS  # one intra-op thread each
     texts = MIXED * 3
