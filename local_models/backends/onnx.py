@@ -106,10 +106,11 @@ class OnnxRuntime(Runtime):
     # a row-by-row batch's texts run on this many threads at once (same answers; see row_pool.py)
     row_threads: int = 1
     # a row-by-row batch runs as one batch of the per-text graph (per_text_int8.py); off by default:
-    # measured side by side on the 2-core EPYC (bench "models" and "assist"), it was no faster than
-    # each text alone on the row pool's two threads (word ablation 20.2 vs 17.6 ms median, the
-    # assistant's check 161 vs 171 ms, a 480-text evaluation the same CPU time) and its
-    # probabilities are only close to alone (P moved by up to 1.6e-3), so alone stays the rule here
+    # measured side by side on the 2-core EPYC in two runs each (bench "models" and "assist") against
+    # each text alone on the row pool's two threads: word ablation 0.87x and 1.01x as fast, the
+    # whole suggest call 1.02x and 1.05x, a 480-text evaluation the same CPU time in one run and
+    # 21 % less in the other; its probabilities are only close to alone (up to 1.6e-3), so the
+    # exact rule stays
     per_text_batches: bool = PER_TEXT_BATCHES
     # how a batch's texts run ("batch rule"): said by per_text() once it has been asked
     batch_rule: str = "one text at a time (the per-text graph is built on the first batch)"
