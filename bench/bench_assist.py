@@ -1,30 +1,20 @@
 """The writing assistant: generating and checking 64 candidates on the default model.
 
-The target runs in the desk's form (ONNX int8 when it passes parity, which runs a batch one text
-at a time, see OnnxRuntime.row_by_row); word substitution takes its gradients from the PyTorch
-form, as the desk's ONNX record names it (provenance.parent_model). Texts: HateCheck's hateful
-cases and Davidson tweets, as a writer would ask for suggestions on them. Reported: the whole
-``suggest`` call (budget p95 ≤ 150 ms) and its parts: attributions (when the caller has none: the
-PyTorch form's one gradient pass, which HotFlip reuses), generation (obfuscation + HotFlip's
-ranking over the vocabulary) and the one-batch check; and, side by side, the check run as one
-padded batch: what row by row costs, and how far a padded batch's answers would move.
+The target runs in the desk's form (ONNX int8 when it passes parity); word substitution takes its
+gradients from the PyTorch form, as the desk's ONNX record names it (provenance.parent_model).
+Texts: HateCheck's hateful cases and Davidson tweets, as a writer would ask for suggestions on
+them. Reported: the whole ``suggest`` call (budget p95 ≤ 150 ms) and its parts: attributions (when
+the caller has none: the PyTorch form's one gradient pass, which HotFlip reuses), generation
+(obfuscation + HotFlip's ranking over the vocabulary) and the check.
 
-Where the time goes (measured while writing this, 2-core Xeon): one int8 run costs ~0.9 ms of CPU
-even for 3 tokens, most of it streaming the encoder's int8 weights once per text, so the check's
-65 runs cost ~90 ms for a sentence and ~250 ms for a 50-token tweet. A padded batch shares the
-weight reads (22-26 % faster at 12-25 tokens) but moves answers by up to 0.13; a rewrite that
-quantizes per text inside one batch (Scan over the batch) agreed to 6e-6 but ran 9x slower in
-onnxruntime, and was not kept. On a shared machine read the CPU-time rows: wall time there also
-waits for a core.
-
-Since then the check's texts run on 2 threads (row_pool.py: the desk's second core takes every
-other text; answers bit for bit the same): the side-by-side rows run the same checks, chunked as
-``suggest`` runs them, on 1 and on 2 threads in turn, and a batch evaluation (BatchRun) of the
-same kind of texts. Two threads can only help when the second core is free: on a machine loaded
-by other work (load ≥ 2 on 2 cores) both rows cost the same CPU time and wall time barely moves
-(measured at load 4-5.6 on the 2-core box: check median 139 → 123 ms, p95 269 → 255 ms, CPU time
-124 vs 126 ms; a batch evaluation of 480 texts 1000 → 973 ms). On a quiet second core the check's
-wall time can fall towards half its CPU time.
+The desk checks the candidates one text at a time (one int8 run per text, on the row pool's two
+threads). Measured here side by side, call for call on the same texts: the same ``suggest`` with
+the int8 form's per-text batches (local_models/backends/per_text_int8.py: each text quantized on
+its own, so its answer does not depend on the batch; off on the desk, see
+OnnxRuntime.per_text_batches), with how far the answers differ; and a batch evaluation
+(BatchRun) both ways. A plain padded batch is not used: it moves answers by up to ~0.1 (one
+activation range for the whole batch); its drift is reported for reference. On a shared machine
+read the CPU-time rows: wall time there also waits for a core.
 """
 
 from __future__ import annotations
@@ -108,87 +98,98 @@ def load_assist_models(cache_dir: Path) -> AssistModels:
 
 
 def run(ctx: BenchContext) -> list[Result]:
-    from app.core.assist.pipeline import check, suggest
-    from app.core.assist.types import Goal
-    from local_models.engine import default_num_threads
+    from app.core.assist.pipeline import suggest
+    from local_models.engine import Ensemble, default_num_threads, load_engine
 
     load_before = os.getloadavg()
     loaded = load_assist_models(ctx.work_dir / "cache")
     definition, target, gradients, models, form = (loaded.definition, loaded.target, loaded.gradients,
                                                    loaded.models, loaded.form)
+    runtime = target.runtime
+    runtime.per_text_batches = True  # off on the desk (OnnxRuntime.per_text_batches): measured here
+    # the same form as it runs without per-text batches: each text alone, on the row pool's threads
+    before = load_engine(runtime.path, task_labels=definition.labels)
+    before.runtime.per_text_batches = False
+    models_before = Ensemble([before])
     texts = bench_texts(24 if ctx.quick else 120)
-    for text, _ in texts[:3]:  # warm: sessions, the vocabulary table, the tables file
-        suggest(models, definition, text, goal="fool", writer_label="hate", gradients=gradients)
+    for text, _ in texts[:3]:  # warm: sessions, the per-text graph, the vocabulary table, the tables file
+        for ensemble in (models, models_before):
+            suggest(ensemble, definition, text, goal="fool", writer_label="hate", gradients=gradients)
 
-    totals, cpu, parts, checked, fooled = [], [], {"attributions": [], "generate": [], "check": []}, [], 0
-    sets, lengths = [], []
-    for text, _ in texts:
-        began, began_cpu = time.perf_counter(), time.process_time()
-        result = suggest(models, definition, text, goal="fool", writer_label="hate", gradients=gradients, limit=64)
-        totals.append((time.perf_counter() - began) * 1000)
-        cpu.append((time.process_time() - began_cpu) * 1000)
+    totals, totals_before, cpu = [], [], []
+    parts: dict[str, list[float]] = {"attributions": [], "generate": [], "check": []}
+    check_before: list[float] = []
+    checked, fooled, sets, lengths = [], 0, [], []
+    moved, label_differences, compared = 0.0, 0, 0
+    for k, (text, _) in enumerate(texts):
+        answers = {}
+        for turn in ((models, models_before) if k % 2 == 0 else (models_before, models)):
+            began, began_cpu = time.perf_counter(), time.process_time()
+            result = suggest(turn, definition, text, goal="fool", writer_label="hate", gradients=gradients, limit=64)
+            wall, spent = (time.perf_counter() - began) * 1000, (time.process_time() - began_cpu) * 1000
+            answers[turn is models] = result
+            if turn is models:
+                totals.append(wall)
+                cpu.append(spent)
+                for name in parts:
+                    parts[name].append(result.timings_ms.get(name, 0.0))
+            else:
+                totals_before.append(wall)
+                check_before.append(result.timings_ms.get("check", 0.0))
+        result, old = answers[True], answers[False]
         lengths.append(target.encode([text]).lengths[0])
-        for name in parts:
-            parts[name].append(result.timings_ms.get(name, 0.0))
         checked.append(len(result.suggestions))
         fooled += bool(result.fooling)
         sets.append(result)
+        old_by_text = {s.candidate.text: s for s in old.suggestions}
+        for s in result.suggestions:
+            o = old_by_text.get(s.candidate.text)
+            if o is not None:
+                compared += 1
+                label_differences += s.predicted != o.predicted
+                moved = max(moved, abs(s.probabilities["hate"] - o.probabilities["hate"]))
 
-    # The same checks as one padded batch (what a float model does): the time row-by-row costs,
-    # and how far its answers would move; the desk keeps row by row, whose answers match typing.
+    # The same checks as one plain padded batch (what a float model does): how far its answers move
     from app.core.assist.pipeline import with_written
 
-    row_ms, batch_ms, moved = [], [], []
-    runtime = target.runtime
-    for result in sets[: len(sets) // 2]:
-        batch = [result.text, *(with_written(result.text, 0, s.candidate.text) for s in result.suggestions)]
-        began = time.perf_counter()
-        rows = target.predict(batch)
-        row_ms.append((time.perf_counter() - began) * 1000)
-        if getattr(runtime, "row_by_row", False):
+    plain_moved = []
+    if getattr(runtime, "row_by_row", False):
+        for result in sets[: len(sets) // 2]:
+            batch = [result.text, *(with_written(result.text, 0, s.candidate.text) for s in result.suggestions)]
+            alone = before.predict(batch)
             runtime.row_by_row = False
             try:
-                began = time.perf_counter()
                 padded = target.predict(batch)
-                batch_ms.append((time.perf_counter() - began) * 1000)
             finally:
                 runtime.row_by_row = True
-            moved += [abs(a.probabilities["hate"] - b.probabilities["hate"]) for a, b in zip(rows, padded)]
-
-    # The check itself (in chunks, as suggest runs it) on 1 thread and on 2, same texts, turn about
-    # (which goes first alternates): wall time, and CPU time of the whole process (both threads).
-    threads_wall: dict[int, list[float]] = {1: [], 2: []}
-    threads_cpu: dict[int, list[float]] = {1: [], 2: []}
-    default_threads = getattr(runtime, "row_threads", 1)
+            plain_moved += [abs(a.probabilities["hate"] - b.probabilities["hate"]) for a, b in zip(alone, padded)]
     evaluation: list[Result] = []
     if getattr(runtime, "row_by_row", False):
-        try:
-            for k, result in enumerate(sets):
-                candidates = [s.candidate for s in result.suggestions]
-                for threads in ((1, 2) if k % 2 == 0 else (2, 1)):
-                    runtime.row_threads = threads
-                    began, began_cpu = time.perf_counter(), time.process_time()
-                    check(models, definition, result.text, 0, candidates, goal=Goal.FOOL, writer_label="hate")
-                    threads_wall[threads].append((time.perf_counter() - began) * 1000)
-                    threads_cpu[threads].append((time.process_time() - began_cpu) * 1000)
-            evaluated = [t for t, _ in bench_texts(96 if ctx.quick else 480, seed=11)]
-            evaluation = _evaluation_side_by_side(target, runtime, evaluated)
-        finally:
-            runtime.row_threads = default_threads
+        evaluated = [t for t, _ in bench_texts(96 if ctx.quick else 480, seed=11)]
+        evaluation = _evaluation_side_by_side(target, before, evaluated)
+    before.close()
 
     load_after = os.getloadavg()
     n_candidates = f"{statistics.median(checked):.0f} candidates checked (median; cap 64)"
-    note = (f"default model, target {form} ({'row by row' if getattr(runtime, 'row_by_row', False) else 'batched'})"
-            f", gradients from its PyTorch form; {len(texts)} texts (HateCheck hateful + Davidson); {n_candidates}; "
-            f"{default_num_threads()} intra-op thread(s), the check's texts on {default_threads}; "
-            f"load {load_before[0]:.2f} → {load_after[0]:.2f}")
+    note = (f"default model, target {form}: {runtime.batch_rule}; gradients from its PyTorch form; {len(texts)} texts "
+            f"(HateCheck hateful + Davidson); {n_candidates}; {default_num_threads()} intra-op thread(s), the batch "
+            f"on {runtime.row_threads}; load {load_before[0]:.2f} → {load_after[0]:.2f}")
+    agreement = (f"against one text at a time: labels differ on {label_differences} of {compared} candidates, "
+                 f"P(hate) moves by at most {moved:.1e}")
     results = [
-        summarise(GROUP, "suggest: generate + check 64 candidates (whole call)", totals, budget_p95_ms=BUDGET_MS,
-                  notes=note),
+        summarise(GROUP, "suggest: generate + check 64 candidates (whole call), per-text batches", totals,
+                  budget_p95_ms=BUDGET_MS,
+                  notes=f"{note}; {agreement}"),
+        summarise(GROUP, "suggest: generate + check 64 candidates, one text at a time (the desk's rule)", totals_before,
+                  budget_p95_ms=BUDGET_MS, notes="each text alone on the row pool's threads; the same texts as the "
+                                                 "row above, call for call, turn about"),
+        Result(GROUP, "suggest: one text at a time / per-text batch", "ratio",
+               statistics.median(totals_before) / statistics.median(totals),
+               percentile(totals_before, 0.95) / percentile(totals, 0.95), len(totals),
+               notes="above 1: per-text batches are faster; whole call (median, p95)"),
         summarise(GROUP, "  the same calls, CPU time of the process (all threads)", cpu,
-                  notes="onnxruntime and torch at 1 intra-op thread; the check's texts on "
-                        f"{default_threads} thread(s): on a busy machine this is what the call costs "
-                        "without waiting for a core"),
+                  notes="onnxruntime and torch at 1 intra-op thread: on a busy machine this is what the call "
+                        "costs without waiting for a core"),
         *(summarise(GROUP, f"  texts of {name} tokens (whole call)", [t for t, n in zip(totals, lengths) if keep(n)],
                     notes=f"CPU time median {statistics.median([c for c, n in zip(cpu, lengths) if keep(n)]):.0f} ms, "
                           f"p95 {percentile([c for c, n in zip(cpu, lengths) if keep(n)], 0.95):.0f} ms")
@@ -197,42 +198,35 @@ def run(ctx: BenchContext) -> list[Result]:
           if any(keep(n) for n in lengths)),
         summarise(GROUP, "  part: attributions (the gradient pass, shared with HotFlip)", parts["attributions"]),
         summarise(GROUP, "  part: generate (obfuscation + HotFlip ranking)", parts["generate"]),
-        summarise(GROUP, "  part: check (every candidate through the target)", parts["check"]),
+        summarise(GROUP, "  part: check (every candidate through the target)", parts["check"],
+                  notes=f"one text at a time (the desk's rule): median {statistics.median(check_before):.1f} ms, "
+                        f"p95 {percentile(check_before, 0.95):.1f} ms"),
         Result(GROUP, "texts with a fooling suggestion", "share", fooled / len(texts), None, len(texts)),
     ]
-    for threads in (1, 2):
-        if threads_wall[threads]:
-            results.append(summarise(
-                GROUP, f"  check on {threads} thread{'s' if threads > 1 else ''} (row by row; side by side)",
-                threads_wall[threads],
-                notes=f"process CPU time median {statistics.median(threads_cpu[threads]):.0f} ms, "
-                      f"p95 {percentile(threads_cpu[threads], 0.95):.0f} ms; same checks, turn about; "
-                      f"the desk uses {default_threads}"))
     results += evaluation
-    if batch_ms:
-        results.append(summarise(GROUP, "  check as one padded batch (not used: answers differ)", batch_ms,
-                                 notes=f"row by row median {statistics.median(row_ms):.1f} ms; padded batch moves "
-                                       f"P(hate) by up to {max(moved):.3f} (p95 {percentile(moved, 0.95):.3f})"))
+    if plain_moved:
+        results.append(Result(GROUP, "  a plain padded batch would move P(hate) by (not used)", "probability",
+                              statistics.median(plain_moved), percentile(plain_moved, 0.95), len(plain_moved),
+                              notes=f"max {max(plain_moved):.3f}: one activation range for the whole batch"))
     return results
 
 
-def _evaluation_side_by_side(target, runtime, texts: list[str]) -> list[Result]:
-    """Batch evaluation (BatchRun, the evaluation's default batches) of the same texts on 1 and 2
-    threads, three turns about: wall time and process CPU time per run."""
+def _evaluation_side_by_side(target, before, texts: list[str]) -> list[Result]:
+    """Batch evaluation (BatchRun, the evaluation's default batches) of the same texts with per-text
+    batches and one text at a time, three turns about: wall time and process CPU time per run."""
     from local_models.batch_run import BatchRun
 
-    wall: dict[int, list[float]] = {1: [], 2: []}
-    cpu: dict[int, list[float]] = {1: [], 2: []}
-    run = BatchRun(target, latency_samples=0)
+    wall: dict[str, list[float]] = {"per-text batches": [], "one text at a time (the desk's rule)": []}
+    cpu: dict[str, list[float]] = {name: [] for name in wall}
+    runs = {"per-text batches": BatchRun(target, latency_samples=0),
+            "one text at a time (the desk's rule)": BatchRun(before, latency_samples=0)}
     for turn in range(3):
-        for threads in ((1, 2) if turn % 2 == 0 else (2, 1)):
-            runtime.row_threads = threads
+        for name in (list(runs) if turn % 2 == 0 else list(runs)[::-1]):
             began, began_cpu = time.perf_counter(), time.process_time()
-            run.run(texts)
-            wall[threads].append((time.perf_counter() - began) * 1000)
-            cpu[threads].append((time.process_time() - began_cpu) * 1000)
-    return [summarise(GROUP, f"  batch evaluation of {len(texts)} texts on {threads} thread{'s' if threads > 1 else ''}",
-                      wall[threads], notes=f"BatchRun, 3 runs turn about; process CPU time median "
-                                           f"{statistics.median(cpu[threads]):.0f} ms; "
-                                           f"{len(texts) / statistics.median(wall[threads]) * 1000:.0f} texts/s")
-            for threads in (1, 2)]
+            runs[name].run(texts)
+            wall[name].append((time.perf_counter() - began) * 1000)
+            cpu[name].append((time.process_time() - began_cpu) * 1000)
+    return [summarise(GROUP, f"  batch evaluation of {len(texts)} texts, {name}", wall[name],
+                      notes=f"BatchRun, 3 runs turn about; process CPU time median {statistics.median(cpu[name]):.0f} ms; "
+                            f"{len(texts) / statistics.median(wall[name]) * 1000:.0f} texts/s")
+            for name in wall]

@@ -37,6 +37,7 @@ PREDICT_BUDGET_MS = 5.0
 PIPELINE_SPEEDUP = 4.0
 BASE_INT8_BUDGET_MS = 12.0
 ABLATION_BUDGET_MS = 40.0
+ABLATION_BEFORE = "ONNX int8, one text at a time (the desk's rule)"
 LIG_BUDGET_MS = 150.0
 
 
@@ -294,16 +295,10 @@ def _attribution_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Re
         gradient_precision,
     )
 
-    out = []
     short_lengths = [rng.randint(8, 32) for _ in range(20)]
     short = _texts_by_tokens(encoder, short_lengths, seed=13)
     note = f"texts of 8-32 tokens (mean {statistics.mean(short_lengths):.0f})"
-    ablation = side_by_side({name: (lambda t, e=engine: e.attribute(t, method="ablation"))
-                             for name, engine in engines.items()}, short, 20 if ctx.quick else 100)
-    for name, timings in ablation.items():
-        out.append(summarise(GROUP, f"attribution: word ablation, {name}", timings,
-                             budget_p95_ms=ABLATION_BUDGET_MS if name == "ONNX int8" else None,
-                             notes=f"{note}; every variant in one batch"))
+    out = _ablation_rows(ctx, engines, short, note)
 
     torch_engine = engines["PyTorch"]
     default_precision = gradient_precision("cpu")
@@ -345,6 +340,52 @@ def _attribution_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Re
         notes=f"{note}; convergence delta median {statistics.median(default_deltas):.4f}, "
               f"max {max(default_deltas):.4f} (probability units)"))
     return out
+
+
+def _ablation_rows(ctx: BenchContext, engines: dict, short: list[str], note: str) -> list[Result]:
+    """Word ablation on each form; the int8 form with per-text batches and, side by side, as it
+    ran before (each variant alone, on the row pool's threads)."""
+    from local_models.engine import load_engine
+
+    out: list[Result] = []
+    int8 = engines["ONNX int8"]
+    int8.runtime.per_text_batches = True  # off on the desk (OnnxRuntime.per_text_batches): measured here
+    before = load_engine(int8.runtime.path)
+    before.runtime.per_text_batches = False
+    int8.predict(short[:2])  # builds and probe-checks the per-text graph outside the timings
+    calls = {name: (lambda t, e=engine: e.attribute(t, method="ablation")) for name, engine in engines.items()}
+    calls[ABLATION_BEFORE] = lambda t: before.attribute(t, method="ablation")
+    ablation = side_by_side(calls, short, 20 if ctx.quick else 100)
+    moved, differ = _ablation_moves(int8, before, short)
+    for name, timings in ablation.items():
+        notes = f"{note}; every variant in one batch"
+        if name == "ONNX int8":
+            notes = (f"{note}; per-text batches (off on the desk): {int8.runtime.batch_rule}; raw scores within {moved:.1e} of one text at a time, "
+                     f"labels differ on {differ} of {len(short)} texts")
+        elif name == ABLATION_BEFORE:
+            notes = f"{note}; each variant alone on {before.runtime.row_threads} thread(s)"
+        out.append(summarise(GROUP, f"attribution: word ablation, {name}", timings,
+                             budget_p95_ms=ABLATION_BUDGET_MS if name in ("ONNX int8", ABLATION_BEFORE) else None,
+                             notes=notes))
+    med = statistics.median(ablation[ABLATION_BEFORE]) / statistics.median(ablation["ONNX int8"])
+    p95 = percentile(ablation[ABLATION_BEFORE], 0.95) / percentile(ablation["ONNX int8"], 0.95)
+    out.append(Result(GROUP, "attribution: word ablation, int8 one at a time / per-text batch", "ratio", med, p95,
+                      len(ablation["ONNX int8"]), notes="above 1: per-text batches are faster (median, p95); same "
+                                                       "texts, side by side"))
+    before.close()
+
+    return out
+
+
+def _ablation_moves(int8, before, texts: list[str]) -> tuple[float, int]:
+    """The largest difference of a raw ablation score between the per-text batch and one text at
+    a time, and on how many texts the label differs (the rule says none)."""
+    moved, differ = 0.0, 0
+    for text in texts:
+        a, b = int8.attribute(text, method="ablation"), before.attribute(text, method="ablation")
+        differ += (a.target, a.predicted) != (b.target, b.predicted)
+        moved = max([moved, *(abs(x.raw - y.raw) for x, y in zip(a.words, b.words))])
+    return moved, differ
 
 
 def _batch_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Result]:
@@ -409,9 +450,35 @@ def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, rates: dict[
     return out
 
 
-if __name__ == "__main__":  # python -m bench.bench_models, for a look without the table
+def run_ablation(ctx: BenchContext) -> list[Result]:
+    """Only the word-ablation rows, on the texts ``run`` gives them (the same seeds): the ONNX forms
+    (PyTorch's ablation row needs the whole run)."""
+    import resources
+    from local_models.default_model import prepare_default_model
+    from local_models.engine import load_engine
+    from local_models.export import export_onnx
+
+    prepared = prepare_default_model(resources.ROOT / "models" / "hate_speech_r1", ctx.work_dir / "cache")
+    assert prepared.onnx_int8 and prepared.onnx_dir is not None
+    engines = {"ONNX fp32": load_engine(export_onnx(prepared.torch_dir, ctx.work_dir / "onnx-fp32").path),
+               "ONNX int8": load_engine(prepared.onnx_dir)}
+    rng = random.Random(7)
+    [rng.randint(5, 64) for _ in range(60)]  # the prediction rows' draws, as in run()
+    short_lengths = [rng.randint(8, 32) for _ in range(20)]
+    short = _texts_by_tokens(engines["ONNX int8"].encoder, short_lengths, seed=13)
+    out = _ablation_rows(ctx, engines, short, f"texts of 8-32 tokens (mean {statistics.mean(short_lengths):.0f})")
+    for engine in engines.values():
+        engine.close()
+    load = os.getloadavg()[0]
+    return out + [Result(GROUP, "machine: 1-minute load average at the end", "load", load, None, 1)]
+
+
+if __name__ == "__main__":  # python -m bench.bench_models [ablation], for a look without the table
+    import sys
     import tempfile
 
     with tempfile.TemporaryDirectory() as scratch:
-        for r in run(BenchContext(Path(scratch), quick=bool(os.environ.get("QUICK")))):
-            print(r)
+        context = BenchContext(Path(scratch), quick=bool(os.environ.get("QUICK")))
+        for r in (run_ablation(context) if sys.argv[1:] == ["ablation"] else run(context)):
+            print(f"{r.name:70s} median {r.median if r.median is None else round(r.median, 2)}  "
+                  f"p95 {r.p95 if r.p95 is None else round(r.p95, 2)}  {r.unit}  {r.budget}  {r.notes}")

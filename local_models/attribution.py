@@ -288,12 +288,19 @@ class WordAblation(AttributionMethod):
         rows = [self._variant(batch, problem.units[k].token_positions, mode, mask_id) for k in seen]
         raw = np.zeros(len(problem.units))
         original, target = None, problem.target_index
+        if engine.batch_tolerance > 0:
+            # batches answer within a tolerance of each text alone: the text itself runs alone,
+            # so its probability is the one a prediction shows
+            original = engine.label_probabilities(batch)[0]
+            target = int(original.argmax()) if target is None else target
         per_pass = max(1, int(rows_per_pass))
         for first in range(0, max(len(rows), 1), per_pass):
             if first:
                 problem.checkpoint()
             chunk = rows[first:first + per_pass]
             variants = _stack(batch, chunk, engine.encoder.pad_token_id, with_original=original is None)
+            if not chunk and original is not None:
+                break  # no word to remove, and the text has its answer
             probabilities = engine.label_probabilities(variants)
             if original is None:
                 original, probabilities = probabilities[0], probabilities[1:]

@@ -1,4 +1,5 @@
-"""A row-by-row (dynamic int8) batch runs its texts on two threads: the same answers, bit for bit."""
+"""A row-by-row (dynamic int8) batch runs its texts on two threads: the same answers, bit for bit
+(one text at a time, or the per-text graph's batch cut in two parts)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ def _answers(engine, texts, threads: int):
 def test_two_threads_give_the_fixture_int8_models_answers_bit_for_bit(tiny_onnx_int8_dir):  # noqa: F811
     engine = load_engine(tiny_onnx_int8_dir, task_labels=LABELS, num_threads=1)
     runtime = engine.runtime
+    # one text at a time (the default; test_per_text_batches.py covers per-text batches, which
+    # share the pool)
+    runtime.per_text_batches = False
     assert runtime.row_by_row and runtime.row_threads == EXPECTED_ROW_THREADS  # one intra-op thread each
     texts = MIXED * 3
     one_logits, one = _answers(engine, texts, 1)

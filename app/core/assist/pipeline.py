@@ -45,7 +45,8 @@ DEFAULT_LIMIT = 64
 MAX_WRITTEN_CHARS = 2000
 # Texts per batch of the check, with the caller's checkpoint between batches: a newer request
 # waits for at most one batch (~8 ms for the default int8 model on 2 threads). A row-by-row
-# (int8) target answers each text alone, so batches of any size give the same answers.
+# (int8) target answers each text alone (or, with per-text batches, the same in any batch), so
+# batches of any size give the same answers.
 CHECK_CHUNK = 16
 ATTRIBUTION_METHOD = "ablation"  # without a gradient form: one batched forward pass on the target
 
@@ -182,8 +183,12 @@ def check(models: Ensemble, definition: TaskDefinition, inputs: ModelInput, segm
     original_text = written_text(inputs, segment)
     batch = [inputs, *(with_written(inputs, segment, c.text) for c in candidates)]
     predictions: list[EnsemblePrediction] = []
+    if any(engine.batch_tolerance > 0 for engine in models.engines):
+        # a batch answers within a tolerance of each text alone: the writer's text runs alone, so
+        # its probabilities are the ones its prediction shows
+        predictions, batch = models.predict(batch[:1]), batch[1:]
     for first in range(0, len(batch), max(1, chunk)):
-        if first and checkpoint is not None:
+        if (first or predictions) and checkpoint is not None:
             checkpoint()
         predictions += models.predict(batch[first:first + chunk])
     original, rest = predictions[0], predictions[1:]
