@@ -39,9 +39,9 @@ from local_models.backends.onnx import MODEL_FILENAME
 from local_models.engine import InferenceEngine, load_engine
 from local_models.errors import ExportFailed, ParityCheckFailed, UnsupportedOperation
 from local_models.files import install_dir, make_staging_dir
+from local_models.fused_graph import export_fused_graph
 from local_models.heads import softmax
 from local_models.int8 import Int8Recipe, build_int8
-from local_models.fused_graph import export_fused_graph
 from local_models.int8_search import FUSED_FILE, RecordedInt8, TaskTexts, build_recorded, search_int8
 from local_models.parity import MIN_TEXTS
 from local_models.progress import Progress
