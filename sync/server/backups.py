@@ -87,7 +87,8 @@ def make(db: ServerDatabase, connection: Connection, revision: str) -> str:
         return str(target)
     with connection.begin():
         live = _current_schema(connection)
-        schema = f"{live[:PREFIX_CHARS]}{SCHEMA_MARK}{revision}_{_stamp()[:14]}"
+        # to the microsecond: an upgrade undone and done again may copy twice within one second
+        schema = f"{live[:PREFIX_CHARS]}{SCHEMA_MARK}{revision}_{_stamp()}"[:63]
         connection.exec_driver_sql(f"CREATE SCHEMA {_quote(connection, schema)}")
         for table in _tables(connection, live):
             connection.exec_driver_sql(f"CREATE TABLE {_quote(connection, schema)}.{_quote(connection, table)} AS "
@@ -112,7 +113,8 @@ def listed(db: ServerDatabase) -> list[Backup]:
             revision = connection.execute(text(
                 f"SELECT version_num FROM {_quote(connection, schema)}.{_quote(connection, VERSION_TABLE)}")).scalar()
             stamp = schema.rsplit("_", 1)[-1]
-            found.append(Backup(schema, revision, datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=UTC)))
+            made = datetime.strptime(stamp, "%Y%m%d%H%M%S%f" if len(stamp) > 14 else "%Y%m%d%H%M%S")
+            found.append(Backup(schema, revision, made.replace(tzinfo=UTC)))
     return sorted(found, key=lambda b: b.made, reverse=True)
 
 
@@ -135,7 +137,7 @@ def restore(db: ServerDatabase, backup: Backup) -> str:
         try:
             with connection.begin():
                 live = _current_schema(connection)
-                aside = f"{live[:PREFIX_CHARS]}{ASIDE_MARK}{_stamp()[:14]}"
+                aside = f"{live[:PREFIX_CHARS]}{ASIDE_MARK}{_stamp()}"[:63]
                 connection.exec_driver_sql(f"CREATE SCHEMA {_quote(connection, aside)}")
                 for table in _tables(connection, live):
                     connection.exec_driver_sql(f"ALTER TABLE {_quote(connection, live)}.{_quote(connection, table)} "

@@ -312,6 +312,27 @@ def _rewritten_fp32(cache, prepared, change) -> None:
     onnx.save(model, str(path))
 
 
+def _rewritten_graph(cache, prepared, recipe, change, monkeypatch) -> None:
+    """The graph the recipe quantizes, rewritten by ``change``: the cache's fp32 graph, or for a fused recipe
+    the fused graph the desk exports again (as another exporter or fuser release might write it)."""
+    if not recipe.fused:
+        _rewritten_fp32(cache, prepared, change)
+        return
+    import onnx
+
+    from local_models import export, fused_graph
+
+    def rewritten(*args, **kwargs):
+        made = fused_graph.export_fused_graph(*args, **kwargs)
+        model = onnx.load(str(made.path))
+        change(model)
+        onnx.checker.check_model(model)
+        onnx.save(model, str(made.path))
+        return made
+
+    monkeypatch.setattr(export, "export_fused_graph", rewritten)
+
+
 def _same_function_other_bytes(recipe):
     def change(model):
         import onnx
@@ -342,7 +363,7 @@ def _one_weight_scaled(factor):
 
 
 def test_a_graph_with_other_bytes_and_the_same_function_is_taken_by_its_answers(part_with_recipe, prepared_with_recipe,
-                                                                                 tiny_base_dir, tmp_path):
+                                                                                 tiny_base_dir, tmp_path, monkeypatch):
     """An exporter release that orders weights otherwise, names nodes otherwise and adds an Identity changes every
     byte of the int8 graph and nothing it answers: the desk takes it, saying how it knew."""
     from local_models.files import file_sha256
@@ -350,7 +371,8 @@ def test_a_graph_with_other_bytes_and_the_same_function_is_taken_by_its_answers(
     recorded = read_recipe_file(part_with_recipe)
     cache = tmp_path / "cache"
     shutil.copytree(prepared_with_recipe[1], cache)
-    _rewritten_fp32(cache, prepared_with_recipe[0], _same_function_other_bytes(recorded.recipe))
+    _rewritten_graph(cache, prepared_with_recipe[0], recorded.recipe, _same_function_other_bytes(recorded.recipe),
+                     monkeypatch)
     prepared = prepare_default_model(part_with_recipe, cache, base_dir=tiny_base_dir, slug="candidate")
     assert prepared.onnx_int8 and prepared.notes == ()
     parity = json.loads((prepared.onnx_dir / "dynadesk_model.json").read_text())["export"]["parity"]
@@ -369,14 +391,15 @@ def test_a_graph_with_other_bytes_and_the_same_function_is_taken_by_its_answers(
 
 
 def test_a_graph_that_computes_otherwise_is_refused_naming_the_texts_that_differ(part_with_recipe, prepared_with_recipe,
-                                                                               tiny_base_dir, tmp_path):
+                                                                               tiny_base_dir, tmp_path, monkeypatch):
     """One weight matrix 5 % off (a recipe meeting a graph it was not made for): fp32 serves, and the note says
     which check texts moved, by how much, and that the fp32 graph itself answers otherwise."""
     from local_models.int8_check import toolchain_versions
 
     cache = tmp_path / "cache"
     shutil.copytree(prepared_with_recipe[1], cache)
-    _rewritten_fp32(cache, prepared_with_recipe[0], _one_weight_scaled(1.05))
+    _rewritten_graph(cache, prepared_with_recipe[0], read_recipe_file(part_with_recipe).recipe, _one_weight_scaled(1.05),
+                     monkeypatch)
     prepared = prepare_default_model(part_with_recipe, cache, base_dir=tiny_base_dir, slug="candidate")
     assert not prepared.onnx_int8 and prepared.onnx_dir.name == "onnx-fp32"
     note = prepared.notes[0]
