@@ -132,6 +132,11 @@ class LocalStatus:
     last_success: datetime | None
     last_error: str | None
     waiting: tuple[WaitingReason, ...] = ()  # why the deferred records wait, and what fixes it
+    # mixed versions, as of the last sync: of ``pending``, those an older server cannot take yet (and the
+    # release they wait for); changes a newer server held back from this desk
+    waiting_for_server: int = 0
+    server_upgrade: str = ""
+    held_back: int = 0
 
 
 def local_status(db: Database, person_id: uuid.UUID | None) -> LocalStatus:
@@ -140,10 +145,12 @@ def local_status(db: Database, person_id: uuid.UUID | None) -> LocalStatus:
         last = get_meta(session, LAST_SUCCESS)
         error = get_meta(session, LAST_ERROR)
         waiting = waiting_reasons(session, person_id) if counts["deferred"] else ()
+    mixed = versions(db)
     return LocalStatus(pending=counts[outbox.PENDING], deferred=counts["deferred"], held=counts["held"],
                        rejected=counts[outbox.REJECTED],
                        conflicts=counts[outbox.CONFLICT], last_success=datetime.fromisoformat(last) if last else None,
-                       last_error=error or None, waiting=waiting)
+                       last_error=error or None, waiting=waiting, waiting_for_server=mixed.waiting,
+                       server_upgrade=mixed.upgrade, held_back=mixed.held_back)
 
 
 def problems(db: Database, limit: int = 200) -> list[OutboxEntry]:

@@ -32,6 +32,9 @@ class LocalStatus(Protocol):
     conflicts: int
     last_success: datetime | None
     waiting: Sequence[WaitingReason]
+    waiting_for_server: int
+    server_upgrade: str
+    held_back: int
 
 
 class SyncLight(StrEnum):
@@ -68,6 +71,9 @@ class SyncView:
     held: int = 0
     deferred: int = 0
     reasons: tuple[str, ...] = ()  # why the deferred records wait and what fixes each, one line per reason
+    waiting_for_server: int = 0  # of ``pending``, records the server's older release cannot take yet
+    server_upgrade: str = ""  # the release they wait for
+    held_back: int = 0  # changes a newer server did not send: this desk needs upgrading to see them
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +100,14 @@ def sync_view(state: SyncLight, status: LocalStatus, message: str = "") -> SyncV
     """The status of a sync controller in ``state`` (OFF when no server is set), over the local status read."""
     if state is SyncLight.SYNCING:
         state = SyncLight.SYNCED
-    if state is SyncLight.SYNCED and status.deferred:  # never a green "Synced" over work the server put off
+    # never a green "Synced" over work the server put off, or over changes that cross a version gap
+    if state is SyncLight.SYNCED and (status.deferred or status.waiting_for_server or status.held_back):
         state = SyncLight.WAITING
     reasons = tuple(printable(f"{w.count:,} because {w.reason}") + "\n      fix: " + printable(w.fix)
                     for w in status.waiting)
     return SyncView(state, status.pending, status.last_success, message, status.rejected + status.conflicts,
-                    status.held, status.deferred, reasons)
+                    status.held, status.deferred, reasons, status.waiting_for_server,
+                    printable(status.server_upgrade), status.held_back)
 
 
 def syncing_view(status: LocalStatus | None) -> SyncView:
@@ -142,20 +150,32 @@ def sync_line(view: SyncView, now: datetime | None = None) -> SyncLine:
     text = {
         SyncLight.OFF: "Sync off — set a server",
         SyncLight.SYNCED: f"Synced {when(view.last_success, now)} · {waiting}",
-        SyncLight.WAITING: f"Synced {when(view.last_success, now)} · ⚠ {waiting}"
-                           + ("" if view.deferred == view.pending else f" ({view.deferred:,} put off by the server)"),
+        SyncLight.WAITING: f"Synced {when(view.last_success, now)} · {'⚠ ' if view.pending else ''}{waiting}"
+                           + (f" ({view.deferred:,} put off by the server)"
+                              if view.deferred and view.deferred != view.pending else ""),
         SyncLight.SYNCING: view.message or "Syncing…",
         SyncLight.OFFLINE: f"Offline · {waiting} · {last}",
         SyncLight.ERROR: f"Sync failed · {waiting} · {last}",
     }[view.state]
     if view.problems:
         text += f" · {view.problems:,} refused"
+    if view.waiting_for_server:
+        text += f" · {view.waiting_for_server:,} wait for the server's upgrade"
+    if view.held_back:
+        text += f" · {'' if view.pending else '⚠ '}{view.held_back:,} need a newer Dynadesk"
     tip = [f"Last successful sync: {view.last_success.astimezone():%Y-%m-%d %H:%M:%S}" if view.last_success
            else "Never synced", f"Waiting to be sent: {view.pending:,}"]
     if view.deferred:
         tip.append(f"Of those, {view.deferred:,} refer to something the server does not have yet; they go out "
                    "at the next sync after it is published:")
         tip += [f"  • {reason}" for reason in view.reasons]
+    if view.waiting_for_server:
+        tip.append(f"Of those, {view.waiting_for_server:,} wait for the server's upgrade to "
+                   f"{view.server_upgrade or 'a newer Dynadesk'}: its release cannot take them yet. They stay "
+                   "here and go at the first sync after the server is upgraded.")
+    if view.held_back:
+        tip.append(f"The server did not send this desk {view.held_back:,} change(s) that need a newer Dynadesk; "
+                   "upgrade this desk to see them (they are sent at its first sync after the upgrade).")
     if view.held:
         tip.append(f"Written under other profiles (they sync with their own token): {view.held:,}")
     if view.problems:

@@ -243,3 +243,46 @@ def test_sync_now_with_sync_off_opens_the_settings_and_says_why(qtbot, window):
     assert "Sync is off: no server is set" in window.statusBar().currentMessage()
     action(window, "sync-now").trigger()  # again, with the dialog open: still one dialog
     assert len([d for d in window.findChildren(SyncDialog) if d.isVisible()]) == 1
+
+
+def test_records_an_older_server_cannot_take_show_as_waiting_for_its_upgrade(qtbot, window, tmp_path, monkeypatch):
+    """A server of the previous release (protocol 1) cannot take a field protocol 2 brought: the status bar
+    says how many wait for its upgrade, never a green "Synced", and they go once it is upgraded."""
+    from sync import local, wire_versions
+    from tests.sync.test_negotiation import OlderServer
+
+    db = server_database(f"sqlite:///{tmp_path / 'older' / 'server.sqlite'}")
+    older = OlderServer()
+    server = ThreadServer(db, tmp_path / "older", wrap=older)
+    try:
+        owner = add_account(db, "Olga Owner", "owner", "A")
+        publish_basics(server.url, owner, tmp_path)
+        ann = add_account(db, "Ann Annotator", "annotator", "A")
+        window.sync.configure(server.url, ann.token, 300)
+        qtbot.waitUntil(lambda: status_text(window).startswith("Synced"), timeout=20_000)
+        monkeypatch.setitem(wire_versions.FIELD_SINCE, ("example", "outputs"), 2)  # as if protocol 2 brought it
+        submit_examples(window.desk, ann.id, 2)
+        action(window, "sync-now").trigger()
+        qtbot.waitUntil(lambda: "wait for the server's upgrade" in status_text(window), timeout=20_000)
+        assert status_text(window) == "Synced just now · ⚠ 2 waiting · 2 wait for the server's upgrade"
+        assert "#2e7d32" not in window.sync_status.dot.styleSheet()
+        assert "2 wait for the server's upgrade to Dynadesk 0.2: its release cannot take them yet" in \
+            window.sync_status.text.toolTip()
+        assert server_counts(db).get("examples", 0) == 0
+
+        older.upgraded = True
+        action(window, "sync-now").trigger()
+        qtbot.waitUntil(lambda: status_text(window) == "Synced just now · 0 waiting", timeout=20_000)
+        assert "#2e7d32" in window.sync_status.dot.styleSheet()
+        assert server_counts(db)["examples"] == 2
+
+        # a newer server's count of what it did not send (the last sync's page says it)
+        local.note_versions(window.desk.db, held_back=3)
+        window.sync.refresh()
+        qtbot.waitUntil(lambda: "need a newer Dynadesk" in status_text(window), timeout=10_000)
+        assert status_text(window) == "Synced just now · 0 waiting · ⚠ 3 need a newer Dynadesk"
+        assert "did not send this desk 3 change(s) that need a newer Dynadesk; upgrade this desk" in \
+            window.sync_status.text.toolTip()
+    finally:
+        server.stop()
+        db.close()

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from app.views.sync import SyncLight, SyncView, progress_message, settings_view, sync_line, sync_view, syncing_view
+from app.views.sync import COLOURS, SyncLight, SyncView, progress_message, settings_view, sync_line, sync_view, syncing_view
 
 NOW = datetime(2026, 5, 6, 12, 0, tzinfo=UTC)
 
 
 def status(**counts):
     base = dict(pending=0, deferred=0, held=0, rejected=0, conflicts=0, last_success=NOW - timedelta(minutes=5),
-                waiting=())
+                waiting=(), waiting_for_server=0, server_upgrade="", held_back=0)
     return SimpleNamespace(**{**base, **counts})
 
 
@@ -46,3 +46,16 @@ def test_the_settings_dialog_opens_on_minutes_and_knows_a_stored_token():
     assert settings_view(None, True, 300, "the keyring") == settings_view("", False, 300, "the keyring")
     view = settings_view("https://sync.example.org", True, 20, "the keyring")
     assert view.token_stored and view.interval_min == 1 and view.url == "https://sync.example.org"
+
+
+def test_the_line_says_what_crosses_a_version_gap_and_is_never_green_over_it():
+    waiting = sync_view(SyncLight.SYNCED, status(pending=3, waiting_for_server=2, server_upgrade="Dynadesk 0.2"))
+    assert waiting.state is SyncLight.WAITING
+    line = sync_line(waiting, NOW)
+    assert line.text == "Synced 5 min ago · ⚠ 3 waiting · 2 wait for the server's upgrade"
+    assert "2 wait for the server's upgrade to Dynadesk 0.2" in line.tooltip
+    held = sync_line(sync_view(SyncLight.SYNCED, status(held_back=4)), NOW)
+    assert held.text == "Synced 5 min ago · 0 waiting · ⚠ 4 need a newer Dynadesk"
+    assert held.colour != COLOURS[SyncLight.SYNCED]
+    plain = sync_line(sync_view(SyncLight.SYNCED, status()), NOW)
+    assert plain.text == "Synced 5 min ago · 0 waiting" and plain.colour == COLOURS[SyncLight.SYNCED]
