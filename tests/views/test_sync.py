@@ -5,7 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from app.views.sync import COLOURS, SyncLight, SyncView, progress_message, settings_view, sync_line, sync_view, syncing_view
+from app.views.sync import (
+    COLOURS,
+    SyncLight,
+    SyncView,
+    progress_message,
+    settings_view,
+    sync_line,
+    sync_view,
+    syncing_view,
+)
 
 NOW = datetime(2026, 5, 6, 12, 0, tzinfo=UTC)
 
