@@ -1,6 +1,7 @@
-"""Screenshots of sync in the app: the status bar after a sync, the settings dialog, and the
-warning state over records the server put off (with its tooltip drawn in, since a tooltip is a
-window of its own that a grab of the main window leaves out).
+"""Screenshots of sync in the app: the status bar after a sync, the settings dialog, the
+warning state over records the server put off, and records that wait for an older server's upgrade
+(each with its tooltip drawn in, since a tooltip is a window of its own that a grab of the main
+window leaves out).
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python docs/make_sync_screenshots.py
 
@@ -71,7 +72,46 @@ def main() -> None:
         desk.close()
         server.stop()
         db.close()
+    waiting_for_the_servers_upgrade()
     print(f"Screenshots written to {OUT}")
+
+
+def waiting_for_the_servers_upgrade() -> None:
+    """A desk of this release and a server of the previous one (protocol 1, as tests/sync/test_negotiation.py
+    presents it): what protocol 2 brought waits in the outbox, and the status bar says so."""
+    from app.core.desk import Desk
+    from sync import wire_versions
+    from tests.conftest import hate_content, hate_output
+    from tests.sync.helpers import ThreadServer, add_account, publish_basics, server_database
+    from tests.sync.test_negotiation import OlderServer
+
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        db = server_database(f"sqlite:///{scratch / 'server' / 'server.sqlite'}")
+        server = ThreadServer(db, scratch / "server", wrap=OlderServer())
+        owner = add_account(db, "Olga Owner", "owner", "Hate speech team")
+        ada = add_account(db, "Ada Lovelace", "lead", "Hate speech team")
+        publish_basics(server.url, owner, scratch)
+        desk = Desk(scratch / "desk")
+        window = show_window(desk, 1366, 768)
+        window.sync.configure(server.url, ada.token, 300)
+        wait_until(lambda: window.sync_status.text.text().startswith("Synced"))
+        wire_versions.FIELD_SINCE[("example", "outputs")] = 2  # as if protocol 2 had brought a field they carry
+        model = next(m for m in desk.models.all() if m.sha256 == "ab" * 32)
+        for text in ("Written at the new desk, for a server not yet upgraded",
+                     "A second one, waiting for the same upgrade", "And a third"):
+            desk.examples.create(ada.id, "hate_speech", hate_content(text, "hate"), [hate_output(model, "not hate")],
+                                 round_number=1)
+        window.refresh()
+        window.sync.sync_now()
+        wait_until(lambda: "server's upgrade" in window.sync_status.text.text() and not window.sync.running)
+        wait(300)
+        waiting_with_tooltip(window).save(str(OUT / "sync-waiting-for-upgrade.png"))
+        del wire_versions.FIELD_SINCE[("example", "outputs")]
+        window.close()
+        desk.close()
+        server.stop()
+        db.close()
 
 
 def waiting_with_tooltip(window):
