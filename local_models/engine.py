@@ -36,6 +36,7 @@ from local_models.errors import (
 from local_models.heads import AnswerSpan, ClassificationHead, Head
 from local_models.labels import resolve_label_map
 from local_models.progress import Progress
+from local_models.quiet import first_line
 from local_models.tokenization import EncodedBatch, ModelInput, TextEncoder
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ class InferenceEngine:
         except ModelError:
             raise
         except Exception as exc:
-            raise InferenceFailed(f"The model {self.name} failed on this input: {_first_line(exc)}") from exc
+            raise InferenceFailed(f"The model {self.name} failed on this input: {first_line(exc)}") from exc
 
     def _settle_close_labels(self, batch: EncodedBatch, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         assert isinstance(self.head, ClassificationHead)
@@ -240,7 +241,7 @@ class InferenceEngine:
             except ModelError:
                 raise
             except Exception as exc:
-                raise InferenceFailed(f"The model {self.name} failed on this input: {_first_line(exc)}") from exc
+                raise InferenceFailed(f"The model {self.name} failed on this input: {first_line(exc)}") from exc
             mask = batch.attention_mask[..., None].astype(np.float32)
             pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
             for i, row in zip(chunk, pooled):
@@ -320,7 +321,7 @@ def _self_check(runtime: Runtime) -> dict[str, np.ndarray]:
     except ModelError:
         raise
     except Exception as exc:
-        raise UnsupportedModel(f"{runtime.path} loads but does not run: {_first_line(exc)}") from exc
+        raise UnsupportedModel(f"{runtime.path} loads but does not run: {first_line(exc)}") from exc
     for name, value in outputs.items():
         if not np.all(np.isfinite(value)):
             raise UnsupportedModel(f"{runtime.path} answers with non-numbers (NaN or infinity) in {name}.")
@@ -330,7 +331,7 @@ def _self_check(runtime: Runtime) -> dict[str, np.ndarray]:
     except Exception as exc:
         raise TokenizerMismatch(
             f"The tokenizer used with {runtime.path} produces ids the model does not have "
-            f"({_first_line(exc)}); give the tokenizer that belongs to this model."
+            f"({first_line(exc)}); give the tokenizer that belongs to this model."
         ) from exc
     return outputs
 
@@ -414,8 +415,3 @@ class ModelSpec:
 
 def _char_length(item: ModelInput) -> int:
     return len(item) if isinstance(item, str) else len(item[0]) + len(item[1])
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or exc.__class__.__name__
-    return text.splitlines()[0][:300]

@@ -20,14 +20,13 @@ its latency as built (``form_latency``, under ``export.latency``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import shutil
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -45,6 +44,7 @@ from local_models.int8 import Int8Recipe, build_int8
 from local_models.int8_search import FUSED_FILE, RecordedInt8, TaskTexts, build_recorded, search_int8
 from local_models.parity import MIN_TEXTS
 from local_models.progress import Progress
+from local_models.quiet import first_line, quiet
 from local_models.tokenization import ModelInput, tokenizer_files
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ def _export_graph(source: InferenceEngine, path: Path) -> None:
     dynamic = {name: ({0: batch, 1: sequence} if name in names else None)
                for name in ("input_ids", "attention_mask", "token_type_ids")}
     try:
-        with warnings.catch_warnings(), _quiet("torch.onnx", "torch.export", "torch._dynamo", "onnxscript"):
+        with warnings.catch_warnings(), quiet("torch.onnx", "torch.export", "torch._dynamo", "onnxscript"):
             warnings.simplefilter("ignore")
             program = torch.onnx.export(
                 Exported(runtime.module).eval(), args, None, input_names=names, output_names=outputs,
@@ -284,7 +284,7 @@ def _export_graph(source: InferenceEngine, path: Path) -> None:
             assert program is not None  # dynamo=True always returns a program
             program.save(str(path), external_data=False)
     except Exception as exc:
-        raise ExportFailed(f"PyTorch could not export {source.name} to ONNX: {_first_line(exc)}") from exc
+        raise ExportFailed(f"PyTorch could not export {source.name} to ONNX: {first_line(exc)}") from exc
 
 
 LATENCY_ROUNDS = 3
@@ -444,24 +444,6 @@ def _description(source: InferenceEngine, quantization: str, check: dict[str, An
             **check,
         },
     }
-
-
-@contextlib.contextmanager
-def _quiet(*names: str, level: int = logging.ERROR) -> Iterator[None]:
-    loggers = [logging.getLogger(None if n == "root" else n) for n in names]
-    before = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(level)
-    try:
-        yield
-    finally:
-        for lg, old in zip(loggers, before):
-            lg.setLevel(old)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or exc.__class__.__name__
-    return text.splitlines()[0][:300]
 
 
 def read_export_description(folder: Path) -> dict[str, Any]:

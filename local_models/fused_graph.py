@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from local_models.errors import ExportFailed
+from local_models.quiet import first_line, quiet
 
 if TYPE_CHECKING:
     from local_models.backends.hf_torch import TorchRuntime
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 FUSED_OPS = ("Attention", "MultiHeadAttention", "SkipLayerNormalization", "BiasGelu", "FastGelu", "Gelu",
              "EmbedLayerNormalization", "QAttention")
 FUSED_OPSET = 17
+LIBRARIES = ("onnxruntime", "torch.onnx", "transformers")  # whose logging an export keeps quiet
 FUSED_MAX_DIFFERENCE = 1e-3  # as the fp32 conversion check of ``local_models.export``
 
 
@@ -106,7 +108,7 @@ def _torchscript_export(source: InferenceEngine, runtime: TorchRuntime, path: Pa
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if runtime.takes_token_types else [])
     outputs = list(runtime.head_type.output_names)
     try:
-        with warnings.catch_warnings(), _quiet_loggers():
+        with warnings.catch_warnings(), quiet(*LIBRARIES):
             warnings.simplefilter("ignore")
             module = type(runtime.module).from_pretrained(str(runtime.path), attn_implementation="eager",
                                                           local_files_only=True).eval()
@@ -127,7 +129,7 @@ def _torchscript_export(source: InferenceEngine, runtime: TorchRuntime, path: Pa
                                   output_names=outputs, dynamic_axes=axes, opset_version=FUSED_OPSET, dynamo=False,
                                   do_constant_folding=True)
     except Exception as exc:
-        raise ExportFailed(f"PyTorch could not export {source.name} for the fused graph: {_first_line(exc)}") from exc
+        raise ExportFailed(f"PyTorch could not export {source.name} for the fused graph: {first_line(exc)}") from exc
 
 
 def _fuse(plain: Path, heads: int, hidden: int) -> Any:
@@ -138,12 +140,12 @@ def _fuse(plain: Path, heads: int, hidden: int) -> Any:
     # the 2D mask as given: exact for any padding side (the default, an end index, assumes right padding)
     options.attention_mask_format = AttentionMaskFormat.AttentionMask
     try:
-        with _quiet_loggers(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        with quiet(*LIBRARIES), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             optimized = optimize_model(str(plain), model_type="bert", num_heads=heads, hidden_size=hidden,
                                        opt_level=0, optimization_options=options)
     except Exception as exc:
-        raise FusionUnavailable(f"the transformer fuser failed: {_first_line(exc)}") from exc
+        raise FusionUnavailable(f"the transformer fuser failed: {first_line(exc)}") from exc
     model = optimized.model
     if not any(o.domain == "com.microsoft" for o in model.opset_import):  # the fused ops' domain
         import onnx
@@ -172,21 +174,3 @@ def _difference(source: InferenceEngine, path: Path, samples: list[Any], measure
             return float(measure(source, exported, samples))
         finally:
             exported.close()
-
-
-@contextlib.contextmanager
-def _quiet_loggers() -> Any:
-    loggers = [logging.getLogger(n) for n in ("onnxruntime", "torch.onnx", "transformers")]
-    before = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, before):
-            lg.setLevel(level)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or exc.__class__.__name__
-    return text.splitlines()[0][:300]

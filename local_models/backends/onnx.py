@@ -41,6 +41,7 @@ from local_models.errors import (
     UnsupportedOperation,
 )
 from local_models.heads import head_for_outputs
+from local_models.quiet import first_line
 from local_models.tokenization import EncodedBatch, TextEncoder, has_tokenizer, tokenizer_files
 
 log = logging.getLogger(__name__)
@@ -88,13 +89,10 @@ def check_onnx_file(file: Path) -> None:
         onnx.checker.check_model(str(file))
     except Exception as exc:  # DecodeError, ValidationError, OSError from the C++ side
         raise CorruptModel(
-            f"The ONNX file {file} is truncated, damaged or invalid ({_first_line(exc)})."
+            f"The ONNX file {file} is truncated, damaged or invalid ({first_line(exc)})."
         ) from exc
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or exc.__class__.__name__
-    return text.splitlines()[0][:300]
 
 
 @dataclass
@@ -262,7 +260,7 @@ def _hidden_state_session(file: Path, session: Any) -> tuple[Any, str]:
         return onnxruntime.InferenceSession(model.SerializeToString(), sess_options=options,
                                             providers=session.get_providers()), name
     except Exception as exc:  # onnxruntime raises its own types
-        raise UnsupportedOperation(f"onnxruntime cannot expose the hidden state of {file} ({_first_line(exc)}).") from exc
+        raise UnsupportedOperation(f"onnxruntime cannot expose the hidden state of {file} ({first_line(exc)}).") from exc
 
 
 @register_backend
@@ -398,7 +396,7 @@ def _session(file: Path, device: str, num_threads: int | None) -> Any:
     try:
         return onnxruntime.InferenceSession(str(file), sess_options=options, providers=providers)
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph/... types
-        raise CorruptModel(f"onnxruntime cannot run {file} ({_first_line(exc)}).") from exc
+        raise CorruptModel(f"onnxruntime cannot run {file} ({first_line(exc)}).") from exc
 
 
 def _device_in_use(session: Any, requested: str) -> str:
