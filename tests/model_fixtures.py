@@ -297,7 +297,8 @@ def nli_base_and_target(tmp_path_factory, tiny_base_dir) -> tuple[Path, Path]:
 
 def nli_round_one(desk, model_dir: Path, author, lead, examples: int = 45):
     """Round 1 of NLI open with the tiny NLI target, and ``examples`` pairs written against it, all but the last
-    three decided by ``lead`` (the author's label stands). Returns (target record, examples)."""
+    three decided by ``lead`` (the author's label stands); each its own split group, so which of them are held
+    out is the same in every run (5 of the decided). Returns (target record, examples)."""
     from app.core.domain import ModelOutput
     from app.core.services.target_models import register_model
     from app.core.tasks.content import Content
@@ -310,7 +311,8 @@ def nli_round_one(desk, model_dir: Path, author, lead, examples: int = 45):
             author.id, "nli", Content({"context": premise, "hypothesis": f"{hypothesis} n{i}"}, label,
                                       meta={"label_explanation": "as the context says"}),
             [ModelOutput(target.id, target.sha256, "neutral", {"entailment": 0.3, "neutral": 0.4, "contradiction": 0.3},
-                         1.0)])
+                         1.0)],
+            origin={"kind": "scratch", "group": f"nli-{i}"})  # a split group per pair: a fixed held-out side
         if i < examples - 3:
             desk.validation.validate(example.id, lead.id, "correct", mode="lead")
         made.append(example)
