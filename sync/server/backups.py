@@ -12,8 +12,6 @@ indexes as that revision had them) and copies the rows in.
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +22,7 @@ from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection, make_url
 
 from app.core.errors import DynadeskError
-from app.core.storage.db import BACKUPS_DIR, automatic_backups, restore_backup
+from app.core.storage.db import BACKUPS_DIR, automatic_backups, copy_database_file, restore_backup
 
 if TYPE_CHECKING:
     from sync.server.db import ServerDatabase
@@ -73,17 +71,7 @@ def make(db: ServerDatabase, connection: Connection, revision: str) -> str:
         folder = database.parent / BACKUPS_DIR
         folder.mkdir(exist_ok=True)
         target = folder / f"{database.stem}.{LABEL}-{revision}.{_stamp()}{database.suffix}"
-        partial = target.with_name(target.name + ".partial")  # never mistaken for a finished copy
-        source = sqlite3.connect(database)
-        try:
-            copy = sqlite3.connect(partial)
-            try:
-                source.backup(copy)
-            finally:
-                copy.close()
-        finally:
-            source.close()
-        os.replace(partial, target)
+        copy_database_file(database, target)
         return str(target)
     with connection.begin():
         live = _current_schema(connection)

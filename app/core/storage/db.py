@@ -330,25 +330,15 @@ class Database:
         interruptible copy (the background one) stops when the database closes: ``None``."""
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         target = (folder or self.path.parent) / f"{self.path.stem}.{label}.{stamp}{self.path.suffix}"
-        partial = target.with_name(target.name + ".partial")  # never mistaken for a finished copy
 
         def progress(_status, _remaining, _total) -> None:
             if interruptible and self._closing.is_set():
                 raise InterruptedError("the database is closing")
 
-        source = sqlite3.connect(self.path)
         try:
-            copy = sqlite3.connect(partial)
-            try:
-                source.backup(copy, pages=4096 if interruptible else -1, progress=progress)
-            finally:
-                copy.close()
+            copy_database_file(self.path, target, pages=4096 if interruptible else -1, progress=progress)
         except InterruptedError:
-            partial.unlink(missing_ok=True)
             return None
-        finally:
-            source.close()
-        os.replace(partial, target)
         return target
 
     def integrity_check(self) -> str:
@@ -366,6 +356,26 @@ class Database:
                 row = Meta(key=key, value=make_value())
                 session.add(row)
             return row.value
+
+
+def copy_database_file(database: Path, target: Path, *, pages: int = -1, progress=None) -> None:
+    """A consistent copy of a SQLite file at ``target`` (SQLite's online backup), made under another name
+    first so that a half-made copy is never taken for a finished one; a failure (or ``progress`` raising)
+    leaves no copy."""
+    partial = target.with_name(target.name + ".partial")
+    source = sqlite3.connect(database)
+    try:
+        copy = sqlite3.connect(partial)
+        try:
+            source.backup(copy, pages=pages, progress=progress)
+        finally:
+            copy.close()
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        source.close()
+    os.replace(partial, target)
 
 
 def daily_backups(database: Path) -> list[Path]:
