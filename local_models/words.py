@@ -78,6 +78,9 @@ def split_words(text: str) -> list[WordSpan]:
 
 def _split_chunk(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Split one whitespace-free chunk into emoji runs and text runs, then trim punctuation."""
+    chunk = text[start:end]
+    if chunk.isascii() and chunk.isalnum():  # the common case, and what the steps below make of it
+        return [(start, end)]
     pieces: list[list[int]] = []  # [start, end, is_emoji]
     for k in range(start, end):
         ch = text[k]

@@ -10,6 +10,7 @@ Offsets index the original string, so results map back onto the annotator's exac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -118,7 +119,14 @@ def _alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], 
     ``equal``/``replace`` pair a[i] with b[j]; ``delete`` removes a[i] before b[j]; ``insert``
     adds b[j] before a[i].
     """
-    n, m = len(a), len(b)
+    # A common last word is always paired (D(a+x, b+x) = D(a, b), and the trace below takes
+    # "equal" first), so a common tail is paired without filling its part of the matrix: the same
+    # steps, at the cost of the part before it (an edit in mid-sentence: about half)
+    tail = 0
+    while tail < min(len(a), len(b)) and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    n, m = len(a) - tail, len(b) - tail
+    paired_tail = [("equal", n + k, m + k) for k in range(tail)]
     dist = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n + 1):
         dist[i][0] = i
@@ -146,13 +154,18 @@ def _alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], 
             steps.append(("replace", i - 1, j - 1))
             i, j = i - 1, j - 1
     steps.reverse()
-    return steps, dist[n][m]
+    return steps + paired_tail, dist[n][m]
+
+
+@functools.lru_cache(maxsize=256)
+def _word_texts(text: str) -> tuple[str, ...]:
+    """The words of ``text`` (kept for a few texts: the assistant compares one text with 64 edits of it)."""
+    return tuple(w.text for w in words(text))
 
 
 def word_edits(original: str, edited: str) -> tuple[list[EditOp], int]:
     """Minimal word-level edit operations (Levenshtein, grouped into runs) and the edit distance."""
-    a = [w.text for w in words(original)]
-    b = [w.text for w in words(edited)]
+    a, b = list(_word_texts(original)), list(_word_texts(edited))
     steps, distance = _alignment(a, b)
     ops: list[EditOp] = []
     run: list[tuple[str, int, int]] = []
