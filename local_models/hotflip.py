@@ -104,6 +104,9 @@ class FirstOrder:
     units: tuple[WordUnit, ...]  # the words of the text the model read
     gradient: Any  # [tokens, hidden] float32
     per_token: Any  # [tokens]: e_i · g_i
+    # the same pass's gradient of the predicted label's log probability, when asked for and the
+    # predicted label is not ``target`` (a second backward through the same forward)
+    toward_predicted: FirstOrder | None = None
 
     def word_scores(self) -> list[tuple[WordUnit, float]]:
         """Gradient × input per word (Σ e_i · g_i over its tokens): positive when the word pushes
@@ -114,8 +117,12 @@ class FirstOrder:
 
 
 def first_order(engine: InferenceEngine, item: ModelInput, *, segment: int = 0,
-                target: str | None = None) -> FirstOrder:
-    """The gradient pass for ``target`` (default: the predicted label) on ``item``."""
+                target: str | None = None, also_predicted: bool = False) -> FirstOrder:
+    """The gradient pass for ``target`` (default: the predicted label) on ``item``.
+
+    ``also_predicted``: where the model predicts another label than ``target``, also the gradient
+    toward the predicted label (``toward_predicted``), from the same forward pass: the one
+    ``first_order(..., target=predicted)`` gives, at the cost of a second backward only."""
     import torch
 
     from local_models.attribution import _embedding_override
@@ -136,21 +143,31 @@ def first_order(engine: InferenceEngine, item: ModelInput, *, segment: int = 0,
     input_ids = feeds.pop("input_ids")
     columns = torch.tensor(head._columns, dtype=torch.float32, device=module.device)
     override = _embedding_override(layer)  # this thread only: a prediction elsewhere runs untouched
+    second = None
     try:
         with torch.enable_grad():
             embedded = layer(input_ids).detach().requires_grad_(True)
             override.points = embedded
             logits = module(input_ids=input_ids, **feeds).logits
             probabilities = torch.softmax(logits.float(), dim=-1) @ columns
-            index = int(probabilities[0].argmax()) if target is None else engine.labels.index(target)
+            predicted = int(probabilities[0].argmax())
+            index = predicted if target is None else engine.labels.index(target)
+            also = also_predicted and predicted != index
             objective = torch.log(probabilities[0, index].clamp_min(1e-12))
-            (gradient,) = torch.autograd.grad(objective, embedded)
+            (gradient,) = torch.autograd.grad(objective, embedded, retain_graph=also)
+            if also:
+                (second,) = torch.autograd.grad(torch.log(probabilities[0, predicted].clamp_min(1e-12)), embedded)
     finally:
         override.points = None
-    gradient, embedded = gradient[0].detach().float(), embedded[0].detach().float()
+    embedded = embedded[0].detach().float()
     probs = probabilities[0].detach().cpu().numpy()
-    return FirstOrder(engine.labels[index], float(probs[index]), engine.labels[int(probs.argmax())], segment, units,
-                      gradient, (gradient * embedded).sum(dim=-1))
+
+    def result(index: int, gradient: Any, toward_predicted: FirstOrder | None = None) -> FirstOrder:
+        gradient = gradient[0].detach().float()
+        return FirstOrder(engine.labels[index], float(probs[index]), engine.labels[int(probs.argmax())], segment,
+                          units, gradient, (gradient * embedded).sum(dim=-1), toward_predicted)
+
+    return result(index, gradient, None if second is None else result(predicted, second))
 
 
 def hotflip(engine: InferenceEngine, item: ModelInput, *, segment: int = 0, target: str | None = None,
