@@ -8,13 +8,16 @@ the caller has none: the PyTorch form's one gradient pass, which HotFlip reuses)
 (obfuscation + HotFlip's ranking over the vocabulary) and the check.
 
 The desk checks the candidates one text at a time (one int8 run per text, on the row pool's two
-threads). Measured here side by side, call for call on the same texts: the same ``suggest`` with
-the int8 form's per-text batches (local_models/backends/per_text_int8.py: each text quantized on
-its own, so its answer does not depend on the batch; off on the desk, see
-OnnxRuntime.per_text_batches), with how far the answers differ; and a batch evaluation
-(BatchRun) both ways. A plain padded batch is not used: it moves answers by up to ~0.1 (one
-activation range for the whole batch); its drift is reported for reference. On a shared machine
-read the CPU-time rows: wall time there also waits for a core.
+threads). Measured side by side, call for call on the same texts, turn about: the way before
+(word ablation on the target for the attributions when the model disagrees with the writer, and
+everything checked after the generators), the second backward alone, the desk now (second
+backward, and the writer's text and the rules' candidates checked on the second core during the
+gradient pass: app/core/assist/early_check.py), and the desk now with the int8 form's per-text
+batches (local_models/backends/per_text_int8.py, off on the desk). Answers are compared with
+each candidate typed (predict_one) and with the way before on the same candidate texts. A batch
+evaluation (BatchRun) runs both ways too. A plain padded batch is not used: it moves answers by up
+to ~0.1 (one activation range for the whole batch); its drift is reported for reference. On a
+shared machine read the CPU-time notes: wall time there also waits for a core.
 """
 
 from __future__ import annotations
@@ -97,6 +100,45 @@ def load_assist_models(cache_dir: Path) -> AssistModels:
                         "ONNX int8" if prepared.onnx_int8 else "ONNX fp32")
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One way of running ``suggest``, measured side by side with the others."""
+
+    name: str
+    per_text_batches: bool = False  # the target's int8 per-text batches (off on the desk)
+    ablation_when_disagreeing: bool = False  # the way before: word ablation when the pass aims elsewhere
+    early_check: bool = True  # the writer's text and the rules' candidates checked during the gradient pass
+
+
+BEFORE = Variant("before: ablation when the model disagrees, sequential", ablation_when_disagreeing=True,
+                 early_check=False)
+SECOND_BACKWARD = Variant("second backward instead of ablation, sequential", early_check=False)
+DESK = Variant("desk now: second backward + early check")
+PER_TEXT = Variant("second backward, int8 per-text batches (no early check: a batch is not alone)",
+                   per_text_batches=True)
+VARIANTS = (BEFORE, SECOND_BACKWARD, DESK, PER_TEXT)
+
+
+class _Turn:
+    """Sets the pipeline's switches for one variant (the bench runs on one thread)."""
+
+    def __init__(self, variant: Variant, engines: dict[bool, Any]):
+        self.variant, self.engines = variant, engines
+
+    def __enter__(self) -> Any:
+        from app.core.assist import early_check, pipeline
+
+        pipeline.ABLATION_WHEN_DISAGREEING = self.variant.ablation_when_disagreeing
+        early_check.ENABLED = self.variant.early_check
+        return self.engines[self.variant.per_text_batches]
+
+    def __exit__(self, *_: object) -> None:
+        from app.core.assist import early_check, pipeline
+
+        pipeline.ABLATION_WHEN_DISAGREEING = False
+        early_check.ENABLED = True
+
+
 def run(ctx: BenchContext) -> list[Result]:
     from app.core.assist.pipeline import suggest
     from local_models.engine import Ensemble, default_num_threads, load_engine
@@ -107,47 +149,62 @@ def run(ctx: BenchContext) -> list[Result]:
                                                    loaded.models, loaded.form)
     runtime = target.runtime
     runtime.per_text_batches = True  # off on the desk (OnnxRuntime.per_text_batches): measured here
-    # the same form as it runs without per-text batches: each text alone, on the row pool's threads
-    before = load_engine(runtime.path, task_labels=definition.labels)
-    before.runtime.per_text_batches = False
-    models_before = Ensemble([before])
+    # the same form as the desk runs it: each text alone, on the row pool's threads
+    desk = load_engine(runtime.path, task_labels=definition.labels)
+    desk.runtime.per_text_batches = False
+    engines = {True: models, False: Ensemble([desk])}
     texts = bench_texts(24 if ctx.quick else 120)
     for text, _ in texts[:3]:  # warm: sessions, the per-text graph, the vocabulary table, the tables file
-        for ensemble in (models, models_before):
-            suggest(ensemble, definition, text, goal="fool", writer_label="hate", gradients=gradients)
+        for variant in VARIANTS:
+            with _Turn(variant, engines) as ensemble:
+                suggest(ensemble, definition, text, goal="fool", writer_label="hate", gradients=gradients)
 
-    totals, totals_before, cpu = [], [], []
-    parts: dict[str, list[float]] = {"attributions": [], "generate": [], "check": []}
-    check_before: list[float] = []
-    checked, fooled, sets, lengths = [], 0, [], []
-    moved, label_differences, compared = 0.0, 0, 0
+    wall: dict[str, list[float]] = {v.name: [] for v in VARIANTS}
+    cpu: dict[str, list[float]] = {v.name: [] for v in VARIANTS}
+    parts: dict[str, dict[str, list[float]]] = {v.name: {"attributions": [], "generate": [], "check": []}
+                                                for v in VARIANTS}
+    checked, early, fooled, sets, lengths = [], [], {v.name: 0 for v in VARIANTS}, [], []
+    moved, label_differences, compared = 0.0, 0, 0  # per-text batches against one at a time
+    differing_answers, same_text_compared = 0, 0  # the desk now against before, the same candidate texts
+    alone_moved, alone_compared, alone_labels = 0.0, 0, 0  # the desk now against predict_one on each candidate
     for k, (text, _) in enumerate(texts):
         answers = {}
-        for turn in ((models, models_before) if k % 2 == 0 else (models_before, models)):
-            began, began_cpu = time.perf_counter(), time.process_time()
-            result = suggest(turn, definition, text, goal="fool", writer_label="hate", gradients=gradients, limit=64)
-            wall, spent = (time.perf_counter() - began) * 1000, (time.process_time() - began_cpu) * 1000
-            answers[turn is models] = result
-            if turn is models:
-                totals.append(wall)
-                cpu.append(spent)
-                for name in parts:
-                    parts[name].append(result.timings_ms.get(name, 0.0))
-            else:
-                totals_before.append(wall)
-                check_before.append(result.timings_ms.get("check", 0.0))
-        result, old = answers[True], answers[False]
+        order = VARIANTS if k % 2 == 0 else VARIANTS[::-1]
+        for variant in order[k % len(order):] + order[:k % len(order)]:
+            with _Turn(variant, engines) as ensemble:
+                began, began_cpu = time.perf_counter(), time.process_time()
+                result = suggest(ensemble, definition, text, goal="fool", writer_label="hate", gradients=gradients,
+                                 limit=64)
+                wall[variant.name].append((time.perf_counter() - began) * 1000)
+                cpu[variant.name].append((time.process_time() - began_cpu) * 1000)  # every thread of the process
+            answers[variant.name] = result
+            fooled[variant.name] += bool(result.fooling)
+            for name in parts[variant.name]:
+                parts[variant.name][name].append(result.timings_ms.get(name, 0.0))
+        result = answers[DESK.name]
         lengths.append(target.encode([text]).lengths[0])
         checked.append(len(result.suggestions))
-        fooled += bool(result.fooling)
+        early.append(result.checked_early)
         sets.append(result)
-        old_by_text = {s.candidate.text: s for s in old.suggestions}
+        per_text = {s.candidate.text: s for s in answers[PER_TEXT.name].suggestions}
+        before = {s.candidate.text: s for s in answers[BEFORE.name].suggestions}
         for s in result.suggestions:
-            o = old_by_text.get(s.candidate.text)
+            o = per_text.get(s.candidate.text)
             if o is not None:
                 compared += 1
                 label_differences += s.predicted != o.predicted
                 moved = max(moved, abs(s.probabilities["hate"] - o.probabilities["hate"]))
+            b = before.get(s.candidate.text)
+            if b is not None:
+                same_text_compared += 1
+                differing_answers += (s.probabilities, s.predicted, s.fools) != (b.probabilities, b.predicted, b.fools)
+        if k % 4 == 0:  # each candidate as the desk's form answers it typed (predict_one)
+            for s in result.suggestions:
+                typed = desk.predict_one(s.candidate.text)
+                alone_compared += 1
+                alone_moved = max(alone_moved, max(abs(s.probabilities[x] - typed.probabilities[x])
+                                                   for x in typed.probabilities))
+                alone_labels += s.predicted != typed.label or s.fools != (typed.label != "hate")
 
     # The same checks as one plain padded batch (what a float model does): how far its answers move
     from app.core.assist.pipeline import with_written
@@ -156,7 +213,7 @@ def run(ctx: BenchContext) -> list[Result]:
     if getattr(runtime, "row_by_row", False):
         for result in sets[: len(sets) // 2]:
             batch = [result.text, *(with_written(result.text, 0, s.candidate.text) for s in result.suggestions)]
-            alone = before.predict(batch)
+            alone = desk.predict(batch)
             runtime.row_by_row = False
             try:
                 padded = target.predict(batch)
@@ -166,43 +223,45 @@ def run(ctx: BenchContext) -> list[Result]:
     evaluation: list[Result] = []
     if getattr(runtime, "row_by_row", False):
         evaluated = [t for t, _ in bench_texts(96 if ctx.quick else 480, seed=11)]
-        evaluation = _evaluation_side_by_side(target, before, evaluated)
-    before.close()
+        evaluation = _evaluation_side_by_side(target, desk, evaluated)
+    desk.close()
 
     load_after = os.getloadavg()
     n_candidates = f"{statistics.median(checked):.0f} candidates checked (median; cap 64)"
-    note = (f"default model, target {form}: {runtime.batch_rule}; gradients from its PyTorch form; {len(texts)} texts "
-            f"(HateCheck hateful + Davidson); {n_candidates}; {default_num_threads()} intra-op thread(s), the batch "
-            f"on {runtime.row_threads}; load {load_before[0]:.2f} → {load_after[0]:.2f}")
-    agreement = (f"against one text at a time: labels differ on {label_differences} of {compared} candidates, "
-                 f"P(hate) moves by at most {moved:.1e}")
-    results = [
-        summarise(GROUP, "suggest: generate + check 64 candidates (whole call), per-text batches", totals,
-                  budget_p95_ms=BUDGET_MS,
-                  notes=f"{note}; {agreement}"),
-        summarise(GROUP, "suggest: generate + check 64 candidates, one text at a time (the desk's rule)", totals_before,
-                  budget_p95_ms=BUDGET_MS, notes="each text alone on the row pool's threads; the same texts as the "
-                                                 "row above, call for call, turn about"),
-        Result(GROUP, "suggest: one text at a time / per-text batch", "ratio",
-               statistics.median(totals_before) / statistics.median(totals),
-               percentile(totals_before, 0.95) / percentile(totals, 0.95), len(totals),
-               notes="above 1: per-text batches are faster; whole call (median, p95)"),
-        summarise(GROUP, "  the same calls, CPU time of the process (all threads)", cpu,
-                  notes="onnxruntime and torch at 1 intra-op thread: on a busy machine this is what the call "
-                        "costs without waiting for a core"),
-        *(summarise(GROUP, f"  texts of {name} tokens (whole call)", [t for t, n in zip(totals, lengths) if keep(n)],
-                    notes=f"CPU time median {statistics.median([c for c, n in zip(cpu, lengths) if keep(n)]):.0f} ms, "
-                          f"p95 {percentile([c for c, n in zip(cpu, lengths) if keep(n)], 0.95):.0f} ms")
-          for name, keep in ((f"≤ {SHORT_TOKENS}", lambda n: n <= SHORT_TOKENS),
-                             (f"> {SHORT_TOKENS}", lambda n: n > SHORT_TOKENS))
-          if any(keep(n) for n in lengths)),
-        summarise(GROUP, "  part: attributions (the gradient pass, shared with HotFlip)", parts["attributions"]),
-        summarise(GROUP, "  part: generate (obfuscation + HotFlip ranking)", parts["generate"]),
-        summarise(GROUP, "  part: check (every candidate through the target)", parts["check"],
-                  notes=f"one text at a time (the desk's rule): median {statistics.median(check_before):.1f} ms, "
-                        f"p95 {percentile(check_before, 0.95):.1f} ms"),
-        Result(GROUP, "texts with a fooling suggestion", "share", fooled / len(texts), None, len(texts)),
-    ]
+    note = (f"default model, target {form}, each text alone on the row pool's threads; gradients from its PyTorch "
+            f"form; {len(texts)} texts (HateCheck hateful + Davidson); {n_candidates}, "
+            f"{statistics.median(early):.0f} of them during the gradient pass (median); {default_num_threads()} "
+            f"intra-op thread(s), the batch on {runtime.row_threads}; load {load_before[0]:.2f} → {load_after[0]:.2f}")
+    agreement = (f"against each candidate typed (predict_one, {alone_compared} candidates): P moves by at most "
+                 f"{alone_moved:.1e}, label or fools differs on {alone_labels}; against 'before' on the same "
+                 f"candidate texts: {differing_answers} of "
+                 f"{same_text_compared} answers differ")
+    results = [summarise(GROUP, "suggest: generate + check 64 candidates (whole call), desk now", wall[DESK.name],
+                         budget_p95_ms=BUDGET_MS, notes=f"{note}; {agreement}")]
+    for variant in VARIANTS:
+        results.append(summarise(
+            GROUP, f"  variant: {variant.name}", wall[variant.name],
+            notes=f"CPU time (all threads) median {statistics.median(cpu[variant.name]):.0f} ms, "
+                  f"p95 {percentile(cpu[variant.name], 0.95):.0f} ms; texts with a fooling suggestion "
+                  f"{fooled[variant.name]}/{len(texts)}; the same texts call for call, turn about"))
+    for variant in (BEFORE, DESK):
+        results += [
+            summarise(GROUP, f"  {variant.name}: texts of {name} tokens",
+                      [t for t, n in zip(wall[variant.name], lengths) if keep(n)],
+                      notes=f"CPU time median "
+                            f"{statistics.median([c for c, n in zip(cpu[variant.name], lengths) if keep(n)]):.0f} ms, "
+                            f"p95 {percentile([c for c, n in zip(cpu[variant.name], lengths) if keep(n)], 0.95):.0f} ms")
+            for name, keep in ((f"≤ {SHORT_TOKENS}", lambda n: n <= SHORT_TOKENS),
+                               (f"> {SHORT_TOKENS}", lambda n: n > SHORT_TOKENS))
+            if any(keep(n) for n in lengths)]
+    for part, what in (("attributions", "the gradient pass (ablation in 'before' when the model disagrees)"),
+                       ("generate", "obfuscation + HotFlip ranking"), ("check", "every candidate through the target")):
+        results.append(summarise(GROUP, f"  part: {part} ({what}), desk now", parts[DESK.name][part],
+                                 notes=f"before: median {statistics.median(parts[BEFORE.name][part]):.1f} ms, "
+                                       f"p95 {percentile(parts[BEFORE.name][part], 0.95):.1f} ms"))
+    results.append(Result(GROUP, "  per-text batches / one text at a time: answers", "probability", moved, None,
+                          compared, notes=f"P(hate) moves by at most {moved:.1e}; labels differ on "
+                                          f"{label_differences} of {compared} candidates"))
     results += evaluation
     if plain_moved:
         results.append(Result(GROUP, "  a plain padded batch would move P(hate) by (not used)", "probability",

@@ -9,7 +9,10 @@
 Only the written part of the input is edited (the hypothesis of an NLI pair; the context stays).
 Every candidate, and the writer's own text, go through the round's target (or ensemble) in a few
 batches (the caller's checkpoint between them), and "fools" is decided by the task's one definition (``app.core.tasks.fooling.is_fooled``)
-with the round's fooled rule. Runs on the caller's thread; nothing here imports Qt.
+with the round's fooled rule. Runs on the caller's thread; for a target that answers every text
+of a batch as alone (int8, row by row), the writer's text and the rules' candidates are checked
+on a helper thread while the caller's thread makes the gradient pass (``assist.early_check``).
+Nothing here imports Qt.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.assist import early_check
 from app.core.assist.base import GeneratorFn, GeneratorUnavailable, generator_of
+from app.core.assist.early_check import EarlyCheck, answers_alone_in_any_batch, rule_guesses
 from app.core.assist.ranking import rank
 from app.core.assist.types import (
     Candidate,
@@ -49,6 +54,9 @@ MAX_WRITTEN_CHARS = 2000
 # batches of any size give the same answers.
 CHECK_CHUNK = 16
 ATTRIBUTION_METHOD = "ablation"  # without a gradient form: one batched forward pass on the target
+# True: when the gradient pass aims at another label than the model's, word ablation on the target
+# gives the attributions (the way before the second backward; kept for the bench's side by side)
+ABLATION_WHEN_DISAGREEING = False
 
 
 class AssistError(ValueError):
@@ -66,6 +74,7 @@ class SuggestionSet:
     unavailable: Mapping[Generator, Unavailable] = field(default_factory=dict)
     generated: int = 0  # distinct candidates the generators made, before the cap
     timings_ms: Mapping[str, float] = field(default_factory=dict)  # attributions, generate, check, total
+    checked_early: int = 0  # of the texts checked, how many while the gradient pass ran (early_check)
 
     @property
     def fooling(self) -> tuple[CheckedSuggestion, ...]:
@@ -124,20 +133,24 @@ def _attributions(models: Ensemble, gradients: InferenceEngine | None, inputs: M
                   aim: str | None) -> tuple[tuple[WordScore, ...], str | None, Any]:
     """Word scores toward the model's label when the caller has none, and the model's label.
 
-    With a gradient form: gradient × input from the one backward pass that word substitution
-    needs anyway (kept for it). Otherwise, or when that pass aims at another label (the model
-    already disagrees with the writer): word ablation on the target, one batched pass."""
+    With a gradient form: gradient × input from the forward pass that word substitution needs
+    anyway (kept for it); when that pass aims at another label than the model's (the model already
+    disagrees with the writer), from a second backward toward the model's label through the same
+    forward (a few ms, where ablation takes 10-90 ms on a tweet). Otherwise: word ablation on the target,
+    one batched pass."""
     from local_models.hotflip import first_order
 
     gradient_pass = None
     if gradients is not None and gradients.supports_gradients:
         try:
-            gradient_pass = first_order(gradients, inputs, segment=segment, target=aim)
+            gradient_pass = first_order(gradients, inputs, segment=segment, target=aim, also_predicted=True)
         except Exception:  # substitution will say why; attributions come from ablation then
             log.warning("no gradient pass for the assistant", exc_info=True)
-        if gradient_pass is not None and gradient_pass.target == gradient_pass.predicted:
-            scores = tuple(WordScore(u.text, u.start, u.end, score) for u, score in gradient_pass.word_scores())
-            return scores, gradient_pass.predicted, gradient_pass
+        toward = gradient_pass if gradient_pass is None or gradient_pass.target == gradient_pass.predicted \
+            else gradient_pass.toward_predicted
+        if toward is not None and (toward is gradient_pass or not ABLATION_WHEN_DISAGREEING):
+            scores = tuple(WordScore(u.text, u.start, u.end, score) for u, score in toward.word_scores())
+            return scores, toward.target, gradient_pass
     try:
         attribution = models.engines[0].attribute(inputs, method=ATTRIBUTION_METHOD,
                                                   segments=None if isinstance(inputs, str) else [segment])
@@ -177,13 +190,18 @@ def _interleave(per_generator: Sequence[Sequence[Candidate]], original: str, lim
 def check(models: Ensemble, definition: TaskDefinition, inputs: ModelInput, segment: int,
           candidates: Sequence[Candidate], *, goal: Goal, writer_label: str | None,
           rule: FooledRule = FooledRule.MEAN, checkpoint: Callable[[], None] | None = None,
-          chunk: int = CHECK_CHUNK) -> tuple[EnsemblePrediction, list[CheckedSuggestion]]:
+          chunk: int = CHECK_CHUNK, known: Mapping[ModelInput, EnsemblePrediction] | None = None,
+          ) -> tuple[EnsemblePrediction, list[CheckedSuggestion]]:
     """The writer's text and every candidate through ``models``, ``chunk`` texts per batch with
-    ``checkpoint`` called between the batches (a newer request stops a long check); ranked suggestions."""
+    ``checkpoint`` called between the batches (a newer request stops a long check); ranked suggestions.
+    ``known``: answers already computed for some of these inputs, each alone (``early_check``: only
+    for targets whose batches answer every text as alone, so they are the answers a batch gives)."""
     original_text = written_text(inputs, segment)
-    batch = [inputs, *(with_written(inputs, segment, c.text) for c in candidates)]
+    everything = [inputs, *(with_written(inputs, segment, c.text) for c in candidates)]
+    known = known or {}
+    batch = [item for item in everything if item not in known]
     predictions: list[EnsemblePrediction] = []
-    if any(engine.batch_tolerance > 0 for engine in models.engines):
+    if batch and batch[0] is inputs and any(engine.batch_tolerance > 0 for engine in models.engines):
         # a batch answers within a tolerance of each text alone: the writer's text runs alone, so
         # its probabilities are the ones its prediction shows
         predictions, batch = models.predict(batch[:1]), batch[1:]
@@ -191,7 +209,9 @@ def check(models: Ensemble, definition: TaskDefinition, inputs: ModelInput, segm
         if (first or predictions) and checkpoint is not None:
             checkpoint()
         predictions += models.predict(batch[first:first + chunk])
-    original, rest = predictions[0], predictions[1:]
+    computed = iter(predictions)
+    answers = [known[item] if item in known else next(computed) for item in everything]
+    original, rest = answers[0], answers[1:]
     checked = []
     for candidate, prediction in zip(candidates, rest):
         truth = candidate.claimed_label or writer_label if goal == Goal.CONTRAST else writer_label
@@ -261,45 +281,63 @@ def suggest(models: Ensemble | InferenceEngine, definition: TaskDefinition, inpu
 
     timings: dict[str, float] = {}
     pause = checkpoint or _nothing
-    scores = word_scores(attributions, segment)
-    model_label = getattr(attributions, "predicted", None)
-    gradient_pass = None
-    if not scores:
-        began = time.perf_counter()
-        # the pass aims where substitution will: away from the text's present label
-        aim = writer_label if goal == Goal.FOOL else text_label
-        scores, model_label, gradient_pass = _attributions(ensemble, gradients, inputs, segment, aim)
-        timings["attributions"] = (time.perf_counter() - began) * 1000
-    pause()
-    context = GenerationContext(text=text, goal=goal, writer_label=writer_label, model_label=model_label,
-                                labels=tuple(definition.labels), task_code=definition.code, words=scores,
-                                lexicon=lexicon, inputs=inputs, segment=segment, gradients=gradients,
-                                gradient_pass=gradient_pass, text_label=text_label, slurs=slurs)
-
-    began = time.perf_counter()
-    per_generator: list[list[Candidate]] = []
-    unavailable: dict[Generator, Unavailable] = {}
-    for generate in generators:
+    early = None
+    if early_check.ENABLED and answers_alone_in_any_batch(ensemble):
+        # while this thread makes the gradient pass and the candidates, the other core checks the
+        # writer's text and the rules' candidates (the same answers the check would compute)
+        guess_context = GenerationContext(text=text, goal=goal, writer_label=writer_label, model_label=None,
+                                          labels=tuple(definition.labels), task_code=definition.code, words=(),
+                                          lexicon=lexicon, inputs=inputs, segment=segment, text_label=text_label,
+                                          slurs=slurs)
+        chosen = generators
+        early = EarlyCheck(ensemble).start(
+            lambda: rule_guesses(guess_context, chosen, inputs, _interleave, with_written, limit))
+    try:
+        scores = word_scores(attributions, segment)
+        model_label = getattr(attributions, "predicted", None)
+        gradient_pass = None
+        if not scores:
+            began = time.perf_counter()
+            # the pass aims where substitution will: away from the text's present label
+            aim = writer_label if goal == Goal.FOOL else text_label
+            scores, model_label, gradient_pass = _attributions(ensemble, gradients, inputs, segment, aim)
+            timings["attributions"] = (time.perf_counter() - began) * 1000
         pause()
-        try:
-            per_generator.append(list(generate(context)))
-        except GeneratorUnavailable as exc:
-            unavailable[generator_of(generate)] = exc.reason
-        except Exception:  # one broken generator must not take the others' suggestions away
-            log.exception("assistant generator %s failed", getattr(generate, "__name__", generate))
-            unavailable[generator_of(generate)] = Unavailable.FAILED
-    generated = len({c.text for cs in per_generator for c in cs} - {text})
-    candidates = _interleave(per_generator, text, limit)
-    timings["generate"] = (time.perf_counter() - began) * 1000
+        context = GenerationContext(text=text, goal=goal, writer_label=writer_label, model_label=model_label,
+                                    labels=tuple(definition.labels), task_code=definition.code, words=scores,
+                                    lexicon=lexicon, inputs=inputs, segment=segment, gradients=gradients,
+                                    gradient_pass=gradient_pass, text_label=text_label, slurs=slurs)
 
-    pause()
-    began = time.perf_counter()
-    original, checked = check(ensemble, definition, inputs, segment, candidates, goal=goal,
-                              writer_label=writer_label, rule=rule, checkpoint=pause)
-    timings["check"] = (time.perf_counter() - began) * 1000
-    timings["total"] = (time.perf_counter() - started) * 1000
-    return SuggestionSet(text, goal, writer_label, dict(original.probabilities), original.label, tuple(checked),
-                         unavailable, generated, timings)
+        began = time.perf_counter()
+        per_generator: list[list[Candidate]] = []
+        unavailable: dict[Generator, Unavailable] = {}
+        for generate in generators:
+            pause()
+            try:
+                per_generator.append(list(generate(context)))
+            except GeneratorUnavailable as exc:
+                unavailable[generator_of(generate)] = exc.reason
+            except Exception:  # one broken generator must not take the others' suggestions away
+                log.exception("assistant generator %s failed", getattr(generate, "__name__", generate))
+                unavailable[generator_of(generate)] = Unavailable.FAILED
+        generated = len({c.text for cs in per_generator for c in cs} - {text})
+        candidates = _interleave(per_generator, text, limit)
+        timings["generate"] = (time.perf_counter() - began) * 1000
+
+        pause()
+        began = time.perf_counter()
+        known = early.stop() if early is not None else {}
+        original, checked = check(ensemble, definition, inputs, segment, candidates, goal=goal,
+                                  writer_label=writer_label, rule=rule, checkpoint=pause, known=known)
+        timings["check"] = (time.perf_counter() - began) * 1000
+        timings["total"] = (time.perf_counter() - started) * 1000
+        return SuggestionSet(text, goal, writer_label, dict(original.probabilities), original.label, tuple(checked),
+                             unavailable, generated, timings,
+                             sum(item in known for item in (inputs, *(with_written(inputs, segment, c.text)
+                                                                      for c in candidates))))
+    finally:
+        if early is not None:
+            early.stop()  # stopped early: the helper ends after the text in flight
 
 
 def _nothing() -> None:
