@@ -107,12 +107,13 @@ class Variant:
     name: str
     per_text_batches: bool = False  # the target's int8 per-text batches (off on the desk)
     ablation_when_disagreeing: bool = False  # the way before: word ablation when the pass aims elsewhere
+    full_matrix_edits: bool = False  # the way before: each candidate's word edits from the whole matrix
     early_check: bool = True  # the writer's text and the rules' candidates checked during the gradient pass
 
 
-BEFORE = Variant("before: ablation when the model disagrees, sequential", ablation_when_disagreeing=True,
-                 early_check=False)
-SECOND_BACKWARD = Variant("second backward instead of ablation, sequential", early_check=False)
+BEFORE = Variant("before: ablation when the model disagrees, sequential, full-matrix word edits", ablation_when_disagreeing=True,
+                 early_check=False, full_matrix_edits=True)
+SECOND_BACKWARD = Variant("tail-first word edits + second backward, sequential", early_check=False)
 DESK = Variant("desk now: second backward + early check")
 PER_TEXT = Variant("second backward, int8 per-text batches (no early check: a batch is not alone)",
                    per_text_batches=True)
@@ -126,17 +127,51 @@ class _Turn:
         self.variant, self.engines = variant, engines
 
     def __enter__(self) -> Any:
+        from app.core import text
         from app.core.assist import early_check, pipeline
 
         pipeline.ABLATION_WHEN_DISAGREEING = self.variant.ablation_when_disagreeing
         early_check.ENABLED = self.variant.early_check
+        self.saved = text._alignment, text._word_texts
+        if self.variant.full_matrix_edits:
+            text._alignment = _full_matrix_alignment  # type: ignore[assignment]
+            text._word_texts = lambda t: tuple(w.text for w in text.words(t))  # type: ignore[assignment]
         return self.engines[self.variant.per_text_batches]
 
     def __exit__(self, *_: object) -> None:
+        from app.core import text
         from app.core.assist import early_check, pipeline
 
         pipeline.ABLATION_WHEN_DISAGREEING = False
         early_check.ENABLED = True
+        text._alignment, text._word_texts = self.saved  # type: ignore[assignment]
+
+
+def _full_matrix_alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], int]:
+    """app.core.text._alignment as it was before it paired a common tail first: the same steps
+    (tests/app/test_text.py), the whole matrix filled."""
+    n, m = len(a), len(b)
+    dist = [[i + j if i == 0 or j == 0 else 0 for j in range(m + 1)] for i in range(n + 1)]
+    for i in range(1, n + 1):
+        row, prev = dist[i], dist[i - 1]
+        for j in range(1, m + 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+    steps: list[tuple[str, int, int]] = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        if i > 0 and j > 0 and a[i - 1] == b[j - 1] and dist[i][j] == dist[i - 1][j - 1]:
+            steps.append(("equal", i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif i > 0 and dist[i][j] == dist[i - 1][j] + 1:
+            steps.append(("delete", i - 1, j))
+            i -= 1
+        elif j > 0 and dist[i][j] == dist[i][j - 1] + 1:
+            steps.append(("insert", i, j - 1))
+            j -= 1
+        else:
+            steps.append(("replace", i - 1, j - 1))
+            i, j = i - 1, j - 1
+    return steps[::-1], dist[n][m]
 
 
 def run(ctx: BenchContext) -> list[Result]:
