@@ -143,12 +143,13 @@ def _attributions(models: Ensemble, gradients: InferenceEngine | None, inputs: M
     gradient_pass = None
     if gradients is not None and gradients.supports_gradients:
         try:
-            gradient_pass = first_order(gradients, inputs, segment=segment, target=aim, also_predicted=True)
+            gradient_pass = first_order(gradients, inputs, segment=segment, target=aim,
+                                        also_predicted=not ABLATION_WHEN_DISAGREEING)
         except Exception:  # substitution will say why; attributions come from ablation then
             log.warning("no gradient pass for the assistant", exc_info=True)
         toward = gradient_pass if gradient_pass is None or gradient_pass.target == gradient_pass.predicted \
             else gradient_pass.toward_predicted
-        if toward is not None and (toward is gradient_pass or not ABLATION_WHEN_DISAGREEING):
+        if toward is not None:
             scores = tuple(WordScore(u.text, u.start, u.end, score) for u, score in toward.word_scores())
             return scores, toward.target, gradient_pass
     try:
