@@ -9,15 +9,17 @@ the caller has none: the PyTorch form's one gradient pass, which HotFlip reuses)
 
 The desk checks the candidates one text at a time (one int8 run per text, on the row pool's two
 threads). Measured side by side, call for call on the same texts, turn about: the way before
-(word ablation on the target for the attributions when the model disagrees with the writer, and
-everything checked after the generators), the second backward alone, the desk now (second
-backward, and the writer's text and the rules' candidates checked on the second core during the
-gradient pass: app/core/assist/early_check.py), and the desk now with the int8 form's per-text
-batches (local_models/backends/per_text_int8.py, off on the desk). Answers are compared with
-each candidate typed (predict_one) and with the way before on the same candidate texts. A batch
-evaluation (BatchRun) runs both ways too. A plain padded batch is not used: it moves answers by up
-to ~0.1 (one activation range for the whole batch); its drift is reported for reference. On a
-shared machine read the CPU-time notes: wall time there also waits for a core.
+(word ablation on the target for the attributions when the model disagrees with the writer, each
+candidate's word edits from the full matrix), the desk now (a second backward through the
+gradient pass's forward instead of ablation; word edits that pair the common tail first), the
+desk now with the early check (the writer's text and the rules' candidates checked on the second
+core during the gradient pass: app/core/assist/early_check.py, off on the desk), and the desk now
+with the int8 form's per-text batches (local_models/backends/per_text_int8.py, off on the desk).
+Answers are compared with each candidate typed (predict_one), with the way before and with the
+early check on the same candidate texts. A batch evaluation (BatchRun) runs both ways too. A plain
+padded batch is not used: it moves answers by up to ~0.1 (one activation range for the whole
+batch); its drift is reported for reference. On a shared machine read the CPU-time notes: wall
+time there also waits for a core.
 """
 
 from __future__ import annotations
@@ -108,16 +110,15 @@ class Variant:
     per_text_batches: bool = False  # the target's int8 per-text batches (off on the desk)
     ablation_when_disagreeing: bool = False  # the way before: word ablation when the pass aims elsewhere
     full_matrix_edits: bool = False  # the way before: each candidate's word edits from the whole matrix
-    early_check: bool = True  # the writer's text and the rules' candidates checked during the gradient pass
+    early_check: bool = False  # the writer's text and the rules' candidates checked during the gradient pass
 
 
-BEFORE = Variant("before: ablation when the model disagrees, sequential, full-matrix word edits", ablation_when_disagreeing=True,
-                 early_check=False, full_matrix_edits=True)
-SECOND_BACKWARD = Variant("tail-first word edits + second backward, sequential", early_check=False)
-DESK = Variant("desk now: second backward + early check")
-PER_TEXT = Variant("second backward, int8 per-text batches (no early check: a batch is not alone)",
-                   per_text_batches=True)
-VARIANTS = (BEFORE, SECOND_BACKWARD, DESK, PER_TEXT)
+BEFORE = Variant("before: ablation when the model disagrees, full-matrix word edits",
+                 ablation_when_disagreeing=True, full_matrix_edits=True)
+DESK = Variant("desk now: second backward, tail-first word edits")
+EARLY = Variant("desk now + early check on the second core (off on the desk)", early_check=True)
+PER_TEXT = Variant("desk now + int8 per-text batches (off on the desk)", per_text_batches=True)
+VARIANTS = (BEFORE, DESK, EARLY, PER_TEXT)
 
 
 class _Turn:
@@ -143,7 +144,7 @@ class _Turn:
         from app.core.assist import early_check, pipeline
 
         pipeline.ABLATION_WHEN_DISAGREEING = False
-        early_check.ENABLED = True
+        early_check.ENABLED = False
         text._alignment, text._word_texts = self.saved  # type: ignore[assignment]
 
 
@@ -201,6 +202,7 @@ def run(ctx: BenchContext) -> list[Result]:
     checked, early, fooled, sets, lengths = [], [], {v.name: 0 for v in VARIANTS}, [], []
     moved, label_differences, compared = 0.0, 0, 0  # per-text batches against one at a time
     differing_answers, same_text_compared = 0, 0  # the desk now against before, the same candidate texts
+    early_differing, early_compared = 0, 0  # the desk now against the early check (the same candidates)
     alone_moved, alone_compared, alone_labels = 0.0, 0, 0  # the desk now against predict_one on each candidate
     for k, (text, _) in enumerate(texts):
         answers = {}
@@ -219,7 +221,7 @@ def run(ctx: BenchContext) -> list[Result]:
         result = answers[DESK.name]
         lengths.append(target.encode([text]).lengths[0])
         checked.append(len(result.suggestions))
-        early.append(result.checked_early)
+        early.append(answers[EARLY.name].checked_early)
         sets.append(result)
         per_text = {s.candidate.text: s for s in answers[PER_TEXT.name].suggestions}
         before = {s.candidate.text: s for s in answers[BEFORE.name].suggestions}
@@ -233,6 +235,12 @@ def run(ctx: BenchContext) -> list[Result]:
             if b is not None:
                 same_text_compared += 1
                 differing_answers += (s.probabilities, s.predicted, s.fools) != (b.probabilities, b.predicted, b.fools)
+        early_answers = [(s.candidate.text, s.probabilities, s.predicted, s.fools)
+                         for s in answers[EARLY.name].suggestions]
+        early_compared += len(early_answers)
+        early_differing += sum(a != (s.candidate.text, s.probabilities, s.predicted, s.fools)
+                               for a, s in zip(early_answers, result.suggestions))
+        early_differing += abs(len(early_answers) - len(result.suggestions))
         if k % 4 == 0:  # each candidate as the desk's form answers it typed (predict_one)
             for s in result.suggestions:
                 typed = desk.predict_one(s.candidate.text)
@@ -265,12 +273,13 @@ def run(ctx: BenchContext) -> list[Result]:
     n_candidates = f"{statistics.median(checked):.0f} candidates checked (median; cap 64)"
     note = (f"default model, target {form}, each text alone on the row pool's threads; gradients from its PyTorch "
             f"form; {len(texts)} texts (HateCheck hateful + Davidson); {n_candidates}, "
-            f"{statistics.median(early):.0f} of them during the gradient pass (median); {default_num_threads()} "
-            f"intra-op thread(s), the batch on {runtime.row_threads}; load {load_before[0]:.2f} → {load_after[0]:.2f}")
+            f"with the early check {statistics.median(early):.0f} of them during the gradient pass (median); "
+            f"{default_num_threads()} intra-op thread(s), the batch on {runtime.row_threads}; load {load_before[0]:.2f} → {load_after[0]:.2f}")
     agreement = (f"against each candidate typed (predict_one, {alone_compared} candidates): P moves by at most "
                  f"{alone_moved:.1e}, label or fools differs on {alone_labels}; against 'before' on the same "
                  f"candidate texts: {differing_answers} of "
-                 f"{same_text_compared} answers differ")
+                 f"{same_text_compared} answers differ; with the early check: {early_differing} of {early_compared} "
+                 f"suggestions differ (text, probabilities, label, fools, in order)")
     results = [summarise(GROUP, "suggest: generate + check 64 candidates (whole call), desk now", wall[DESK.name],
                          budget_p95_ms=BUDGET_MS, notes=f"{note}; {agreement}")]
     for variant in VARIANTS:

@@ -9,10 +9,8 @@
 Only the written part of the input is edited (the hypothesis of an NLI pair; the context stays).
 Every candidate, and the writer's own text, go through the round's target (or ensemble) in a few
 batches (the caller's checkpoint between them), and "fools" is decided by the task's one definition (``app.core.tasks.fooling.is_fooled``)
-with the round's fooled rule. Runs on the caller's thread; for a target that answers every text
-of a batch as alone (int8, row by row), the writer's text and the rules' candidates are checked
-on a helper thread while the caller's thread makes the gradient pass (``assist.early_check``).
-Nothing here imports Qt.
+with the round's fooled rule. Runs on the caller's thread (``assist.early_check``, off, would check
+a few texts on a helper thread during the gradient pass); nothing here imports Qt.
 """
 
 from __future__ import annotations

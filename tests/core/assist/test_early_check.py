@@ -1,6 +1,6 @@
-"""The writer's text and the rules' candidates are checked on a second thread while the gradient
-pass runs; every answer is the one the desk's form gives the text typed, and a stopped call
-leaves no helper running."""
+"""The early check (off on the desk; the bench measures it): the writer's text and the rules'
+candidates checked on a second thread while the gradient pass runs. Every answer is the one the
+desk's form gives the text typed, and a stopped call leaves no helper running."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def test_early_answers_are_the_ones_the_check_and_the_typed_text_get(desk, text,
     if not onnx.runtime.row_by_row:
         pytest.skip("the default model has no int8 form on this machine")
     assert answers_alone_in_any_batch(Ensemble([onnx]))
+    monkeypatch.setattr(early_check, "ENABLED", True)  # off on the desk; the bench measures it
     early = suggest(onnx, definition, text, goal="fool", writer_label="hate", gradients=torch_form)
     monkeypatch.setattr(early_check, "ENABLED", False)
     later = suggest(onnx, definition, text, goal="fool", writer_label="hate", gradients=torch_form)
@@ -71,8 +72,9 @@ def test_a_float_target_checks_everything_after_the_generators(hate_trigger_mode
     torch_target.close()
 
 
-def test_a_newer_request_stops_the_call_and_its_helper(desk):
+def test_a_newer_request_stops_the_call_and_its_helper(desk, monkeypatch):
     definition, onnx, torch_form = desk
+    monkeypatch.setattr(early_check, "ENABLED", True)
     if not onnx.runtime.row_by_row:
         pytest.skip("the default model has no int8 form on this machine")
     asked = []
