@@ -12,7 +12,7 @@ A guess that the generators do not make again costs one text's run and changes n
 
 The helper stops between texts when told (the check begins, or the call is stopped): a newer
 request waits for at most the text in flight. It runs nicer than the caller (``HELPER_NICENESS``),
-so it takes an idle core but not the gradient pass's one. Nothing here imports Qt.
+to take an idle core rather than the gradient pass's. Nothing here imports Qt.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ log = logging.getLogger(__name__)
 # it can guess, the writer's and the rules', run beside the gradient pass and slow it). The bench
 # keeps measuring it ("early check" row).
 ENABLED = False
-# The helper runs this much nicer than the caller: with a core idle it runs at full speed; where the
-# cores are busy (other programs) it does not slow the gradient pass, which the call waits for
-# (measured on the shared 2-core bench machine: at the caller's niceness the pass took 10-20 ms longer)
+# The helper runs this much nicer than the caller, so that where the cores are busy it yields to
+# the gradient pass the call waits for; measured, it still slowed the pass (median 25 -> 33 ms,
+# against 46 -> 65 ms at the caller's niceness in a busier run)
 HELPER_NICENESS = 5
 
 
