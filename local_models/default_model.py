@@ -156,9 +156,21 @@ def _fast_forms(part_dir: Path, torch_form: PreparedModel, progress: Progress, s
     fp32_dir = torch_dir.parent / "onnx-fp32"
     progress.check()  # the desk closed while the model was being assembled
     if not _complete(fp32_dir, "model.onnx"):
-        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=_stage(progress, steps, first))
+        # a fused recipe quantizes the fused graph: exported once, it is also the fp32 form (faster than the plain one)
+        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, fused=_recipe_is_fused(part_dir),
+                    progress=_stage(progress, steps, first))
     progress.check()
     return _ready(progress, _int8_step(part_dir, torch_form, _stage(progress, steps, first + 1)))
+
+
+def _recipe_is_fused(part_dir: Path) -> bool:
+    from local_models.int8_search import read_recipe_file
+
+    try:
+        recorded = read_recipe_file(part_dir)
+    except ValueError:  # no recipe or a broken one: the int8 step says so
+        return False
+    return recorded.usable and recorded.recipe is not None and recorded.recipe.fused
 
 
 def _int8_step(part_dir: Path, torch_form: PreparedModel, progress: Progress, *,
