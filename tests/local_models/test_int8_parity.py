@@ -196,7 +196,7 @@ def prepared_with_recipe(part_with_recipe, tiny_base_dir, tmp_path_factory):
     before_int8 = cache.parent / "before-int8"
     shutil.copytree(cache, before_int8)
     root = before_int8 / prepared.torch_dir.parent.name
-    shutil.rmtree(root / "onnx-int8")
+    shutil.rmtree(root / prepared.onnx_dir.name)
     export_onnx(prepared.torch_dir, root / "onnx-fp32")  # the plain graph: the int8 step exports the fused one
     return prepared, before_int8
 
@@ -483,3 +483,29 @@ def test_the_check_takes_changes_within_1e_4_and_refuses_larger_ones_or_another_
         assert not unreadable.passed and "has no texts" in unreadable.summary
     finally:
         engine.close()
+
+
+def test_a_new_recipe_builds_its_form_beside_the_earlier_one_and_never_over_it(part_with_recipe, prepared_with_recipe,
+                                                                             tiny_base_dir, tmp_path):
+    """A registered model (a round's target, the team's) may name the int8 form an earlier recipe built, in the
+    folder earlier releases used: a release with the same recipe takes that form where it is; one with another
+    recipe builds its own form in a folder of its own, and the earlier form keeps its bytes and its checksum."""
+    from local_models.files import file_sha256
+    from local_models.int8_form import LEGACY_INT8_FOLDER, int8_folder, recipe_key
+
+    part = tmp_path / "part"
+    shutil.copytree(part_with_recipe, part)
+    cache = tmp_path / "cache"
+    shutil.copytree(prepared_with_recipe[0].torch_dir.parent.parent, cache)
+    root = cache / prepared_with_recipe[0].torch_dir.parent.name
+    legacy = root / LEGACY_INT8_FOLDER
+    (root / prepared_with_recipe[0].onnx_dir.name).rename(legacy)  # as an earlier release left it
+    earlier = {p.name: file_sha256(p) for p in legacy.iterdir()}
+    assert prepare_default_model(part, cache, base_dir=tiny_base_dir, slug="candidate").onnx_dir == legacy
+
+    recipe = json.loads((part / RECIPE_FILE).read_text())
+    (part / RECIPE_FILE).write_text(json.dumps({**recipe, "reason": "made again"}))  # another recipe file
+    again = prepare_default_model(part, cache, base_dir=tiny_base_dir, slug="candidate")
+    assert again.onnx_int8 and again.onnx_dir == int8_folder(part, root) != legacy
+    assert again.onnx_dir.name == f"{LEGACY_INT8_FOLDER}-{recipe_key(part)[:12]}"
+    assert {p.name: file_sha256(p) for p in legacy.iterdir()} == earlier  # the earlier form is as it was
