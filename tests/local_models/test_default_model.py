@@ -85,10 +85,9 @@ def test_the_shipped_recipe_quantizes_the_fused_graph_with_its_outlier_channels_
 def test_the_desk_runs_the_int8_graph_whose_parity_was_checked_on_the_task_texts(prepared):
     """The shipped recipe's graph, rebuilt here (the same bytes, or the same answers on its check texts): its
     recorded figures (>= 2,000 Davidson held-out texts, >= 99.5 % same label, p99 change <= 0.05) are the desk's."""
+    from local_models.int8_form import int8_folder
     from local_models.int8_search import read_recipe_file
     from local_models.parity import MAX_P99_CHANGE, MIN_AGREEMENT, MIN_TEXTS
-
-    from local_models.int8_form import int8_folder
 
     recorded = read_recipe_file(PART)
     assert recorded.usable and prepared.onnx_int8 and prepared.notes == ()
