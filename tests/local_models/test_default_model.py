@@ -117,7 +117,7 @@ def test_a_broken_quantizer_leaves_the_desk_on_fp32(prepared, tmp_path, monkeypa
     shutil.rmtree(root / prepared.onnx_dir.name, ignore_errors=True)
     (root / "int8-refused.json").unlink(missing_ok=True)
     if not (root / "onnx-fp32").is_dir():  # the desk keeps only the int8 form once it is built
-        export.export_onnx(prepared.torch_dir, root / "onnx-fp32")
+        export.export_onnx(prepared.torch_dir, root / "onnx-fp32", fused=True)  # as a first start exports it
 
     def missing_module(fp32, int8, recipe):
         raise export.ExportFailed("int8 quantization failed: No module named 'fusion_utils'")
