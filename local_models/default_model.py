@@ -114,7 +114,7 @@ def prepared_fast_form(part_dir: Path, cache_dir: Path, *, slug: str = DEFAULT_M
 
 
 def default_model_root(part_dir: Path, cache_dir: Path, slug: str = DEFAULT_MODEL_SLUG) -> Path:
-    """The cache folder of one trained part's forms (torch/, onnx-int8/ or onnx-fp32/)."""
+    """The cache folder of one trained part's forms (torch/, onnx-int8-<recipe>/ or onnx-fp32/)."""
     return Path(cache_dir) / f"{slug}-{part_fingerprint(Path(part_dir))}"
 
 
@@ -130,11 +130,11 @@ def _assemble(part_dir: Path, cache_dir: Path, base_dir: Path | None, progress: 
 
 
 def _finished_onnx(part_dir: Path, torch_form: PreparedModel) -> PreparedModel | None:
-    from local_models.int8_form import cached_int8_form, cached_refusal
+    from local_models.int8_form import cached_int8_form, cached_refusal, int8_folder
 
     torch_dir, description = torch_form.torch_dir, torch_form.description
     root = torch_dir.parent
-    int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
+    int8_dir, fp32_dir = int8_folder(part_dir, root), root / "onnx-fp32"
     if cached_int8_form(part_dir, int8_dir):
         _repair_identity(int8_dir)
         return PreparedModel(torch_dir, int8_dir, True, description)
@@ -156,20 +156,32 @@ def _fast_forms(part_dir: Path, torch_form: PreparedModel, progress: Progress, s
     fp32_dir = torch_dir.parent / "onnx-fp32"
     progress.check()  # the desk closed while the model was being assembled
     if not _complete(fp32_dir, "model.onnx"):
-        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, progress=_stage(progress, steps, first))
+        # a fused recipe quantizes the fused graph: exported once, it is also the fp32 form (faster than the plain one)
+        export_onnx(torch_dir, fp32_dir, int8=False, replace=False, fused=_recipe_is_fused(part_dir),
+                    progress=_stage(progress, steps, first))
     progress.check()
     return _ready(progress, _int8_step(part_dir, torch_form, _stage(progress, steps, first + 1)))
+
+
+def _recipe_is_fused(part_dir: Path) -> bool:
+    from local_models.int8_search import read_recipe_file
+
+    try:
+        recorded = read_recipe_file(part_dir)
+    except ValueError:  # no recipe or a broken one: the int8 step says so
+        return False
+    return recorded.usable and recorded.recipe is not None and recorded.recipe.fused
 
 
 def _int8_step(part_dir: Path, torch_form: PreparedModel, progress: Progress, *,
                keep_fp32: bool = False) -> PreparedModel:
     """The int8 form the trained part's recipe records, verified by its sha256
     (``local_models.int8_form``); fp32 (saying why) when there is none."""
-    from local_models.int8_form import prepare_int8_form
+    from local_models.int8_form import int8_folder, prepare_int8_form
 
     torch_dir, description = torch_form.torch_dir, torch_form.description
     root = torch_dir.parent
-    int8_dir, fp32_dir = root / "onnx-int8", root / "onnx-fp32"
+    int8_dir, fp32_dir = int8_folder(part_dir, root), root / "onnx-fp32"
     form = prepare_int8_form(part_dir, torch_dir, fp32_dir, int8_dir, progress=progress)
     if form.folder is not None:
         if not keep_fp32:

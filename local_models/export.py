@@ -38,7 +38,7 @@ from local_models.backends.onnx import MODEL_FILENAME
 from local_models.engine import InferenceEngine, load_engine
 from local_models.errors import ExportFailed, ParityCheckFailed, UnsupportedOperation
 from local_models.files import install_dir, make_staging_dir
-from local_models.fused_graph import export_fused_graph
+from local_models.fused_graph import FUSED_OPSET, export_fused_graph, is_fused_graph
 from local_models.heads import softmax
 from local_models.int8 import Int8Recipe, build_int8
 from local_models.int8_search import FUSED_FILE, RecordedInt8, TaskTexts, build_recorded, search_int8
@@ -113,11 +113,14 @@ def export_onnx(
     force: bool = False,
     replace: bool = True,
     graph: Path | None = None,
+    fused: bool = False,
     progress: Progress | None = None,
 ) -> ExportReport:
     """Export the Hugging Face model in ``model_dir`` to ``out_dir``, which is created, or replaced
     when present (kept instead, without ``replace``). ``graph``: an fp32 ONNX file already exported
-    from this model, to quantize instead of exporting again.
+    from this model, to quantize instead of exporting again. ``fused`` (fp32): export the fused graph
+    (``local_models.fused_graph``, the graph a fused int8 recipe quantizes; faster in fp32 too), or the
+    plain one when the model has none.
 
     fp32: ``sample_texts`` (default ``PARITY_TEXTS``) must agree within ``max_difference``. int8:
     ``recorded`` (a recipe checked elsewhere, rebuilt and verified by its bytes or answers), else a search on
@@ -134,9 +137,10 @@ def export_onnx(
     staging = make_staging_dir(out_dir)
     try:
         fp32 = staging / ("fp32.onnx" if int8 else MODEL_FILENAME)
+        fused_ops: dict[str, int] | None = None
         if graph is None:
             progress.say("Exporting to ONNX ...")
-            _export_graph(source, fp32)
+            fused_ops = _export_fp32_graph(source, fp32, fused=fused and not int8)
         else:
             shutil.copy2(graph, fp32)
         if int8:
@@ -168,6 +172,8 @@ def export_onnx(
                 )
             check = {"conversion_check": {"max_probability_difference": difference, "texts": len(texts),
                                           "allowed": max_difference, "forced": forced}}
+            if fused_ops:
+                check |= {"opset": FUSED_OPSET, "fused_ops": fused_ops}
         check["latency"] = form_latency(staging, _default_samples(source))
         description = _description(source, quantization if int8 else "none", check)
         (staging / METADATA_FILE).write_text(json.dumps(description, indent=2, ensure_ascii=False) + "\n",
@@ -201,8 +207,11 @@ def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: 
     if recorded is not None:
         progress.say("Building the int8 form from its recorded recipe ...")
         if recorded.recipe is not None and recorded.recipe.fused:  # the recipe quantizes the fused graph
-            progress.say("Exporting the fused graph the recipe quantizes ...")
-            fp32 = export_fused_graph(source, staging / FUSED_FILE).path
+            if is_fused_graph(fp32):  # the fp32 form given is that graph: quantized as it was exported
+                strip_dynadesk_metadata(fp32)
+            else:
+                progress.say("Exporting the fused graph the recipe quantizes ...")
+                fp32 = export_fused_graph(source, staging / FUSED_FILE).path
         try:
             verified = build_recorded(fp32, recorded, target, engine=source)
             assert recorded.recipe is not None and recorded.parity is not None  # build_recorded checked usable
@@ -246,6 +255,29 @@ def _int8_graph(source: InferenceEngine, fp32: Path, staging: Path, task_texts: 
     verdict = search.verdict.to_json(forced=force) if search.verdict is not None else None
     record = verdict or {"passed": False, "texts": len(task_texts.parity), "problems": [search.reason]}
     return ({**record, "forced": True, "attempts": list(search.attempts)}, recipe.to_json(), recipe.name)
+
+
+def _export_fp32_graph(source: InferenceEngine, path: Path, *, fused: bool) -> dict[str, int] | None:
+    """The fp32 graph at ``path``: the fused one when asked and the model has one (its fused op counts are
+    returned), else the plain export (None). The caller compares it with the model."""
+    if fused:
+        try:
+            return export_fused_graph(source, path, check=False).counts
+        except ExportFailed as exc:  # FusionUnavailable too: the plain graph serves
+            log.warning("no fused graph for %s, the plain export serves: %s", source.name, exc)
+            path.unlink(missing_ok=True)
+    _export_graph(source, path)
+    return None
+
+
+def strip_dynadesk_metadata(path: Path) -> None:
+    """Remove the metadata ``_write_metadata`` added, giving back the graph's bytes as exported (what a
+    recipe's ``fp32_sha256`` names, and what its int8 graph is quantized from)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    del model.metadata_props[:]
+    onnx.save(model, str(path))
 
 
 def _export_graph(source: InferenceEngine, path: Path) -> None:

@@ -1,6 +1,6 @@
 """The int8 form of a trained part (the default model, a promoted candidate), built from its recipe.
 
-    form = prepare_int8_form(part_dir, torch_dir, fp32_dir, root / "onnx-int8")
+    form = prepare_int8_form(part_dir, torch_dir, fp32_dir, int8_folder(part_dir, root))
     form.folder   # the int8 ONNX folder, or None: the float model serves, and ``form.note`` says why
 
 A trained part carries ``int8_recipe.json`` (``local_models.int8_search``): the recipe found on the
@@ -58,6 +58,21 @@ def recipe_key(part_dir: Path) -> str:
     """What the cached int8 form (or its refusal) was made from: the recipe file's sha256."""
     path = Path(part_dir) / RECIPE_FILE
     return file_sha256(path) if path.is_file() else "no recipe"
+
+
+LEGACY_INT8_FOLDER = "onnx-int8"  # where releases before per-recipe folders built the int8 form
+
+
+def int8_folder(part_dir: Path, root: Path) -> Path:
+    """Where the int8 form of the part's current recipe lives under ``root``: a folder of its own per recipe
+    (``onnx-int8-<recipe sha256, 12 digits>``), so that a form built from an earlier recipe, which a
+    registered model (a round's target, the team's) may name, is never overwritten by a new recipe's other
+    bytes. A form of the same recipe in the folder earlier releases used is taken where it is."""
+    legacy = Path(root) / LEGACY_INT8_FOLDER
+    key = recipe_key(part_dir)
+    if key == "no recipe" or cached_int8_form(part_dir, legacy):
+        return legacy
+    return Path(root) / f"{LEGACY_INT8_FOLDER}-{key[:12]}"
 
 
 def cached_int8_form(part_dir: Path, int8_dir: Path) -> bool:

@@ -205,3 +205,26 @@ def test_the_desk_without_the_server_extra_says_how_to_get_the_server(tmp_path):
         assert "dynadesk[server]" in runs[key]["error"], runs[key]
     assert "uvicorn is not installed" in runs["run"]["error"]
     assert runs["add"]["code"] == 0 and runs["add"]["out"].splitlines()[-1].startswith("ddk_"), runs["add"]
+
+
+FUSE_AS_BUNDLED = """
+import json, sys
+from pathlib import Path
+for name in json.loads(sys.argv[1]):  # as in the bundle: the modules its spec leaves out are absent
+    sys.modules.setdefault(name, None)
+from local_models.engine import load_engine
+from local_models.fused_graph import export_fused_graph
+engine = load_engine(sys.argv[2])
+print(json.dumps(export_fused_graph(engine, Path(sys.argv[3])).counts))
+"""
+
+
+def test_the_fused_export_works_without_the_modules_the_bundle_leaves_out(trigger_model_dir, tmp_path):
+    """Every desk's first start exports the fused graph (the default model's int8 recipe quantizes it): the
+    TorchScript exporter and ONNX Runtime's transformer fuser must work with what the bundle keeps."""
+    result = subprocess.run([sys.executable, "-c", FUSE_AS_BUNDLED, json.dumps(_bundle_excludes()),
+                             str(trigger_model_dir), str(tmp_path / "fused.onnx")],
+                            capture_output=True, text=True, timeout=300, cwd=PACKAGING.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = json.loads(result.stdout.strip().splitlines()[-1])
+    assert counts.get("Attention") and counts.get("SkipLayerNormalization")

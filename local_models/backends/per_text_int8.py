@@ -68,12 +68,12 @@ def per_text_graph(model: Any) -> Any:
     graph = model.graph
     if MASK_INPUT not in {i.name for i in graph.input}:
         raise NotRewritable("the graph takes no attention mask, so padding cannot be told from text")
+    internal = sorted({n.op_type for n in graph.node if n.op_type in PER_CALL_QUANTIZERS})
+    if internal:  # first: the reason no opset or other rewrite would change (a fused int8 graph's QAttention)
+        raise NotRewritable(f"{', '.join(internal)} quantize(s) inside the kernel, one range per batch")
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < 18:
         raise NotRewritable(f"opset {opset}: the rewrite needs opset 18 (reductions with axes as inputs)")
-    internal = sorted({n.op_type for n in graph.node if n.op_type in PER_CALL_QUANTIZERS})
-    if internal:
-        raise NotRewritable(f"{', '.join(internal)} quantize(s) inside the kernel, one range per batch")
     quantizers = [n for n in graph.node if n.op_type == "DynamicQuantizeLinear"]
     if not quantizers:
         raise NotRewritable("the graph has no DynamicQuantizeLinear")
@@ -300,8 +300,8 @@ def per_text_session(file: Path, session: Any, names: Sequence[str], input_types
 
     try:
         model = onnx.load(str(file))
-        vocab_size = _vocabulary_rows(model)
         rewritten = per_text_graph(model)
+        vocab_size = _vocabulary_rows(model)
         candidate = onnxruntime.InferenceSession(rewritten.SerializeToString(),
                                                  sess_options=session.get_session_options(),
                                                  providers=session.get_providers())

@@ -55,14 +55,43 @@ def test_the_shipped_recipe_checks_its_graph_on_the_projects_own_sentences_only(
     assert check["made_with"]["transformers"] and check["int8_sha256"] == read_recipe_file(PART).int8_sha256
 
 
+def test_the_shipped_recipe_quantizes_the_fused_graph_with_its_outlier_channels_in_float(prepared):
+    """The search's first passing attempt: the fused graph (Attention, SkipLayerNormalization, BiasGelu) in
+    dynamic int8 with the few outlier input channels (over 6x the median peak) kept float; the desk's graph
+    is that one, rebuilt byte for byte from the fused fp32 graph it exported once."""
+    import onnx
+
+    from local_models.int8_search import read_recipe_file
+
+    recorded = read_recipe_file(PART)
+    recipe = recorded.recipe
+    assert recipe is not None and recipe.fused and recipe.approach == "dynamic" and recipe.per_channel
+    assert recipe.float_channel_ratio == 6.0 and not recipe.excluded_nodes
+    channels = recipe.float_channels or {}
+    assert 10 <= sum(map(len, channels.values())) <= 4 * len(channels)  # a few channels, at most 4 per tensor
+    assert all(name.startswith("/inner/bert/") for name in channels)  # tensors of the fused (TorchScript) graph
+    assert recorded.document["fusion"]["counts"] == {"Attention": 6, "BiasGelu": 6, "EmbedLayerNormalization": 1,
+                                                     "SkipLayerNormalization": 12}
+    passed = [a for a in recorded.document["attempts"] if a["passed"]]
+    assert [a["stage"] for a in passed] == ["selection", "parity"] and all(a.get("fused") for a in passed)
+    assert recorded.parity["labels_changed"] <= 4 and recorded.parity["agreement"] >= 0.999
+    export = json.loads((prepared.onnx_dir / "dynadesk_model.json").read_text())["export"]
+    assert export["parity"]["verification"]["by"] == "sha256"
+    assert export["parity"]["verification"]["int8_sha256"] == recorded.int8_sha256
+    ops = {node.op_type for node in onnx.load(str(prepared.onnx_dir / "model.onnx")).graph.node}
+    assert {"QAttention", "SkipLayerNormalization", "BiasGelu", "EmbedLayerNormalization"} <= ops
+
+
 def test_the_desk_runs_the_int8_graph_whose_parity_was_checked_on_the_task_texts(prepared):
     """The shipped recipe's graph, rebuilt here (the same bytes, or the same answers on its check texts): its
     recorded figures (>= 2,000 Davidson held-out texts, >= 99.5 % same label, p99 change <= 0.05) are the desk's."""
+    from local_models.int8_form import int8_folder
     from local_models.int8_search import read_recipe_file
     from local_models.parity import MAX_P99_CHANGE, MIN_AGREEMENT, MIN_TEXTS
 
     recorded = read_recipe_file(PART)
-    assert recorded.usable and prepared.onnx_int8 and prepared.onnx_dir.name == "onnx-int8" and prepared.notes == ()
+    assert recorded.usable and prepared.onnx_int8 and prepared.notes == ()
+    assert prepared.onnx_dir == int8_folder(PART, prepared.torch_dir.parent)  # the folder of this recipe's form
     parity = json.loads((prepared.onnx_dir / "dynadesk_model.json").read_text())["export"]["parity"]
     assert parity["passed"] and not parity["forced"] and parity["texts"] >= MIN_TEXTS
     assert parity["agreement"] >= MIN_AGREEMENT and parity["p99_change"] <= MAX_P99_CHANGE
@@ -85,10 +114,10 @@ def test_a_broken_quantizer_leaves_the_desk_on_fp32(prepared, tmp_path, monkeypa
     cache = tmp_path / "cache"
     shutil.copytree(prepared.torch_dir.parent, cache / prepared.torch_dir.parent.name)
     root = cache / prepared.torch_dir.parent.name
-    shutil.rmtree(root / "onnx-int8", ignore_errors=True)
+    shutil.rmtree(root / prepared.onnx_dir.name, ignore_errors=True)
     (root / "int8-refused.json").unlink(missing_ok=True)
     if not (root / "onnx-fp32").is_dir():  # the desk keeps only the int8 form once it is built
-        export.export_onnx(prepared.torch_dir, root / "onnx-fp32")
+        export.export_onnx(prepared.torch_dir, root / "onnx-fp32", fused=True)  # as a first start exports it
 
     def missing_module(fp32, int8, recipe):
         raise export.ExportFailed("int8 quantization failed: No module named 'fusion_utils'")

@@ -196,8 +196,8 @@ def prepared_with_recipe(part_with_recipe, tiny_base_dir, tmp_path_factory):
     before_int8 = cache.parent / "before-int8"
     shutil.copytree(cache, before_int8)
     root = before_int8 / prepared.torch_dir.parent.name
-    shutil.rmtree(root / "onnx-int8")
-    export_onnx(prepared.torch_dir, root / "onnx-fp32")
+    shutil.rmtree(root / prepared.onnx_dir.name)
+    export_onnx(prepared.torch_dir, root / "onnx-fp32")  # the plain graph: the int8 step exports the fused one
     return prepared, before_int8
 
 
@@ -208,11 +208,40 @@ def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_
     recorded = read_recipe_file(part_with_recipe)
     assert export["parity"]["agreement"] == recorded.parity["agreement"] and "sha256" in export["parity"]["verified_by"]
     assert export["int8_recipe"] == recorded.recipe.to_json()
-    # the search chose the fused graph: the desk exported it again and got the bytes that were checked
+    # the search chose the fused graph: the desk exported it (once) and got the bytes that were checked
     assert recorded.recipe.fused and recorded.document["fusion"]["available"]
+    assert export["parity"]["verification"]["by"] == "sha256"
     ops = {node.op_type for node in onnx.load(str(prepared.onnx_dir / "model.onnx")).graph.node}
     assert {"QAttention", "SkipLayerNormalization", "BiasGelu"} <= ops
     assert not any(p.name.startswith("fused") for p in prepared.onnx_dir.iterdir())
+
+
+def test_a_fused_recipe_exports_the_fused_graph_once_and_it_is_also_the_fp32_form(part_with_recipe, tiny_base_dir,
+                                                                                  tmp_path, monkeypatch):
+    """A first start exports one graph: the fused one, which the conversion check compares with the model, serves
+    as the fp32 form while int8 is built, and is quantized as it was exported (the recipe's bytes)."""
+    from local_models import export, fused_graph
+
+    exported = []
+    fused_export, plain_export = fused_graph.export_fused_graph, export._export_graph
+    monkeypatch.setattr(export, "export_fused_graph", lambda *a, **k: exported.append("fused") or fused_export(*a, **k))
+    monkeypatch.setattr(export, "_export_graph", lambda *a, **k: exported.append("plain") or plain_export(*a, **k))
+    kept = []
+    from local_models import int8_form
+
+    def int8_step(part_dir, torch_dir, fp32_dir, int8_dir, **kwargs):
+        kept.append(json.loads((fp32_dir / "dynadesk_model.json").read_text()))
+        return build_int8_form(part_dir, torch_dir, fp32_dir, int8_dir, **kwargs)
+
+    build_int8_form = int8_form.prepare_int8_form
+    monkeypatch.setattr(int8_form, "prepare_int8_form", int8_step)
+    prepared = prepare_default_model(part_with_recipe, tmp_path / "cache", base_dir=tiny_base_dir, slug="candidate")
+    assert exported == ["fused"] and prepared.onnx_int8
+    [fp32_form] = kept  # the fp32 form the int8 step starts from (removed once the int8 form is built)
+    assert fp32_form["export"]["fused_ops"]["Attention"] >= 1 and fp32_form["export"]["opset"] == 17
+    assert fp32_form["export"]["conversion_check"]["max_probability_difference"] <= 1e-3
+    verification = json.loads((prepared.onnx_dir / "dynadesk_model.json").read_text())["export"]["parity"]["verification"]
+    assert verification["by"] == "sha256" and verification["int8_sha256"] == read_recipe_file(part_with_recipe).int8_sha256
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -454,3 +483,29 @@ def test_the_check_takes_changes_within_1e_4_and_refuses_larger_ones_or_another_
         assert not unreadable.passed and "has no texts" in unreadable.summary
     finally:
         engine.close()
+
+
+def test_a_new_recipe_builds_its_form_beside_the_earlier_one_and_never_over_it(part_with_recipe, prepared_with_recipe,
+                                                                             tiny_base_dir, tmp_path):
+    """A registered model (a round's target, the team's) may name the int8 form an earlier recipe built, in the
+    folder earlier releases used: a release with the same recipe takes that form where it is; one with another
+    recipe builds its own form in a folder of its own, and the earlier form keeps its bytes and its checksum."""
+    from local_models.files import file_sha256
+    from local_models.int8_form import LEGACY_INT8_FOLDER, int8_folder, recipe_key
+
+    part = tmp_path / "part"
+    shutil.copytree(part_with_recipe, part)
+    cache = tmp_path / "cache"
+    shutil.copytree(prepared_with_recipe[0].torch_dir.parent.parent, cache)
+    root = cache / prepared_with_recipe[0].torch_dir.parent.name
+    legacy = root / LEGACY_INT8_FOLDER
+    (root / prepared_with_recipe[0].onnx_dir.name).rename(legacy)  # as an earlier release left it
+    earlier = {p.name: file_sha256(p) for p in legacy.iterdir()}
+    assert prepare_default_model(part, cache, base_dir=tiny_base_dir, slug="candidate").onnx_dir == legacy
+
+    recipe = json.loads((part / RECIPE_FILE).read_text())
+    (part / RECIPE_FILE).write_text(json.dumps({**recipe, "reason": "made again"}))  # another recipe file
+    again = prepare_default_model(part, cache, base_dir=tiny_base_dir, slug="candidate")
+    assert again.onnx_int8 and again.onnx_dir == int8_folder(part, root) != legacy
+    assert again.onnx_dir.name == f"{LEGACY_INT8_FOLDER}-{recipe_key(part)[:12]}"
+    assert {p.name: file_sha256(p) for p in legacy.iterdir()} == earlier  # the earlier form is as it was

@@ -4,7 +4,8 @@ The rule: in a batch, a text gets the per-text graph's answer, the same bits in 
 padding; a text whose two top labels are closer than LABEL_GUARD is answered alone, so every label
 is the label the text gets alone; the probabilities are close to alone (the probe's bound,
 PROBE_TOLERANCE in logits, holds on these texts). Checked on the small fixture model and on the
-shipped default model's int8 form, on texts alone and in batches of mixed lengths and company.
+default model's int8 form of its plain graph, on texts alone and in batches of mixed lengths and company;
+the shipped fused int8 form (QAttention quantizes inside the kernel) answers one text at a time.
 """
 
 from __future__ import annotations
@@ -188,19 +189,59 @@ def _tweets(n: int) -> list[str]:
     return random.Random(4).sample([t for t in rows if t], n)
 
 
-@pytest.fixture(scope="module")
-def default_int8(default_model_cache):
+def test_the_shipped_fused_int8_form_answers_one_text_at_a_time_and_says_why(default_model_cache):
+    """The default model's int8 form is the fused graph, whose QAttention quantizes its input inside the kernel
+    with one range per batch: no per-text rewrite, so a batch runs each text alone and gets its answers exactly."""
     import resources
     from local_models.default_model import prepared_fast_form
 
     prepared = prepared_fast_form(resources.ROOT / "models" / "hate_speech_r1", default_model_cache)
     assert prepared is not None and prepared.onnx_int8 and prepared.onnx_dir is not None
     engine = _per_text_engine(prepared.onnx_dir, task_labels=["hate", "not hate"], num_threads=1)
+    try:
+        runtime = engine.runtime
+        assert runtime.row_by_row and runtime.per_text() is None
+        assert runtime.batch_rule.startswith("one text at a time: QAttention quantize(s) inside the kernel")
+        assert runtime.batch_tolerance == 0.0
+        texts = MIXED[:6]
+        alone = _alone_logits(engine, texts)
+        batched = runtime.run(engine.encode(texts))["logits"]
+        assert all(np.array_equal(batched[i], alone[i]) for i in range(len(texts)))
+    finally:
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def default_int8(default_model_cache, tmp_path_factory):
+    """The default model's int8 form on its plain (unfused) graph with the outlier channels of the MatMul inputs
+    kept in float: the form it shipped before its fused recipe, and one a candidate's search may choose (no
+    fusion, or a fused attempt that fails): the per-text rewrite on a real 6-layer model."""
+    import shutil
+
+    from local_models import int8_search
+    from local_models.export import export_onnx
+    from local_models.int8 import Int8Recipe, build_int8, float_channels_at, input_peaks
+
+    torch_dir = next(default_model_cache.glob("*/torch"))
+    root = tmp_path_factory.mktemp("default-plain-int8")
+    fp32 = export_onnx(torch_dir, root / "fp32").path
+    source = load_engine(torch_dir)
+    try:
+        feeds = [int8_search.feeds_for(source, [t]) for t in _tweets(int8_search.RANKING_TEXTS)]
+    finally:
+        source.close()
+    ratio = int8_search.FLOAT_CHANNEL_RATIO
+    channels = float_channels_at(input_peaks(fp32 / "model.onnx", feeds), ratio, int8_search.FLOAT_CHANNEL_STEPS[0][1])
+    assert channels  # the model has outlier channels, which the form keeps in float
+    folder = shutil.copytree(fp32, root / "int8")
+    build_int8(fp32 / "model.onnx", folder / "model.onnx",
+               Int8Recipe("dynamic", float_channels=channels, float_channel_ratio=ratio))
+    engine = _per_text_engine(folder, task_labels=["hate", "not hate"], num_threads=1)
     yield engine
     engine.close()
 
 
-def test_the_default_int8_form_batches_each_text_as_alone(default_int8):
+def test_the_default_models_plain_int8_form_batches_each_text_as_alone(default_int8):
     runtime = default_int8.runtime
     assert runtime.row_by_row and runtime.per_text() is not None, runtime.batch_rule
     texts = MIXED + _tweets(13)
@@ -210,7 +251,7 @@ def test_the_default_int8_form_batches_each_text_as_alone(default_int8):
     _check_engine_rule(default_int8, texts)
 
 
-def test_ablation_on_the_default_int8_form_matches_one_text_at_a_time(default_int8):
+def test_ablation_on_the_default_models_plain_int8_form_matches_one_text_at_a_time(default_int8):
     runtime = default_int8.runtime
     texts = ["those people are vermin and should leave", "You are a stupid idiot and everyone knows it lol 😂",
              *_tweets(4)]
@@ -228,7 +269,7 @@ def test_ablation_on_the_default_int8_form_matches_one_text_at_a_time(default_in
         assert max(abs(x.raw - y.raw) for x, y in zip(b.words, a.words)) <= PROBE_TOLERANCE
 
 
-def test_the_assistants_check_on_the_default_int8_form_matches_each_text_alone(default_int8):
+def test_the_assistants_check_on_the_default_models_plain_int8_form_matches_each_text_alone(default_int8):
     import resources
     from app.core.assist.pipeline import check
     from app.core.assist.types import Candidate, Generator, Goal
