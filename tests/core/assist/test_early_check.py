@@ -50,12 +50,21 @@ def test_early_answers_are_the_ones_the_check_and_the_typed_text_get(desk, text,
         pytest.skip("the default model has no int8 form on this machine")
     assert answers_alone_in_any_batch(Ensemble([onnx]))
     monkeypatch.setattr(early_check, "ENABLED", True)  # off on the desk; the bench measures it
+    stop = EarlyCheck.stop
+
+    def stop_after_every_guess(self):  # how many fit in the pass depends on the machine's load
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+        return stop(self)
+
+    monkeypatch.setattr(EarlyCheck, "stop", stop_after_every_guess)
     early = suggest(onnx, definition, text, goal="fool", writer_label="hate", gradients=torch_form)
     monkeypatch.setattr(early_check, "ENABLED", False)
+    monkeypatch.setattr(EarlyCheck, "stop", stop)
     later = suggest(onnx, definition, text, goal="fool", writer_label="hate", gradients=torch_form)
     # the writer's text and the rules' candidates were checked during the gradient pass
     rules = sum(s.candidate.generator == Generator.RULES for s in early.suggestions)
-    assert rules and early.checked_early >= 2 and later.checked_early == 0
+    assert rules and early.checked_early >= rules + 1 and later.checked_early == 0
     # the same suggestions, bit for bit, in the same order
     assert _answers(early) == _answers(later) and early.original == later.original
     for s in early.suggestions:  # and each is what the desk shows for the text typed
