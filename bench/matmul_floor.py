@@ -40,6 +40,7 @@ GROUP = "models"
 MATRIX_OPS = frozenset({"MatMul", "Gemm", "FusedMatMul", "MatMulInteger", "MatMulIntegerToFloat", "QGemm",
                         "DynamicQuantizeMatMul", "Attention", "QAttention", "MultiHeadAttention", "MatMulNBits"})
 BINS = ((1, 8), (9, 16), (17, 24), (25, 32), (33, 48), (49, 64), (65, 512))  # token bands, a row each
+CALLS_PER_TOKEN_COUNT = 5  # at least: the quickest of them is the bound
 Feeds = dict[str, np.ndarray]
 
 
@@ -217,7 +218,7 @@ def time_side_by_side(model_path: Path, floor: FloorGraph, order: Sequence[int],
     return out
 
 
-def op_profile(model: bytes | str, feeds: Mapping[int, Feeds], threads: int, rounds: int = 2) -> dict[int, dict[str, float]]:
+def op_profile(model: bytes | str, feeds: Mapping[int, Feeds], threads: int, rounds: int = 3) -> dict[int, dict[str, float]]:
     """Per token count, ms per call in each op type (onnxruntime's profiler; kernel time)."""
     import onnxruntime
 
@@ -261,28 +262,41 @@ def floor_rows(prefix: str, form: str, floor: FloorGraph, timings: Timings, prof
     rows = []
     for name, label in (("form", "full form"), ("floor", "matmul-only graph (lower bound)")):
         wall, cpu, outside = timings.wall[name], timings.cpu[name], timings.outside[name]
-        row = summarise(GROUP, f"{prefix}matmul floor: {form}: {label}", cpu, unit="CPU ms",
-                        notes=f"the calling thread's CPU time per call; wall ms median {statistics.median(wall):.2f}, "
-                              f"p95 {percentile(wall, 0.95):.2f}; CPU on other threads median "
-                              f"{statistics.median(outside):.3f} ms/call; {graph_note}")
-        if name == "floor" and budget_ms is not None:
-            row.budget = f"floor p95 <= {budget_ms:g} ms, else out of reach"
-            row.within_budget = row.p95 is not None and row.p95 <= budget_ms
-            row.notes = (("the matmul work alone leaves room for the budget" if row.within_budget else
-                          "the matmul work alone misses the budget: this form cannot meet it with these kernels "
-                          "on this machine") + f"; {row.notes}")
-        rows.append(row)
+        rows.append(summarise(GROUP, f"{prefix}matmul floor: {form}: {label}", cpu, unit="CPU ms",
+                              notes=f"the calling thread's CPU time per call; wall ms median "
+                                    f"{statistics.median(wall):.2f}, p95 {percentile(wall, 0.95):.2f}; CPU on other "
+                                    f"threads median {statistics.median(outside):.3f} ms/call; {graph_note}"))
+    # a busy machine only adds time (a shared core's cache and turns count in CPU time too): each token
+    # count's quickest call is the honest bound, spread over the texts as they were called
+    best = {name: _quickest(timings.tokens, timings.cpu[name]) for name in ("form", "floor")}
+    floor_best = [best["floor"][t] for t in timings.tokens]
+    form_p95 = percentile([best["form"][t] for t in timings.tokens], 0.95)
+    row = summarise(GROUP, f"{prefix}matmul floor: {form}: matmul-only graph, quickest call per token count",
+                    floor_best, unit="CPU ms",
+                    notes=f"each token count's quickest CPU time over its {len(timings.tokens) // len(best['floor'])}+ "
+                          f"calls, over the texts as called; the full form the same way: p95 {form_p95:.2f}")
+    if budget_ms is not None:
+        row.budget = f"floor p95 <= {budget_ms:g} ms, else out of reach"
+        row.within_budget = row.p95 is not None and row.p95 <= budget_ms
+        row.notes = (("the matmul work alone leaves room for the budget" if row.within_budget else
+                      "the matmul work alone misses the budget even in its quickest calls: this form cannot meet "
+                      "it with these kernels on this machine") + f"; {row.notes}")
+    rows.append(row)
     ratios = [f / w for f, w in zip(timings.cpu["floor"], timings.cpu["form"])]
     rows.append(Result(GROUP, f"{prefix}matmul floor: {form}: matmul-only / full form", "fraction",
                        statistics.median(ratios), percentile(ratios, 0.95), len(ratios),
                        notes="CPU time of the matmul-only graph / the form's, call by call (median, p95); 1 would "
-                             "be a form that does nothing but its matmuls"))
+                             "be a form that does nothing but its matmuls; quickest calls per token count: median "
+                             f"{statistics.median(best['floor'][t] / best['form'][t] for t in best['form']):.2f}"))
     for low, high in BINS:
         picked = [k for k, t in enumerate(timings.tokens) if low <= t <= high]
         if not picked:
             continue
         form_ms = statistics.median(timings.cpu["form"][k] for k in picked)
         floor_ms = statistics.median(timings.cpu["floor"][k] for k in picked)
+        counts = {timings.tokens[k] for k in picked}
+        quick_form = statistics.median(best["form"][t] for t in counts)
+        quick_floor = statistics.median(best["floor"][t] for t in counts)
         tops = {}
         for which, profile in profiles.items():
             spent: collections.Counter[str] = collections.Counter()
@@ -294,12 +308,20 @@ def floor_rows(prefix: str, form: str, floor: FloorGraph, timings: Timings, prof
             GROUP, f"{prefix}matmul floor: {form}: {band_name(timings.tokens[k] for k in picked)}", "ms", form_ms,
             None, len(picked),
             notes=f"CPU ms per call, medians: full form {form_ms:.2f}, matmul-only {floor_ms:.2f} "
-                  f"({floor_ms / form_ms:.2f} of it); profiler ms/call, full form: {tops.get('form', '')}; "
-                  f"matmul-only: {tops.get('floor', '')}",
-            extra={"form_cpu_ms": form_ms, "floor_cpu_ms": floor_ms,
+                  f"({floor_ms / form_ms:.2f} of it); quickest: {quick_form:.2f} and {quick_floor:.2f}; profiler "
+                  f"ms/call, full form: {tops.get('form', '')}; matmul-only: {tops.get('floor', '')}",
+            extra={"form_cpu_ms": form_ms, "floor_cpu_ms": floor_ms, "form_quickest_ms": quick_form,
+                   "floor_quickest_ms": quick_floor,
                    "form_wall_ms": statistics.median(timings.wall["form"][k] for k in picked),
                    "floor_wall_ms": statistics.median(timings.wall["floor"][k] for k in picked)}))
     return rows
+
+
+def _quickest(tokens: Sequence[int], ms: Sequence[float]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for t, value in zip(tokens, ms):
+        out[t] = min(value, out.get(t, value))
+    return out
 
 
 def band_name(tokens: Iterable[int]) -> str:
@@ -314,7 +336,7 @@ def measure(prefix: str, form: str, model_path: Path, encoder: Any, texts: Seque
     feeds = token_feeds(encoder, texts)
     floor = build_floor_graph(model_path, feeds, threads)
     order = [int(encoder.encode([t]).lengths[0]) for t in texts]
-    timings = time_side_by_side(model_path, floor, order, threads, n)
+    timings = time_side_by_side(model_path, floor, order, threads, max(n, CALLS_PER_TOKEN_COUNT * len(feeds)))
     profiles = {"form": op_profile(str(model_path), floor.form_feeds, threads),
                 "floor": op_profile(floor.model, floor.feeds, threads)}
     return floor_rows(prefix, form, floor, timings, profiles, budget_ms, note)
