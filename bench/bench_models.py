@@ -9,8 +9,9 @@ anywhere; budgets are reported as met or missed.
 
 The floor of a form (``bench.matmul_floor``) is its own graph cut down to its matrix nodes, with
 the activations a text of each token count gives them, timed call for call with the form: a lower
-bound set by this runtime's kernels at the shapes the form really multiplies. (A rate measured on
-square matrices bounds nothing here: 5-64-row matmuls never run at it.)
+bound set by this runtime's kernels at the shapes the form really multiplies. The share of a
+2048-square matmul's rate (``bench.square_rate``) is kept as a reference only: 5-64-row matmuls
+never run at that rate, so it bounds nothing.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BenchContext, Result, percentile, summarise, time_calls
-from bench.fused_forms import fused_forms, fused_move_rows, op_profile, profile_rows
+from bench.fused_forms import PLAIN_LAYER_NORM, fused_forms, fused_move_rows, op_profile, profile_rows
 from bench.matmul_floor import measure as matmul_floor_rows
 from bench.quantization import run as run_quantization
+from bench.square_rate import square_rate_rows, square_rates
 
 GROUP = "models"
 WORDS = ("the people in this city are always so loud and I honestly cannot stand them anymore "
@@ -110,6 +112,8 @@ def _pipeline(model_dir: Path):
 
 
 def run(ctx: BenchContext) -> list[Result]:
+    import json
+
     import torch
 
     import resources
@@ -169,6 +173,10 @@ def run(ctx: BenchContext) -> list[Result]:
     for name in [*engines, *fused_engines]:
         results.append(_ratio(f"predict: pipeline / {name}", samples["pipeline"], samples[name],
                               PIPELINE_SPEEDUP if name == desk_form else None))
+    rates = square_rates(threads)
+    results += square_rate_rows("predict: ", json.loads((prepared.torch_dir / "config.json").read_text()), lengths,
+                                {n: samples[n] for n in [*engines, *fused_engines]}, rates,
+                                {"ONNX int8", *(n for n in fused_engines if "int8" in n)})
     desk_dir = int8_dir if desk_form == "ONNX int8" else fp32_dir
     results += matmul_floor_rows("predict: ", f"{desk_form} (the desk's form)", desk_dir / "model.onnx", encoder,
                                  texts, threads, n_calls, PREDICT_BUDGET_MS, note)
@@ -192,7 +200,7 @@ def run(ctx: BenchContext) -> list[Result]:
         engine.close()
     results += run_quantization(ctx)  # int8 approaches for the default model: parity figures and speed
 
-    results += _base_size_model(ctx, n_calls, encoder, rng, threads)
+    results += _base_size_model(ctx, n_calls, encoder, rng, threads, rates)
     load_after = os.getloadavg()
     for when, load in (("start", load_before), ("end", load_after)):
         results.append(Result(GROUP, f"machine: 1-minute load average at the {when}", "load", load[0], None, 1,
@@ -334,7 +342,8 @@ def _batch_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Result]:
     return out
 
 
-def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, threads: int) -> list[Result]:
+def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, threads: int,
+                     rates: dict[str, float]) -> list[Result]:
     """BERT-base compute (random weights), texts of at most 32 tokens."""
     import shutil
 
@@ -358,8 +367,9 @@ def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, threads: int
     note = f"BERT-base shape, random weights; texts of 5-32 tokens (mean {statistics.mean(lengths):.0f})"
     engines = {"PyTorch": load_engine(folder), "ONNX int8": load_engine(int8.path)}
     fused_dirs, _, fused_note = fused_forms(folder, int8.path, ctx.work_dir / "bert-base-fused", texts[:20], None)
-    if "ONNX int8 fused" in fused_dirs:
-        engines["ONNX int8 fused"] = load_engine(fused_dirs["ONNX int8 fused"])
+    for name in ("ONNX int8 fused", PLAIN_LAYER_NORM):
+        if name in fused_dirs:
+            engines[name] = load_engine(fused_dirs[name])
     note += f"; {fused_note}"
     calls: dict[str, Callable[[Any], object]] = {"pipeline": _pipeline(folder)}
     calls.update({name: engine.predict_one for name, engine in engines.items()})
@@ -377,7 +387,9 @@ def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, threads: int
         out.append(summarise(GROUP, f"base model: {name}", samples[name],
                              budget_p95_ms=BASE_INT8_BUDGET_MS if "int8" in name else None, notes=note + parity))
         out.append(_ratio(f"base model: pipeline / {name}", samples["pipeline"], samples[name], None))
-    base_forms = {"ONNX int8": int8.path, **{k: v for k, v in fused_dirs.items() if k == "ONNX int8 fused"}}
+    out += square_rate_rows("base model: ", config.to_dict(), lengths, {n: samples[n] for n in engines}, rates,
+                            {"ONNX int8", "ONNX int8 fused", PLAIN_LAYER_NORM})
+    base_forms = {"ONNX int8": int8.path, **{k: v for k, v in fused_dirs.items() if k in engines}}
     for name, path in base_forms.items():
         out += matmul_floor_rows("base model: ", name, path / "model.onnx", encoder, texts, threads,
                                  max(40, n_calls // 2), BASE_INT8_BUDGET_MS, note)
