@@ -9,14 +9,16 @@ nodes run side by side, each once, and nothing else runs: no LayerNorm, GELU, So
 attention, Transpose, Gather, activation quantization outside the fused matmul ops. The form runs
 these same nodes with these same inputs and more, so it cannot be faster than this graph; timed call
 for call against the form (alternating, the same token counts), the ratio says how much of the form's
-time is matmul work this runtime cannot shed, and a floor whose p95 misses a budget proves the budget
-out of reach for these kernels on this machine.
+time is matmul work this runtime cannot shed, and a floor that misses a budget proves the budget out
+of reach for these kernels on this machine. The verdict takes each token count's quickest call (a busy
+machine only adds time) and the p95 of those over the texts as they were called.
 
 Unlike a rate measured on square matrices, this floor uses the shapes the form really multiplies (5-64
 rows), where the kernels run far below their square-matrix rate. Times are wall-clock and the calling
 thread's CPU time: with one intra-op thread onnxruntime runs the kernels in the calling thread (the
 ``outside`` figure, process minus thread CPU time, checks it), so CPU time stays meaningful on a shared
-machine where wall time counts other processes' turns.
+machine where wall time counts other processes' turns (though not a shared core's cache and memory
+traffic, which the quickest call per token count leaves out).
 """
 
 from __future__ import annotations
