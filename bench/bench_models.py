@@ -7,9 +7,11 @@ Forms are timed side by side: call k of every form runs on the same text, one af
 so that a busy moment of the machine falls on all of them alike. No figure is asserted
 anywhere; budgets are reported as met or missed.
 
-The floor of a call is the model's arithmetic (``_bert_flops`` for the text's token count)
-divided by this machine's one-thread matrix-multiply rate: torch fp32 for the float forms,
-onnxruntime's int8 MatMulInteger for the int8 form (the kernel its int8 graph runs).
+The floor of a form (``bench.matmul_floor``) is its own graph cut down to its matrix nodes, with
+the activations a text of each token count gives them, timed call for call with the form: a lower
+bound set by this runtime's kernels at the shapes the form really multiplies. The share of a
+2048-square matmul's rate (``bench.square_rate``) is kept as a reference only: 5-64-row matmuls
+never run at that rate, so it bounds nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BenchContext, Result, percentile, summarise, time_calls
-from bench.fused_forms import fused_forms, fused_move_rows, op_profile, profile_rows
+from bench.fused_forms import PLAIN_LAYER_NORM, fused_forms, fused_move_rows, op_profile, profile_rows
+from bench.matmul_floor import measure as matmul_floor_rows
 from bench.quantization import run as run_quantization
+from bench.square_rate import square_rate_rows, square_rates
 
 GROUP = "models"
 WORDS = ("the people in this city are always so loud and I honestly cannot stand them anymore "
@@ -100,75 +104,6 @@ def _ratio(name: str, reference: list[float], ours: list[float], budget: float |
                   notes="pipeline time / ours (median, p95)")
 
 
-def _bert_flops(config: dict, tokens: int) -> float:
-    """Multiply-adds x2 of one forward pass (embeddings lookups excluded)."""
-    h, inter, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
-    per_layer = 2 * tokens * (4 * h * h + 2 * h * inter) + 2 * 2 * tokens * tokens * h
-    return layers * per_layer + 2 * h * h + 2 * h * config.get("num_labels", 2)
-
-
-def _matmul_gflops(threads: int) -> float:
-    """torch fp32, 2048x2048 by 2048x2048."""
-    import torch
-
-    torch.set_num_threads(threads)
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    return _rate(lambda: a @ b, 2 * 2048 ** 3)
-
-
-def _int8_matmul_gops(threads: int) -> float:
-    """onnxruntime MatMulInteger (uint8 x int8, the kernel of its int8 graphs), 2048 square."""
-    import numpy as np
-    import onnxruntime
-    from onnx import TensorProto, helper
-
-    n = 2048
-    weights = np.random.default_rng(0).integers(-127, 127, (n, n), dtype=np.int8)
-    graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["A", "B"], ["Y"])], "int8-matmul",
-        [helper.make_tensor_value_info("A", TensorProto.UINT8, [n, n])],
-        [helper.make_tensor_value_info("Y", TensorProto.INT32, [n, n])],
-        initializer=[helper.make_tensor("B", TensorProto.INT8, [n, n], weights.tobytes(), raw=True)])
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    session = onnxruntime.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-                                           .SerializeToString(), options, providers=["CPUExecutionProvider"])
-    a = np.random.default_rng(1).integers(0, 255, (n, n), dtype=np.uint8)
-    return _rate(lambda: session.run(None, {"A": a}), 2 * n ** 3)
-
-
-def _rate(fn: Callable[[], object], operations: float) -> float:
-    for _ in range(3):
-        fn()
-    runs = []
-    for _ in range(10):
-        start = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - start)
-    return operations / statistics.median(runs) / 1e9
-
-
-def _floor_rows(prefix: str, config: dict, token_counts: list[int], samples: dict[str, list[float]],
-                rates: dict[str, float], int8_forms: set[str], note: str) -> list[Result]:
-    """Per form: the floor (ms per call at the matmul rate of its arithmetic) and the fraction
-    of it reached (floor / measured, call by call; 1 would be all time in full-speed matmuls)."""
-    out = []
-    floors = {kind: [_bert_flops(config, t) / (rate * 1e9) * 1000 for t in token_counts]
-              for kind, rate in rates.items()}
-    for kind, values in floors.items():
-        out.append(summarise(GROUP, f"{prefix}floor, {kind} ({rates[kind]:.0f} GOP/s one thread)",
-                             [values[k % len(values)] for k in range(len(next(iter(samples.values()))))],
-                             notes=f"model FLOPs per call / matmul rate; {note}"))
-    for form, measured in samples.items():
-        kinds = ["fp32"] + (["int8"] if form in int8_forms and "int8" in floors else [])
-        for kind in kinds:
-            fractions = [floors[kind][k % len(token_counts)] / m for k, m in enumerate(measured)]
-            out.append(Result(GROUP, f"{prefix}fraction of the {kind} floor: {form}", "fraction",
-                              statistics.median(fractions), None, len(fractions),
-                              notes="floor / measured, median over calls (above 1: faster than fp32 matmuls allow)"))
-    return out
-
-
 def _pipeline(model_dir: Path):
     from transformers import pipeline
 
@@ -238,10 +173,13 @@ def run(ctx: BenchContext) -> list[Result]:
     for name in [*engines, *fused_engines]:
         results.append(_ratio(f"predict: pipeline / {name}", samples["pipeline"], samples[name],
                               PIPELINE_SPEEDUP if name == desk_form else None))
-    config = json.loads((prepared.torch_dir / "config.json").read_text())
-    rates = {"fp32": _matmul_gflops(threads), "int8": _int8_matmul_gops(threads)}
-    int8_names = {"ONNX int8", *(n for n in fused_engines if "int8" in n)}
-    results += _floor_rows("predict: ", config, lengths, samples, {k: v for k, v in rates.items()}, int8_names, note)
+    rates = square_rates(threads)
+    results += square_rate_rows("predict: ", json.loads((prepared.torch_dir / "config.json").read_text()), lengths,
+                                {n: samples[n] for n in [*engines, *fused_engines]}, rates,
+                                {"ONNX int8", *(n for n in fused_engines if "int8" in n)})
+    desk_dir = int8_dir if desk_form == "ONNX int8" else fp32_dir
+    results += matmul_floor_rows("predict: ", f"{desk_form} (the desk's form)", desk_dir / "model.onnx", encoder,
+                                 texts, threads, n_calls, PREDICT_BUDGET_MS, note)
     profiled = {"ONNX fp32": fp32_dir, "ONNX int8": int8_dir, **fused_dirs}
     profile = op_profile(profiled, encoder, texts[: 20 if ctx.quick else 60], threads)
     results += profile_rows(profile, f"onnxruntime profiler, ms per call; {note}")
@@ -262,7 +200,7 @@ def run(ctx: BenchContext) -> list[Result]:
         engine.close()
     results += run_quantization(ctx)  # int8 approaches for the default model: parity figures and speed
 
-    results += _base_size_model(ctx, n_calls, encoder, rng, rates)
+    results += _base_size_model(ctx, n_calls, encoder, rng, threads, rates)
     load_after = os.getloadavg()
     for when, load in (("start", load_before), ("end", load_after)):
         results.append(Result(GROUP, f"machine: 1-minute load average at the {when}", "load", load[0], None, 1,
@@ -404,7 +342,8 @@ def _batch_rows(ctx: BenchContext, engines: dict, encoder, rng) -> list[Result]:
     return out
 
 
-def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, rates: dict[str, float]) -> list[Result]:
+def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, threads: int,
+                     rates: dict[str, float]) -> list[Result]:
     """BERT-base compute (random weights), texts of at most 32 tokens."""
     import shutil
 
@@ -428,22 +367,33 @@ def _base_size_model(ctx: BenchContext, n_calls: int, encoder, rng, rates: dict[
     note = f"BERT-base shape, random weights; texts of 5-32 tokens (mean {statistics.mean(lengths):.0f})"
     engines = {"PyTorch": load_engine(folder), "ONNX int8": load_engine(int8.path)}
     fused_dirs, _, fused_note = fused_forms(folder, int8.path, ctx.work_dir / "bert-base-fused", texts[:20], None)
-    if "ONNX int8 fused" in fused_dirs:
-        engines["ONNX int8 fused"] = load_engine(fused_dirs["ONNX int8 fused"])
+    for name in ("ONNX int8 fused", PLAIN_LAYER_NORM):
+        if name in fused_dirs:
+            engines[name] = load_engine(fused_dirs[name])
     note += f"; {fused_note}"
     calls: dict[str, Callable[[Any], object]] = {"pipeline": _pipeline(folder)}
     calls.update({name: engine.predict_one for name, engine in engines.items()})
     samples = side_by_side(calls, texts, max(40, n_calls // 2))
     out = [summarise(GROUP, "base model: transformers pipeline (reference)", samples["pipeline"], notes=note)]
+    # random weights: labels mean nothing, so the int8 forms are held to the fp32 model's probabilities
+    reference = [engines["PyTorch"].predict_one(t).probabilities for t in texts]
     for name in engines:
+        parity = ""
+        if "int8" in name:
+            moved = [max(abs(p[k] - r[k]) for k in r) for p, r in
+                     zip((engines[name].predict_one(t).probabilities for t in texts), reference)]
+            parity = (f"; dynamic int8, probability change vs PyTorch fp32 over the {len(texts)} texts: max "
+                      f"{max(moved):.4f}, p99 {percentile(moved, 0.99):.4f}")
         out.append(summarise(GROUP, f"base model: {name}", samples[name],
-                             budget_p95_ms=BASE_INT8_BUDGET_MS if "int8" in name else None,
-                             notes=note + (f"; dynamic int8, parity {int8.max_difference:.4f}" if "int8" in name else "")))
+                             budget_p95_ms=BASE_INT8_BUDGET_MS if "int8" in name else None, notes=note + parity))
         out.append(_ratio(f"base model: pipeline / {name}", samples["pipeline"], samples[name], None))
-    out += _floor_rows("base model: ", config.to_dict(), lengths, samples, rates, {"ONNX int8", "ONNX int8 fused"},
-                       note)
-    base_forms = {"ONNX int8": int8.path, **{k: v for k, v in fused_dirs.items() if k == "ONNX int8 fused"}}
-    base_profile = op_profile(base_forms, encoder, texts[:20], 1)
+    out += square_rate_rows("base model: ", config.to_dict(), lengths, {n: samples[n] for n in engines}, rates,
+                            {"ONNX int8", "ONNX int8 fused", PLAIN_LAYER_NORM})
+    base_forms = {"ONNX int8": int8.path, **{k: v for k, v in fused_dirs.items() if k in engines}}
+    for name, path in base_forms.items():
+        out += matmul_floor_rows("base model: ", name, path / "model.onnx", encoder, texts, threads,
+                                 max(40, n_calls // 2), BASE_INT8_BUDGET_MS, note)
+    base_profile = op_profile(base_forms, encoder, texts[:20], threads)
     out += profile_rows({f"base model {k}": v for k, v in base_profile.items()}, "onnxruntime profiler, ms per call")
     for engine in engines.values():
         engine.close()

@@ -4,7 +4,8 @@ op type (onnxruntime's own profiler, the same texts for every form), so that a f
 budget's limit is read off the table rather than guessed.
 
 Forms: the fused fp32 graph; fused dynamic int8 (QAttention); fused dynamic int8 with the outlier channels
-of the desk's recipe ratio kept in float (measured on the fused graph over the bench texts). Parity is not
+of the desk's recipe ratio kept in float (measured on the fused graph over the bench texts); each int8 one
+also with its SkipLayerNormalization nodes written back as Add + LayerNormalization (``plain_layer_norm``). Parity is not
 judged here: the int8 search judges it on the task's texts (its attempts carry the figures).
 """
 
@@ -24,6 +25,8 @@ from bench.common import Result, summarise
 
 GROUP = "models"
 PROFILE_ROUNDS = 2
+PLAIN = "LayerNorm unfused"  # the recipe's plain_layer_norm: Add + LayerNormalization, not SkipLayerNormalization
+PLAIN_LAYER_NORM = f"ONNX int8 fused, {PLAIN}"
 
 
 def fused_forms(torch_dir: Path, int8_dir: Path, work: Path, texts: Sequence[str],
@@ -41,11 +44,15 @@ def fused_forms(torch_dir: Path, int8_dir: Path, work: Path, texts: Sequence[str
             fused = export_fused_graph(source, work / "fused-fp32.onnx")
         except FusionUnavailable as exc:
             return {}, {}, str(exc)
-        recipes = {"ONNX int8 fused": Int8Recipe("dynamic", fused=True)}
+        recipes = {"ONNX int8 fused": Int8Recipe("dynamic", fused=True),
+                   PLAIN_LAYER_NORM: Int8Recipe("dynamic", fused=True, plain_layer_norm=True)}
         if ratio is not None:
             peaks = input_peaks(fused.path, [feeds_for(source, [t]) for t in texts])
+            channels = float_channels_at(peaks, ratio)
             recipes["ONNX int8 fused + outliers"] = Int8Recipe(
-                "dynamic", fused=True, float_channels=float_channels_at(peaks, ratio), float_channel_ratio=ratio)
+                "dynamic", fused=True, float_channels=channels, float_channel_ratio=ratio)
+            recipes[f"ONNX int8 fused + outliers, {PLAIN}"] = Int8Recipe(
+                "dynamic", fused=True, float_channels=channels, float_channel_ratio=ratio, plain_layer_norm=True)
     finally:
         source.close()
     forms: dict[str, Path] = {}

@@ -10,7 +10,8 @@ recipes also carry their calibration ranges (onnxruntime's calibration cache), s
 rebuilds exactly the graph that was checked without running the calibration again.
 
 A ``fused`` recipe quantizes the fused fp32 graph (``local_models.fused_graph``): its Attention nodes
-become QAttention, its SkipLayerNormalization and BiasGelu nodes stay float.
+become QAttention, its SkipLayerNormalization and BiasGelu nodes stay float (with ``plain_layer_norm``,
+SkipLayerNormalization is written back as Add + LayerNormalization first: onnxruntime runs those faster).
 
 Approaches: ``dynamic`` (weights int8 per channel, activations quantized per call from their
 own range) and ``static`` (QDQ, activation ranges fixed by calibration on task texts: MinMax,
@@ -64,6 +65,9 @@ class Int8Recipe:
     # nodes), its Attention nodes too (QAttention), instead of the plain export; written to JSON only when set,
     # so recipes made before it keep their bytes
     fused: bool = False
+    # the fused graph's SkipLayerNormalization nodes written back as Add + LayerNormalization
+    # (``local_models.layer_norm``: onnxruntime's kernel for the fused node is the slower); JSON only when set
+    plain_layer_norm: bool = False
 
     def __post_init__(self) -> None:
         if self.approach not in APPROACHES:
@@ -74,6 +78,8 @@ class Int8Recipe:
             raise ValueError("float outlier channels go with dynamic int8 only")
         if self.approach == "static" and self.fused:
             raise ValueError("the fused graph goes with dynamic int8 only")
+        if self.plain_layer_norm and not self.fused:
+            raise ValueError("plain LayerNorm rewrites the fused graph's SkipLayerNormalization: it needs fused")
 
     @property
     def name(self) -> str:
@@ -87,7 +93,7 @@ class Int8Recipe:
         if self.excluded_nodes:
             parts.append(f", {len(self.excluded_nodes)} most sensitive MatMul(s) kept float")
         if self.fused:
-            parts.insert(0, "fused graph + ")
+            parts.insert(0, "fused graph" + (" (LayerNorm unfused)" if self.plain_layer_norm else "") + " + ")
         return "".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -99,7 +105,8 @@ class Int8Recipe:
                 "float_channel_ratio": self.float_channel_ratio,
                 "float_channels": ({k: list(v) for k, v in self.float_channels.items()}
                                    if self.float_channels is not None else None),
-                **({"fused": True} if self.fused else {})}
+                **({"fused": True} if self.fused else {}),
+                **({"plain_layer_norm": True} if self.plain_layer_norm else {})}
 
     @classmethod
     def from_json(cls, data: Any) -> Int8Recipe:
@@ -114,7 +121,8 @@ class Int8Recipe:
                          ranges=data.get("ranges"), smoothing=data.get("smoothing"),
                          smoothing_alpha=data.get("smoothing_alpha"),
                          float_channels=_channels_from_json(data.get("float_channels")),
-                         float_channel_ratio=data.get("float_channel_ratio"), fused=bool(data.get("fused", False)))
+                         float_channel_ratio=data.get("float_channel_ratio"), fused=bool(data.get("fused", False)),
+                         plain_layer_norm=bool(data.get("plain_layer_norm", False)))
         except KeyError as exc:
             raise ValueError(f"the int8 recipe has no '{exc.args[0]}'") from exc
         if recipe.approach == "static" and not isinstance(recipe.ranges, Mapping):
@@ -152,6 +160,10 @@ def build_int8(fp32_path: Path, int8_path: Path, recipe: Int8Recipe) -> None:
             if recipe.fused and not any(node.op_type == "Attention" for node in model.graph.node):
                 raise ExportFailed("The int8 recipe quantizes the fused graph, and this graph has no fused Attention "
                                    "node; build it from the fused fp32 graph (local_models.fused_graph).")
+            if recipe.plain_layer_norm:
+                from local_models.layer_norm import unfuse_skip_layer_norm
+
+                unfuse_skip_layer_norm(model)
             if recipe.smoothing:
                 apply_smoothing(model, recipe.smoothing)
             float_nodes = split_float_channels(model, recipe.float_channels) if recipe.float_channels else []

@@ -370,6 +370,20 @@ def _dynamically_quantized(file: Path) -> bool:
         return b"DynamicQuantizeLinear" in handle.read()
 
 
+def session_options(num_threads: int | None) -> Any:
+    """The options every desk session runs with (also what the bench's floor graphs run with)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.inter_op_num_threads = 1
+    if num_threads:
+        options.intra_op_num_threads = int(num_threads)
+    options.log_severity_level = 3
+    return options
+
+
 def _session(file: Path, device: str, num_threads: int | None) -> Any:
     import onnxruntime
 
@@ -382,13 +396,7 @@ def _session(file: Path, device: str, num_threads: int | None) -> Any:
             f"onnxruntime here has no {provider} (it has {', '.join(onnxruntime.get_available_providers())}); "
             "install onnxruntime-gpu for CUDA, or choose the CPU."
         )
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-    options.inter_op_num_threads = 1
-    if num_threads:
-        options.intra_op_num_threads = int(num_threads)
-    options.log_severity_level = 3
+    options = session_options(num_threads)
     providers: list[Any] = ["CPUExecutionProvider"]
     if kind == "cuda":
         index = int(device.split(":")[1]) if ":" in device else 0
