@@ -8,7 +8,9 @@
 Order of attempts (fastest graph first; the first that passes wins):
 
 1. dynamic int8, weights per channel, of the fused graph (``local_models.fused_graph``: Attention,
-   SkipLayerNormalization, BiasGelu nodes; its Attention quantized too), then of the plain export;
+   SkipLayerNormalization, BiasGelu nodes; its Attention quantized too; its SkipLayerNormalization
+   written back as Add + LayerNormalization, ``local_models.layer_norm``, whose kernels are faster),
+   then of the plain export;
 2. the same with the few outlier channels of MatMul inputs kept in float (``int8.float_channels_at``
    over ``RANKING_TEXTS`` texts: a peak above a ratio times the median channel's), at each ratio of
    ``FLOAT_CHANNEL_STEPS`` (6x, then 4x and 3x with more channels), fused graph first at each ratio:
@@ -164,7 +166,7 @@ def search_int8(source: InferenceEngine, fp32_file: Path, texts: TaskTexts, work
     reference = probabilities(source, list(texts.parity), progress)
     selection_reference = probabilities(source, selection, progress) if selection else None
     attempts: list[dict[str, Any]] = []
-    candidates: list[Int8Recipe] = ([Int8Recipe("dynamic", fused=True)] if fused_file else []) + [Int8Recipe("dynamic")]
+    candidates: list[Int8Recipe] = ([Int8Recipe("dynamic", fused=True, plain_layer_norm=True)] if fused_file else []) + [Int8Recipe("dynamic")]
     first_round = len(candidates)
     ranked: list[str] | None = None
     last: tuple[Int8Recipe, ParityVerdict, str] | None = None
@@ -248,7 +250,7 @@ def fallback_recipes(peaks: Mapping[str, Any], ranked: Sequence[str], ladder: Se
             fused_channels = float_channels_at(fused_peaks, ratio, most)
             if fused_channels and fused_channels != widest_fused:
                 recipes.append(Int8Recipe("dynamic", float_channels=fused_channels, float_channel_ratio=ratio,
-                                          fused=True))
+                                          fused=True, plain_layer_norm=True))
                 widest_fused = fused_channels
         channels = float_channels_at(peaks, ratio, most)
         if channels and channels != widest:

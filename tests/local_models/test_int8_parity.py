@@ -110,7 +110,7 @@ def test_an_int8_form_that_breaks_the_rule_is_refused(tiny_classifier_dir, tmp_p
     # each attempt says what it measures as it goes, and its texts are the progress it reports
     attempts = [line for line in lines if line.startswith("attempt ")]
     # the fused graph first, then the plain export
-    assert attempts[0] == (f"attempt 1 (more follow if it fails): fused graph + dynamic, weights per channel, on "
+    assert attempts[0] == (f"attempt 1 (more follow if it fails): fused graph (LayerNorm unfused) + dynamic, weights per channel, on "
                            f"{int8_search.SELECTION_TEXTS:,} selection texts")
     assert any(re.match(r"attempt 1 .*: failed on the selection texts", line) for line in attempts)
     assert (f"attempt 2 (more follow if it fails): dynamic, weights per channel, on "
@@ -152,7 +152,7 @@ def test_the_fused_graphs_split_comes_before_the_plain_exports_at_each_ratio():
         (True, 6.0, 0), (False, 6.0, 0), (True, 4.0, 0), (False, 4.0, 0), (True, 3.0, 0), (False, 3.0, 0),
         (False, 3.0, 2), (False, 3.0, 4), (False, None, 4)]  # whole float MatMuls only on the plain export, last
     assert recipes[0].float_channels == {"x_fused": (22,)} and recipes[1].float_channels == {"x": (22,)}
-    assert recipes[0].name.startswith("fused graph + dynamic")
+    assert recipes[0].name.startswith("fused graph (LayerNorm unfused) + dynamic") and recipes[0].plain_layer_norm
     assert int8_search.Int8Recipe.from_json(recipes[0].to_json()) == recipes[0]
     assert "fused" not in recipes[1].to_json()  # recipes without it keep the bytes they had
 
@@ -212,7 +212,7 @@ def test_a_trained_parts_recipe_gives_the_desk_the_checked_int8_graph(part_with_
     assert recorded.recipe.fused and recorded.document["fusion"]["available"]
     assert export["parity"]["verification"]["by"] == "sha256"
     ops = {node.op_type for node in onnx.load(str(prepared.onnx_dir / "model.onnx")).graph.node}
-    assert {"QAttention", "SkipLayerNormalization", "BiasGelu"} <= ops
+    assert {"QAttention", "LayerNormalization", "BiasGelu"} <= ops and "SkipLayerNormalization" not in ops
     assert not any(p.name.startswith("fused") for p in prepared.onnx_dir.iterdir())
 
 
