@@ -25,6 +25,7 @@ time there also waits for a core.
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import random
 import statistics
@@ -135,7 +136,7 @@ class _Turn:
         early_check.ENABLED = self.variant.early_check
         self.saved = text._alignment, text._word_texts
         if self.variant.full_matrix_edits:
-            text._alignment = _full_matrix_alignment  # type: ignore[assignment]
+            text._alignment = functools.partial(self.saved[0], pair_tail=False)  # before the tail was paired first
             text._word_texts = lambda t: tuple(w.text for w in text.words(t))  # type: ignore[assignment]
         return self.engines[self.variant.per_text_batches]
 
@@ -146,33 +147,6 @@ class _Turn:
         pipeline.ABLATION_WHEN_DISAGREEING = False
         early_check.ENABLED = False
         text._alignment, text._word_texts = self.saved  # type: ignore[assignment]
-
-
-def _full_matrix_alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], int]:
-    """app.core.text._alignment as it was before it paired a common tail first: the same steps
-    (tests/app/test_text.py), the whole matrix filled."""
-    n, m = len(a), len(b)
-    dist = [[i + j if i == 0 or j == 0 else 0 for j in range(m + 1)] for i in range(n + 1)]
-    for i in range(1, n + 1):
-        row, prev = dist[i], dist[i - 1]
-        for j in range(1, m + 1):
-            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
-    steps: list[tuple[str, int, int]] = []
-    i, j = n, m
-    while i > 0 or j > 0:
-        if i > 0 and j > 0 and a[i - 1] == b[j - 1] and dist[i][j] == dist[i - 1][j - 1]:
-            steps.append(("equal", i - 1, j - 1))
-            i, j = i - 1, j - 1
-        elif i > 0 and dist[i][j] == dist[i - 1][j] + 1:
-            steps.append(("delete", i - 1, j))
-            i -= 1
-        elif j > 0 and dist[i][j] == dist[i][j - 1] + 1:
-            steps.append(("insert", i, j - 1))
-            j -= 1
-        else:
-            steps.append(("replace", i - 1, j - 1))
-            i, j = i - 1, j - 1
-    return steps[::-1], dist[n][m]
 
 
 def run(ctx: BenchContext) -> list[Result]:

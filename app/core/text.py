@@ -110,8 +110,9 @@ def word_distance(original: str, edited: str, *, max_chars: int) -> int | None:
     return int(Levenshtein.distance(a, b))
 
 
-def _alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], int]:
+def _alignment(a: list[str], b: list[str], *, pair_tail: bool = True) -> tuple[list[tuple[str, int, int]], int]:
     """Levenshtein alignment of two word lists: steps (kind, i, j) in order, and the distance.
+    ``pair_tail=False`` fills the whole matrix (the same steps, slower: the bench's and tests' reference).
 
     A full matrix: for the diff views of texts a task's ``max_chars`` bounds (on the desk), never
     for a figure computed from what another desk sent (see :func:`word_distance`).
@@ -123,7 +124,7 @@ def _alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], 
     # "equal" first), so a common tail is paired without filling its part of the matrix: the same
     # steps, at the cost of the part before it (an edit in mid-sentence: about half)
     tail = 0
-    while tail < min(len(a), len(b)) and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+    while pair_tail and tail < min(len(a), len(b)) and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
         tail += 1
     n, m = len(a) - tail, len(b) - tail
     paired_tail = [("equal", n + k, m + k) for k in range(tail)]

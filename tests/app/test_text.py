@@ -58,30 +58,6 @@ def test_one_segmentation_for_edit_distance_and_heatmaps():
     assert word_edits("you n1gga", "you n!gga")[1] == 1
 
 
-def _full_matrix_alignment(a: list[str], b: list[str]) -> tuple[list[tuple[str, int, int]], int]:
-    """The alignment as it was computed before a common tail was paired up front: the whole matrix."""
-    n, m = len(a), len(b)
-    dist = [[i + j if i == 0 or j == 0 else 0 for j in range(m + 1)] for i in range(n + 1)]
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            dist[i][j] = min(dist[i - 1][j] + 1, dist[i][j - 1] + 1, dist[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
-    steps, i, j = [], n, m
-    while i > 0 or j > 0:
-        if i > 0 and j > 0 and a[i - 1] == b[j - 1] and dist[i][j] == dist[i - 1][j - 1]:
-            steps.append(("equal", i - 1, j - 1))
-            i, j = i - 1, j - 1
-        elif i > 0 and dist[i][j] == dist[i - 1][j] + 1:
-            steps.append(("delete", i - 1, j))
-            i -= 1
-        elif j > 0 and dist[i][j] == dist[i][j - 1] + 1:
-            steps.append(("insert", i, j - 1))
-            j -= 1
-        else:
-            steps.append(("replace", i - 1, j - 1))
-            i, j = i - 1, j - 1
-    return steps[::-1], dist[n][m]
-
-
 def test_pairing_a_common_tail_first_gives_the_full_matrixs_steps():
     """Three words in random lists of up to eight: ties everywhere, and the same steps as the full
     matrix's trace in every case (the assistant compares 64 one-word edits of a text)."""
@@ -93,6 +69,6 @@ def test_pairing_a_common_tail_first_gives_the_full_matrixs_steps():
     for _ in range(20000):
         a = [rng.choice("xyz") for _ in range(rng.randint(0, 8))]
         b = [rng.choice("xyz") for _ in range(rng.randint(0, 8))]
-        assert _alignment(a, b) == _full_matrix_alignment(a, b), (a, b)
+        assert _alignment(a, b) == _alignment(a, b, pair_tail=False), (a, b)
     text = "you are all such stupid idiots and i hate you"
     assert word_edits(text, text.replace("stupid", "stup1d"))[0][0].old == "stupid"
