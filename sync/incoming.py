@@ -199,11 +199,8 @@ class PulledRecordWriter(RecordWriter):
                     self.report.updated += 1
                 if r.get("model_fooled") is not existing.model_fooled:  # the server judges "fooled"
                     existing.model_fooled = r.get("model_fooled")
-                    # by model: a re-checked example keeps its writer's form's output, which the server lacks
-                    sent_by_model = {o.get("model_sha256"): o for o in r.get("outputs") or []}
-                    for output in existing.outputs:
-                        if output.model_sha256 in sent_by_model:
-                            output.fooled = sent_by_model[output.model_sha256].get("fooled")
+                    for output, sent in zip(sorted(existing.outputs, key=lambda o: o.position), r.get("outputs") or []):
+                        output.fooled = sent.get("fooled")
                     self.report.updated += 1
             return
         r = dict(r)

@@ -32,7 +32,6 @@ from app.core.storage.models import (
 )
 from sync.negotiation import shape_record
 from sync.protocol import PROTOCOL_VERSION, RecordError, RecordResult
-from sync.target_recheck import team_outputs
 
 
 @dataclass
@@ -101,7 +100,6 @@ def pending_batch(db: Database, person_id: uuid.UUID, *, after: int, limit: int,
                 record = dump_example(example, codes[example.task_id])
                 record["round_number"] = numbers[example.round_id]
                 record["context_hash"] = hashes.get(example.context_id)
-                record["outputs"] = team_outputs(example, record["outputs"])
             elif entry.kind == "validation" and entry.record_id in validations:
                 record = dump_validation(validations[entry.record_id])
             elif entry.kind == "example_review" and entry.record_id in reviews:

@@ -6,9 +6,9 @@ almost alike under different checksums, and a team has one target per round, nam
 wrote before its first sync brought the team's target wrote against its own form (this release builds the
 default model's int8 form from the fused graph, 0.1 and 0.2 desks from the plain one): the server judges only
 the round's target's outputs and would put those examples off for ever. Here each such example gets the
-team's target's output beside the one its writer saw; ``origin["rechecked"]`` keeps what the writer saw and
-the judgement the desk showed, the push sends the target's output (the server takes no other), and the
-server judges it with its one definition of "fooled". When the target cannot run here (its files are not on
+team's target's output in place of the one its writer saw, which ``origin["rechecked"]`` keeps with the
+judgement the desk showed then (it travels with the example: every desk shows it), and the server judges it
+with its one definition of "fooled" (it takes no output of a model that is not the round's target). When the target cannot run here (its files are not on
 this desk, or they are damaged) nothing changes: the examples stay in the outbox, and why is noted.
 """
 
@@ -99,13 +99,23 @@ def recheck_against_targets(desk: Any, person_id: uuid.UUID, check: Callable[[],
             log.warning("re-checking %d example(s) against %s failed: %s", len(group), targets[0].name, exc)
             out.problems.append(_problem(group, targets[0], f"it could not run here: {exc}"))
             continue
+        refused = []
         for i, candidate in enumerate(group):
-            done = _add_outputs(desk, candidate, [answer[i] for answer in answers])
+            try:
+                done = _add_outputs(desk, candidate, [answer[i] for answer in answers])
+            except DynadeskError as exc:  # an answer the task cannot judge: this example stays as it was
+                refused.append(str(exc))
+                continue
             if done is not None:
                 out.rechecked += 1
                 out.no_longer_fooling += done
-    with desk.db.write() as session:
-        local.set_meta(session, PROBLEM, " ".join(out.problems))
+        if refused:
+            out.problems.append(_problem(group, targets[0], f"its answers to {len(refused)} of them cannot be judged "
+                                                            f"({refused[0]})"))
+    problem = " ".join(out.problems)
+    if problem != (desk.db.get_meta(PROBLEM) or ""):
+        with desk.db.write() as session:
+            local.set_meta(session, PROBLEM, problem)
     return out
 
 
@@ -124,12 +134,13 @@ def _candidates(db: Database, person_id: uuid.UUID) -> list[_Candidate]:
                         .where(ModelOutputRow.example_id == Example.id, RoundModel.round_id == Example.round_id).exists())
     with db.read() as session:
         entries = list(session.execute(  # the few without a target's output: most carry one
-            select(OutboxEntry.record_id, OutboxEntry.seq, OutboxEntry.state, OutboxEntry.last_error)
+            select(OutboxEntry.record_id, OutboxEntry.seq, OutboxEntry.state, OutboxEntry.last_error,
+                   OutboxEntry.revision)
             .join(Example, Example.id == OutboxEntry.record_id)
             .where(OutboxEntry.kind == "example", OutboxEntry.person_id == person_id,
                    OutboxEntry.state.in_([outbox.PENDING, outbox.REJECTED]), ~judged_by_target,
                    select(ModelOutputRow.id).where(ModelOutputRow.example_id == Example.id).exists())))
-        entries = [e for e in entries if e.state == outbox.PENDING or NOT_A_TARGET in (e.last_error or "")]
+        entries = [e for e in entries if _not_on_server(e.state, e.last_error, e.revision)]
         if not entries:
             return []
         seqs = {e.record_id: e.seq for e in entries}
@@ -156,6 +167,14 @@ def _candidates(db: Database, person_id: uuid.UUID) -> list[_Candidate]:
         return sorted(out, key=lambda c: c.seq)
 
 
+def _not_on_server(state: str, last_error: str | None, revision: int) -> bool:
+    """Whether the server surely lacks the example (an example it holds cannot be edited there): it put it
+    off or refused it for an output of a model that is not the round's target, or it was never sent or changed."""
+    if state == outbox.REJECTED:
+        return NOT_A_TARGET in (last_error or "")
+    return (last_error or "").startswith("deferred:") or (last_error is None and revision == 1)
+
+
 def _inputs(desk: Any, example_ids: Iterable[uuid.UUID], model_input) -> dict[uuid.UUID, Any]:
     with desk.db.read() as session:
         examples = list(session.scalars(select(Example).where(Example.id.in_(list(example_ids)))))
@@ -163,7 +182,8 @@ def _inputs(desk: Any, example_ids: Iterable[uuid.UUID], model_input) -> dict[uu
 
 
 def _add_outputs(desk: Any, candidate: _Candidate, answers: Sequence[Any]) -> bool | None:
-    """Add the targets' outputs to the example, keeping the writer's; returns whether the writer's form said
+    """The targets' outputs become the example's (what the team judges, on every desk alike); the writer's go
+    to ``origin["rechecked"]`` with the judgement the desk showed. Returns whether the writer's form said
     fooled and the targets do not (None when the example changed meanwhile and was left as it is)."""
     from app.core.tasks.fooling import is_fooled
 
@@ -175,32 +195,22 @@ def _add_outputs(desk: Any, candidate: _Candidate, answers: Sequence[Any]) -> bo
             return None
         definition = desk.tasks.definition(example.task_id)
         answer = Span.from_json(example.answer)
-        rule = FooledRule(example.fooled_rule)
         before = example.model_fooled
+        names = {w.id: w.name for w in candidate.written}
         seen = sorted(example.outputs, key=lambda o: o.position)
-        after = is_fooled(definition, answers, example.true_label, answer, rule)
+        after = is_fooled(definition, answers, example.true_label, answer, FooledRule(example.fooled_rule))
         example.origin = {**(example.origin or {}), RECHECKED: {
             "against": [t.sha256 for t in candidate.targets], "at": utcnow().isoformat(),
             "model_fooled_before": before,
-            "written_against": [{"model_sha256": o.model_sha256, "label": o.label,
-                                 "probabilities": dict(o.probabilities), "fooled": o.fooled} for o in seen]}}
-        start = max((o.position for o in seen), default=-1) + 1
-        example.outputs.extend(
-            ModelOutputRow(model_id=out.model_id, position=start + i, model_sha256=out.model_sha256, label=out.label,
+            "written_against": [{"model_sha256": o.model_sha256, "name": names.get(o.model_id, ""),
+                                 "label": o.label, "probabilities": dict(o.probabilities),
+                                 "latency_ms": o.latency_ms, "answer": o.answer, "fooled": o.fooled} for o in seen]}}
+        example.outputs = [
+            ModelOutputRow(model_id=out.model_id, position=position, model_sha256=out.model_sha256, label=out.label,
                            probabilities=dict(out.probabilities), latency_ms=out.latency_ms,
                            answer=out.answer.to_json() if out.answer else None,
                            fooled=is_fooled(definition, [out], example.true_label, answer))
-            for i, out in enumerate(answers))
+            for position, out in enumerate(answers)]
         example.model_fooled = after  # as the server will judge it; its answer to the push stands
         entry.state, entry.last_error = outbox.PENDING, None
         return bool(before) and after is False
-
-
-def team_outputs(example: Example, outputs: list[dict]) -> list[dict]:
-    """The outputs an example sends: after a re-check, the round's targets' only (the writer's form's stay on
-    this desk and in ``origin``); the server takes no output of a model that is not the round's target."""
-    rechecked = (example.origin or {}).get(RECHECKED)
-    if not isinstance(rechecked, dict):
-        return outputs
-    seen = {w.get("model_sha256") for w in rechecked.get("written_against") or [] if isinstance(w, dict)}
-    return [o for o in outputs if o.get("model_sha256") not in seen]

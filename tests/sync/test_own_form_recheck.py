@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from app.cli import cli
 from app.core.desk import Desk
 from app.core.services.target_models import register_model
+from app.views.example import recheck_facts
 from local_models.engine import load_engine
 from sync.client import SyncClient
 from sync.local import local_status
@@ -96,16 +97,25 @@ def test_examples_written_against_the_desks_own_form_count_for_the_teams_target(
         stored = on_server[str(x.id)]
         assert [o["model_sha256"] for o in stored["outputs"]] == [team_sha]  # the server takes the target's only
         assert stored["outputs"][0]["label"] == label
-        seen = stored["origin"]["rechecked"]["written_against"]
-        assert [(w["model_sha256"], w["label"]) for w in seen] == [(own.sha256, desk.examples.get(x.id).outputs[0].label)]
+        # what the writer saw travels with the example: its form, its answer, and the judgement shown then
+        rechecked = stored["origin"]["rechecked"]
+        assert [(w["model_sha256"], w["name"], w["label"], w["probabilities"]) for w in rechecked["written_against"]] \
+            == [(own.sha256, own.name, o.label, o.probabilities) for o in x.outputs]
+        assert rechecked["model_fooled_before"] is x.model_fooled and rechecked["against"] == [team_sha]
     assert [on_server[str(x.id)]["model_fooled"] for x in written] == [False, True, False]
 
-    # The desk keeps what its writer saw beside the team's answer, and shows the server's judgement.
+    # The desk holds what the server holds (the team's answer, its judgement), and shows what the writer saw.
     for x in written:
         kept = desk.examples.get(x.id)
-        assert [o.model_sha256 for o in sorted(kept.outputs, key=lambda o: o.position)] == [own.sha256, team_sha]
+        assert [(o.model_sha256, o.label) for o in kept.outputs] == [(team_sha, on_server[str(x.id)]["outputs"][0]["label"])]
         assert kept.model_fooled == on_server[str(x.id)]["model_fooled"]
-        assert kept.origin["rechecked"]["model_fooled_before"] is x.model_fooled
+        assert kept.origin == on_server[str(x.id)]["origin"]
+    facts = dict(recheck_facts(desk.examples.get(written[0].id).origin))
+    assert facts["written against"].startswith(f"{own.name}: {written[0].outputs[0].label} (")
+    assert facts["written against"].endswith("— fooled when written")
+    [target] = desk.models.round_models(desk.tasks.round("hate_speech", 1).id)
+    by_model = {f.key: f.submitted for f in desk.stats.figures("model")}
+    assert by_model[str(target.id)] == 3 and str(own.id) not in by_model  # the team's target's, as on the server
     status = local_status(desk.db, ann.id)
     assert (status.pending, status.deferred) == (1, 1)
     [waiting] = status.waiting
