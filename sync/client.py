@@ -183,6 +183,10 @@ class SyncClient(ModelFiles):
         report.rechecked += done.rechecked
         report.no_longer_fooling += done.no_longer_fooling
         report.warnings += [p for p in done.problems if p not in report.warnings]
+        if done.refused_before:  # refused by this sync's first push; they go again now, re-checked
+            report.rejected -= len(done.refused_before)
+            named = tuple(f"example {i}: " for i in done.refused_before)  # as sync.outgoing.settle names them
+            report.problems = [p for p in report.problems if not p.startswith(named)]
         return done.rechecked
 
     def pull(self, me: Me, handle: SyncHandle, report: SyncReport) -> set[tuple[str, int]] | None:

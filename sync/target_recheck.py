@@ -46,6 +46,7 @@ class Recheck:
     rechecked: int = 0  # examples that now carry the team's target's output
     no_longer_fooling: int = 0  # of those, examples the writer's form said fooled and the target's does not
     problems: list[str] = field(default_factory=list)  # why some could not be re-checked (they stay in the outbox)
+    refused_before: list[uuid.UUID] = field(default_factory=list)  # re-checked ones the server had refused
 
 
 def model_origins(record: ModelRecord) -> set[str]:
@@ -63,6 +64,7 @@ class _Candidate:
     example_id: uuid.UUID
     seq: int
     written: list[ModelRecord]  # the models whose outputs the writer saw
+    refused: bool  # the server refused it (an output of a model it knows that is not the round's target)
     targets: list[ModelRecord]  # the round's targets, in order
 
 
@@ -109,6 +111,8 @@ def recheck_against_targets(desk: Any, person_id: uuid.UUID, check: Callable[[],
             if done is not None:
                 out.rechecked += 1
                 out.no_longer_fooling += done
+                if candidate.refused:
+                    out.refused_before.append(candidate.example_id)
         if refused:
             out.problems.append(_problem(group, targets[0], f"its answers to {len(refused)} of them cannot be judged "
                                                             f"({refused[0]})"))
@@ -144,6 +148,7 @@ def _candidates(db: Database, person_id: uuid.UUID) -> list[_Candidate]:
         if not entries:
             return []
         seqs = {e.record_id: e.seq for e in entries}
+        refused = {e.record_id for e in entries if e.state == outbox.REJECTED}
         examples = list(session.scalars(select(Example).where(Example.id.in_(list(seqs)))
                                         .options(selectinload(Example.outputs))))
         round_targets: dict[uuid.UUID, list[uuid.UUID]] = {}
@@ -163,7 +168,7 @@ def _candidates(db: Database, person_id: uuid.UUID) -> list[_Candidate]:
                 continue  # judged by the team's target already
             if all(any(same_model(w, t) for t in targets) for w in written) and \
                     all(any(same_model(w, t) for w in written) for t in targets):
-                out.append(_Candidate(example.id, seqs[example.id], written, targets))
+                out.append(_Candidate(example.id, seqs[example.id], written, example.id in refused, targets))
         return sorted(out, key=lambda c: c.seq)
 
 

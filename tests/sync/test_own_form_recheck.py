@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -174,4 +175,37 @@ def test_a_team_target_that_cannot_run_here_leaves_the_examples_waiting_with_why
         report = client.run()
     assert (report.rechecked, report.pushed, report.deferred) == (3, 3, 1) and not report.warnings, report
     assert set(server_records(server_db, ann.id)) == {str(x.id) for x in written}
+    desk.close()
+
+
+@sqlite_only
+def test_examples_the_server_refused_for_an_output_of_another_form_go_once_rechecked(
+        accounts, server_db, tmp_path, data_dir, tiny_classifier_dir, tiny_onnx_dir):  # noqa: F811
+    """The team's round 1 names the model's PyTorch form and its owner published the ONNX form beside it (a
+    prepared faster form): the server knows Ann's form, so it refuses her examples' outputs of it (not the round's
+    target) instead of putting them off. Her sync re-checks them against the PyTorch form, and they go."""
+    url, owner, ann = accounts
+    with Desk(tmp_path / "owner") as desk:
+        desk.people.create(owner.name, owner.role, person_id=owner.id)
+        desk.switch_person(owner.id)
+        target = register_model(desk, tiny_classifier_dir, name="tiny hate model, PyTorch", task_code="hate_speech",
+                                format="hf-torch")
+        faster = register_model(desk, tiny_onnx_dir, name="tiny hate model, this desk's form", task_code="hate_speech",
+                                format="onnx", provenance={"parent_model": {"id": str(target.id), "sha256": target.sha256}})
+        assert desk.rounds.adopt_first_models("hate_speech", [target.id])
+        with SyncClient(desk, url, owner.token, policy=QUICK) as client:
+            assert client.run().published
+    desk, own, written, _, _ = annotator_writes_against_own_form(data_dir, ann, tiny_onnx_dir, tiny_onnx_dir)
+    assert own.sha256 == faster.sha256
+    known = httpx.get(f"{url}/v1/models/{own.sha256}", headers={"Authorization": f"Bearer {ann.token}"})
+    assert known.status_code == 200, known.text  # so the server refuses its outputs rather than putting them off
+    with SyncClient(desk, url, ann.token, policy=QUICK) as client:
+        report = client.run()
+    # refused by the first push, re-checked, then stored: the summary counts them as sent, not as refused
+    assert (report.rechecked, report.pushed, report.rejected, report.deferred) == (3, 3, 0, 1), report
+    assert not [p for p in report.problems if any(str(x.id) in p for x in written)], report.problems
+    on_server = server_records(server_db, ann.id)
+    assert {i: [o["model_sha256"] for o in on_server[i]["outputs"]] for i in on_server} == \
+        {str(x.id): [target.sha256] for x in written}
+    assert local_status(desk.db, ann.id).rejected == 0
     desk.close()
