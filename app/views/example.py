@@ -195,7 +195,13 @@ def recheck_facts(origin: Mapping[str, Any]) -> Pairs:
     models = "; ".join(f"{text_of(w.get('name') or str(w.get('model_sha256', '?'))[:12] + '…')}: "
                        f"{text_of(w.get('label', '?'))} ({_shown_probabilities(w.get('probabilities'))})" for w in seen)
     return (("written against", f"{models or '?'} — {said} when written"),
-            ("re-checked", f"against the team's target of its round, {str(rechecked.get('at', ''))[:16]}"))
+            ("re-checked", f"against the team's target of its round, {_utc_minute(rechecked.get('at'))}"))
+
+
+def _utc_minute(at: Any) -> str:
+    """'2026-11-29 09:05 UTC' from a stored UTC ISO time (as written by ``app.core.domain.utcnow``)."""
+    text = text_of(at)
+    return f"{text[:10]} {text[11:16]} UTC" if len(text) >= 16 else text or "?"
 
 
 
