@@ -1,8 +1,8 @@
 """An annotator's desk that wrote against its own form of the round's model before its first sync brought the
 team's target (another form of the same trained model, under another checksum: this release's fused int8 of
 the default model beside a 0.1/0.2 owner's plain int8) has those examples re-checked against the team's form
-in the sync job: the team's target's output is added, the writer's is kept, and the server judges them with
-its one definition. Here the two forms are the tiny classifier's fp32 and int8 ONNX exports (one parent)."""
+in the sync job: they take the team's target's output in place of the writer's, which their origin keeps, and
+the server judges them with its one definition. Here the two forms are the tiny classifier's fp32 and int8 ONNX exports (one parent)."""
 
 from __future__ import annotations
 
