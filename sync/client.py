@@ -84,6 +84,7 @@ class SyncClient(ModelFiles):
             if on_server is not None and me.role == Role.OWNER:
                 self.publish_missing(on_server, handle, report)
             if self.unify_models(handle, report) or report.published:
+                report.deferred = 0  # the push goes over every waiting record again and counts what still waits
                 self.push(me, handle, report)  # examples re-pointed to the server's model, or now published, go now
             self.pull_policies(handle, report)
             if me.role in (Role.LEAD, Role.OWNER):
@@ -91,6 +92,9 @@ class SyncClient(ModelFiles):
             self.sync_wellbeing(me, handle, report)
             if fetch_models:
                 self.fetch_models(handle, report)
+            if self.recheck(me, handle, report):
+                report.deferred = 0  # the push goes over every waiting record again and counts what still waits
+                self.push(me, handle, report)
         except (Offline, Cancelled):
             raise
         except SyncError as exc:
@@ -169,6 +173,21 @@ class SyncClient(ModelFiles):
                 after = batch.last_seq
                 done += len(batch.entries)
                 handle.progress("push", done, max(total, done))
+
+    def recheck(self, me: Me, handle: SyncHandle, report: SyncReport) -> int:
+        """Examples written against this desk's own form of a round's target model, before a sync brought the
+        team's target, re-checked against the team's (``sync.target_recheck``); returns how many."""
+        from sync.target_recheck import recheck_against_targets
+
+        done = recheck_against_targets(self.desk, me.id, handle.check)
+        report.rechecked += done.rechecked
+        report.no_longer_fooling += done.no_longer_fooling
+        report.warnings += [p for p in done.problems if p not in report.warnings]
+        if done.refused_before:  # refused by this sync's first push; they go again now, re-checked
+            report.rejected -= len(done.refused_before)
+            named = tuple(f"example {i}: " for i in done.refused_before)  # as sync.outgoing.settle names them
+            report.problems = [p for p in report.problems if not p.startswith(named)]
+        return done.rechecked
 
     def pull(self, me: Me, handle: SyncHandle, report: SyncReport) -> set[tuple[str, int]] | None:
         """Pull the change feed. On the first pull from this server (the whole feed), returns the

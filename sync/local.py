@@ -100,6 +100,14 @@ def _unpublishable_model(session: Session, sha_prefix: str) -> str | None:
     if session.scalar(select(func.count()).select_from(RoundModel)
                       .where(RoundModel.model_id.in_([m.id for m in models]))):
         return None
+    from sync.target_recheck import PROBLEM, same_model
+
+    targets = session.scalars(select(ModelRecord).join(RoundModel, RoundModel.model_id == ModelRecord.id))
+    twin = next((t for t in targets if same_model(models[0], t)), None)
+    if twin is not None:  # another form of a round's target: each sync re-checks them against the team's form
+        problem = get_meta(session, PROBLEM)
+        return (f"{models[0].name} is this desk's own form of the round's target {twin.name}; the next sync "
+                f"re-checks these examples against the team's form" + (f" ({problem})" if problem else ""))
     return (f"no command fixes it: {models[0].name} is a model of this desk only, not a target of any round, and the "
             "server takes examples judged against their round's target models; these stay on this desk (write them "
             "again against the round's target)")

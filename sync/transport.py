@@ -201,6 +201,20 @@ class SyncReport:
     waiting_for_server: int = 0
     server_upgrade: str = ""
     held_back: int = 0
+    # examples written against this desk's own form of a round's target, re-checked against the team's target
+    # (sync.target_recheck), and how many of them the team's target is not fooled by
+    rechecked: int = 0
+    no_longer_fooling: int = 0
+
+    def recheck_note(self) -> str:
+        if not self.rechecked:
+            return ""
+        return (f"{self.rechecked} example(s) written against this desk's own form of the round's model were "
+                f"re-checked against the team's target; {self.no_longer_fooling} of them no longer fool it.")
+
+    def notices(self) -> list[str]:
+        """What the person should read after this sync beside its counts (the status bar shows it)."""
+        return [n for n in (self.recheck_note(),) if n] + self.warnings
 
     def summary(self) -> str:
         parts = [f"Pushed {self.pushed} new record(s)"]
@@ -212,6 +226,8 @@ class SyncReport:
             text += f" {self.conflicts} conflict(s) and {self.rejected} refused record(s) need attention."
         if self.deferred:
             text += f" {self.deferred} wait for something the server does not have yet."
+        if self.rechecked:
+            text += f" {self.recheck_note()}"
         if self.models:
             text += f" Downloaded {', '.join(self.models)}."
         if self.published:

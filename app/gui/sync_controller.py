@@ -153,7 +153,7 @@ class SyncController(QObject):
     def _succeeded(self, report) -> None:
         self.running = False
         self.failures = 0
-        self._set(SyncLight.SYNCED, "; ".join(report.warnings[:3]))
+        self._set(SyncLight.SYNCED, "; ".join(report.notices()[:3]))
         self.finished.emit(report)
         self._schedule(self.desk.settings.sync_interval_s)
 

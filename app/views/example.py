@@ -170,8 +170,38 @@ def data_detail(example: Example, definition: TaskDefinition, names: Mapping[uui
                ("validation", state_text(example.validation_state)),
                ("time spent", f"{example.time_spent_ms / 1000:.0f} s"),
                ("edit distance (words)", text_of(example.edit_distance) if example.edit_distance is not None else "—"),
-               ("origin", origin.get("kind", "") + (f" {origin.get('format')}" if origin.get("format") else ""))),
+               ("origin", origin.get("kind", "") + (f" {origin.get('format')}" if origin.get("format") else "")),
+               *recheck_facts(origin)),
     )
+
+
+def _shown_probabilities(probabilities: Any) -> str:
+    """Probabilities another desk wrote (an example's origin): shown as they are when they are not numbers."""
+    if not isinstance(probabilities, Mapping):
+        return "?"
+    return ", ".join(f"{text_of(k)} {v:.2f}" if isinstance(v, int | float) else f"{text_of(k)} {text_of(v)}"
+                     for k, v in probabilities.items())
+
+
+def recheck_facts(origin: Mapping[str, Any]) -> Pairs:
+    """What the writer saw, for an example re-checked against the team's target after it was written against
+    another form of the same model (``sync.target_recheck``): its outputs are the target's now."""
+    rechecked = origin.get("rechecked")
+    if not isinstance(rechecked, Mapping):
+        return ()
+    seen = [w for w in rechecked.get("written_against") or [] if isinstance(w, Mapping)]
+    before = rechecked.get("model_fooled_before")
+    said = "fooled" if before else "not fooled" if before is False else "not judged"
+    models = "; ".join(f"{text_of(w.get('name') or str(w.get('model_sha256', '?'))[:12] + '…')}: "
+                       f"{text_of(w.get('label', '?'))} ({_shown_probabilities(w.get('probabilities'))})" for w in seen)
+    return (("written against", f"{models or '?'} — {said} when written"),
+            ("re-checked", f"against the team's target of its round, {_utc_minute(rechecked.get('at'))}"))
+
+
+def _utc_minute(at: Any) -> str:
+    """'2026-11-29 09:05 UTC' from a stored UTC ISO time (as written by ``app.core.domain.utcnow``)."""
+    text = text_of(at)
+    return f"{text[:10]} {text[11:16]} UTC" if len(text) >= 16 else text or "?"
 
 
 

@@ -182,5 +182,7 @@ def sync_line(view: SyncView, now: datetime | None = None) -> SyncLine:
         tip.append(f"Refused by the server or in conflict: {view.problems:,} (dynadesk sync problems)")
     if view.message and view.state in (SyncLight.OFFLINE, SyncLight.ERROR):
         tip.append(view.message)
+    elif view.message and view.state in (SyncLight.SYNCED, SyncLight.WAITING):  # what the last sync had to say
+        tip.append(f"The last sync: {view.message}")
     tip.append("Click for sync settings")
     return SyncLine(text, "\n".join(tip), COLOURS[view.state], view.state is not SyncLight.SYNCING)

@@ -6,7 +6,8 @@ judges every example with it): whichever form the team's round names, every desk
 files, and every example, from either release, counts for that one target, on the server and on each desk.
 
 An old owner's desk adopts its own form and publishes round 1 with it; a new annotator's desk, which adopted its
-own (other) form on its first start, takes the team's from the server and writes against it; the owner's desk is
+own (other) form on its first start and wrote against it before its first sync, takes the team's from the server
+(that sync re-checks what it wrote against the team's form) and writes against it; the owner's desk is
 then upgraded in place, prepares this release's form as well (as `evaluate --models default` does) and keeps the
 team's target as it was: its files, its checksum, its answers.
 """
@@ -86,6 +87,7 @@ print(json.dumps(out))
 
 TEXTS_OLD = ["women are vermin and should be removed", "I love my family"]
 TEXTS_NEW = ["those women should go back where they came from", "we made dinner for the neighbours"]
+TEXTS_BEFORE_SYNC = ["they are animals and should be locked up", "what a lovely morning at the beach"]
 
 
 @pytest.fixture(scope="module")
@@ -162,9 +164,15 @@ def test_both_releases_default_model_forms_count_for_the_one_target_the_team_has
     assert own.provenance["export"]["int8_recipe"]["fused"] and not old_form["provenance"]["export"]["int8_recipe"].get(
         "fused")
 
+    # Before its first sync it wrote against its own form; that sync re-checks those examples against the team's.
+    before_sync = write_against_round(new, ann.id, TEXTS_BEFORE_SYNC)
+    assert {o["sha256"] for w in before_sync for o in w["outputs"]} == {own.sha256}
+
     # Its first sync: round 1's target is the team's (the old form), whose files it fetches and answers with.
     with SyncClient(new, team_server.url, ann.token, policy=QUICK) as client:
-        client.run()
+        first = client.run()
+        assert (first.rechecked, first.pushed, first.deferred) == (len(TEXTS_BEFORE_SYNC),) * 2 + (0,), first
+        assert "re-checked against the team's target" in first.summary()
         [target] = new.models.round_models(new.tasks.round("hate_speech", 1).id)
         assert target.sha256 == old_form["sha256"] and Path(target.path).is_dir()
         new_written = write_against_round(new, ann.id, TEXTS_NEW)
@@ -185,7 +193,7 @@ def test_both_releases_default_model_forms_count_for_the_one_target_the_team_has
         [round_1] = session.scalars(select(server_models.Round).where(server_models.Round.number == 1)).all()
         assert round_1.target_models == [str(model.id)]
         stored = {str(e.id): e for e in session.scalars(select(server_models.Example))}
-    written = new_written + old_written
+    written = before_sync + new_written + old_written
     assert set(stored) == {w["id"] for w in written}
     for w in written:
         example = stored[w["id"]]

@@ -93,3 +93,21 @@ def test_filter_choices_and_figures():
     figures = review_figures({"examples": 1204, "disagreements": 3, "flagged": 0, "decided": 7, "unvalidated": 9,
                               "fooled": 2, "returned": 1, "accepted": 0})
     assert figures.examples == "1,204" and figures.objected == "0" and figures.unvalidated == "9"
+
+
+def test_the_detail_of_a_rechecked_example_shows_what_its_writer_saw():
+    """Written against the desk's own form of the round's model, then re-checked against the team's target
+    (sync.target_recheck): its outputs are the target's, and its origin keeps what the writer saw."""
+    rechecked = stored(origin={"kind": "scratch", "rechecked": {
+        "against": ["ab" * 32], "at": "2026-11-29T09:05:12.5+00:00", "model_fooled_before": True,
+        "written_against": [{"model_sha256": "cd" * 32, "name": "Hate speech R1, ONNX int8", "label": "not hate",
+                             "probabilities": {"hate": 0.3, "not hate": 0.7}, "fooled": True}]}})
+    facts = dict(data_detail(rechecked, HATE, NAMES, {MODEL: "Hate speech R1, ONNX int8 (team)"}).facts)
+    assert facts["written against"] == "Hate speech R1, ONNX int8: not hate (hate 0.30, not hate 0.70) — fooled when written"
+    assert facts["re-checked"] == "against the team's target of its round, 2026-11-29 09:05 UTC"
+    # another desk's origin is shown as it is, never trusted to hold numbers
+    odd = stored(origin={"rechecked": {"written_against": [{"model_sha256": "ef" * 32, "probabilities": {"hate": "x"}},
+                                                           "not a mapping"]}})
+    assert dict(data_detail(odd, HATE, NAMES, {}).facts)["written against"] == \
+        f"{'ef' * 6}…: ? (hate x) — not judged when written"
+    assert "written against" not in dict(data_detail(stored(), HATE, NAMES, {}).facts)

@@ -68,3 +68,16 @@ def test_the_line_says_what_crosses_a_version_gap_and_is_never_green_over_it():
     assert held.colour != COLOURS[SyncLight.SYNCED]
     plain = sync_line(sync_view(SyncLight.SYNCED, status()), NOW)
     assert plain.text == "Synced 5 min ago · 0 waiting" and plain.colour == COLOURS[SyncLight.SYNCED]
+
+
+def test_what_the_last_sync_had_to_say_is_in_the_tooltip():
+    from sync.transport import SyncReport
+
+    report = SyncReport(rechecked=3, no_longer_fooling=1, warnings=["could not read who may promote: 503"])
+    assert report.notices() == [report.recheck_note(), "could not read who may promote: 503"]
+    note = "; ".join(report.notices())
+    line = sync_line(sync_view(SyncLight.SYNCED, status(), note), NOW)
+    assert line.text == "Synced 5 min ago · 0 waiting"
+    assert ("The last sync: 3 example(s) written against this desk's own form of the round's model were re-checked "
+            "against the team's target; 1 of them no longer fool it.; could not read who may promote: 503") in line.tooltip
+    assert "The last sync" not in sync_line(sync_view(SyncLight.SYNCED, status()), NOW).tooltip
