@@ -8,8 +8,9 @@ default model's int8 form from the fused graph, 0.1 and 0.2 desks from the plain
 the round's target's outputs and would put those examples off for ever. Here each such example gets the
 team's target's output in place of the one its writer saw, which ``origin["rechecked"]`` keeps with the
 judgement the desk showed then (it travels with the example: every desk shows it), and the server judges it
-with its one definition of "fooled" (it takes no output of a model that is not the round's target). When the target cannot run here (its files are not on
-this desk, or they are damaged) nothing changes: the examples stay in the outbox, and why is noted.
+with its one definition of "fooled" (it takes no output of a model that is not the round's target). When
+the target cannot run here (its files are not on this desk, or they are damaged) nothing changes: the
+examples stay in the outbox, and why is noted.
 """
 
 from __future__ import annotations
