@@ -80,6 +80,7 @@ def run(ctx: BenchContext) -> list[Result]:
     from local_models.engine import load_engine
     from local_models.errors import ModelError
     from local_models.export import export_onnx
+    from local_models.fused_graph import export_fused_graph
     from local_models.int8 import build_int8, calibrate, node_errors
     from local_models.int8_search import (
         TaskTexts,
@@ -119,6 +120,7 @@ def run(ctx: BenchContext) -> list[Result]:
                 recipes.append(recorded.recipe)
         except ValueError:
             recorded = None
+        fused_graph: Path | None = None
         for index, recipe in enumerate(recipes):
             graph = ctx.work_dir / f"int8-approach-{index}.onnx"
             started = time.perf_counter()
@@ -139,7 +141,10 @@ def run(ctx: BenchContext) -> list[Result]:
 
                     recipe = replace(recipe, float_channels=measure_float_channels(
                         fp32_graph, calibration[:96], recipe.float_channel_ratio))
-                build_int8(fp32_graph, graph, recipe)
+                start_graph = fp32_graph
+                if recipe.fused:  # a fused recipe quantizes the fused graph, as the desk exports it
+                    start_graph = fused_graph = fused_graph or export_fused_graph(source, ctx.work_dir / "quantization-fused.onnx").path
+                build_int8(start_graph, graph, recipe)
             except ModelError as exc:
                 results.append(Result(GROUP, f"int8 parity: {recipe.name}", "agreement", notes=f"failed: {exc}"))
                 continue
