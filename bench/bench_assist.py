@@ -10,8 +10,9 @@ the caller has none: the PyTorch form's one gradient pass, which HotFlip reuses)
 The desk checks the candidates one text at a time (one int8 run per text, on the row pool's two
 threads). Measured side by side, call for call on the same texts, turn about: the way before
 (word ablation on the target for the attributions when the model disagrees with the writer, each
-candidate's word edits from the full matrix), the desk now (a second backward through the
-gradient pass's forward instead of ablation; word edits that pair the common tail first), the
+candidate's word edits from the full matrix), the desk now (the gradient toward the model's label
+through the gradient pass's forward instead of ablation, derived without a second backward for two
+labels; word edits that pair the common tail first), the
 desk now with the early check (the writer's text and the rules' candidates checked on the second
 core during the gradient pass: app/core/assist/early_check.py, off on the desk), and the desk now
 with the int8 form's per-text batches (local_models/backends/per_text_int8.py, off on the desk).
@@ -116,7 +117,7 @@ class Variant:
 
 BEFORE = Variant("before: ablation when the model disagrees, full-matrix word edits",
                  ablation_when_disagreeing=True, full_matrix_edits=True)
-DESK = Variant("desk now: second backward, tail-first word edits")
+DESK = Variant("desk now: gradient toward the model's label from the same pass, tail-first word edits")
 EARLY = Variant("desk now + early check on the second core (off on the desk)", early_check=True)
 PER_TEXT = Variant("desk now + int8 per-text batches (off on the desk)", per_text_batches=True)
 VARIANTS = (BEFORE, DESK, EARLY, PER_TEXT)

@@ -122,7 +122,8 @@ def first_order(engine: InferenceEngine, item: ModelInput, *, segment: int = 0,
 
     ``also_predicted``: where the model predicts another label than ``target``, also the gradient
     toward the predicted label (``toward_predicted``), from the same forward pass: the one
-    ``first_order(..., target=predicted)`` gives, at the cost of a second backward only."""
+    ``first_order(..., target=predicted)`` gives. A model of two classes, one per label, needs no
+    second backward (``_two_labels``); any other costs one."""
     import torch
 
     from local_models.attribution import _embedding_override
@@ -154,8 +155,13 @@ def first_order(engine: InferenceEngine, item: ModelInput, *, segment: int = 0,
             index = predicted if target is None else engine.labels.index(target)
             also = also_predicted and predicted != index
             objective = torch.log(probabilities[0, index].clamp_min(1e-12))
-            (gradient,) = torch.autograd.grad(objective, embedded, retain_graph=also)
-            if also:
+            derived = also and _two_labels(head) and float(probabilities[0].min()) > MIN_DERIVED_PROBABILITY
+            (gradient,) = torch.autograd.grad(objective, embedded, retain_graph=also and not derived)
+            if derived:
+                # two labels: log p and log(1 - p) of one logit difference d have gradients (1 - p) grad d
+                # and -p grad d, so the predicted label's is the target's times -p_target / p_predicted
+                second = gradient * -(probabilities[0, index] / probabilities[0, predicted]).detach()
+            elif also:
                 (second,) = torch.autograd.grad(torch.log(probabilities[0, predicted].clamp_min(1e-12)), embedded)
     finally:
         override.points = None
@@ -168,6 +174,17 @@ def first_order(engine: InferenceEngine, item: ModelInput, *, segment: int = 0,
                           units, gradient, (gradient * embedded).sum(dim=-1), toward_predicted)
 
     return result(index, gradient, None if second is None else result(predicted, second))
+
+
+# Below this a label's log probability is clamped (its gradient is zero), so the second backward runs
+MIN_DERIVED_PROBABILITY = 1e-9
+
+
+def _two_labels(head: ClassificationHead) -> bool:
+    """Two model classes, one per task label: each label's probability is the other's complement."""
+    columns = head._columns
+    return columns.shape == (2, 2) and bool(((columns == 0) | (columns == 1)).all()) \
+        and bool((columns.sum(axis=0) == 1).all()) and bool((columns.sum(axis=1) == 1).all())
 
 
 def hotflip(engine: InferenceEngine, item: ModelInput, *, segment: int = 0, target: str | None = None,

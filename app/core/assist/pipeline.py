@@ -133,8 +133,8 @@ def _attributions(models: Ensemble, gradients: InferenceEngine | None, inputs: M
 
     With a gradient form: gradient × input from the forward pass that word substitution needs
     anyway (kept for it); when that pass aims at another label than the model's (the model already
-    disagrees with the writer), from a second backward toward the model's label through the same
-    forward (a few ms, where ablation takes 10-90 ms on a tweet). Otherwise: word ablation on the target,
+    disagrees with the writer), from the gradient toward the model's label through the same forward
+    (a second backward, about 11 ms on a tweet, or none for a model of two labels; ablation takes 10-90 ms). Otherwise: word ablation on the target,
     one batched pass."""
     from local_models.hotflip import first_order
 
