@@ -69,6 +69,16 @@ def server(server_db, tmp_path):
     running.stop()
 
 
+@pytest.fixture
+def team_server(tmp_path):
+    """A server on SQLite alone, for tests that publish what they need themselves."""
+    db = server_database(f"sqlite:///{tmp_path / 'server.sqlite'}")
+    running = ThreadServer(db, tmp_path / "server")
+    yield running
+    running.stop()
+    db.close()
+
+
 @dataclass
 class Team:
     url: str

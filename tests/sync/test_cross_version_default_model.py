@@ -31,7 +31,7 @@ from sync.client import SyncClient
 from sync.server import models as server_models
 from tests.conftest import hate_content
 from tests.previous_release import PreviousRelease, PreviousReleaseUnavailable, previous_release
-from tests.sync.helpers import ThreadServer, add_account, server_database
+from tests.sync.helpers import add_account
 from tests.sync.test_client import QUICK
 
 pytestmark = pytest.mark.slow
@@ -96,15 +96,6 @@ def previous() -> PreviousRelease:
         return previous_release()
     except PreviousReleaseUnavailable as exc:
         pytest.skip(str(exc))
-
-
-@pytest.fixture
-def team_server(tmp_path):
-    db = server_database(f"sqlite:///{tmp_path / 'server.sqlite'}")
-    running = ThreadServer(db, tmp_path / "server")
-    yield running
-    running.stop()
-    db.close()
 
 
 def old_desk(previous: PreviousRelease, folder: Path, *steps: dict) -> list:

@@ -17,18 +17,9 @@ from sync.tokens import TokenStore
 from tests.gui.conftest import close_window, open_window
 from tests.gui.test_first_start import hold_back_fast_form
 from tests.gui.test_workspace import WAIT, text_box, wait_for_prediction
-from tests.sync.helpers import ThreadServer, add_account, server_database
+from tests.sync.helpers import add_account
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def team_server(tmp_path):
-    db = server_database(f"sqlite:///{tmp_path / 'server.sqlite'}")
-    running = ThreadServer(db, tmp_path / "server")
-    yield running
-    running.stop()
-    db.close()
 
 
 def lead_prepares_and_publishes(server, tmp_path, default_model_cache):
