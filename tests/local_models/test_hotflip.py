@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from local_models.engine import load_engine
 from local_models import hotflip
+from local_models.engine import load_engine
 from local_models.hotflip import first_order
 
 LABELS = ["hate", "not hate"]
