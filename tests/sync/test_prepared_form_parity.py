@@ -55,6 +55,15 @@ def labels_swapped(folder: Path, out: Path) -> Path:
 
 
 @SQLITE_ONLY
+
+def _publish_next_round_and_close(owner, team, torch) -> None:
+    """The owner opens the next round on ``torch``, publishes it with the forms its desk holds, and closes."""
+    opened = owner.rounds.open_next(TASK, team.owner.id, [torch.id], close_previous=True)
+    with SyncClient(owner, team.url, team.owner.token, policy=QUICK) as client:
+        client.run(fetch_models=False)
+        assert {r.status for r in client.publish(TASK, [opened.number]).results} <= {"stored", "already_stored"}
+    owner.close()
+
 def test_a_form_that_answers_otherwise_is_refused_whatever_its_provenance_says(team, tmp_path, trigger_model_dir,
                                                                               trigger_onnx_dir):
     owner = team_desk(tmp_path / "owner", team.owner, team.url)
@@ -70,11 +79,7 @@ def test_a_form_that_answers_otherwise_is_refused_whatever_its_provenance_says(t
     assert not verdict.passed and "label changed" in verdict.reason, verdict.reason
     with owner.db.write() as session:  # only the forged form travels with the model
         session.delete(session.get(ModelRecord, true_form.id))
-    opened = owner.rounds.open_next(TASK, team.owner.id, [torch.id], close_previous=True)
-    with SyncClient(owner, team.url, team.owner.token, policy=QUICK) as client:
-        client.run(fetch_models=False)
-        assert {r.status for r in client.publish(TASK, [opened.number]).results} <= {"stored", "already_stored"}
-    owner.close()
+    _publish_next_round_and_close(owner, team, torch)
 
     ann = team_desk(tmp_path / "ann", team.ann, team.url)
     mine = register_model(ann, trigger_model_dir, name="hate trigger", task_code=TASK, label_map=AS_TASK)
@@ -145,11 +150,7 @@ def test_a_form_whose_graph_does_not_give_its_recorded_answers_is_refused(team, 
     assert moved.provenance["export"]["parity"]["answers"]["probabilities"][0] != \
         true_form.provenance["export"]["parity"]["answers"]["probabilities"][0]
     assert form_parity(owner, torch, moved).passed  # the sample check alone would take it
-    opened = owner.rounds.open_next(TASK, team.owner.id, [torch.id], close_previous=True)
-    with SyncClient(owner, team.url, team.owner.token, policy=QUICK) as client:
-        client.run(fetch_models=False)
-        assert {r.status for r in client.publish(TASK, [opened.number]).results} <= {"stored", "already_stored"}
-    owner.close()
+    _publish_next_round_and_close(owner, team, torch)
 
     ann = team_desk(tmp_path / "ann", team.ann, team.url)
     mine = register_model(ann, trigger_model_dir, name="hate trigger", task_code=TASK, label_map=AS_TASK)
