@@ -57,6 +57,17 @@ def wait_until(condition, *, timeout: float = 30.0, interval: float = 0.02, what
         time.sleep(interval)
 
 
+def run_in_threads(work, count: int, *, timeout: float = 600.0) -> list[threading.Thread]:
+    """``work(i)`` for i in 0..count-1, each on a thread of its own, all at once; the threads, once all are
+    done (or ``timeout`` passed for each)."""
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    return threads
+
+
 @contextmanager
 def postgres_schema(base_url: str) -> Iterator[str]:
     """A URL whose connections see only a fresh schema, dropped afterwards."""

@@ -30,6 +30,7 @@ from tests.sync.helpers import (
     fill_outbox,
     open_desks,
     publish_basics,
+    run_in_threads,
     server_counts,
     server_database,
 )
@@ -87,11 +88,7 @@ def test_twenty_desks_push_and_pull_at_the_same_time(backend, tmp_path):
                 pushed.abort()
 
         began = time.perf_counter()
-        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(DESKS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=600)
+        threads = run_in_threads(work, DESKS)
         seconds = time.perf_counter() - began
         assert not errors, errors
         assert not any(thread.is_alive() for thread in threads)

@@ -36,6 +36,7 @@ from tests.sync.helpers import (
     open_desks,
     postgres_schema,
     publish_basics,
+    run_in_threads,
     server_counts,
     server_database,
 )
@@ -126,11 +127,7 @@ def test_two_server_processes_on_one_postgresql_act_as_one_server(postgres_url, 
                 pushed.abort()
 
         mark = time.perf_counter()
-        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(DESKS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=600)
+        threads = run_in_threads(work, DESKS)
         timings["20 desks pushed (and pulled what was there) through one server"] = min(push_done, default=mark) - mark
         timings["then pulled the rest through the other"] = time.perf_counter() - min(push_done, default=mark)
         assert not errors, errors
